@@ -1,0 +1,118 @@
+/* oni.h - the ONI host API (upstream liboni 4.6 compatible) as implemented by onigpu.
+ *
+ * Thread safety (see docs/threads.md): calls on one context are serialized by
+ * the library, so any call may be made from any thread. oni_read_frame blocks
+ * other readers of the same context while it refills; oni_destroy_frame may be
+ * called from any thread at any time, also after oni_destroy_ctx. */
+#ifndef ONI_H
+#define ONI_H
+
+#include <stddef.h>
+#include "onidefs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONI_VERSION_MAJOR 4
+#define ONI_VERSION_MINOR 6
+#define ONI_VERSION_PATCH 0
+#define ONI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
+#define ONI_VERSION ONI_MAKE_VERSION(ONI_VERSION_MAJOR, ONI_VERSION_MINOR, ONI_VERSION_PATCH)
+
+typedef struct oni_ctx_impl *oni_ctx;
+
+/* One entry of the device table; read as a block of 5 uint32, order matters. */
+typedef struct {
+    oni_size_t idx;        /* RSV.RSV.HUB.IDX */
+    oni_dev_id_t id;       /* device kind (onix.h) */
+    oni_size_t version;
+    oni_size_t read_size;  /* payload bytes of one read frame, 0 = not readable */
+    oni_size_t write_size; /* payload bytes of one write frame, 0 = not writable */
+} oni_device_t;
+
+/* A frame: read frames are views into library-owned blocks; release with oni_destroy_frame. */
+typedef struct {
+    const oni_fifo_time_t time;
+    const oni_fifo_dat_t dev_idx;
+    const oni_fifo_dat_t data_sz;
+    char *data;
+} oni_frame_t;
+
+/* Context options: the value is the enum position (upstream numbering). */
+enum {
+    ONI_OPT_DEVICETABLE = 0,
+    ONI_OPT_NUMDEVICES,
+    ONI_OPT_RUNNING,
+    ONI_OPT_RESET,
+    ONI_OPT_SYSCLKHZ,
+    ONI_OPT_ACQCLKHZ,
+    ONI_OPT_RESETACQCOUNTER,
+    ONI_OPT_HWADDRESS,
+    ONI_OPT_MAXREADFRAMESIZE,
+    ONI_OPT_MAXWRITEFRAMESIZE,
+    ONI_OPT_BLOCKREADSIZE,
+    ONI_OPT_BLOCKWRITESIZE,
+    ONI_OPT_CUSTOMBEGIN
+};
+
+/* onigpu extension: per-context timeout for every blocking call, in
+ * milliseconds (uint32_t, read/write in any initialized or uninitialized
+ * state). 0 is refused: there is no "wait forever". Default
+ * ONI_DEFAULT_TIMEOUTMS. Expiry returns ONI_ETIMEOUT. The value sits far above
+ * the custom range so it can never shadow a hardware register option. */
+#define ONI_OPT_TIMEOUTMS 0x4F470100
+#define ONI_DEFAULT_TIMEOUTMS 2000u
+
+/* Create a context for driver drv_name (built-in first, then libonidriver_<name>.so).
+ * Returns NULL and sets errno (EINVAL: bad name or incomplete driver, ENOENT: not found, ENOMEM). */
+ONI_EXPORT oni_ctx oni_create_ctx(const char *drv_name);
+
+/* Open hardware host_idx (-1 = driver default), reset it and read the device table.
+ * Context must be uninitialized; returns 0 or an ONI error. */
+ONI_EXPORT int oni_init_ctx(oni_ctx ctx, int host_idx);
+
+/* Stop acquisition, close the driver and free the context. Frames still alive stay valid. */
+ONI_EXPORT int oni_destroy_ctx(oni_ctx ctx);
+
+/* Read context option ctx_opt into value; *size is the buffer size in, bytes written out. */
+ONI_EXPORT int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size);
+
+/* Write context option ctx_opt from value of size bytes; then calls the driver's set_opt_callback. */
+ONI_EXPORT int oni_set_opt(oni_ctx ctx, int ctx_opt, const void *value, size_t size);
+
+/* Driver-specific options (onigpu.h documents onigpu's drivers' options). */
+ONI_EXPORT int oni_get_driver_opt(const oni_ctx ctx, int drv_opt, void *value, size_t *size);
+ONI_EXPORT int oni_set_driver_opt(oni_ctx ctx, int drv_opt, const void *value, size_t size);
+
+/* Register access through the signal stream; NACK gives ONI_EREADFAILURE / ONI_EWRITEFAILURE,
+ * an access still pending gives ONI_ERETRIG, no answer in time gives ONI_ETIMEOUT. */
+ONI_EXPORT int oni_read_reg(const oni_ctx ctx, oni_dev_idx_t dev_idx, oni_reg_addr_t addr, oni_reg_val_t *value);
+ONI_EXPORT int oni_write_reg(const oni_ctx ctx, oni_dev_idx_t dev_idx, oni_reg_addr_t addr, oni_reg_val_t value);
+
+/* Read the next frame. On success returns the bytes the frame took in the stream (> 0) and
+ * *frame is owned by the caller until oni_destroy_frame. No heap allocation in steady state. */
+ONI_EXPORT int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame);
+
+/* Make a write frame for dev_idx holding a copy of data (data_sz: a multiple of the device's write_size). */
+ONI_EXPORT int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_idx, void *data, size_t data_sz);
+
+/* Send a write frame made by oni_create_frame; returns bytes written (> 0) or an ONI error. */
+ONI_EXPORT int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame);
+
+/* Release a frame (read or write). NULL is ignored. Thread-safe. */
+ONI_EXPORT void oni_destroy_frame(oni_frame_t *frame);
+
+/* Library version (ONI API version this library implements). */
+ONI_EXPORT void oni_version(int *major, int *minor, int *patch);
+
+/* Info of the context's driver, or NULL for a NULL context. */
+ONI_EXPORT const oni_driver_info_t *oni_get_driver_info(const oni_ctx ctx);
+
+/* Human-readable text for an ONI error code (also onigpu's own codes). Never NULL. */
+ONI_EXPORT const char *oni_error_str(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,83 @@
+/* onidefs.h - ONI basic types, error codes and driver info (ONI API 4.6 compatible). */
+#ifndef ONIDEFS_H
+#define ONIDEFS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ONI_EXPORT __declspec(dllexport)
+#else
+#define ONI_EXPORT __attribute__((visibility("default")))
+#endif
+
+typedef uint32_t oni_size_t;
+typedef uint32_t oni_dev_id_t;
+typedef uint32_t oni_dev_idx_t;
+typedef uint32_t oni_reg_addr_t;
+typedef uint32_t oni_reg_val_t;
+typedef uint32_t oni_fifo_dat_t;
+typedef uint64_t oni_fifo_time_t;
+
+typedef struct {
+    const char *name;
+    const int major;
+    const int minor;
+    const int patch;
+    const char *pre_release;
+} oni_driver_info_t;
+
+/* Error codes. 0 to ONI_MINERRORNUM are upstream's; onigpu's own codes start
+ * at -100 so they can never collide with codes upstream may add later. */
+enum {
+    ONI_ESUCCESS = 0,
+    ONI_EPATHINVALID = -1,
+    ONI_EDEVID = -2,
+    ONI_EDEVIDX = -3,
+    ONI_EWRITESIZE = -4,
+    ONI_EREADFAILURE = -5,
+    ONI_EWRITEFAILURE = -6,
+    ONI_ENULLCTX = -7,
+    ONI_ESEEKFAILURE = -8,
+    ONI_EINVALSTATE = -9,
+    ONI_EINVALOPT = -10,
+    ONI_EINVALARG = -11,
+    ONI_ECOBSPACK = -12,
+    ONI_ERETRIG = -13,
+    ONI_EBUFFERSIZE = -14,
+    ONI_EBADDEVTABLE = -15,
+    ONI_EBADALLOC = -16,
+    ONI_ECLOSEFAIL = -17,
+    ONI_EREADONLY = -18,
+    ONI_EUNIMPL = -19,
+    ONI_EINVALREADSIZE = -20,
+    ONI_ENOREADDEV = -21,
+    ONI_EINIT = -22,
+    ONI_EWRITEONLY = -23,
+    ONI_EINVALWRITESIZE = -24,
+    ONI_ENOTWRITEDEV = -25,
+    ONI_EDEVIDXREPEAT = -26,
+    ONI_EPROTCONFIG = -27,
+    ONI_EBADFRAME = -28,
+    ONI_EBADCONTROLLER = -29,
+    ONI_MINERRORNUM = -30,
+
+    /* onigpu extensions (see docs/errors.md) */
+    ONI_ETIMEOUT = -100,      /* a blocking call passed ONI_OPT_TIMEOUTMS */
+    ONI_EDISCONNECTED = -101, /* the hardware (or emulator daemon) went away */
+    ONI_ENOGPU = -102,        /* GPU memory or a GPU path was asked for, but no usable GPU / no CUDA build */
+    ONI_ENOTPINNED = -103,    /* unpin of a buffer that is not pinned */
+    ONI_EPINNED = -104,       /* buffer already pinned, or freed while pinned */
+    ONI_EOVERFLOW = -105,     /* hardware FIFO overflowed; data was dropped and counted */
+    ONI_EBUSY = -106,         /* resource in use (e.g. a stream already owned by another reader) */
+    ONI_MINERRORNUM_ONIGPU = -107
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,22 @@
+/* export.c - turns a built-in driver's backend table into the upstream driver
+ * ABI (onidriver.h), so the same driver also builds as libonidriver_<name>.so.
+ * Compiled once per driver with -DONIDRV_TABLE=onidrv_<name>. */
+#include "onii.h"
+
+#ifndef ONIDRV_TABLE
+#error "define ONIDRV_TABLE to the driver's struct oni_driver"
+#endif
+
+#define T ONIDRV_TABLE
+
+oni_driver_ctx oni_driver_create_ctx(void) { return T.create_ctx(); }
+int oni_driver_destroy_ctx(oni_driver_ctx c) { return T.destroy_ctx(c); }
+int oni_driver_init(oni_driver_ctx c, int host_idx) { return T.init(c, host_idx); }
+int oni_driver_read_stream(oni_driver_ctx c, oni_read_stream_t s, void *d, size_t n) { return T.read_stream(c, s, d, n); }
+int oni_driver_write_stream(oni_driver_ctx c, oni_write_stream_t s, const char *d, size_t n) { return T.write_stream(c, s, d, n); }
+int oni_driver_read_config(oni_driver_ctx c, oni_config_t k, oni_reg_val_t *v) { return T.read_config(c, k, v); }
+int oni_driver_write_config(oni_driver_ctx c, oni_config_t k, oni_reg_val_t v) { return T.write_config(c, k, v); }
+int oni_driver_set_opt_callback(oni_driver_ctx c, int o, const void *v, size_t n) { return T.set_opt_callback(c, o, v, n); }
+int oni_driver_set_opt(oni_driver_ctx c, int o, const void *v, size_t n) { return T.set_opt(c, o, v, n); }
+int oni_driver_get_opt(oni_driver_ctx c, int o, void *v, size_t *n) { return T.get_opt(c, o, v, n); }
+const oni_driver_info_t *oni_driver_info(void) { return T.info(); }

@@ -1,0 +1,70 @@
+/* emu.h - the emulated ONIX host card. This is the hardware boundary: the emu
+ * driver (in-process) and the onix-emu daemon call only these functions;
+ * nothing above the drivers includes this header.
+ *
+ * The card behaves like the ONIX FPGA core of thesis figures 2.3 and 3.4: a
+ * device table on hubs, register files, an acquisition clock, a round-robin
+ * data-input multiplexer, a FIFO in bounded "DDR" per data stream with counted
+ * overflow, a signal stream of COBS packets, a write stream demultiplexed to
+ * output devices, and a modelled PCIe link. */
+#ifndef EMU_H
+#define EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "onidriver.h"
+#include "onigpu.h"
+#include "oniemu.h"
+
+struct emu_card;
+
+enum emu_stream {
+    EMU_STREAM_DATA = 0,   /* default read data stream */
+    EMU_STREAM_SIGNAL = 1, /* signal stream (COBS packets) */
+    EMU_STREAM_GPU = 2,    /* GPU read data stream (devices routed to the GPU) */
+    EMU_STREAM_WRITE = 3,  /* default write stream */
+    EMU_STREAM_GPU_WRITE = 4
+};
+
+/* Create a card from a spec string (oniemu.h; NULL = defaults). Returns 0 or an
+ * ONI error (ONI_EINVALARG with a message in err for a bad spec). */
+int emu_card_create(const char *spec, struct emu_card **out, char *err, size_t err_cap);
+void emu_card_destroy(struct emu_card *card);
+
+/* ONI configuration registers, with the semantics of the driver ABI
+ * (writing TRIG performs a register access and queues the ACK/NACK packet;
+ * writing RESET queues DEVICETABLEACK + DEVICEINST packets; RUNNING starts and
+ * stops acquisition). */
+int emu_card_read_config(struct emu_card *card, oni_config_t reg, uint32_t *value);
+int emu_card_write_config(struct emu_card *card, oni_config_t reg, uint32_t value);
+
+/* Read exactly n bytes of a read stream into dst (host memory), waiting up to
+ * timeout_ms; the PCIe link model is applied. Returns n, ONI_ETIMEOUT, or an
+ * error. The signal stream may return fewer than n bytes (at least 1). */
+int emu_card_read(struct emu_card *card, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms);
+
+/* Write n bytes of write frames to a write stream; malformed frames are
+ * rejected with ONI_EBADFRAME and counted. Returns n or an error. */
+int emu_card_write(struct emu_card *card, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms);
+
+/* Zero-copy access to a read stream's FIFO, for the card's DMA engine (src/emu/dma*):
+ * wait up to timeout_ms until n bytes are available, then return them as up to
+ * two contiguous spans (the FIFO is a ring). Consume them afterwards. */
+struct emu_span {
+    const uint8_t *p;
+    size_t n;
+};
+int emu_card_fifo_peek(struct emu_card *card, enum emu_stream s, size_t n, struct emu_span span[2], uint32_t timeout_ms);
+int emu_card_fifo_consume(struct emu_card *card, enum emu_stream s, size_t n);
+
+/* Wait as the link would for a transfer of n bytes that really took spent_ns. */
+void emu_card_link_delay(struct emu_card *card, size_t n, uint64_t spent_ns);
+
+/* FIFO fill and drop counters. */
+void emu_card_stats(struct emu_card *card, onigpu_stream_stats_t *st);
+/* Link preset in use. */
+void emu_card_link(struct emu_card *card, oniemu_link_t *link);
+/* Append ground-truth spikes to path as they are generated (NULL stops). */
+int emu_card_set_truth_file(struct emu_card *card, const char *path);
+
+#endif

@@ -1,0 +1,59 @@
+/* onii.h - onigpu's private header: the driver backend table and helpers shared
+ * by the core, the built-in drivers and the tools. Not installed. */
+#ifndef ONII_H
+#define ONII_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "oni.h"
+#include "onidriver.h"
+
+/* A driver backend: the driver ABI of onidriver.h as a table of function
+ * pointers. Built-in drivers define one statically; external drivers get one
+ * filled by dlsym. Every entry is required. */
+struct oni_driver {
+    const char *name;
+    oni_driver_ctx (*create_ctx)(void);
+    int (*destroy_ctx)(oni_driver_ctx);
+    int (*init)(oni_driver_ctx, int host_idx);
+    int (*read_stream)(oni_driver_ctx, oni_read_stream_t, void *data, size_t size);
+    int (*write_stream)(oni_driver_ctx, oni_write_stream_t, const char *data, size_t size);
+    int (*read_config)(oni_driver_ctx, oni_config_t, oni_reg_val_t *value);
+    int (*write_config)(oni_driver_ctx, oni_config_t, oni_reg_val_t value);
+    int (*set_opt_callback)(oni_driver_ctx, int oni_option, const void *value, size_t len);
+    int (*set_opt)(oni_driver_ctx, int drv_option, const void *value, size_t len);
+    int (*get_opt)(oni_driver_ctx, int drv_option, void *value, size_t *len);
+    const oni_driver_info_t *(*info)(void);
+};
+
+/* Built-in drivers (src/drivers/<name>). */
+extern const struct oni_driver onidrv_test;
+extern const struct oni_driver onidrv_emu;
+
+/* Environment variable naming an extra directory searched for libonidriver_<name>.so. */
+#define ONI_DRIVER_PATH_ENV "ONI_DRIVER_PATH"
+
+/* Wire format sizes. */
+#define ONI_RFRAMEHEADERSZ 16 /* [u64 time][u32 dev_idx][u32 data_sz] */
+#define ONI_WFRAMEHEADERSZ 8  /* [u32 dev_idx][u32 payload words] */
+#define ONI_COBSMAXPACKET 255 /* encoded bytes, excluding the 0 delimiter */
+#define ONI_SIGMAXPAYLOAD 250 /* decoded bytes after the u32 type (fits one COBS packet) */
+
+/* Bytes a payload of n bytes occupies in a stream: padded to 32-bit words. */
+static inline size_t oni_pad4(size_t n) { return (n + 3u) & ~(size_t)3u; }
+
+/* COBS (src/oni/util/cobs.c). Encode n bytes of src into dst (no delimiter written);
+ * returns the encoded length or -1 if dst_cap is too small. Decode an encoded
+ * packet (delimiter excluded) into dst; returns the decoded length or
+ * ONI_ECOBSPACK for a malformed packet or too small dst. */
+int oni_cobs_encode(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_cap);
+int oni_cobs_decode(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_cap);
+
+/* Build one complete signal packet ([u32 type][payload] COBS-encoded, then 0)
+ * into dst; returns its length in bytes or a negative ONI error. For drivers. */
+int oni_signal_pack(uint32_t type, const void *payload, size_t n, uint8_t *dst, size_t dst_cap);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t oni_now_ns(void);
+
+#endif

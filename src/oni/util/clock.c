@@ -1,0 +1,10 @@
+/* clock.c - the monotonic clock every timing in onigpu uses. */
+#include <time.h>
+#include "onii.h"
+
+uint64_t oni_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
