@@ -1,0 +1,45 @@
+/* cli.h - how `onigpu` subcommands plug in, and the option helpers they share.
+ *
+ * Each subcommand lives in its own file tools/onigpu/cmd_<name>.c and registers
+ * itself with CLI_COMMAND; main.c dispatches. A name with a space ("bench
+ * frames") is a sub-subcommand. A command returns the process exit status: 0
+ * ok, 1 failure (message printed), 2 usage error (usage printed). */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "oni.h"
+
+struct cli_command {
+    const char *name;  /* "info", "bench frames" */
+    const char *usage; /* one line: arguments */
+    const char *help;  /* one line: what it does */
+    int (*run)(int argc, char **argv); /* argv[0] is the command's last word */
+};
+
+void cli_register(const struct cli_command *cmd);
+
+#define CLI_COMMAND(ident, name_, usage_, help_, fn)                                   \
+    static const struct cli_command cli_cmd_##ident = {name_, usage_, help_, fn};       \
+    __attribute__((constructor)) static void cli_reg_##ident(void) { cli_register(&cli_cmd_##ident); }
+
+/* Print "usage: onigpu <name> <usage>" and the help line to stderr; returns 2. */
+int cli_usage(const struct cli_command *cmd);
+/* True if argv has -h or --help. */
+int cli_wants_help(int argc, char **argv);
+
+/* Parse "4096", "4K", "4KiB", "16M", "1G" (powers of 1024; "kB"/"MB" are powers of 1000). */
+int cli_parse_size(const char *s, uint64_t *out);
+/* Parse "10", "2.5s", "500ms", "100us" into seconds. */
+int cli_parse_seconds(const char *s, double *out);
+
+/* Open and initialize a context for driver `drv` (NULL = "emu"); `emu_spec`
+ * (NULL = default) is passed to the emu driver as ONI_DRV_EMU_SPEC. Prints a
+ * readable error and returns NULL on failure. */
+oni_ctx cli_open(const char *drv, const char *emu_spec, int host_idx);
+
+/* Print "onigpu: <what>: <oni_error_str(rc)>" to stderr; returns 1. */
+int cli_fail(const char *what, int rc);
+
+#endif

@@ -1,0 +1,147 @@
+/* main.c - `onigpu`: dispatch to the registered subcommands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "oniemu.h"
+
+#define MAX_COMMANDS 64
+static const struct cli_command *commands[MAX_COMMANDS];
+static int ncommands;
+
+void cli_register(const struct cli_command *cmd)
+{
+    if (ncommands < MAX_COMMANDS)
+        commands[ncommands++] = cmd;
+}
+
+int cli_usage(const struct cli_command *cmd)
+{
+    fprintf(stderr, "usage: onigpu %s %s\n  %s\n", cmd->name, cmd->usage, cmd->help);
+    return 2;
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return 1;
+    return 0;
+}
+
+int cli_fail(const char *what, int rc)
+{
+    fprintf(stderr, "onigpu: %s: %s (%d)\n", what, oni_error_str(rc), rc);
+    return 1;
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    double mul = 1;
+    if (*end) {
+        char u = (char)(*end | 0x20);
+        const char *rest = end + 1;
+        int decimal = !strcmp(rest, "B") && u != 'b'; /* "kB", "MB": powers of 1000 */
+        double base = decimal ? 1000.0 : 1024.0;
+        if (u == 'k') mul = base;
+        else if (u == 'm') mul = base * base;
+        else if (u == 'g') mul = base * base * base;
+        else if (u == 'b' && !*rest) mul = 1;
+        else return -1;
+        if (*rest && strcmp(rest, "B") && strcmp(rest, "iB"))
+            return -1;
+    }
+    *out = (uint64_t)(v * mul + 0.5);
+    return 0;
+}
+
+int cli_parse_seconds(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    if (!*end || !strcmp(end, "s")) *out = v;
+    else if (!strcmp(end, "ms")) *out = v / 1e3;
+    else if (!strcmp(end, "us")) *out = v / 1e6;
+    else return -1;
+    return 0;
+}
+
+oni_ctx cli_open(const char *drv, const char *emu_spec, int host_idx)
+{
+    if (!drv)
+        drv = "emu";
+    oni_ctx ctx = oni_create_ctx(drv);
+    if (!ctx) {
+        fprintf(stderr, "onigpu: cannot load driver '%s': %s\n", drv, strerror(errno));
+        return NULL;
+    }
+    int rc = 0;
+    if (emu_spec && !strcmp(drv, "emu"))
+        rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, emu_spec, strlen(emu_spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, host_idx);
+    if (rc) {
+        cli_fail("cannot initialize the hardware", rc);
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static void print_help(void)
+{
+    printf("onigpu - acquisition-to-GPU stack for closed-loop experiments (ONI API %d.%d.%d)\n\n"
+           "usage: onigpu <command> [options]   (onigpu <command> --help for details)\n\n",
+           ONI_VERSION_MAJOR, ONI_VERSION_MINOR, ONI_VERSION_PATCH);
+    for (int i = 0; i < ncommands; i++)
+        printf("  %-16s %s\n", commands[i]->name, commands[i]->help);
+}
+
+/* Find the command named by argv[1] (and argv[2] for two-word names). */
+static const struct cli_command *find(int argc, char **argv, int *words)
+{
+    for (int i = 0; i < ncommands; i++) {
+        const char *n = commands[i]->name, *sp = strchr(n, ' ');
+        if (!sp && !strcmp(n, argv[1])) {
+            *words = 1;
+            return commands[i];
+        }
+        if (sp && argc > 2 && (size_t)(sp - n) == strlen(argv[1]) && !strncmp(n, argv[1], (size_t)(sp - n)) &&
+            !strcmp(sp + 1, argv[2])) {
+            *words = 2;
+            return commands[i];
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        print_help();
+        return argc < 2 ? 2 : 0;
+    }
+    int words = 0;
+    const struct cli_command *cmd = find(argc, argv, &words);
+    if (!cmd) {
+        fprintf(stderr, "onigpu: unknown command '%s'\n\n", argv[1]);
+        print_help();
+        return 2;
+    }
+    int sub_argc = argc - words;
+    char **sub_argv = argv + words;
+    if (cli_wants_help(sub_argc, sub_argv)) {
+        printf("usage: onigpu %s %s\n  %s\n", cmd->name, cmd->usage, cmd->help);
+        return 0;
+    }
+    return cmd->run(sub_argc, sub_argv);
+}
