@@ -1,0 +1,48 @@
+# onigpu - the two commands a fresh machine needs:
+#   make run    build, then run the closed loop on the embedded emulated card
+#   make test   build and run every test: plain, ASan+UBSan, TSan (threaded tests), libFuzzer (brief)
+# Each build lives in its own directory; everything is built from source with cmake.
+
+JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE ?= cmake
+CTEST ?= ctest
+CLANG ?= clang
+
+.PHONY: all build run test test-plain test-asan test-tsan test-fuzz deps clean
+
+all: build
+
+deps:
+	@tools/deps.sh
+
+build: deps
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	$(CMAKE) --build build -j $(JOBS)
+
+run: build
+	./build/onigpu run $(ARGS)
+
+test: test-plain test-asan test-tsan test-fuzz
+
+test-plain: build
+	$(CTEST) --test-dir build --output-on-failure -j $(JOBS)
+
+# Sanitizer builds skip CUDA: the CUDA runtime and ASan disagree about the
+# address space, and the GPU tests only skip here anyway.
+test-asan: deps
+	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_SANITIZE=address,undefined
+	$(CMAKE) --build build-asan -j $(JOBS)
+	$(CTEST) --test-dir build-asan --output-on-failure -j $(JOBS)
+
+test-tsan: deps
+	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_SANITIZE=thread
+	$(CMAKE) --build build-tsan -j $(JOBS)
+	$(CTEST) --test-dir build-tsan --output-on-failure -L threads
+
+test-fuzz: deps
+	CC=$(CLANG) $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_FUZZ=ON
+	$(CMAKE) --build build-fuzz -j $(JOBS)
+	$(CTEST) --test-dir build-fuzz --output-on-failure -L fuzz
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

@@ -1,0 +1,22 @@
+#!/bin/sh
+# deps.sh - make sure the build tools are present; install the missing ones
+# from Debian's packages when we are allowed to (root), else say what to install.
+set -e
+missing=""
+command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
+command -v cc >/dev/null 2>&1 || missing="$missing build-essential"
+command -v clang >/dev/null 2>&1 || missing="$missing clang"
+# libFuzzer and the sanitizer runtimes for clang
+if command -v clang >/dev/null 2>&1; then
+    echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){return 0;}' > /tmp/onigpu-fuzzprobe.c
+    clang -fsanitize=fuzzer /tmp/onigpu-fuzzprobe.c -o /tmp/onigpu-fuzzprobe 2>/dev/null || missing="$missing libclang-rt-$(clang --version | sed -n "s/.*clang version \([0-9]*\).*/\1/p" | head -1)-dev"
+    rm -f /tmp/onigpu-fuzzprobe.c /tmp/onigpu-fuzzprobe
+fi
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "deps: installing$missing"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+else
+    echo "deps: missing$missing - install them (Debian: apt-get install$missing)" >&2
+    exit 1
+fi
