@@ -1,0 +1,386 @@
+/* gpu_cuda.c - gpu.h on the CUDA runtime and driver APIs (device 0). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include "gpu.h"
+#include "onidefs.h"
+#include "onii.h"
+
+struct gpu_stream {
+    cudaStream_t s;
+};
+
+struct gpu_event {
+    cudaEvent_t e;
+};
+
+static _Thread_local char last_error[160];
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static int probe_ok;
+static char probe_why[160];
+
+static int fail_rt(cudaError_t err, const char *what, int code)
+{
+    snprintf(last_error, sizeof last_error, "%s: %s", what, cudaGetErrorString(err));
+    return code;
+}
+
+static int fail_drv(CUresult res, const char *what, int code)
+{
+    const char *msg = NULL;
+    cuGetErrorString(res, &msg);
+    snprintf(last_error, sizeof last_error, "%s: %s", what, msg ? msg : "unknown CUDA driver error");
+    return code;
+}
+
+static void probe(void)
+{
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(err));
+        return;
+    }
+    if (n < 1) {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: none found");
+        return;
+    }
+    err = cudaFree(0); /* creates the primary context */
+    if (err != cudaSuccess) {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(err));
+        return;
+    }
+    probe_ok = 1;
+}
+
+/* The driver API needs the primary context current on the calling thread; the
+ * runtime makes it current lazily, so make sure once per thread. */
+static int ready(void)
+{
+    static _Thread_local int current;
+    pthread_once(&probe_once, probe);
+    if (!probe_ok) {
+        snprintf(last_error, sizeof last_error, "%s", probe_why);
+        return ONI_ENOGPU;
+    }
+    if (!current) {
+        cudaError_t err = cudaSetDevice(0);
+        if (err != cudaSuccess)
+            return fail_rt(err, "cudaSetDevice", ONI_ENOGPU);
+        err = cudaFree(0);
+        if (err != cudaSuccess)
+            return fail_rt(err, "cudaFree(0)", ONI_ENOGPU);
+        current = 1;
+    }
+    return 0;
+}
+
+int gpu_available(char *why, size_t why_cap)
+{
+    pthread_once(&probe_once, probe);
+    if (!probe_ok && why && why_cap)
+        snprintf(why, why_cap, "%s", probe_why);
+    return probe_ok;
+}
+
+const char *gpu_error(void)
+{
+    return last_error;
+}
+
+int gpu_query(const void *p, struct gpu_ptr_info *info)
+{
+    if (!info)
+        return ONI_EINVALARG;
+    memset(info, 0, sizeof *info);
+    int rc = ready();
+    if (rc)
+        return rc;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    unsigned int type = 0;
+    int managed = 0, ordinal = -1;
+    unsigned long long id = 0;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    void *data[] = {&type, &managed, &ordinal, &id, &start, &size};
+    CUresult res = cuPointerGetAttributes(6, attrs, data, (CUdeviceptr)(uintptr_t)p);
+    /* Memory CUDA never saw answers success with type 0 (or INVALID_VALUE on
+     * some drivers): both mean plain host memory. */
+    if (res != CUDA_SUCCESS || type == 0)
+        return 0;
+    info->device = ordinal;
+    info->buffer_id = id;
+    info->base = (void *)(uintptr_t)start;
+    info->len = size;
+    if (managed)
+        info->kind = GPU_KIND_MANAGED;
+    else if (type == CU_MEMORYTYPE_DEVICE)
+        info->kind = GPU_KIND_DEVICE;
+    else
+        info->kind = GPU_KIND_HOST_PINNED;
+    return 0;
+}
+
+int gpu_pin_device(const void *p, struct gpu_ptr_info *info)
+{
+    int rc = gpu_query(p, info);
+    if (rc)
+        return rc;
+    if (info->kind != GPU_KIND_DEVICE) {
+        snprintf(last_error, sizeof last_error, "not device memory");
+        return ONI_EINVALARG;
+    }
+    unsigned int one = 1;
+    CUresult res = cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)p);
+    if (res != CUDA_SUCCESS)
+        return fail_drv(res, "cuPointerSetAttribute(SYNC_MEMOPS)", ONI_EINVALARG);
+    return 0;
+}
+
+int gpu_alloc(void **p, size_t n)
+{
+    if (!p || !n)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaMalloc(p, n);
+    if (err != cudaSuccess) {
+        *p = NULL;
+        return fail_rt(err, "cudaMalloc", ONI_EBADALLOC);
+    }
+    return 0;
+}
+
+void gpu_free(void *p)
+{
+    if (p && !ready())
+        cudaFree(p);
+}
+
+int gpu_host_alloc(void **p, size_t n)
+{
+    if (!p || !n)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaHostAlloc(p, n, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        *p = NULL;
+        return fail_rt(err, "cudaHostAlloc", ONI_EBADALLOC);
+    }
+    return 0;
+}
+
+void gpu_host_free(void *p)
+{
+    if (p && !ready())
+        cudaFreeHost(p);
+}
+
+int gpu_host_register(void *p, size_t n)
+{
+    if (!p || !n)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaHostRegister(p, n, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (err == cudaErrorHostMemoryAlreadyRegistered)
+        return fail_rt(err, "cudaHostRegister", ONI_EPINNED);
+    if (err != cudaSuccess)
+        return fail_rt(err, "cudaHostRegister", ONI_EINVALARG);
+    return 0;
+}
+
+int gpu_host_unregister(void *p)
+{
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaHostUnregister(p);
+    if (err == cudaErrorHostMemoryNotRegistered)
+        return fail_rt(err, "cudaHostUnregister", ONI_ENOTPINNED);
+    if (err != cudaSuccess)
+        return fail_rt(err, "cudaHostUnregister", ONI_EINVALARG);
+    return 0;
+}
+
+int gpu_stream_create(struct gpu_stream **s)
+{
+    if (!s)
+        return ONI_EINVALARG;
+    *s = NULL;
+    int rc = ready();
+    if (rc)
+        return rc;
+    struct gpu_stream *st = calloc(1, sizeof *st);
+    if (!st)
+        return ONI_EBADALLOC;
+    cudaError_t err = cudaStreamCreateWithFlags(&st->s, cudaStreamNonBlocking);
+    if (err != cudaSuccess) {
+        free(st);
+        return fail_rt(err, "cudaStreamCreate", ONI_ENOGPU);
+    }
+    *s = st;
+    return 0;
+}
+
+void gpu_stream_destroy(struct gpu_stream *s)
+{
+    if (!s)
+        return;
+    if (!ready()) {
+        cudaStreamSynchronize(s->s);
+        cudaStreamDestroy(s->s);
+    }
+    free(s);
+}
+
+int gpu_copy_async(struct gpu_stream *s, void *dst, const void *src, size_t n)
+{
+    if (!s || (!n ? 0 : (!dst || !src)))
+        return ONI_EINVALARG;
+    if (!n)
+        return 0;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->s);
+    if (err != cudaSuccess)
+        return fail_rt(err, "cudaMemcpyAsync", ONI_EINVALARG);
+    return 0;
+}
+
+int gpu_write_word_async(struct gpu_stream *s, volatile uint32_t *word, uint32_t value)
+{
+    if (!s || !word)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    CUresult res = cuStreamWriteValue32((CUstream)s->s, (CUdeviceptr)(uintptr_t)word, value,
+                                        CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (res != CUDA_SUCCESS)
+        return fail_drv(res, "cuStreamWriteValue32", ONI_EINVALARG);
+    return 0;
+}
+
+/* Poll a query function until it stops answering "not ready" or the deadline
+ * passes. Spinning keeps the latency of small transfers low; after a while it
+ * yields so that a long wait does not starve the card's threads. */
+static int poll_until(cudaError_t (*query)(void *), void *obj, uint32_t timeout_ms, const char *what)
+{
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    for (unsigned spins = 0;; spins++) {
+        cudaError_t err = query(obj);
+        if (err == cudaSuccess)
+            return 0;
+        if (err != cudaErrorNotReady)
+            return fail_rt(err, what, ONI_EREADFAILURE);
+        if (oni_now_ns() >= deadline) {
+            snprintf(last_error, sizeof last_error, "%s: timed out", what);
+            return ONI_ETIMEOUT;
+        }
+        if (spins > 20000)
+            sched_yield();
+    }
+}
+
+static cudaError_t query_stream(void *s) { return cudaStreamQuery(((struct gpu_stream *)s)->s); }
+static cudaError_t query_event(void *e) { return cudaEventQuery(((struct gpu_event *)e)->e); }
+
+int gpu_stream_wait(struct gpu_stream *s, uint32_t timeout_ms)
+{
+    if (!s)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    return poll_until(query_stream, s, timeout_ms, "cudaStreamQuery");
+}
+
+int gpu_event_create(struct gpu_event **e)
+{
+    if (!e)
+        return ONI_EINVALARG;
+    *e = NULL;
+    int rc = ready();
+    if (rc)
+        return rc;
+    struct gpu_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return ONI_EBADALLOC;
+    cudaError_t err = cudaEventCreateWithFlags(&ev->e, cudaEventDisableTiming);
+    if (err != cudaSuccess) {
+        free(ev);
+        return fail_rt(err, "cudaEventCreate", ONI_ENOGPU);
+    }
+    *e = ev;
+    return 0;
+}
+
+void gpu_event_destroy(struct gpu_event *e)
+{
+    if (!e)
+        return;
+    if (!ready())
+        cudaEventDestroy(e->e);
+    free(e);
+}
+
+int gpu_event_record(struct gpu_event *e, struct gpu_stream *s)
+{
+    if (!e || !s)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaEventRecord(e->e, s->s);
+    return err == cudaSuccess ? 0 : fail_rt(err, "cudaEventRecord", ONI_EINVALARG);
+}
+
+int gpu_event_wait(struct gpu_event *e, uint32_t timeout_ms)
+{
+    if (!e)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    return poll_until(query_event, e, timeout_ms, "cudaEventQuery");
+}
+
+int gpu_copy(void *dst, const void *src, size_t n)
+{
+    if (!n)
+        return 0;
+    if (!dst || !src)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaMemcpy(dst, src, n, cudaMemcpyDefault);
+    return err == cudaSuccess ? 0 : fail_rt(err, "cudaMemcpy", ONI_EINVALARG);
+}
+
+int gpu_memset(void *p, int value, size_t n)
+{
+    if (!n)
+        return 0;
+    if (!p)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaMemset(p, value, n);
+    if (err == cudaSuccess)
+        err = cudaDeviceSynchronize();
+    return err == cudaSuccess ? 0 : fail_rt(err, "cudaMemset", ONI_EINVALARG);
+}
