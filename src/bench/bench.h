@@ -1,0 +1,263 @@
+/* bench.h - onigpu's benchmark library: timing, statistics, the t = l + s/b
+ * model fit, result files (CSV + JSON with machine metadata), PNG plots, and
+ * the frames/s benchmark. Plain C, no dependencies beyond libc and libm.
+ *
+ * Units, everywhere in this header:
+ *   - a duration sample is a uint64_t count of nanoseconds (CLOCK_MONOTONIC);
+ *   - statistics are doubles in nanoseconds;
+ *   - sizes are bytes; "MB" is 10^6 bytes, so MB/s = bytes / seconds / 1e6.
+ *
+ * Errors are ONI error codes (onidefs.h): ONI_EINVALARG for bad arguments,
+ * ONI_EBADALLOC when memory runs out, ONI_EPATHINVALID when a file cannot be
+ * written. Nothing here prints, except bench_report_print. */
+#ifndef BENCH_H
+#define BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "oni.h"
+
+/* ---- time -------------------------------------------------------------- */
+
+/* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Never fails. */
+uint64_t bench_now_ns(void);
+
+/* ---- statistics ---------------------------------------------------------- */
+
+/* Summary of a sample of durations (ns). Percentiles use the nearest-rank
+ * method on a sorted copy: pX is the smallest sample v such that at least X%
+ * of the samples are <= v (rank ceil(X/100 * n), 1-based), so every
+ * percentile is a value that was really measured. sd is the sample standard
+ * deviation (n - 1 in the denominator; 0 when n == 1). */
+struct bench_stats {
+    size_t n;
+    double mean, sd, min, p50, p90, p99, p999, max;
+};
+
+/* Compute stats of n >= 1 samples. Does not modify ns (sorts a private copy).
+ * ONI_EINVALARG: NULL or n == 0; ONI_EBADALLOC: no memory for the copy. */
+int bench_stats_compute(const uint64_t *ns, size_t n, struct bench_stats *out);
+
+/* Nearest-rank percentile p (0..100) of n >= 1 sorted samples (p <= 0 gives
+ * the minimum). The caller guarantees sorted ascending. */
+double bench_percentile_sorted(const uint64_t *sorted, size_t n, double p);
+
+/* MB/s (10^6 bytes per second) for `bytes` moved in `ns` nanoseconds; 0 when ns <= 0. */
+double bench_mb_per_s(double bytes, double ns);
+
+/* Frequency histogram of durations. Bin i covers [edge(i), edge(i+1)); the
+ * last bin also holds samples equal to hi. With log bins the edges are
+ * geometric (lo must be > 0; samples of 0 ns count as under). */
+struct bench_hist {
+    size_t nbins;
+    int log_bins;          /* 1: geometric edges, 0: linear */
+    double lo, hi;         /* ns, first and last edge */
+    uint64_t *count;       /* nbins counts, owned by the histogram */
+    uint64_t under, over;  /* samples below lo / above hi */
+};
+
+/* Build a histogram of n samples into h (h's previous contents are ignored;
+ * free with bench_hist_free). lo == hi == 0 picks the range from the data
+ * (min..max; for log bins min is raised to 1 ns). ONI_EINVALARG: NULL, n == 0,
+ * nbins == 0, lo > hi, or log bins with lo <= 0 explicitly given. */
+int bench_hist_make(struct bench_hist *h, const uint64_t *ns, size_t n, size_t nbins,
+                    int log_bins, double lo, double hi);
+
+/* Lower edge of bin i (i == nbins gives hi). */
+double bench_hist_edge(const struct bench_hist *h, size_t i);
+
+/* Free the counts of h (h itself is the caller's). NULL-safe. */
+void bench_hist_free(struct bench_hist *h);
+
+/* Streaming recorder: preallocated at init, so bench_rec_add inside a timed
+ * loop never allocates. Samples past capacity are not stored but counted in
+ * `dropped` (report it). */
+struct bench_rec {
+    uint64_t *ns;
+    size_t n, cap;
+    uint64_t dropped;
+};
+
+/* Allocate room for cap >= 1 samples (touched once so page faults happen
+ * now, not in the timed loop). ONI_EINVALARG / ONI_EBADALLOC. */
+int bench_rec_init(struct bench_rec *r, size_t cap);
+
+/* Record one sample: O(1), never allocates. */
+static inline void bench_rec_add(struct bench_rec *r, uint64_t ns)
+{
+    if (r->n < r->cap)
+        r->ns[r->n++] = ns;
+    else
+        r->dropped++;
+}
+
+/* Forget all samples (keeps the allocation). */
+void bench_rec_reset(struct bench_rec *r);
+
+/* Stats of the recorded samples (ONI_EINVALARG when empty). */
+int bench_rec_stats(const struct bench_rec *r, struct bench_stats *out);
+
+/* Free the sample storage. NULL-safe; r may be reused after bench_rec_init. */
+void bench_rec_free(struct bench_rec *r);
+
+/* ---- model fit: t = l + s / b (seed 001) --------------------------------- */
+
+/* Result of fitting transfer time t (ns) against size s (bytes). */
+struct bench_fit {
+    size_t n;            /* points used */
+    double lat_ns;       /* l: the intercept (may come out negative on noisy data) */
+    double ns_per_byte;  /* 1 / b: the slope */
+    double bw_Bps;       /* b in bytes/s; 0 when the slope is <= 0 (no measurable size dependence) */
+    double r2;           /* coefficient of determination, in the fit's own weighting */
+};
+
+/* Weighting of bench_fit_model. Sizes usually span decades, and plain least
+ * squares lets the largest sizes decide the intercept alone; RELATIVE weights
+ * each point by 1/t^2, minimizing relative error, so small sizes pin l. */
+enum { BENCH_FIT_ABSOLUTE = 0, BENCH_FIT_RELATIVE = 1 };
+
+/* Least-squares fit of t[i] (ns; pass per-size medians) against size[i]
+ * (bytes), n >= 2 points with at least two distinct sizes. Points whose
+ * samples all had the same value are fine (only the given t[i] matter).
+ * ONI_EINVALARG: NULL, n < 2, all sizes equal, a non-finite value, or
+ * (RELATIVE) a t[i] <= 0. */
+int bench_fit_model(const double *size, const double *t_ns, size_t n, int weighting,
+                    struct bench_fit *out);
+
+/* ---- results: CSV + JSON + PNG in a directory ----------------------------- */
+
+/* A result set: named tables of rows, written at close as
+ *   <dir>/<name>-<YYYYMMDD-HHMMSS>.csv          the table "results"
+ *   <dir>/<name>-<YYYYMMDD-HHMMSS>-<table>.csv  every other table
+ *   <dir>/<name>-<YYYYMMDD-HHMMSS>.json         {"meta": {...}, "results": [rows],
+ *                                                "tables": {"<table>": [rows]}, "plots": [files]}
+ * meta holds: hostname, cpu (model from /proc/cpuinfo), cores, kernel, gpu
+ * (when given), command (the argv joined), date (UTC, ISO 8601), git commit
+ * (from .git of the working directory or a parent, when found), plus the
+ * caller's bench_report_meta entries. Times in the date are UTC. */
+struct bench_report;
+
+/* Start a result set. argv/argc: the command line to record (may be NULL/0);
+ * gpu: GPU name or NULL. Creates dir (one level) if missing. Returns NULL and
+ * sets *err (ONI_EINVALARG, ONI_EBADALLOC, ONI_EPATHINVALID) on failure. */
+struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
+                                       char **argv, const char *gpu, int *err);
+
+/* Add a meta entry (string or number); the last value for a key wins. */
+int bench_report_meta(struct bench_report *r, const char *key, const char *value);
+int bench_report_meta_num(struct bench_report *r, const char *key, double value);
+
+/* Cells of the row being built, by column name. The first row of a table
+ * fixes its columns and their order; later rows may leave cells empty (CSV
+ * empty, JSON null) but may not add new columns. Non-finite numbers are
+ * written as empty / null. Errors (a new column, no memory) are sticky and
+ * returned by bench_report_row and bench_report_close. */
+void bench_cell_str(struct bench_report *r, const char *col, const char *value);
+void bench_cell_int(struct bench_report *r, const char *col, long long value);
+void bench_cell_num(struct bench_report *r, const char *col, double value);
+
+/* Shorthand: cells <prefix>n, _mean_ns, _sd_ns, _min_ns, _p50_ns, _p90_ns,
+ * _p99_ns, _p999_ns, _max_ns for s (prefix "" gives "n", "mean_ns", ...). */
+void bench_cell_stats(struct bench_report *r, const char *prefix, const struct bench_stats *s);
+
+/* Append the row built so far to table (NULL = "results") and start a new row. */
+int bench_report_row(struct bench_report *r, const char *table);
+
+/* Print table (NULL = "results") as an aligned text table to f. */
+void bench_report_print(const struct bench_report *r, const char *table, FILE *f);
+
+/* Path of a file of this result set: "<dir>/<name>-<date><suffix>" (e.g.
+ * suffix "-sizes.png"). Valid until bench_report_close. */
+const char *bench_report_path(struct bench_report *r, const char *suffix);
+
+/* Write the CSV and JSON files and free r (also on error). Returns 0 or the
+ * first error met (sticky cell errors included). NULL-safe. */
+int bench_report_close(struct bench_report *r);
+
+/* ---- PNG plots ------------------------------------------------------------ */
+
+enum { BENCH_LINES = 0, BENCH_POINTS = 1, BENCH_LINES_POINTS = 2 };
+
+struct bench_series {
+    const char *name;      /* legend text */
+    const double *x, *y;   /* n points; on a log axis points <= 0 are skipped */
+    size_t n;
+    int style;             /* BENCH_LINES, BENCH_POINTS, BENCH_LINES_POINTS */
+};
+
+/* A line/scatter plot, BENCH_PLOT_W x BENCH_PLOT_H pixels, several series in
+ * distinct colours with a legend; log axes get decade ticks and 10^k labels.
+ * Axis ranges come from the data (padded to whole decades on log axes). */
+struct bench_plot {
+    const char *title, *xlabel, *ylabel;
+    int logx, logy;
+    const struct bench_series *series;
+    size_t nseries;
+};
+#define BENCH_PLOT_W 800
+#define BENCH_PLOT_H 520
+#define BENCH_MAX_SERIES 10
+
+/* RGB colour of series i (i % BENCH_MAX_SERIES), as 0xRRGGBB. */
+uint32_t bench_series_color(size_t i);
+
+/* Render p to a PNG file at path. ONI_EINVALARG: NULL, no series, no
+ * plottable point, more than BENCH_MAX_SERIES series; ONI_EPATHINVALID. */
+int bench_plot_png(const char *path, const struct bench_plot *p);
+
+/* Pixel (column, row from the top) where data point (x, y) lands in the
+ * image bench_plot_png draws for p. ONI_EINVALARG when p has nothing
+ * plottable or the point is not plottable (<= 0 on a log axis). */
+int bench_plot_pixel(const struct bench_plot *p, double x, double y, int *px, int *py);
+
+/* Bar chart of a histogram (x: bin range in ns, log axis for log bins; y:
+ * count) to a PNG file. ONI_EINVALARG / ONI_EPATHINVALID. */
+int bench_hist_png(const char *path, const char *title, const char *xlabel,
+                   const struct bench_hist *h);
+
+/* Write an RGB image (w*h*3 bytes, rows top to bottom) as an uncompressed
+ * PNG (stored deflate blocks). ONI_EINVALARG / ONI_EPATHINVALID. */
+int bench_png_write(const char *path, int w, int h, const uint8_t *rgb);
+
+/* bench_plot_png / bench_hist_png into the result set: writes
+ * bench_report_path(r, "-<tag>.png") and lists it in the JSON "plots". */
+int bench_report_plot(struct bench_report *r, const char *tag, const struct bench_plot *p);
+int bench_report_hist(struct bench_report *r, const char *tag, const char *title,
+                      const char *xlabel, const struct bench_hist *h);
+
+/* ---- frames/s benchmark (`onigpu bench frames`) ---------------------------- */
+
+/* For each block size: open and init a context of `driver`, set
+ * ONI_OPT_BLOCKREADSIZE, start acquisition, warm up, then
+ *   phase 1 (half the time): oni_read_frame + oni_destroy_frame untimed per
+ *           call -> frames/s, MB/s and heap allocations per frame;
+ *   phase 2 (other half):    each read+destroy pair timed -> latency stats. */
+struct bench_frames_opts {
+    const char *driver;         /* ONI driver name, e.g. "test" */
+    const uint32_t *blocks;     /* BLOCKREADSIZE values, bytes */
+    size_t nblocks;
+    double seconds;             /* per block size, both phases together (> 0) */
+    /* Heap allocations made so far by the process, or NULL when they cannot
+     * be counted (the CLI installs a malloc hook; tests may pass their own). */
+    uint64_t (*alloc_count)(void);
+};
+
+struct bench_frames_result {
+    uint32_t block;
+    uint64_t frames, bytes;     /* phase 1: frames read and payload bytes (data_sz) */
+    double seconds;             /* phase 1 wall time */
+    double frames_per_s, mb_per_s;
+    double allocs_per_frame;    /* phase 1; < 0 when not counted */
+    uint64_t allocs;            /* phase 1 total */
+    struct bench_stats call_ns; /* phase 2: one oni_read_frame + oni_destroy_frame */
+    uint64_t dropped;           /* phase 2 samples beyond the recorder's capacity */
+};
+
+/* Run the benchmark for every block size into res[nblocks]. Returns 0, or the
+ * ONI error of the first failing call (res entries before it are valid; *failed_block
+ * gets the index of the block size that failed when not NULL). */
+int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_result *res,
+                     size_t *failed_block);
+
+#endif
