@@ -1,12 +1,12 @@
 /* onigpu.h - onigpu's extension to the ONI API: the GPU data stream and its
  * driver options (thesis seed 000, table 3.1), used through
  * oni_set_driver_opt / oni_get_driver_opt. Drivers that implement it: emu
- * (emulated ONIX host, in-process and daemon). Other drivers answer
- * ONI_EINVALOPT.
+ * (emulated ONIX host, in-process). Other drivers answer ONI_EINVALOPT.
  *
  * Value/size conventions (the thesis' listings 4.2-4.4 work unchanged except
  * that C needs &size where a listing passes a size):
- *   ONI_DRV_RD_SZ, ONI_DRV_WR_SZ   set: value = const uint32_t *, size = 4
+ *   ONI_DRV_RD_SZ, ONI_DRV_WR_SZ,  set: value = const uint32_t *, size = 4; a multiple of 4,
+ *   ONI_DRV_CHUNK_SZ               1 .. ONIGPU_MAX_BLOCK (CHUNK_SZ: 0 turns chunking off)
  *                                  get: value = uint32_t *, *size >= 4 (set to 4)
  *   ONI_DRV_PIN, ONI_DRV_UNPIN,    value = the buffer address itself, size = 4 or 8
  *   ONI_DRV_READ, ONI_DRV_WRITE    (an "address token", as in the listings); the
@@ -15,8 +15,29 @@
  *                                  sizeof(onigpu_buf_t), giving the length explicitly.
  *   ONI_DRV_READ_ASYNC, ONI_DRV_WRITE_ASYNC  value = onigpu_xfer_t *, size = sizeof(onigpu_xfer_t)
  *   ONI_DRV_STREAM_STATS           get: value = onigpu_stream_stats_t *, *size >= sizeof
+ * Defaults: RD_SZ = WR_SZ = 4096, CHUNK_SZ = 0.
+ *
  * Buffers may be host memory or GPU memory (cudaMalloc); the driver tells which
- * from CUDA pointer attributes and picks the path. */
+ * from CUDA pointer attributes and picks the path:
+ *   GPU buffer, pinned (ONI_DRV_PIN once): the card's DMA engine writes it
+ *     directly (a GPU copy engine reading the card's memory); nothing is looked
+ *     up per transfer beyond a check that the allocation is still the same.
+ *   GPU buffer, not pinned: the same, but the buffer is looked up and made
+ *     reachable ("pinned") for every transfer, and that cost is paid each time.
+ *   GPU buffer with CHUNK_SZ > 0: staged through page-locked host memory in
+ *     chunks; the host->GPU copy of chunk k overlaps the card's DMA of chunk
+ *     k+1 (WRITE: the reverse). For comparison with the direct paths.
+ *   host buffer: the card's DMA writes (reads) host memory.
+ * In the GPU write stream a block is whole write frames; with CHUNK_SZ a frame
+ * must not straddle a chunk boundary.
+ *
+ * Errors: ONI_EINVALARG (NULL value, wrong size, bad block size), ONI_EBUFFERSIZE
+ * (buffer shorter than the block: from the explicit length or, for CUDA memory,
+ * the allocation's range), ONI_EPINNED (pinned twice, or a pinned GPU buffer
+ * was freed: its allocation is gone or changed), ONI_ENOTPINNED (unpin of a
+ * buffer never pinned), ONI_ENOGPU (GPU memory, but no CUDA build or device),
+ * ONI_ETIMEOUT (no block within ONI_OPT_TIMEOUTMS), ONI_EBUSY (async queue full).
+ * Freeing host memory while it is pinned cannot be detected: unpin first. */
 #ifndef ONIGPU_H
 #define ONIGPU_H
 
@@ -36,8 +57,12 @@ enum {
     ONI_DRV_WRITE,              /* buffer -> card: one block of WR_SZ bytes of write frames */
     ONI_DRV_READ_ASYNC,         /* start card -> buffer; completion record written after the payload */
     ONI_DRV_WRITE_ASYNC,        /* start buffer -> card; completion record written when consumed */
-    ONI_DRV_STREAM_STATS        /* FIFO fill and drop counters of both data streams */
+    ONI_DRV_STREAM_STATS,       /* FIFO fill and drop counters of both data streams */
+    ONI_DRV_CHUNK_SZ            /* chunk size of staged GPU transfers, bytes; 0 = direct (default) */
 };
+
+/* Largest RD_SZ / WR_SZ / CHUNK_SZ, bytes. */
+#define ONIGPU_MAX_BLOCK (1u << 30)
 
 /* An explicit buffer for PIN/UNPIN/READ/WRITE. */
 typedef struct {
@@ -45,9 +70,16 @@ typedef struct {
     uint64_t len;
 } onigpu_buf_t;
 
-/* An asynchronous block transfer. After the last payload byte is visible at
- * buf, the card writes seq to *done (a 32-bit word in host-mapped or GPU
- * memory). Consumers wait for *done == seq, never for a guess. */
+/* An asynchronous block transfer of RD_SZ (READ_ASYNC) or WR_SZ (WRITE_ASYNC)
+ * bytes; len is the buffer's capacity (0: taken from its CUDA allocation).
+ * After the last payload byte is visible at buf (READ) or has been taken by
+ * the card (WRITE), the card writes seq to *done. done may be GPU memory
+ * (written by the card's copy stream, cuStreamWriteValue32: a kernel or
+ * cuStreamWaitValue32 can wait on it) or host memory (written by the card
+ * after the payload is complete; for a GPU-side waiter use page-locked,
+ * mapped memory). Jobs complete in the order they were started; a job that
+ * fails writes no record and its error is returned by the next call.
+ * Consumers wait for *done == seq with a deadline, never for a guess. */
 typedef struct {
     void *buf;
     uint64_t len;

@@ -1,0 +1,61 @@
+/* dma.h - the emulated card's DMA engine for its GPU data streams.
+ *
+ * It does what the card's scatter-gather DMA does on real hardware: move a
+ * block of the GPU read stream's FIFO straight into a consumer's buffer (GPU
+ * or host memory), or a block of write frames from a consumer's buffer into
+ * the GPU write stream, then write a completion record after the payload.
+ * GPU buffers are written by a GPU copy engine reading the FIFO's ring memory,
+ * which the engine page-locks once; the CPU never touches such a payload. Each
+ * transfer then waits out the card's PCIe link model (emu_card_link_delay).
+ *
+ * Used by the emu driver (src/drivers/emu/gpustream.c). One engine per card
+ * context; its calls are serialized internally, asynchronous jobs run on the
+ * engine's own thread in the order they were queued. */
+#ifndef EMU_DMA_H
+#define EMU_DMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "emu.h"
+
+struct emu_dma;
+
+/* Create the engine for card (not owned; it must outlive the engine).
+ * Returns 0 or ONI_EBADALLOC. Needs no GPU until a GPU buffer is used. */
+int emu_dma_create(struct emu_card *card, struct emu_dma **out);
+
+/* Wait for queued jobs (each bounded by its own timeout), stop the engine
+ * thread, release page-locked ring memory and staging. NULL-safe. */
+void emu_dma_destroy(struct emu_dma *dma);
+
+/* Card -> buffer: wait up to timeout_ms for n bytes of the GPU read stream and
+ * move them to dst (dst_gpu: device memory, else host memory). Returns 0,
+ * ONI_ETIMEOUT (nothing consumed), ONI_ENOGPU, or ONI_EREADFAILURE when the
+ * copy failed (the bytes are then consumed and lost: counted in stats). */
+int emu_dma_read(struct emu_dma *dma, void *dst, size_t n, int dst_gpu, uint32_t timeout_ms);
+
+/* Buffer -> card: n bytes of write frames from src (src_gpu: device memory)
+ * into the GPU write stream. Returns 0 or an error (ONI_EBADFRAME for
+ * malformed frames, as emu_card_write). */
+int emu_dma_write(struct emu_dma *dma, const void *src, size_t n, int src_gpu, uint32_t timeout_ms);
+
+/* Queue the transfer x (buf, len, done, seq) in the given direction (write:
+ * 1) and return at once. When the payload is complete the engine writes seq
+ * to *done (done_gpu: device memory, written by the copy stream; else host
+ * memory, written by the engine after the copy finished). Returns 0,
+ * ONI_EBUSY when the queue is full, or an error of an earlier job that failed
+ * (its record was not written; reported once). */
+int emu_dma_submit(struct emu_dma *dma, int write, const onigpu_xfer_t *x, int buf_gpu, int done_gpu,
+                   uint32_t timeout_ms);
+
+/* Wait up to timeout_ms until every queued job is done. Returns 0,
+ * ONI_ETIMEOUT, or the first error of a job since it was last reported. */
+int emu_dma_flush(struct emu_dma *dma, uint32_t timeout_ms);
+
+/* Counters: transfers done, bytes moved, failed jobs, ring bytes page-locked. */
+struct emu_dma_stats {
+    uint64_t reads, writes, bytes_read, bytes_written, failed, locked_bytes;
+};
+void emu_dma_stats(struct emu_dma *dma, struct emu_dma_stats *st);
+
+#endif
