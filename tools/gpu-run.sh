@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# tools/gpu-run.sh - the one script for a GPU machine: build onigpu with CUDA
+# for sm_90, run the GPU test label, run every GPU benchmark, and leave logs
+# and results under $OUT (default ./out):
+#   $OUT/gpu-run.log      everything printed, in order
+#   $OUT/ctest-gpu.log    the GPU tests' own output
+#   $OUT/results.tgz      the benchmark result sets (CSV, JSON, PNG), tar of results/
+#   $OUT/summary.txt      the tables the benchmarks printed
+# At most a handful of files, so that a device call brings all of them back.
+#
+# Knobs (environment): BUILD (build dir, default build-gpu), JOBS,
+#   XFER_TOTAL (bytes per size, default 256M), XFER_SIZES (default 64:16M),
+#   XFER_LINKS (default "gen2x4 unlimited"), SKIP_TESTS=1, SKIP_BENCH=1.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+BUILD=${BUILD:-build-gpu}
+JOBS=${JOBS:-$(nproc)}
+RES=$(mktemp -d /tmp/onigpu-results.XXXXXX)/results
+mkdir -p "$OUT" "$RES"
+# whatever happens, the results come back as one file
+trap 'tar czf "$OUT/results.tgz" -C "$(dirname "$RES")" results' EXIT
+LOG=$OUT/gpu-run.log
+SUM=$OUT/summary.txt
+: >"$SUM"
+status=0
+
+step() { # step NAME TIMEOUT_S CMD...: run one step with a deadline, note failures
+    local name=$1 limit=$2
+    shift 2
+    echo "=== $name ($(date -u +%H:%M:%S)): $*"
+    timeout "$limit" "$@"
+    local rc=$?
+    [ $rc -ne 0 ] && { echo "=== $name FAILED rc=$rc"; status=1; }
+    return $rc
+}
+
+exec > >(tee -a "$LOG") 2>&1
+echo "=== onigpu gpu-run $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv
+nvcc --version | tail -1
+if ! step configure 120 cmake -S . -B "$BUILD" -DONIGPU_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DCMAKE_BUILD_TYPE=Release || ! step build 300 cmake --build "$BUILD" -j "$JOBS"; then
+    exit 1
+fi
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+    step gpu-tests 240 ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 200 \
+        >"$OUT/ctest-gpu.log" 2>&1
+    tail -n 40 "$OUT/ctest-gpu.log"
+fi
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+    # --- transfer benchmarks (thesis chapter 4), one result set per link preset ---
+    for link in ${XFER_LINKS:-gen2x4 unlimited}; do
+        step "bench transfer $link" 240 "$BUILD/onigpu" bench transfer --link "$link" \
+            --sizes "${XFER_SIZES:-64:16M}" --total "${XFER_TOTAL:-256M}" --dir both --out "$RES" \
+            > >(tee -a "$SUM")
+    done
+    # --- closed loop benchmarks ("loop" engineer): add `onigpu bench loop` and
+    # --- `onigpu roofline` lines here, writing into "$RES" and appending to "$SUM".
+fi
+
+echo "=== done, status $status; results in $OUT"
+exit $status
