@@ -168,11 +168,12 @@ int bench_report_row(struct bench_report *r, const char *table);
 void bench_report_print(const struct bench_report *r, const char *table, FILE *f);
 
 /* Path of a file of this result set: "<dir>/<name>-<date><suffix>" (e.g.
- * suffix "-sizes.png"). Valid until bench_report_close. */
+ * suffix "-sizes.png"). Owned by r, valid until the next call on r. */
 const char *bench_report_path(struct bench_report *r, const char *suffix);
 
-/* Write the CSV and JSON files and free r (also on error). Returns 0 or the
- * first error met (sticky cell errors included). NULL-safe. */
+/* Write the CSV and JSON files (every committed row, also after a sticky
+ * error) and free r. Returns 0 or the first error met (sticky cell errors
+ * included). NULL-safe. */
 int bench_report_close(struct bench_report *r);
 
 /* ---- PNG plots ------------------------------------------------------------ */
@@ -245,19 +246,23 @@ struct bench_frames_opts {
 
 struct bench_frames_result {
     uint32_t block;
-    uint64_t frames, bytes;     /* phase 1: frames read and payload bytes (data_sz) */
+    int rc;                     /* 0, or the ONI error that stopped this block size
+                                 * (e.g. ONI_EINVALREADSIZE below the largest frame) */
+    uint64_t frames;            /* phase 1: frames read */
+    uint64_t bytes;             /* phase 1: payload bytes (sum of data_sz) */
+    uint64_t stream_bytes;      /* phase 1: bytes in the stream (oni_read_frame's returns) */
     double seconds;             /* phase 1 wall time */
-    double frames_per_s, mb_per_s;
+    double frames_per_s, mb_per_s; /* mb_per_s: payload */
     double allocs_per_frame;    /* phase 1; < 0 when not counted */
     uint64_t allocs;            /* phase 1 total */
-    struct bench_stats call_ns; /* phase 2: one oni_read_frame + oni_destroy_frame */
-    uint64_t dropped;           /* phase 2 samples beyond the recorder's capacity */
+    struct bench_stats call_ns; /* phase 2: one oni_read_frame + oni_destroy_frame,
+                                 * including one clock read (see clock_ns) */
+    double clock_ns;            /* median cost of one bench_now_ns() on this machine */
 };
 
-/* Run the benchmark for every block size into res[nblocks]. Returns 0, or the
- * ONI error of the first failing call (res entries before it are valid; *failed_block
- * gets the index of the block size that failed when not NULL). */
-int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_result *res,
-                     size_t *failed_block);
+/* Run the benchmark for every block size into res[nblocks]; a block size that
+ * fails gets its error in res[i].rc and the run goes on with the next one.
+ * Returns ONI_EINVALARG for bad options (nothing run), ONI_EBADALLOC, else 0. */
+int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_result *res);
 
 #endif

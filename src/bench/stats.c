@@ -1,0 +1,187 @@
+/* stats.c - clock, summary statistics, histograms and the sample recorder. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "bench.h"
+
+uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_percentile_sorted(const uint64_t *sorted, size_t n, double p)
+{
+    if (p <= 0)
+        return (double)sorted[0];
+    /* Nearest rank: ceil(p/100 * n), computed so that exact products such as
+     * 0.5 * 10 are not pushed up by floating-point noise. */
+    double r = p / 100.0 * (double)n;
+    size_t rank = (size_t)ceil(r - 1e-9 * r);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return (double)sorted[rank - 1];
+}
+
+double bench_mb_per_s(double bytes, double ns)
+{
+    return ns > 0 ? bytes / ns * 1e3 : 0;
+}
+
+int bench_stats_compute(const uint64_t *ns, size_t n, struct bench_stats *out)
+{
+    if (!ns || !n || !out)
+        return ONI_EINVALARG;
+    uint64_t *s = malloc(n * sizeof *s);
+    if (!s)
+        return ONI_EBADALLOC;
+    memcpy(s, ns, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_u64);
+
+    /* Welford's update keeps the SD accurate when the mean is large
+     * compared with the spread (e.g. 1e9 ns +- 10 ns). */
+    double mean = 0, m2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = (double)s[i], d = x - mean;
+        mean += d / (double)(i + 1);
+        m2 += d * (x - mean);
+    }
+    out->n = n;
+    out->mean = mean;
+    out->sd = n > 1 ? sqrt(m2 / (double)(n - 1)) : 0;
+    out->min = (double)s[0];
+    out->max = (double)s[n - 1];
+    out->p50 = bench_percentile_sorted(s, n, 50);
+    out->p90 = bench_percentile_sorted(s, n, 90);
+    out->p99 = bench_percentile_sorted(s, n, 99);
+    out->p999 = bench_percentile_sorted(s, n, 99.9);
+    free(s);
+    return ONI_ESUCCESS;
+}
+
+double bench_hist_edge(const struct bench_hist *h, size_t i)
+{
+    if (i >= h->nbins)
+        return h->hi;
+    double f = (double)i / (double)h->nbins;
+    if (h->log_bins)
+        return h->lo * pow(h->hi / h->lo, f);
+    return h->lo + (h->hi - h->lo) * f;
+}
+
+/* Bin index of x in [lo, hi]; the caller has range-checked x. */
+static size_t hist_bin(const struct bench_hist *h, double x)
+{
+    double f;
+    if (h->hi <= h->lo)
+        return 0;
+    if (h->log_bins)
+        f = log(x / h->lo) / log(h->hi / h->lo);
+    else
+        f = (x - h->lo) / (h->hi - h->lo);
+    size_t b = (size_t)(f * (double)h->nbins);
+    if (b >= h->nbins)
+        b = h->nbins - 1;
+    /* Floating-point rounding may land a value exactly on an edge in the
+     * neighbouring bin: correct against the edges themselves. */
+    while (b > 0 && x < bench_hist_edge(h, b))
+        b--;
+    while (b + 1 < h->nbins && x >= bench_hist_edge(h, b + 1))
+        b++;
+    return b;
+}
+
+int bench_hist_make(struct bench_hist *h, const uint64_t *ns, size_t n, size_t nbins,
+                    int log_bins, double lo, double hi)
+{
+    if (!h || !ns || !n || !nbins || lo > hi || !isfinite(lo) || !isfinite(hi))
+        return ONI_EINVALARG;
+    int auto_range = lo == 0 && hi == 0;
+    if (log_bins && !auto_range && lo <= 0)
+        return ONI_EINVALARG;
+    if (auto_range) {
+        uint64_t mn = ns[0], mx = ns[0];
+        for (size_t i = 1; i < n; i++) {
+            if (ns[i] < mn) mn = ns[i];
+            if (ns[i] > mx) mx = ns[i];
+        }
+        lo = (double)mn;
+        hi = (double)mx;
+        if (log_bins && lo < 1)
+            lo = 1;
+        if (hi < lo)
+            hi = lo;
+    }
+    memset(h, 0, sizeof *h);
+    h->count = calloc(nbins, sizeof *h->count);
+    if (!h->count)
+        return ONI_EBADALLOC;
+    h->nbins = nbins;
+    h->log_bins = log_bins != 0;
+    h->lo = lo;
+    h->hi = hi;
+    for (size_t i = 0; i < n; i++) {
+        double x = (double)ns[i];
+        if (x < lo)
+            h->under++;
+        else if (x > hi)
+            h->over++;
+        else
+            h->count[hist_bin(h, x)]++;
+    }
+    return ONI_ESUCCESS;
+}
+
+void bench_hist_free(struct bench_hist *h)
+{
+    if (!h)
+        return;
+    free(h->count);
+    h->count = NULL;
+    h->nbins = 0;
+}
+
+int bench_rec_init(struct bench_rec *r, size_t cap)
+{
+    if (!r || !cap || cap > SIZE_MAX / sizeof(uint64_t))
+        return ONI_EINVALARG;
+    memset(r, 0, sizeof *r);
+    r->ns = malloc(cap * sizeof *r->ns);
+    if (!r->ns)
+        return ONI_EBADALLOC;
+    /* Touch every page now so the timed loop takes no page faults. */
+    memset(r->ns, 0, cap * sizeof *r->ns);
+    r->cap = cap;
+    return ONI_ESUCCESS;
+}
+
+void bench_rec_reset(struct bench_rec *r)
+{
+    r->n = 0;
+    r->dropped = 0;
+}
+
+int bench_rec_stats(const struct bench_rec *r, struct bench_stats *out)
+{
+    if (!r)
+        return ONI_EINVALARG;
+    return bench_stats_compute(r->ns, r->n, out);
+}
+
+void bench_rec_free(struct bench_rec *r)
+{
+    if (!r)
+        return;
+    free(r->ns);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,98 @@
+/* test_bench_fit.c - the t = l + s/b model fit of src/bench. */
+#include <math.h>
+#include "bench.h"
+#include "unit.h"
+
+#define REL(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol) * fabs((double)(b)))
+
+/* Sizes 64 B doubling to 16 MiB, as the transfer benchmark uses. */
+static size_t sizes(double *s)
+{
+    size_t n = 0;
+    for (double v = 64; v <= 16 * 1048576.0; v *= 2)
+        s[n++] = v;
+    return n;
+}
+
+TEST(fit_exact_model_both_weightings)
+{
+    double s[32], t[32];
+    size_t n = sizes(s);
+    for (size_t i = 0; i < n; i++)
+        t[i] = 5000 + s[i] / 2e9 * 1e9; /* l = 5 us, b = 2 GB/s */
+    for (int w = BENCH_FIT_ABSOLUTE; w <= BENCH_FIT_RELATIVE; w++) {
+        struct bench_fit f;
+        CHECK_RC(bench_fit_model(s, t, n, w, &f), ONI_ESUCCESS);
+        CHECK_EQ(f.n, n);
+        CHECK(REL(f.lat_ns, 5000, 1e-6));
+        CHECK(REL(f.bw_Bps, 2e9, 1e-9));
+        CHECK(REL(f.ns_per_byte, 0.5, 1e-9));
+        CHECK(REL(f.r2, 1, 1e-9));
+    }
+}
+
+/* Deterministic noise in [-1, 1). */
+static double noise(unsigned *state)
+{
+    *state = *state * 1103515245u + 12345u;
+    return ((*state >> 8) & 0xFFFF) / 32768.0 - 1;
+}
+
+TEST(fit_noisy_data_recovers_parameters)
+{
+    double s[32], t[32];
+    size_t n = sizes(s);
+    unsigned st = 1;
+    for (size_t i = 0; i < n; i++) /* l = 3 us, b = 1.5 GB/s, +-1% multiplicative noise */
+        t[i] = (3000 + s[i] / 1.5) * (1 + 0.01 * noise(&st));
+    struct bench_fit f;
+    CHECK_RC(bench_fit_model(s, t, n, BENCH_FIT_RELATIVE, &f), ONI_ESUCCESS);
+    CHECK(REL(f.lat_ns, 3000, 0.03));
+    CHECK(REL(f.bw_Bps, 1.5e9, 0.02));
+    CHECK(f.r2 > 0.99 && f.r2 <= 1);
+
+    /* Absolute weighting gets b right but lets the big sizes decide l:
+     * that is why RELATIVE exists. It must still be a fit of the data. */
+    CHECK_RC(bench_fit_model(s, t, n, BENCH_FIT_ABSOLUTE, &f), ONI_ESUCCESS);
+    CHECK(REL(f.bw_Bps, 1.5e9, 0.02));
+    CHECK(f.r2 > 0.99);
+}
+
+TEST(fit_flat_times)
+{
+    /* Every size took the same time (zero variance): latency only. */
+    double s[4] = {64, 128, 256, 512}, t[4] = {100, 100, 100, 100};
+    struct bench_fit f;
+    CHECK_RC(bench_fit_model(s, t, 4, BENCH_FIT_RELATIVE, &f), ONI_ESUCCESS);
+    CHECK(REL(f.lat_ns, 100, 1e-12));
+    CHECK_EQ(f.bw_Bps, 0);
+    CHECK_EQ(f.r2, 1);
+
+    /* Time falling with size: no meaningful bandwidth, reported as 0. */
+    double t2[4] = {400, 300, 200, 100};
+    CHECK_RC(bench_fit_model(s, t2, 4, BENCH_FIT_ABSOLUTE, &f), ONI_ESUCCESS);
+    CHECK_EQ(f.bw_Bps, 0);
+    CHECK(f.ns_per_byte < 0);
+}
+
+TEST(fit_two_points_and_bad_input)
+{
+    double s[2] = {1000, 2000}, t[2] = {2000, 3000};
+    struct bench_fit f;
+    CHECK_RC(bench_fit_model(s, t, 2, BENCH_FIT_ABSOLUTE, &f), ONI_ESUCCESS);
+    CHECK(REL(f.lat_ns, 1000, 1e-12));
+    CHECK(REL(f.bw_Bps, 1e9, 1e-12));
+
+    double same[3] = {64, 64, 64}, t3[3] = {1, 2, 3};
+    CHECK_RC(bench_fit_model(same, t3, 3, BENCH_FIT_ABSOLUTE, &f), ONI_EINVALARG);
+    CHECK_RC(bench_fit_model(s, t, 1, BENCH_FIT_ABSOLUTE, &f), ONI_EINVALARG);
+    CHECK_RC(bench_fit_model(NULL, t, 2, BENCH_FIT_ABSOLUTE, &f), ONI_EINVALARG);
+    CHECK_RC(bench_fit_model(s, NULL, 2, BENCH_FIT_ABSOLUTE, &f), ONI_EINVALARG);
+    CHECK_RC(bench_fit_model(s, t, 2, BENCH_FIT_ABSOLUTE, NULL), ONI_EINVALARG);
+    CHECK_RC(bench_fit_model(s, t, 2, 7, &f), ONI_EINVALARG);
+    double tz[2] = {0, 10};
+    CHECK_RC(bench_fit_model(s, tz, 2, BENCH_FIT_RELATIVE, &f), ONI_EINVALARG);
+    CHECK_RC(bench_fit_model(s, tz, 2, BENCH_FIT_ABSOLUTE, &f), ONI_ESUCCESS);
+    double tn[2] = {NAN, 10};
+    CHECK_RC(bench_fit_model(s, tn, 2, BENCH_FIT_ABSOLUTE, &f), ONI_EINVALARG);
+}

@@ -1,0 +1,227 @@
+/* test_bench_stats.c - statistics, histograms and the sample recorder of src/bench. */
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include "bench.h"
+#include "unit.h"
+
+#define NEAR(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol))
+
+/* A counting malloc for this program only (glibc; sanitizers bring their own
+ * allocator, so the hook is left out there and the test that needs it skips). */
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define HAVE_ALLOC_HOOK 1
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+static atomic_ullong nallocs;
+void *malloc(size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_realloc(p, n); }
+void free(void *p) { __libc_free(p); }
+int posix_memalign(void **p, size_t al, size_t n)
+{
+    if (al < sizeof(void *) || (al & (al - 1)))
+        return EINVAL;
+    atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed);
+    *p = __libc_memalign(al, n);
+    return *p ? 0 : ENOMEM;
+}
+void *aligned_alloc(size_t al, size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_memalign(al, n); }
+#else
+#define HAVE_ALLOC_HOOK 0
+#endif
+
+TEST(stats_one_to_ten)
+{
+    uint64_t v[10] = {7, 3, 10, 1, 5, 9, 2, 8, 6, 4};
+    uint64_t copy[10];
+    memcpy(copy, v, sizeof v);
+    struct bench_stats s;
+    CHECK_RC(bench_stats_compute(v, 10, &s), ONI_ESUCCESS);
+    CHECK_EQ(s.n, 10);
+    CHECK(NEAR(s.mean, 5.5, 1e-12));
+    CHECK(NEAR(s.sd, sqrt(82.5 / 9), 1e-12)); /* sum of squared deviations 82.5, n - 1 = 9 */
+    CHECK_EQ(s.min, 1);
+    CHECK_EQ(s.max, 10);
+    CHECK_EQ(s.p50, 5);   /* rank ceil(5) = 5 */
+    CHECK_EQ(s.p90, 9);   /* rank 9 */
+    CHECK_EQ(s.p99, 10);  /* rank ceil(9.9) = 10 */
+    CHECK_EQ(s.p999, 10);
+    CHECK(!memcmp(v, copy, sizeof v)); /* input untouched */
+}
+
+TEST(stats_percentiles_of_thousand)
+{
+    enum { N = 1000 };
+    uint64_t v[N];
+    for (int i = 0; i < N; i++)
+        v[i] = (uint64_t)((i * 7919) % N) + 1; /* 1..1000, shuffled */
+    struct bench_stats s;
+    CHECK_RC(bench_stats_compute(v, N, &s), ONI_ESUCCESS);
+    CHECK_EQ(s.p50, 500);
+    CHECK_EQ(s.p90, 900);
+    CHECK_EQ(s.p99, 990);
+    CHECK_EQ(s.p999, 999);
+    CHECK_EQ(s.min, 1);
+    CHECK_EQ(s.max, 1000);
+    CHECK(NEAR(s.mean, 500.5, 1e-9));
+}
+
+TEST(stats_percentile_edges)
+{
+    uint64_t v[] = {10, 20, 30, 40};
+    CHECK_EQ(bench_percentile_sorted(v, 4, 0), 10);
+    CHECK_EQ(bench_percentile_sorted(v, 4, 25), 10);
+    CHECK_EQ(bench_percentile_sorted(v, 4, 25.1), 20);
+    CHECK_EQ(bench_percentile_sorted(v, 4, 100), 40);
+    CHECK_EQ(bench_percentile_sorted(v, 4, 150), 40);
+}
+
+TEST(stats_single_and_large_values)
+{
+    struct bench_stats s;
+    uint64_t one = 42;
+    CHECK_RC(bench_stats_compute(&one, 1, &s), ONI_ESUCCESS);
+    CHECK_EQ(s.sd, 0);
+    CHECK(s.min == 42 && s.p50 == 42 && s.p999 == 42 && s.max == 42 && s.mean == 42);
+
+    /* A large offset must not swamp a small spread. */
+    uint64_t big[3] = {1000000000000ull, 1000000000001ull, 1000000000002ull};
+    CHECK_RC(bench_stats_compute(big, 3, &s), ONI_ESUCCESS);
+    CHECK(NEAR(s.sd, 1.0, 1e-6));
+    CHECK(NEAR(s.mean, 1000000000001.0, 1e-3));
+}
+
+TEST(stats_bad_args)
+{
+    struct bench_stats s;
+    uint64_t v = 1;
+    CHECK_RC(bench_stats_compute(NULL, 1, &s), ONI_EINVALARG);
+    CHECK_RC(bench_stats_compute(&v, 0, &s), ONI_EINVALARG);
+    CHECK_RC(bench_stats_compute(&v, 1, NULL), ONI_EINVALARG);
+}
+
+TEST(mb_per_s)
+{
+    CHECK(NEAR(bench_mb_per_s(1e6, 1e9), 1.0, 1e-12));     /* 1 MB in 1 s */
+    CHECK(NEAR(bench_mb_per_s(4096, 1000), 4096.0, 1e-9)); /* 4096 B in 1 us */
+    CHECK_EQ(bench_mb_per_s(100, 0), 0);
+}
+
+TEST(hist_linear)
+{
+    uint64_t v[100];
+    for (int i = 0; i < 100; i++)
+        v[i] = (uint64_t)i;
+    struct bench_hist h;
+    CHECK_RC(bench_hist_make(&h, v, 100, 10, 0, 0, 100), ONI_ESUCCESS);
+    for (size_t i = 0; i < 10; i++) {
+        CHECK_EQ(h.count[i], 10);
+        CHECK(NEAR(bench_hist_edge(&h, i), 10.0 * (double)i, 1e-9));
+    }
+    CHECK_EQ(bench_hist_edge(&h, 10), 100);
+    CHECK_EQ(h.under, 0);
+    CHECK_EQ(h.over, 0);
+    bench_hist_free(&h);
+    CHECK(h.count == NULL);
+
+    /* Auto range: min..max, the maximum lands in the last bin. */
+    CHECK_RC(bench_hist_make(&h, v, 100, 4, 0, 0, 0), ONI_ESUCCESS);
+    CHECK_EQ(h.lo, 0);
+    CHECK_EQ(h.hi, 99);
+    uint64_t total = 0;
+    for (size_t i = 0; i < 4; i++)
+        total += h.count[i];
+    CHECK_EQ(total, 100);
+    CHECK_EQ(h.count[3], 25); /* [74.25, 99] holds 75..99 */
+    bench_hist_free(&h);
+}
+
+TEST(hist_log_and_range)
+{
+    uint64_t v[] = {0, 1, 5, 10, 50, 100, 999, 1000, 5000};
+    struct bench_hist h;
+    CHECK_RC(bench_hist_make(&h, v, 9, 3, 1, 1, 1000), ONI_ESUCCESS);
+    CHECK(NEAR(bench_hist_edge(&h, 1), 10, 1e-9));
+    CHECK(NEAR(bench_hist_edge(&h, 2), 100, 1e-9));
+    CHECK_EQ(h.under, 1);    /* 0 */
+    CHECK_EQ(h.over, 1);     /* 5000 */
+    CHECK_EQ(h.count[0], 2); /* 1, 5 */
+    CHECK_EQ(h.count[1], 2); /* 10, 50 */
+    CHECK_EQ(h.count[2], 3); /* 100, 999, 1000 (hi is inclusive) */
+    bench_hist_free(&h);
+
+    /* All samples equal: one range, everything in a bin. */
+    uint64_t same[5] = {7, 7, 7, 7, 7};
+    CHECK_RC(bench_hist_make(&h, same, 5, 8, 1, 0, 0), ONI_ESUCCESS);
+    CHECK_EQ(h.count[0], 5);
+    bench_hist_free(&h);
+}
+
+TEST(hist_bad_args)
+{
+    uint64_t v[2] = {1, 2};
+    struct bench_hist h;
+    CHECK_RC(bench_hist_make(NULL, v, 2, 4, 0, 0, 0), ONI_EINVALARG);
+    CHECK_RC(bench_hist_make(&h, NULL, 2, 4, 0, 0, 0), ONI_EINVALARG);
+    CHECK_RC(bench_hist_make(&h, v, 0, 4, 0, 0, 0), ONI_EINVALARG);
+    CHECK_RC(bench_hist_make(&h, v, 2, 0, 0, 0, 0), ONI_EINVALARG);
+    CHECK_RC(bench_hist_make(&h, v, 2, 4, 0, 5, 1), ONI_EINVALARG);
+    CHECK_RC(bench_hist_make(&h, v, 2, 4, 1, 0, 10), ONI_EINVALARG); /* log with lo 0 */
+    bench_hist_free(NULL);
+}
+
+TEST(recorder_capacity_and_drops)
+{
+    struct bench_rec r;
+    CHECK_RC(bench_rec_init(&r, 0), ONI_EINVALARG);
+    REQUIRE(bench_rec_init(&r, 4) == ONI_ESUCCESS);
+    for (uint64_t i = 1; i <= 6; i++)
+        bench_rec_add(&r, i * 10);
+    CHECK_EQ(r.n, 4);
+    CHECK_EQ(r.dropped, 2);
+    struct bench_stats s;
+    CHECK_RC(bench_rec_stats(&r, &s), ONI_ESUCCESS);
+    CHECK_EQ(s.n, 4);
+    CHECK_EQ(s.max, 40);
+    bench_rec_reset(&r);
+    CHECK_EQ(r.n, 0);
+    CHECK_EQ(r.dropped, 0);
+    CHECK_RC(bench_rec_stats(&r, &s), ONI_EINVALARG); /* empty */
+    bench_rec_free(&r);
+    CHECK(r.ns == NULL);
+    bench_rec_free(NULL);
+}
+
+TEST(recorder_never_allocates)
+{
+#if HAVE_ALLOC_HOOK
+    struct bench_rec r;
+    REQUIRE(bench_rec_init(&r, 100000) == ONI_ESUCCESS);
+    /* The hook must see allocations at all, or a zero below proves nothing. */
+    uint64_t a = atomic_load(&nallocs);
+    free(malloc(16));
+    CHECK_EQ(atomic_load(&nallocs) - a, 1);
+
+    uint64_t before = atomic_load(&nallocs);
+    for (uint64_t i = 0; i < 200000; i++) /* past capacity too */
+        bench_rec_add(&r, bench_now_ns() & 0xFFFF);
+    uint64_t after = atomic_load(&nallocs);
+    CHECK_EQ(after - before, 0);
+    CHECK_EQ(r.n, 100000);
+    CHECK_EQ(r.dropped, 100000);
+    bench_rec_free(&r);
+#else
+    SKIP("no allocation hook in sanitizer builds (the sanitizer owns malloc)");
+#endif
+}
+
+TEST(clock_is_monotonic)
+{
+    uint64_t a = bench_now_ns(), b = bench_now_ns();
+    CHECK(b >= a);
+    CHECK(a > 0);
+}
