@@ -1,0 +1,441 @@
+/* engine.c - the closed-loop engine's threads and the CPU backend (loop.h). */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "oni.h"
+#include "onii.h"
+#include "loop/engine.h"
+
+static const char *const names[LOOP_NBACKENDS] = {
+    "cpu", "gpu-staged", "gpu-direct", "gpu-graph", "gpu-flag", "gpu-persistent",
+};
+
+const char *loop_backend_name(int backend)
+{
+    return backend >= 0 && backend < LOOP_NBACKENDS ? names[backend] : "?";
+}
+
+int loop_backend_parse(const char *name)
+{
+    for (int i = 0; name && i < LOOP_NBACKENDS; i++)
+        if (!strcmp(name, names[i]))
+            return i;
+    return -1;
+}
+
+int loop_backend_available(int backend, char *why, size_t cap)
+{
+    if (backend == LOOP_CPU)
+        return 1;
+    if (backend < 0 || backend >= LOOP_NBACKENDS) {
+        if (why && cap)
+            snprintf(why, cap, "unknown backend");
+        return 0;
+    }
+    return loop_gpu_available(backend, why, cap);
+}
+
+int loop_backend_best(void)
+{
+    /* Lowest closed-loop latency first (docs/closed-loop.md has the measurements). */
+    static const int order[] = {LOOP_GPU_PERSISTENT, LOOP_GPU_FLAG, LOOP_GPU_GRAPH, LOOP_GPU_DIRECT, LOOP_GPU_STAGED};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (loop_backend_available(order[i], NULL, 0))
+            return order[i];
+    return LOOP_CPU;
+}
+
+void loop_fail(struct loop *lp, int rc)
+{
+    int zero = 0;
+    atomic_compare_exchange_strong(&lp->err, &zero, rc);
+    atomic_store(&lp->stop, 1);
+}
+
+/* Spin this long before polling with sleeps: hand-offs between threads stay
+ * in the microseconds while the pipeline is busy, and idle threads do not
+ * burn a core. */
+#define SPIN_NS 200000ull
+#define POLL_NS 20000l
+
+static void pause_cpu(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Wait until pred(arg) holds. Gives up with ONI_EINVALSTATE when quit(lp,
+ * qarg) says so (an error elsewhere, or nothing more will come), and with
+ * ONI_ETIMEOUT after timeout_ms (0 = no own deadline: the stage waited for
+ * has one). */
+static int wait_for(struct loop *lp, int (*pred)(const void *), const void *arg,
+                    int (*quit)(struct loop *, uint64_t), uint64_t qarg, uint32_t timeout_ms)
+{
+    uint64_t t0 = oni_now_ns();
+    uint64_t limit = timeout_ms ? t0 + (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
+    for (unsigned n = 0;; n++) {
+        if (pred(arg))
+            return 0;
+        if (quit(lp, qarg))
+            return pred(arg) ? 0 : ONI_EINVALSTATE;
+        if ((n & 63) == 0) {
+            uint64_t t = oni_now_ns();
+            if (t > limit)
+                return ONI_ETIMEOUT;
+            if (t - t0 > SPIN_NS) {
+                struct timespec ts = {0, POLL_NS};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+        }
+        pause_cpu();
+    }
+}
+
+static int failed(struct loop *lp, uint64_t unused)
+{
+    return atomic_load_explicit(&lp->err, memory_order_relaxed) != 0;
+}
+
+/* Receive quits on a stop request too. */
+static int stopping(struct loop *lp, uint64_t unused)
+{
+    return failed(lp, 0) || atomic_load_explicit(&lp->stop, memory_order_relaxed);
+}
+
+/* Process and send drain every block receive started, then quit. */
+static int drained(struct loop *lp, uint64_t seq)
+{
+    return failed(lp, 0) || (atomic_load_explicit(&lp->recv_done, memory_order_acquire) &&
+                             seq >= atomic_load_explicit(&lp->started, memory_order_acquire));
+}
+
+struct word_arg {
+    const volatile uint32_t *word;
+    uint32_t want;
+};
+
+static int word_is(const void *p)
+{
+    const struct word_arg *a = p;
+    return *a->word == a->want;
+}
+
+int loop_wait_word(struct loop *lp, const volatile uint32_t *word, uint32_t want, uint32_t timeout_ms)
+{
+    struct word_arg a = {word, want};
+    int rc = wait_for(lp, word_is, &a, failed, 0, timeout_ms ? timeout_ms : 1);
+    if (rc == 0)
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the payload written before the word is visible */
+    return rc;
+}
+
+struct state_arg {
+    _Atomic int *st;
+    int want;
+};
+
+static int state_is(const void *p)
+{
+    const struct state_arg *a = p;
+    return atomic_load_explicit(a->st, memory_order_acquire) == a->want;
+}
+
+/* Receive may start block seq when its slot is free and fewer than
+ * `inflight` blocks are between read start and send end. */
+struct room_arg {
+    struct loop *lp;
+    uint32_t slot;
+    uint64_t seq;
+};
+
+static int room(const void *p)
+{
+    const struct room_arg *a = p;
+    uint32_t inflight = a->lp->cfg.inflight ? a->lp->cfg.inflight : a->lp->cfg.depth;
+    return atomic_load_explicit(&a->lp->state[a->slot], memory_order_acquire) == SLOT_FREE &&
+           a->seq - atomic_load_explicit(&a->lp->sent, memory_order_acquire) < inflight;
+}
+
+static int more(struct loop *lp, uint64_t seq)
+{
+    return !stopping(lp, 0) && (!lp->cfg.blocks || seq < lp->cfg.blocks);
+}
+
+static struct loop_record *record(struct loop *lp, uint64_t seq)
+{
+    return lp->rec && seq < lp->cfg.record_cap ? &lp->rec[seq] : NULL;
+}
+
+static uint32_t ns32(uint64_t ns)
+{
+    return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+static void *recv_main(void *p)
+{
+    struct loop *lp = p;
+    for (uint64_t seq = 0; more(lp, seq); seq++) {
+        uint32_t slot = (uint32_t)(seq % lp->cfg.depth);
+        struct room_arg ra = {lp, slot, seq};
+        if (!room(&ra)) {
+            /* The loop is behind its input: counted, then waited out. */
+            if (atomic_load_explicit(&lp->state[slot], memory_order_acquire) != SLOT_FREE)
+                atomic_fetch_add(&lp->overruns, 1);
+            if (wait_for(lp, room, &ra, stopping, 0, 0))
+                break;
+        }
+        uint64_t t0 = oni_now_ns();
+        int rc = lp->be->recv(lp, slot, (uint32_t)seq);
+        if (rc) {
+            if (!atomic_load(&lp->stop)) /* a read cut short by a stop request is no error */
+                loop_fail(lp, rc);
+            break;
+        }
+        struct loop_record *r = record(lp, seq);
+        if (r) {
+            r->t_start = t0;
+            r->t_in_ns = ns32(oni_now_ns() - t0);
+        }
+        atomic_fetch_add(&lp->bytes_in, lp->cfg.in_bytes);
+        atomic_store(&lp->started, seq + 1);
+        atomic_store_explicit(&lp->state[slot], SLOT_FILLED, memory_order_release);
+    }
+    atomic_store_explicit(&lp->recv_done, 1, memory_order_release);
+    return NULL;
+}
+
+static void *process_main(void *p)
+{
+    struct loop *lp = p;
+    for (uint64_t seq = 0; !drained(lp, seq); seq++) {
+        uint32_t slot = (uint32_t)(seq % lp->cfg.depth);
+        struct state_arg sa = {&lp->state[slot], SLOT_FILLED};
+        if (wait_for(lp, state_is, &sa, drained, seq, 0))
+            break;
+        if (lp->be->process) {
+            uint64_t t0 = oni_now_ns();
+            int rc = lp->be->process(lp, slot, (uint32_t)seq);
+            if (rc) {
+                loop_fail(lp, rc);
+                break;
+            }
+            struct loop_record *r = record(lp, seq);
+            if (r)
+                r->t_compute_ns = ns32(oni_now_ns() - t0);
+        }
+        atomic_store_explicit(&lp->state[slot], SLOT_DONE, memory_order_release);
+    }
+    return NULL;
+}
+
+static void *send_main(void *p)
+{
+    struct loop *lp = p;
+    for (uint64_t seq = 0; !drained(lp, seq); seq++) {
+        uint32_t slot = (uint32_t)(seq % lp->cfg.depth);
+        struct state_arg sa = {&lp->state[slot], SLOT_DONE};
+        if (wait_for(lp, state_is, &sa, drained, seq, 0))
+            break;
+        int rc = lp->be->finish ? lp->be->finish(lp, slot, (uint32_t)seq) : 0;
+        uint64_t t0 = oni_now_ns();
+        if (!rc)
+            rc = lp->cfg.sink.write(lp->cfg.sink.ctx, seq, lp->out[slot], lp->out_len, lp->cfg.timeout_ms);
+        if (rc) {
+            loop_fail(lp, rc);
+            break;
+        }
+        uint64_t t1 = oni_now_ns();
+        struct loop_record *r = record(lp, seq);
+        if (r) {
+            r->t_out_ns = ns32(t1 - t0);
+            r->t_total_ns = ns32(t1 - r->t_start);
+        }
+        atomic_store_explicit(&lp->state[slot], SLOT_FREE, memory_order_release);
+        atomic_store_explicit(&lp->sent, seq + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+/* --- CPU backend ------------------------------------------------------------ */
+
+static int cpu_recv(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    return lp->cfg.src.read(lp->cfg.src.ctx, lp->hin[slot], lp->cfg.in_bytes, lp->cfg.timeout_ms);
+}
+
+static int cpu_process(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    if (lp->cfg.work == LOOP_WORK_EPHYS) {
+        loop_ephys_cpu(lp->ephys, lp->hin[slot], lp->nframes, lp->out[slot]);
+        return 0;
+    }
+    /* MAC: the whole block is computed; the first out_bytes are sent. */
+    size_t n = lp->cfg.in_bytes / 4;
+    loop_mac_cpu(lp->hin[slot], lp->out[slot], n, lp->cfg.mac_iters, lp->cfg.mac_passes, lp->cfg.mac_seed);
+    return 0;
+}
+
+static int cpu_init(struct loop *lp)
+{
+    /* MAC computes the whole input block, so the output buffer holds in_bytes. */
+    size_t out = lp->cfg.work == LOOP_WORK_MAC ? lp->cfg.in_bytes : lp->out_len;
+    for (uint32_t i = 0; i < lp->cfg.depth; i++) {
+        lp->hin[i] = aligned_alloc(64, (lp->cfg.in_bytes + 63) & ~(size_t)63);
+        lp->out[i] = aligned_alloc(64, (out + 63) & ~(size_t)63);
+        if (!lp->hin[i] || !lp->out[i])
+            return ONI_EBADALLOC;
+        memset(lp->hin[i], 0, lp->cfg.in_bytes);
+    }
+    return 0;
+}
+
+static void cpu_fini(struct loop *lp)
+{
+    for (uint32_t i = 0; i < lp->cfg.depth; i++) {
+        free(lp->hin[i]);
+        free(lp->out[i]);
+        lp->hin[i] = lp->out[i] = NULL;
+    }
+}
+
+const struct loop_be loop_be_cpu = {
+    .init = cpu_init, .recv = cpu_recv, .process = cpu_process, .fini = cpu_fini,
+};
+
+/* --- engine ----------------------------------------------------------------- */
+
+static int check_config(const struct loop_config *c)
+{
+    if (c->backend < 0 || c->backend >= LOOP_NBACKENDS || c->depth < 1 || c->depth > LOOP_MAXDEPTH ||
+        c->inflight > c->depth || !c->src.read || !c->sink.write || c->timeout_ms == 0 || c->in_bytes == 0)
+        return ONI_EINVALARG;
+    if (c->work == LOOP_WORK_MAC) {
+        if (c->in_bytes % 4 || c->out_bytes > c->in_bytes || c->out_bytes % 4 || c->mac_passes == 0 ||
+            c->in_bytes > UINT32_MAX)
+            return ONI_EINVALARG;
+    } else if (c->work == LOOP_WORK_EPHYS) {
+        if (!c->ephys || c->ephys->lay.stride == 0 || c->in_bytes % c->ephys->lay.stride)
+            return ONI_EINVALARG;
+    } else {
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
+
+int loop_create(const struct loop_config *cfg, struct loop **out)
+{
+    if (!cfg || !out)
+        return ONI_EINVALARG;
+    *out = NULL;
+    int rc = check_config(cfg);
+    if (rc)
+        return rc;
+    const struct loop_be *be = cfg->backend == LOOP_CPU ? &loop_be_cpu : loop_gpu_backend(cfg->backend);
+    if (!be)
+        return ONI_ENOGPU;
+    struct loop *lp = calloc(1, sizeof *lp);
+    if (!lp)
+        return ONI_EBADALLOC;
+    lp->cfg = *cfg;
+    lp->be = be;
+    if (cfg->work == LOOP_WORK_EPHYS) {
+        lp->out_len = sizeof(struct loop_ephys_out);
+        lp->nframes = (uint32_t)(cfg->in_bytes / cfg->ephys->lay.stride);
+        lp->ephys = malloc(sizeof *lp->ephys);
+        if (!lp->ephys) {
+            free(lp);
+            return ONI_EBADALLOC;
+        }
+        *lp->ephys = *cfg->ephys;
+        lp->cfg.ephys = NULL; /* the caller's copy may go away */
+    } else {
+        lp->out_len = cfg->out_bytes;
+    }
+    if (cfg->record_cap) {
+        lp->rec = calloc(cfg->record_cap, sizeof *lp->rec);
+        if (!lp->rec) {
+            loop_destroy(lp);
+            return ONI_EBADALLOC;
+        }
+    }
+    rc = be->init(lp);
+    if (rc) {
+        loop_destroy(lp);
+        return rc;
+    }
+    *out = lp;
+    return 0;
+}
+
+int loop_run(struct loop *lp)
+{
+    if (!lp)
+        return ONI_EINVALARG;
+    pthread_t th[3];
+    void *(*mains[3])(void *) = {recv_main, process_main, send_main};
+    int n = 0, rc = 0;
+    uint64_t t0 = oni_now_ns();
+    for (; n < 3; n++) {
+        if (pthread_create(&th[n], NULL, mains[n], lp)) {
+            loop_fail(lp, ONI_EBADALLOC);
+            break;
+        }
+    }
+    if (n < 3)
+        atomic_store(&lp->recv_done, 1); /* nothing more will start */
+    /* Receive ends first (count reached, stop or error); the others drain
+     * what it started, then end. */
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    if (lp->be->halt)
+        lp->be->halt(lp);
+    lp->seconds = (double)(oni_now_ns() - t0) / 1e9;
+    rc = atomic_load(&lp->err);
+    return rc;
+}
+
+void loop_stop(struct loop *lp)
+{
+    if (lp)
+        atomic_store(&lp->stop, 1);
+}
+
+void loop_get_stats(const struct loop *lp, struct loop_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!lp)
+        return;
+    struct loop *m = (struct loop *)lp;
+    st->blocks = atomic_load(&m->sent);
+    st->bytes_in = atomic_load(&m->bytes_in);
+    st->overruns = atomic_load(&m->overruns);
+    st->src_dropped = lp->cfg.src.dropped ? lp->cfg.src.dropped(lp->cfg.src.ctx) : 0;
+    st->nrecords = st->blocks < lp->cfg.record_cap ? st->blocks : lp->cfg.record_cap;
+    st->seconds = lp->seconds;
+}
+
+const struct loop_record *loop_records(const struct loop *lp)
+{
+    return lp ? lp->rec : NULL;
+}
+
+const struct loop_ephys_state *loop_ephys_final(struct loop *lp)
+{
+    return lp ? lp->ephys : NULL;
+}
+
+void loop_destroy(struct loop *lp)
+{
+    if (!lp)
+        return;
+    if (lp->be && lp->be->fini)
+        lp->be->fini(lp);
+    free(lp->ephys);
+    free(lp->rec);
+    free(lp);
+}

@@ -1,0 +1,58 @@
+/* engine.h - private to src/loop: the engine object and the backend hooks. */
+#ifndef LOOP_ENGINE_H
+#define LOOP_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "loop/loop.h"
+
+/* Slot states, in the order a block moves through them. */
+enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_DONE };
+
+struct loop;
+
+/* One backend. recv makes block seq usable in slot (or, for backends whose GPU
+ * releases itself, only starts the transfer); process computes it into
+ * lp->out[slot]; finish waits for a GPU that computes on its own. Hooks may be
+ * NULL. All return 0 or an ONI error. */
+struct loop_be {
+    int (*init)(struct loop *lp);
+    int (*recv)(struct loop *lp, uint32_t slot, uint32_t seq);
+    int (*process)(struct loop *lp, uint32_t slot, uint32_t seq);
+    int (*finish)(struct loop *lp, uint32_t slot, uint32_t seq);
+    void (*halt)(struct loop *lp); /* release anything the GPU may be waiting on; called once at the end */
+    void (*fini)(struct loop *lp);
+};
+
+struct loop {
+    struct loop_config cfg;
+    const struct loop_be *be;
+    size_t out_len;                      /* bytes handed to the sink per block */
+    uint32_t nframes;                    /* EPHYS frames per block */
+    void *hin[LOOP_MAXDEPTH];            /* host input blocks (cpu, gpu-staged) */
+    void *out[LOOP_MAXDEPTH];            /* host output blocks (pinned for GPU backends) */
+    struct loop_ephys_state *ephys;      /* CPU copy of the EPHYS state */
+    void *gpu;                           /* backend private state */
+    _Atomic int state[LOOP_MAXDEPTH];
+    _Atomic int stop;
+    _Atomic int err;
+    _Atomic int recv_done;
+    _Atomic uint64_t sent, started, overruns, bytes_in;
+    struct loop_record *rec;
+    double seconds;
+};
+
+/* Backends: the CPU one (engine.c) and the GPU ones (gpu_cuda.c, or
+ * gpu_nocuda.c without CUDA, which answers ONI_ENOGPU). */
+extern const struct loop_be loop_be_cpu;
+const struct loop_be *loop_gpu_backend(int backend);
+int loop_gpu_available(int backend, char *why, size_t cap);
+
+/* Record the first error and stop every thread. */
+void loop_fail(struct loop *lp, int rc);
+/* Wait until *word == want (32-bit, written by a device or another thread),
+ * spinning first, then polling; ONI_ETIMEOUT after timeout_ms, ONI_EINVALSTATE
+ * if the loop is stopping. */
+int loop_wait_word(struct loop *lp, const volatile uint32_t *word, uint32_t want, uint32_t timeout_ms);
+
+#endif

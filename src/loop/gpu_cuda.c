@@ -1,0 +1,561 @@
+/* gpu_cuda.c - the GPU backends of the closed-loop engine (loop.h).
+ *
+ * Every backend ends a block's GPU work with a stream write of seq into a
+ * host-mapped doorbell word; the host waits for that word (loop_wait_word:
+ * spin, then poll, with a deadline) instead of synchronizing the stream, so
+ * no call ever blocks without a deadline. Completion words the source writes
+ * are initialised to NONE so that seq 0 is never seen before it arrives. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include "oni.h"
+#include "onii.h"
+#include "loop/engine.h"
+#include "loop/cukern.h"
+
+#define NONE 0xFFFFFFFFu
+#define HALT_MS 2000u /* how long halt waits for the GPU to drain */
+
+struct gpu {
+    cudaStream_t s, ctl;
+    void *din[LOOP_MAXDEPTH];          /* device input blocks */
+    void *dout[LOOP_MAXDEPTH];         /* device output blocks (not persistent) */
+    void *out_dev[LOOP_MAXDEPTH];      /* device view of the host-mapped lp->out (persistent) */
+    uint32_t *words;                   /* host-mapped: hdone[D] bell[D] stop alive */
+    uint32_t *words_dev;
+    uint32_t *ddone;                   /* device: completion words [D] */
+    uint32_t *ticket;                  /* device: finished blocks per slot [D] */
+    struct loop_ephys_state *dst;      /* device copy of the EPHYS state */
+    cudaGraphExec_t gx[LOOP_MAXDEPTH];
+    uint32_t queued[LOOP_MAXDEPTH];    /* gpu-flag: seq whose wait is queued, or NONE */
+    int pinned[LOOP_MAXDEPTH];
+    int launched, sm;
+};
+
+#define HDONE(g, i) (&(g)->words[(i)])
+#define BELL(g, i) (&(g)->words[LOOP_MAXDEPTH + (i)])
+#define STOPW(g) (&(g)->words[2 * LOOP_MAXDEPTH])
+#define ALIVE(g) (&(g)->words[2 * LOOP_MAXDEPTH + 1])
+#define NWORDS (2 * LOOP_MAXDEPTH + 2)
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static int probe_ok;
+static char probe_why[160];
+
+static void probe(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(e));
+        return;
+    }
+    if (n < 1) {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: none found");
+        return;
+    }
+    e = cudaFree(0); /* create the primary context now, not inside a timed path */
+    if (e != cudaSuccess) {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(e));
+        return;
+    }
+    probe_ok = 1;
+}
+
+int loop_gpu_available(int backend, char *why, size_t cap)
+{
+    pthread_once(&probe_once, probe);
+    if (!probe_ok && why && cap)
+        snprintf(why, cap, "%s", probe_why);
+    return probe_ok;
+}
+
+static int cu(cudaError_t e)
+{
+    return e == cudaSuccess ? 0 : ONI_ENOGPU;
+}
+
+static int cud(CUresult r)
+{
+    return r == CUDA_SUCCESS ? 0 : ONI_ENOGPU;
+}
+
+static CUdeviceptr devptr(const void *p)
+{
+    return (CUdeviceptr)(uintptr_t)p;
+}
+
+/* Enqueue the block's compute on g->s, reading din[slot], result to dout[slot]. */
+static int enqueue_compute(struct loop *lp, struct gpu *g, uint32_t slot)
+{
+    if (lp->cfg.work == LOOP_WORK_EPHYS)
+        return cu(loop_cu_ephys(g->dst, lp->ephys->lay.nchan, g->din[slot], lp->nframes, g->dout[slot], g->s));
+    return cu(loop_cu_mac(g->din[slot], g->dout[slot], lp->cfg.in_bytes / 4, lp->cfg.mac_iters, lp->cfg.mac_passes,
+                          lp->cfg.mac_seed, g->s));
+}
+
+/* Compute, copy the result to lp->out[slot], ring the doorbell. */
+static int enqueue_block(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t seq)
+{
+    int rc = enqueue_compute(lp, g, slot);
+    if (!rc)
+        rc = cu(cudaMemcpyAsync(lp->out[slot], g->dout[slot], lp->out_len, cudaMemcpyDeviceToHost, g->s));
+    if (!rc)
+        rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(&g->words_dev[LOOP_MAXDEPTH + slot]), seq, 0));
+    return rc;
+}
+
+static int wait_bell(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t seq)
+{
+    return loop_wait_word(lp, BELL(g, slot), seq, lp->cfg.timeout_ms);
+}
+
+/* --- the hooks --------------------------------------------------------------- */
+
+static int staged_recv(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    return lp->cfg.src.read(lp->cfg.src.ctx, lp->hin[slot], lp->cfg.in_bytes, lp->cfg.timeout_ms);
+}
+
+static int staged_process(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    int rc = cu(cudaMemcpyAsync(g->din[slot], lp->hin[slot], lp->cfg.in_bytes, cudaMemcpyHostToDevice, g->s));
+    if (!rc)
+        rc = enqueue_block(lp, g, slot, seq);
+    return rc ? rc : wait_bell(lp, g, slot, seq);
+}
+
+static int direct_recv(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    int rc = lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, HDONE(g, slot), seq);
+    return rc ? rc : loop_wait_word(lp, HDONE(g, slot), seq, lp->cfg.timeout_ms);
+}
+
+static int direct_process(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    int rc = enqueue_block(lp, g, slot, seq);
+    return rc ? rc : wait_bell(lp, g, slot, seq);
+}
+
+static int graph_process(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    int rc = cu(cudaGraphLaunch(g->gx[slot], g->s));
+    /* The graph's doorbell write carries no seq (a graph is fixed), so the
+     * doorbell is written outside it. */
+    if (!rc)
+        rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(&g->words_dev[LOOP_MAXDEPTH + slot]), seq, 0));
+    return rc ? rc : wait_bell(lp, g, slot, seq);
+}
+
+/* gpu-flag: the work for seq waits in the stream for the completion word the
+ * source writes; queued before the transfer starts. At most depth blocks are
+ * queued, because a slot is reused only after its doorbell rang. */
+static int flag_recv(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    int rc = cud(cuStreamWaitValue32((CUstream)g->s, devptr(&g->ddone[slot]), seq, CU_STREAM_WAIT_VALUE_EQ));
+    if (!rc) {
+        g->queued[slot] = seq;
+        rc = enqueue_block(lp, g, slot, seq);
+    }
+    if (!rc)
+        rc = lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, &g->ddone[slot], seq);
+    return rc;
+}
+
+static int bell_finish(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    int rc = wait_bell(lp, g, slot, seq);
+    g->queued[slot] = NONE;
+    return rc;
+}
+
+static int persistent_recv(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    return lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, &g->ddone[slot], seq);
+}
+
+/* Wait until the compute stream is idle, up to HALT_MS. */
+static int drain(struct gpu *g)
+{
+    uint64_t limit = oni_now_ns() + HALT_MS * 1000000ull;
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(g->s);
+        if (e == cudaSuccess)
+            return 0;
+        if (e != cudaErrorNotReady)
+            return ONI_ENOGPU;
+        if (oni_now_ns() > limit)
+            return ONI_ETIMEOUT;
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void halt(struct loop *lp)
+{
+    struct gpu *g = lp->gpu;
+    if (!g)
+        return;
+    /* gpu-flag: release every queued wait whose data never came (its block
+     * is computed on stale data and discarded). */
+    for (uint32_t i = 0; i < lp->cfg.depth; i++)
+        if (g->queued[i] != NONE) {
+            cuStreamWriteValue32((CUstream)g->ctl, devptr(&g->ddone[i]), g->queued[i], 0);
+            g->queued[i] = NONE;
+        }
+    cudaStreamSynchronize(g->ctl);
+    /* gpu-persistent: ask the kernel to leave. */
+    *STOPW(g) = 1;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    int rc = drain(g);
+    if (rc)
+        loop_fail(lp, rc); /* a kernel that does not stop is an error the caller sees */
+    g->launched = 0;
+    if (lp->cfg.work == LOOP_WORK_EPHYS && g->dst)
+        cudaMemcpy(lp->ephys, g->dst, sizeof *lp->ephys, cudaMemcpyDeviceToHost);
+}
+
+static void fini(struct loop *lp)
+{
+    struct gpu *g = lp->gpu;
+    if (!g)
+        return;
+    if (g->launched)
+        halt(lp);
+    for (uint32_t i = 0; i < lp->cfg.depth; i++) {
+        if (g->gx[i])
+            cudaGraphExecDestroy(g->gx[i]);
+        if (g->pinned[i] && lp->cfg.src.unpin)
+            lp->cfg.src.unpin(lp->cfg.src.ctx, g->din[i], lp->cfg.in_bytes);
+        cudaFree(g->din[i]);
+        cudaFree(g->dout[i]);
+        cudaFreeHost(lp->out[i]);
+        cudaFreeHost(lp->hin[i]);
+        lp->out[i] = lp->hin[i] = NULL;
+    }
+    cudaFree(g->ddone);
+    cudaFree(g->ticket);
+    cudaFree(g->dst);
+    cudaFreeHost(g->words);
+    if (g->s)
+        cudaStreamDestroy(g->s);
+    if (g->ctl)
+        cudaStreamDestroy(g->ctl);
+    free(g);
+    lp->gpu = NULL;
+}
+
+static int capture_graphs(struct loop *lp, struct gpu *g)
+{
+    for (uint32_t i = 0; i < lp->cfg.depth; i++) {
+        cudaGraph_t graph;
+        int rc = cu(cudaStreamBeginCapture(g->s, cudaStreamCaptureModeThreadLocal));
+        if (rc)
+            return rc;
+        rc = enqueue_compute(lp, g, i);
+        if (!rc)
+            rc = cu(cudaMemcpyAsync(lp->out[i], g->dout[i], lp->out_len, cudaMemcpyDeviceToHost, g->s));
+        cudaError_t e = cudaStreamEndCapture(g->s, &graph);
+        if (!rc)
+            rc = cu(e);
+        if (!rc)
+            rc = cu(cudaGraphInstantiate(&g->gx[i], graph, 0));
+        if (e == cudaSuccess)
+            cudaGraphDestroy(graph);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int launch_persistent(struct loop *lp, struct gpu *g)
+{
+    struct loop_persist p;
+    memset(&p, 0, sizeof p);
+    p.work = lp->cfg.work;
+    p.depth = lp->cfg.depth;
+    p.done = g->ddone;
+    p.bell = &g->words_dev[LOOP_MAXDEPTH];
+    p.stop = &g->words_dev[2 * LOOP_MAXDEPTH];
+    p.alive = &g->words_dev[2 * LOOP_MAXDEPTH + 1];
+    p.ticket = g->ticket;
+    for (uint32_t i = 0; i < lp->cfg.depth; i++) {
+        p.in[i] = g->din[i];
+        int rc = cu(cudaHostGetDevicePointer(&g->out_dev[i], lp->out[i], 0));
+        if (rc)
+            return rc;
+        p.out[i] = g->out_dev[i];
+    }
+    p.n = lp->cfg.in_bytes / 4;
+    p.iters = lp->cfg.mac_iters;
+    p.passes = lp->cfg.mac_passes;
+    p.seed = lp->cfg.mac_seed;
+    p.st = g->dst;
+    p.nframes = lp->nframes;
+    int grid = 1;
+    if (lp->cfg.work == LOOP_WORK_MAC)
+        grid = loop_cu_mac_grid(p.n, g->sm);
+    else
+        p.nchan = lp->ephys->lay.nchan;
+    int rc = cu(loop_cu_persistent(&p, grid, g->s));
+    if (rc)
+        return rc;
+    g->launched = 1;
+    /* The kernel announces itself; a launch that never runs is an error now,
+     * not a silent hang later. */
+    uint64_t limit = oni_now_ns() + HALT_MS * 1000000ull;
+    while (*(volatile uint32_t *)ALIVE(g) != 1) {
+        if (oni_now_ns() > limit)
+            return ONI_ETIMEOUT;
+        if (cudaStreamQuery(g->s) != cudaErrorNotReady)
+            return ONI_ENOGPU;
+    }
+    return 0;
+}
+
+static int init(struct loop *lp)
+{
+    if (!loop_gpu_available(lp->cfg.backend, NULL, 0))
+        return ONI_ENOGPU;
+    int b = lp->cfg.backend;
+    if (b != LOOP_GPU_STAGED && !lp->cfg.src.read_async)
+        return ONI_EINVALARG; /* direct backends need a source that writes GPU memory */
+    struct gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return ONI_EBADALLOC;
+    lp->gpu = g;
+    int dev = 0, rc;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&g->sm, cudaDevAttrMultiProcessorCount, dev);
+    rc = cu(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking));
+    if (!rc)
+        rc = cu(cudaStreamCreateWithFlags(&g->ctl, cudaStreamNonBlocking));
+    if (!rc)
+        rc = cu(cudaHostAlloc((void **)&g->words, NWORDS * 4, cudaHostAllocMapped));
+    if (!rc)
+        rc = cu(cudaHostGetDevicePointer((void **)&g->words_dev, g->words, 0));
+    if (!rc)
+        rc = cu(cudaMalloc((void **)&g->ddone, LOOP_MAXDEPTH * 4));
+    if (!rc)
+        rc = cu(cudaMalloc((void **)&g->ticket, LOOP_MAXDEPTH * 4));
+    if (rc)
+        return rc;
+    for (int i = 0; i < NWORDS; i++)
+        g->words[i] = NONE;
+    *STOPW(g) = 0;
+    *ALIVE(g) = 0;
+    cudaMemset(g->ddone, 0xFF, LOOP_MAXDEPTH * 4);
+    cudaMemset(g->ticket, 0, LOOP_MAXDEPTH * 4);
+    size_t out_cap = lp->cfg.work == LOOP_WORK_MAC ? lp->cfg.in_bytes : lp->out_len;
+    for (uint32_t i = 0; i < lp->cfg.depth && !rc; i++) {
+        g->queued[i] = NONE;
+        rc = cu(cudaMalloc(&g->din[i], lp->cfg.in_bytes));
+        if (!rc)
+            rc = cu(cudaMemset(g->din[i], 0, lp->cfg.in_bytes));
+        if (!rc && b != LOOP_GPU_PERSISTENT)
+            rc = cu(cudaMalloc(&g->dout[i], out_cap));
+        if (!rc)
+            rc = cu(cudaHostAlloc(&lp->out[i], out_cap, cudaHostAllocMapped));
+        if (!rc && b == LOOP_GPU_STAGED)
+            rc = cu(cudaHostAlloc(&lp->hin[i], lp->cfg.in_bytes, cudaHostAllocDefault));
+        if (!rc && b != LOOP_GPU_STAGED && lp->cfg.src.pin) {
+            rc = lp->cfg.src.pin(lp->cfg.src.ctx, g->din[i], lp->cfg.in_bytes);
+            g->pinned[i] = rc == 0;
+        }
+    }
+    if (!rc && lp->cfg.work == LOOP_WORK_EPHYS) {
+        rc = cu(cudaMalloc((void **)&g->dst, sizeof *g->dst));
+        if (!rc)
+            rc = cu(cudaMemcpy(g->dst, lp->ephys, sizeof *g->dst, cudaMemcpyHostToDevice));
+    }
+    if (!rc)
+        rc = cu(cudaDeviceSynchronize());
+    if (!rc && b == LOOP_GPU_GRAPH)
+        rc = capture_graphs(lp, g);
+    if (!rc && b == LOOP_GPU_PERSISTENT)
+        rc = launch_persistent(lp, g);
+    return rc;
+}
+
+static const struct loop_be be_staged = {
+    .init = init, .recv = staged_recv, .process = staged_process, .halt = halt, .fini = fini,
+};
+static const struct loop_be be_direct = {
+    .init = init, .recv = direct_recv, .process = direct_process, .halt = halt, .fini = fini,
+};
+static const struct loop_be be_graph = {
+    .init = init, .recv = direct_recv, .process = graph_process, .halt = halt, .fini = fini,
+};
+static const struct loop_be be_flag = {
+    .init = init, .recv = flag_recv, .finish = bell_finish, .halt = halt, .fini = fini,
+};
+static const struct loop_be be_persistent = {
+    .init = init, .recv = persistent_recv, .finish = bell_finish, .halt = halt, .fini = fini,
+};
+
+const struct loop_be *loop_gpu_backend(int backend)
+{
+    switch (backend) {
+    case LOOP_GPU_STAGED: return &be_staged;
+    case LOOP_GPU_DIRECT: return &be_direct;
+    case LOOP_GPU_GRAPH: return &be_graph;
+    case LOOP_GPU_FLAG: return &be_flag;
+    case LOOP_GPU_PERSISTENT: return &be_persistent;
+    default: return NULL;
+    }
+}
+
+/* --- one-shot helpers (tests, roofline) ------------------------------------------ */
+
+int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
+{
+    if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
+        return ONI_ENOGPU;
+    float *d = NULL;
+    int rc = cu(cudaMalloc((void **)&d, 2 * n * 4));
+    if (!rc)
+        rc = cu(cudaMemcpy(d, in, n * 4, cudaMemcpyHostToDevice));
+    if (!rc)
+        rc = cu(loop_cu_mac(d, d + n, n, iters, passes, seed, 0));
+    if (!rc)
+        rc = cu(cudaMemcpy(out, d + n, n * 4, cudaMemcpyDeviceToHost));
+    cudaFree(d);
+    return rc;
+}
+
+int loop_gpu_ephys_once(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes, struct loop_ephys_out *out)
+{
+    if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
+        return ONI_ENOGPU;
+    struct loop_ephys_state *dst = NULL;
+    uint8_t *dblk = NULL;
+    struct loop_ephys_out *dout = NULL;
+    size_t len = (size_t)nframes * st->lay.stride;
+    int rc = cu(cudaMalloc((void **)&dst, sizeof *dst));
+    if (!rc)
+        rc = cu(cudaMalloc((void **)&dblk, len ? len : 1));
+    if (!rc)
+        rc = cu(cudaMalloc((void **)&dout, sizeof *dout));
+    if (!rc)
+        rc = cu(cudaMemcpy(dst, st, sizeof *st, cudaMemcpyHostToDevice));
+    if (!rc && len)
+        rc = cu(cudaMemcpy(dblk, blk, len, cudaMemcpyHostToDevice));
+    if (!rc)
+        rc = cu(loop_cu_ephys(dst, st->lay.nchan, dblk, nframes, dout, 0));
+    if (!rc)
+        rc = cu(cudaMemcpy(out, dout, sizeof *out, cudaMemcpyDeviceToHost));
+    if (!rc)
+        rc = cu(cudaMemcpy(st, dst, sizeof *st, cudaMemcpyDeviceToHost));
+    cudaFree(dst);
+    cudaFree(dblk);
+    cudaFree(dout);
+    return rc;
+}
+
+/* Best of reps event-timed runs of fn on the GPU. */
+static int time_best(int reps, double *best_s, int (*fn)(void *), void *arg)
+{
+    cudaEvent_t a, b;
+    if (cudaEventCreate(&a) != cudaSuccess)
+        return ONI_ENOGPU;
+    if (cudaEventCreate(&b) != cudaSuccess) {
+        cudaEventDestroy(a);
+        return ONI_ENOGPU;
+    }
+    int rc = fn(arg); /* warm-up */
+    if (!rc)
+        rc = cu(cudaDeviceSynchronize());
+    *best_s = 1e30;
+    for (int i = 0; i < reps && !rc; i++) {
+        float ms = 0;
+        cudaEventRecord(a, 0);
+        rc = fn(arg);
+        cudaEventRecord(b, 0);
+        if (!rc)
+            rc = cu(cudaEventSynchronize(b));
+        if (!rc)
+            rc = cu(cudaEventElapsedTime(&ms, a, b));
+        if (!rc && ms / 1e3 < *best_s)
+            *best_s = ms / 1e3;
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return rc;
+}
+
+struct mac_job {
+    float *d;
+    size_t n;
+    uint32_t iters, passes;
+};
+
+static int mac_job(void *p)
+{
+    struct mac_job *j = p;
+    return cu(loop_cu_mac(j->d, j->d + j->n, j->n, j->iters, j->passes, 0.1f, 0));
+}
+
+int loop_gpu_time_mac(size_t n, uint32_t iters, uint32_t passes, int reps, double *best_s)
+{
+    if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
+        return ONI_ENOGPU;
+    struct mac_job j = {NULL, n, iters, passes};
+    int rc = cu(cudaMalloc((void **)&j.d, 2 * n * 4));
+    if (!rc)
+        rc = cu(cudaMemset(j.d, 0x3c, n * 4)); /* 0.0115f-ish: a finite, non-zero pattern */
+    if (!rc)
+        rc = time_best(reps, best_s, mac_job, &j);
+    cudaFree(j.d);
+    return rc;
+}
+
+struct copy_job {
+    void *a, *b;
+    size_t n;
+};
+
+static int copy_job(void *p)
+{
+    struct copy_job *j = p;
+    return cu(cudaMemcpyAsync(j->b, j->a, j->n, cudaMemcpyDeviceToDevice, 0));
+}
+
+int loop_gpu_time_copy(size_t bytes, int reps, double *best_s)
+{
+    if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
+        return ONI_ENOGPU;
+    struct copy_job j = {NULL, NULL, bytes};
+    int rc = cu(cudaMalloc(&j.a, bytes));
+    if (!rc)
+        rc = cu(cudaMalloc(&j.b, bytes));
+    if (!rc)
+        rc = cu(cudaMemset(j.a, 1, bytes));
+    if (!rc)
+        rc = time_best(reps, best_s, copy_job, &j);
+    cudaFree(j.a);
+    cudaFree(j.b);
+    return rc;
+}
+
+int loop_gpu_name(char *buf, size_t cap)
+{
+    if (!loop_gpu_available(LOOP_GPU_DIRECT, buf, cap))
+        return ONI_ENOGPU;
+    struct cudaDeviceProp p;
+    int dev = 0;
+    cudaGetDevice(&dev);
+    if (cudaGetDeviceProperties(&p, dev) != cudaSuccess)
+        return ONI_ENOGPU;
+    snprintf(buf, cap, "%s", p.name);
+    return 0;
+}

@@ -1,0 +1,202 @@
+/* kernels.c - CPU versions of the closed-loop kernels (kernels.h).
+ *
+ * The float operations and their order here are the contract the GPU
+ * versions (kernels.cu) follow: ISO C mode compiles without contraction, so
+ * every a*b+c below is a rounded multiply then a rounded add, which the GPU
+ * code spells __fmul_rn/__fadd_rn. That is why CPU and GPU find the same spikes. */
+#include <math.h>
+#include <string.h>
+#include <float.h>
+#include "oni.h"
+#include "loop/kernels.h"
+
+/* Above this many element evaluations the MAC uses all cores. */
+#define MAC_PARALLEL_MIN (1u << 16)
+
+void loop_mac_cpu(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
+{
+    long long nn = (long long)n;
+    int big = (double)n * passes * (iters + 1) >= MAC_PARALLEL_MIN;
+    (void)big;
+#pragma omp parallel for simd if (big) schedule(static)
+    for (long long i = 0; i < nn; i++) {
+        float acc = 0.0f;
+        for (uint32_t k = 0; k < passes; k++) {
+            float x = in[i] + (float)k * LOOP_MAC_STEP;
+            for (uint32_t j = 0; j < iters; j++)
+                x = x * x + seed;
+            acc = acc + x;
+        }
+        out[i] = acc;
+    }
+}
+
+double loop_mac_flops(size_t n, uint32_t iters, uint32_t passes)
+{
+    return 2.0 * (double)n * iters * passes;
+}
+
+void loop_ephys_defaults(struct loop_ephys_params *p)
+{
+    p->fs_hz = 30000.0;
+    p->lo_hz = 300.0;
+    p->hi_hz = 6000.0;
+    p->k = 5.0;
+    p->refractory_s = 1e-3;
+    p->calib_s = 0.2;
+}
+
+/* Second-order Butterworth sections from the bilinear transform (the
+ * well-known "audio EQ cookbook" formulas), normalised so a0 = 1. */
+static void design(float b[3], float a[2], double fc, double fs, int highpass)
+{
+    double w = 2.0 * M_PI * fc / fs, cw = cos(w), alpha = sin(w) / (2.0 * M_SQRT1_2);
+    double a0 = 1.0 + alpha;
+    double b1 = highpass ? -(1.0 + cw) : (1.0 - cw);
+    double b0 = highpass ? (1.0 + cw) / 2.0 : (1.0 - cw) / 2.0;
+    b[0] = (float)(b0 / a0);
+    b[1] = (float)(b1 / a0);
+    b[2] = (float)(b0 / a0);
+    a[0] = (float)(-2.0 * cw / a0);
+    a[1] = (float)((1.0 - alpha) / a0);
+}
+
+int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay)
+{
+    if (!st || !p || !lay || lay->nchan == 0 || lay->nchan > LOOP_EPHYS_MAXCHAN ||
+        lay->stride < lay->offset + 2u * lay->nchan || lay->stride < 8 || (lay->offset & 1))
+        return ONI_EINVALARG;
+    if (!(p->fs_hz > 0) || !(p->lo_hz > 0) || !(p->hi_hz > p->lo_hz) || !(p->hi_hz < p->fs_hz / 2) || !(p->k > 0) ||
+        p->refractory_s < 0 || p->calib_s < 0)
+        return ONI_EINVALARG;
+    memset(st, 0, sizeof *st);
+    st->lay = *lay;
+    design(st->b[0], st->a[0], p->lo_hz, p->fs_hz, 1);
+    design(st->b[1], st->a[1], p->hi_hz, p->fs_hz, 0);
+    st->refractory = (uint32_t)llround(p->refractory_s * p->fs_hz);
+    st->calib = (uint32_t)llround(p->calib_s * p->fs_hz);
+    if (st->calib < 100)
+        st->calib = 100; /* a median needs samples */
+    st->k = (float)(p->k / 0.6745);
+    return ONI_ESUCCESS;
+}
+
+float loop_biquad_step(const float b[3], const float a[2], float z[2], float x)
+{
+    float y = b[0] * x + z[0];
+    z[0] = (b[1] * x - a[0] * y) + z[1];
+    z[1] = b[2] * x - a[1] * y;
+    return y;
+}
+
+/* Histogram bin of a non-negative float: its exponent and top 3 mantissa
+ * bits (1/8 octave), offset so that 2^-16 is bin 0. Pure bit arithmetic, so
+ * identical on every processor. */
+#define BIN_BASE ((uint32_t)(127 - 16) << 3)
+uint32_t loop_ephys_bin(float absx)
+{
+    uint32_t u;
+    memcpy(&u, &absx, 4);
+    u >>= 20;
+    if (u < BIN_BASE)
+        return 0;
+    u -= BIN_BASE;
+    return u >= LOOP_EPHYS_BINS ? LOOP_EPHYS_BINS - 1 : u;
+}
+
+float loop_ephys_bin_value(uint32_t bin)
+{
+    uint32_t u = ((bin + BIN_BASE) << 20) | (1u << 19); /* centre of the bin */
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+float loop_ephys_hist_median(const uint32_t *hist, uint64_t count)
+{
+    uint64_t half = (count + 1) / 2, seen = 0;
+    for (uint32_t i = 0; i < LOOP_EPHYS_BINS; i++) {
+        seen += hist[i];
+        if (seen >= half && seen > 0)
+            return loop_ephys_bin_value(i);
+    }
+    return 0.0f;
+}
+
+/* Threshold of channel c once calibration is over; a dead channel never fires. */
+static float threshold(const struct loop_ephys_state *st, uint32_t c)
+{
+    float med = loop_ephys_hist_median(st->hist[c], st->calib);
+    return med > 0.0f ? med * st->k : FLT_MAX;
+}
+
+/* Common-average reference of one sample row: 32 interleaved partial sums,
+ * then their sum in order (the GPU warp does the same). */
+static float row_mean(const float *row, uint32_t nchan)
+{
+    float part[32];
+    for (int p = 0; p < 32; p++) {
+        float s = 0.0f;
+        for (uint32_t c = (uint32_t)p; c < nchan; c += 32)
+            s = s + row[c];
+        part[p] = s;
+    }
+    float s = 0.0f;
+    for (int p = 0; p < 32; p++)
+        s = s + part[p];
+    return s / (float)nchan;
+}
+
+void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out)
+{
+    const uint32_t nchan = st->lay.nchan;
+    float buf[LOOP_EPHYS_CHUNK][LOOP_EPHYS_MAXCHAN];
+    out->nspikes = 0;
+    out->overflow = 0;
+    out->t_first = UINT64_MAX;
+    out->t_block = 0;
+    for (uint32_t f0 = 0; f0 < nframes; f0 += LOOP_EPHYS_CHUNK) {
+        uint32_t nf = nframes - f0 < LOOP_EPHYS_CHUNK ? nframes - f0 : LOOP_EPHYS_CHUNK;
+        for (uint32_t f = 0; f < nf; f++) {
+            const uint8_t *fr = block + (size_t)(f0 + f) * st->lay.stride;
+            const uint8_t *smp = fr + st->lay.offset;
+            float *row = buf[f];
+#pragma omp simd
+            for (uint32_t c = 0; c < nchan; c++) {
+                int16_t v;
+                memcpy(&v, smp + 2 * c, 2);
+                float y = loop_biquad_step(st->b[0], st->a[0], &st->z[c][0], (float)v);
+                row[c] = loop_biquad_step(st->b[1], st->a[1], &st->z[c][2], y);
+            }
+            float m = row_mean(row, nchan);
+            for (uint32_t c = 0; c < nchan; c++)
+                row[c] = row[c] - m;
+        }
+        for (uint32_t c = 0; c < nchan; c++) {
+            for (uint32_t f = 0; f < nf; f++) {
+                uint64_t idx = st->nsamples + f;
+                float ax = fabsf(buf[f][c]);
+                if (idx < st->calib) {
+                    st->hist[c][loop_ephys_bin(ax)]++;
+                    continue;
+                }
+                if (st->thr[c] == 0.0f)
+                    st->thr[c] = threshold(st, c);
+                if (ax > st->thr[c] && idx >= st->last[c]) {
+                    st->last[c] = idx + st->refractory;
+                    uint64_t t;
+                    memcpy(&t, block + (size_t)(f0 + f) * st->lay.stride, 8);
+                    if (t < out->t_first)
+                        out->t_first = t;
+                    if (out->nspikes < LOOP_EPHYS_MAXSPIKES)
+                        out->spikes[out->nspikes++] = (struct loop_spike){t, c, f0 + f};
+                    else
+                        out->overflow++;
+                }
+            }
+        }
+        st->nsamples += nf;
+    }
+    if (nframes)
+        memcpy(&out->t_block, block + (size_t)(nframes - 1) * st->lay.stride, 8);
+}

@@ -1,0 +1,258 @@
+// kernels.cu - GPU versions of the closed-loop kernels (kernels.h).
+//
+// Every multiply and add is spelled __fmul_rn / __fadd_rn: those are never
+// fused into an FMA, so each operation rounds exactly as the CPU code in
+// kernels.c does, and both find the same spikes and the same MAC sums.
+#include <stdint.h>
+#include <float.h>
+#include "loop/cukern.h"
+#include "loop/loop.h"
+
+#define MAC_THREADS 256
+
+__device__ __forceinline__ float mac_one(float v, uint32_t iters, uint32_t passes, float seed)
+{
+    float acc = 0.0f;
+    for (uint32_t k = 0; k < passes; k++) {
+        float x = __fadd_rn(v, __fmul_rn((float)k, LOOP_MAC_STEP));
+        for (uint32_t j = 0; j < iters; j++)
+            x = __fadd_rn(__fmul_rn(x, x), seed);
+        acc = __fadd_rn(acc, x);
+    }
+    return acc;
+}
+
+// Grid-stride MAC over n floats.
+__device__ void mac_body(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = mac_one(in[i], iters, passes, seed);
+}
+
+__global__ void mac_kernel(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
+{
+    mac_body(in, out, n, iters, passes, seed);
+}
+
+__device__ __forceinline__ float biquad(const float *b, const float *a, float *z, float x)
+{
+    float y = __fadd_rn(__fmul_rn(b[0], x), z[0]);
+    z[0] = __fadd_rn(__fsub_rn(__fmul_rn(b[1], x), __fmul_rn(a[0], y)), z[1]);
+    z[1] = __fsub_rn(__fmul_rn(b[2], x), __fmul_rn(a[1], y));
+    return y;
+}
+
+// Same bins as loop_ephys_bin (kernels.c).
+__device__ __forceinline__ uint32_t ephys_bin(float ax)
+{
+    uint32_t u = __float_as_uint(ax) >> 20, base = (uint32_t)(127 - 16) << 3;
+    if (u < base)
+        return 0;
+    u -= base;
+    return u >= LOOP_EPHYS_BINS ? LOOP_EPHYS_BINS - 1 : u;
+}
+
+__device__ float ephys_threshold(const struct loop_ephys_state *st, uint32_t c)
+{
+    uint64_t half = ((uint64_t)st->calib + 1) / 2, seen = 0;
+    for (uint32_t i = 0; i < LOOP_EPHYS_BINS; i++) {
+        seen += st->hist[c][i];
+        if (seen >= half && seen > 0) {
+            uint32_t u = ((i + ((uint32_t)(127 - 16) << 3)) << 20) | (1u << 19);
+            float med = __uint_as_float(u);
+            return __fmul_rn(med, st->k);
+        }
+    }
+    return FLT_MAX;
+}
+
+// One thread block, one thread per channel (blockDim.x >= nchan and >= 32 * CHUNK
+// for the CAR warps). Same steps and order as loop_ephys_cpu.
+__device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes,
+                           struct loop_ephys_out *out)
+{
+    extern __shared__ float sh[]; // [CHUNK][nchan] then [CHUNK] means
+    __shared__ uint32_t nsp, ovf;
+    __shared__ unsigned long long tfirst;
+    const uint32_t nchan = st->lay.nchan, stride = st->lay.stride, off = st->lay.offset;
+    const uint32_t c = threadIdx.x;
+    float *means = sh + LOOP_EPHYS_CHUNK * nchan;
+    if (c == 0) {
+        nsp = 0;
+        ovf = 0;
+        tfirst = ~0ull;
+    }
+    uint64_t n0 = st->nsamples;
+    __syncthreads();
+    for (uint32_t f0 = 0; f0 < nframes; f0 += LOOP_EPHYS_CHUNK) {
+        uint32_t nf = nframes - f0 < LOOP_EPHYS_CHUNK ? nframes - f0 : LOOP_EPHYS_CHUNK;
+        if (c < nchan) {
+            float z[4] = {st->z[c][0], st->z[c][1], st->z[c][2], st->z[c][3]};
+            for (uint32_t f = 0; f < nf; f++) {
+                const uint8_t *p = blk + (size_t)(f0 + f) * stride + off + 2 * c;
+                int16_t v = (int16_t)(p[0] | (p[1] << 8));
+                float y = biquad(st->b[0], st->a[0], z, (float)v);
+                sh[f * nchan + c] = biquad(st->b[1], st->a[1], z + 2, y);
+            }
+            for (int i = 0; i < 4; i++)
+                st->z[c][i] = z[i];
+        }
+        __syncthreads();
+        // CAR: warp w averages sample w: 32 interleaved partials, summed in order.
+        uint32_t w = c / 32, lane = c % 32;
+        if (w < nf) {
+            float s = 0.0f;
+            for (uint32_t ch = lane; ch < nchan; ch += 32)
+                s = __fadd_rn(s, sh[w * nchan + ch]);
+            __shared__ float part[LOOP_EPHYS_CHUNK][32];
+            part[w][lane] = s;
+            __syncwarp();
+            if (lane == 0) {
+                float t = 0.0f;
+                for (int i = 0; i < 32; i++)
+                    t = __fadd_rn(t, part[w][i]);
+                means[w] = __fdiv_rn(t, (float)nchan);
+            }
+        }
+        __syncthreads();
+        if (c < nchan) {
+            for (uint32_t f = 0; f < nf; f++) {
+                uint64_t idx = n0 + f0 + f;
+                float ax = fabsf(__fsub_rn(sh[f * nchan + c], means[f]));
+                if (idx < st->calib) {
+                    st->hist[c][ephys_bin(ax)]++;
+                    continue;
+                }
+                if (st->thr[c] == 0.0f)
+                    st->thr[c] = ephys_threshold(st, c);
+                if (ax > st->thr[c] && idx >= st->last[c]) {
+                    st->last[c] = idx + st->refractory;
+                    uint64_t t = *(const uint64_t *)(blk + (size_t)(f0 + f) * stride);
+                    atomicMin(&tfirst, (unsigned long long)t);
+                    uint32_t k = atomicAdd(&nsp, 1);
+                    if (k < LOOP_EPHYS_MAXSPIKES) {
+                        out->spikes[k].time = t;
+                        out->spikes[k].chan = c;
+                        out->spikes[k].frame = f0 + f;
+                    } else {
+                        atomicAdd(&ovf, 1);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if (c == 0) {
+        st->nsamples = n0 + nframes;
+        out->nspikes = nsp < LOOP_EPHYS_MAXSPIKES ? nsp : LOOP_EPHYS_MAXSPIKES;
+        out->overflow = ovf;
+        out->t_first = tfirst;
+        out->t_block = nframes ? *(const uint64_t *)(blk + (size_t)(nframes - 1) * stride) : 0;
+    }
+}
+
+__global__ void ephys_kernel(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes,
+                             struct loop_ephys_out *out)
+{
+    ephys_body(st, blk, nframes, out);
+}
+
+static unsigned ephys_threads(uint32_t nchan)
+{
+    unsigned t = nchan < 32 * LOOP_EPHYS_CHUNK ? 32 * LOOP_EPHYS_CHUNK : nchan;
+    return (t + 31) / 32 * 32;
+}
+
+static size_t ephys_shmem(uint32_t nchan)
+{
+    return (LOOP_EPHYS_CHUNK * (size_t)nchan + LOOP_EPHYS_CHUNK) * sizeof(float);
+}
+
+extern "C" int loop_cu_mac_grid(size_t n, int max_blocks)
+{
+    size_t g = (n + MAC_THREADS - 1) / MAC_THREADS;
+    if (g < 1)
+        g = 1;
+    return (int)(g > (size_t)max_blocks ? (size_t)max_blocks : g);
+}
+
+extern "C" int loop_cu_mac(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed,
+                           cudaStream_t s)
+{
+    int grid = loop_cu_mac_grid(n, 65535);
+    mac_kernel<<<grid, MAC_THREADS, 0, s>>>(in, out, n, iters, passes, seed);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int loop_cu_ephys(struct loop_ephys_state *st, uint32_t nchan, const uint8_t *blk, uint32_t nframes,
+                             struct loop_ephys_out *out, cudaStream_t s)
+{
+    ephys_kernel<<<1, ephys_threads(nchan), ephys_shmem(nchan), s>>>(st, blk, nframes, out);
+    return (int)cudaGetLastError();
+}
+
+// --- persistent kernel ------------------------------------------------------
+
+__device__ __forceinline__ uint32_t ld_volatile(const volatile uint32_t *p)
+{
+    return *p;
+}
+
+__global__ void persistent_kernel(struct loop_persist p)
+{
+    __shared__ int quit;
+    __shared__ uint32_t last;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *p.alive = 1;
+    for (uint32_t seq = 0;; seq++) {
+        uint32_t slot = seq % p.depth;
+        if (threadIdx.x == 0) {
+            // Poll the completion queue; the stop word ends the kernel.
+            for (;;) {
+                if (ld_volatile(&p.done[slot]) == seq) {
+                    quit = 0;
+                    break;
+                }
+                if (ld_volatile(p.stop)) {
+                    quit = 1;
+                    break;
+                }
+                __nanosleep(100);
+            }
+            __threadfence(); // payload written before the completion word
+        }
+        __syncthreads();
+        if (quit)
+            break;
+        if (p.work == LOOP_WORK_MAC) {
+            mac_body((const float *)p.in[slot], (float *)p.out[slot], p.n, p.iters, p.passes, p.seed);
+        } else {
+            ephys_body(p.st, p.in[slot], p.nframes, (struct loop_ephys_out *)p.out[slot]);
+        }
+        __threadfence_system(); // results reach host memory before the doorbell
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            // The last block to finish rings the doorbell.
+            last = atomicAdd(&p.ticket[slot], 1) == gridDim.x - 1;
+            if (last) {
+                p.ticket[slot] = 0;
+                __threadfence_system();
+                p.bell[slot] = seq;
+            }
+        }
+        __syncthreads();
+    }
+    __syncthreads();
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *p.alive = 0;
+}
+
+extern "C" int loop_cu_persistent(const struct loop_persist *p, int grid, cudaStream_t s)
+{
+    if (p->work == LOOP_WORK_MAC) {
+        persistent_kernel<<<grid, MAC_THREADS, 0, s>>>(*p);
+    } else {
+        persistent_kernel<<<1, ephys_threads(p->nchan), ephys_shmem(p->nchan), s>>>(*p);
+    }
+    return (int)cudaGetLastError();
+}

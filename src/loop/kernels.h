@@ -1,0 +1,102 @@
+/* kernels.h - the closed loop's per-block computations, CPU reference and GPU
+ * versions with identical arithmetic (docs/closed-loop.md).
+ *
+ * (a) MAC: the thesis' multiply-add-accumulate benchmark (seed 000 listing 5.1).
+ *     out[i] = sum_{k<passes} f^iters(in[i] + k * LOOP_MAC_STEP), f(x) = x*x + seed.
+ *     Per element evaluation: 2*iters FLOP over 8 bytes (one float read, one
+ *     written) as the thesis counts it, so AI = iters / 4 (AI 0.75 = 3 iters,
+ *     AI 10 = 40). passes = compute size / data size (thesis table 5.2: 4 kB
+ *     data with 400 kB of compute is 100 passes).
+ * (b) EPHYS: Neuropixels-like frames in, spikes out: per-channel band-pass
+ *     (two biquads, state carried across blocks), common-average reference,
+ *     a noise level per channel from the median absolute value of a
+ *     calibration window, threshold crossing |x| > k * MAD / 0.6745 with a
+ *     refractory period. The GPU version does the same float operations in
+ *     the same order, so both find exactly the same spikes. */
+#ifndef LOOP_KERNELS_H
+#define LOOP_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOP_MAC_STEP 1e-3f
+
+/* Evaluate the MAC kernel on n floats (OpenMP SIMD; threads when large). */
+void loop_mac_cpu(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
+/* FLOPs one MAC call performs (the thesis' count: 2 per iteration). */
+double loop_mac_flops(size_t n, uint32_t iters, uint32_t passes);
+
+#define LOOP_EPHYS_MAXCHAN 1024
+#define LOOP_EPHYS_BINS 512   /* noise histogram: 8 bins per octave */
+#define LOOP_EPHYS_MAXSPIKES 256 /* spikes reported per block; more are counted in overflow */
+#define LOOP_EPHYS_CHUNK 8    /* samples filtered before CAR and detection (GPU: in shared memory) */
+
+/* Where the samples are in a block of raw read frames: frame f starts at
+ * f * stride, its acquisition time is the u64 at offset 0, channel c is the
+ * int16 at offset + 2 * c. */
+struct loop_ephys_layout {
+    uint32_t nchan;
+    uint32_t stride;  /* bytes per frame, header included */
+    uint32_t offset;  /* byte offset of channel 0 from the frame start */
+};
+
+struct loop_ephys_params {
+    double fs_hz;            /* sample rate (Neuropixels AP: 30000) */
+    double lo_hz, hi_hz;     /* band-pass edges (300, 6000) */
+    double k;                /* threshold in noise SDs (5) */
+    double refractory_s;     /* per channel dead time after a spike (1e-3) */
+    double calib_s;          /* calibration window before detection starts (0.2) */
+};
+
+/* Filter state and thresholds: plain arrays so the GPU keeps an identical copy. */
+struct loop_ephys_state {
+    struct loop_ephys_layout lay;
+    float b[2][3], a[2][2];          /* biquads: high-pass then low-pass, a0 = 1 */
+    uint32_t refractory;             /* samples */
+    uint32_t calib;                  /* samples */
+    float k;
+    uint64_t nsamples;               /* samples processed so far */
+    float z[LOOP_EPHYS_MAXCHAN][4];  /* direct form II transposed state, 2 per biquad */
+    float thr[LOOP_EPHYS_MAXCHAN];   /* 0 until calibrated */
+    uint64_t last[LOOP_EPHYS_MAXCHAN]; /* sample index of the last spike + 1 (0 = none) */
+    uint32_t hist[LOOP_EPHYS_MAXCHAN][LOOP_EPHYS_BINS];
+};
+
+struct loop_spike {
+    uint64_t time;   /* acquisition clock of the sample */
+    uint32_t chan;
+    uint32_t frame;  /* frame index within the block */
+};
+
+/* Output descriptor of one block: what the send side needs to stimulate. */
+struct loop_ephys_out {
+    uint32_t nspikes;   /* spikes listed (<= LOOP_EPHYS_MAXSPIKES) */
+    uint32_t overflow;  /* spikes found but not listed */
+    uint64_t t_first;   /* time of the earliest spike of the block (valid if nspikes) */
+    uint64_t t_block;   /* time of the block's last frame */
+    struct loop_spike spikes[LOOP_EPHYS_MAXSPIKES];
+};
+
+/* Fill st from params and layout (zeroed state, designed filters).
+ * ONI_EINVALARG for nchan 0 or > LOOP_EPHYS_MAXCHAN, a stride too small, or bad band edges. */
+int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay);
+/* Default parameters (300-6000 Hz at 30 kHz, k = 5, 1 ms refractory, 0.2 s calibration). */
+void loop_ephys_defaults(struct loop_ephys_params *p);
+/* Process nframes frames of block; fills out (spikes ordered by frame, then channel). */
+void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out);
+
+/* Per-sample helpers, shared by the CPU pipeline and the unit tests. */
+float loop_biquad_step(const float b[3], const float a[2], float z[2], float x);
+uint32_t loop_ephys_bin(float absx);
+float loop_ephys_bin_value(uint32_t bin);
+/* Median absolute value from a histogram of count samples (bin centre). */
+float loop_ephys_hist_median(const uint32_t *hist, uint64_t count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

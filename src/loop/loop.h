@@ -1,0 +1,136 @@
+/* loop.h - the closed-loop engine: receive -> process -> send, concurrently,
+ * over a ring of `depth` block slots, on one of several backends
+ * (docs/closed-loop.md). Above the hardware boundary: the engine knows its
+ * data only through a loop_source and a loop_sink.
+ *
+ * Threads: a receive thread fills free slots from the source, a process
+ * thread runs the work (or, for gpu-flag and gpu-persistent, only queues it:
+ * the GPU releases itself), a send thread hands finished slots to the sink
+ * and frees them. Every wait has a deadline (cfg.timeout_ms); an error in any
+ * stage stops the loop and is returned by loop_run. */
+#ifndef LOOP_H
+#define LOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "loop/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum loop_backend {
+    LOOP_CPU = 0,        /* 3 threads, OpenMP SIMD, host memory */
+    LOOP_GPU_STAGED,     /* block in pinned host memory, copy to GPU, kernel, copy back */
+    LOOP_GPU_DIRECT,     /* the source writes into GPU memory (read_async), kernel launched per block */
+    LOOP_GPU_GRAPH,      /* as direct, the per-block GPU work replayed as a CUDA graph */
+    LOOP_GPU_FLAG,       /* GPU work pre-queued behind cuStreamWaitValue32 on the completion word */
+    LOOP_GPU_PERSISTENT, /* one kernel that never exits: polls completions, rings a doorbell */
+    LOOP_NBACKENDS
+};
+
+enum loop_work { LOOP_WORK_MAC = 0, LOOP_WORK_EPHYS };
+
+/* Where blocks come from. read fills host memory; read_async starts a
+ * transfer into buf (GPU memory for the direct backends) and writes seq to
+ * *done (GPU memory) after the payload. read_async may be NULL: then only
+ * cpu and gpu-staged can run. Both return 0 or an ONI error (ONI_ETIMEOUT
+ * when nothing came within timeout_ms). */
+struct loop_source {
+    void *ctx;
+    int (*read)(void *ctx, void *buf, size_t len, uint32_t timeout_ms);
+    int (*read_async)(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq);
+    /* Make a GPU buffer reachable by read_async once (may be NULL). */
+    int (*pin)(void *ctx, void *buf, size_t len);
+    int (*unpin)(void *ctx, void *buf, size_t len);
+    /* Blocks the source itself dropped because the loop was late (may be NULL). */
+    uint64_t (*dropped)(void *ctx);
+};
+
+/* Where results go: one call per block, in order, host memory. */
+struct loop_sink {
+    void *ctx;
+    int (*write)(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t timeout_ms);
+};
+
+struct loop_config {
+    int backend;           /* enum loop_backend */
+    int work;              /* enum loop_work */
+    size_t in_bytes;       /* bytes per input block */
+    size_t out_bytes;      /* MAC: bytes of the result sent per block (<= in_bytes); EPHYS: ignored */
+    uint32_t depth;        /* block slots (2 = double buffering; max LOOP_MAXDEPTH) */
+    uint32_t inflight;     /* most blocks between read start and send end (0 = depth); 1 = latency mode */
+    uint64_t blocks;       /* stop after this many blocks (0 = until loop_stop) */
+    uint32_t timeout_ms;   /* deadline of every wait */
+    uint32_t mac_iters, mac_passes; /* MAC: AI = iters / 4; compute size = passes * in_bytes */
+    float mac_seed;
+    const struct loop_ephys_state *ephys; /* EPHYS: initial state (copied); frames per block = in_bytes / stride */
+    struct loop_source src;
+    struct loop_sink sink;
+    uint32_t record_cap;   /* per-block timings kept (0 = none) */
+};
+
+#define LOOP_MAXDEPTH 16
+
+/* Per-block timing record (host monotonic ns). For gpu-flag and
+ * gpu-persistent the GPU releases itself, so the host does not observe the
+ * in/compute split: t_in_ns is the time to start the read, t_compute_ns is 0,
+ * and the rest of the round trip is in t_total_ns. */
+struct loop_record {
+    uint64_t t_start;      /* read started */
+    uint32_t t_in_ns;      /* read start -> data usable by the compute */
+    uint32_t t_compute_ns; /* compute (GPU: launch to result in host memory) */
+    uint32_t t_out_ns;     /* sink write */
+    uint32_t t_total_ns;   /* read start -> sink returned */
+};
+
+struct loop_stats {
+    uint64_t blocks;       /* blocks sent */
+    uint64_t bytes_in;
+    uint64_t src_dropped;  /* from the source */
+    uint64_t overruns;     /* blocks whose read started with every slot still busy */
+    uint64_t nrecords;     /* records written (<= record_cap) */
+    double seconds;        /* loop_run wall time */
+};
+
+struct loop;
+
+/* Name <-> id. loop_backend_parse returns -1 for an unknown name. */
+const char *loop_backend_name(int backend);
+int loop_backend_parse(const char *name);
+/* 1 if the backend can run here, else 0 with the reason in why (may be NULL). */
+int loop_backend_available(int backend, char *why, size_t cap);
+/* Preferred available backend: the lowest-latency GPU backend, cpu without a GPU. */
+int loop_backend_best(void);
+
+/* Create an engine (allocates every buffer now: nothing is allocated per block).
+ * ONI_EINVALARG for a bad config, ONI_ENOGPU for a GPU backend without a GPU. */
+int loop_create(const struct loop_config *cfg, struct loop **out);
+/* Run until cfg.blocks blocks are sent, loop_stop is called, or an error;
+ * joins every thread and leaves no GPU work running. Returns 0 or the first error. */
+int loop_run(struct loop *lp);
+/* Ask a running loop to stop (thread-safe, async-signal-safe). */
+void loop_stop(struct loop *lp);
+/* Counters and timing records (valid during and after loop_run). */
+void loop_get_stats(const struct loop *lp, struct loop_stats *st);
+const struct loop_record *loop_records(const struct loop *lp);
+/* Final EPHYS state (filters, thresholds) after loop_run; NULL for MAC. */
+const struct loop_ephys_state *loop_ephys_final(struct loop *lp);
+void loop_destroy(struct loop *lp);
+
+/* One-shot GPU runs for tests and the roofline; ONI_ENOGPU without a GPU.
+ * loop_gpu_mac_once: the MAC kernel on n floats (host in, host out).
+ * loop_gpu_ephys_once: one EPHYS block; st (host) is updated as the CPU version would.
+ * loop_gpu_time_mac / loop_gpu_time_copy: best of reps event-timed runs on
+ * device-resident buffers (MAC on n floats; device-to-device copy of bytes).
+ * loop_gpu_name: the device's name (or the reason there is none). */
+int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
+int loop_gpu_ephys_once(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes, struct loop_ephys_out *out);
+int loop_gpu_time_mac(size_t n, uint32_t iters, uint32_t passes, int reps, double *best_s);
+int loop_gpu_time_copy(size_t bytes, int reps, double *best_s);
+int loop_gpu_name(char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,53 @@
+/* source.h - block sources and sinks for the closed-loop engine (loop.h).
+ *
+ * memsrc: an in-memory stand-in for the card with an unlimited link. Blocks
+ * are made by a fill function; with a rate, block k is due at t0 + k / rate
+ * and at most fifo_blocks wait (a bounded card FIFO): when the loop falls
+ * further behind, the oldest blocks are dropped and counted, never silently
+ * skipped. read_async (CUDA builds) copies the block into GPU memory with the
+ * copy engine, then writes the completion word with a stream write, the way
+ * the card's DMA engine does.
+ *
+ * cardsrc: blocks of a data stream of an ONI context, through the GPU stream
+ * driver options of onigpu.h (ONI_DRV_READ into host memory,
+ * ONI_DRV_READ_ASYNC into GPU memory, ONI_DRV_WRITE back). */
+#ifndef LOOP_SOURCE_H
+#define LOOP_SOURCE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "oni.h"
+#include "loop/loop.h"
+
+#define LOOP_MEMSRC_STAGING 32 /* pinned staging buffers for read_async (> LOOP_MAXDEPTH) */
+
+typedef void (*loop_fill_fn)(void *arg, uint64_t seq, void *buf, size_t len);
+
+struct loop_memsrc {
+    size_t len;
+    double rate;              /* blocks per second; 0 = whenever read */
+    uint32_t fifo_blocks;     /* blocks buffered before the oldest is dropped */
+    loop_fill_fn fill;
+    void *arg;
+    uint64_t seq, t0;
+    _Atomic uint64_t dropped;
+    void *staging[LOOP_MEMSRC_STAGING];
+    void *stream;             /* cudaStream_t of the copies */
+    uint32_t next_staging;
+};
+
+/* Set up m (rate 0 = unpaced; fifo_blocks >= 1). ONI_EINVALARG for len 0 or no fill. */
+int loop_memsrc_init(struct loop_memsrc *m, size_t len, double rate, uint32_t fifo_blocks, loop_fill_fn fill, void *arg);
+/* The engine's view of m (read_async only in CUDA builds with a GPU). */
+void loop_memsrc_source(struct loop_memsrc *m, struct loop_source *src);
+/* Release m's GPU resources (NULL-safe). */
+void loop_memsrc_free(struct loop_memsrc *m);
+/* Fill: deterministic floats in [0, 0.5) from (seq, index), for the MAC. */
+void loop_fill_floats(void *arg, uint64_t seq, void *buf, size_t len);
+
+/* CUDA parts of memsrc (memsrc_cuda.c / memsrc_nocuda.c). */
+int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq);
+int loop_memsrc_gpu_ok(void);
+void loop_memsrc_gpu_free(struct loop_memsrc *m);
+
+#endif

@@ -1,0 +1,171 @@
+/* synth.c - synthetic frames with ground truth, and spike scoring (synth.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "oni.h"
+#include "loop/synth.h"
+
+#define FS 30000.0
+#define SPIKE_HALF 15 /* samples either side of the peak a waveform covers */
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static double uniform(uint64_t *s)
+{
+    return ((double)(rnd(s) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double gauss(uint64_t *s)
+{
+    return sqrt(-2.0 * log(uniform(s))) * cos(2.0 * M_PI * uniform(s));
+}
+
+static uint64_t next_gap(struct loop_synth *s)
+{
+    /* Poisson arrivals, at least two waveform widths apart. */
+    double gap = -log(uniform(&s->rng)) * FS / s->spike_hz;
+    return (uint64_t)gap + 3 * SPIKE_HALF;
+}
+
+int loop_synth_init(struct loop_synth *s, uint32_t nchan, double spike_hz, uint64_t seed)
+{
+    if (!s || nchan < 3 || nchan > LOOP_EPHYS_MAXCHAN || !(spike_hz > 0))
+        return ONI_EINVALARG;
+    memset(s, 0, sizeof *s);
+    s->lay = (struct loop_ephys_layout){nchan, 16 + (uint32_t)((2 * nchan + 3) & ~3u), 16};
+    s->ticks_per_sample = 250000000ull / 30000ull;
+    s->noise_sd = 20.0;
+    s->hum_amp = 100.0;
+    s->spike_amp = 250.0;
+    s->spike_hz = spike_hz;
+    s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+    s->next_spike = 2 * SPIKE_HALF + next_gap(s);
+    s->spike_chan = (uint32_t)(rnd(&s->rng) % nchan);
+    return 0;
+}
+
+/* Spike waveform at offset d samples from its peak: a sharp trough and a slower rebound. */
+static double wave(int d)
+{
+    double t = d / FS * 1e3; /* ms */
+    return -exp(-(t * t) / (2 * 0.12 * 0.12)) + 0.35 * exp(-((t - 0.45) * (t - 0.45)) / (2 * 0.25 * 0.25));
+}
+
+void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes)
+{
+    const uint32_t nchan = s->lay.nchan;
+    for (uint32_t f = 0; f < nframes; f++, s->n++) {
+        uint8_t *fr = blk + (size_t)f * s->lay.stride;
+        uint64_t t = s->n * s->ticks_per_sample;
+        uint32_t idx = 0, sz = s->lay.stride - 16;
+        memcpy(fr, &t, 8);
+        memcpy(fr + 8, &idx, 4);
+        memcpy(fr + 12, &sz, 4);
+        memset(fr + 16, 0, sz);
+        /* A spike whose waveform window has passed: record it, draw the next. */
+        if (s->n > s->next_spike + SPIKE_HALF) {
+            if (s->ntruth < LOOP_SYNTH_MAXTRUTH) {
+                s->truth[s->ntruth++] = (struct loop_truth){s->next_spike * s->ticks_per_sample, s->spike_chan,
+                                                            s->spike_chan};
+            }
+            s->next_spike += next_gap(s);
+            s->spike_chan = (uint32_t)(rnd(&s->rng) % nchan);
+        }
+        double hum = s->hum_amp * sin(2 * M_PI * 50.0 * (double)s->n / FS);
+        int d = (int)((int64_t)s->n - (int64_t)s->next_spike);
+        for (uint32_t c = 0; c < nchan; c++) {
+            double v = s->noise_sd * gauss(&s->rng) + hum;
+            if (d >= -SPIKE_HALF && d <= SPIKE_HALF) {
+                uint32_t dc = c > s->spike_chan ? c - s->spike_chan : s->spike_chan - c;
+                if (dc == 0)
+                    v += s->spike_amp * wave(d);
+                else if (dc == 1)
+                    v += 0.6 * s->spike_amp * wave(d);
+            }
+            long q = lround(v);
+            int16_t x = (int16_t)(q > 32767 ? 32767 : q < -32768 ? -32768 : q);
+            memcpy(fr + 16 + 2 * c, &x, 2);
+        }
+    }
+}
+
+static int by_time_truth(const void *a, const void *b)
+{
+    uint64_t x = ((const struct loop_truth *)a)->time, y = ((const struct loop_truth *)b)->time;
+    return x < y ? -1 : x > y;
+}
+
+static int by_time_spike(const void *a, const void *b)
+{
+    uint64_t x = ((const struct loop_spike *)a)->time, y = ((const struct loop_spike *)b)->time;
+    return x < y ? -1 : x > y;
+}
+
+static int near(const struct loop_truth *t, const struct loop_spike *d, uint32_t radius)
+{
+    uint32_t dc = t->chan > d->chan ? t->chan - d->chan : d->chan - t->chan;
+    return dc <= radius;
+}
+
+void loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
+                       uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out)
+{
+    memset(out, 0, sizeof *out);
+    struct loop_truth *t = malloc((nt ? nt : 1) * sizeof *t);
+    struct loop_spike *d = malloc((nd ? nd : 1) * sizeof *d);
+    uint8_t *hit = calloc(nt ? nt : 1, 1);
+    if (!t || !d || !hit)
+        goto done;
+    size_t n = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (truth[i].time >= t_lo && truth[i].time <= t_hi)
+            t[n++] = truth[i];
+    nt = n;
+    n = 0;
+    /* Detections count inside the same window, widened by the tolerance. */
+    for (size_t i = 0; i < nd; i++)
+        if (det[i].time + tol >= t_lo && det[i].time <= t_hi + tol)
+            d[n++] = det[i];
+    nd = n;
+    qsort(t, nt, sizeof *t, by_time_truth);
+    qsort(d, nd, sizeof *d, by_time_spike);
+    size_t lo = 0;
+    for (size_t i = 0; i < nd; i++) {
+        while (lo < nt && t[lo].time + tol < d[i].time)
+            lo++;
+        int tp = 0;
+        for (size_t j = lo; j < nt && t[j].time <= d[i].time + tol; j++)
+            if (near(&t[j], &d[i], chan_radius)) {
+                tp = 1;
+                hit[j] = 1;
+            }
+        out->true_pos += (uint64_t)tp;
+    }
+    out->detections = nd;
+    /* Events: rows with the same unit and time are one event. */
+    for (size_t i = 0; i < nt; i++) {
+        int first = 1, any = hit[i];
+        for (size_t j = i; j-- > 0 && t[j].time == t[i].time;)
+            if (t[j].unit == t[i].unit)
+                first = 0;
+        if (!first)
+            continue;
+        for (size_t j = i + 1; j < nt && t[j].time == t[i].time; j++)
+            if (t[j].unit == t[i].unit && hit[j])
+                any = 1;
+        out->events++;
+        out->recalled += (uint64_t)any;
+    }
+    out->precision = nd ? (double)out->true_pos / (double)nd : 0.0;
+    out->recall = out->events ? (double)out->recalled / (double)out->events : 0.0;
+done:
+    free(t);
+    free(d);
+    free(hit);
+}

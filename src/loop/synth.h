@@ -1,0 +1,49 @@
+/* synth.h - synthetic Neuropixels-like frames with known spikes, for tests
+ * and benchmarks that must not depend on the emulated card. Frames use the
+ * read-frame layout: [u64 time][u32 dev_idx][u32 data_sz][int16 x nchan]. */
+#ifndef LOOP_SYNTH_H
+#define LOOP_SYNTH_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "loop/kernels.h"
+
+struct loop_truth {
+    uint64_t time;  /* acquisition clock of the spike's peak */
+    uint32_t chan;
+    uint32_t unit;
+};
+
+#define LOOP_SYNTH_MAXTRUTH 65536
+
+struct loop_synth {
+    struct loop_ephys_layout lay;
+    uint64_t ticks_per_sample;  /* acquisition clock ticks per sample */
+    double noise_sd, hum_amp, spike_amp, spike_hz;
+    uint64_t n;                 /* samples generated */
+    uint64_t rng;
+    uint64_t next_spike;        /* sample index of the next spike peak */
+    uint32_t spike_chan;
+    struct loop_truth truth[LOOP_SYNTH_MAXTRUTH];
+    size_t ntruth;
+};
+
+/* nchan channels, 30 kHz at a 250 MHz clock, noise SD 20, 50 Hz common hum,
+ * spikes of amplitude 250 at spike_hz (Poisson) on a random channel and its
+ * two neighbours (60%). ONI_EINVALARG for bad sizes. */
+int loop_synth_init(struct loop_synth *s, uint32_t nchan, double spike_hz, uint64_t seed);
+/* Write nframes frames into blk (nframes * s->lay.stride bytes). */
+void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes);
+
+/* Spike detection scored against ground truth. A detection is a true
+ * positive if a truth row lies within tol ticks and chan_radius channels; a
+ * truth event (unit, time) is recalled if any detection matches one of its rows.
+ * Only truth in [t_lo, t_hi] counts. */
+struct loop_score {
+    uint64_t events, recalled, detections, true_pos;
+    double precision, recall;
+};
+void loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
+                       uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out);
+
+#endif

@@ -1,0 +1,321 @@
+/* test_loop_kernels.c - the closed loop's kernels on the CPU: MAC against a
+ * scalar reference, band-pass response, common-average reference, noise
+ * estimate, detection with refractory period, scoring; CPU vs GPU when a GPU
+ * is present (bit-identical spikes, MAC within float tolerance). */
+#include <math.h>
+#include <stdlib.h>
+#include "oni.h"
+#include "unit.h"
+#include "loop/kernels.h"
+#include "loop/loop.h"
+#include "loop/synth.h"
+
+static float mac_ref(float v, uint32_t iters, uint32_t passes, float seed)
+{
+    float acc = 0.0f;
+    for (uint32_t k = 0; k < passes; k++) {
+        float x = v + (float)k * LOOP_MAC_STEP;
+        for (uint32_t j = 0; j < iters; j++) {
+            float sq = x * x;
+            x = sq + seed;
+        }
+        acc = acc + x;
+    }
+    return acc;
+}
+
+TEST(mac_matches_scalar_reference)
+{
+    enum { N = 4099 };
+    float *in = malloc(N * 4), *out = malloc(N * 4);
+    REQUIRE(in && out);
+    loop_fill_floats(NULL, 7, in, N * 4);
+    const uint32_t iters[] = {0, 1, 3, 40};
+    for (size_t t = 0; t < 4; t++) {
+        for (int i = 0; i < N; i++)
+            out[i] = NAN;
+        loop_mac_cpu(in, out, N, iters[t], 5, 0.1f);
+        int bad = 0;
+        for (int i = 0; i < N; i++)
+            bad += !(out[i] == mac_ref(in[i], iters[t], 5, 0.1f));
+        CHECK_EQ(bad, 0);
+    }
+    /* Large enough for the OpenMP path, compared with a double reference. */
+    loop_mac_cpu(in, out, N, 3, 100, 0.1f);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        double acc = 0;
+        for (int k = 0; k < 100; k++) {
+            double x = (double)in[i] + (double)((float)k * LOOP_MAC_STEP);
+            for (int j = 0; j < 3; j++)
+                x = x * x + 0.1;
+            acc += x;
+        }
+        double e = fabs(out[i] - acc) / fabs(acc);
+        worst = e > worst ? e : worst;
+    }
+    CHECK(worst < 1e-5);
+    CHECK(loop_mac_flops(1024, 3, 1) == 6144.0); /* AI 0.75: 6 FLOP per 8 bytes */
+    free(in);
+    free(out);
+}
+
+TEST(fill_is_deterministic_and_in_range)
+{
+    float a[64], b[64];
+    loop_fill_floats(NULL, 3, a, sizeof a);
+    loop_fill_floats(NULL, 3, b, sizeof b);
+    CHECK(!memcmp(a, b, sizeof a));
+    loop_fill_floats(NULL, 4, b, sizeof b);
+    CHECK(memcmp(a, b, sizeof a) != 0);
+    for (int i = 0; i < 64; i++)
+        CHECK(a[i] >= 0.0f && a[i] < 0.5f);
+}
+
+/* Gain of the band-pass at frequency hz, from a settled sine. */
+static double gain(double hz)
+{
+    struct loop_ephys_params p;
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    loop_ephys_defaults(&p);
+    struct loop_ephys_layout lay = {1, 24, 16};
+    loop_ephys_init(st, &p, &lay);
+    double peak = 0;
+    for (int n = 0; n < 30000; n++) {
+        float x = (float)(1000.0 * sin(2 * M_PI * hz * n / 30000.0));
+        float y = loop_biquad_step(st->b[0], st->a[0], &st->z[0][0], x);
+        y = loop_biquad_step(st->b[1], st->a[1], &st->z[0][2], y);
+        if (n > 15000 && fabsf(y) > peak)
+            peak = fabsf(y);
+    }
+    free(st);
+    return peak / 1000.0;
+}
+
+TEST(bandpass_passes_spike_band_and_rejects_the_rest)
+{
+    CHECK(gain(1500) > 0.9 && gain(1500) < 1.05);
+    CHECK(gain(300) > 0.6 && gain(300) < 0.8);   /* -3 dB edge */
+    CHECK(gain(6000) > 0.6 && gain(6000) < 0.8); /* -3 dB edge */
+    CHECK(gain(50) < 0.05);                      /* mains hum */
+    CHECK(gain(14000) < 0.1);
+}
+
+TEST(init_rejects_bad_parameters)
+{
+    struct loop_ephys_params p;
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    REQUIRE(st);
+    loop_ephys_defaults(&p);
+    struct loop_ephys_layout lay = {384, 784, 16};
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_ESUCCESS);
+    CHECK_RC(loop_ephys_init(NULL, &p, &lay), ONI_EINVALARG);
+    lay.nchan = 0;
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    lay = (struct loop_ephys_layout){384, 700, 16}; /* stride too small for 384 samples */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    lay = (struct loop_ephys_layout){384, 784, 16};
+    p.hi_hz = 16000; /* above Nyquist */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    free(st);
+}
+
+TEST(noise_histogram_median)
+{
+    uint32_t hist[LOOP_EPHYS_BINS] = {0};
+    /* |x| uniform-ish around 10: the median lands in 10's bin. */
+    for (int i = 0; i < 1000; i++)
+        hist[loop_ephys_bin(5.0f + 10.0f * (float)i / 1000.0f)]++;
+    float m = loop_ephys_hist_median(hist, 1000);
+    CHECK(m > 9.0f && m < 11.0f);
+    CHECK_EQ(loop_ephys_bin(0.0f), 0);
+    CHECK_EQ(loop_ephys_bin(1e30f), LOOP_EPHYS_BINS - 1);
+    CHECK(loop_ephys_bin(2.0f) > loop_ephys_bin(1.0f));
+}
+
+/* Frames with a constant value on every channel plus one spike: CAR removes
+ * the common part, so only the spiking channel fires. */
+TEST(car_removes_common_signal)
+{
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    p.calib_s = 0.01; /* 300 samples */
+    struct loop_synth *sy = calloc(1, sizeof *sy);
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    struct loop_ephys_out *out = calloc(1, sizeof *out);
+    REQUIRE(sy && st && out);
+    loop_synth_init(sy, 64, 1.0, 1);
+    sy->spike_amp = 0;    /* no spikes from the generator */
+    sy->hum_amp = 3000;   /* huge common-mode hum */
+    sy->noise_sd = 10;
+    loop_ephys_init(st, &p, &sy->lay);
+    uint8_t *blk = malloc(32u * sy->lay.stride);
+    uint64_t spikes = 0;
+    for (int b = 0; b < 300; b++) {
+        loop_synth_block(sy, blk, 32);
+        loop_ephys_cpu(st, blk, 32, out);
+        spikes += out->nspikes + out->overflow;
+    }
+    /* Without CAR the hum (300 x noise) would cross every threshold. */
+    CHECK(spikes < 20);
+    free(sy);
+    free(st);
+    free(out);
+    free(blk);
+}
+
+/* Run the CPU pipeline over synthetic data; returns the score. */
+static void run_synth(uint32_t nchan, uint32_t block, int gpu, struct loop_score *sc, int *skipped)
+{
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    struct loop_synth *sy = calloc(1, sizeof *sy);
+    struct loop_ephys_state *st = calloc(1, sizeof *st), *st2 = calloc(1, sizeof *st2);
+    struct loop_ephys_out *out = calloc(1, sizeof *out), *out2 = calloc(1, sizeof *out2);
+    struct loop_spike *det = calloc(100000, sizeof *det);
+    uint8_t *blk = malloc((size_t)block * (16 + 2 * nchan + 4));
+    *skipped = 0;
+    if (!sy || !st || !st2 || !out || !out2 || !det || !blk) {
+        CHECK(0);
+        goto done;
+    }
+    loop_synth_init(sy, nchan, 40.0, 42);
+    CHECK_RC(loop_ephys_init(st, &p, &sy->lay), ONI_ESUCCESS);
+    *st2 = *st;
+    size_t nd = 0;
+    int mism = 0;
+    uint64_t blocks = 30000 * 2 / block; /* two seconds */
+    for (uint64_t b = 0; b < blocks; b++) {
+        loop_synth_block(sy, blk, block);
+        loop_ephys_cpu(st, blk, block, out);
+        for (uint32_t i = 0; i < out->nspikes && nd < 100000; i++)
+            det[nd++] = out->spikes[i];
+        if (gpu) {
+            int rc = loop_gpu_ephys_once(st2, blk, block, out2);
+            if (rc == ONI_ENOGPU) {
+                *skipped = 1;
+                goto done;
+            }
+            REQUIRE(rc == 0);
+            /* Same spikes (as sets: the GPU lists them in arrival order). */
+            if (out2->nspikes != out->nspikes || out2->overflow != out->overflow ||
+                (out->nspikes && out2->t_first != out->t_first))
+                mism++;
+            for (uint32_t i = 0; i < out->nspikes; i++) {
+                int found = 0;
+                for (uint32_t j = 0; j < out2->nspikes; j++)
+                    found |= out2->spikes[j].time == out->spikes[i].time && out2->spikes[j].chan == out->spikes[i].chan;
+                mism += !found;
+            }
+        }
+    }
+    if (gpu) {
+        CHECK_EQ(mism, 0);
+        CHECK(!memcmp(st->thr, st2->thr, sizeof st->thr));
+    }
+    uint64_t t_lo = (uint64_t)st->calib * sy->ticks_per_sample + 250000, t_hi = (sy->n - 64) * sy->ticks_per_sample;
+    loop_score_spikes(sy->truth, sy->ntruth, det, nd, 250000 /* 1 ms */, 2, t_lo, t_hi, sc);
+done:
+    free(sy);
+    free(st);
+    free(st2);
+    free(out);
+    free(out2);
+    free(det);
+    free(blk);
+}
+
+TEST(detector_finds_synthetic_spikes)
+{
+    struct loop_score sc;
+    int skipped;
+    run_synth(384, 16, 0, &sc, &skipped);
+    fprintf(stderr, "  events %llu recalled %llu detections %llu tp %llu precision %.3f recall %.3f\n",
+            (unsigned long long)sc.events, (unsigned long long)sc.recalled, (unsigned long long)sc.detections,
+            (unsigned long long)sc.true_pos, sc.precision, sc.recall);
+    CHECK(sc.events > 40);
+    CHECK(sc.recall >= 0.95);
+    CHECK(sc.precision >= 0.90);
+}
+
+TEST(refractory_period_holds)
+{
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    p.calib_s = 0.01;
+    struct loop_ephys_layout lay = {4, 24, 16};
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    struct loop_ephys_out *out = calloc(1, sizeof *out);
+    REQUIRE(st && out);
+    REQUIRE(loop_ephys_init(st, &p, &lay) == 0);
+    uint8_t blk[64 * 24];
+    uint64_t seed = 5, last_spike = 0, n = 0;
+    int spikes = 0, violations = 0;
+    for (int b = 0; b < 400; b++) {
+        for (int f = 0; f < 64; f++, n++) {
+            uint8_t *fr = blk + f * 24;
+            memcpy(fr, &n, 8);
+            for (int c = 0; c < 4; c++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                int16_t v = (int16_t)((int)(seed >> 58) - 32);
+                /* channel 0 gets a 3 kHz burst of large oscillation every 100 ms */
+                if (c == 0 && n > 600 && n % 3000 < 60)
+                    v = (int16_t)(2000 * sin(2 * M_PI * 3000.0 * n / 30000.0));
+                memcpy(fr + 16 + 2 * c, &v, 2);
+            }
+        }
+        loop_ephys_cpu(st, blk, 64, out);
+        for (uint32_t i = 0; i < out->nspikes; i++) {
+            if (out->spikes[i].chan != 0)
+                continue;
+            if (spikes && out->spikes[i].time - last_spike < st->refractory)
+                violations++;
+            last_spike = out->spikes[i].time;
+            spikes++;
+        }
+    }
+    CHECK_EQ(violations, 0);
+    /* 8 bursts of 60 samples (plus filter ringing) with a 30-sample dead
+     * time: at least one spike per burst, at most one per 30 samples of it. */
+    fprintf(stderr, "  channel 0: %d spikes\n", spikes);
+    CHECK(spikes >= 8 && spikes <= 32);
+    free(st);
+    free(out);
+}
+
+TEST(scoring_counts_matches)
+{
+    struct loop_truth t[3] = {{1000, 5, 1}, {1000, 6, 1}, {5000, 20, 2}};
+    struct loop_spike d[3] = {{1010, 6, 0}, {3000, 1, 0}, {5100, 40, 0}};
+    struct loop_score sc;
+    loop_score_spikes(t, 3, d, 3, 200, 2, 0, 10000, &sc);
+    CHECK_EQ(sc.events, 2);
+    CHECK_EQ(sc.recalled, 1);
+    CHECK_EQ(sc.detections, 3);
+    CHECK_EQ(sc.true_pos, 1);
+}
+
+TEST(gpu_kernels_match_cpu)
+{
+    struct loop_score sc;
+    int skipped;
+    char why[160];
+    if (!loop_backend_available(LOOP_GPU_DIRECT, why, sizeof why))
+        SKIP("%s", why);
+    run_synth(384, 32, 1, &sc, &skipped);
+    if (skipped)
+        SKIP("no CUDA device");
+    enum { N = 1 << 16 };
+    float *in = malloc(N * 4), *a = malloc(N * 4), *b = malloc(N * 4);
+    REQUIRE(in && a && b);
+    loop_fill_floats(NULL, 1, in, N * 4);
+    loop_mac_cpu(in, a, N, 40, 3, 0.1f);
+    CHECK_RC(loop_gpu_mac_once(in, b, N, 40, 3, 0.1f), ONI_ESUCCESS);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += fabsf(a[i] - b[i]) > 1e-6f * fabsf(a[i]);
+    CHECK_EQ(bad, 0);
+    free(in);
+    free(a);
+    free(b);
+}
