@@ -41,6 +41,9 @@ struct gpu_event;
  * ("built without CUDA", "no CUDA device: ...") in why. Cheap after the first call. */
 int gpu_available(char *why, size_t why_cap);
 
+/* Name of device 0 ("NVIDIA H100 80GB HBM3") into name; ONI_ENOGPU without one. */
+int gpu_name(char *name, size_t cap);
+
 /* The last CUDA error message of the calling thread ("" if none). */
 const char *gpu_error(void);
 
@@ -78,6 +81,12 @@ int gpu_copy_async(struct gpu_stream *s, void *dst, const void *src, size_t n);
 /* Queue a 32-bit write of value to word once all earlier work in s is done
  * (cuStreamWriteValue32). word must be device memory or page-locked host memory. */
 int gpu_write_word_async(struct gpu_stream *s, volatile uint32_t *word, uint32_t value);
+
+/* Queue a wait: later work in s starts only once the 32-bit word at word has
+ * reached value (wrap-safe: (int32_t)(*word - value) >= 0; cuStreamWaitValue32
+ * GEQ). word: device memory or page-locked host memory. Bound how many such
+ * waits are queued ahead of a host writer: a full stream queue blocks. */
+int gpu_wait_word_async(struct gpu_stream *s, const volatile uint32_t *word, uint32_t value);
 
 /* Wait until all work queued in s is done, at most timeout_ms (0 = only check).
  * Spins: lowest latency. Returns 0, ONI_ETIMEOUT, or an error of the queued work. */

@@ -87,6 +87,21 @@ int gpu_available(char *why, size_t why_cap)
     return probe_ok;
 }
 
+int gpu_name(char *name, size_t cap)
+{
+    if (!name || !cap)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    struct cudaDeviceProp prop;
+    cudaError_t err = cudaGetDeviceProperties(&prop, 0);
+    if (err != cudaSuccess)
+        return fail_rt(err, "cudaGetDeviceProperties", ONI_ENOGPU);
+    snprintf(name, cap, "%s", prop.name);
+    return 0;
+}
+
 const char *gpu_error(void)
 {
     return last_error;
@@ -270,6 +285,20 @@ int gpu_write_word_async(struct gpu_stream *s, volatile uint32_t *word, uint32_t
                                         CU_STREAM_WRITE_VALUE_DEFAULT);
     if (res != CUDA_SUCCESS)
         return fail_drv(res, "cuStreamWriteValue32", ONI_EINVALARG);
+    return 0;
+}
+
+int gpu_wait_word_async(struct gpu_stream *s, const volatile uint32_t *word, uint32_t value)
+{
+    if (!s || !word)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    CUresult res = cuStreamWaitValue32((CUstream)s->s, (CUdeviceptr)(uintptr_t)word, value,
+                                       CU_STREAM_WAIT_VALUE_GEQ);
+    if (res != CUDA_SUCCESS)
+        return fail_drv(res, "cuStreamWaitValue32", ONI_EINVALARG);
     return 0;
 }
 

@@ -12,6 +12,13 @@ int gpu_available(char *why, size_t why_cap)
     return 0;
 }
 
+int gpu_name(char *name, size_t cap)
+{
+    if (name && cap)
+        name[0] = 0;
+    return ONI_ENOGPU;
+}
+
 const char *gpu_error(void) { return "built without CUDA"; }
 
 int gpu_query(const void *p, struct gpu_ptr_info *info)
@@ -59,6 +66,7 @@ int gpu_stream_create(struct gpu_stream **s)
 void gpu_stream_destroy(struct gpu_stream *s) {}
 int gpu_copy_async(struct gpu_stream *s, void *dst, const void *src, size_t n) { return ONI_ENOGPU; }
 int gpu_write_word_async(struct gpu_stream *s, volatile uint32_t *word, uint32_t value) { return ONI_ENOGPU; }
+int gpu_wait_word_async(struct gpu_stream *s, const volatile uint32_t *word, uint32_t value) { return ONI_ENOGPU; }
 int gpu_stream_wait(struct gpu_stream *s, uint32_t timeout_ms) { return ONI_ENOGPU; }
 
 int gpu_event_create(struct gpu_event **e)

@@ -1,0 +1,468 @@
+/* bench_transfer.c - `onigpu bench transfer` (bench_transfer.h). Above the
+ * hardware boundary: the card is reached only through oni.h, onigpu.h and
+ * oniemu.h; GPU memory through src/gpu. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench.h"
+#include "bench_transfer.h"
+#include "gpu/gpu.h"
+#include "oni.h"
+#include "onigpu.h"
+#include "oniemu.h"
+#include "onix.h"
+
+#define FILL_WAIT_MS 5000 /* longest wait for the card to have a block ready */
+#define HIST_BINS 60
+
+static const char *const path_names[XFER_NPATHS] = {"reference", "original", "staged",
+                                                    "direct", "prepinned", "chunked"};
+
+const char *xfer_path_name(int path)
+{
+    return path >= 0 && path < XFER_NPATHS ? path_names[path] : "?";
+}
+
+int xfer_path_parse(const char *name)
+{
+    for (int i = 0; i < XFER_NPATHS; i++)
+        if (!strcmp(name, path_names[i]))
+            return i;
+    return -1;
+}
+
+/* One benchmark context: the card, the device indices, the buffers. */
+struct bx {
+    const struct xfer_opts *o;
+    oni_ctx ctx;
+    oni_dev_idx_t core, sink; /* test core (source) and test sink */
+    uint32_t sink_wsize;      /* sink's write_size, bytes */
+    uint32_t max_wframe;      /* largest write frame the card takes */
+    uint8_t *host;            /* page-locked host block, max_size (+ header room) */
+    uint8_t *dev;             /* GPU block, max_size */
+    uint8_t *frames_host;     /* write frames for the sink, max_size */
+    struct gpu_stream *stream;
+    struct bench_rec rec;
+};
+
+static void logf_(const struct xfer_opts *o, const char *fmt, const char *a, long long b, int rc)
+{
+    if (o->log) {
+        fprintf(o->log, fmt, a, b, rc, oni_error_str(rc));
+        fflush(o->log);
+    }
+}
+
+/* --- the card ----------------------------------------------------------------- */
+
+/* Open the emulated card with the test core routed to `route` (0: default
+ * stream, 1: GPU stream), emitting frames of `frame` payload bytes. */
+static int open_card(struct bx *b, uint32_t frame, int route)
+{
+    char spec[256];
+    snprintf(spec, sizeof spec, "devices=testcore:bytes=%u:rate=8G:route=%d,testsink;mode=realtime;link=%s;ddr=512M",
+             frame, route, b->o->link);
+    b->ctx = oni_create_ctx("emu");
+    if (!b->ctx)
+        return ONI_EINIT;
+    int rc = oni_set_driver_opt(b->ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(b->ctx, -1);
+    oni_size_t ndev = 0;
+    size_t sz = sizeof ndev;
+    if (!rc)
+        rc = oni_get_opt(b->ctx, ONI_OPT_NUMDEVICES, &ndev, &sz);
+    oni_device_t *table = NULL;
+    if (!rc && !(table = calloc(ndev ? ndev : 1, sizeof *table)))
+        rc = ONI_EBADALLOC;
+    sz = ndev * sizeof *table;
+    if (!rc)
+        rc = oni_get_opt(b->ctx, ONI_OPT_DEVICETABLE, table, &sz);
+    int have_core = 0, have_sink = 0;
+    for (oni_size_t i = 0; !rc && i < ndev; i++) {
+        if (table[i].id == ONIX_ONIGPU_TESTCORE && !have_core)
+            b->core = table[i].idx, have_core = 1;
+        if (table[i].id == ONIX_ONIGPU_TESTSINK && table[i].write_size && !have_sink)
+            b->sink = table[i].idx, b->sink_wsize = table[i].write_size, have_sink = 1;
+    }
+    free(table);
+    if (!rc && (!have_core || !have_sink))
+        rc = ONI_EDEVID;
+    uint32_t maxw = 0;
+    sz = sizeof maxw;
+    if (!rc)
+        rc = oni_get_opt(b->ctx, ONI_OPT_MAXWRITEFRAMESIZE, &maxw, &sz);
+    b->max_wframe = maxw;
+    int run = 1;
+    if (!rc)
+        rc = oni_set_opt(b->ctx, ONI_OPT_RUNNING, &run, sizeof run);
+    if (rc && b->ctx) {
+        oni_destroy_ctx(b->ctx);
+        b->ctx = NULL;
+    }
+    return rc;
+}
+
+static void close_card(struct bx *b)
+{
+    if (b->ctx)
+        oni_destroy_ctx(b->ctx);
+    b->ctx = NULL;
+}
+
+/* Wait (untimed) until the card's FIFO of stream s holds n bytes. */
+static int wait_fill(struct bx *b, int s, uint64_t n)
+{
+    uint64_t deadline = bench_now_ns() + (uint64_t)FILL_WAIT_MS * 1000000u;
+    for (;;) {
+        onigpu_stream_stats_t st;
+        size_t sz = sizeof st;
+        int rc = oni_get_driver_opt(b->ctx, ONI_DRV_STREAM_STATS, &st, &sz);
+        if (rc)
+            return rc;
+        if (st.fifo_bytes[s] >= n)
+            return 0;
+        if (st.fifo_capacity[s] < n)
+            return ONI_EBUFFERSIZE;
+        if (bench_now_ns() > deadline)
+            return ONI_ETIMEOUT;
+    }
+}
+
+/* Fill frames_host with write frames for the sink covering n bytes, each at
+ * most fmax bytes (header included): [u32 dev_idx][u32 words][payload]. */
+static int build_frames(struct bx *b, uint8_t *dst, size_t n, size_t fmax)
+{
+    size_t unit = b->sink_wsize ? b->sink_wsize : 4;
+    size_t f = fmax;
+    if (b->max_wframe && f > b->max_wframe)
+        f = b->max_wframe;
+    if (f > n)
+        f = n;
+    if (n % f || (f - 8) % unit)
+        return ONI_EWRITESIZE;
+    for (size_t off = 0; off < n; off += f) {
+        uint32_t hdr[2] = {b->sink, (uint32_t)((f - 8) / 4)};
+        memcpy(dst + off, hdr, sizeof hdr);
+        for (size_t i = 8; i < f; i += 4) {
+            uint32_t w = (uint32_t)(off + i);
+            memcpy(dst + off + i, &w, 4);
+        }
+    }
+    return 0;
+}
+
+/* Largest power of two <= v (v >= 1). */
+static size_t pow2_floor(size_t v)
+{
+    size_t p = 1;
+    while (p * 2 <= v)
+        p *= 2;
+    return p;
+}
+
+/* --- one timed transfer per path --------------------------------------------- */
+
+static int set_u32(struct bx *b, int opt, uint32_t v)
+{
+    return oni_set_driver_opt(b->ctx, opt, &v, sizeof v);
+}
+
+/* Time one transfer of n bytes on path p in direction dir. */
+static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
+{
+    int rc = 0;
+    uint64_t t0;
+    if (p == XFER_REFERENCE) {
+        t0 = bench_now_ns();
+        rc = dir == XFER_DIR_READ ? gpu_copy_async(b->stream, b->dev, b->host, n)
+                                  : gpu_copy_async(b->stream, b->host, b->dev, n);
+        if (!rc)
+            rc = gpu_stream_wait(b->stream, ONI_DEFAULT_TIMEOUTMS);
+    } else if (p == XFER_ORIGINAL && dir == XFER_DIR_READ) {
+        rc = wait_fill(b, 0, n + 16);
+        if (rc)
+            return rc;
+        oni_frame_t *f = NULL;
+        t0 = bench_now_ns();
+        rc = oni_read_frame(b->ctx, &f);
+        if (rc >= 0) {
+            rc = f->data_sz == n ? gpu_copy(b->dev, f->data, f->data_sz) : ONI_EREADFAILURE;
+            oni_destroy_frame(f);
+        }
+    } else if (p == XFER_ORIGINAL) {
+        oni_frame_t *f = NULL;
+        t0 = bench_now_ns();
+        rc = gpu_copy(b->host, b->dev, n);
+        if (!rc)
+            rc = oni_create_frame(b->ctx, &f, b->sink, b->host, n);
+        if (!rc) {
+            rc = oni_write_frame(b->ctx, f);
+            oni_destroy_frame(f);
+        }
+    } else if (dir == XFER_DIR_READ) {
+        rc = wait_fill(b, 1, n);
+        if (rc)
+            return rc;
+        t0 = bench_now_ns();
+        if (p == XFER_STAGED) {
+            rc = oni_set_driver_opt(b->ctx, ONI_DRV_READ, b->host, 8);
+            if (!rc)
+                rc = gpu_copy_async(b->stream, b->dev, b->host, n);
+            if (!rc)
+                rc = gpu_stream_wait(b->stream, ONI_DEFAULT_TIMEOUTMS);
+        } else {
+            rc = oni_set_driver_opt(b->ctx, ONI_DRV_READ, b->dev, 8);
+        }
+    } else {
+        t0 = bench_now_ns();
+        if (p == XFER_STAGED) {
+            rc = gpu_copy_async(b->stream, b->host, b->dev, n);
+            if (!rc)
+                rc = gpu_stream_wait(b->stream, ONI_DEFAULT_TIMEOUTMS);
+            if (!rc)
+                rc = oni_set_driver_opt(b->ctx, ONI_DRV_WRITE, b->host, 8);
+        } else {
+            rc = oni_set_driver_opt(b->ctx, ONI_DRV_WRITE, b->dev, 8);
+        }
+    }
+    *ns = bench_now_ns() - t0;
+    return rc < 0 ? rc : 0;
+}
+
+/* Prepare the card and buffers of path p for size n (before timing). */
+static int prepare(struct bx *b, int p, int dir, size_t n)
+{
+    int rc = 0;
+    if (p == XFER_REFERENCE)
+        return 0;
+    if (p == XFER_ORIGINAL) {
+        close_card(b);
+        rc = open_card(b, (uint32_t)n, 0);
+        if (!rc && dir == XFER_DIR_READ) {
+            uint32_t v = (uint32_t)n + 16;
+            rc = oni_set_opt(b->ctx, ONI_OPT_BLOCKREADSIZE, &v, sizeof v);
+        }
+        if (!rc && dir == XFER_DIR_WRITE) {
+            size_t unit = b->sink_wsize ? b->sink_wsize : 4;
+            if (n % unit)
+                rc = ONI_EWRITESIZE;
+        }
+        return rc;
+    }
+    rc = set_u32(b, dir == XFER_DIR_READ ? ONI_DRV_RD_SZ : ONI_DRV_WR_SZ, (uint32_t)n);
+    if (!rc && dir == XFER_DIR_WRITE) {
+        size_t fmax = p == XFER_CHUNKED ? b->o->chunk : n;
+        rc = build_frames(b, b->frames_host, n, pow2_floor(fmax));
+        if (!rc)
+            memcpy(b->host, b->frames_host, n);
+        if (!rc)
+            rc = gpu_copy(b->dev, b->frames_host, n);
+    }
+    return rc;
+}
+
+/* Open the card and set the driver options of path p (once per path). */
+static int begin_path(struct bx *b, int p)
+{
+    int rc = 0;
+    if (p == XFER_REFERENCE || p == XFER_ORIGINAL)
+        return 0;
+    rc = open_card(b, 4096, 1);
+    if (!rc && p == XFER_PREPINNED) {
+        onigpu_buf_t buf = {b->dev, b->o->max_size};
+        rc = oni_set_driver_opt(b->ctx, ONI_DRV_PIN, &buf, sizeof buf);
+    }
+    if (!rc && p == XFER_CHUNKED)
+        rc = set_u32(b, ONI_DRV_CHUNK_SZ, b->o->chunk);
+    return rc;
+}
+
+/* --- the run ------------------------------------------------------------------ */
+
+struct series_pts {
+    double x[64], y[64];
+    size_t n;
+};
+
+static void hist_out(struct bench_report *r, struct bx *b, const char *dirname, int p, size_t n)
+{
+    struct bench_hist h;
+    if (bench_hist_make(&h, b->rec.ns, b->rec.n, HIST_BINS, 1, 0, 0))
+        return;
+    char tag[96], title[160];
+    snprintf(tag, sizeof tag, "hist-%s-%s-%zu", dirname, xfer_path_name(p), n);
+    snprintf(title, sizeof title, "%s %s %zu B, link %s: frequency of transfer times", dirname,
+             xfer_path_name(p), n, b->o->link);
+    bench_report_hist(r, tag, title, "transfer time (ns)", &h);
+    bench_hist_free(&h);
+}
+
+static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct series_pts *pts,
+                    struct bench_fit *fit)
+{
+    const struct xfer_opts *o = b->o;
+    const char *dirname = dir == XFER_DIR_READ ? "card-to-gpu" : "gpu-to-card";
+    int rc = begin_path(b, p);
+    if (rc) {
+        logf_(o, "  %s: cannot set up path (%lld): %d %s\n", xfer_path_name(p), 0, rc);
+        return rc;
+    }
+    double sizes[64], med[64];
+    size_t npts = 0;
+    for (uint64_t n = o->min_size; n <= o->max_size && !rc; n *= 2) {
+        rc = prepare(b, p, dir, (size_t)n);
+        uint64_t reps = o->total / n;
+        if (reps < o->min_reps)
+            reps = o->min_reps;
+        if (reps > o->max_reps)
+            reps = o->max_reps;
+        uint64_t warm = reps / 10 < 10 ? 10 : (reps / 10 > 200 ? 200 : reps / 10);
+        uint64_t ns;
+        for (uint64_t i = 0; i < warm && !rc; i++)
+            rc = one(b, p, dir, (size_t)n, &ns);
+        bench_rec_reset(&b->rec);
+        for (uint64_t i = 0; i < reps && !rc; i++) {
+            rc = one(b, p, dir, (size_t)n, &ns);
+            bench_rec_add(&b->rec, ns);
+        }
+        if (rc) {
+            logf_(o, "  %s: failed at size %lld: %d %s\n", xfer_path_name(p), (long long)n, rc);
+            break;
+        }
+        struct bench_stats st;
+        rc = bench_rec_stats(&b->rec, &st);
+        if (rc)
+            break;
+        bench_cell_str(r, "link", o->link);
+        bench_cell_str(r, "dir", dirname);
+        bench_cell_str(r, "path", xfer_path_name(p));
+        bench_cell_int(r, "size", (long long)n);
+        bench_cell_stats(r, "", &st);
+        bench_cell_num(r, "mb_s", bench_mb_per_s((double)n, st.mean));
+        bench_cell_num(r, "max_over_p50", st.max / st.p50);
+        rc = bench_report_row(r, NULL);
+        if (n == 4096 || n == (8u << 20))
+            hist_out(r, b, dirname, p, (size_t)n);
+        if (npts < 64) {
+            sizes[npts] = (double)n;
+            med[npts] = st.p50;
+            pts->x[npts] = (double)n;
+            pts->y[npts] = st.p50 / 1e3;
+            npts++;
+        }
+    }
+    pts->n = npts;
+    if (p == XFER_PREPINNED && b->ctx) {
+        onigpu_buf_t buf = {b->dev, o->max_size};
+        oni_set_driver_opt(b->ctx, ONI_DRV_UNPIN, &buf, sizeof buf);
+    }
+    close_card(b);
+    memset(fit, 0, sizeof *fit);
+    if (!rc && npts >= 2)
+        bench_fit_model(sizes, med, npts, BENCH_FIT_RELATIVE, fit);
+    return rc;
+}
+
+static int alloc_buffers(struct bx *b)
+{
+    size_t n = (size_t)b->o->max_size + 64;
+    int rc = gpu_host_alloc((void **)&b->host, n);
+    if (!rc)
+        rc = gpu_alloc((void **)&b->dev, n);
+    if (!rc)
+        rc = gpu_stream_create(&b->stream);
+    if (!rc && !(b->frames_host = malloc(n)))
+        rc = ONI_EBADALLOC;
+    if (!rc)
+        rc = gpu_memset(b->dev, 0x5A, n);
+    if (!rc)
+        memset(b->host, 0xA5, n);
+    if (!rc)
+        rc = bench_rec_init(&b->rec, (size_t)b->o->max_reps);
+    return rc;
+}
+
+static void free_buffers(struct bx *b)
+{
+    gpu_host_free(b->host);
+    gpu_free(b->dev);
+    gpu_stream_destroy(b->stream);
+    free(b->frames_host);
+    bench_rec_free(&b->rec);
+}
+
+int bench_transfer_run(const struct xfer_opts *o)
+{
+    if (!o || !o->min_size || o->min_size > o->max_size || !o->total || !o->max_reps || !o->link ||
+        !o->paths || !o->dirs || !o->chunk || o->max_size > ONIGPU_MAX_BLOCK)
+        return ONI_EINVALARG;
+    char why[200], gname[128] = "";
+    if (!gpu_available(why, sizeof why)) {
+        if (o->log)
+            fprintf(o->log, "onigpu bench transfer: every path needs a GPU: %s\n", why);
+        return ONI_ENOGPU;
+    }
+    gpu_name(gname, sizeof gname);
+    struct bx b = {.o = o};
+    int rc = alloc_buffers(&b);
+    struct bench_report *r = NULL;
+    if (!rc) {
+        char name[64];
+        snprintf(name, sizeof name, "transfer-%s", o->link);
+        r = bench_report_open(o->out_dir ? o->out_dir : ".", name, o->argc, o->argv, gname, &rc);
+    }
+    if (rc) {
+        free_buffers(&b);
+        return rc;
+    }
+    bench_report_meta(r, "link", o->link);
+    bench_report_meta_num(r, "total_bytes_per_size", (double)o->total);
+    bench_report_meta_num(r, "chunk_bytes", o->chunk);
+    bench_report_meta_num(r, "max_reps", (double)o->max_reps);
+    int first_rc = 0;
+    for (int dir = XFER_DIR_READ; dir <= XFER_DIR_WRITE; dir++) {
+        if (!(o->dirs & dir))
+            continue;
+        const char *dirname = dir == XFER_DIR_READ ? "card-to-gpu" : "gpu-to-card";
+        struct series_pts pts[XFER_NPATHS];
+        struct bench_series ser[XFER_NPATHS];
+        size_t nser = 0;
+        for (int p = 0; p < XFER_NPATHS; p++) {
+            if (!(o->paths & (1u << p)))
+                continue;
+            if (o->log)
+                fprintf(o->log, "%s %s ...\n", dirname, xfer_path_name(p)), fflush(o->log);
+            struct bench_fit fit;
+            int prc = run_path(&b, r, p, dir, &pts[p], &fit);
+            if (prc && !first_rc)
+                first_rc = prc;
+            if (pts[p].n) {
+                ser[nser++] = (struct bench_series){xfer_path_name(p), pts[p].x, pts[p].y, pts[p].n,
+                                                    BENCH_LINES_POINTS};
+            }
+            if (!prc && fit.n) {
+                bench_cell_str(r, "link", o->link);
+                bench_cell_str(r, "dir", dirname);
+                bench_cell_str(r, "path", xfer_path_name(p));
+                bench_cell_num(r, "lat_us", fit.lat_ns / 1e3);
+                bench_cell_num(r, "bw_MBps", fit.bw_Bps / 1e6);
+                bench_cell_num(r, "r2", fit.r2);
+                bench_report_row(r, "fit");
+            }
+        }
+        if (nser) {
+            char title[128], tag[64];
+            snprintf(title, sizeof title, "%s, link %s: median transfer time", dirname, o->link);
+            snprintf(tag, sizeof tag, "time-%s", dirname);
+            struct bench_plot pl = {title, "bytes per transfer", "p50 time (us)", 1, 1, ser, nser};
+            bench_report_plot(r, tag, &pl);
+        }
+    }
+    bench_report_print(r, NULL, stdout);
+    printf("\nfit t = l + s/b (per-size medians, relative weighting):\n");
+    bench_report_print(r, "fit", stdout);
+    int crc = bench_report_close(r);
+    free_buffers(&b);
+    return first_rc ? first_rc : crc;
+}

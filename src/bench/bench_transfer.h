@@ -1,0 +1,54 @@
+/* bench_transfer.h - `onigpu bench transfer`: thesis chapter 4's transfer
+ * benchmark over every path of the GPU data stream (include/onigpu.h), both
+ * directions, on the emulated card with a chosen PCIe link preset.
+ *
+ * Method: sizes double from min_size to max_size; each size is repeated until
+ * `total` bytes moved (at least min_reps, at most max_reps times); one
+ * transfer is timed from the call that starts it to the moment all its data
+ * has arrived (thesis 4.1). The card's test core keeps its FIFO filled; the
+ * wait for data to be available is not timed. */
+#ifndef BENCH_TRANSFER_H
+#define BENCH_TRANSFER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum xfer_path {
+    XFER_REFERENCE = 0, /* plain page-locked cudaMemcpyAsync + sync, no card: the ceiling */
+    XFER_ORIGINAL,      /* oni_read_frame / oni_write_frame + cudaMemcpy per frame (listing 4.1) */
+    XFER_STAGED,        /* ONI_DRV_READ/WRITE of a page-locked host block + copy (listing 4.2) */
+    XFER_DIRECT,        /* ONI_DRV_READ/WRITE of a GPU buffer, pinned per transfer (listing 4.3) */
+    XFER_PREPINNED,     /* the same, pinned once with ONI_DRV_PIN (listing 4.4) */
+    XFER_CHUNKED,       /* GPU buffer staged in chunks with overlap (ONI_DRV_CHUNK_SZ, seed 001) */
+    XFER_NPATHS
+};
+
+enum { XFER_DIR_READ = 1, XFER_DIR_WRITE = 2 }; /* card -> GPU, GPU -> card */
+
+struct xfer_opts {
+    uint64_t min_size, max_size; /* bytes, powers of two not needed; doubled from min */
+    uint64_t total;              /* bytes per size */
+    uint64_t min_reps, max_reps;
+    unsigned paths;              /* bit (1 << enum xfer_path) */
+    unsigned dirs;               /* XFER_DIR_* bits */
+    const char *link;            /* emu link preset, e.g. "gen2x4", "unlimited" */
+    uint32_t chunk;              /* chunk size of XFER_CHUNKED */
+    const char *out_dir;         /* result set directory (NULL: none written) */
+    int argc;
+    char **argv;                 /* the command line, for the result's meta */
+    FILE *log;                   /* progress lines (NULL: quiet) */
+};
+
+/* Name of a path ("reference", "original", ...) and its inverse (-1: unknown). */
+const char *xfer_path_name(int path);
+int xfer_path_parse(const char *name);
+
+/* Run the benchmark and write the result set "transfer-<link>" to out_dir:
+ * rows per link/direction/path/size (n, mean, SD, min, p50, p90, p99, p99.9,
+ * max in ns, MB/s, max/p50), table "fit" (t = l + s/b per path), PNG plots of
+ * time against size and histograms at 4 KiB and 8 MiB; prints the tables to
+ * stdout. Returns 0 or the first ONI error; ONI_ENOGPU when GPU paths were
+ * asked for and there is no GPU (the message is logged). */
+int bench_transfer_run(const struct xfer_opts *o);
+
+#endif

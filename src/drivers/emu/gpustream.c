@@ -1,0 +1,510 @@
+/* gpustream.c - the GPU data stream options of the emu driver (include/onigpu.h):
+ * block sizes, the pin table, and the transfer paths over the card's DMA
+ * engine (src/emu/dma.h).
+ *
+ * In-process, every transfer goes through the card's DMA engine. In daemon
+ * mode there is no DMA engine in this process: host buffers and the chunked
+ * (staged) path move through the daemon's shared-memory rings
+ * (emudrv_stream_read/_write); direct and asynchronous GPU transfers answer
+ * ONI_EUNIMPL there. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpustream.h"
+#include "emu/dma.h"
+#include "gpu/gpu.h"
+#include "gpu/pipe.h"
+#include "onii.h"
+
+#define GS_MAX_PINS 64
+#define GS_SLOTS 2
+
+struct pin {
+    uintptr_t addr;
+    size_t len;          /* bytes usable from addr; 0 = unknown (host token) */
+    enum gpu_kind kind;
+    uint64_t buffer_id;  /* CUDA memory: to notice a freed-and-reallocated buffer */
+    int registered;      /* host memory page-locked by PIN: unregistered by UNPIN */
+};
+
+struct gpustream {
+    struct emudrv *drv;
+    struct emu_dma *dma; /* NULL in daemon mode */
+    uint32_t rd_sz, wr_sz, chunk_sz;
+    struct pin pins[GS_MAX_PINS];
+    int npins;
+    /* chunked staging */
+    uint8_t *slot[GS_SLOTS];
+    size_t slot_cap;
+    struct gpu_stream *copy;
+    struct gpu_event *ev[GS_SLOTS];
+};
+
+/* A resolved buffer argument: where, how long, what memory. */
+struct buf {
+    uint8_t *p;
+    size_t len; /* 0 = unknown */
+    int explicit_len;
+};
+
+static int gpustream_create(struct emudrv *drv, struct gpustream **out)
+{
+    struct gpustream *g = calloc(1, sizeof *g);
+    if (!g)
+        return ONI_EBADALLOC;
+    struct emu_card *card = emudrv_card(drv);
+    int rc = card ? emu_dma_create(card, &g->dma) : 0;
+    if (rc) {
+        free(g);
+        return rc;
+    }
+    g->drv = drv;
+    g->rd_sz = g->wr_sz = 4096;
+    *out = g;
+    return 0;
+}
+
+static void gpustream_destroy(struct gpustream *g)
+{
+    if (!g)
+        return;
+    emu_dma_destroy(g->dma);
+    for (int i = 0; i < g->npins; i++)
+        if (g->pins[i].registered)
+            gpu_host_unregister((void *)g->pins[i].addr);
+    for (int s = 0; s < GS_SLOTS; s++) {
+        gpu_event_destroy(g->ev[s]);
+        gpu_host_free(g->slot[s]);
+    }
+    gpu_stream_destroy(g->copy);
+    free(g);
+}
+
+/* Card <-> host memory, in either mode. */
+static int host_read(struct gpustream *g, void *dst, size_t n, uint32_t timeout_ms)
+{
+    if (g->dma)
+        return emu_dma_read(g->dma, dst, n, 0, timeout_ms);
+    int rc = emudrv_stream_read(g->drv, EMU_STREAM_GPU, dst, n);
+    return rc < 0 ? rc : 0;
+}
+
+static int host_write(struct gpustream *g, const void *src, size_t n, uint32_t timeout_ms)
+{
+    if (g->dma)
+        return emu_dma_write(g->dma, src, n, 0, timeout_ms);
+    int rc = emudrv_stream_write(g->drv, EMU_STREAM_GPU_WRITE, src, n);
+    return rc < 0 ? rc : 0;
+}
+
+/* --- argument parsing ------------------------------------------------------ */
+
+static int get_u32(const void *value, size_t len, uint32_t *out)
+{
+    if (!value || len != sizeof(uint32_t))
+        return ONI_EINVALARG;
+    memcpy(out, value, sizeof *out);
+    return 0;
+}
+
+static int put_u32(void *value, size_t *len, uint32_t v)
+{
+    if (!value || !len)
+        return ONI_EINVALARG;
+    if (*len < sizeof v)
+        return ONI_EBUFFERSIZE;
+    memcpy(value, &v, sizeof v);
+    *len = sizeof v;
+    return 0;
+}
+
+static int set_size(uint32_t *dst, const void *value, size_t len, int zero_ok)
+{
+    uint32_t v;
+    int rc = get_u32(value, len, &v);
+    if (rc)
+        return rc;
+    if ((!v && !zero_ok) || v % 4 || v > ONIGPU_MAX_BLOCK)
+        return ONI_EINVALARG;
+    *dst = v;
+    return 0;
+}
+
+/* PIN/UNPIN/READ/WRITE take the buffer itself (size 4 or 8, as in the thesis'
+ * listings) or a const onigpu_buf_t * (size sizeof(onigpu_buf_t)). */
+static int parse_buf(const void *value, size_t len, struct buf *b)
+{
+    memset(b, 0, sizeof *b);
+    if (!value)
+        return ONI_EINVALARG;
+    if (len == 4 || len == 8) {
+        b->p = (uint8_t *)value;
+        return 0;
+    }
+    if (len == sizeof(onigpu_buf_t)) {
+        const onigpu_buf_t *ob = value;
+        if (!ob->addr || !ob->len)
+            return ONI_EINVALARG;
+        b->p = ob->addr;
+        b->len = (size_t)ob->len;
+        b->explicit_len = 1;
+        return 0;
+    }
+    return ONI_EINVALARG;
+}
+
+/* Is [p, p+n) ordinary read-write host memory of this process? CUDA device
+ * memory (and anything else) is not. Cached: the mapping last found. */
+static int host_rw(const void *p, size_t n)
+{
+    static _Thread_local uintptr_t lo, hi;
+    uintptr_t a = (uintptr_t)p;
+    if (a >= lo && a + n <= hi && a + n >= a)
+        return 1;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return 1; /* cannot tell: trust the caller */
+    char line[512];
+    int ok = 0;
+    uintptr_t cur = a, end = a + n;
+    /* mappings are listed in address order; adjacent rw mappings may cover the range */
+    while (fgets(line, sizeof line, f)) {
+        unsigned long l, h;
+        char perm[5] = "";
+        if (sscanf(line, "%lx-%lx %4s", &l, &h, perm) != 3)
+            continue;
+        if (cur >= l && cur < h) {
+            if (perm[0] != 'r' || perm[1] != 'w')
+                break;
+            if (cur == a)
+                lo = l;
+            hi = h;
+            cur = h;
+            if (cur >= end) {
+                ok = 1;
+                break;
+            }
+        }
+    }
+    fclose(f);
+    if (!ok)
+        lo = hi = 0;
+    return ok;
+}
+
+static struct pin *find_pin(struct gpustream *g, const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (int i = 0; i < g->npins; i++)
+        if (g->pins[i].addr == a)
+            return &g->pins[i];
+    return NULL;
+}
+
+/* --- pinning ----------------------------------------------------------------- */
+
+static int pin(struct gpustream *g, const void *value, size_t len)
+{
+    struct buf b;
+    int rc = parse_buf(value, len, &b);
+    if (rc)
+        return rc;
+    if (find_pin(g, b.p))
+        return ONI_EPINNED;
+    if (g->npins == GS_MAX_PINS)
+        return ONI_EBADALLOC;
+    struct gpu_ptr_info info;
+    rc = gpu_query(b.p, &info);
+    if (rc)
+        return rc;
+    struct pin e = {.addr = (uintptr_t)b.p, .len = b.len, .kind = info.kind};
+    if (info.kind == GPU_KIND_DEVICE) {
+        rc = gpu_pin_device(b.p, &info);
+        if (rc)
+            return rc;
+    }
+    if (info.kind != GPU_KIND_HOST) {
+        size_t avail = (size_t)((uintptr_t)info.base + info.len - e.addr);
+        if (b.explicit_len && b.len > avail)
+            return ONI_EBUFFERSIZE;
+        e.len = b.explicit_len ? b.len : avail;
+        e.buffer_id = info.buffer_id;
+    } else {
+        if (!host_rw(b.p, b.len ? b.len : 1))
+            return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
+        /* The card's DMA into host memory needs nothing. With CUDA and a known
+         * length the buffer is page-locked too, so that the user's own copies
+         * between it and the GPU are fast. */
+        e.len = b.len;
+        if (b.explicit_len && gpu_available(NULL, 0)) {
+            rc = gpu_host_register(b.p, b.len);
+            if (rc)
+                return rc;
+            e.registered = 1;
+        }
+    }
+    g->pins[g->npins++] = e;
+    return 0;
+}
+
+static int unpin(struct gpustream *g, const void *value, size_t len)
+{
+    struct buf b;
+    int rc = parse_buf(value, len, &b);
+    if (rc)
+        return rc;
+    struct pin *e = find_pin(g, b.p);
+    if (!e)
+        return ONI_ENOTPINNED;
+    if (e->registered)
+        rc = gpu_host_unregister(b.p);
+    *e = g->pins[--g->npins];
+    return rc;
+}
+
+/* Resolve the buffer of a transfer of n bytes: how it is reached and whether
+ * it is long enough. *on_gpu: the DMA engine must use the copy engine. */
+static int resolve(struct gpustream *g, const struct buf *b, size_t n, int *on_gpu)
+{
+    struct pin *e = find_pin(g, b->p);
+    struct gpu_ptr_info info;
+    int rc;
+    if (e) {
+        if (e->kind == GPU_KIND_DEVICE || e->kind == GPU_KIND_MANAGED) {
+            /* prepinned: only check that the allocation is still the one pinned */
+            rc = gpu_query(b->p, &info);
+            if (rc)
+                return rc;
+            if (info.kind != e->kind || info.buffer_id != e->buffer_id)
+                return ONI_EPINNED; /* freed (and maybe reallocated) while pinned */
+            *on_gpu = 1;
+        } else {
+            *on_gpu = 0;
+        }
+        size_t have = b->explicit_len ? b->len : e->len;
+        if (have && have < n)
+            return ONI_EBUFFERSIZE;
+        return 0;
+    }
+    rc = gpu_query(b->p, &info);
+    if (rc)
+        return rc;
+    if (info.kind == GPU_KIND_DEVICE) {
+        rc = gpu_pin_device(b->p, &info); /* the per-transfer pin of the unpinned path */
+        if (rc)
+            return rc;
+    }
+    if (info.kind == GPU_KIND_HOST) {
+        if (!host_rw(b->p, b->explicit_len ? b->len : n))
+            return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
+        *on_gpu = 0;
+        return b->explicit_len && b->len < n ? ONI_EBUFFERSIZE : 0;
+    }
+    size_t avail = (size_t)((uintptr_t)info.base + info.len - (uintptr_t)b->p);
+    if (avail < n || (b->explicit_len && b->len < n))
+        return ONI_EBUFFERSIZE;
+    *on_gpu = info.kind != GPU_KIND_HOST_PINNED;
+    return 0;
+}
+
+/* --- chunked staging ------------------------------------------------------- */
+
+struct staged {
+    struct gpustream *g;
+    uint8_t *gpu; /* the GPU buffer */
+    uint32_t timeout_ms;
+};
+
+static int need_staging(struct gpustream *g)
+{
+    int rc = 0;
+    if (!g->copy)
+        rc = gpu_stream_create(&g->copy);
+    for (int s = 0; !rc && s < GS_SLOTS; s++)
+        if (!g->ev[s])
+            rc = gpu_event_create(&g->ev[s]);
+    if (!rc && g->slot_cap < g->chunk_sz) {
+        for (int s = 0; s < GS_SLOTS; s++) {
+            gpu_host_free(g->slot[s]);
+            g->slot[s] = NULL;
+        }
+        g->slot_cap = 0;
+        for (int s = 0; !rc && s < GS_SLOTS; s++)
+            rc = gpu_host_alloc((void **)&g->slot[s], g->chunk_sz);
+        if (!rc)
+            g->slot_cap = g->chunk_sz;
+    }
+    return rc;
+}
+
+/* Read: A = the card's DMA of a chunk into a host slot, B = host -> GPU copy. */
+static int rd_a(void *ctx, int s, size_t off, size_t n)
+{
+    struct staged *st = ctx;
+    return host_read(st->g, st->g->slot[s], n, st->timeout_ms);
+}
+
+static int rd_b(void *ctx, int s, size_t off, size_t n)
+{
+    struct staged *st = ctx;
+    int rc = gpu_copy_async(st->g->copy, st->gpu + off, st->g->slot[s], n);
+    return rc ? rc : gpu_event_record(st->g->ev[s], st->g->copy);
+}
+
+static int wait_ev(void *ctx, int s)
+{
+    struct staged *st = ctx;
+    return gpu_event_wait(st->g->ev[s], st->timeout_ms);
+}
+
+/* Write: A = GPU -> host copy of a chunk, B = the card takes the slot. */
+static int wr_a(void *ctx, int s, size_t off, size_t n)
+{
+    struct staged *st = ctx;
+    int rc = gpu_copy_async(st->g->copy, st->g->slot[s], st->gpu + off, n);
+    return rc ? rc : gpu_event_record(st->g->ev[s], st->g->copy);
+}
+
+static int wr_b(void *ctx, int s, size_t off, size_t n)
+{
+    struct staged *st = ctx;
+    return host_write(st->g, st->g->slot[s], n, st->timeout_ms);
+}
+
+static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32_t timeout_ms)
+{
+    int rc = need_staging(g);
+    if (rc)
+        return rc;
+    struct staged st = {g, gpu, timeout_ms};
+    struct gpu_pipe_ops rd = {&st, rd_a, NULL, rd_b, wait_ev};
+    struct gpu_pipe_ops wr = {&st, wr_a, wait_ev, wr_b, NULL};
+    return gpu_pipe_run(n, g->chunk_sz, GS_SLOTS, write ? &wr : &rd);
+}
+
+/* --- transfers --------------------------------------------------------------- */
+
+static int transfer(struct gpustream *g, int write, const void *value, size_t len, uint32_t timeout_ms)
+{
+    struct buf b;
+    int rc = parse_buf(value, len, &b);
+    if (rc)
+        return rc;
+    size_t n = write ? g->wr_sz : g->rd_sz;
+    int on_gpu = 0;
+    rc = resolve(g, &b, n, &on_gpu);
+    if (rc)
+        return rc;
+    if (on_gpu && g->chunk_sz)
+        return staged(g, write, b.p, n, timeout_ms);
+    if (!on_gpu)
+        return write ? host_write(g, b.p, n, timeout_ms) : host_read(g, b.p, n, timeout_ms);
+    if (!g->dma)
+        return ONI_EUNIMPL; /* daemon mode: no DMA engine in this process */
+    return write ? emu_dma_write(g->dma, b.p, n, 1, timeout_ms) : emu_dma_read(g->dma, b.p, n, 1, timeout_ms);
+}
+
+static int submit(struct gpustream *g, int write, const void *value, size_t len, uint32_t timeout_ms)
+{
+    if (!value || len != sizeof(onigpu_xfer_t))
+        return ONI_EINVALARG;
+    const onigpu_xfer_t *x = value;
+    if (!x->buf || !x->done)
+        return ONI_EINVALARG;
+    size_t n = write ? g->wr_sz : g->rd_sz;
+    struct buf b = {.p = x->buf, .len = (size_t)x->len, .explicit_len = x->len != 0};
+    int on_gpu = 0;
+    int rc = resolve(g, &b, n, &on_gpu);
+    if (rc)
+        return rc;
+    struct gpu_ptr_info done;
+    rc = gpu_query((const void *)x->done, &done);
+    if (rc)
+        return rc;
+    if (done.kind == GPU_KIND_HOST && !host_rw((const void *)x->done, sizeof *x->done))
+        return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
+    if (!g->dma)
+        return ONI_EUNIMPL; /* daemon mode: no DMA engine in this process */
+    onigpu_xfer_t job = *x;
+    job.len = n;
+    return emu_dma_submit(g->dma, write, &job, on_gpu, done.kind == GPU_KIND_DEVICE, timeout_ms);
+}
+
+static int set_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
+{
+    switch (opt) {
+    case ONI_DRV_RD_SZ:
+        return set_size(&g->rd_sz, value, len, 0);
+    case ONI_DRV_WR_SZ:
+        return set_size(&g->wr_sz, value, len, 0);
+    case ONI_DRV_CHUNK_SZ:
+        return set_size(&g->chunk_sz, value, len, 1);
+    case ONI_DRV_PIN:
+        return pin(g, value, len);
+    case ONI_DRV_UNPIN:
+        return unpin(g, value, len);
+    case ONI_DRV_READ:
+        return transfer(g, 0, value, len, timeout_ms);
+    case ONI_DRV_WRITE:
+        return transfer(g, 1, value, len, timeout_ms);
+    case ONI_DRV_READ_ASYNC:
+        return submit(g, 0, value, len, timeout_ms);
+    case ONI_DRV_WRITE_ASYNC:
+        return submit(g, 1, value, len, timeout_ms);
+    default:
+        return ONI_EINVALOPT;
+    }
+}
+
+static int get_opt(struct gpustream *g, int opt, void *value, size_t *len)
+{
+    switch (opt) {
+    case ONI_DRV_RD_SZ:
+        return put_u32(value, len, g->rd_sz);
+    case ONI_DRV_WR_SZ:
+        return put_u32(value, len, g->wr_sz);
+    case ONI_DRV_CHUNK_SZ:
+        return put_u32(value, len, g->chunk_sz);
+    default:
+        return ONI_EINVALOPT;
+    }
+}
+
+/* --- the seam with the driver (gpustream.h) ---------------------------------- */
+
+static int state(struct emudrv *d, struct gpustream **g)
+{
+    struct gpustream **slot = emudrv_gpustream(d);
+    if (!slot)
+        return ONI_EINVALSTATE;
+    if (!*slot) {
+        int rc = gpustream_create(d, slot);
+        if (rc)
+            return rc;
+    }
+    *g = *slot;
+    return 0;
+}
+
+int emu_gpu_set_opt(struct emudrv *d, int opt, const void *value, size_t len)
+{
+    struct gpustream *g;
+    int rc = state(d, &g);
+    return rc ? rc : set_opt(g, opt, value, len, emudrv_timeout_ms(d));
+}
+
+int emu_gpu_get_opt(struct emudrv *d, int opt, void *value, size_t *len)
+{
+    struct gpustream *g;
+    int rc = state(d, &g);
+    return rc ? rc : get_opt(g, opt, value, len);
+}
+
+void emu_gpu_close(struct emudrv *d)
+{
+    struct gpustream **slot = emudrv_gpustream(d);
+    if (slot && *slot) {
+        gpustream_destroy(*slot);
+        *slot = NULL;
+    }
+}

@@ -1,0 +1,119 @@
+/* cmd_bench_transfer.c - `onigpu bench transfer`: thesis chapter 4 on this machine. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/bench_transfer.h"
+#include "cli.h"
+
+static int run(int argc, char **argv);
+
+CLI_COMMAND(bench_transfer, "bench transfer",
+            "[--sizes 64:16M] [--total 256M] [--paths all|reference,original,staged,direct,prepinned,chunked] "
+            "[--dir read|write|both] [--link gen2x4,unlimited] [--chunk 1M] [--max-reps 20000] "
+            "[--min-reps 16] [--out docs/results]",
+            "time every card<->GPU transfer path per size; t = l + s/b fits; CSV, JSON, PNG", run)
+
+static int parse_paths(char *list, unsigned *out)
+{
+    *out = 0;
+    if (!strcmp(list, "all")) {
+        *out = (1u << XFER_NPATHS) - 1;
+        return 0;
+    }
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int p = xfer_path_parse(t);
+        if (p < 0) {
+            fprintf(stderr, "onigpu bench transfer: unknown path '%s'\n", t);
+            return -1;
+        }
+        *out |= 1u << p;
+    }
+    return *out ? 0 : -1;
+}
+
+static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
+{
+    char a[64];
+    const char *colon = strchr(s, ':');
+    if (!colon)
+        return cli_parse_size(s, lo) || (*hi = *lo, 0);
+    if ((size_t)(colon - s) >= sizeof a)
+        return -1;
+    memcpy(a, s, (size_t)(colon - s));
+    a[colon - s] = 0;
+    return cli_parse_size(a, lo) || cli_parse_size(colon + 1, hi) ? -1 : 0;
+}
+
+static int run(int argc, char **argv)
+{
+    struct xfer_opts o = {.min_size = 64, .max_size = 16u << 20, .total = 256u << 20, .min_reps = 16,
+                          .max_reps = 20000, .paths = (1u << XFER_NPATHS) - 1,
+                          .dirs = XFER_DIR_READ | XFER_DIR_WRITE, .chunk = 1u << 20,
+                          .out_dir = "docs/results", .argc = argc, .argv = argv, .log = stderr};
+    char links_buf[256] = "gen2x4,unlimited";
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: onigpu bench transfer [options]\n"
+               "  --sizes A:B     sizes doubling from A to B bytes (default 64:16M)\n"
+               "  --total BYTES   bytes moved per size (default 256M; thesis: 8.6G)\n"
+               "  --min-reps N, --max-reps N   bounds on repetitions per size (16, 20000)\n"
+               "  --paths LIST    all, or some of reference,original,staged,direct,prepinned,chunked\n"
+               "  --dir D         read (card->GPU), write (GPU->card) or both (default)\n"
+               "  --link LIST     emu link presets, one result set each (default gen2x4,unlimited)\n"
+               "  --chunk BYTES   chunk size of the chunked path (default 1M)\n"
+               "  --out DIR       result directory (default docs/results)\n");
+        return 0;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t x;
+        int bad = !v;
+        if (bad) {
+        } else if (!strcmp(a, "--sizes")) {
+            bad = parse_sizes(v, &o.min_size, &o.max_size) || !o.min_size || o.min_size > o.max_size;
+        } else if (!strcmp(a, "--total")) {
+            bad = cli_parse_size(v, &o.total) || !o.total;
+        } else if (!strcmp(a, "--min-reps")) {
+            bad = cli_parse_size(v, &o.min_reps);
+        } else if (!strcmp(a, "--max-reps")) {
+            bad = cli_parse_size(v, &o.max_reps) || !o.max_reps;
+        } else if (!strcmp(a, "--paths")) {
+            char tmp[256];
+            snprintf(tmp, sizeof tmp, "%s", v);
+            bad = parse_paths(tmp, &o.paths);
+        } else if (!strcmp(a, "--dir")) {
+            o.dirs = !strcmp(v, "read") ? XFER_DIR_READ : !strcmp(v, "write") ? XFER_DIR_WRITE
+                   : !strcmp(v, "both") ? XFER_DIR_READ | XFER_DIR_WRITE : 0;
+            bad = !o.dirs;
+        } else if (!strcmp(a, "--link")) {
+            bad = strlen(v) >= sizeof links_buf;
+            if (!bad)
+                strcpy(links_buf, v);
+        } else if (!strcmp(a, "--chunk")) {
+            bad = cli_parse_size(v, &x) || !x || x % 4 || x > (1u << 30);
+            o.chunk = (uint32_t)x;
+        } else if (!strcmp(a, "--out")) {
+            o.out_dir = v;
+        } else {
+            bad = 1;
+        }
+        if (bad) {
+            fprintf(stderr, "onigpu bench transfer: bad option or value: %s %s\n", a, v ? v : "");
+            return cli_usage(&cli_cmd_bench_transfer);
+        }
+        i++;
+    }
+    if (o.min_reps > o.max_reps)
+        o.min_reps = o.max_reps;
+    int status = 0;
+    for (char *save = NULL, *link = strtok_r(links_buf, ",", &save); link; link = strtok_r(NULL, ",", &save)) {
+        o.link = link;
+        printf("== onigpu bench transfer, link %s ==\n", link);
+        int rc = bench_transfer_run(&o);
+        if (rc) {
+            status = cli_fail("bench transfer", rc);
+            if (rc == ONI_ENOGPU)
+                break;
+        }
+    }
+    return status;
+}
