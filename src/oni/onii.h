@@ -30,6 +30,11 @@ struct oni_driver {
 extern const struct oni_driver onidrv_test;
 extern const struct oni_driver onidrv_emu;
 
+/* Create a context on a backend table that is neither built in nor loaded
+ * (test fixtures, fuzzers, programs embedding a driver). The table must stay
+ * valid for the context's life. NULL + errno EINVAL if an entry is missing. */
+oni_ctx oni_create_ctx_driver(const struct oni_driver *drv);
+
 /* Environment variable naming an extra directory searched for libonidriver_<name>.so. */
 #define ONI_DRIVER_PATH_ENV "ONI_DRIVER_PATH"
 

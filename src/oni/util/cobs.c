@@ -5,8 +5,8 @@
 
 int oni_cobs_encode(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_cap)
 {
-    /* Worst case: one code byte per 254 data bytes, plus the first. */
-    if (n + n / 254 + 1 > dst_cap)
+    /* Worst case: one code byte per started run of 254 data bytes (one for n = 0). */
+    if (n + (n ? (n + 253) / 254 : 1) > dst_cap)
         return -1;
     size_t code_at = 0, out = 1;
     uint8_t code = 1;
@@ -18,7 +18,9 @@ int oni_cobs_encode(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_cap)
             continue;
         }
         dst[out++] = src[i];
-        if (++code == 0xFF) {
+        /* A full run ends its block; a new one starts only if bytes follow,
+         * so 254 bytes encode in 255 and a signal packet stays <= 255. */
+        if (++code == 0xFF && i + 1 < n) {
             dst[code_at] = code;
             code_at = out++;
             code = 1;

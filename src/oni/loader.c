@@ -1,0 +1,81 @@
+/* loader.c - find a driver by name: built-in first, then
+ * libonidriver_<name>.so in $ONI_DRIVER_PATH, then on the library search path. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ctx.h"
+
+#define MAXNAME 64
+
+/* Names become file names: plain characters only, so that no name can reach
+ * outside the search directories. */
+static int valid_name(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > MAXNAME)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Fill drv from the library's 11 exported symbols; 0 or EINVAL. */
+static int bind_symbols(void *dl, struct oni_driver *drv)
+{
+    /* POSIX guarantees function pointers survive the trip through void *. */
+#define SYM(field, sym) *(void **)&drv->field = dlsym(dl, sym)
+    SYM(create_ctx, "oni_driver_create_ctx");
+    SYM(destroy_ctx, "oni_driver_destroy_ctx");
+    SYM(init, "oni_driver_init");
+    SYM(read_stream, "oni_driver_read_stream");
+    SYM(write_stream, "oni_driver_write_stream");
+    SYM(read_config, "oni_driver_read_config");
+    SYM(write_config, "oni_driver_write_config");
+    SYM(set_opt_callback, "oni_driver_set_opt_callback");
+    SYM(set_opt, "oni_driver_set_opt");
+    SYM(get_opt, "oni_driver_get_opt");
+    SYM(info, "oni_driver_info");
+#undef SYM
+    drv->name = NULL; /* an external driver names itself through info() */
+    return drv->create_ctx && drv->destroy_ctx && drv->init && drv->read_stream &&
+                   drv->write_stream && drv->read_config && drv->write_config &&
+                   drv->set_opt_callback && drv->set_opt && drv->get_opt && drv->info
+               ? 0
+               : EINVAL;
+}
+
+int oni_load_driver(const char *name, struct oni_driver *drv, void **dl)
+{
+    if (!valid_name(name))
+        return EINVAL;
+    for (const struct oni_driver *const *b = oni_builtin_drivers; *b; b++) {
+        if ((*b)->name && strcmp((*b)->name, name) == 0) {
+            *drv = **b;
+            *dl = NULL;
+            return 0;
+        }
+    }
+    char file[MAXNAME + 32], path[4096];
+    snprintf(file, sizeof file, "libonidriver_%s.so", name);
+    void *h = NULL;
+    /* The explicit directory wins over whatever is installed system-wide. */
+    const char *dir = getenv(ONI_DRIVER_PATH_ENV);
+    if (dir && *dir && (size_t)snprintf(path, sizeof path, "%s/%s", dir, file) < sizeof path)
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return ENOENT;
+    if (bind_symbols(h, drv)) {
+        dlclose(h);
+        return EINVAL;
+    }
+    *dl = h;
+    return 0;
+}

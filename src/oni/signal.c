@@ -1,0 +1,151 @@
+/* signal.c - the signal stream: COBS packets for the device table (reset)
+ * and for register access acknowledgments. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ctx.h"
+
+/* Read one signal packet and decode it into buf ([u32 type][payload]);
+ * *type and *n (payload bytes) are set. Bytes are read one at a time up to
+ * the 0 delimiter, so that it works with any driver, whatever it buffers.
+ * Returns 0, ONI_ECOBSPACK for an undecodable packet (the stream stays in
+ * step: the bad packet is consumed up to its delimiter), ONI_ETIMEOUT past
+ * deadline, or the driver's error. */
+static int read_packet(struct oni_ctx_impl *ctx, uint64_t deadline, uint32_t *type,
+                       uint8_t *buf, size_t *n)
+{
+    uint8_t raw[ONI_COBSMAXPACKET];
+    size_t len = 0;
+    unsigned idle = 0;
+    int overlong = 0;
+    for (;;) {
+        uint8_t b;
+        int rc = ctx->drv.read_stream(ctx->dctx, ONI_READ_STREAM_SIGNAL, &b, 1);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            if ((rc = oni_idle_wait(deadline, &idle)) < 0)
+                return rc;
+            continue;
+        }
+        /* A driver may also never stop talking (NULLSIG spam, garbage). */
+        if (oni_now_ns() > deadline)
+            return ONI_ETIMEOUT;
+        if (b != 0) {
+            if (len < sizeof raw)
+                raw[len++] = b;
+            else
+                overlong = 1;
+            continue;
+        }
+        if (len == 0 && !overlong)
+            continue; /* stray delimiter: no packet */
+        if (overlong)
+            return ONI_ECOBSPACK;
+        int dn = oni_cobs_decode(raw, len, buf, 4 + ONI_SIGMAXPAYLOAD);
+        if (dn < 4)
+            return ONI_ECOBSPACK;
+        memcpy(type, buf, 4);
+        *n = (size_t)dn - 4;
+        return 0;
+    }
+}
+
+static int cmp_idx(const void *a, const void *b)
+{
+    const oni_device_t *x = a, *y = b;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Reset: write ONI_CONFIG_RESET, then expect DEVICETABLEACK (u32 count) and
+ * one DEVICEINST per device. Packets before the ACK are stale answers and
+ * skipped; after it only DEVICEINST and NULLSIG may come. */
+int oni_read_devtable(struct oni_ctx_impl *ctx, oni_device_t **devs, size_t *ndev)
+{
+    uint64_t deadline = oni_deadline(ctx);
+    uint8_t pkt[4 + ONI_SIGMAXPAYLOAD];
+    uint32_t type, count;
+    size_t n;
+    int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESET, 1);
+    if (rc < 0)
+        return rc;
+    do {
+        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0)
+            return rc;
+    } while (type != ONI_SIG_DEVICETABLEACK);
+    if (n != 4)
+        return ONI_EBADDEVTABLE;
+    memcpy(&count, pkt + 4, 4);
+    if (count > ONI_MAXDEVICES)
+        return ONI_EBADDEVTABLE;
+
+    oni_device_t *t = calloc(count ? count : 1, sizeof *t);
+    if (!t)
+        return ONI_EBADALLOC;
+    for (uint32_t i = 0; i < count;) {
+        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0)
+            goto fail;
+        if (type == ONI_SIG_NULL)
+            continue;
+        if (type != ONI_SIG_DEVICEINST || n != sizeof(oni_device_t)) {
+            rc = ONI_EBADDEVTABLE;
+            goto fail;
+        }
+        memcpy(&t[i], pkt + 4, sizeof t[i]);
+        if (t[i].read_size > ONI_MAXFRAMEPAYLOAD || t[i].write_size > ONI_MAXFRAMEPAYLOAD) {
+            rc = ONI_EBADDEVTABLE;
+            goto fail;
+        }
+        i++;
+    }
+    qsort(t, count, sizeof *t, cmp_idx);
+    for (uint32_t i = 1; i < count; i++) {
+        if (t[i].idx == t[i - 1].idx) {
+            rc = ONI_EDEVIDXREPEAT;
+            goto fail;
+        }
+    }
+    *devs = t;
+    *ndev = count;
+    return 0;
+fail:
+    free(t);
+    return rc;
+}
+
+/* Register access as ONI-API.md: refuse while TRIG is pending, write the
+ * address registers, trigger, then wait for the matching ACK or NACK. Other
+ * packets that come meanwhile (NULLSIG, stale answers) are skipped. */
+int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t addr,
+                   oni_reg_val_t *value, int write)
+{
+    uint64_t deadline = oni_deadline(ctx);
+    oni_reg_val_t trig = 0;
+    int rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_TRIG, &trig);
+    if (rc < 0)
+        return rc;
+    if (trig != 0)
+        return ONI_ERETRIG;
+    if ((rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_DEV_IDX, dev)) < 0 ||
+        (rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_REG_ADDR, addr)) < 0 ||
+        (write && (rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_REG_VALUE, *value)) < 0) ||
+        (rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RW, write ? 1 : 0)) < 0 ||
+        (rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_TRIG, 1)) < 0)
+        return rc;
+
+    uint32_t ack = write ? ONI_SIG_CONFIGWACK : ONI_SIG_CONFIGRACK;
+    uint32_t nack = write ? ONI_SIG_CONFIGWNACK : ONI_SIG_CONFIGRNACK;
+    uint8_t pkt[4 + ONI_SIGMAXPAYLOAD];
+    uint32_t type;
+    size_t n;
+    do {
+        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0)
+            return rc;
+    } while (type != ack && type != nack);
+    if (type == nack)
+        return write ? ONI_EWRITEFAILURE : ONI_EREADFAILURE;
+    if (write)
+        return 0;
+    rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_REG_VALUE, value);
+    return rc < 0 ? rc : 0;
+}
