@@ -1,0 +1,775 @@
+/* report.c - result sets: tables of rows written as CSV and JSON with the
+ * machine's metadata, and an aligned text table for stdout. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include "bench.h"
+
+enum { CELL_EMPTY, CELL_STR, CELL_INT, CELL_NUM };
+#define MAX_COLS 64
+
+struct cell {
+    int type;
+    char *s;
+    long long i;
+    double d;
+};
+
+struct table {
+    char *name;
+    char *cols[MAX_COLS];
+    size_t ncols, nrows, cap;
+    struct cell *cells; /* nrows * ncols */
+};
+
+struct meta {
+    char *key, *value;
+    int is_num;
+};
+
+struct bench_report {
+    char *base;        /* "<dir>/<name>-<stamp>" */
+    char date[32];     /* ISO 8601 UTC */
+    struct meta *meta;
+    size_t nmeta;
+    char *row_cols[MAX_COLS];
+    struct cell row[MAX_COLS];
+    size_t nrow;
+    struct table *tables;
+    size_t ntables;
+    char **plots;
+    size_t nplots;
+    int err;
+    char *path;        /* last bench_report_path result */
+};
+
+static void set_err(struct bench_report *r, int err)
+{
+    if (!r->err)
+        r->err = err;
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* printf into a new heap string, or NULL. */
+static char *fmt_str(const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s)
+        vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return s;
+}
+
+static void cell_clear(struct cell *c)
+{
+    if (c->type == CELL_STR)
+        free(c->s);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- machine metadata ---------------------------------------------------- */
+
+static int add_meta(struct bench_report *r, const char *key, const char *value, int is_num)
+{
+    if (!r || !key || !value)
+        return ONI_EINVALARG;
+    char *v = dup_str(value);
+    if (!v)
+        return ONI_EBADALLOC;
+    for (size_t i = 0; i < r->nmeta; i++) {
+        if (!strcmp(r->meta[i].key, key)) {
+            free(r->meta[i].value);
+            r->meta[i].value = v;
+            r->meta[i].is_num = is_num;
+            return ONI_ESUCCESS;
+        }
+    }
+    struct meta *m = realloc(r->meta, (r->nmeta + 1) * sizeof *m);
+    char *k = dup_str(key);
+    if (m)
+        r->meta = m;
+    if (!m || !k) {
+        free(k);
+        free(v);
+        return ONI_EBADALLOC;
+    }
+    r->meta[r->nmeta++] = (struct meta){k, v, is_num};
+    return ONI_ESUCCESS;
+}
+
+int bench_report_meta(struct bench_report *r, const char *key, const char *value)
+{
+    return add_meta(r, key, value, 0);
+}
+
+int bench_report_meta_num(struct bench_report *r, const char *key, double value)
+{
+    char buf[64];
+    if (!isfinite(value))
+        return add_meta(r, key, "null", 1);
+    snprintf(buf, sizeof buf, "%.10g", value);
+    return add_meta(r, key, buf, 1);
+}
+
+static void trim(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = 0;
+}
+
+/* CPU model from /proc/cpuinfo ("model name", or "Model"/"cpu model" elsewhere). */
+static void cpu_model(char *out, size_t len)
+{
+    snprintf(out, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) && strncmp(line, "Model", 5) &&
+            strncmp(line, "cpu model", 9))
+            continue;
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        colon++;
+        while (*colon == ' ' || *colon == '\t')
+            colon++;
+        trim(colon);
+        snprintf(out, len, "%s", colon);
+        break;
+    }
+    fclose(f);
+}
+
+/* Read the first line of a file into out; 0 on success. */
+static int read_line(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fgets(out, (int)len, f) != NULL;
+    fclose(f);
+    if (!ok)
+        return -1;
+    trim(out);
+    return 0;
+}
+
+/* Commit of HEAD of the git checkout holding the working directory, read
+ * from the files under .git (no git binary needed). */
+static int git_commit(char *out, size_t len)
+{
+    char dir[4096], gitdir[4096 + 8], line[4096];
+    if (!getcwd(dir, sizeof dir))
+        return -1;
+    for (;;) {
+        struct stat st;
+        snprintf(gitdir, sizeof gitdir, "%s/.git", dir);
+        if (stat(gitdir, &st) == 0)
+            break;
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+            return -1;
+        *slash = 0;
+    }
+    char path[8300];
+    snprintf(path, sizeof path, "%s/HEAD", gitdir);
+    if (read_line(path, line, sizeof line))
+        return -1;
+    if (strncmp(line, "ref: ", 5)) { /* detached HEAD */
+        snprintf(out, len, "%.64s", line);
+        return 0;
+    }
+    char ref[4096];
+    snprintf(ref, sizeof ref, "%s", line + 5);
+    snprintf(path, sizeof path, "%s/%s", gitdir, ref);
+    if (read_line(path, out, len) == 0)
+        return 0;
+    /* Not a loose ref: look in packed-refs ("<sha> <ref>" lines). */
+    snprintf(path, sizeof path, "%s/packed-refs", gitdir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        trim(line);
+        char *sp = strchr(line, ' ');
+        if (sp && !strcmp(sp + 1, ref)) {
+            *sp = 0;
+            snprintf(out, len, "%.64s", line);
+            found = 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static int collect_meta(struct bench_report *r, int argc, char **argv, const char *gpu)
+{
+    char buf[512];
+    struct utsname u;
+    int rc = 0;
+
+    if (gethostname(buf, sizeof buf) != 0)
+        snprintf(buf, sizeof buf, "unknown");
+    buf[sizeof buf - 1] = 0;
+    rc |= add_meta(r, "hostname", buf, 0);
+    cpu_model(buf, sizeof buf);
+    rc |= add_meta(r, "cpu", buf, 0);
+    rc |= bench_report_meta_num(r, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
+    if (uname(&u) == 0) {
+        snprintf(buf, sizeof buf, "%s %s %s", u.sysname, u.release, u.machine);
+        rc |= add_meta(r, "kernel", buf, 0);
+    }
+    if (gpu)
+        rc |= add_meta(r, "gpu", gpu, 0);
+
+    size_t need = 1;
+    for (int i = 0; i < argc; i++)
+        need += strlen(argv[i]) + 1;
+    char *cmd = calloc(need, 1);
+    if (!cmd)
+        return ONI_EBADALLOC;
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            strcat(cmd, " ");
+        strcat(cmd, argv[i]);
+    }
+    rc |= add_meta(r, "command", cmd, 0);
+    free(cmd);
+    rc |= add_meta(r, "date", r->date, 0);
+    if (git_commit(buf, sizeof buf) == 0)
+        rc |= add_meta(r, "git_commit", buf, 0);
+    return rc ? ONI_EBADALLOC : ONI_ESUCCESS;
+}
+
+/* mkdir -p for a directory path. */
+static int make_dirs(const char *dir)
+{
+    char *p = dup_str(dir);
+    if (!p)
+        return ONI_EBADALLOC;
+    int rc = ONI_ESUCCESS;
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == 0) {
+            char c = *s;
+            *s = 0;
+            if (mkdir(p, 0777) != 0 && errno != EEXIST)
+                rc = ONI_EPATHINVALID;
+            *s = c;
+            if (!c || rc)
+                break;
+        }
+    }
+    struct stat st;
+    if (!rc && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)))
+        rc = ONI_EPATHINVALID;
+    free(p);
+    return rc;
+}
+
+struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
+                                       char **argv, const char *gpu, int *err)
+{
+    int e = ONI_EINVALARG;
+    struct bench_report *r = NULL;
+    if (!dir || !*dir || !name || !*name || strchr(name, '/') || argc < 0 || (argc && !argv))
+        goto fail;
+    e = make_dirs(dir);
+    if (e)
+        goto fail;
+    e = ONI_EBADALLOC;
+    r = calloc(1, sizeof *r);
+    if (!r)
+        goto fail;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    r->base = fmt_str("%s/%s-%s", dir, name, stamp);
+    if (!r->base)
+        goto fail;
+    e = collect_meta(r, argc, argv, gpu);
+    if (e)
+        goto fail;
+    return r;
+fail:
+    if (r) {
+        free(r->base);
+        r->base = NULL; /* nothing to write */
+        bench_report_close(r);
+    }
+    if (err)
+        *err = e;
+    return NULL;
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+/* The pending cell for column col (created if new), or NULL on error. */
+static struct cell *row_cell(struct bench_report *r, const char *col)
+{
+    if (!r)
+        return NULL;
+    if (!col || !*col) {
+        set_err(r, ONI_EINVALARG);
+        return NULL;
+    }
+    for (size_t i = 0; i < r->nrow; i++) {
+        if (!strcmp(r->row_cols[i], col)) {
+            cell_clear(&r->row[i]);
+            return &r->row[i];
+        }
+    }
+    if (r->nrow == MAX_COLS) {
+        set_err(r, ONI_EINVALARG);
+        return NULL;
+    }
+    char *name = dup_str(col);
+    if (!name) {
+        set_err(r, ONI_EBADALLOC);
+        return NULL;
+    }
+    r->row_cols[r->nrow] = name;
+    memset(&r->row[r->nrow], 0, sizeof r->row[0]);
+    return &r->row[r->nrow++];
+}
+
+void bench_cell_str(struct bench_report *r, const char *col, const char *value)
+{
+    struct cell *c = row_cell(r, col);
+    if (!c)
+        return;
+    if (!value)
+        return; /* stays empty */
+    c->s = dup_str(value);
+    if (!c->s) {
+        set_err(r, ONI_EBADALLOC);
+        return;
+    }
+    c->type = CELL_STR;
+}
+
+void bench_cell_int(struct bench_report *r, const char *col, long long value)
+{
+    struct cell *c = row_cell(r, col);
+    if (c) {
+        c->type = CELL_INT;
+        c->i = value;
+    }
+}
+
+void bench_cell_num(struct bench_report *r, const char *col, double value)
+{
+    struct cell *c = row_cell(r, col);
+    if (c && isfinite(value)) {
+        c->type = CELL_NUM;
+        c->d = value;
+    }
+}
+
+void bench_cell_stats(struct bench_report *r, const char *prefix, const struct bench_stats *s)
+{
+    static const char *names[] = {"mean_ns", "sd_ns", "min_ns", "p50_ns", "p90_ns",
+                                  "p99_ns", "p999_ns", "max_ns"};
+    if (!r)
+        return;
+    if (!prefix || !s) {
+        set_err(r, ONI_EINVALARG);
+        return;
+    }
+    const double v[] = {s->mean, s->sd, s->min, s->p50, s->p90, s->p99, s->p999, s->max};
+    char col[128];
+    snprintf(col, sizeof col, "%s%sn", prefix, *prefix ? "_" : "");
+    bench_cell_int(r, col, (long long)s->n);
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        snprintf(col, sizeof col, "%s%s%s", prefix, *prefix ? "_" : "", names[i]);
+        bench_cell_num(r, col, v[i]);
+    }
+}
+
+static void clear_row(struct bench_report *r)
+{
+    for (size_t i = 0; i < r->nrow; i++) {
+        free(r->row_cols[i]);
+        cell_clear(&r->row[i]);
+    }
+    r->nrow = 0;
+}
+
+static struct table *find_table(const struct bench_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->ntables; i++)
+        if (!strcmp(r->tables[i].name, name))
+            return &r->tables[i];
+    return NULL;
+}
+
+static struct table *new_table(struct bench_report *r, const char *name)
+{
+    struct table *t = realloc(r->tables, (r->ntables + 1) * sizeof *t);
+    if (!t)
+        return NULL;
+    r->tables = t;
+    t = &r->tables[r->ntables];
+    memset(t, 0, sizeof *t);
+    t->name = dup_str(name);
+    if (!t->name)
+        return NULL;
+    for (size_t i = 0; i < r->nrow; i++) {
+        t->cols[i] = dup_str(r->row_cols[i]);
+        if (!t->cols[i]) {
+            for (size_t j = 0; j < i; j++)
+                free(t->cols[j]);
+            free(t->name);
+            return NULL;
+        }
+    }
+    t->ncols = r->nrow;
+    r->ntables++;
+    return t;
+}
+
+int bench_report_row(struct bench_report *r, const char *table)
+{
+    if (!r)
+        return ONI_EINVALARG;
+    if (!table)
+        table = "results";
+    int rc = ONI_ESUCCESS;
+    struct table *t = find_table(r, table);
+    if (!r->nrow || (table[0] == 0) || strchr(table, '/')) {
+        rc = ONI_EINVALARG; /* an empty row or a table name that is no file name */
+        goto out;
+    }
+    if (!t && !(t = new_table(r, table))) {
+        rc = ONI_EBADALLOC;
+        goto out;
+    }
+    size_t map[MAX_COLS];
+    for (size_t i = 0; i < r->nrow; i++) {
+        size_t c = 0;
+        while (c < t->ncols && strcmp(t->cols[c], r->row_cols[i]))
+            c++;
+        if (c == t->ncols) {
+            rc = ONI_EINVALARG; /* a column the table's first row did not have */
+            goto out;
+        }
+        map[i] = c;
+    }
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 16;
+        struct cell *cells = realloc(t->cells, cap * t->ncols * sizeof *cells);
+        if (!cells) {
+            rc = ONI_EBADALLOC;
+            goto out;
+        }
+        t->cells = cells;
+        t->cap = cap;
+    }
+    struct cell *row = &t->cells[t->nrows * t->ncols];
+    memset(row, 0, t->ncols * sizeof *row);
+    for (size_t i = 0; i < r->nrow; i++) {
+        row[map[i]] = r->row[i]; /* moves ownership of the string */
+        memset(&r->row[i], 0, sizeof r->row[i]);
+    }
+    t->nrows++;
+out:
+    clear_row(r);
+    set_err(r, rc);
+    return rc ? rc : r->err;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+/* Text of a cell for CSV and the text table ("" for empty). */
+static void cell_text(const struct cell *c, char *buf, size_t len, int json)
+{
+    switch (c->type) {
+    case CELL_STR: snprintf(buf, len, "%s", c->s); break;
+    case CELL_INT: snprintf(buf, len, "%lld", c->i); break;
+    case CELL_NUM: snprintf(buf, len, json ? "%.10g" : "%.6g", c->d); break;
+    default: snprintf(buf, len, "%s", json ? "null" : ""); break;
+    }
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static int write_csv(const struct bench_report *r, const struct table *t)
+{
+    char *path = strcmp(t->name, "results") ? fmt_str("%s-%s.csv", r->base, t->name)
+                                            : fmt_str("%s.csv", r->base);
+    if (!path)
+        return ONI_EBADALLOC;
+    FILE *f = fopen(path, "w");
+    free(path);
+    if (!f)
+        return ONI_EPATHINVALID;
+    char buf[1024];
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (c)
+            fputc(',', f);
+        csv_field(f, t->cols[c]);
+    }
+    fputc('\n', f);
+    for (size_t i = 0; i < t->nrows; i++) {
+        for (size_t c = 0; c < t->ncols; c++) {
+            if (c)
+                fputc(',', f);
+            cell_text(&t->cells[i * t->ncols + c], buf, sizeof buf, 1);
+            if (t->cells[i * t->ncols + c].type == CELL_EMPTY)
+                buf[0] = 0;
+            csv_field(f, buf);
+        }
+        fputc('\n', f);
+    }
+    return fclose(f) == 0 ? ONI_ESUCCESS : ONI_EPATHINVALID;
+}
+
+static void json_rows(FILE *f, const struct table *t)
+{
+    char buf[1024];
+    fputs("[", f);
+    for (size_t i = 0; i < t->nrows; i++) {
+        fputs(i ? ",\n    {" : "\n    {", f);
+        for (size_t c = 0; c < t->ncols; c++) {
+            const struct cell *cl = &t->cells[i * t->ncols + c];
+            if (c)
+                fputs(", ", f);
+            json_string(f, t->cols[c]);
+            fputs(": ", f);
+            cell_text(cl, buf, sizeof buf, 1);
+            if (cl->type == CELL_STR)
+                json_string(f, buf);
+            else
+                fputs(buf, f);
+        }
+        fputs("}", f);
+    }
+    fputs(t->nrows ? "\n  ]" : "]", f);
+}
+
+static int write_json(const struct bench_report *r)
+{
+    char *path = fmt_str("%s.json", r->base);
+    if (!path)
+        return ONI_EBADALLOC;
+    FILE *f = fopen(path, "w");
+    free(path);
+    if (!f)
+        return ONI_EPATHINVALID;
+    fputs("{\n  \"meta\": {", f);
+    for (size_t i = 0; i < r->nmeta; i++) {
+        fputs(i ? ",\n    " : "\n    ", f);
+        json_string(f, r->meta[i].key);
+        fputs(": ", f);
+        if (r->meta[i].is_num)
+            fputs(r->meta[i].value, f);
+        else
+            json_string(f, r->meta[i].value);
+    }
+    fputs("\n  },\n  \"results\": ", f);
+    const struct table *res = find_table(r, "results");
+    if (res)
+        json_rows(f, res);
+    else
+        fputs("[]", f);
+    fputs(",\n  \"tables\": {", f);
+    int first = 1;
+    for (size_t i = 0; i < r->ntables; i++) {
+        if (!strcmp(r->tables[i].name, "results"))
+            continue;
+        fputs(first ? "\n  " : ",\n  ", f);
+        first = 0;
+        json_string(f, r->tables[i].name);
+        fputs(": ", f);
+        json_rows(f, &r->tables[i]);
+    }
+    fputs(first ? "},\n  \"plots\": [" : "\n  },\n  \"plots\": [", f);
+    for (size_t i = 0; i < r->nplots; i++) {
+        if (i)
+            fputs(", ", f);
+        json_string(f, r->plots[i]);
+    }
+    fputs("]\n}\n", f);
+    return fclose(f) == 0 ? ONI_ESUCCESS : ONI_EPATHINVALID;
+}
+
+void bench_report_print(const struct bench_report *r, const char *table, FILE *f)
+{
+    if (!r || !f)
+        return;
+    const struct table *t = find_table(r, table ? table : "results");
+    if (!t)
+        return;
+    size_t w[MAX_COLS];
+    char buf[256];
+    for (size_t c = 0; c < t->ncols; c++) {
+        w[c] = strlen(t->cols[c]);
+        for (size_t i = 0; i < t->nrows; i++) {
+            cell_text(&t->cells[i * t->ncols + c], buf, sizeof buf, 0);
+            if (strlen(buf) > w[c])
+                w[c] = strlen(buf);
+        }
+    }
+    for (size_t c = 0; c < t->ncols; c++)
+        fprintf(f, "%s%*s", c ? "  " : "", (int)w[c], t->cols[c]);
+    fputc('\n', f);
+    for (size_t i = 0; i < t->nrows; i++) {
+        for (size_t c = 0; c < t->ncols; c++) {
+            cell_text(&t->cells[i * t->ncols + c], buf, sizeof buf, 0);
+            fprintf(f, "%s%*s", c ? "  " : "", (int)w[c], buf);
+        }
+        fputc('\n', f);
+    }
+}
+
+const char *bench_report_path(struct bench_report *r, const char *suffix)
+{
+    if (!r || !suffix)
+        return NULL;
+    char *p = fmt_str("%s%s", r->base, suffix);
+    if (!p) {
+        set_err(r, ONI_EBADALLOC);
+        return NULL;
+    }
+    free(r->path);
+    r->path = p;
+    return p;
+}
+
+/* Remember a plot file (by its name within the result directory). */
+static int add_plot(struct bench_report *r, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char **p = realloc(r->plots, (r->nplots + 1) * sizeof *p);
+    if (!p)
+        return ONI_EBADALLOC;
+    r->plots = p;
+    if (!(p[r->nplots] = dup_str(slash ? slash + 1 : path)))
+        return ONI_EBADALLOC;
+    r->nplots++;
+    return ONI_ESUCCESS;
+}
+
+int bench_report_plot(struct bench_report *r, const char *tag, const struct bench_plot *p)
+{
+    if (!r || !tag || !*tag || strchr(tag, '/'))
+        return ONI_EINVALARG;
+    char suffix[256];
+    snprintf(suffix, sizeof suffix, "-%s.png", tag);
+    const char *path = bench_report_path(r, suffix);
+    if (!path)
+        return ONI_EBADALLOC;
+    int rc = bench_plot_png(path, p);
+    return rc ? rc : add_plot(r, path);
+}
+
+int bench_report_hist(struct bench_report *r, const char *tag, const char *title,
+                      const char *xlabel, const struct bench_hist *h)
+{
+    if (!r || !tag || !*tag || strchr(tag, '/'))
+        return ONI_EINVALARG;
+    char suffix[256];
+    snprintf(suffix, sizeof suffix, "-%s.png", tag);
+    const char *path = bench_report_path(r, suffix);
+    if (!path)
+        return ONI_EBADALLOC;
+    int rc = bench_hist_png(path, title, xlabel, h);
+    return rc ? rc : add_plot(r, path);
+}
+
+int bench_report_close(struct bench_report *r)
+{
+    if (!r)
+        return ONI_ESUCCESS;
+    /* Rows already committed are written even after a sticky error, so a
+     * bad cell late in a long run loses nothing else. */
+    int rc = r->err;
+    if (r->base) {
+        for (size_t i = 0; i < r->ntables; i++) {
+            int e = write_csv(r, &r->tables[i]);
+            rc = rc ? rc : e;
+        }
+        int e = write_json(r);
+        rc = rc ? rc : e;
+    }
+    clear_row(r);
+    for (size_t i = 0; i < r->ntables; i++) {
+        struct table *t = &r->tables[i];
+        for (size_t k = 0; k < t->nrows * t->ncols; k++)
+            cell_clear(&t->cells[k]);
+        for (size_t c = 0; c < t->ncols; c++)
+            free(t->cols[c]);
+        free(t->cells);
+        free(t->name);
+    }
+    free(r->tables);
+    for (size_t i = 0; i < r->nmeta; i++) {
+        free(r->meta[i].key);
+        free(r->meta[i].value);
+    }
+    free(r->meta);
+    for (size_t i = 0; i < r->nplots; i++)
+        free(r->plots[i]);
+    free(r->plots);
+    free(r->path);
+    free(r->base);
+    free(r);
+    return rc;
+}

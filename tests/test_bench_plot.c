@@ -1,0 +1,373 @@
+/* test_bench_plot.c - PNG plots of src/bench: files decode (chunk CRCs, zlib
+ * stored blocks, Adler-32, filters) and pixels are where the data says. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "bench.h"
+#include "unit.h"
+
+/* ---- a tiny PNG reader for what bench_png_write may produce ----------------- */
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint32_t crc32_ref(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+struct image {
+    int w, h;
+    uint8_t *rgb;
+};
+
+/* Decode an 8-bit RGB, non-interlaced PNG whose zlib stream uses stored
+ * blocks only; every checksum is verified. Returns 0 or a line number. */
+static int png_read(const char *path, struct image *img)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return __LINE__;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n);
+    uint8_t *z = malloc((size_t)n);
+    size_t zn = 0;
+    int rc = 0, seen_end = 0;
+    if (!buf || !z || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        rc = __LINE__;
+        goto out;
+    }
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (n < 8 || memcmp(buf, sig, 8)) {
+        rc = __LINE__;
+        goto out;
+    }
+    img->w = img->h = 0;
+    for (long pos = 8; pos < n && !seen_end;) {
+        if (pos + 12 > n) {
+            rc = __LINE__;
+            goto out;
+        }
+        uint32_t len = be32(buf + pos);
+        const uint8_t *type = buf + pos + 4, *data = buf + pos + 8;
+        if (pos + 12 + (long)len > n || crc32_ref(type, len + 4) != be32(data + len)) {
+            rc = __LINE__;
+            goto out;
+        }
+        if (!memcmp(type, "IHDR", 4)) {
+            if (len != 13 || data[8] != 8 || data[9] != 2 || data[10] || data[11] || data[12]) {
+                rc = __LINE__;
+                goto out;
+            }
+            img->w = (int)be32(data);
+            img->h = (int)be32(data + 4);
+        } else if (!memcmp(type, "IDAT", 4)) {
+            memcpy(z + zn, data, len);
+            zn += len;
+        } else if (!memcmp(type, "IEND", 4)) {
+            seen_end = 1;
+        }
+        pos += 12 + (long)len;
+    }
+    if (!seen_end || img->w <= 0 || img->h <= 0 || zn < 6 || ((z[0] << 8) | z[1]) % 31 ||
+        (z[0] & 0x0F) != 8) {
+        rc = __LINE__;
+        goto out;
+    }
+    size_t row = (size_t)img->w * 3 + 1, raw = row * (size_t)img->h;
+    uint8_t *r = malloc(raw);
+    size_t rn = 0, zp = 2;
+    int final = 0;
+    while (!final && r) {
+        if (zp + 5 > zn || (z[zp] & 0x06) != 0) { /* BTYPE must be 00 (stored) */
+            rc = __LINE__;
+            break;
+        }
+        final = z[zp] & 1;
+        unsigned len = z[zp + 1] | z[zp + 2] << 8, nlen = z[zp + 3] | z[zp + 4] << 8;
+        zp += 5;
+        if ((len ^ 0xFFFF) != nlen || zp + len > zn || rn + len > raw) {
+            rc = __LINE__;
+            break;
+        }
+        memcpy(r + rn, z + zp, len);
+        rn += len;
+        zp += len;
+    }
+    if (!r)
+        rc = __LINE__;
+    if (!rc && (rn != raw || zp + 4 != zn))
+        rc = __LINE__;
+    if (!rc) {
+        uint32_t a = 1, b = 0;
+        for (size_t i = 0; i < raw; i++) {
+            a = (a + r[i]) % 65521;
+            b = (b + a) % 65521;
+        }
+        if ((b << 16 | a) != be32(z + zp))
+            rc = __LINE__;
+    }
+    if (!rc) {
+        img->rgb = malloc((size_t)img->w * (size_t)img->h * 3);
+        for (int y = 0; y < img->h && img->rgb; y++) {
+            if (r[(size_t)y * row] != 0) { /* only filter "none" is written */
+                rc = __LINE__;
+                break;
+            }
+            memcpy(img->rgb + (size_t)y * (size_t)img->w * 3, r + (size_t)y * row + 1, row - 1);
+        }
+        if (rc) {
+            free(img->rgb);
+            img->rgb = NULL;
+        }
+    }
+    free(r);
+out:
+    fclose(f);
+    free(buf);
+    free(z);
+    return rc;
+}
+
+static uint32_t pixel(const struct image *img, int x, int y)
+{
+    const uint8_t *p = img->rgb + ((size_t)y * (size_t)img->w + (size_t)x) * 3;
+    return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+
+/* True if colour col appears within r pixels of (x, y). */
+static int near_color(const struct image *img, int x, int y, int r, uint32_t col)
+{
+    for (int dy = -r; dy <= r; dy++)
+        for (int dx = -r; dx <= r; dx++) {
+            int px = x + dx, py = y + dy;
+            if (px >= 0 && py >= 0 && px < img->w && py < img->h && pixel(img, px, py) == col)
+                return 1;
+        }
+    return 0;
+}
+
+static void tmp_path(char *buf, size_t len)
+{
+    snprintf(buf, len, "/tmp/onigpu-bench-plot-%d-XXXXXX", (int)getpid());
+    int fd = mkstemp(buf);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+TEST(png_roundtrip_small_and_multi_block)
+{
+    char path[64];
+    tmp_path(path, sizeof path);
+    uint8_t rgb[3 * 2 * 3];
+    for (int i = 0; i < (int)sizeof rgb; i++)
+        rgb[i] = (uint8_t)(i * 13);
+    REQUIRE(bench_png_write(path, 3, 2, rgb) == ONI_ESUCCESS);
+    struct image img = {0};
+    CHECK_EQ(png_read(path, &img), 0);
+    REQUIRE(img.rgb != NULL);
+    CHECK_EQ(img.w, 3);
+    CHECK_EQ(img.h, 2);
+    CHECK(!memcmp(img.rgb, rgb, sizeof rgb));
+    free(img.rgb);
+
+    /* 300x300 RGB is 270300 raw bytes: several stored blocks. */
+    int w = 300, h = 300;
+    uint8_t *big = malloc((size_t)w * h * 3);
+    REQUIRE(big != NULL);
+    for (int i = 0; i < w * h * 3; i++)
+        big[i] = (uint8_t)(i * 7 + (i >> 9));
+    REQUIRE(bench_png_write(path, w, h, big) == ONI_ESUCCESS);
+    CHECK_EQ(png_read(path, &img), 0);
+    REQUIRE(img.rgb != NULL);
+    CHECK(img.w == w && img.h == h && !memcmp(img.rgb, big, (size_t)w * h * 3));
+    free(img.rgb);
+
+    /* The reader catches a flipped bit (so a pass above means something). */
+    FILE *f = fopen(path, "r+b");
+    REQUIRE(f != NULL);
+    fseek(f, 200, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, 200, SEEK_SET);
+    fputc(c ^ 1, f);
+    fclose(f);
+    img.rgb = NULL;
+    CHECK(png_read(path, &img) != 0);
+    free(img.rgb);
+    free(big);
+    unlink(path);
+
+    CHECK_RC(bench_png_write(path, 0, 2, rgb), ONI_EINVALARG);
+    CHECK_RC(bench_png_write(NULL, 3, 2, rgb), ONI_EINVALARG);
+    CHECK_RC(bench_png_write("/nonexistent-dir/x.png", 3, 2, rgb), ONI_EPATHINVALID);
+}
+
+TEST(plot_loglog_lines_land_where_data_is)
+{
+    double x[7], y1[7], y2[7];
+    for (int i = 0; i < 7; i++) {
+        x[i] = pow(10, i);          /* 1 .. 1e6 */
+        y1[i] = 10 * x[i];          /* a straight line on log-log axes */
+        y2[i] = 1000 + x[i] / 100;  /* flat, then rising */
+    }
+    struct bench_series s[2] = {
+        {"t = 10 s", x, y1, 7, BENCH_LINES_POINTS},
+        {"flat", x, y2, 7, BENCH_POINTS},
+    };
+    struct bench_plot p = {"Transfer time vs size", "size (bytes)", "time (ns)", 1, 1, s, 2};
+    char path[64];
+    tmp_path(path, sizeof path);
+    REQUIRE(bench_plot_png(path, &p) == ONI_ESUCCESS);
+    struct image img = {0};
+    REQUIRE(png_read(path, &img) == 0);
+    CHECK_EQ(img.w, BENCH_PLOT_W);
+    CHECK_EQ(img.h, BENCH_PLOT_H);
+
+    uint32_t c0 = bench_series_color(0), c1 = bench_series_color(1);
+    CHECK(c0 != c1);
+    int px, py, qx, qy;
+    /* Points of series 0 right of the legend, and the middle of the segment
+     * between two of them (the line between points is drawn). */
+    for (int i = 3; i < 7; i++) {
+        CHECK_RC(bench_plot_pixel(&p, x[i], y1[i], &px, &py), ONI_ESUCCESS);
+        CHECK(near_color(&img, px, py, 1, c0));
+    }
+    CHECK_RC(bench_plot_pixel(&p, x[4], y1[4], &px, &py), ONI_ESUCCESS);
+    CHECK_RC(bench_plot_pixel(&p, x[5], y1[5], &qx, &qy), ONI_ESUCCESS);
+    CHECK(near_color(&img, (px + qx) / 2, (py + qy) / 2, 1, c0));
+    /* Series 1 is points only: its marks are there, and nothing between them. */
+    CHECK_RC(bench_plot_pixel(&p, x[5], y2[5], &px, &py), ONI_ESUCCESS);
+    CHECK(near_color(&img, px, py, 1, c1));
+    CHECK_RC(bench_plot_pixel(&p, x[6], y2[6], &qx, &qy), ONI_ESUCCESS);
+    CHECK(near_color(&img, qx, qy, 1, c1));
+    CHECK(!near_color(&img, (px + qx) / 2, (py + qy) / 2, 2, c1));
+    /* Far from any data (bottom right of the plot area) nothing of a series. */
+    CHECK_RC(bench_plot_pixel(&p, 3e5, 20, &px, &py), ONI_ESUCCESS);
+    CHECK(!near_color(&img, px, py, 3, c0) && !near_color(&img, px, py, 3, c1));
+    /* Log axes span whole decades: 1 and 1e7 are the ends of the y axis. */
+    CHECK_RC(bench_plot_pixel(&p, 1, 10, &px, &py), ONI_ESUCCESS);
+    CHECK_RC(bench_plot_pixel(&p, 1e6, 1e7, &qx, &qy), ONI_ESUCCESS);
+    CHECK(px < qx && py > qy);
+    /* The title is drawn: dark pixels in the top band, centred. */
+    int dark = 0;
+    for (int yy = 0; yy < 40; yy++)
+        for (int xx = BENCH_PLOT_W / 2 - 100; xx < BENCH_PLOT_W / 2 + 100; xx++)
+            dark += pixel(&img, xx, yy) == 0x202020;
+    CHECK(dark > 100);
+    free(img.rgb);
+    unlink(path);
+}
+
+TEST(plot_linear_axes_and_errors)
+{
+    double x[3] = {0, 1, 2}, y[3] = {5, -5, 5};
+    struct bench_series s = {"zigzag", x, y, 3, BENCH_LINES};
+    struct bench_plot p = {"lin", "x", "y", 0, 0, &s, 1};
+    char path[64];
+    tmp_path(path, sizeof path);
+    REQUIRE(bench_plot_png(path, &p) == ONI_ESUCCESS);
+    struct image img = {0};
+    REQUIRE(png_read(path, &img) == 0);
+    int px, py;
+    CHECK_RC(bench_plot_pixel(&p, 2, 5, &px, &py), ONI_ESUCCESS);
+    CHECK(near_color(&img, px, py, 1, bench_series_color(0)));
+    CHECK_RC(bench_plot_pixel(&p, 1, -5, &px, &py), ONI_ESUCCESS);
+    CHECK(near_color(&img, px, py, 1, bench_series_color(0)));
+    free(img.rgb);
+
+    /* On log axes, points <= 0 are skipped, and a plot of only such points is refused. */
+    p.logy = 1;
+    CHECK_RC(bench_plot_pixel(&p, 1, -5, &px, &py), ONI_EINVALARG);
+    double yneg[3] = {-1, 0, -3};
+    s.y = yneg;
+    CHECK_RC(bench_plot_png(path, &p), ONI_EINVALARG);
+    p.nseries = 0;
+    CHECK_RC(bench_plot_png(path, &p), ONI_EINVALARG);
+    p.nseries = BENCH_MAX_SERIES + 1;
+    CHECK_RC(bench_plot_png(path, &p), ONI_EINVALARG);
+    CHECK_RC(bench_plot_png(path, NULL), ONI_EINVALARG);
+    unlink(path);
+}
+
+TEST(hist_png_bars)
+{
+    uint64_t v[1000];
+    for (int i = 0; i < 1000; i++)
+        v[i] = i < 900 ? 4000 + (uint64_t)(i % 10) : 40000; /* a tall bar and a short one */
+    struct bench_hist h;
+    REQUIRE(bench_hist_make(&h, v, 1000, 40, 1, 0, 0) == ONI_ESUCCESS);
+    char path[64];
+    tmp_path(path, sizeof path);
+    REQUIRE(bench_hist_png(path, "4 KiB transfers", "time (ns)", &h) == ONI_ESUCCESS);
+    struct image img = {0};
+    REQUIRE(png_read(path, &img) == 0);
+    /* A bar fills its column: sample a pixel just above the x axis under each
+     * populated bin, and one well above the short bar. */
+    uint32_t c = bench_series_color(0);
+    int found_tall = 0, found_short = 0;
+    for (int x = 0; x < img.w; x++) {
+        if (pixel(&img, x, BENCH_PLOT_H - 75) != c)
+            continue;
+        if (pixel(&img, x, BENCH_PLOT_H / 2) == c)
+            found_tall = 1; /* the 900-sample bar reaches mid-height */
+        else
+            found_short = 1;
+    }
+    CHECK(found_tall && found_short);
+    free(img.rgb);
+    bench_hist_free(&h);
+    CHECK_RC(bench_hist_png(path, "t", "x", &h), ONI_EINVALARG); /* freed: no counts */
+    unlink(path);
+}
+
+TEST(report_lists_plots)
+{
+    char dir[] = "/tmp/onigpu-bench-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int err;
+    struct bench_report *r = bench_report_open(dir, "p", 0, NULL, NULL, &err);
+    REQUIRE(r != NULL);
+    double x[2] = {1, 2}, y[2] = {3, 4};
+    struct bench_series s = {"a", x, y, 2, BENCH_LINES};
+    struct bench_plot p = {"t", "x", "y", 0, 0, &s, 1};
+    CHECK_RC(bench_report_plot(r, "lines", &p), ONI_ESUCCESS);
+    CHECK_RC(bench_report_plot(r, "bad/tag", &p), ONI_EINVALARG);
+    char png[512];
+    snprintf(png, sizeof png, "%s", bench_report_path(r, "-lines.png"));
+    char json[512];
+    snprintf(json, sizeof json, "%s", bench_report_path(r, ".json"));
+    bench_cell_int(r, "k", 1);
+    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    struct image img = {0};
+    CHECK_EQ(png_read(png, &img), 0);
+    free(img.rgb);
+    FILE *f = fopen(json, "r");
+    REQUIRE(f != NULL);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    const char *base = strrchr(png, '/') + 1;
+    char want[600];
+    snprintf(want, sizeof want, "\"plots\": [\"%s\"]", base);
+    CHECK(strstr(text, want) != NULL);
+    unlink(png);
+    unlink(json);
+    snprintf(png, sizeof png, "%s", json);
+    strcpy(png + strlen(png) - 5, ".csv");
+    unlink(png);
+    rmdir(dir);
+}

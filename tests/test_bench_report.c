@@ -1,0 +1,348 @@
+/* test_bench_report.c - result sets of src/bench: CSV and JSON written,
+ * well-formed and read back; errors lose no committed rows. */
+#include <dirent.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "bench.h"
+#include "unit.h"
+
+/* ---- a minimal JSON checker: validates the grammar and finds top-level keys */
+
+struct js {
+    const char *p;
+    int ok;
+};
+
+static void ws(struct js *j)
+{
+    while (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r')
+        j->p++;
+}
+
+static void value(struct js *j);
+
+static void string(struct js *j)
+{
+    if (*j->p != '"') {
+        j->ok = 0;
+        return;
+    }
+    for (j->p++; *j->p && *j->p != '"'; j->p++) {
+        if ((unsigned char)*j->p < 0x20)
+            j->ok = 0;
+        if (*j->p == '\\') {
+            j->p++;
+            if (*j->p == 'u') {
+                for (int i = 1; i <= 4; i++)
+                    if (!isxdigit((unsigned char)j->p[i]))
+                        j->ok = 0;
+                j->p += 4;
+            } else if (!strchr("\"\\/bfnrt", *j->p) || !*j->p) {
+                j->ok = 0;
+                return;
+            }
+        }
+    }
+    if (*j->p != '"')
+        j->ok = 0;
+    else
+        j->p++;
+}
+
+static void number(struct js *j)
+{
+    char *end;
+    strtod(j->p, &end);
+    if (end == j->p || !(isdigit((unsigned char)*j->p) || *j->p == '-'))
+        j->ok = 0;
+    else
+        j->p = end;
+}
+
+static void value(struct js *j)
+{
+    ws(j);
+    if (!j->ok)
+        return;
+    char c = *j->p;
+    if (c == '{' || c == '[') {
+        char close = c == '{' ? '}' : ']';
+        j->p++;
+        ws(j);
+        if (*j->p == close) {
+            j->p++;
+            return;
+        }
+        for (;;) {
+            if (c == '{') {
+                ws(j);
+                string(j);
+                ws(j);
+                if (*j->p++ != ':') {
+                    j->ok = 0;
+                    return;
+                }
+            }
+            value(j);
+            ws(j);
+            if (!j->ok)
+                return;
+            if (*j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (*j->p == close) {
+                j->p++;
+                return;
+            }
+            j->ok = 0;
+            return;
+        }
+    } else if (c == '"') {
+        string(j);
+    } else if (!strncmp(j->p, "null", 4) || !strncmp(j->p, "true", 4)) {
+        j->p += 4;
+    } else if (!strncmp(j->p, "false", 5)) {
+        j->p += 5;
+    } else {
+        number(j);
+    }
+}
+
+static int json_valid(const char *text)
+{
+    struct js j = {text, 1};
+    value(&j);
+    ws(&j);
+    return j.ok && *j.p == 0;
+}
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) == (size_t)n)
+        s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* The one file in dir whose name ends with suffix (NULL if none or several). */
+static char *find_file(const char *dir, const char *suffix, char *buf, size_t len)
+{
+    DIR *d = opendir(dir);
+    int found = 0;
+    if (!d)
+        return NULL;
+    struct dirent *e;
+    size_t sl = strlen(suffix);
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n > sl && !strcmp(e->d_name + n - sl, suffix)) {
+            snprintf(buf, len, "%s/%s", dir, e->d_name);
+            found++;
+        }
+    }
+    closedir(d);
+    return found == 1 ? buf : NULL;
+}
+
+static void rm_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char p[512];
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int starts(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+TEST(report_writes_csv_and_json)
+{
+    char dir[] = "/tmp/onigpu-bench-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    char out[300];
+    snprintf(out, sizeof out, "%s/sub/results", dir); /* created on open */
+    char *argv[] = {"onigpu", "bench", "frames", "--label", "a \"quoted\" word"};
+    int err = 0;
+    struct bench_report *r = bench_report_open(out, "frames", 5, argv, "Test GPU", &err);
+    REQUIRE(r != NULL);
+    CHECK_RC(bench_report_meta(r, "driver", "test"), ONI_ESUCCESS);
+    CHECK_RC(bench_report_meta_num(r, "seconds", 2.5), ONI_ESUCCESS);
+    CHECK_RC(bench_report_meta(r, "driver", "test2"), ONI_ESUCCESS); /* last wins */
+
+    for (int i = 0; i < 3; i++) {
+        bench_cell_int(r, "block", 4096 << i);
+        bench_cell_str(r, "name", i == 1 ? "with,comma" : "plain");
+        bench_cell_num(r, "rate", i == 2 ? NAN : 1.5 * i);
+        if (i != 1)
+            bench_cell_num(r, "opt", 7);
+        CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    }
+    struct bench_stats s = {.n = 3, .mean = 2, .sd = 1, .min = 1, .p50 = 2, .p90 = 3, .p99 = 3, .p999 = 3, .max = 3};
+    bench_cell_str(r, "path", "direct");
+    bench_cell_stats(r, "t", &s);
+    CHECK_RC(bench_report_row(r, "fit"), ONI_ESUCCESS);
+
+    FILE *tf = tmpfile();
+    REQUIRE(tf != NULL);
+    bench_report_print(r, NULL, tf);
+    rewind(tf);
+    char line[256] = "";
+    CHECK(fgets(line, sizeof line, tf) != NULL);
+    CHECK(strstr(line, "block") && strstr(line, "name") && strstr(line, "rate"));
+    fclose(tf);
+
+    const char *png = bench_report_path(r, "-x.png");
+    CHECK(png && strstr(png, "/sub/results/frames-") && strstr(png, "-x.png"));
+    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+
+    char path[512];
+    char *csv = find_file(out, "-fit.csv", path, sizeof path) ? slurp(path) : NULL;
+    REQUIRE(csv != NULL);
+    CHECK(starts(csv, "path,t_n,t_mean_ns,t_sd_ns,t_min_ns,t_p50_ns,t_p90_ns,t_p99_ns,t_p999_ns,t_max_ns\n"));
+    CHECK(strstr(csv, "\ndirect,3,2,1,1,2,3,3,3,3\n") != NULL);
+    free(csv);
+
+    /* The main table: exactly one .csv other than -fit.csv. */
+    DIR *d = opendir(out);
+    REQUIRE(d != NULL);
+    struct dirent *e;
+    csv = NULL;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n > 4 && !strcmp(e->d_name + n - 4, ".csv") && !strstr(e->d_name, "-fit.csv")) {
+            snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+            csv = slurp(path);
+        }
+    }
+    closedir(d);
+    REQUIRE(csv != NULL);
+    CHECK_EQ(count_lines(csv), 4);
+    CHECK(starts(csv, "block,name,rate,opt\n"));
+    CHECK(strstr(csv, "\n4096,plain,0,7\n") != NULL);
+    CHECK(strstr(csv, "\n8192,\"with,comma\",1.5,\n") != NULL); /* quoted, empty opt */
+    CHECK(strstr(csv, "\n16384,plain,,7\n") != NULL);            /* NaN -> empty */
+    free(csv);
+
+    char *json = find_file(out, ".json", path, sizeof path) ? slurp(path) : NULL;
+    REQUIRE(json != NULL);
+    CHECK(json_valid(json));
+    CHECK(strstr(json, "\"meta\": {") != NULL);
+    CHECK(strstr(json, "\"hostname\": \"") != NULL);
+    CHECK(strstr(json, "\"cpu\": \"") != NULL);
+    CHECK(strstr(json, "\"cores\": ") != NULL);
+    CHECK(strstr(json, "\"kernel\": \"") != NULL);
+    CHECK(strstr(json, "\"gpu\": \"Test GPU\"") != NULL);
+    CHECK(strstr(json, "\"command\": \"onigpu bench frames --label a \\\"quoted\\\" word\"") != NULL);
+    CHECK(strstr(json, "\"date\": \"20") != NULL);
+    CHECK(strstr(json, "\"driver\": \"test2\"") != NULL);
+    CHECK(strstr(json, "\"seconds\": 2.5") != NULL);
+    CHECK(strstr(json, "\"results\": [") != NULL);
+    CHECK(strstr(json, "{\"block\": 8192, \"name\": \"with,comma\", \"rate\": 1.5, \"opt\": null}") != NULL);
+    CHECK(strstr(json, "\"rate\": null") != NULL);
+    CHECK(strstr(json, "\"tables\": {") != NULL && strstr(json, "\"fit\": [") != NULL);
+    CHECK(strstr(json, "\"plots\": []") != NULL);
+    free(json);
+
+    snprintf(path, sizeof path, "%s/sub", dir);
+    rm_dir(out);
+    rm_dir(path);
+    rm_dir(dir);
+}
+
+TEST(report_bad_rows_keep_committed_rows)
+{
+    char dir[] = "/tmp/onigpu-bench-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int err = 0;
+    struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &err);
+    REQUIRE(r != NULL);
+    bench_cell_int(r, "a", 1);
+    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    bench_cell_int(r, "a", 2);
+    bench_cell_int(r, "new_column", 3); /* not in the first row */
+    CHECK_RC(bench_report_row(r, NULL), ONI_EINVALARG);
+    CHECK_RC(bench_report_row(r, NULL), ONI_EINVALARG); /* empty row, and sticky */
+    CHECK_RC(bench_report_close(r), ONI_EINVALARG);
+
+    char path[512];
+    char *csv = find_file(dir, ".csv", path, sizeof path) ? slurp(path) : NULL;
+    REQUIRE(csv != NULL);
+    CHECK(!strcmp(csv, "a\n1\n"));
+    free(csv);
+    char *json = find_file(dir, ".json", path, sizeof path) ? slurp(path) : NULL;
+    REQUIRE(json != NULL);
+    CHECK(json_valid(json));
+    CHECK(strstr(json, "\"results\": [\n    {\"a\": 1}\n  ]") != NULL);
+    CHECK(strstr(json, "\"tables\": {}") != NULL);
+    CHECK(strstr(json, "\"gpu\"") == NULL); /* not given */
+    free(json);
+    rm_dir(dir);
+}
+
+TEST(report_open_errors)
+{
+    int err = 0;
+    CHECK(bench_report_open(NULL, "x", 0, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EINVALARG);
+    CHECK(bench_report_open("/tmp", "a/b", 0, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EINVALARG);
+    CHECK(bench_report_open("/tmp", "x", 1, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EINVALARG);
+    /* A directory below a regular file cannot be made. */
+    char file[] = "/tmp/onigpu-bench-file-XXXXXX";
+    int fd = mkstemp(file);
+    REQUIRE(fd >= 0);
+    close(fd);
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/results", file);
+    CHECK(bench_report_open(sub, "x", 0, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EPATHINVALID);
+    unlink(file);
+    CHECK_RC(bench_report_close(NULL), ONI_ESUCCESS);
+    CHECK_RC(bench_report_row(NULL, NULL), ONI_EINVALARG);
+    CHECK_RC(bench_report_meta(NULL, "k", "v"), ONI_EINVALARG);
+}
+
+TEST(json_checker_rejects_bad_json)
+{
+    /* The checker itself must be able to fail, or the tests above prove nothing. */
+    CHECK(json_valid("{\"a\": [1, 2.5e3, null, \"x\\n\"]}"));
+    CHECK(!json_valid("{\"a\": [1, 2,]}"));
+    CHECK(!json_valid("{\"a\" 1}"));
+    CHECK(!json_valid("{\"a\": nan}"));
+    CHECK(!json_valid("{\"a\": \"tab\there\"}"));
+    CHECK(!json_valid("{} x"));
+}
