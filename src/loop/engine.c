@@ -183,9 +183,9 @@ static void *recv_main(void *p)
         uint32_t slot = (uint32_t)(seq % lp->cfg.depth);
         struct room_arg ra = {lp, slot, seq};
         if (!room(&ra)) {
-            /* The loop is behind its input: counted, then waited out. */
+            /* Back-pressure: counted, then waited out (loss is counted by the source). */
             if (atomic_load_explicit(&lp->state[slot], memory_order_acquire) != SLOT_FREE)
-                atomic_fetch_add(&lp->overruns, 1);
+                atomic_fetch_add(&lp->stalls, 1);
             if (wait_for(lp, room, &ra, stopping, 0, 0))
                 break;
         }
@@ -413,7 +413,7 @@ void loop_get_stats(const struct loop *lp, struct loop_stats *st)
     struct loop *m = (struct loop *)lp;
     st->blocks = atomic_load(&m->sent);
     st->bytes_in = atomic_load(&m->bytes_in);
-    st->overruns = atomic_load(&m->overruns);
+    st->stalls = atomic_load(&m->stalls);
     st->src_dropped = lp->cfg.src.dropped ? lp->cfg.src.dropped(lp->cfg.src.ctx) : 0;
     st->nrecords = st->blocks < lp->cfg.record_cap ? st->blocks : lp->cfg.record_cap;
     st->seconds = lp->seconds;

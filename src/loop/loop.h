@@ -88,7 +88,7 @@ struct loop_stats {
     uint64_t blocks;       /* blocks sent */
     uint64_t bytes_in;
     uint64_t src_dropped;  /* from the source */
-    uint64_t overruns;     /* blocks whose read started with every slot still busy */
+    uint64_t stalls;       /* reads that had to wait for a free slot (back-pressure, not loss) */
     uint64_t nrecords;     /* records written (<= record_cap) */
     double seconds;        /* loop_run wall time */
 };

@@ -1,0 +1,111 @@
+/* test_loop.c - the closed-loop engine on the cpu backend, end to end with
+ * the in-memory source: MAC results, spike detection at the nominal
+ * Neuropixels rate scored against ground truth, stop requests, overload,
+ * bad configurations. (test_loop_run.c covers the emulated card.) */
+#include "test_loop_common.h"
+
+TEST(backend_names_and_availability)
+{
+    for (int b = 0; b < LOOP_NBACKENDS; b++)
+        CHECK_EQ(loop_backend_parse(loop_backend_name(b)), b);
+    CHECK_EQ(loop_backend_parse("gpu-magic"), -1);
+    CHECK_EQ(loop_backend_parse(NULL), -1);
+    char why[160] = "";
+    CHECK(loop_backend_available(LOOP_CPU, why, sizeof why));
+    for (int b = LOOP_GPU_STAGED; b < LOOP_NBACKENDS; b++)
+        if (!loop_backend_available(b, why, sizeof why))
+            CHECK(why[0] != 0); /* a reason is always given */
+    CHECK(!loop_backend_available(99, why, sizeof why));
+    int best = loop_backend_best();
+    CHECK(loop_backend_available(best, NULL, 0));
+}
+
+TEST(cpu_mac_double_buffered)
+{
+    check_mac(LOOP_CPU, 4096, 2, 0, 500);
+}
+
+TEST(cpu_mac_latency_mode_and_deep_ring)
+{
+    check_mac(LOOP_CPU, 4096, 1, 1, 200);
+    check_mac(LOOP_CPU, 40960, 8, 4, 200);
+}
+
+TEST(cpu_ephys_at_nominal_rate)
+{
+    struct loop_score sc;
+    struct loop_stats st;
+    check_ephys(LOOP_CPU, 16, 1.0, &sc, &st);
+    CHECK(sc.events >= 40);
+    CHECK(sc.recall >= 0.95);
+    CHECK(sc.precision >= 0.90);
+    CHECK_EQ(st.src_dropped, 0);
+}
+
+TEST(cpu_stop_request)
+{
+    check_stop(LOOP_CPU);
+}
+
+TEST(cpu_overload_reports_drops)
+{
+    check_overload(LOOP_CPU);
+}
+
+static int null_write(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t t)
+{
+    return 0;
+}
+
+static int failing_read(void *ctx, void *buf, size_t len, uint32_t t)
+{
+    int *n = ctx;
+    return ++*n > 5 ? ONI_EREADFAILURE : 0;
+}
+
+TEST(bad_config_and_source_errors)
+{
+    struct loop *lp = (struct loop *)1;
+    int calls = 0;
+    struct loop_config c = {0};
+    c.backend = LOOP_CPU;
+    c.work = LOOP_WORK_MAC;
+    c.in_bytes = c.out_bytes = 4096;
+    c.depth = 2;
+    c.timeout_ms = 100;
+    c.mac_passes = 1;
+    c.src.read = failing_read;
+    c.src.ctx = &calls;
+    c.sink.write = null_write;
+    CHECK_RC(loop_create(NULL, &lp), ONI_EINVALARG);
+    CHECK_RC(loop_create(&c, NULL), ONI_EINVALARG);
+    struct loop_config bad = c;
+    bad.depth = 0;
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    CHECK(lp == NULL);
+    bad = c;
+    bad.depth = LOOP_MAXDEPTH + 1;
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    bad = c;
+    bad.in_bytes = 4094;
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    bad = c;
+    bad.timeout_ms = 0; /* no waiting forever */
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    bad = c;
+    bad.work = LOOP_WORK_EPHYS; /* no state */
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    bad = c;
+    bad.backend = LOOP_NBACKENDS;
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    CHECK_RC(loop_run(NULL), ONI_EINVALARG);
+    /* A source failing mid-run: the error comes back, every thread ends. */
+    CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+    REQUIRE(lp);
+    CHECK_RC(loop_run(lp), ONI_EREADFAILURE);
+    struct loop_stats st;
+    loop_get_stats(lp, &st);
+    CHECK(st.blocks <= 5);
+    loop_destroy(lp);
+    loop_destroy(NULL);
+}
