@@ -160,7 +160,10 @@ int gpu_pin_device(const void *p, struct gpu_ptr_info *info)
 
 int gpu_alloc(void **p, size_t n)
 {
-    if (!p || !n)
+    if (!p)
+        return ONI_EINVALARG;
+    *p = NULL;
+    if (!n)
         return ONI_EINVALARG;
     int rc = ready();
     if (rc)
@@ -181,7 +184,10 @@ void gpu_free(void *p)
 
 int gpu_host_alloc(void **p, size_t n)
 {
-    if (!p || !n)
+    if (!p)
+        return ONI_EINVALARG;
+    *p = NULL;
+    if (!n)
         return ONI_EINVALARG;
     int rc = ready();
     if (rc)
