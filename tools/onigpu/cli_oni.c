@@ -1,0 +1,143 @@
+/* cli_oni.c - shared helpers of the ONI-facing commands (see cli_oni.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "cli_oni.h"
+#include "onix.h"
+
+void cli_conn_init(struct cli_conn *c)
+{
+    c->driver = NULL;
+    c->emu = NULL;
+    c->host = -1;
+}
+
+int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n))
+        return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n])
+        return 0;
+    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
+        return -1; /* "--driver --verify" lacks the value; it is not "--verify" */
+    *value = argv[++*i];
+    return 1;
+}
+
+int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i)
+{
+    const char *v;
+    int rc;
+    if ((rc = cli_opt_value("--driver", argc, argv, i, &c->driver)))
+        return rc > 0 && *c->driver ? 1 : -1;
+    if ((rc = cli_opt_value("--emu", argc, argv, i, &c->emu)))
+        return rc;
+    if ((rc = cli_opt_value("--host", argc, argv, i, &v)) <= 0)
+        return rc;
+    char *end;
+    errno = 0;
+    long h = strtol(v, &end, 10);
+    if (errno || end == v || *end || h < -1 || h > 1000000)
+        return -1;
+    c->host = (int)h;
+    return 1;
+}
+
+oni_ctx cli_conn_open(const struct cli_conn *c)
+{
+    return cli_open(c->driver, c->emu, c->host);
+}
+
+int cli_parse_u32(const char *s, uint32_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    /* strtoull's base 0 would read "010" as octal: only decimal and 0x. */
+    if (s[0] == '0' && s[1] && s[1] != 'x' && s[1] != 'X')
+        v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int cli_parse_dev(const char *s, uint32_t *idx)
+{
+    const char *dot = s ? strchr(s, '.') : NULL;
+    if (!dot)
+        return cli_parse_u32(s, idx);
+    char hub[16];
+    size_t n = (size_t)(dot - s);
+    uint32_t h, d;
+    if (n == 0 || n >= sizeof hub)
+        return -1;
+    memcpy(hub, s, n);
+    hub[n] = 0;
+    if (cli_parse_u32(hub, &h) || cli_parse_u32(dot + 1, &d) || h > 255 || d > 255)
+        return -1;
+    *idx = h << 8 | d;
+    return 0;
+}
+
+char *cli_fmt_dev(uint32_t idx, char *buf, size_t n)
+{
+    if (idx >> 16)
+        snprintf(buf, n, "0x%x", idx);
+    else
+        snprintf(buf, n, "%u.%u", idx >> 8, idx & 0xFF);
+    return buf;
+}
+
+struct id_name {
+    uint32_t id;
+    const char *name;
+};
+
+static const struct id_name dev_names[] = {
+    {ONIX_NULL, "NULL"}, {ONIX_INFO, "INFO"}, {ONIX_RHD2132, "RHD2132"}, {ONIX_RHD2164, "RHD2164"},
+    {ONIX_ESTIM, "ESTIM"}, {ONIX_OSTIM, "OSTIM"}, {ONIX_TS4231, "TS4231"}, {ONIX_DINPUT32, "DINPUT32"},
+    {ONIX_DOUTPUT32, "DOUTPUT32"}, {ONIX_BNO055, "BNO055"}, {ONIX_TEST0, "TEST0"},
+    {ONIX_NEUROPIX1R0, "NEUROPIX1R0"}, {ONIX_HEARTBEAT, "HEARTBEAT"}, {ONIX_AD51X2, "AD51X2"},
+    {ONIX_FMCVCTRL, "FMCVCTRL"}, {ONIX_AD7617, "AD7617"}, {ONIX_AD576X, "AD576X"},
+    {ONIX_TESTREG0, "TESTREG0"}, {ONIX_BREAKDIG1R3, "BREAKDIG1R3"}, {ONIX_FMCCLKIN1R3, "FMCCLKIN1R3"},
+    {ONIX_FMCCLKOUT1R3, "FMCCLKOUT1R3"}, {ONIX_TS4231V2ARR, "TS4231V2ARR"},
+    {ONIX_FMCANALOG1R3, "FMCANALOG1R3"}, {ONIX_FMCLINKCTRL, "FMCLINKCTRL"},
+    {ONIX_DS90UB9RAW, "DS90UB9RAW"}, {ONIX_TS4231V1ARR, "TS4231V1ARR"},
+    {ONIX_MAX10ADCCORE, "MAX10ADCCORE"}, {ONIX_LOADTEST, "LOADTEST"}, {ONIX_MEMUSAGE, "MEMUSAGE"},
+    {ONIX_HARPSYNCINPUT, "HARPSYNCINPUT"}, {ONIX_RHS2116, "RHS2116"},
+    {ONIX_RHS2116TRIGGER, "RHS2116TRIGGER"}, {ONIX_NRIC1384, "NRIC1384"}, {ONIX_I2CRAW, "I2CRAW"},
+    {ONIX_PERSTHEARTBEAT, "PERSTHEARTBEAT"}, {ONIX_ONIGPU_NEUROPIX2, "NEUROPIX2"},
+    {ONIX_ONIGPU_TESTCORE, "TESTCORE"}, {ONIX_ONIGPU_TESTSINK, "TESTSINK"}, {ONIX_ONIGPU_STIM, "STIM"},
+    {ONIX_ONIGPU_HUBMGR, "HUBMGR"},
+};
+
+static const struct id_name hub_names[] = {
+    {ONIX_HUB_NULL, "NULL"}, {ONIX_HUB_FMCHOST, "FMCHOST"}, {ONIX_HUB_HS64, "HS64"},
+    {ONIX_HUB_HSNP, "HSNP"}, {ONIX_HUB_HSRHS2116, "HSRHS2116"}, {ONIX_HUB_HS64S, "HS64S"},
+    {ONIX_HUB_HSNP1ET, "HSNP1ET"}, {ONIX_HUB_HSNP2EB, "HSNP2EB"}, {ONIX_HUB_HSNP2E, "HSNP2E"},
+    {ONIX_HUB_HSNRIC1384, "HSNRIC1384"}, {ONIX_HUB_HSNP1EH, "HSNP1EH"},
+    {ONIX_HUB_ACQBOARD, "ACQBOARD"}, {ONIX_HUB_RHYTHM, "RHYTHM"}, {ONIX_HUB_ACQBOARD3D, "ACQBOARD3D"},
+};
+
+static const char *lookup(const struct id_name *t, size_t n, uint32_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].id == id)
+            return t[i].name;
+    return "?";
+}
+
+const char *cli_dev_name(uint32_t id) { return lookup(dev_names, sizeof dev_names / sizeof dev_names[0], id); }
+
+const char *cli_hub_name(uint32_t id) { return lookup(hub_names, sizeof hub_names / sizeof hub_names[0], id); }

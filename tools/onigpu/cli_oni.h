@@ -1,0 +1,47 @@
+/* cli_oni.h - helpers of the ONI-facing commands (info, read, reg): the
+ * connection options every such command takes, number and device-index
+ * parsing, and names for onix.h ids. */
+#ifndef CLI_ONI_H
+#define CLI_ONI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "oni.h"
+
+/* --driver NAME, --emu SPEC, --host N (also as --opt=value). */
+struct cli_conn {
+    const char *driver; /* NULL: the default, "emu" */
+    const char *emu;
+    int host;           /* -1: the driver's default */
+};
+
+/* Initialise c to the defaults. */
+void cli_conn_init(struct cli_conn *c);
+
+/* If argv[*i] is a connection option, take it (and its value, advancing *i)
+ * and return 1; return 0 if it is not one, -1 if its value is missing or bad. */
+int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i);
+
+/* Open the connection c (cli_open); NULL after printing the error. */
+oni_ctx cli_conn_open(const struct cli_conn *c);
+
+/* If argv[*i] is "--name VALUE" or "--name=VALUE", set *value, advance *i past
+ * it and return 1; 0 if argv[*i] is another argument; -1 if VALUE is missing. */
+int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value);
+
+/* Parse a whole string as a uint32: decimal or 0x hex. 0 or -1. */
+int cli_parse_u32(const char *s, uint32_t *out);
+
+/* Parse a device index: a number (decimal or 0x hex) or "hub.dev" (each 0..255). 0 or -1. */
+int cli_parse_dev(const char *s, uint32_t *idx);
+
+/* Write idx as "hub.dev" into buf (at least 12 bytes); returns buf. */
+char *cli_fmt_dev(uint32_t idx, char *buf, size_t n);
+
+/* Name of an onix.h device id ("RHD2164"), or "?" when unknown. Never NULL. */
+const char *cli_dev_name(uint32_t id);
+
+/* Name of an onix.h hub id ("HS64"), or "?" when unknown. Never NULL. */
+const char *cli_hub_name(uint32_t id);
+
+#endif

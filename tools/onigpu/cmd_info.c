@@ -1,0 +1,120 @@
+/* cmd_info.c - `onigpu info`: driver, clocks, frame and block sizes, the
+ * device table and the hub managers' registers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "cli_oni.h"
+#include "onix.h"
+
+static int info_run(int argc, char **argv);
+CLI_COMMAND(info, "info", "[--driver NAME] [--emu SPEC] [--host N]",
+            "driver, ONI version, clocks, frame/block sizes, device table and hub managers", info_run)
+
+/* Print a uint32 context option as "label value unit", or the error. */
+static void print_opt(oni_ctx ctx, const char *label, int opt, const char *unit)
+{
+    oni_size_t v = 0;
+    size_t len = sizeof v;
+    int rc = oni_get_opt(ctx, opt, &v, &len);
+    if (rc)
+        printf("%-16s ? (%s)\n", label, oni_error_str(rc));
+    else
+        printf("%-16s %u%s\n", label, v, unit);
+}
+
+static void print_devices(const oni_device_t *t, oni_size_t n)
+{
+    char idx[16], id[16];
+    printf("%-16s %u\n", "devices", n);
+    printf("  %-9s %-11s %-15s %5s %6s %6s\n", "idx", "id", "name", "ver", "read", "write");
+    for (oni_size_t i = 0; i < n; i++)
+    {
+        /* onigpu's private ids read better in hex */
+        snprintf(id, sizeof id, t[i].id > 0xFFFF ? "0x%x" : "%u", t[i].id);
+        printf("  %-9s %-11s %-15s %5u %6u %6u\n", cli_fmt_dev(t[i].idx, idx, sizeof idx), id,
+               cli_dev_name(t[i].id), t[i].version, t[i].read_size, t[i].write_size);
+    }
+}
+
+/* Hub managers: one line per hub, each register read on its own so one NACK spoils nothing else. */
+static void print_hubs(oni_ctx ctx, const oni_device_t *t, oni_size_t n)
+{
+    static const struct { uint32_t addr; const char *fmt; } regs[] = {
+        {ONIX_HUBMGR_HARDWAREREV, "  rev %u"},
+        {ONIX_HUBMGR_FIRMWAREVER, "  firmware 0x%04x"},
+        {ONIX_HUBMGR_CLKRATEHZ, "  clock %u Hz"},
+        {ONIX_HUBMGR_DELAYNS, "  delay %u ns"},
+    };
+    int any = 0;
+    for (oni_size_t i = 0; i < n; i++) {
+        if ((t[i].idx & 0xFF) != ONIX_HUBMGR_IDX)
+            continue;
+        if (!any++)
+            printf("hubs\n");
+        oni_reg_val_t v;
+        int rc = oni_read_reg(ctx, t[i].idx, ONIX_HUBMGR_HARDWAREID, &v);
+        if (rc)
+            printf("  hub %-3u hardware ? (%s)", t[i].idx >> 8, oni_error_str(rc));
+        else
+            printf("  hub %-3u %s (%u)", t[i].idx >> 8, cli_hub_name(v), v);
+        for (size_t r = 0; r < sizeof regs / sizeof regs[0]; r++) {
+            rc = oni_read_reg(ctx, t[i].idx, regs[r].addr, &v);
+            if (rc)
+                printf("  reg %u: %s", regs[r].addr, oni_error_str(rc));
+            else
+                printf(regs[r].fmt, v);
+        }
+        printf("\n");
+    }
+    if (!any)
+        printf("hubs             no hub manager devices\n");
+}
+
+static int info_run(int argc, char **argv)
+{
+    struct cli_conn conn;
+    cli_conn_init(&conn);
+    for (int i = 1; i < argc; i++)
+        if (cli_conn_arg(&conn, argc, argv, &i) != 1) {
+            fprintf(stderr, "onigpu info: bad argument '%s'\n", argv[i]);
+            return cli_usage(&cli_cmd_info);
+        }
+    oni_ctx ctx = cli_conn_open(&conn);
+    if (!ctx)
+        return 1;
+    const oni_driver_info_t *di = oni_get_driver_info(ctx);
+    int major, minor, patch;
+    oni_version(&major, &minor, &patch);
+    if (di)
+        printf("%-16s %s %d.%d.%d%s%s\n", "driver", di->name, di->major, di->minor, di->patch,
+               di->pre_release && *di->pre_release ? "-" : "", di->pre_release ? di->pre_release : "");
+    printf("%-16s %d.%d.%d\n", "ONI API", major, minor, patch);
+    print_opt(ctx, "system clock", ONI_OPT_SYSCLKHZ, " Hz");
+    print_opt(ctx, "acq clock", ONI_OPT_ACQCLKHZ, " Hz");
+    print_opt(ctx, "max read frame", ONI_OPT_MAXREADFRAMESIZE, " B (header included)");
+    print_opt(ctx, "max write frame", ONI_OPT_MAXWRITEFRAMESIZE, " B (header included)");
+    print_opt(ctx, "block read", ONI_OPT_BLOCKREADSIZE, " B");
+    print_opt(ctx, "block write", ONI_OPT_BLOCKWRITESIZE, " B");
+    print_opt(ctx, "hw address", ONI_OPT_HWADDRESS, "");
+
+    int status = 0;
+    oni_size_t n = 0;
+    size_t len = sizeof n;
+    int rc = oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &len);
+    oni_device_t *table = rc ? NULL : calloc(n ? n : 1, sizeof *table);
+    if (!rc && !table)
+        rc = ONI_EBADALLOC;
+    len = n * sizeof *table;
+    if (!rc)
+        rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, table, &len);
+    if (rc) {
+        status = cli_fail("cannot read the device table", rc);
+    } else {
+        print_devices(table, n);
+        print_hubs(ctx, table, n);
+    }
+    free(table);
+    oni_destroy_ctx(ctx);
+    return status;
+}
