@@ -49,7 +49,7 @@ TEST(cpu_stop_request)
 
 TEST(cpu_overload_reports_drops)
 {
-    check_overload(LOOP_CPU);
+    check_overload(LOOP_CPU, 1);
 }
 
 static int null_write(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t t)

@@ -200,13 +200,14 @@ static void check_stop(int b)
     free(ms.ref);
 }
 
-/* Overload: blocks due every 100 us, each costing far more. The loop must
+/* Overload: blocks due every 100 us, each costing far more (passes scales
+ * the cost: the GPU needs more to fall behind). The loop must
  * finish its block count, and report stalls and the source's drops. */
-static void check_overload(int b)
+static void check_overload(int b, uint32_t passes)
 {
     struct loop_memsrc src;
     REQUIRE(loop_memsrc_init(&src, 16384, 10000.0, 4, loop_fill_floats, NULL) == 0);
-    struct mac_sink ms = {0, 400, 1, 16384, malloc(16384), malloc(16384), 0, 0};
+    struct mac_sink ms = {0, 400, passes, 16384, malloc(16384), malloc(16384), 0, 0};
     struct loop_config c = {0};
     c.backend = b;
     c.work = LOOP_WORK_MAC;

@@ -8,6 +8,7 @@
 #include "unit.h"
 #include "loop/kernels.h"
 #include "loop/loop.h"
+#include "loop/source.h"
 #include "loop/synth.h"
 
 static float mac_ref(float v, uint32_t iters, uint32_t passes, float seed)

@@ -1,0 +1,242 @@
+/* bench_loop.c - `onigpu bench loop` (bench_loop.h).
+ *
+ * Method: for each scenario (data size, compute size), AI and backend, the
+ * engine runs in latency mode (two slots, one block in flight) on the
+ * in-memory source with an unlimited link, so the round trip of a block is
+ * read -> compute -> send back with nothing queued ahead of it. A second,
+ * pipelined run (double buffering, two blocks in flight) gives the
+ * throughput. Times are host monotonic ns per block. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/bench.h"
+#include "bench/bench_loop.h"
+#include "loop/loop.h"
+#include "loop/source.h"
+
+void bench_loop_defaults(struct bench_loop_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    const uint64_t d[] = {4000, 4000, 10000000, 10000000}, c[] = {4000, 400000, 10000000, 1000000000};
+    for (int i = 0; i < 4; i++) {
+        o->data[i] = d[i];
+        o->compute[i] = c[i];
+    }
+    o->nscen = 4;
+    o->ai[0] = 0.75;
+    o->ai[1] = 10;
+    o->nai = 2;
+    for (int b = 0; b < LOOP_NBACKENDS; b++)
+        if (loop_backend_available(b, NULL, 0))
+            o->backends |= 1u << b;
+    o->blocks = 2000;
+    o->seconds = 2.0;
+    o->out_dir = "docs/results";
+}
+
+/* The "card" that receives results: a copy into its memory (unlimited link). */
+struct card_sink {
+    void *mem;
+    size_t cap;
+};
+
+static int sink_write(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t timeout_ms)
+{
+    struct card_sink *s = ctx;
+    memcpy(s->mem, out, len < s->cap ? len : s->cap);
+    return 0;
+}
+
+struct result {
+    struct bench_stats total, in, compute, out;
+    uint64_t blocks;
+    double blocks_per_s;
+};
+
+static int run_one(int backend, uint64_t data, uint32_t passes, uint32_t iters, uint32_t inflight, uint64_t blocks,
+                   struct card_sink *sink, struct result *res)
+{
+    struct loop_memsrc src;
+    int rc = loop_memsrc_init(&src, data, 0, 0, loop_fill_floats, NULL);
+    if (rc)
+        return rc;
+    struct loop_config c;
+    memset(&c, 0, sizeof c);
+    c.backend = backend;
+    c.work = LOOP_WORK_MAC;
+    c.in_bytes = c.out_bytes = data;
+    c.depth = 2;
+    c.inflight = inflight;
+    c.blocks = blocks;
+    c.timeout_ms = 60000;
+    c.mac_iters = iters;
+    c.mac_passes = passes;
+    c.mac_seed = 0.1f;
+    c.record_cap = (uint32_t)blocks;
+    loop_memsrc_source(&src, &c.src);
+    c.sink = (struct loop_sink){sink, sink_write};
+    struct loop *lp = NULL;
+    rc = loop_create(&c, &lp);
+    if (!rc)
+        rc = loop_run(lp);
+    if (!rc) {
+        struct loop_stats st;
+        loop_get_stats(lp, &st);
+        const struct loop_record *r = loop_records(lp);
+        /* Drop the first tenth (at least one block): warm-up. */
+        uint64_t skip = st.nrecords > 10 ? st.nrecords / 10 : (st.nrecords > 1);
+        uint64_t n = st.nrecords - skip;
+        uint64_t *v[4];
+        for (int k = 0; k < 4; k++)
+            v[k] = malloc((n ? n : 1) * sizeof *v[k]);
+        if (!v[0] || !v[1] || !v[2] || !v[3] || !n) {
+            rc = n ? ONI_EBADALLOC : ONI_EINVALARG;
+        } else {
+            for (uint64_t i = 0; i < n; i++) {
+                v[0][i] = r[skip + i].t_total_ns;
+                v[1][i] = r[skip + i].t_in_ns;
+                v[2][i] = r[skip + i].t_compute_ns;
+                v[3][i] = r[skip + i].t_out_ns;
+            }
+            bench_stats_compute(v[0], n, &res->total);
+            bench_stats_compute(v[1], n, &res->in);
+            bench_stats_compute(v[2], n, &res->compute);
+            bench_stats_compute(v[3], n, &res->out);
+            res->blocks = st.blocks;
+            res->blocks_per_s = st.seconds > 0 ? (double)st.blocks / st.seconds : 0;
+        }
+        for (int k = 0; k < 4; k++)
+            free(v[k]);
+    }
+    loop_destroy(lp);
+    loop_memsrc_free(&src);
+    return rc;
+}
+
+static void size_name(uint64_t b, char *buf, size_t n)
+{
+    if (b >= 1000000000 && b % 1000000000 == 0)
+        snprintf(buf, n, "%lluGB", (unsigned long long)(b / 1000000000));
+    else if (b >= 1000000 && b % 1000000 == 0)
+        snprintf(buf, n, "%lluMB", (unsigned long long)(b / 1000000));
+    else if (b >= 1000 && b % 1000 == 0)
+        snprintf(buf, n, "%llukB", (unsigned long long)(b / 1000));
+    else
+        snprintf(buf, n, "%lluB", (unsigned long long)b);
+}
+
+int bench_loop_run(const struct bench_loop_opts *o)
+{
+    int err = 0;
+    char gpu[128] = "";
+    if (loop_gpu_name(gpu, sizeof gpu))
+        gpu[0] = 0;
+    struct bench_report *rep = bench_report_open(o->out_dir, "loop", o->argc, o->argv, gpu[0] ? gpu : NULL, &err);
+    if (!rep)
+        return err;
+    bench_report_meta(rep, "method", "in-memory source (unlimited link), latency mode: 2 slots, 1 block in flight; "
+                                     "throughput: 2 in flight; first 10% of blocks dropped as warm-up");
+    /* p50 per (ai, backend) over compute size, for the plots */
+    static double px[BENCH_LOOP_MAX][LOOP_NBACKENDS][BENCH_LOOP_MAX], py[BENCH_LOOP_MAX][LOOP_NBACKENDS][BENCH_LOOP_MAX];
+    size_t np[BENCH_LOOP_MAX][LOOP_NBACKENDS] = {{0}};
+    double staged_p50 = 0, best_p50 = 0, best_p999 = 0;
+    const char *best_name = NULL;
+    for (int s = 0; s < o->nscen && !err; s++) {
+        uint64_t data = o->data[s] & ~(uint64_t)3;
+        uint32_t passes = (uint32_t)(o->compute[s] / data ? o->compute[s] / data : 1);
+        struct card_sink sink = {malloc(data), data};
+        if (!sink.mem)
+            return ONI_EBADALLOC;
+        for (int a = 0; a < o->nai && !err; a++) {
+            uint32_t iters = (uint32_t)lround(4.0 * o->ai[a]);
+            for (int b = 0; b < LOOP_NBACKENDS; b++) {
+                if (!(o->backends & (1u << b)))
+                    continue;
+                /* Size the run to the time budget from a short probe. */
+                struct result probe, lat, thr;
+                int rc = run_one(b, data, passes, iters, 1, 3, &sink, &probe);
+                uint64_t blocks = o->blocks;
+                if (!rc) {
+                    double per = probe.total.max / 1e9;
+                    uint64_t fit = per > 0 ? (uint64_t)(o->seconds / 2 / per) : blocks;
+                    if (fit < blocks)
+                        blocks = fit < 5 ? 5 : fit;
+                    rc = run_one(b, data, passes, iters, 1, blocks, &sink, &lat);
+                }
+                if (!rc)
+                    rc = run_one(b, data, passes, iters, 2, blocks, &sink, &thr);
+                char dn[32], cn[32];
+                size_name(o->data[s], dn, sizeof dn);
+                size_name(o->compute[s], cn, sizeof cn);
+                bench_cell_str(rep, "backend", loop_backend_name(b));
+                bench_cell_str(rep, "data", dn);
+                bench_cell_str(rep, "compute", cn);
+                bench_cell_num(rep, "ai", o->ai[a]);
+                bench_cell_int(rep, "iters", iters);
+                bench_cell_int(rep, "passes", passes);
+                if (rc) {
+                    bench_cell_str(rep, "error", oni_error_str(rc));
+                    bench_report_row(rep, NULL);
+                    if (o->log)
+                        fprintf(o->log, "bench loop: %s %s/%s AI %g: %s\n", loop_backend_name(b), dn, cn, o->ai[a],
+                                oni_error_str(rc));
+                    continue;
+                }
+                bench_cell_str(rep, "error", "");
+                bench_cell_stats(rep, "rt_", &lat.total);
+                bench_cell_num(rep, "in_p50_ns", lat.in.p50);
+                bench_cell_num(rep, "compute_p50_ns", lat.compute.p50);
+                bench_cell_num(rep, "out_p50_ns", lat.out.p50);
+                bench_cell_num(rep, "pipelined_blocks_per_s", thr.blocks_per_s);
+                bench_cell_num(rep, "pipelined_MBps", thr.blocks_per_s * (double)data / 1e6);
+                bench_cell_num(rep, "gflops", loop_mac_flops(data / 4, iters, passes) / lat.total.p50);
+                bench_report_row(rep, NULL);
+                if (o->log)
+                    fprintf(o->log, "%-15s %6s/%-6s AI %5.2f  p50 %10.1f us  p99.9 %10.1f us  max %10.1f us  (n=%zu)\n",
+                            loop_backend_name(b), dn, cn, o->ai[a], lat.total.p50 / 1e3, lat.total.p999 / 1e3,
+                            lat.total.max / 1e3, lat.total.n);
+                size_t k = np[a][b]++;
+                px[a][b][k] = (double)o->compute[s];
+                py[a][b][k] = lat.total.p50 / 1e3;
+                /* The TARGETS.md figure: 4 kB in / AI 0.75 / 4 kB out. */
+                if (o->data[s] <= 4096 && o->compute[s] == o->data[s] && fabs(o->ai[a] - 0.75) < 1e-9) {
+                    if (b == LOOP_GPU_STAGED)
+                        staged_p50 = lat.total.p50;
+                    if (b > LOOP_GPU_STAGED && (!best_name || lat.total.p50 < best_p50)) {
+                        best_p50 = lat.total.p50;
+                        best_p999 = lat.total.p999;
+                        best_name = loop_backend_name(b);
+                    }
+                }
+            }
+        }
+        free(sink.mem);
+    }
+    if (best_name) {
+        bench_report_meta(rep, "target_best_gpu_backend", best_name);
+        bench_report_meta_num(rep, "target_best_p50_us", best_p50 / 1e3);
+        bench_report_meta_num(rep, "target_best_p999_us", best_p999 / 1e3);
+        if (staged_p50 > 0)
+            bench_report_meta_num(rep, "target_staged_over_best_p50", staged_p50 / best_p50);
+        if (o->log)
+            fprintf(o->log, "4 kB / AI 0.75 / 4 kB: best GPU backend %s p50 %.1f us, p99.9 %.1f us; gpu-staged p50 / best = %.2f\n",
+                    best_name, best_p50 / 1e3, best_p999 / 1e3, staged_p50 > 0 ? staged_p50 / best_p50 : NAN);
+    }
+    for (int a = 0; a < o->nai; a++) {
+        struct bench_series ser[LOOP_NBACKENDS];
+        size_t ns = 0;
+        for (int b = 0; b < LOOP_NBACKENDS; b++)
+            if (np[a][b])
+                ser[ns++] = (struct bench_series){loop_backend_name(b), px[a][b], py[a][b], np[a][b], BENCH_LINES_POINTS};
+        if (!ns)
+            continue;
+        char title[96], tag[32];
+        snprintf(title, sizeof title, "closed loop round trip p50, AI %g", o->ai[a]);
+        snprintf(tag, sizeof tag, "ai%g", o->ai[a]);
+        struct bench_plot p = {title, "compute size (bytes)", "round trip p50 (us)", 1, 1, ser, ns};
+        bench_report_plot(rep, tag, &p);
+    }
+    bench_report_print(rep, NULL, stdout);
+    int rc = bench_report_close(rep);
+    return err ? err : rc;
+}

@@ -1,0 +1,111 @@
+/* cmd_bench_loop.c - `onigpu bench loop`: thesis table 5.2 on every backend. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/bench_loop.h"
+#include "cli.h"
+#include "loop/loop.h"
+
+static int run(int argc, char **argv);
+
+CLI_COMMAND(bench_loop, "bench loop",
+            "[--sizes 4kB/4kB,4kB/400kB,10MB/10MB,10MB/1GB] [--ai 0.75,10] [--backends all|LIST] "
+            "[--blocks 2000] [--seconds 2] [--out docs/results]",
+            "closed-loop round trip per backend (read -> MAC compute -> send back); CSV, JSON, PNG", run)
+
+static int parse_scen(char *list, struct bench_loop_opts *o)
+{
+    o->nscen = 0;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *slash = strchr(t, '/');
+        if (!slash || o->nscen >= BENCH_LOOP_MAX)
+            return -1;
+        *slash = 0;
+        if (cli_parse_size(t, &o->data[o->nscen]) || cli_parse_size(slash + 1, &o->compute[o->nscen]) ||
+            o->data[o->nscen] < 4 || o->compute[o->nscen] < o->data[o->nscen])
+            return -1;
+        o->nscen++;
+    }
+    return o->nscen ? 0 : -1;
+}
+
+static int parse_ai(char *list, struct bench_loop_opts *o)
+{
+    o->nai = 0;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        double v = strtod(t, &end);
+        if (*end || !(v > 0) || v > 1e4 || o->nai >= BENCH_LOOP_MAX)
+            return -1;
+        o->ai[o->nai++] = v;
+    }
+    return o->nai ? 0 : -1;
+}
+
+static int parse_backends(char *list, struct bench_loop_opts *o)
+{
+    if (!strcmp(list, "all"))
+        return 0; /* the defaults: every available one */
+    o->backends = 0;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int b = loop_backend_parse(t);
+        char why[160];
+        if (b < 0) {
+            fprintf(stderr, "onigpu bench loop: unknown backend '%s'\n", t);
+            return -1;
+        }
+        if (!loop_backend_available(b, why, sizeof why)) {
+            fprintf(stderr, "onigpu bench loop: backend %s is not available: %s\n", t, why);
+            return -1;
+        }
+        o->backends |= 1u << b;
+    }
+    return o->backends ? 0 : -1;
+}
+
+static int run(int argc, char **argv)
+{
+    struct bench_loop_opts o;
+    bench_loop_defaults(&o);
+    o.argc = argc;
+    o.argv = argv;
+    o.log = stderr;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = !v;
+        uint64_t n;
+        if (bad) {
+        } else if (!strcmp(a, "--sizes")) {
+            bad = parse_scen(v, &o);
+        } else if (!strcmp(a, "--ai")) {
+            bad = parse_ai(v, &o);
+        } else if (!strcmp(a, "--backends")) {
+            if (parse_backends(v, &o))
+                return 1;
+        } else if (!strcmp(a, "--blocks")) {
+            bad = cli_parse_size(v, &n) || n < 5 || n > 10000000;
+            o.blocks = n;
+        } else if (!strcmp(a, "--seconds")) {
+            bad = cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0);
+        } else if (!strcmp(a, "--out")) {
+            o.out_dir = v;
+        } else {
+            bad = 1;
+        }
+        if (bad) {
+            fprintf(stderr, "onigpu bench loop: bad argument '%s'\n", a);
+            fprintf(stderr, "usage: onigpu bench loop [--sizes D/C,...] [--ai LIST] [--backends LIST] [--blocks N] "
+                            "[--seconds T] [--out DIR]\n");
+            return 2;
+        }
+        i++;
+    }
+    for (int b = 0; b < LOOP_NBACKENDS; b++) {
+        char why[160];
+        if (!loop_backend_available(b, why, sizeof why))
+            fprintf(stderr, "onigpu bench loop: %s not available: %s\n", loop_backend_name(b), why);
+    }
+    int rc = bench_loop_run(&o);
+    return rc ? cli_fail("bench loop", rc) : 0;
+}
