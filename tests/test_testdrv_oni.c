@@ -1,0 +1,254 @@
+/* test_testdrv_oni.c - the `test` driver through the public ONI API (oni.h):
+ * device table, clocks and sizes, registers with ACK/NACK/timeout/ERETRIG,
+ * verified frames for many block sizes, enable and rate registers while
+ * running, write frames. */
+#include <stdint.h>
+#include <time.h>
+#include "unit.h"
+#include "oni.h"
+#include "onigpu.h"
+#include "onitest.h"
+#include "onix.h"
+
+static oni_ctx open_test(uint32_t timeout_ms)
+{
+    oni_ctx ctx = oni_create_ctx("test");
+    if (!ctx)
+        return NULL;
+    if (oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout_ms, sizeof timeout_ms) || oni_init_ctx(ctx, -1)) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int set_u32(oni_ctx ctx, int opt, uint32_t v) { return oni_set_opt(ctx, opt, &v, sizeof v); }
+
+TEST(table_clocks_and_sizes)
+{
+    oni_ctx ctx = open_test(500);
+    REQUIRE(ctx);
+    oni_size_t n = 0, v = 0;
+    size_t len = sizeof n;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &len), 0);
+    CHECK_EQ(n, 14);
+    oni_device_t t[14];
+    len = sizeof t;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &len), 0);
+    CHECK_EQ(len, sizeof t);
+    CHECK_EQ(t[0].idx, 0x000);
+    CHECK_EQ(t[0].id, ONIX_HEARTBEAT);
+    CHECK_EQ(t[6].idx, 0x100);
+    CHECK_EQ(t[6].read_size, 142);
+    CHECK_EQ(t[10].idx, 0x200);
+    CHECK_EQ(t[10].read_size, 776);
+    CHECK_EQ(t[12].write_size, 12);
+    CHECK_EQ(t[13].idx, 0x2FE);
+    len = sizeof v;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_MAXREADFRAMESIZE, &v, &len), 0);
+    CHECK_EQ(v, 16 + 776);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_MAXWRITEFRAMESIZE, &v, &len), 0);
+    CHECK_EQ(v, 8 + 16);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_ACQCLKHZ, &v, &len), 0);
+    CHECK_EQ(v, 250000000);
+    CHECK_EQ(strcmp(oni_get_driver_info(ctx)->name, "test"), 0);
+    /* RESET in IDLE reads the same table again. */
+    CHECK_RC(set_u32(ctx, ONI_OPT_RESET, 1), 0);
+    len = sizeof n;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &len), 0);
+    CHECK_EQ(n, 14);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(registers_through_oni)
+{
+    oni_ctx ctx = open_test(200);
+    REQUIRE(ctx);
+    oni_reg_val_t v = 0;
+    CHECK_RC(oni_read_reg(ctx, 0x1FE, ONIX_HUBMGR_HARDWAREID, &v), 0);
+    CHECK_EQ(v, ONIX_HUB_HS64);
+    CHECK_RC(oni_read_reg(ctx, 0x0FE, ONIX_HUBMGR_CLKRATEHZ, &v), 0);
+    CHECK_EQ(v, 250000000);
+    CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_MESSAGE, 0x12345678), 0);
+    CHECK_RC(oni_read_reg(ctx, 0x201, ONITEST_REG_MESSAGE, &v), 0);
+    CHECK_EQ(v, 0x12345678);
+    CHECK_RC(oni_read_reg(ctx, 0x201, ONITEST_REG_READSIZE, &v), 0);
+    CHECK_EQ(v, 11);
+    CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_READSIZE, 4), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_write_reg(ctx, 0x1FE, ONIX_HUBMGR_HARDWAREID, 4), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_read_reg(ctx, 0x201, 0x40, &v), ONI_EREADFAILURE);
+    CHECK_RC(oni_write_reg(ctx, 0x201, 0x40, 1), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_RATE, ONITEST_MAX_RATE + 1), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_write_reg(ctx, 0x2FE, ONIX_HUBMGR_DELAYNS, 99), 0);
+    CHECK_RC(oni_read_reg(ctx, 0x2FE, ONIX_HUBMGR_DELAYNS, &v), 0);
+    CHECK_EQ(v, 99);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(held_access_times_out_then_retrig)
+{
+    oni_ctx ctx = open_test(80);
+    REQUIRE(ctx);
+    uint32_t hold = 1;
+    CHECK_RC(oni_set_driver_opt(ctx, ONITEST_OPT_HOLD_ACK, &hold, sizeof hold), 0);
+    oni_reg_val_t v = 0;
+    double t0 = now_s();
+    CHECK_RC(oni_read_reg(ctx, 0x000, ONITEST_REG_RATE, &v), ONI_ETIMEOUT);
+    double waited = now_s() - t0;
+    CHECK(waited >= 0.07 && waited < 2.0);
+    CHECK_RC(oni_read_reg(ctx, 0x000, ONITEST_REG_RATE, &v), ONI_ERETRIG);
+    hold = 0;
+    CHECK_RC(oni_set_driver_opt(ctx, ONITEST_OPT_HOLD_ACK, &hold, sizeof hold), 0);
+    /* The late answer of the held access must not be taken for the next one's. */
+    CHECK_RC(oni_write_reg(ctx, 0x000, ONITEST_REG_MESSAGE, 5), 0);
+    CHECK_RC(oni_read_reg(ctx, 0x000, ONITEST_REG_MESSAGE, &v), 0);
+    CHECK_EQ(v, 5);
+    oni_destroy_ctx(ctx);
+}
+
+/* Read frames until `want`, verifying each; returns frames read. */
+static long read_verified(oni_ctx ctx, long want, uint64_t *expect, long *count, int *bad, int *order)
+{
+    long got = 0;
+    uint64_t time = 0;
+    int first = 1;
+    while (got < want) {
+        oni_frame_t *f;
+        int rc = oni_read_frame(ctx, &f);
+        if (rc <= 0) {
+            UNIT_FAIL("oni_read_frame: %d (%s)", rc, oni_error_str(rc));
+            break;
+        }
+        if (!first && f->time != time)
+            (*order)++;
+        first = 0;
+        time = f->time + 1;
+        if (f->dev_idx < 0x300) {
+            int r = onitest_check_frame(f, &expect[f->dev_idx]);
+            if (r < 0)
+                (*bad)++;
+            else if (r == 1)
+                (*order)++;
+            count[f->dev_idx]++;
+        } else {
+            (*bad)++;
+        }
+        oni_destroy_frame(f);
+        got++;
+    }
+    return got;
+}
+
+TEST(frames_verify_for_many_block_sizes)
+{
+    const uint32_t blocks[] = {792, 796, 800, 1000, 1604, 4096, 65536};
+    for (unsigned b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+        oni_ctx ctx = open_test(500);
+        REQUIRE(ctx);
+        CHECK_RC(set_u32(ctx, ONI_OPT_BLOCKREADSIZE, blocks[b]), 0);
+        CHECK_RC(set_u32(ctx, ONI_OPT_RUNNING, 1), 0);
+        static uint64_t expect[0x300];
+        static long count[0x300];
+        memset(expect, 0, sizeof expect);
+        memset(count, 0, sizeof count);
+        int bad = 0, order = 0;
+        CHECK_EQ(read_verified(ctx, 20000, expect, count, &bad, &order), 20000);
+        if (bad || order)
+            UNIT_FAIL("block %u: %d bad, %d out of order", blocks[b], bad, order);
+        CHECK(count[0x201] > 0 && count[0x200] > 0 && count[0x002] > 0 && count[0x100] > 0);
+        CHECK(count[0x001] >= 4 * count[0x000] - 4);
+        oni_destroy_ctx(ctx);
+    }
+}
+
+TEST(enable_and_rate_while_running)
+{
+    oni_ctx ctx = open_test(100);
+    REQUIRE(ctx);
+    CHECK_RC(set_u32(ctx, ONI_OPT_BLOCKREADSIZE, 4096), 0);
+    CHECK_RC(set_u32(ctx, ONI_OPT_RUNNING, 1), 0);
+    static uint64_t expect[0x300];
+    static long count[0x300];
+    int bad = 0, order = 0;
+    read_verified(ctx, 1000, expect, count, &bad, &order);
+    /* Only the heartbeat, at rate 1: everything else disabled. */
+    const uint32_t others[] = {0x001, 0x002, 0x100, 0x101, 0x200, 0x201, 0x202};
+    for (unsigned i = 0; i < sizeof others / sizeof others[0]; i++)
+        CHECK_RC(oni_write_reg(ctx, others[i], ONITEST_REG_ENABLE, 0), 0);
+    /* Frames already generated into the library's block drain first. */
+    memset(count, 0, sizeof count);
+    read_verified(ctx, 2000, expect, count, &bad, &order);
+    memset(count, 0, sizeof count);
+    read_verified(ctx, 2000, expect, count, &bad, &order);
+    CHECK_EQ(count[0x000], 2000);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(order, 0);
+    /* TS4231 back at RATE 3: three of its frames per heartbeat. */
+    CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_RATE, 3), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_ENABLE, 1), 0);
+    read_verified(ctx, 2000, expect, count, &bad, &order);
+    memset(count, 0, sizeof count);
+    read_verified(ctx, 4000, expect, count, &bad, &order);
+    CHECK(count[0x201] >= 3 * count[0x000] - 3 && count[0x201] <= 3 * count[0x000] + 3);
+    CHECK_EQ(count[0x201] + count[0x000], 4000);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(order, 0);
+    /* All off: reads time out instead of hanging. */
+    CHECK_RC(oni_write_reg(ctx, 0x000, ONITEST_REG_ENABLE, 0), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_ENABLE, 0), 0);
+    oni_frame_t *f = NULL;
+    int rc = 0;
+    for (int i = 0; i < 1000 && rc >= 0; i++) {
+        rc = oni_read_frame(ctx, &f);
+        if (rc > 0)
+            oni_destroy_frame(f);
+    }
+    CHECK_RC(rc, ONI_ETIMEOUT);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(not_running_read_times_out)
+{
+    oni_ctx ctx = open_test(60);
+    REQUIRE(ctx);
+    oni_frame_t *f = NULL;
+    double t0 = now_s();
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_ETIMEOUT);
+    CHECK(now_s() - t0 >= 0.05);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(write_frames_through_oni)
+{
+    oni_ctx ctx = open_test(200);
+    REQUIRE(ctx);
+    uint8_t data[24] = {1, 2, 3};
+    oni_frame_t *f = NULL;
+    CHECK_RC(oni_create_frame(ctx, &f, 0x102, data, 16), 0);
+    REQUIRE(f);
+    CHECK_EQ(oni_write_frame(ctx, f), 24);
+    oni_destroy_frame(f);
+    CHECK_RC(oni_create_frame(ctx, &f, 0x202, data, 24), 0);
+    REQUIRE(f);
+    CHECK_EQ(oni_write_frame(ctx, f), 32);
+    oni_destroy_frame(f);
+    CHECK_RC(oni_create_frame(ctx, &f, 0x102, data, 12), ONI_EWRITESIZE);
+    CHECK_RC(oni_create_frame(ctx, &f, 0x000, data, 8), ONI_ENOTWRITEDEV);
+    oni_reg_val_t v = 0;
+    CHECK_RC(oni_read_reg(ctx, 0x102, ONITEST_REG_WFRAMES, &v), 0);
+    CHECK_EQ(v, 1);
+    onitest_stats_t st;
+    size_t len = sizeof st;
+    CHECK_RC(oni_get_driver_opt(ctx, ONITEST_OPT_STATS, &st, &len), 0);
+    CHECK_EQ(st.wframes_accepted, 2);
+    CHECK_EQ(st.wframes_rejected, 0);
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &len), ONI_EINVALOPT);
+    oni_destroy_ctx(ctx);
+}
