@@ -1,0 +1,316 @@
+/* test_oni_api.c - API conformance of the ONI core: every function and
+ * option, wrong states, NULLs, short buffers and wrong sizes. Uses the
+ * scripted fixture driver (tests/drivers), found through ONI_DRIVER_PATH. */
+#include <errno.h>
+#include "drivers/fixture.h"
+#include "unit.h"
+
+static const oni_device_t devs3[] = {
+    {0x0102, 10, 1, 40, 0},  /* readable */
+    {0x0001, 8, 2, 0, 12},   /* writable only */
+    {0x0200, 10, 3, 7, 4},   /* both, odd read size */
+};
+
+TEST(null_context_everywhere)
+{
+    uint32_t v = 1;
+    size_t n = 4;
+    oni_frame_t *f = NULL;
+    oni_reg_val_t r;
+    CHECK_RC(oni_init_ctx(NULL, 0), ONI_ENULLCTX);
+    CHECK_RC(oni_destroy_ctx(NULL), ONI_ENULLCTX);
+    CHECK_RC(oni_get_opt(NULL, ONI_OPT_NUMDEVICES, &v, &n), ONI_ENULLCTX);
+    CHECK_RC(oni_set_opt(NULL, ONI_OPT_RUNNING, &v, 4), ONI_ENULLCTX);
+    CHECK_RC(oni_get_driver_opt(NULL, 0, &v, &n), ONI_ENULLCTX);
+    CHECK_RC(oni_set_driver_opt(NULL, 0, &v, 4), ONI_ENULLCTX);
+    CHECK_RC(oni_read_reg(NULL, 0, 0, &r), ONI_ENULLCTX);
+    CHECK_RC(oni_write_reg(NULL, 0, 0, 1), ONI_ENULLCTX);
+    CHECK_RC(oni_read_frame(NULL, &f), ONI_ENULLCTX);
+    CHECK_RC(oni_create_frame(NULL, &f, 0, &v, 4), ONI_ENULLCTX);
+    CHECK_RC(oni_write_frame(NULL, f), ONI_ENULLCTX);
+    CHECK(oni_get_driver_info(NULL) == NULL);
+    oni_destroy_frame(NULL); /* ignored */
+}
+
+TEST(version_and_error_strings)
+{
+    int ma = -1, mi = -1, pa = -1;
+    oni_version(&ma, &mi, &pa);
+    CHECK_EQ(ma, ONI_VERSION_MAJOR);
+    CHECK_EQ(mi, ONI_VERSION_MINOR);
+    CHECK_EQ(pa, ONI_VERSION_PATCH);
+    CHECK_EQ(ONI_VERSION, 40600);
+    oni_version(NULL, NULL, NULL);
+    const char *unknown = oni_error_str(12345);
+    CHECK(unknown && *unknown);
+    /* Every code has its own text, different from the unknown one and from each other. */
+    int codes[64], nc = 0;
+    for (int e = 0; e > ONI_MINERRORNUM; e--)
+        codes[nc++] = e;
+    for (int e = ONI_ETIMEOUT; e > ONI_MINERRORNUM_ONIGPU; e--)
+        codes[nc++] = e;
+    for (int i = 0; i < nc; i++) {
+        const char *s = oni_error_str(codes[i]);
+        CHECK(s && *s && strcmp(s, unknown) != 0);
+        for (int j = 0; j < i; j++)
+            if (strcmp(s, oni_error_str(codes[j])) == 0)
+                UNIT_FAIL("codes %d and %d share the text \"%s\"", codes[i], codes[j], s);
+    }
+    CHECK(strcmp(oni_error_str(ONI_MINERRORNUM), unknown) == 0);
+    CHECK(strcmp(oni_error_str(ONI_MINERRORNUM_ONIGPU), unknown) == 0);
+}
+
+TEST(uninitialized_context)
+{
+    oni_ctx ctx = fx_open(devs3, 3, 0);
+    REQUIRE(ctx);
+    uint32_t v = 0;
+    size_t n = sizeof v;
+    oni_frame_t *f = NULL;
+    oni_reg_val_t r;
+    const oni_driver_info_t *info = oni_get_driver_info(ctx);
+    REQUIRE(info);
+    CHECK(strcmp(info->name, "scripted") == 0);
+    for (int opt = ONI_OPT_DEVICETABLE; opt <= ONI_OPT_CUSTOMBEGIN + 1; opt++) {
+        n = sizeof v;
+        CHECK_RC(oni_get_opt(ctx, opt, &v, &n), ONI_EINVALSTATE);
+        CHECK_RC(oni_set_opt(ctx, opt, &v, sizeof v), ONI_EINVALSTATE);
+    }
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 0, &r), ONI_EINVALSTATE);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 0, 1), ONI_EINVALSTATE);
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_EINVALSTATE);
+    CHECK_RC(oni_create_frame(ctx, &f, 0x0001, &v, 4), ONI_EINVALSTATE);
+    /* Timeout and driver options work before init (the CLI sets the emu spec there). */
+    n = sizeof v;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &v, &n), 0);
+    CHECK_EQ(v, ONI_DEFAULT_TIMEOUTMS);
+    CHECK_EQ(n, 4);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REPEAT, 1), 0);
+    struct scr_stats st;
+    n = sizeof st;
+    CHECK_RC(oni_get_driver_opt(ctx, SCR_OPT_STATS, &st, &n), 0);
+    CHECK_EQ(st.inits, 0);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(init_twice_and_init_failure)
+{
+    oni_ctx ctx = fx_open(devs3, 3, 0);
+    REQUIRE(ctx);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_INITRC, (uint32_t)ONI_EINIT), 0);
+    CHECK_RC(oni_init_ctx(ctx, 0), ONI_EINIT);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_INITRC, 0), 0);
+    CHECK_RC(oni_init_ctx(ctx, -1), 0); /* a failed init can be retried */
+    CHECK_RC(oni_init_ctx(ctx, 0), ONI_EINVALSTATE);
+    CHECK_EQ(fx_stats(ctx).inits, 2);
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+}
+
+TEST(read_only_options)
+{
+    oni_ctx ctx = fx_open(devs3, 3, 1);
+    REQUIRE(ctx);
+    uint32_t v = 0;
+    size_t n = sizeof v;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &v, &n), 0);
+    CHECK_EQ(v, 3);
+    CHECK_EQ(n, 4);
+
+    oni_device_t t[4];
+    n = 2 * sizeof(oni_device_t); /* short */
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &n), ONI_EBUFFERSIZE);
+    CHECK_EQ(n, 3 * sizeof(oni_device_t)); /* tells what it needs */
+    n = sizeof t;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &n), 0);
+    CHECK_EQ(n, 3 * 20);
+    /* Sorted by idx. */
+    CHECK_EQ(t[0].idx, 0x0001);
+    CHECK_EQ(t[1].idx, 0x0102);
+    CHECK_EQ(t[2].idx, 0x0200);
+    CHECK_EQ(t[1].read_size, 40);
+    CHECK_EQ(t[2].write_size, 4);
+    CHECK_EQ(t[0].version, 2);
+
+    n = sizeof v;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_SYSCLKHZ, &v, &n), 0);
+    CHECK_EQ(v, 250000000);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_ACQCLKHZ, &v, &n), 0);
+    CHECK_EQ(v, 250000000);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_MAXREADFRAMESIZE, &v, &n), 0);
+    CHECK_EQ(v, 16 + 40);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_MAXWRITEFRAMESIZE, &v, &n), 0);
+    CHECK_EQ(v, 8 + 12);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 56);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, &n), 0);
+    CHECK(v >= 20 && v % 4 == 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
+    CHECK_EQ(v, 0);
+
+    static const int ro[] = {ONI_OPT_DEVICETABLE, ONI_OPT_NUMDEVICES, ONI_OPT_SYSCLKHZ,
+                             ONI_OPT_ACQCLKHZ, ONI_OPT_MAXREADFRAMESIZE, ONI_OPT_MAXWRITEFRAMESIZE};
+    for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++)
+        CHECK_RC(oni_set_opt(ctx, ro[i], &v, sizeof v), ONI_EREADONLY);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RESET, &v, &n), ONI_EWRITEONLY);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, &n), ONI_EWRITEONLY);
+
+    /* Short buffers, NULLs, unknown options. */
+    uint16_t small;
+    n = sizeof small;
+    for (int opt = ONI_OPT_NUMDEVICES; opt <= ONI_OPT_CUSTOMBEGIN; opt++) {
+        if (opt == ONI_OPT_RESET || opt == ONI_OPT_RESETACQCOUNTER)
+            continue;
+        n = sizeof small;
+        CHECK_RC(oni_get_opt(ctx, opt, &small, &n), ONI_EBUFFERSIZE);
+        CHECK_EQ(n, 4);
+    }
+    n = 4;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &small, &(size_t){2}), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, NULL, &n), ONI_EINVALARG);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &v, NULL), ONI_EINVALARG);
+    CHECK_RC(oni_get_opt(ctx, -1, &v, &n), ONI_EINVALOPT);
+    CHECK_RC(oni_set_opt(ctx, -5, &v, 4), ONI_EINVALOPT);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, NULL, 4), ONI_EINVALARG);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 2), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 8), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_get_driver_opt(ctx, SCR_OPT_STATS, NULL, &n), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, SCR_OPT_DATA, NULL, 4), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, 77, &v, 4), ONI_EINVALOPT); /* the driver's answer */
+    oni_destroy_ctx(ctx);
+}
+
+TEST(writable_options_and_callbacks)
+{
+    oni_ctx ctx = fx_open(devs3, 3, 1);
+    REQUIRE(ctx);
+    uint32_t v;
+    size_t n = sizeof v;
+    struct scr_stats st = fx_stats(ctx);
+    CHECK_EQ(st.timeout_ms, ONI_DEFAULT_TIMEOUTMS); /* given to the driver at init */
+    uint32_t before = st.callbacks;
+
+    /* RUNNING: driver register follows, callback called. */
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), 0);
+    st = fx_stats(ctx);
+    CHECK_EQ(st.config[ONI_CONFIG_RUNNING], 1);
+    CHECK_EQ(st.callbacks, before + 1);
+    CHECK_EQ(st.last_callback, ONI_OPT_RUNNING);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
+    CHECK_EQ(v, 1);
+    /* RESET and BLOCKREADSIZE are IDLE-only. */
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), ONI_EINVALSTATE);
+    v = 64;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), ONI_EINVALSTATE);
+    CHECK_EQ(fx_stats(ctx).callbacks, before + 1); /* failures call nothing */
+    v = 0;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_RUNNING], 0);
+
+    /* BLOCKREADSIZE: >= max read frame (56), multiple of 4. */
+    v = 52;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), ONI_EINVALREADSIZE);
+    v = 58;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), ONI_EINVALREADSIZE);
+    v = 4096;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).last_callback, ONI_OPT_BLOCKREADSIZE);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 4096);
+    /* BLOCKWRITESIZE: >= max write frame (20), multiple of 4. */
+    v = 16;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), ONI_EINVALWRITESIZE);
+    v = 22;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), ONI_EINVALWRITESIZE);
+    v = 20;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, &n), 0);
+    CHECK_EQ(v, 20);
+
+    /* HWADDRESS and custom options go to hardware registers. */
+    v = 0x77;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_HWADDRESS, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_HWADDRESS], 0x77);
+    v = 0;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_HWADDRESS, &v, &n), 0);
+    CHECK_EQ(v, 0x77);
+    v = 0xABC;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_CUSTOMBEGIN + 3, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_CUSTOMBEGIN + 3], 0xABC);
+    CHECK_EQ(fx_stats(ctx).last_callback, ONI_OPT_CUSTOMBEGIN + 3);
+    v = 0;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_CUSTOMBEGIN + 3, &v, &n), 0);
+    CHECK_EQ(v, 0xABC);
+    /* A register the driver does not have: its error comes back. */
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_CUSTOMBEGIN + 100, &v, 4), ONI_EINVALOPT);
+
+    /* RESETACQCOUNTER: 1 resets, 2 resets and runs, others refused. */
+    v = 3;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), ONI_EINVALARG);
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
+    CHECK_EQ(v, 0);
+    v = 2;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
+    CHECK_EQ(v, 1);
+    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_RUNNING], 1);
+    v = 0;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), 0);
+
+    /* RESET: the table is read again (the block sizes chosen still fit, so they stay). */
+    uint32_t resets = fx_stats(ctx).resets;
+    v = 0;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), ONI_EINVALARG);
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).resets, resets + 1);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &v, &n), 0);
+    CHECK_EQ(v, 3);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 4096);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(timeout_option)
+{
+    oni_ctx ctx = fx_open(devs3, 3, 0);
+    REQUIRE(ctx);
+    uint32_t v = 0;
+    size_t n = sizeof v;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &v, 4), ONI_EINVALARG); /* no "forever" */
+    v = 150;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).timeout_ms, 150); /* callback before init too */
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &v, 2), ONI_EBUFFERSIZE);
+    REQUIRE(oni_init_ctx(ctx, 0) == 0);
+    CHECK_EQ(fx_stats(ctx).timeout_ms, 150); /* and again at init */
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &v, &n), 0);
+    CHECK_EQ(v, 150);
+    v = 300;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).timeout_ms, 300);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(create_errors)
+{
+    errno = 0;
+    CHECK(oni_create_ctx(NULL) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK(oni_create_ctx("") == NULL);
+    CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK(oni_create_ctx("../scripted") == NULL);
+    CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK(oni_create_ctx_driver(NULL) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    struct oni_driver incomplete = {.name = "incomplete"};
+    errno = 0;
+    CHECK(oni_create_ctx_driver(&incomplete) == NULL);
+    CHECK_EQ(errno, EINVAL);
+}
