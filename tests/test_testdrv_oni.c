@@ -2,6 +2,7 @@
  * device table, clocks and sizes, registers with ACK/NACK/timeout/ERETRIG,
  * verified frames for many block sizes, enable and rate registers while
  * running, write frames. */
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 #include "unit.h"
@@ -250,5 +251,52 @@ TEST(write_frames_through_oni)
     CHECK_EQ(st.wframes_accepted, 2);
     CHECK_EQ(st.wframes_rejected, 0);
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &len), ONI_EINVALOPT);
+    oni_destroy_ctx(ctx);
+}
+
+/* A reader streams while another thread accesses registers and writes frames,
+ * as a closed loop does: every frame stays right, every access answers. */
+struct conc {
+    oni_ctx ctx;
+    int errors;
+};
+
+static void *conc_regs(void *arg)
+{
+    struct conc *c = arg;
+    uint8_t data[8] = {0};
+    for (uint32_t i = 0; i < 300; i++) {
+        oni_reg_val_t v = 0;
+        oni_frame_t *f = NULL;
+        if (oni_write_reg(c->ctx, 0x101, ONITEST_REG_MESSAGE, i) ||
+            oni_read_reg(c->ctx, 0x101, ONITEST_REG_MESSAGE, &v) || v != i)
+            c->errors++;
+        if (oni_create_frame(c->ctx, &f, 0x102, data, sizeof data) || oni_write_frame(c->ctx, f) != 16)
+            c->errors++;
+        oni_destroy_frame(f);
+    }
+    return NULL;
+}
+
+TEST(concurrent_reader_and_register_writer)
+{
+    oni_ctx ctx = open_test(1000);
+    REQUIRE(ctx);
+    CHECK_RC(set_u32(ctx, ONI_OPT_BLOCKREADSIZE, 8192), 0);
+    CHECK_RC(set_u32(ctx, ONI_OPT_RUNNING, 1), 0);
+    struct conc c = {ctx, 0};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, conc_regs, &c) == 0);
+    static uint64_t expect[0x300];
+    static long count[0x300];
+    int bad = 0, order = 0;
+    read_verified(ctx, 200000, expect, count, &bad, &order);
+    pthread_join(th, NULL);
+    CHECK_EQ(c.errors, 0);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(order, 0);
+    oni_reg_val_t v = 0;
+    CHECK_RC(oni_read_reg(ctx, 0x102, ONITEST_REG_WFRAMES, &v), 0);
+    CHECK_EQ(v, 300);
     oni_destroy_ctx(ctx);
 }
