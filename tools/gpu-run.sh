@@ -58,6 +58,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     done
     # --- closed loop benchmarks ("loop" engineer): add `onigpu bench loop` and
     # --- `onigpu roofline` lines here, writing into "$RES" and appending to "$SUM".
+    # thesis table 5.2 on every backend (round trip per block, stage breakdown)
+    step "bench loop" 300 "$BUILD/onigpu" bench loop --seconds "${LOOP_SECONDS:-2}" --out "$RES" \
+        > >(tee -a "$SUM")
 fi
 
 echo "=== done, status $status; results in $OUT"
