@@ -192,12 +192,16 @@ static int host_rw(const void *p, size_t n)
     return ok;
 }
 
-static struct pin *find_pin(struct gpustream *g, const void *p)
+/* The pin whose buffer starts at p (PIN, UNPIN) or, with inside, whose buffer
+ * holds p (transfers into part of a pinned buffer use that pin). */
+static struct pin *find_pin(struct gpustream *g, const void *p, int inside)
 {
     uintptr_t a = (uintptr_t)p;
-    for (int i = 0; i < g->npins; i++)
-        if (g->pins[i].addr == a)
+    for (int i = 0; i < g->npins; i++) {
+        const struct pin *e = &g->pins[i];
+        if (e->addr == a || (inside && a > e->addr && a < e->addr + e->len))
             return &g->pins[i];
+    }
     return NULL;
 }
 
@@ -209,7 +213,7 @@ static int pin(struct gpustream *g, const void *value, size_t len)
     int rc = parse_buf(value, len, &b);
     if (rc)
         return rc;
-    if (find_pin(g, b.p))
+    if (find_pin(g, b.p, 1))
         return ONI_EPINNED;
     if (g->npins == GS_MAX_PINS)
         return ONI_EBADALLOC;
@@ -253,7 +257,7 @@ static int unpin(struct gpustream *g, const void *value, size_t len)
     int rc = parse_buf(value, len, &b);
     if (rc)
         return rc;
-    struct pin *e = find_pin(g, b.p);
+    struct pin *e = find_pin(g, b.p, 0);
     if (!e)
         return ONI_ENOTPINNED;
     if (e->registered)
@@ -266,7 +270,7 @@ static int unpin(struct gpustream *g, const void *value, size_t len)
  * it is long enough. *on_gpu: the DMA engine must use the copy engine. */
 static int resolve(struct gpustream *g, const struct buf *b, size_t n, int *on_gpu)
 {
-    struct pin *e = find_pin(g, b->p);
+    struct pin *e = find_pin(g, b->p, 1);
     struct gpu_ptr_info info;
     int rc;
     if (e) {
@@ -281,7 +285,9 @@ static int resolve(struct gpustream *g, const struct buf *b, size_t n, int *on_g
         } else {
             *on_gpu = 0;
         }
-        size_t have = b->explicit_len ? b->len : e->len;
+        size_t have = e->len ? e->len - (size_t)((uintptr_t)b->p - e->addr) : 0;
+        if (b->explicit_len && (!have || b->len < have))
+            have = b->len;
         if (have && have < n)
             return ONI_EBUFFERSIZE;
         return 0;
