@@ -99,7 +99,7 @@ static struct dev_stat *load_devices(oni_ctx ctx, oni_size_t *n, uint16_t *slot)
     for (oni_size_t i = 0; i < *n; i++) {
         s[i].idx = t[i].idx;
         s[i].read_size = t[i].read_size;
-        if (t[i].idx <= 0xFFFF && i < 0xFFFF)
+        if (i < 0xFFFF && t[i].idx <= 0xFFFF)
             slot[t[i].idx] = (uint16_t)(i + 1);
     }
     free(t);
