@@ -282,7 +282,7 @@ TEST(report_writes_csv_and_json)
     rm_dir(dir);
 }
 
-TEST(report_bad_rows_keep_committed_rows)
+TEST(report_columns_grow_and_errors_keep_rows)
 {
     char dir[] = "/tmp/onigpu-bench-XXXXXX";
     REQUIRE(mkdtemp(dir));
@@ -292,22 +292,37 @@ TEST(report_bad_rows_keep_committed_rows)
     bench_cell_int(r, "a", 1);
     CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
     bench_cell_int(r, "a", 2);
-    bench_cell_int(r, "new_column", 3); /* not in the first row */
-    CHECK_RC(bench_report_row(r, NULL), ONI_EINVALARG);
-    CHECK_RC(bench_report_row(r, NULL), ONI_EINVALARG); /* empty row, and sticky */
+    bench_cell_int(r, "b", 3); /* a column the first row did not have */
+    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    bench_cell_int(r, "b", 4);
+    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    CHECK_RC(bench_report_row(r, NULL), ONI_EINVALARG); /* an empty row */
+    bench_cell_int(r, "a", 5);
+    CHECK_RC(bench_report_row(r, NULL), ONI_EINVALARG); /* sticky, but the row is kept */
+    char col[16];
+    for (int i = 0; i < 70; i++) { /* more columns than a table may have */
+        snprintf(col, sizeof col, "c%d", i);
+        bench_cell_int(r, col, i);
+    }
+    CHECK_RC(bench_report_row(r, "wide"), ONI_EINVALARG);
     CHECK_RC(bench_report_close(r), ONI_EINVALARG);
 
     char path[512];
-    char *csv = find_file(dir, ".csv", path, sizeof path) ? slurp(path) : NULL;
-    REQUIRE(csv != NULL);
-    CHECK(!strcmp(csv, "a\n1\n"));
-    free(csv);
+    /* The main CSV is the JSON's name with .csv (a -wide.csv exists too). */
     char *json = find_file(dir, ".json", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(json != NULL);
+    strcpy(path + strlen(path) - 5, ".csv");
+    char *csv = slurp(path);
+    REQUIRE(csv != NULL);
+    CHECK(!strcmp(csv, "a,b\n1,\n2,3\n,4\n5,\n"));
+    free(csv);
     CHECK(json_valid(json));
-    CHECK(strstr(json, "\"results\": [\n    {\"a\": 1}\n  ]") != NULL);
-    CHECK(strstr(json, "\"tables\": {}") != NULL);
-    CHECK(strstr(json, "\"gpu\"") == NULL); /* not given */
+    CHECK(strstr(json, "{\"a\": 1, \"b\": null}") != NULL);
+    CHECK(strstr(json, "{\"a\": null, \"b\": 4}") != NULL);
+    /* The too-wide row kept its first 64 cells. */
+    CHECK(strstr(json, "\"wide\": [") != NULL && strstr(json, "\"c63\": 63") != NULL);
+    CHECK(strstr(json, "\"c64\"") == NULL);
+    CHECK(strstr(json, "\"gpu\"") == NULL);         /* not given */
     free(json);
     rm_dir(dir);
 }

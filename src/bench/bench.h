@@ -148,11 +148,12 @@ struct bench_report *bench_report_open(const char *dir, const char *name, int ar
 int bench_report_meta(struct bench_report *r, const char *key, const char *value);
 int bench_report_meta_num(struct bench_report *r, const char *key, double value);
 
-/* Cells of the row being built, by column name. The first row of a table
- * fixes its columns and their order; later rows may leave cells empty (CSV
- * empty, JSON null) but may not add new columns. Non-finite numbers are
- * written as empty / null. Errors (a new column, no memory) are sticky and
- * returned by bench_report_row and bench_report_close. */
+/* Cells of the row being built, by column name. Columns are ordered by
+ * first appearance; a row that leaves a column out (or a column that first
+ * appears in a later row) gives an empty cell: CSV empty, JSON null.
+ * Non-finite numbers are written the same way. At most 64 columns. Errors
+ * (too many columns, no memory, an empty row) are sticky and returned by
+ * bench_report_row and bench_report_close. */
 void bench_cell_str(struct bench_report *r, const char *col, const char *value);
 void bench_cell_int(struct bench_report *r, const char *col, long long value);
 void bench_cell_num(struct bench_report *r, const char *col, double value);
@@ -240,7 +241,8 @@ struct bench_frames_opts {
     size_t nblocks;
     double seconds;             /* per block size, both phases together (> 0) */
     /* Heap allocations made so far by the process, or NULL when they cannot
-     * be counted (the CLI installs a malloc hook; tests may pass their own). */
+     * be counted (the CLI installs a malloc hook; tests may pass their own).
+     * A counter that does not see a test malloc is ignored (not counted). */
     uint64_t (*alloc_count)(void);
 };
 

@@ -467,16 +467,42 @@ int bench_plot_pixel(const struct bench_plot *p, double x, double y, int *px, in
     return ONI_ESUCCESS;
 }
 
+/* Non-background pixels (anything but white and grid grey) in a box. */
+static int busy_pixels(const struct canvas *c, int x0, int y0, int x1, int y1)
+{
+    int n = 0;
+    for (int y = y0; y <= y1; y++)
+        for (int x = x0; x <= x1; x++) {
+            const uint8_t *p = c->rgb + ((size_t)y * (size_t)c->w + (size_t)x) * 3;
+            uint32_t v = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+            n += v != 0xFFFFFF && v != GRID;
+        }
+    return n;
+}
+
+/* The legend goes in the corner of the plot area where it hides the least
+ * of the data already drawn. */
 static void draw_legend(struct canvas *c, const struct bench_plot *p)
 {
-    int w = 0, n = 0;
+    int w = 0;
     for (size_t s = 0; s < p->nseries; s++) {
         const char *name = p->series[s].name ? p->series[s].name : "";
         if (text_w(name, 2) > w)
             w = text_w(name, 2);
-        n++;
     }
-    int x0 = AREA_X0 + 10, y0 = AREA_Y0 + 10, x1 = x0 + 40 + w, y1 = y0 + 8 + n * 20;
+    int bw = 40 + w, bh = 8 + (int)p->nseries * 20;
+    int best = -1, x0 = 0, y0 = 0;
+    for (int corner = 0; corner < 4; corner++) {
+        int cx = corner & 1 ? AREA_X1 - 10 - bw : AREA_X0 + 10;
+        int cy = corner & 2 ? AREA_Y1 - 10 - bh : AREA_Y0 + 10;
+        int busy = busy_pixels(c, cx, cy, cx + bw, cy + bh);
+        if (best < 0 || busy < best) {
+            best = busy;
+            x0 = cx;
+            y0 = cy;
+        }
+    }
+    int x1 = x0 + bw, y1 = y0 + bh;
     fill_rect(c, x0, y0, x1, y1, 0xFFFFFF);
     line(c, x0, y0, x1, y0, 1, INK, 0, 0, c->w, c->h);
     line(c, x0, y1, x1, y1, 1, INK, 0, 0, c->w, c->h);

@@ -429,29 +429,43 @@ static struct table *find_table(const struct bench_report *r, const char *name)
     return NULL;
 }
 
+/* A new, empty table named name (columns come with its rows). */
 static struct table *new_table(struct bench_report *r, const char *name)
 {
-    struct table *t = realloc(r->tables, (r->ntables + 1) * sizeof *t);
-    if (!t)
+    char *n = dup_str(name);
+    struct table *t = n ? realloc(r->tables, (r->ntables + 1) * sizeof *t) : NULL;
+    if (!t) {
+        free(n);
         return NULL;
-    r->tables = t;
-    t = &r->tables[r->ntables];
-    memset(t, 0, sizeof *t);
-    t->name = dup_str(name);
-    if (!t->name)
-        return NULL;
-    for (size_t i = 0; i < r->nrow; i++) {
-        t->cols[i] = dup_str(r->row_cols[i]);
-        if (!t->cols[i]) {
-            for (size_t j = 0; j < i; j++)
-                free(t->cols[j]);
-            free(t->name);
-            return NULL;
-        }
     }
-    t->ncols = r->nrow;
-    r->ntables++;
+    r->tables = t;
+    t = &r->tables[r->ntables++];
+    memset(t, 0, sizeof *t);
+    t->name = n;
     return t;
+}
+
+/* Append a column to t; rows already there get an empty cell in it. */
+static int add_column(struct table *t, const char *name)
+{
+    if (t->ncols == MAX_COLS)
+        return ONI_EINVALARG;
+    char *col = dup_str(name);
+    if (!col)
+        return ONI_EBADALLOC;
+    if (t->cap) {
+        struct cell *cells = calloc(t->cap * (t->ncols + 1), sizeof *cells);
+        if (!cells) {
+            free(col);
+            return ONI_EBADALLOC;
+        }
+        for (size_t i = 0; i < t->nrows; i++)
+            memcpy(&cells[i * (t->ncols + 1)], &t->cells[i * t->ncols], t->ncols * sizeof *cells);
+        free(t->cells);
+        t->cells = cells;
+    }
+    t->cols[t->ncols++] = col;
+    return ONI_ESUCCESS;
 }
 
 int bench_report_row(struct bench_report *r, const char *table)
@@ -466,6 +480,17 @@ int bench_report_row(struct bench_report *r, const char *table)
         rc = ONI_EINVALARG; /* an empty row or a table name that is no file name */
         goto out;
     }
+    size_t extra = 0; /* columns this row adds: check before changing anything */
+    for (size_t i = 0; i < r->nrow; i++) {
+        size_t c = 0;
+        while (t && c < t->ncols && strcmp(t->cols[c], r->row_cols[i]))
+            c++;
+        extra += !t || c == t->ncols;
+    }
+    if ((t ? t->ncols : 0) + extra > MAX_COLS) {
+        rc = ONI_EINVALARG;
+        goto out;
+    }
     if (!t && !(t = new_table(r, table))) {
         rc = ONI_EBADALLOC;
         goto out;
@@ -475,10 +500,8 @@ int bench_report_row(struct bench_report *r, const char *table)
         size_t c = 0;
         while (c < t->ncols && strcmp(t->cols[c], r->row_cols[i]))
             c++;
-        if (c == t->ncols) {
-            rc = ONI_EINVALARG; /* a column the table's first row did not have */
+        if (c == t->ncols && (rc = add_column(t, r->row_cols[i])))
             goto out;
-        }
         map[i] = c;
     }
     if (t->nrows == t->cap) {

@@ -1,0 +1,112 @@
+/* test_bench_frames.c - the frames/s benchmark (bench_frames_run) against the
+ * built-in test driver: results are consistent, failures are per block size,
+ * allocation counting is used only when it works. */
+#include <errno.h>
+#include <stdatomic.h>
+#include "bench.h"
+#include "unit.h"
+
+/* A counting malloc for this program (glibc; sanitizers own malloc there). */
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define HAVE_ALLOC_HOOK 1
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+static atomic_ullong nallocs;
+void *malloc(size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_realloc(p, n); }
+void free(void *p) { __libc_free(p); }
+int posix_memalign(void **p, size_t al, size_t n)
+{
+    if (al < sizeof(void *) || (al & (al - 1)))
+        return EINVAL;
+    atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed);
+    *p = __libc_memalign(al, n);
+    return *p ? 0 : ENOMEM;
+}
+void *aligned_alloc(size_t al, size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_memalign(al, n); }
+static uint64_t count_allocs(void) { return atomic_load(&nallocs); }
+#else
+#define HAVE_ALLOC_HOOK 0
+#endif
+
+static uint64_t frozen_counter(void)
+{
+    return 7; /* sees nothing */
+}
+
+TEST(frames_bad_options)
+{
+    uint32_t blocks[1] = {4096};
+    struct bench_frames_result res[1];
+    struct bench_frames_opts o = {"test", blocks, 1, 0.1, NULL};
+    CHECK_RC(bench_frames_run(NULL, res), ONI_EINVALARG);
+    CHECK_RC(bench_frames_run(&o, NULL), ONI_EINVALARG);
+    o.seconds = 0;
+    CHECK_RC(bench_frames_run(&o, res), ONI_EINVALARG);
+    o.seconds = 0.1;
+    o.nblocks = 0;
+    CHECK_RC(bench_frames_run(&o, res), ONI_EINVALARG);
+    o.nblocks = 1;
+    o.driver = NULL;
+    CHECK_RC(bench_frames_run(&o, res), ONI_EINVALARG);
+}
+
+TEST(frames_test_driver)
+{
+    /* 64 is below the test driver's largest frame (792 bytes): that block
+     * size fails alone and the others still run. */
+    uint32_t blocks[3] = {64, 4096, 65536};
+    struct bench_frames_result res[3];
+    struct bench_frames_opts o = {"test", blocks, 3, 0.3, NULL};
+#if HAVE_ALLOC_HOOK
+    o.alloc_count = count_allocs;
+#endif
+    REQUIRE(bench_frames_run(&o, res) == ONI_ESUCCESS);
+    CHECK_EQ(res[0].block, 64);
+    CHECK(res[0].rc < 0);
+    CHECK_EQ(res[0].frames, 0);
+    for (int i = 1; i < 3; i++) {
+        const struct bench_frames_result *r = &res[i];
+        CHECK_EQ(r->block, blocks[i]);
+        CHECK_RC(r->rc, ONI_ESUCCESS);
+        CHECK(r->frames > 0);
+        CHECK(r->bytes > 0);
+        CHECK(r->stream_bytes > r->bytes); /* every frame has a 16-byte header */
+        CHECK(r->stream_bytes >= r->bytes + 16 * r->frames);
+        CHECK(r->seconds > 0.1 && r->seconds < 2);
+        CHECK(r->frames_per_s > 0);
+        CHECK(r->mb_per_s > 0);
+        CHECK(r->call_ns.n > 0);
+        CHECK(r->call_ns.min <= r->call_ns.p50 && r->call_ns.p50 <= r->call_ns.p99);
+        CHECK(r->call_ns.p99 <= r->call_ns.p999 && r->call_ns.p999 <= r->call_ns.max);
+        CHECK(r->clock_ns >= 0);
+        if (HAVE_ALLOC_HOOK)
+            CHECK(r->allocs_per_frame >= 0);
+        else
+            CHECK(r->allocs_per_frame < 0);
+    }
+}
+
+TEST(frames_counter_that_sees_nothing_is_ignored)
+{
+    uint32_t blocks[1] = {4096};
+    struct bench_frames_result res[1];
+    struct bench_frames_opts o = {"test", blocks, 1, 0.05, frozen_counter};
+    REQUIRE(bench_frames_run(&o, res) == ONI_ESUCCESS);
+    CHECK_RC(res[0].rc, ONI_ESUCCESS);
+    CHECK(res[0].allocs_per_frame < 0);
+}
+
+TEST(frames_unknown_driver)
+{
+    uint32_t blocks[2] = {4096, 8192};
+    struct bench_frames_result res[2];
+    struct bench_frames_opts o = {"no-such-driver-xyz", blocks, 2, 0.05, NULL};
+    REQUIRE(bench_frames_run(&o, res) == ONI_ESUCCESS);
+    CHECK(res[0].rc < 0);
+    CHECK(res[1].rc < 0);
+}

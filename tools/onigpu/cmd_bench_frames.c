@@ -1,0 +1,271 @@
+/* cmd_bench_frames.c - `onigpu bench frames`: frames/s, MB/s, per-call
+ * latency and heap allocations per frame through oni_read_frame +
+ * oni_destroy_frame, for a range of BLOCKREADSIZE values. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/bench.h"
+#include "cli.h"
+#include "cli_oni.h"
+
+static int frames_run(int argc, char **argv);
+CLI_COMMAND(bench_frames, "bench frames",
+            "[--driver test] [--blocks 1K,4K,...] [--seconds T] [--out DIR]",
+            "frames/s, MB/s, call latency and heap allocations per frame for each BLOCKREADSIZE",
+            frames_run)
+
+/* Counting allocator for the whole onigpu program: every malloc family call
+ * is counted, then served by glibc. It costs one relaxed atomic add per
+ * allocation, and lets the benchmark see allocations made anywhere (core,
+ * built-in or dlopen'ed drivers). Sanitizer builds keep their own allocator,
+ * and the benchmark then reports allocations as not counted. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define NO_ALLOC_HOOK 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__GLIBC__)
+#define NO_ALLOC_HOOK 1
+#endif
+
+#ifndef NO_ALLOC_HOOK
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+static atomic_ullong heap_allocs;
+
+static void counted(void)
+{
+    atomic_fetch_add_explicit(&heap_allocs, 1, memory_order_relaxed);
+}
+
+void *malloc(size_t n)
+{
+    counted();
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t a, size_t b)
+{
+    counted();
+    return __libc_calloc(a, b);
+}
+
+void *realloc(void *p, size_t n)
+{
+    counted();
+    return __libc_realloc(p, n);
+}
+
+void free(void *p)
+{
+    __libc_free(p);
+}
+
+int posix_memalign(void **p, size_t align, size_t n)
+{
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    counted();
+    void *q = __libc_memalign(align, n);
+    if (!q)
+        return ENOMEM;
+    *p = q;
+    return 0;
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+    counted();
+    return __libc_memalign(align, n);
+}
+
+void *memalign(size_t align, size_t n)
+{
+    counted();
+    return __libc_memalign(align, n);
+}
+
+static uint64_t alloc_count(void)
+{
+    return atomic_load_explicit(&heap_allocs, memory_order_relaxed);
+}
+#define ALLOC_COUNTER alloc_count
+#else
+#define ALLOC_COUNTER NULL
+#endif
+
+#define MAX_BLOCKS 32
+
+static int parse_blocks(const char *list, uint32_t *blocks, size_t *n)
+{
+    char buf[512], *save = NULL;
+    if (strlen(list) >= sizeof buf)
+        return -1;
+    strcpy(buf, list);
+    *n = 0;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        if (*n == MAX_BLOCKS || cli_parse_size(t, &v) || !v || v > UINT32_MAX)
+            return -1;
+        blocks[(*n)++] = (uint32_t)v;
+    }
+    return *n ? 0 : -1;
+}
+
+/* Table, CSV/JSON and plots of a finished run. */
+static int write_results(const struct bench_frames_opts *o, const struct bench_frames_result *res,
+                         const char *out_dir, int argc, char **argv)
+{
+    int rc;
+    /* Record the command as typed: "onigpu bench frames ...". */
+    char *full[64 + 2] = {"onigpu", "bench"};
+    int nfull = 2;
+    for (int i = 0; i < argc && nfull < 66; i++)
+        full[nfull++] = argv[i];
+    struct bench_report *r = bench_report_open(out_dir, "frames", nfull, full, NULL, &rc);
+    if (!r)
+        return cli_fail(out_dir, rc);
+    int maj, min, pat;
+    oni_version(&maj, &min, &pat);
+    char ver[32];
+    snprintf(ver, sizeof ver, "%d.%d.%d", maj, min, pat);
+    bench_report_meta(r, "liboni_version", ver);
+    bench_report_meta(r, "driver", o->driver);
+    bench_report_meta_num(r, "seconds_per_block", o->seconds);
+    bench_report_meta_num(r, "clock_read_ns", res[0].clock_ns);
+    int counted = 0;
+    for (size_t i = 0; i < o->nblocks; i++)
+        counted |= !res[i].rc && res[i].allocs_per_frame >= 0;
+    bench_report_meta(r, "alloc_counting", counted ? "malloc-family hook in onigpu"
+                                                   : "not counted (no hook in this build)");
+    bench_report_meta(r, "method", "phase 1 (half the time): untimed read+destroy loop -> "
+                                   "frames/s, MB/s (payload, 10^6 B), allocations; phase 2: each "
+                                   "read+destroy timed (includes one clock read)");
+
+    double x[MAX_BLOCKS], fps[MAX_BLOCKS], p50[MAX_BLOCKS], p99[MAX_BLOCKS], p999[MAX_BLOCKS],
+        mx[MAX_BLOCKS];
+    size_t n = 0;
+    int failures = 0;
+    for (size_t i = 0; i < o->nblocks; i++) {
+        const struct bench_frames_result *b = &res[i];
+        bench_cell_str(r, "driver", o->driver);
+        bench_cell_int(r, "block", b->block);
+        bench_cell_str(r, "status", b->rc ? oni_error_str(b->rc) : "ok");
+        if (i == 0)
+            printf("%8s %12s %9s %12s %8s %8s %8s %8s\n", "block", "frames/s", "MB/s",
+                   "allocs/frame", "p50 ns", "p99 ns", "p99.9 ns", "max ns");
+        if (!b->rc) {
+            bench_cell_int(r, "frames", (long long)b->frames);
+            bench_cell_num(r, "seconds", b->seconds);
+            bench_cell_num(r, "frames_per_s", b->frames_per_s);
+            bench_cell_num(r, "mb_per_s", b->mb_per_s);
+            bench_cell_num(r, "stream_mb_per_s",
+                           bench_mb_per_s((double)b->stream_bytes, b->seconds * 1e9));
+            if (b->allocs_per_frame >= 0) {
+                bench_cell_int(r, "allocs", (long long)b->allocs);
+                bench_cell_num(r, "allocs_per_frame", b->allocs_per_frame);
+            }
+            bench_cell_stats(r, "call", &b->call_ns);
+            char allocs[32] = "-";
+            if (b->allocs_per_frame >= 0)
+                snprintf(allocs, sizeof allocs, "%.3g", b->allocs_per_frame);
+            printf("%8u %12.0f %9.1f %12s %8.0f %8.0f %8.0f %8.0f\n", b->block, b->frames_per_s,
+                   b->mb_per_s, allocs, b->call_ns.p50, b->call_ns.p99, b->call_ns.p999,
+                   b->call_ns.max);
+            x[n] = b->block;
+            fps[n] = b->frames_per_s;
+            p50[n] = b->call_ns.p50;
+            p99[n] = b->call_ns.p99;
+            p999[n] = b->call_ns.p999;
+            mx[n] = b->call_ns.max;
+            n++;
+        } else {
+            failures++;
+            printf("%8u  failed: %s (%d)\n", b->block, oni_error_str(b->rc), b->rc);
+        }
+        bench_report_row(r, NULL);
+    }
+    printf("(one timed call includes one clock read, %.0f ns here; allocs/frame over the "
+           "untimed half)\n", res[0].clock_ns);
+
+    if (n) {
+        struct bench_series sf = {"frames/s", x, fps, n, BENCH_LINES_POINTS};
+        struct bench_plot pf = {"oni_read_frame + oni_destroy_frame throughput", "BLOCKREADSIZE (bytes)",
+                                "frames/s", 1, 0, &sf, 1};
+        struct bench_series sl[4] = {{"p50", x, p50, n, BENCH_LINES_POINTS},
+                                     {"p99", x, p99, n, BENCH_LINES_POINTS},
+                                     {"p99.9", x, p999, n, BENCH_LINES_POINTS},
+                                     {"max", x, mx, n, BENCH_LINES_POINTS}};
+        struct bench_plot pl = {"read + destroy latency per call", "BLOCKREADSIZE (bytes)",
+                                "time (ns)", 1, 1, sl, 4};
+        int prc = bench_report_plot(r, "rate", &pf);
+        if (!prc)
+            prc = bench_report_plot(r, "latency", &pl);
+        if (prc)
+            fprintf(stderr, "onigpu bench frames: plot: %s\n", oni_error_str(prc));
+    }
+    const char *json = bench_report_path(r, ".json");
+    char where[1024];
+    snprintf(where, sizeof where, "%s", json ? json : out_dir);
+    rc = bench_report_close(r);
+    if (rc)
+        return cli_fail("writing results", rc);
+    printf("results: %s (and .csv, -rate.png, -latency.png)\n", where);
+    return failures ? 1 : 0;
+}
+
+static int frames_run(int argc, char **argv)
+{
+    static const uint32_t def_blocks[] = {1024, 4096, 16384, 65536, 262144, 1048576};
+    uint32_t blocks[MAX_BLOCKS];
+    struct bench_frames_opts o = {.driver = "test", .blocks = def_blocks,
+                                  .nblocks = sizeof def_blocks / sizeof def_blocks[0],
+                                  .seconds = 1, .alloc_count = ALLOC_COUNTER};
+    const char *out_dir = "docs/results";
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: onigpu bench frames [options]\n"
+               "  --driver NAME   ONI driver (default test)\n"
+               "  --blocks LIST   BLOCKREADSIZE values, e.g. 1K,4K,64K (default 1K,4K,16K,64K,256K,1M)\n"
+               "  --seconds T     time per block size, half throughput, half latency (default 1)\n"
+               "  --out DIR       result directory (default docs/results)\n");
+        return 0;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int rc;
+        if ((rc = cli_opt_value("--driver", argc, argv, &i, &v))) {
+            if (rc < 0 || !*v)
+                goto usage;
+            o.driver = v;
+        } else if ((rc = cli_opt_value("--blocks", argc, argv, &i, &v))) {
+            if (rc < 0 || parse_blocks(v, blocks, &o.nblocks))
+                goto usage;
+            o.blocks = blocks;
+        } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
+            if (rc < 0 || cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600)
+                goto usage;
+        } else if ((rc = cli_opt_value("--out", argc, argv, &i, &v))) {
+            if (rc < 0 || !*v)
+                goto usage;
+            out_dir = v;
+        } else {
+            goto usage;
+        }
+        continue;
+    usage:
+        fprintf(stderr, "onigpu bench frames: bad option or value: %s\n", argv[i]);
+        return cli_usage(&cli_cmd_bench_frames);
+    }
+
+    struct bench_frames_result res[MAX_BLOCKS];
+    int rc = bench_frames_run(&o, res);
+    if (rc)
+        return cli_fail("bench frames", rc);
+    return write_results(&o, res, out_dir, argc, argv);
+}
