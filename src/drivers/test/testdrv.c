@@ -286,6 +286,11 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
     if (!rc) {
         reset_state(d);
         d->initialized = 1;
+    } else if (rc != ONI_EINVALSTATE) {
+        for (unsigned i = 0; i < d->ndev; i++) /* a failed init leaves nothing behind */
+            free(d->dev[i].tmpl);
+        memset(d->dev, 0, sizeof d->dev);
+        d->ndev = 0;
     }
     pthread_mutex_unlock(&d->lock);
     return rc;
