@@ -165,6 +165,7 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     int rc = emu_card_fifo_peek(d->card, EMU_STREAM_GPU, n, sp, timeout_ms);
     if (rc < 0)
         return rc;
+    rc = 0;
     uint64_t t0 = oni_now_ns(); /* the link carries the payload from here on */
     int in_stream = 0;
     if (dst_gpu || done_gpu) {
