@@ -244,6 +244,14 @@ static int read_run(int argc, char **argv)
             goto out;
         }
     }
+    oni_size_t block = 0;
+    size_t blen = sizeof block;
+    oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, &blen);
+    if (o.frames)
+        printf("reading %llu frames from driver %s, block %u B\n", (unsigned long long)o.frames,
+               di ? di->name : "?", block);
+    else
+        printf("reading for %.3g s from driver %s, block %u B\n", o.seconds, di ? di->name : "?", block);
     oni_size_t one = 1, zero = 0;
     if ((rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one))) {
         cli_fail("cannot start acquisition", rc);
