@@ -156,7 +156,6 @@ static int reset(struct oni_ctx_impl *ctx)
     ctx->hmask = mask;
     ctx->sysclk_hz = sys;
     ctx->acqclk_hz = acq;
-    ctx->max_rpayload = rmax;
     ctx->max_rframe = ONI_RFRAMEHEADERSZ + rmax;
     ctx->max_wframe = ONI_WFRAMEHEADERSZ + wmax;
     /* A block size the user chose survives a reset while it still fits. */

@@ -88,7 +88,7 @@ struct oni_ctx_impl {
     /* dev_idx -> read_size lookup for the read path: open addressing, 0 = empty slot. */
     uint32_t *hkey, *hval;     /* hkey holds idx + 1 so that 0 marks an empty slot */
     uint32_t hmask;
-    oni_size_t max_rframe, max_wframe, max_rpayload;
+    oni_size_t max_rframe, max_wframe; /* header included */
     oni_size_t block_read, block_write;
     struct oni_pool *pool;
     /* Read state (rlock): bytes [pos, end) of cur are unparsed; fill_left

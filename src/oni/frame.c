@@ -206,39 +206,49 @@ static long dev_read_size(const struct oni_ctx_impl *ctx, uint32_t idx)
     }
 }
 
+/* A header that can start a frame: a readable device of the table with its
+ * own payload size. Sets *sz. */
+static int header_ok(const struct oni_ctx_impl *ctx, const char *h, uint32_t *sz)
+{
+    uint32_t idx;
+    memcpy(&idx, h + 8, 4);
+    memcpy(sz, h + 12, 4);
+    long want = dev_read_size(ctx, idx);
+    return want > 0 && (uint32_t)want == *sz;
+}
+
 static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
 {
     uint64_t deadline = oni_deadline(ctx);
+    uint32_t sz;
     int rc = refill(ctx, ONI_RFRAMEHEADERSZ, deadline);
     if (rc < 0)
         return rc;
-    const char *h = ctx->cur->data + ctx->pos;
-    uint64_t time;
-    uint32_t idx, sz;
-    memcpy(&time, h, 8);
-    memcpy(&idx, h + 8, 4);
-    memcpy(&sz, h + 12, 4);
-    long want = dev_read_size(ctx, idx);
-    if (sz > ctx->max_rpayload) {
-        /* The header cannot be right: step one word and look again. */
-        ctx->pos += 4;
+    if (!header_ok(ctx, ctx->cur->data + ctx->pos, &sz)) {
+        /* Not a frame we know: drop words until one starts (frames are
+         * word-aligned), at most a block's worth per call, and say so once.
+         * The next call starts at the frame found. */
+        size_t skipped = 0;
+        do {
+            ctx->pos += 4;
+            skipped += 4;
+            if (refill(ctx, ONI_RFRAMEHEADERSZ, deadline) < 0)
+                break; /* the next call meets that error again */
+        } while (skipped < ctx->block_read && !header_ok(ctx, ctx->cur->data + ctx->pos, &sz));
         return ONI_EBADFRAME;
     }
     size_t len = ONI_RFRAMEHEADERSZ + oni_pad4(sz);
     if ((rc = refill(ctx, len, deadline)) < 0)
         return rc;
-    if (want < 0 || (uint32_t)want != sz) {
-        ctx->pos += len; /* skip the frame its header describes */
-        return ONI_EBADFRAME;
-    }
     struct oni_frame *f = take_frame(ctx->pool);
     if (!f)
         return ONI_EBADALLOC;
     struct oni_block *b = ctx->cur;
+    const char *h = b->data + ctx->pos;
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
     f->block = b;
-    f->u.w.time = time;
-    f->u.w.dev_idx = idx;
+    memcpy(&f->u.w.time, h, 8);
+    memcpy(&f->u.w.dev_idx, h + 8, 4);
     f->u.w.data_sz = sz;
     f->u.w.data = b->data + ctx->pos + ONI_RFRAMEHEADERSZ;
     ctx->pos += len;
@@ -255,7 +265,7 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
     if (atomic_load(&ctx->state) == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
     pthread_mutex_lock(&ctx->rlock);
-    int rc = read_frame_locked(ctx, frame);
+    int rc = ctx->max_rframe > ONI_RFRAMEHEADERSZ ? read_frame_locked(ctx, frame) : ONI_ENOREADDEV;
     pthread_mutex_unlock(&ctx->rlock);
     return rc;
 }

@@ -1,0 +1,362 @@
+/* test_oni_frames.c - the data streams: frames across block boundaries for
+ * many block sizes, short driver reads and every data_sz % 4; frame lifetime
+ * across refills and past oni_destroy_ctx; bad frames; flush on RUNNING;
+ * timeouts; write frame validation and wire format. */
+#include "drivers/fixture.h"
+#include "unit.h"
+
+static const oni_device_t devs[] = {
+    {1, 10, 1, 4, 0},      {2, 10, 1, 5, 0},      {3, 10, 1, 6, 0},   {4, 10, 1, 7, 0},
+    {0x100, 10, 1, 1, 0},  {0x101, 10, 1, 2, 0},  {0x102, 10, 1, 3, 0},
+    {0x200, 10, 1, 64, 0}, {0x201, 10, 1, 33, 0},
+    {0x300, 8, 1, 0, 8},   {0x301, 8, 1, 12, 6},
+};
+#define NDEV (sizeof devs / sizeof devs[0])
+#define MAXRFRAME (16 + 64)
+
+static uint32_t rng = 777;
+static uint32_t rnd(void)
+{
+    rng = rng * 1103515245u + 12345u;
+    return rng >> 8;
+}
+
+/* A stream of n frames from readable devices in a pseudo-random order; frame
+ * i has time base + i. Returns its length; idx[i] says which device. */
+static size_t make_stream(uint8_t *buf, uint32_t *idx, int n, uint64_t base)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        const oni_device_t *d;
+        do
+            d = &devs[rnd() % NDEV];
+        while (d->read_size == 0);
+        idx[i] = d->idx;
+        len += fx_frame(buf + len, base + (uint64_t)i, d->idx, d->read_size);
+    }
+    return len;
+}
+
+static uint32_t rsize(uint32_t idx)
+{
+    for (size_t i = 0; i < NDEV; i++)
+        if (devs[i].idx == idx)
+            return devs[i].read_size;
+    return 0;
+}
+
+static oni_ctx open_ctx(void)
+{
+    oni_ctx ctx = fx_open(devs, NDEV, 1);
+    if (ctx && fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT)) {
+        oni_destroy_ctx(ctx);
+        ctx = NULL;
+    }
+    return ctx;
+}
+
+#define NFR 400
+
+TEST(frames_across_blocks)
+{
+    static uint8_t stream[NFR * MAXRFRAME];
+    static uint32_t idx[NFR];
+    static oni_frame_t *kept[NFR];
+    static const uint32_t blocks[] = {80, 84, 88, 92, 100, 128, 252, 256, 260, 1000, 4096, 65536};
+    static const uint32_t chunks[] = {0, 1, 3, 5, 13, 80};
+    size_t len = make_stream(stream, idx, NFR, 1000);
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t v;
+    size_t n = 4;
+    REQUIRE(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n) == 0);
+    CHECK_EQ(v, MAXRFRAME);
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+        for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+            REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &blocks[b], 4) == 0);
+            REQUIRE(fx_set_u32(ctx, SCR_OPT_CHUNK, chunks[c]) == 0);
+            REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, stream, len) == 0);
+            int bad = 0;
+            for (int i = 0; i < NFR; i++) {
+                oni_frame_t *f = NULL;
+                int rc = oni_read_frame(ctx, &f);
+                uint32_t sz = rsize(idx[i]);
+                if (rc != (int)(16 + ((sz + 3) & ~3u)) || !fx_check(f, 1000 + (uint64_t)i, idx[i], sz)) {
+                    UNIT_FAIL("block %u chunk %u frame %d: rc %d", blocks[b], chunks[c], i, rc);
+                    bad = 1;
+                    if (rc > 0)
+                        oni_destroy_frame(f);
+                    break;
+                }
+                kept[i] = f;
+            }
+            if (bad)
+                return;
+            /* Every frame still right after all later refills. */
+            for (int i = 0; i < NFR; i++)
+                if (!fx_check(kept[i], 1000 + (uint64_t)i, idx[i], rsize(idx[i])))
+                    UNIT_FAIL("block %u chunk %u: frame %d changed", blocks[b], chunks[c], i);
+            for (int i = 0; i < NFR; i++)
+                oni_destroy_frame(kept[i]);
+            oni_frame_t *f;
+            CHECK_RC(oni_read_frame(ctx, &f), ONI_ETIMEOUT); /* stream is over */
+        }
+    }
+    oni_destroy_ctx(ctx);
+}
+
+TEST(thousand_frames_live_across_refills)
+{
+    static uint8_t pattern[64 * MAXRFRAME];
+    uint32_t idx[64];
+    size_t len = make_stream(pattern, idx, 64, 0);
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REPEAT, 1) == 0);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, pattern, len) == 0);
+    static oni_frame_t *kept[1000];
+    long total = 0;
+    for (int i = 0; i < 1000; i++, total++) {
+        REQUIRE(oni_read_frame(ctx, &kept[i]) > 0);
+    }
+    /* Many refills while those 1000 stay alive (the block size is the minimum). */
+    for (int i = 0; i < 50000; i++, total++) {
+        oni_frame_t *f;
+        int rc = oni_read_frame(ctx, &f);
+        REQUIRE(rc > 0);
+        if (!fx_check(f, (uint64_t)(total % 64), idx[total % 64], rsize(idx[total % 64])))
+            UNIT_FAIL("frame %ld wrong", total);
+        oni_destroy_frame(f);
+    }
+    for (int i = 0; i < 1000; i++)
+        if (!fx_check(kept[i], (uint64_t)(i % 64), idx[i % 64], rsize(idx[i % 64])))
+            UNIT_FAIL("kept frame %d changed", i);
+    /* Give them back in a scrambled order. */
+    for (int i = 0; i < 1000; i++) {
+        int j = (int)(rnd() % 1000);
+        oni_frame_t *t = kept[i];
+        kept[i] = kept[j];
+        kept[j] = t;
+    }
+    for (int i = 0; i < 1000; i++)
+        oni_destroy_frame(kept[i]);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(frames_outlive_context)
+{
+    static uint8_t stream[20 * MAXRFRAME];
+    uint32_t idx[20];
+    size_t len = make_stream(stream, idx, 20, 50);
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, stream, len) == 0);
+    oni_frame_t *f[20];
+    for (int i = 0; i < 20; i++)
+        REQUIRE(oni_read_frame(ctx, &f[i]) > 0);
+    for (int i = 0; i < 10; i++)
+        oni_destroy_frame(f[i]);
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+    for (int i = 10; i < 20; i++) {
+        CHECK(fx_check(f[i], 50 + (uint64_t)i, idx[i], rsize(idx[i])));
+        oni_destroy_frame(f[i]); /* the last one frees the pool (ASan checks) */
+    }
+}
+
+/* Read one frame expecting rc; check it against (time, idx) if it is one. */
+static void expect(oni_ctx ctx, int want, uint64_t time, uint32_t idx)
+{
+    oni_frame_t *f = NULL;
+    int rc = oni_read_frame(ctx, &f);
+    CHECK_RC(rc, want);
+    if (rc > 0) {
+        CHECK(fx_check(f, time, idx, rsize(idx)));
+        oni_destroy_frame(f);
+    }
+}
+
+TEST(bad_frames_keep_the_stream)
+{
+    uint8_t s[2048];
+    size_t len = 0;
+    len += fx_frame(s + len, 1, 3, 6);          /* good */
+    len += fx_frame(s + len, 2, 0x999, 8);      /* unknown device */
+    len += fx_frame(s + len, 3, 0x200, 64);     /* good */
+    len += fx_frame(s + len, 4, 1, 12);         /* known device, wrong size */
+    len += fx_frame(s + len, 5, 0x102, 3);      /* good */
+    len += fx_frame(s + len, 6, 0x300, 8);      /* write-only device */
+    len += fx_frame(s + len, 7, 4, 7);          /* good */
+    memset(s + len, 0xFF, 4);                   /* a stray word */
+    len += 4;
+    len += fx_frame(s + len, 0, 0x101, 2);      /* good */
+    memset(s + len, 0xFF, 16);                  /* a garbage header */
+    len += 16;
+    len += fx_frame(s + len, 0, 0x201, 33);     /* good */
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t block = 4096;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, 4) == 0);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, len) == 0);
+    expect(ctx, 16 + 8, 1, 3);
+    expect(ctx, ONI_EBADFRAME, 0, 0);
+    expect(ctx, 16 + 64, 3, 0x200);
+    expect(ctx, ONI_EBADFRAME, 0, 0);
+    expect(ctx, 16 + 4, 5, 0x102);
+    expect(ctx, ONI_EBADFRAME, 0, 0);
+    expect(ctx, 16 + 8, 7, 4);
+    expect(ctx, ONI_EBADFRAME, 0, 0);
+    expect(ctx, 16 + 4, 0, 0x101);
+    expect(ctx, ONI_EBADFRAME, 0, 0);
+    expect(ctx, 16 + 36, 0, 0x201);
+    expect(ctx, ONI_ETIMEOUT, 0, 0);
+    /* Pure garbage: an error per block's worth, never a frame, never a hang. */
+    memset(s, 0xEE, sizeof s);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, sizeof s) == 0);
+    int bad = 0, rc;
+    oni_frame_t *f;
+    while ((rc = oni_read_frame(ctx, &f)) == ONI_EBADFRAME)
+        bad++;
+    CHECK_RC(rc, ONI_ETIMEOUT);
+    CHECK(bad >= 1 && bad <= (int)(sizeof s / 4096) + 2);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(running_flushes_buffered_data)
+{
+    uint8_t s[10 * MAXRFRAME];
+    uint32_t idx[10];
+    size_t len = make_stream(s, idx, 10, 0);
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t v = 4096;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4) == 0);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, len) == 0);
+    expect(ctx, (int)(16 + ((rsize(idx[0]) + 3) & ~3u)), 0, idx[0]);
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), 0);
+    expect(ctx, ONI_ETIMEOUT, 0, 0); /* the other 9 were buffered: gone */
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, len) == 0);
+    expect(ctx, (int)(16 + ((rsize(idx[0]) + 3) & ~3u)), 0, idx[0]);
+    v = 0;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), 0);
+    expect(ctx, ONI_ETIMEOUT, 0, 0);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(read_timeouts)
+{
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t ms = 100;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, 4) == 0);
+    oni_frame_t *f;
+    /* A driver with nothing that returns 0 bytes: the core's deadline. */
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_ZERO) == 0);
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_ETIMEOUT);
+    uint64_t el = (oni_now_ns() - t0) / 1000000;
+    CHECK(el >= 95 && el < 1000);
+    /* A driver that waits on its own, told the timeout by the core. */
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_WAIT) == 0);
+    t0 = oni_now_ns();
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_ETIMEOUT);
+    el = (oni_now_ns() - t0) / 1000000;
+    CHECK(el >= 95 && el < 1000);
+    /* A frame that arrives half: timeout, then the rest arrives and it comes out whole. */
+    uint8_t s[MAXRFRAME];
+    size_t len = fx_frame(s, 9, 0x200, 64);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT) == 0);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, 30) == 0);
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_ETIMEOUT);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s + 30, len - 30) == 0);
+    expect(ctx, 80, 9, 0x200);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(no_readable_devices)
+{
+    oni_device_t w[1] = {{7, 8, 1, 0, 4}};
+    oni_ctx ctx = fx_open(w, 1, 1);
+    REQUIRE(ctx);
+    oni_frame_t *f;
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_ENOREADDEV);
+    CHECK_RC(oni_read_frame(ctx, NULL), ONI_EINVALARG);
+    oni_destroy_ctx(ctx);
+}
+
+static size_t written(oni_ctx ctx, uint8_t *buf, size_t cap)
+{
+    size_t n = cap;
+    return oni_get_driver_opt(ctx, SCR_OPT_WRITTEN, buf, &n) == 0 ? n : 0;
+}
+
+TEST(write_frames)
+{
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint8_t data[16000], out[20000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 5 + 3);
+    oni_frame_t *f = NULL;
+    CHECK_RC(oni_create_frame(ctx, &f, 0x999, data, 8), ONI_EDEVIDX);
+    CHECK_RC(oni_create_frame(ctx, &f, 1, data, 8), ONI_ENOTWRITEDEV);
+    CHECK_RC(oni_create_frame(ctx, &f, 0x300, data, 0), ONI_EWRITESIZE);
+    CHECK_RC(oni_create_frame(ctx, &f, 0x300, data, 12), ONI_EWRITESIZE);
+    CHECK_RC(oni_create_frame(ctx, &f, 0x301, data, 8), ONI_EWRITESIZE);
+    CHECK_RC(oni_create_frame(ctx, NULL, 0x300, data, 8), ONI_EINVALARG);
+    CHECK_RC(oni_create_frame(ctx, &f, 0x300, NULL, 8), ONI_EINVALARG);
+    CHECK_RC(oni_write_frame(ctx, NULL), ONI_EINVALARG);
+
+    /* 0x301 takes 6-byte units: 12 bytes -> 3 words; 6 bytes -> 2 words with 2 pad bytes. */
+    REQUIRE(oni_create_frame(ctx, &f, 0x301, data, 6) == 0);
+    CHECK_EQ(f->dev_idx, 0x301);
+    CHECK_EQ(f->data_sz, 6);
+    CHECK(memcmp(f->data, data, 6) == 0);
+    CHECK_RC(oni_write_frame(ctx, f), 16);
+    oni_destroy_frame(f);
+    REQUIRE(oni_create_frame(ctx, &f, 0x301, data, 12) == 0);
+    CHECK_RC(oni_write_frame(ctx, f), 20);
+    oni_destroy_frame(f);
+    size_t n = written(ctx, out, sizeof out);
+    REQUIRE(n == 36);
+    uint32_t h[2];
+    memcpy(h, out, 8);
+    CHECK_EQ(h[0], 0x301);
+    CHECK_EQ(h[1], 2);
+    CHECK(memcmp(out + 8, data, 6) == 0);
+    CHECK(out[14] == 0 && out[15] == 0);
+    memcpy(h, out + 16, 8);
+    CHECK_EQ(h[0], 0x301);
+    CHECK_EQ(h[1], 3);
+    CHECK(memcmp(out + 24, data, 12) == 0);
+
+    /* A frame bigger than BLOCKWRITESIZE, through a driver taking 7 bytes a call. */
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_WRITECHUNK, 7) == 0);
+    REQUIRE(oni_create_frame(ctx, &f, 0x300, data, 8 * 1000) == 0);
+    CHECK_RC(oni_write_frame(ctx, f), 8008);
+    oni_destroy_frame(f);
+    n = written(ctx, out, sizeof out);
+    REQUIRE(n == 36 + 8008);
+    memcpy(h, out + 36, 8);
+    CHECK_EQ(h[0], 0x300);
+    CHECK_EQ(h[1], 2000);
+    CHECK(memcmp(out + 44, data, 8000) == 0);
+
+    /* Pooled write frames are reused, and may outlive the context. */
+    oni_frame_t *a, *b;
+    REQUIRE(oni_create_frame(ctx, &a, 0x300, data, 8) == 0);
+    oni_destroy_frame(a);
+    REQUIRE(oni_create_frame(ctx, &b, 0x300, data + 8, 16) == 0);
+    CHECK(a == b);
+    CHECK(memcmp(b->data, data + 8, 16) == 0);
+    /* A read frame is not a write frame. */
+    uint8_t s[MAXRFRAME];
+    size_t len = fx_frame(s, 1, 1, 4);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, len) == 0);
+    REQUIRE(oni_read_frame(ctx, &f) > 0);
+    CHECK_RC(oni_write_frame(ctx, f), ONI_EINVALARG);
+    oni_destroy_frame(f);
+    oni_destroy_ctx(ctx);
+    CHECK(memcmp(b->data, data + 8, 16) == 0);
+    oni_destroy_frame(b);
+}
