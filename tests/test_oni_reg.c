@@ -1,0 +1,134 @@
+/* test_oni_reg.c - the register protocol: ACK/NACK, ERETRIG, skipped
+ * packets, and deadlines with drivers that never answer. */
+#include "drivers/fixture.h"
+#include "unit.h"
+
+static const oni_device_t devs[] = {{0x0102, 10, 1, 8, 0}, {0x01FE, 8, 1, 0, 0}};
+
+static oni_ctx open_ctx(uint32_t timeout_ms)
+{
+    oni_ctx ctx = fx_open(devs, 2, 1);
+    if (ctx && oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout_ms, 4)) {
+        oni_destroy_ctx(ctx);
+        ctx = NULL;
+    }
+    return ctx;
+}
+
+static uint64_t ms_since(uint64_t t0) { return (oni_now_ns() - t0) / 1000000; }
+
+TEST(write_then_read_back)
+{
+    oni_ctx ctx = open_ctx(500);
+    REQUIRE(ctx);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 2, 0xCAFE), 0);
+    struct scr_stats st = fx_stats(ctx);
+    CHECK_EQ(st.config[ONI_CONFIG_DEV_IDX], 0x0102);
+    CHECK_EQ(st.config[ONI_CONFIG_REG_ADDR], 2);
+    CHECK_EQ(st.config[ONI_CONFIG_REG_VALUE], 0xCAFE);
+    CHECK_EQ(st.config[ONI_CONFIG_RW], 1);
+    CHECK_RC(oni_write_reg(ctx, 0x01FE, 2, 0x1234), 0); /* another device, same address */
+    oni_reg_val_t v = 0;
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 2, &v), 0);
+    CHECK_EQ(v, 0xCAFE);
+    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_RW], 0);
+    CHECK_RC(oni_read_reg(ctx, 0x01FE, 2, &v), 0);
+    CHECK_EQ(v, 0x1234);
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 2, NULL), ONI_EINVALARG);
+    /* Works while running too. */
+    uint32_t run = 1;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, 4) == 0);
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 2, &v), 0);
+    CHECK_EQ(v, 0xCAFE);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(nack_is_failure)
+{
+    oni_ctx ctx = open_ctx(500);
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_NACK) == 0);
+    oni_reg_val_t v;
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 0, 1), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 0, &v), ONI_EREADFAILURE);
+    /* After a NACK the next access goes through (TRIG was cleared). */
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK) == 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 0, 1), 0);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(other_packets_are_skipped)
+{
+    oni_ctx ctx = open_ctx(500);
+    REQUIRE(ctx);
+    uint8_t sig[600];
+    size_t len = 0;
+    oni_device_t d = devs[0];
+    len += (size_t)oni_signal_pack(ONI_SIG_NULL, NULL, 0, sig + len, sizeof sig - len);
+    len += (size_t)oni_signal_pack(ONI_SIG_DEVICEINST, &d, sizeof d, sig + len, sizeof sig - len);
+    len += (size_t)oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, sig + len, sizeof sig - len);
+    sig[len++] = 0;
+    /* Queued before a read: the WACK belongs to no read and must not end it. */
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, sig, len) == 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 77), 0); /* its own WACK: the stale one */
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, sig, len) == 0);
+    oni_reg_val_t v = 0;
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 4, &v), 0);
+    CHECK_EQ(v, 77);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(silent_driver_times_out_then_retrig)
+{
+    oni_ctx ctx = open_ctx(100);
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_SILENT) == 0);
+    oni_reg_val_t v;
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 1, &v), ONI_ETIMEOUT);
+    uint64_t el = ms_since(t0);
+    CHECK(el >= 95 && el < 1000);
+    /* The access is still pending in the hardware. */
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 1, 5), ONI_ERETRIG);
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 1, &v), ONI_ERETRIG);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(nullsig_flood_times_out)
+{
+    oni_ctx ctx = open_ctx(100);
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_NULLSPAM) == 0);
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 1, 5), ONI_ETIMEOUT);
+    uint64_t el = ms_since(t0);
+    CHECK(el >= 95 && el < 1000);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(waiting_driver_times_out)
+{
+    oni_ctx ctx = open_ctx(100);
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_SILENT) == 0);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_WAIT) == 0);
+    CHECK_EQ(fx_stats(ctx).timeout_ms, 100);
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 1, 5), ONI_ETIMEOUT);
+    uint64_t el = ms_since(t0);
+    CHECK(el >= 95 && el < 1000);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(garbage_signal_is_an_error_not_a_hang)
+{
+    oni_ctx ctx = open_ctx(200);
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_SILENT) == 0);
+    uint8_t junk[400];
+    memset(junk, 0x42, sizeof junk);
+    junk[399] = 0;
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, junk, sizeof junk) == 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 1, 5), ONI_ECOBSPACK);
+    oni_destroy_ctx(ctx);
+}
