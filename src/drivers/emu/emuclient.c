@@ -1,0 +1,434 @@
+/* emuclient.c - daemon mode of the emu driver: requests over the session's
+ * channels, payload through the shared rings (emuproto.h, docs/daemon.md).
+ *
+ * Each channel carries one request at a time (its mutex). A request the
+ * client stopped waiting for (timeout) may still be answered later; a late
+ * READ answer is kept (its bytes are in the ring and already taken from the
+ * card's FIFO, so dropping them would tear frames), any other late answer is
+ * discarded by its sequence number. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "emuclient.h"
+#include "emuproto.h"
+#include "onii.h"
+
+#define MAXSEG 4                 /* produced segments a read ring may hold */
+#define REPLY_MARGIN_MS 250u     /* on top of the timeout the daemon itself applies */
+
+struct seg {
+    uint64_t start, len;
+};
+
+struct ring {
+    uint8_t *base;
+    uint64_t cap;
+    uint64_t head;          /* end of the last segment produced (or of the last write sent) */
+    struct seg seg[MAXSEG]; /* read rings: unconsumed segments, oldest first */
+    int nseg;
+    int write_pending;      /* write rings: a WRITE whose answer was not seen yet */
+    uint32_t pending_seq;   /* and its sequence number */
+};
+
+struct chan {
+    int fd;
+    pthread_mutex_t lock;
+    uint32_t seq;
+    int read_ring;  /* ring its READ answers fill, or -1 */
+    int write_ring; /* ring its WRITE requests use, or -1 */
+    uint8_t buf[EMUP_MAXMSG];
+};
+
+struct emuc {
+    struct chan ch[EMUP_NCHAN];
+    struct ring ring[EMUP_NRING];
+    uint8_t *shm;
+    size_t shm_size;
+    atomic_int dead;
+};
+
+/* The channel and ring of a stream; -1 for a stream that has none. */
+static int stream_route(enum emu_stream s, int *chan, int *ring)
+{
+    switch (s) {
+    case EMU_STREAM_DATA: *chan = EMUP_CHAN_DATA; *ring = EMUP_RING_DATA; return 0;
+    case EMU_STREAM_SIGNAL: *chan = EMUP_CHAN_CTRL; *ring = EMUP_RING_SIGNAL; return 0;
+    case EMU_STREAM_GPU: *chan = EMUP_CHAN_GPU; *ring = EMUP_RING_GPU; return 0;
+    case EMU_STREAM_WRITE: *chan = EMUP_CHAN_WRITE; *ring = EMUP_RING_WRITE; return 0;
+    case EMU_STREAM_GPU_WRITE: *chan = EMUP_CHAN_GPU; *ring = EMUP_RING_GPUW; return 0;
+    }
+    return -1;
+}
+
+static uint64_t ring_tail(const struct ring *r) { return r->nseg ? r->seg[0].start : r->head; }
+
+/* Take a READ answer into ring r if it is consistent with what we know. */
+static int add_segment(struct ring *r, const struct emup_read_reply *rr)
+{
+    if (!rr->len)
+        return 0;
+    if (r->nseg == MAXSEG || !emup_ring_ok(r->cap, ring_tail(r), r->head, rr->start, rr->len))
+        return ONI_EBADFRAME;
+    r->seg[r->nseg++] = (struct seg){rr->start, rr->len};
+    r->head = rr->start + rr->len;
+    return 0;
+}
+
+/* A late answer arrived while waiting for another: keep READ data, note that
+ * a WRITE was consumed, drop the rest. */
+static void late_answer(struct emuc *c, struct chan *ch, const uint8_t *msg, size_t n)
+{
+    struct emup_hdr h;
+    memcpy(&h, msg, sizeof h);
+    if (h.type == (EMUP_READ | EMUP_REPLY) && h.len == sizeof(struct emup_read_reply) && ch->read_ring >= 0) {
+        struct emup_read_reply rr;
+        memcpy(&rr, msg + sizeof h, sizeof rr);
+        if (rr.rc == 0)
+            add_segment(&c->ring[ch->read_ring], &rr);
+    } else if (h.type == (EMUP_WRITE | EMUP_REPLY) && ch->write_ring >= 0 &&
+               h.seq == c->ring[ch->write_ring].pending_seq) {
+        c->ring[ch->write_ring].write_pending = 0;
+    }
+}
+
+static int disconnected(struct emuc *c)
+{
+    atomic_store(&c->dead, 1);
+    return ONI_EDISCONNECTED;
+}
+
+/* Wait for the answer to (type, seq) on ch until deadline; copy its body
+ * (body_len bytes) to out. Returns the answer's rc, or a transport error. */
+static int await(struct emuc *c, struct chan *ch, uint16_t type, uint32_t seq, void *out, size_t body_len,
+                 uint64_t deadline)
+{
+    for (;;) {
+        int n = emup_recv(ch->fd, ch->buf, sizeof ch->buf, deadline, NULL);
+        if (n == ONI_EDISCONNECTED)
+            return disconnected(c);
+        if (n < 0)
+            return n;
+        struct emup_hdr h;
+        if ((size_t)n < sizeof h)
+            return ONI_EBADFRAME;
+        memcpy(&h, ch->buf, sizeof h);
+        if (h.magic == EMUP_MAGIC && h.seq != seq && h.len == (size_t)n - sizeof h) {
+            late_answer(c, ch, ch->buf, (size_t)n);
+            continue;
+        }
+        int is_status;
+        if (emup_check_reply(ch->buf, (size_t)n, type, seq, body_len, &is_status))
+            return ONI_EBADFRAME;
+        if (is_status) {
+            struct emup_status_reply st;
+            memcpy(&st, ch->buf + sizeof h, sizeof st);
+            if (body_len == sizeof st)
+                memcpy(out, &st, sizeof st);
+            return st.rc > 0 ? ONI_EBADFRAME : st.rc;
+        }
+        memcpy(out, ch->buf + sizeof h, body_len);
+        int32_t rc;
+        memcpy(&rc, out, sizeof rc);
+        return rc > 0 ? ONI_EBADFRAME : rc;
+    }
+}
+
+/* One request on channel ch (its lock held) and its answer. */
+static int call(struct emuc *c, struct chan *ch, uint16_t type, const void *body, size_t len, void *out,
+                size_t out_len, uint32_t wait_ms)
+{
+    if (atomic_load(&c->dead))
+        return ONI_EDISCONNECTED;
+    uint32_t seq = ++ch->seq;
+    if (emup_send(ch->fd, type, seq, body, len, -1))
+        return disconnected(c);
+    return await(c, ch, type, seq, out, out_len, oni_now_ns() + (uint64_t)wait_ms * 1000000u);
+}
+
+static int connect_to(const char *path, int *fd)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path)
+        return ONI_EPATHINVALID;
+    strcpy(a.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return ONI_EBADALLOC;
+    if (connect(s, (struct sockaddr *)&a, sizeof a)) {
+        close(s);
+        return ONI_EPATHINVALID;
+    }
+    *fd = s;
+    return 0;
+}
+
+/* Check the ring layout of a HELLO answer against the size of the shared file. */
+static int map_rings(struct emuc *c, const struct emup_hello_reply *hr, int memfd)
+{
+    struct stat sb;
+    if (fstat(memfd, &sb) || hr->shm_size == 0 || (uint64_t)sb.st_size < hr->shm_size ||
+        hr->shm_size > SIZE_MAX)
+        return ONI_EBADFRAME;
+    for (int i = 0; i < EMUP_NRING; i++) {
+        const struct emup_ring_desc *d = &hr->ring[i];
+        if (!d->cap || d->offset > hr->shm_size || d->cap > hr->shm_size - d->offset)
+            return ONI_EBADFRAME;
+    }
+    void *p = mmap(NULL, (size_t)hr->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (p == MAP_FAILED)
+        return ONI_EBADALLOC;
+    c->shm = p;
+    c->shm_size = (size_t)hr->shm_size;
+    for (int i = 0; i < EMUP_NRING; i++) {
+        c->ring[i].base = c->shm + hr->ring[i].offset;
+        c->ring[i].cap = hr->ring[i].cap;
+    }
+    return 0;
+}
+
+static int hello(struct emuc *c, const char *spec, uint32_t timeout_ms, char *err, size_t err_cap)
+{
+    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
+    size_t n = strlen(spec) + 1;
+    if (n > EMUP_MAXSTR)
+        return ONI_EINVALARG;
+    uint32_t seq = ++ch->seq;
+    if (emup_send(ch->fd, EMUP_HELLO, seq, spec, n, -1))
+        return ONI_EDISCONNECTED;
+    int memfd = -1;
+    int len = emup_recv(ch->fd, ch->buf, sizeof ch->buf, oni_now_ns() + (uint64_t)timeout_ms * 1000000u, &memfd);
+    if (len < 0)
+        return len;
+    struct emup_hello_reply hr;
+    int is_status, rc = emup_check_reply(ch->buf, (size_t)len, EMUP_HELLO, seq, sizeof hr, &is_status);
+    if (!rc && is_status) {
+        struct emup_status_reply st;
+        memcpy(&st, ch->buf + sizeof(struct emup_hdr), sizeof st);
+        rc = st.rc < 0 ? st.rc : ONI_EBADFRAME;
+    } else if (!rc) {
+        memcpy(&hr, ch->buf + sizeof(struct emup_hdr), sizeof hr);
+        hr.err[sizeof hr.err - 1] = 0;
+        if (hr.rc < 0) {
+            if (err && err_cap)
+                snprintf(err, err_cap, "%s", hr.err);
+            rc = hr.rc;
+        } else if (memfd < 0) {
+            rc = ONI_EBADFRAME;
+        } else {
+            rc = map_rings(c, &hr, memfd);
+        }
+    }
+    if (memfd >= 0)
+        close(memfd);
+    if (!rc) {
+        for (int i = EMUP_CHAN_CTRL + 1; i < EMUP_NCHAN && !rc; i++) {
+            struct emup_attach at = {hr.token, (uint32_t)i, 0};
+            struct emup_status_reply st;
+            pthread_mutex_lock(&c->ch[i].lock);
+            rc = call(c, &c->ch[i], EMUP_ATTACH, &at, sizeof at, &st, sizeof st, timeout_ms);
+            pthread_mutex_unlock(&c->ch[i].lock);
+        }
+    }
+    return rc;
+}
+
+int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct emuc **out, char *err,
+              size_t err_cap)
+{
+    if (!path || !out || !timeout_ms)
+        return ONI_EINVALARG;
+    struct emuc *c = calloc(1, sizeof *c);
+    if (!c)
+        return ONI_EBADALLOC;
+    static const int read_ring[EMUP_NCHAN] = {EMUP_RING_SIGNAL, EMUP_RING_DATA, -1, EMUP_RING_GPU};
+    static const int write_ring[EMUP_NCHAN] = {-1, -1, EMUP_RING_WRITE, EMUP_RING_GPUW};
+    for (int i = 0; i < EMUP_NCHAN; i++) {
+        c->ch[i].fd = -1;
+        c->ch[i].read_ring = read_ring[i];
+        c->ch[i].write_ring = write_ring[i];
+        pthread_mutex_init(&c->ch[i].lock, NULL);
+    }
+    int rc = 0;
+    for (int i = 0; i < EMUP_NCHAN && !rc; i++)
+        rc = connect_to(path, &c->ch[i].fd);
+    if (!rc)
+        rc = hello(c, spec ? spec : "", timeout_ms, err, err_cap);
+    if (rc) {
+        emuc_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void emuc_close(struct emuc *c)
+{
+    if (!c)
+        return;
+    /* Channels first: the daemon ends the session when CTRL closes. */
+    for (int i = EMUP_NCHAN - 1; i >= 0; i--) {
+        if (c->ch[i].fd >= 0)
+            close(c->ch[i].fd);
+        pthread_mutex_destroy(&c->ch[i].lock);
+    }
+    if (c->shm)
+        munmap(c->shm, c->shm_size);
+    free(c);
+}
+
+int emuc_read_config(struct emuc *c, oni_config_t reg, uint32_t *value, uint32_t timeout_ms)
+{
+    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
+    struct emup_config rq = {(uint32_t)reg, 0};
+    struct emup_status_reply st;
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, EMUP_CONFIG_READ, &rq, sizeof rq, &st, sizeof st, timeout_ms);
+    pthread_mutex_unlock(&ch->lock);
+    if (!rc)
+        *value = st.value;
+    return rc;
+}
+
+int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t timeout_ms)
+{
+    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
+    struct emup_config rq = {(uint32_t)reg, value};
+    struct emup_status_reply st;
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, EMUP_CONFIG_WRITE, &rq, sizeof rq, &st, sizeof st, timeout_ms);
+    pthread_mutex_unlock(&ch->lock);
+    return rc;
+}
+
+/* Copy up to n bytes out of ring r's oldest segment; returns the bytes copied. */
+static size_t drain(struct ring *r, uint8_t *dst, size_t n)
+{
+    size_t done = 0;
+    while (r->nseg && done < n) {
+        struct seg *s = &r->seg[0];
+        size_t k = s->len < n - done ? (size_t)s->len : n - done;
+        memcpy(dst + done, r->base + s->start % r->cap, k);
+        done += k;
+        s->start += k;
+        s->len -= k;
+        if (!s->len)
+            memmove(&r->seg[0], &r->seg[1], --r->nseg * sizeof r->seg[0]);
+    }
+    return done;
+}
+
+int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
+{
+    int ci, ri;
+    if (stream_route(s, &ci, &ri) || ri == EMUP_RING_WRITE || ri == EMUP_RING_GPUW || !dst || !n)
+        return ONI_EINVALARG;
+    struct chan *ch = &c->ch[ci];
+    struct ring *r = &c->ring[ri];
+    pthread_mutex_lock(&ch->lock);
+    int rc;
+    size_t got = drain(r, dst, n);
+    if (got) {
+        rc = (int)got; /* what a late answer left: return it before asking for more */
+    } else {
+        /* The signal stream asks for as much as fits: the host reads it a byte at a time. */
+        uint64_t want = s == EMU_STREAM_SIGNAL ? r->cap : n;
+        if (want > r->cap)
+            want = r->cap;
+        if (want > INT32_MAX)
+            want = INT32_MAX & ~(uint64_t)3;
+        struct emup_read rq = {(uint32_t)s, (uint32_t)want, timeout_ms, 0, ring_tail(r)};
+        struct emup_read_reply rr;
+        rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, timeout_ms + REPLY_MARGIN_MS);
+        if (!rc && (rr.len > want || add_segment(r, &rr)))
+            rc = ONI_EBADFRAME;
+        if (!rc)
+            rc = rr.len ? (int)drain(r, dst, n) : ONI_ETIMEOUT;
+    }
+    pthread_mutex_unlock(&ch->lock);
+    return rc;
+}
+
+int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms)
+{
+    int ci, ri;
+    if (stream_route(s, &ci, &ri) || (ri != EMUP_RING_WRITE && ri != EMUP_RING_GPUW) || !src || !n)
+        return ONI_EINVALARG;
+    struct chan *ch = &c->ch[ci];
+    struct ring *r = &c->ring[ri];
+    if (n > r->cap || n > INT32_MAX)
+        return ONI_EWRITESIZE;
+    pthread_mutex_lock(&ch->lock);
+    int rc = 0;
+    if (r->write_pending) {
+        /* The last write's answer never came: its bytes may still be in use. */
+        struct emup_status_reply st;
+        rc = await(c, ch, EMUP_WRITE, r->pending_seq, &st, sizeof st, oni_now_ns() + (uint64_t)timeout_ms * 1000000u);
+        if (rc != ONI_ETIMEOUT && rc != ONI_EDISCONNECTED)
+            rc = 0;
+        if (!rc)
+            r->write_pending = 0;
+    }
+    if (!rc) {
+        uint64_t start = emup_ring_place(r->cap, r->head, n);
+        memcpy(r->base + start % r->cap, src, n);
+        r->head = start + n;
+        struct emup_write rq = {(uint32_t)s, (uint32_t)n, timeout_ms, 0, start};
+        struct emup_status_reply st;
+        r->write_pending = 1;
+        r->pending_seq = ch->seq + 1; /* the seq call() will use */
+        rc = call(c, ch, EMUP_WRITE, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
+        if (rc != ONI_ETIMEOUT)
+            r->write_pending = 0;
+        if (!rc)
+            rc = (int)n;
+    }
+    pthread_mutex_unlock(&ch->lock);
+    return rc;
+}
+
+int emuc_stats(struct emuc *c, onigpu_stream_stats_t *st, uint32_t timeout_ms)
+{
+    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
+    struct emup_stats_reply r;
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, EMUP_STATS, NULL, 0, &r, sizeof r, timeout_ms);
+    pthread_mutex_unlock(&ch->lock);
+    if (!rc)
+        *st = r.stats;
+    return rc;
+}
+
+int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms)
+{
+    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
+    struct emup_link_reply r;
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, EMUP_LINK, NULL, 0, &r, sizeof r, timeout_ms);
+    pthread_mutex_unlock(&ch->lock);
+    if (!rc) {
+        *link = r.link;
+        link->name[sizeof link->name - 1] = 0;
+    }
+    return rc;
+}
+
+int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms)
+{
+    size_t n = strlen(path) + 1;
+    if (n > EMUP_MAXSTR)
+        return ONI_EINVALARG;
+    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
+    struct emup_status_reply st;
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, EMUP_TRUTH, path, n, &st, sizeof st, timeout_ms);
+    pthread_mutex_unlock(&ch->lock);
+    return rc;
+}

@@ -1,0 +1,40 @@
+/* emuclient.h - the emu driver's side of the onix-emu daemon protocol
+ * (emuproto.h): one session with the daemon = the card of one driver context.
+ * Calls on different channels may run concurrently; calls on one channel are
+ * serialized. Once the daemon is found gone, every call returns
+ * ONI_EDISCONNECTED; a new session (a new context) is the way back. */
+#ifndef EMUCLIENT_H
+#define EMUCLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "emu/emu.h"
+
+struct emuc;
+
+/* Connect to the daemon at socket path, open a session with a card made from
+ * spec (NULL or "": the daemon's own spec), map the rings and attach every
+ * channel, waiting up to timeout_ms for each answer. Returns 0,
+ * ONI_EPATHINVALID (no daemon at path), ONI_EBUSY (it serves another
+ * session), ONI_EINVALARG (bad spec; why in err), ONI_EPROTCONFIG (other
+ * protocol version), ONI_ETIMEOUT or ONI_EDISCONNECTED. */
+int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct emuc **out, char *err,
+              size_t err_cap);
+
+/* End the session (the daemon destroys its card) and free c. NULL-safe. */
+void emuc_close(struct emuc *c);
+
+int emuc_read_config(struct emuc *c, oni_config_t reg, uint32_t *value, uint32_t timeout_ms);
+int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t timeout_ms);
+
+/* As emu_card_read / emu_card_write, through the rings. A write larger than
+ * the stream's ring gives ONI_EWRITESIZE. */
+int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms);
+int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms);
+
+int emuc_stats(struct emuc *c, onigpu_stream_stats_t *st, uint32_t timeout_ms);
+int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms);
+/* path: absolute path or "" to stop. */
+int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms);
+
+#endif

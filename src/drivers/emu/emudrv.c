@@ -1,0 +1,409 @@
+/* emudrv.c - the `emu` driver: the ONI driver ABI over the emulated ONIX host
+ * card (src/emu/emu.h), either in this process or in an onix-emu daemon
+ * (emuclient.c). The spec string (oniemu.h) decides: a "daemon=PATH" key
+ * selects the daemon and the remaining keys describe the card it creates for
+ * this context; without it the card is created here and runs its generator
+ * on its own thread.
+ *
+ * Locking: the host library serializes options, configuration and the signal
+ * stream, and may read the data stream and write the write stream
+ * concurrently with them; the card and the daemon client are safe for that.
+ * Init and destroy never run concurrently with anything else. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "emuclient.h"
+#include "emudrv.h"
+#include "gpustream.h"
+#include "onigpu.h"
+#include "onii.h"
+
+#define SPEC_MAX 512
+#define MAX_READ (1u << 30) /* largest single driver read: keeps byte counts in an int */
+
+struct emudrv {
+    int initialized;
+    _Atomic uint32_t timeout_ms;
+    char *spec;            /* ONI_DRV_EMU_SPEC as set, or NULL */
+    char *spec_used;       /* the spec in effect after init */
+    char *truth;           /* ONI_DRV_EMU_TRUTH_FILE, or NULL */
+    struct emu_card *card; /* in-process mode */
+    struct emuc *daemon;   /* daemon mode */
+    struct gpustream *gpu; /* gpustream.h's state */
+};
+
+static const oni_driver_info_t info = {"emu", 1, 0, 0, NULL};
+
+static const oni_driver_info_t *drv_info(void) { return &info; }
+
+struct emu_card *emudrv_card(struct emudrv *d) { return d ? d->card : NULL; }
+
+uint32_t emudrv_timeout_ms(struct emudrv *d) { return atomic_load(&d->timeout_ms); }
+
+struct gpustream **emudrv_gpustream(struct emudrv *d) { return &d->gpu; }
+
+static int read_once(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
+{
+    if (n > MAX_READ)
+        n = MAX_READ;
+    uint32_t t = atomic_load(&d->timeout_ms);
+    return d->daemon ? emuc_read(d->daemon, s, dst, n, t) : emu_card_read(d->card, s, dst, n, t);
+}
+
+int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
+{
+    if (!d || !dst || !n || n > MAX_READ)
+        return ONI_EINVALARG;
+    if (!d->initialized)
+        return ONI_EINVALSTATE;
+    if (s != EMU_STREAM_DATA && s != EMU_STREAM_SIGNAL && s != EMU_STREAM_GPU)
+        return ONI_EINVALARG;
+    if (s == EMU_STREAM_SIGNAL)
+        return read_once(d, s, dst, n);
+    /* The daemon's rings may deliver a block in pieces; the caller gets all or an error
+     * (bytes already taken stay taken, as with a card read that failed midway). */
+    size_t got = 0;
+    while (got < n) {
+        int rc = read_once(d, s, (uint8_t *)dst + got, n - got);
+        if (rc < 0)
+            return rc;
+        got += (size_t)rc;
+    }
+    return (int)got;
+}
+
+int emudrv_stream_write(struct emudrv *d, enum emu_stream s, const void *src, size_t n)
+{
+    if (!d || !src || !n || n > MAX_READ)
+        return ONI_EINVALARG;
+    if (!d->initialized)
+        return ONI_EINVALSTATE;
+    if (s != EMU_STREAM_WRITE && s != EMU_STREAM_GPU_WRITE)
+        return ONI_EINVALARG;
+    uint32_t t = atomic_load(&d->timeout_ms);
+    return d->daemon ? emuc_write(d->daemon, s, src, n, t) : emu_card_write(d->card, s, src, n, t);
+}
+
+/* --- spec ------------------------------------------------------------------- */
+
+/* Split spec into the daemon socket path (the value of a "daemon" key, "" if
+ * none) and the other keys, in order. Returns 0 or ONI_EINVALARG (too long,
+ * empty daemon path, or daemon given twice). */
+static int split_spec(const char *spec, char *path, char *rest)
+{
+    size_t n = strlen(spec);
+    if (n >= SPEC_MAX)
+        return ONI_EINVALARG;
+    path[0] = rest[0] = 0;
+    const char *p = spec;
+    while (*p) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t'))
+            p++, len--;
+        if (len >= 7 && !strncmp(p, "daemon=", 7)) {
+            if (path[0] || len == 7)
+                return ONI_EINVALARG;
+            memcpy(path, p + 7, len - 7);
+            path[len - 7] = 0;
+        } else if (len) {
+            if (rest[0])
+                strcat(rest, ";");
+            strncat(rest, p, len);
+        }
+        p += len;
+        if (*p == ';')
+            p++;
+    }
+    return 0;
+}
+
+/* A string option value: size must be strlen + 1. */
+static int get_string(const void *value, size_t len, size_t max)
+{
+    if (!value || len < 1 || len > max)
+        return ONI_EINVALARG;
+    const char *s = value;
+    return memchr(s, 0, len) == s + len - 1 ? 0 : ONI_EINVALARG;
+}
+
+static int put_string(const char *s, void *value, size_t *len)
+{
+    if (!value || !len)
+        return ONI_EINVALARG;
+    size_t n = strlen(s) + 1;
+    if (*len < n)
+        return ONI_EBUFFERSIZE;
+    memcpy(value, s, n);
+    *len = n;
+    return 0;
+}
+
+static int set_truth(struct emudrv *d, const char *path)
+{
+    if (d->card)
+        return emu_card_set_truth_file(d->card, path[0] ? path : NULL);
+    if (!d->daemon)
+        return 0;
+    /* The daemon writes the file: give it a path that does not depend on its cwd. */
+    char abs[SPEC_MAX];
+    if (path[0] && path[0] != '/') {
+        char cwd[SPEC_MAX];
+        if (!getcwd(cwd, sizeof cwd) || snprintf(abs, sizeof abs, "%s/%s", cwd, path) >= (int)sizeof abs)
+            return ONI_EINVALARG;
+        path = abs;
+    }
+    return emuc_truth_file(d->daemon, path, atomic_load(&d->timeout_ms));
+}
+
+/* --- driver ABI -------------------------------------------------------------- */
+
+static oni_driver_ctx drv_create(void)
+{
+    struct emudrv *d = calloc(1, sizeof *d);
+    if (d)
+        atomic_store(&d->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
+    return d;
+}
+
+static void drv_close(struct emudrv *d)
+{
+    emu_gpu_close(d);
+    emuc_close(d->daemon);
+    if (d->card)
+        emu_card_destroy(d->card);
+    d->daemon = NULL;
+    d->card = NULL;
+    d->initialized = 0;
+}
+
+static int drv_destroy(oni_driver_ctx ctx)
+{
+    struct emudrv *d = ctx;
+    if (!d)
+        return ONI_EINVALARG;
+    drv_close(d);
+    free(d->spec);
+    free(d->spec_used);
+    free(d->truth);
+    free(d);
+    return ONI_ESUCCESS;
+}
+
+static int drv_init(oni_driver_ctx ctx, int host_idx)
+{
+    struct emudrv *d = ctx;
+    if (!d)
+        return ONI_EINVALARG;
+    if (d->initialized)
+        return ONI_EINVALSTATE;
+    if (host_idx != -1 && host_idx != 0)
+        return ONI_EPATHINVALID; /* one emulated card per context */
+    const char *spec = d->spec ? d->spec : getenv(ONIGPU_EMU_ENV);
+    if (!spec)
+        spec = "";
+    char path[SPEC_MAX], rest[SPEC_MAX], err[256] = "";
+    int rc = split_spec(spec, path, rest);
+    if (rc) {
+        fprintf(stderr, "emu: bad spec \"%s\": daemon= given twice, empty, or spec too long\n", spec);
+        return rc;
+    }
+    char *used = strdup(spec);
+    if (!used)
+        return ONI_EBADALLOC;
+    if (path[0])
+        rc = emuc_open(path, rest, atomic_load(&d->timeout_ms), &d->daemon, err, sizeof err);
+    else
+        rc = emu_card_create(rest[0] ? rest : NULL, &d->card, err, sizeof err);
+    if (rc) {
+        /* The host API has no channel for text: a bad --emu spec must still be explained. */
+        if (err[0])
+            fprintf(stderr, "emu: %s\n", err);
+        free(used);
+        return rc;
+    }
+    free(d->spec_used);
+    d->spec_used = used;
+    d->initialized = 1;
+    if (d->truth && (rc = set_truth(d, d->truth)) != 0) {
+        drv_close(d);
+        return rc;
+    }
+    return 0;
+}
+
+static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t stream, void *data, size_t size)
+{
+    struct emudrv *d = ctx;
+    if (!d || !data)
+        return ONI_EINVALARG;
+    if (!d->initialized)
+        return ONI_EINVALSTATE;
+    if (!size)
+        return 0;
+    if (stream == ONI_READ_STREAM_DATA)
+        return read_once(d, EMU_STREAM_DATA, data, size);
+    if (stream == ONI_READ_STREAM_SIGNAL)
+        return read_once(d, EMU_STREAM_SIGNAL, data, size);
+    return ONI_EINVALARG;
+}
+
+static int drv_write_stream(oni_driver_ctx ctx, oni_write_stream_t stream, const char *data, size_t size)
+{
+    if (stream != ONI_WRITE_STREAM_DATA)
+        return ONI_EINVALARG;
+    return emudrv_stream_write(ctx, EMU_STREAM_WRITE, data, size);
+}
+
+static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *value)
+{
+    struct emudrv *d = ctx;
+    if (!d || !value)
+        return ONI_EINVALARG;
+    if (!d->initialized)
+        return ONI_EINVALSTATE;
+    if (d->daemon)
+        return emuc_read_config(d->daemon, reg, value, atomic_load(&d->timeout_ms));
+    return emu_card_read_config(d->card, reg, value);
+}
+
+static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t value)
+{
+    struct emudrv *d = ctx;
+    if (!d)
+        return ONI_EINVALARG;
+    if (!d->initialized)
+        return ONI_EINVALSTATE;
+    if (d->daemon)
+        return emuc_write_config(d->daemon, reg, value, atomic_load(&d->timeout_ms));
+    return emu_card_write_config(d->card, reg, value);
+}
+
+/* The host tells the driver about context options after setting them. Only the
+ * timeout concerns this driver (every wait uses it); the block sizes need
+ * nothing: reads of any size are served. */
+static int drv_set_opt_callback(oni_driver_ctx ctx, int oni_option, const void *value, size_t len)
+{
+    struct emudrv *d = ctx;
+    if (!d)
+        return ONI_EINVALARG;
+    if (oni_option == ONI_OPT_TIMEOUTMS) {
+        uint32_t t;
+        if (!value || len != sizeof t)
+            return ONI_EINVALARG;
+        memcpy(&t, value, sizeof t);
+        if (!t)
+            return ONI_EINVALARG;
+        atomic_store(&d->timeout_ms, t);
+    }
+    return 0;
+}
+
+static int is_gpu_opt(int opt) { return opt >= ONI_DRV_RD_SZ && opt <= ONI_DRV_CHUNK_SZ && opt != ONI_DRV_STREAM_STATS; }
+
+static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t len)
+{
+    struct emudrv *d = ctx;
+    if (!d)
+        return ONI_EINVALARG;
+    int rc;
+    switch (opt) {
+    case ONI_DRV_EMU_SPEC:
+        if (d->initialized)
+            return ONI_EINVALSTATE;
+        if ((rc = get_string(value, len, SPEC_MAX)) != 0)
+            return rc;
+        free(d->spec);
+        d->spec = strdup(value);
+        return d->spec ? 0 : ONI_EBADALLOC;
+    case ONI_DRV_EMU_TRUTH_FILE: {
+        if ((rc = get_string(value, len, SPEC_MAX)) != 0)
+            return rc;
+        char *t = strdup(value);
+        if (!t)
+            return ONI_EBADALLOC;
+        if (d->initialized && (rc = set_truth(d, t)) != 0) {
+            free(t);
+            return rc;
+        }
+        free(d->truth);
+        d->truth = t;
+        return 0;
+    }
+    case ONI_DRV_EMU_LINK:
+    case ONI_DRV_STREAM_STATS:
+        return ONI_EREADONLY;
+    }
+    if (is_gpu_opt(opt))
+        return d->initialized ? emu_gpu_set_opt(d, opt, value, len) : ONI_EINVALSTATE;
+    return ONI_EINVALOPT;
+}
+
+static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
+{
+    struct emudrv *d = ctx;
+    if (!d || !value || !len)
+        return ONI_EINVALARG;
+    uint32_t t = atomic_load(&d->timeout_ms);
+    int rc;
+    switch (opt) {
+    case ONI_DRV_EMU_SPEC:
+        if (d->initialized)
+            return put_string(d->spec_used, value, len);
+        return put_string(d->spec ? d->spec : "", value, len);
+    case ONI_DRV_EMU_TRUTH_FILE:
+        return put_string(d->truth ? d->truth : "", value, len);
+    case ONI_DRV_EMU_LINK: {
+        oniemu_link_t link;
+        if (*len < sizeof link)
+            return ONI_EBUFFERSIZE;
+        if (!d->initialized)
+            return ONI_EINVALSTATE;
+        if (d->daemon) {
+            if ((rc = emuc_link(d->daemon, &link, t)) != 0)
+                return rc;
+        } else {
+            emu_card_link(d->card, &link);
+        }
+        memcpy(value, &link, sizeof link);
+        *len = sizeof link;
+        return 0;
+    }
+    case ONI_DRV_STREAM_STATS: {
+        onigpu_stream_stats_t st;
+        if (*len < sizeof st)
+            return ONI_EBUFFERSIZE;
+        if (!d->initialized)
+            return ONI_EINVALSTATE;
+        if (d->daemon) {
+            if ((rc = emuc_stats(d->daemon, &st, t)) != 0)
+                return rc;
+        } else {
+            emu_card_stats(d->card, &st);
+        }
+        memcpy(value, &st, sizeof st);
+        *len = sizeof st;
+        return 0;
+    }
+    }
+    if (is_gpu_opt(opt))
+        return d->initialized ? emu_gpu_get_opt(d, opt, value, len) : ONI_EINVALSTATE;
+    return ONI_EINVALOPT;
+}
+
+const struct oni_driver onidrv_emu = {
+    "emu",
+    drv_create,
+    drv_destroy,
+    drv_init,
+    drv_read_stream,
+    drv_write_stream,
+    drv_read_config,
+    drv_write_config,
+    drv_set_opt_callback,
+    drv_set_opt,
+    drv_get_opt,
+    drv_info,
+};

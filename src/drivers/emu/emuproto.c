@@ -1,0 +1,208 @@
+/* emuproto.c - message framing and checks of the emu daemon protocol
+ * (emuproto.h, docs/daemon.md). Shared by the driver and tools/onix-emu. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "emuproto.h"
+#include "onii.h"
+
+/* Body size of each request type; -1: a NUL-terminated string. */
+static long body_size(uint16_t type)
+{
+    switch (type) {
+    case EMUP_HELLO:
+    case EMUP_TRUTH: return -1;
+    case EMUP_ATTACH: return sizeof(struct emup_attach);
+    case EMUP_CONFIG_READ:
+    case EMUP_CONFIG_WRITE: return sizeof(struct emup_config);
+    case EMUP_READ: return sizeof(struct emup_read);
+    case EMUP_WRITE: return sizeof(struct emup_write);
+    case EMUP_STATS:
+    case EMUP_LINK: return 0;
+    default: return -2;
+    }
+}
+
+static int parse_header(const uint8_t *buf, size_t n, struct emup_hdr *h)
+{
+    if (!buf || n < sizeof *h)
+        return ONI_EBADFRAME;
+    memcpy(h, buf, sizeof *h);
+    if (h->magic != EMUP_MAGIC || h->len != n - sizeof *h)
+        return ONI_EBADFRAME;
+    return 0;
+}
+
+int emup_parse(const uint8_t *buf, size_t n, struct emup_msg *m)
+{
+    struct emup_hdr h;
+    memset(m, 0, sizeof *m);
+    int rc = parse_header(buf, n, &h);
+    if (rc)
+        return rc;
+    m->type = h.type;
+    m->seq = h.seq;
+    if (h.version != EMUP_VERSION)
+        return ONI_EPROTCONFIG;
+    m->body = buf + sizeof h;
+    m->len = h.len;
+    long want = body_size(h.type);
+    if (want == -2)
+        return ONI_EBADFRAME;
+    if (want == -1) {
+        /* exactly one NUL, at the end */
+        if (h.len < 1 || h.len > EMUP_MAXSTR || m->body[h.len - 1] != 0 ||
+            memchr(m->body, 0, h.len) != m->body + h.len - 1)
+            return ONI_EBADFRAME;
+        m->u.str = (const char *)m->body;
+        return 0;
+    }
+    if ((long)h.len != want)
+        return ONI_EBADFRAME;
+    memcpy(&m->u, m->body, h.len);
+    switch (h.type) {
+    case EMUP_ATTACH:
+        if (m->u.attach.chan == EMUP_CHAN_CTRL || m->u.attach.chan >= EMUP_NCHAN)
+            return ONI_EBADFRAME;
+        break;
+    case EMUP_CONFIG_READ:
+    case EMUP_CONFIG_WRITE:
+        if (m->u.config.reg > ONI_CONFIG_CUSTOMBEGIN)
+            return ONI_EBADFRAME;
+        break;
+    case EMUP_READ:
+        if (!m->u.read.want || !m->u.read.timeout_ms)
+            return ONI_EBADFRAME;
+        break;
+    case EMUP_WRITE:
+        if (!m->u.write.len || !m->u.write.timeout_ms)
+            return ONI_EBADFRAME;
+        break;
+    }
+    return 0;
+}
+
+int emup_check_reply(const uint8_t *buf, size_t n, uint16_t type, uint32_t seq, size_t body_len,
+                     int *is_status)
+{
+    struct emup_hdr h;
+    *is_status = 0;
+    if (parse_header(buf, n, &h) || h.version != EMUP_VERSION || h.seq != seq ||
+        h.type != (type | EMUP_REPLY))
+        return ONI_EBADFRAME;
+    if (h.len == body_len)
+        return 0;
+    if (h.len == sizeof(struct emup_status_reply)) {
+        *is_status = 1;
+        return 0;
+    }
+    return ONI_EBADFRAME;
+}
+
+int emup_ring_ok(uint64_t cap, uint64_t tail, uint64_t head, uint64_t start, uint64_t len)
+{
+    if (!cap || tail > head || head > start || len > cap)
+        return 0;
+    if (start % cap + len > cap)
+        return 0;
+    return start - tail <= cap - len; /* start + len - tail <= cap, without overflow */
+}
+
+uint64_t emup_ring_place(uint64_t cap, uint64_t head, uint64_t len)
+{
+    if (head % cap + len <= cap)
+        return head;
+    return head - head % cap + cap;
+}
+
+int emup_send(int sock, uint16_t type, uint32_t seq, const void *body, size_t len, int fd)
+{
+    struct emup_hdr h = {EMUP_MAGIC, EMUP_VERSION, type, seq, (uint32_t)len};
+    struct iovec iov[2] = {{&h, sizeof h}, {(void *)body, len}};
+    union {
+        struct cmsghdr c;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
+    if (sizeof h + len > EMUP_MAXMSG)
+        return ONI_EINVALARG;
+    if (fd >= 0) {
+        memset(&ctl, 0, sizeof ctl);
+        mh.msg_control = ctl.buf;
+        mh.msg_controllen = sizeof ctl.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    ssize_t r;
+    do
+        r = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    return r == (ssize_t)(sizeof h + len) ? 0 : ONI_EDISCONNECTED;
+}
+
+/* Keep the first passed descriptor in *fd (when wanted), close the rest. */
+static void take_fds(struct msghdr *mh, int *fd)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfd; i++) {
+            int f;
+            memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+            if (fd && *fd < 0)
+                *fd = f;
+            else
+                close(f);
+        }
+    }
+}
+
+int emup_recv(int sock, uint8_t *buf, size_t cap, uint64_t deadline, int *fd)
+{
+    if (fd)
+        *fd = -1;
+    for (;;) {
+        int wait_ms = -1;
+        if (deadline) {
+            uint64_t now = oni_now_ns();
+            if (now >= deadline)
+                return ONI_ETIMEOUT;
+            wait_ms = (int)((deadline - now + 999999) / 1000000);
+        }
+        struct pollfd p = {sock, POLLIN, 0};
+        int pr = poll(&p, 1, wait_ms);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0)
+            return ONI_EDISCONNECTED;
+        if (pr == 0)
+            continue; /* the deadline check above decides */
+        union {
+            struct cmsghdr c;
+            char b[CMSG_SPACE(4 * sizeof(int))];
+        } ctl;
+        struct iovec iov = {buf, cap};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+                            .msg_controllen = sizeof ctl.b};
+        ssize_t r = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r <= 0)
+            return ONI_EDISCONNECTED;
+        take_fds(&mh, fd);
+        if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+            if (fd && *fd >= 0) {
+                close(*fd);
+                *fd = -1;
+            }
+            return ONI_EBADFRAME;
+        }
+        return (int)r;
+    }
+}

@@ -1,0 +1,397 @@
+/* test_daemon.c - the emu driver through the onix-emu daemon: the same
+ * results as in-process, daemon death (SIGKILL mid-read) and restart,
+ * shutdown, and malformed messages. The daemon is the built onix-emu from
+ * $ONIGPU_BIN (set by tests/CMakeLists.txt). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "drivers/emu/emuproto.h"
+#include "oni.h"
+#include "onigpu.h"
+#include "onii.h"
+#include "oniemu.h"
+#include "unit.h"
+
+#define CARD_SPEC "mode=fast;seed=11"
+
+static char sock_path[108];
+
+static int sock_connect(void)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0)
+        return s;
+    if (s >= 0)
+        close(s);
+    return -1;
+}
+
+/* Start onix-emu on sock_path; returns its pid, 0 when there is no built daemon. */
+static pid_t start_daemon(const char *spec)
+{
+    const char *bin = getenv("ONIGPU_BIN");
+    if (!bin)
+        return 0;
+    char exe[4096];
+    snprintf(exe, sizeof exe, "%s/onix-emu", bin);
+    if (access(exe, X_OK))
+        return 0;
+    if (!sock_path[0])
+        snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-daemon-%d.sock", (int)getpid());
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(exe, exe, "--socket", sock_path, "--spec", spec, (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0)
+        return -1;
+    for (int i = 0; i < 500; i++) { /* up to 5 s */
+        int s = sock_connect();
+        if (s >= 0) {
+            close(s);
+            return pid;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return -1;
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static int stop_daemon(pid_t pid, int sig)
+{
+    int status = -1;
+    kill(pid, sig);
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+#define NEED_DAEMON(pid)                                                               \
+    do {                                                                               \
+        if ((pid) == 0)                                                                \
+            SKIP("no onix-emu: set ONIGPU_BIN to the build directory");                \
+        REQUIRE((pid) > 0);                                                            \
+    } while (0)
+
+static oni_ctx open_spec(const char *spec, int *rc)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    if (!ctx)
+        return NULL;
+    *rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!*rc)
+        *rc = oni_init_ctx(ctx, -1);
+    if (*rc) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static oni_ctx open_daemon(const char *card_spec, int *rc)
+{
+    char spec[600];
+    snprintf(spec, sizeof spec, "daemon=%s%s%s", sock_path, card_spec[0] ? ";" : "", card_spec);
+    return open_spec(spec, rc);
+}
+
+static oni_device_t *device_table(oni_ctx ctx, size_t *n)
+{
+    oni_size_t num = 0;
+    size_t sz = sizeof num;
+    if (oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &num, &sz) || !num)
+        return NULL;
+    oni_device_t *t = calloc(num, sizeof *t);
+    sz = num * sizeof *t;
+    if (!t || oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &sz)) {
+        free(t);
+        return NULL;
+    }
+    *n = num;
+    return t;
+}
+
+/* The first n frames after starting acquisition, as [header][payload] bytes. */
+static size_t capture(oni_ctx ctx, int nframes, uint8_t *out, size_t cap)
+{
+    oni_reg_val_t run = 1;
+    if (oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run))
+        return 0;
+    size_t len = 0;
+    for (int i = 0; i < nframes; i++) {
+        oni_frame_t *f;
+        if (oni_read_frame(ctx, &f) <= 0)
+            return 0;
+        if (len + 16 + f->data_sz > cap) {
+            oni_destroy_frame(f);
+            break;
+        }
+        memcpy(out + len, &f->dev_idx, 4);
+        memcpy(out + len + 4, &f->data_sz, 4);
+        memcpy(out + len + 8, &f->time, 8);
+        memcpy(out + len + 16, f->data, f->data_sz);
+        len += 16 + f->data_sz;
+        oni_destroy_frame(f);
+    }
+    return len;
+}
+
+TEST(daemon_same_as_in_process)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx a = open_spec(CARD_SPEC, &rc);
+    oni_ctx b = open_daemon(CARD_SPEC, &rc);
+    CHECK_RC(rc, 0);
+    if (!a || !b)
+        goto out;
+    size_t na = 0, nb = 0;
+    oni_device_t *ta = device_table(a, &na), *tb = device_table(b, &nb);
+    REQUIRE(ta && tb);
+    CHECK_EQ(na, nb);
+    CHECK(na == nb && !memcmp(ta, tb, na * sizeof *ta));
+    /* registers: every hub manager's identity and clock through both paths */
+    for (size_t i = 0; i < na; i++) {
+        if ((ta[i].idx & 0xFF) != 0xFE)
+            continue;
+        for (oni_reg_addr_t r = 0; r <= 5; r++) {
+            oni_reg_val_t va = 0, vb = 0;
+            int ra = oni_read_reg(a, ta[i].idx, r, &va), rb = oni_read_reg(b, ta[i].idx, r, &vb);
+            CHECK_EQ(ra, rb);
+            CHECK_EQ(va, vb);
+        }
+    }
+    oniemu_link_t la, lb;
+    size_t sa = sizeof la, sb = sizeof lb;
+    CHECK_RC(oni_get_driver_opt(a, ONI_DRV_EMU_LINK, &la, &sa), 0);
+    CHECK_RC(oni_get_driver_opt(b, ONI_DRV_EMU_LINK, &lb, &sb), 0);
+    CHECK(!strcmp(la.name, lb.name));
+    CHECK(la.bandwidth_Bps == lb.bandwidth_Bps);
+    /* the data stream: same frames, byte for byte (fast mode and one seed make it reproducible) */
+    size_t cap = 8u << 20;
+    uint8_t *ba = malloc(cap), *bb = malloc(cap);
+    REQUIRE(ba && bb);
+    size_t la_n = capture(a, 5000, ba, cap), lb_n = capture(b, 5000, bb, cap);
+    CHECK(la_n > 0);
+    CHECK_EQ(la_n, lb_n);
+    CHECK(la_n == lb_n && !memcmp(ba, bb, la_n));
+    onigpu_stream_stats_t st;
+    size_t ss = sizeof st;
+    CHECK_RC(oni_get_driver_opt(b, ONI_DRV_STREAM_STATS, &st, &ss), 0);
+    CHECK(st.fifo_capacity[0] > 0);
+    free(ba);
+    free(bb);
+    free(ta);
+    free(tb);
+out:
+    if (a)
+        oni_destroy_ctx(a);
+    if (b)
+        oni_destroy_ctx(b);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+TEST(daemon_one_session_at_a_time)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx a = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    oni_ctx b = open_daemon("", &rc);
+    CHECK(b == NULL);
+    CHECK_RC(rc, ONI_EBUSY);
+    if (a)
+        oni_destroy_ctx(a);
+    /* the session ended with its context: a new one may start */
+    for (int i = 0; i < 3; i++) {
+        a = open_daemon("", &rc);
+        CHECK_RC(rc, 0);
+        if (a)
+            oni_destroy_ctx(a);
+    }
+    /* a bad card spec is the client's error, and the daemon carries on */
+    a = open_daemon("nosuchkey=1", &rc);
+    CHECK(a == NULL);
+    CHECK_RC(rc, ONI_EINVALARG);
+    if (a)
+        oni_destroy_ctx(a);
+    a = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    if (a)
+        oni_destroy_ctx(a);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+struct killer {
+    pid_t pid;
+    int delay_ms;
+};
+
+static void *kill_later(void *arg)
+{
+    struct killer *k = arg;
+    usleep((useconds_t)k->delay_ms * 1000);
+    kill(k->pid, SIGKILL);
+    return NULL;
+}
+
+/* SIGKILL of the daemon while a read waits in it: the read fails within the
+ * timeout, every later call fails at once, a restarted daemon serves a new context. */
+TEST(daemon_death_and_restart)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    REQUIRE(ctx);
+    uint32_t timeout = 2000;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
+    /* not running: the read waits inside the daemon */
+    struct killer k = {pid, 300};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, kill_later, &k) == 0);
+    oni_frame_t *f = NULL;
+    uint64_t t0 = oni_now_ns();
+    rc = oni_read_frame(ctx, &f);
+    double ms = (oni_now_ns() - t0) / 1e6;
+    pthread_join(th, NULL);
+    waitpid(pid, NULL, 0);
+    CHECK(rc == ONI_EDISCONNECTED || rc == ONI_ETIMEOUT);
+    CHECK(ms < timeout + 500);
+    fprintf(stderr, "  read failed with %d (%s) %.1f ms after start, daemon killed at %d ms\n", rc,
+            oni_error_str(rc), ms, k.delay_ms);
+    t0 = oni_now_ns();
+    oni_reg_val_t v;
+    CHECK_RC(oni_read_reg(ctx, 0xFE, 0, &v), ONI_EDISCONNECTED);
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_EDISCONNECTED);
+    onigpu_stream_stats_t st;
+    size_t ss = sizeof st;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &ss), ONI_EDISCONNECTED);
+    ms = (oni_now_ns() - t0) / 1e6;
+    CHECK(ms < 100);
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+    /* no daemon: refused at once */
+    ctx = open_daemon("", &rc);
+    CHECK(ctx == NULL);
+    CHECK(rc != 0);
+    /* restart on the same (stale) socket path */
+    pid = start_daemon(CARD_SPEC);
+    REQUIRE(pid > 0);
+    ctx = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    if (ctx) {
+        size_t n = 0;
+        oni_device_t *t = device_table(ctx, &n);
+        CHECK(t && n > 0);
+        free(t);
+        uint8_t buf[4096];
+        CHECK(capture(ctx, 10, buf, sizeof buf) > 0);
+        oni_destroy_ctx(ctx);
+    }
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+TEST(daemon_sigterm_removes_socket)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    REQUIRE(ctx);
+    /* stop the daemon under a connected client: it ends the session and exits cleanly */
+    int status = stop_daemon(pid, SIGINT);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct stat sb;
+    CHECK(stat(sock_path, &sb) != 0 && errno == ENOENT);
+    oni_reg_val_t v;
+    CHECK_RC(oni_read_reg(ctx, 0xFE, 0, &v), ONI_EDISCONNECTED);
+    oni_destroy_ctx(ctx);
+}
+
+/* Send raw bytes, return the status of the answer (or a transport error). */
+static int raw_call(int s, const void *msg, size_t n)
+{
+    if (send(s, msg, n, MSG_NOSIGNAL) != (ssize_t)n)
+        return ONI_EDISCONNECTED;
+    uint8_t buf[EMUP_MAXMSG];
+    int r = emup_recv(s, buf, sizeof buf, oni_now_ns() + 2000000000ull, NULL);
+    if (r < 0)
+        return r;
+    struct emup_status_reply st;
+    if ((size_t)r != sizeof(struct emup_hdr) + sizeof st)
+        return 1; /* not a status answer */
+    memcpy(&st, buf + sizeof(struct emup_hdr), sizeof st);
+    return st.rc;
+}
+
+static size_t msg(uint8_t *buf, uint32_t magic, uint16_t version, uint16_t type, const void *body, uint32_t len)
+{
+    struct emup_hdr h = {magic, version, type, 1, len};
+    memcpy(buf, &h, sizeof h);
+    if (len)
+        memcpy(buf + sizeof h, body, len);
+    return sizeof h + len;
+}
+
+TEST(daemon_malformed_messages)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    uint8_t m[256];
+    int s = sock_connect();
+    REQUIRE(s >= 0);
+    struct emup_config cfg = {ONI_CONFIG_RUNNING, 0};
+    struct emup_read rd = {0, 16, 100, 0, 0};
+    /* well-formed header, bad content: answered, connection kept */
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION + 1, EMUP_CONFIG_READ, &cfg, sizeof cfg)), ONI_EPROTCONFIG);
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_READ, &cfg, sizeof cfg - 1)), ONI_EBADFRAME);
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, 77, NULL, 0)), ONI_EBADFRAME);
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, "no-nul", 6)), ONI_EBADFRAME);
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, "a\0b", 4)), ONI_EBADFRAME);
+    cfg.reg = 9999;
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_READ, &cfg, sizeof cfg)), ONI_EBADFRAME);
+    /* no session yet */
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd)), ONI_EINVALSTATE);
+    struct emup_attach at = {12345, EMUP_CHAN_DATA, 0};
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_ATTACH, &at, sizeof at)), ONI_EINVALSTATE);
+    /* header length that disagrees with the packet */
+    size_t n = msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_STATS, NULL, 0);
+    ((struct emup_hdr *)m)->len = 40;
+    CHECK_RC(raw_call(s, m, n), ONI_EBADFRAME);
+    /* garbage (bad magic): answered once, then the daemon hangs up on it */
+    CHECK_RC(raw_call(s, "garbage-garbage-garbage", 23), ONI_EBADFRAME);
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_STATS, NULL, 0)), ONI_EDISCONNECTED);
+    close(s);
+
+    /* inside a session: ring offsets that break the rules are refused */
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    REQUIRE(ctx);
+    s = sock_connect();
+    REQUIRE(s >= 0);
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, "", 1)), ONI_EBUSY);
+    close(s);
+    oni_destroy_ctx(ctx);
+
+    /* the daemon still serves a proper client */
+    ctx = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}

@@ -1,0 +1,283 @@
+/* test_emudrv.c - the emu driver in-process: init, device table, registers,
+ * streaming and option handling through oni.h; timeouts and argument checks
+ * through the driver table (onii.h). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "oni.h"
+#include "onigpu.h"
+#include "onii.h"
+#include "oniemu.h"
+#include "onix.h"
+#include "unit.h"
+
+#define FAST_SPEC "mode=fast;seed=7"
+
+static oni_ctx open_emu(const char *spec)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    if (!ctx)
+        return NULL;
+    if (spec && oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1)) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    if (oni_init_ctx(ctx, -1)) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static oni_device_t *device_table(oni_ctx ctx, size_t *n)
+{
+    oni_size_t num = 0;
+    size_t sz = sizeof num;
+    if (oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &num, &sz) || !num)
+        return NULL;
+    oni_device_t *t = calloc(num, sizeof *t);
+    sz = num * sizeof *t;
+    if (!t || oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &sz)) {
+        free(t);
+        return NULL;
+    }
+    *n = num;
+    return t;
+}
+
+TEST(emudrv_init_and_device_table)
+{
+    oni_ctx ctx = open_emu(FAST_SPEC);
+    REQUIRE(ctx);
+    const oni_driver_info_t *di = oni_get_driver_info(ctx);
+    REQUIRE(di);
+    CHECK(!strcmp(di->name, "emu"));
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    CHECK(n > 1);
+    int readable = 0, hubmgr = 0;
+    for (size_t i = 0; i < n; i++) {
+        readable += t[i].read_size > 0;
+        hubmgr += (t[i].idx & 0xFF) == ONIX_HUBMGR_IDX;
+    }
+    CHECK(readable > 0);
+    CHECK(hubmgr > 0);
+    free(t);
+    oni_size_t hz = 0;
+    size_t sz = sizeof hz;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_ACQCLKHZ, &hz, &sz), 0);
+    CHECK(hz > 0);
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+}
+
+TEST(emudrv_registers)
+{
+    oni_ctx ctx = open_emu(FAST_SPEC);
+    REQUIRE(ctx);
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    int checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((t[i].idx & 0xFF) != ONIX_HUBMGR_IDX)
+            continue;
+        oni_reg_val_t v = 0;
+        CHECK_RC(oni_read_reg(ctx, t[i].idx, ONIX_HUBMGR_CLKRATEHZ, &v), 0);
+        CHECK(v > 0);
+        /* identity registers are read-only: the card NACKs the write */
+        CHECK_RC(oni_write_reg(ctx, t[i].idx, ONIX_HUBMGR_HARDWAREID, 1), ONI_EWRITEFAILURE);
+        /* an address no device has */
+        CHECK_RC(oni_read_reg(ctx, t[i].idx, 0x7FFFFFF0u, &v), ONI_EREADFAILURE);
+        checked++;
+    }
+    CHECK(checked > 0);
+    free(t);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(emudrv_streaming)
+{
+    oni_ctx ctx = open_emu(FAST_SPEC);
+    REQUIRE(ctx);
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    oni_reg_val_t run = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run), 0);
+    uint64_t last_time[64] = {0};
+    uint32_t last_idx[64];
+    int nlast = 0, bad = 0;
+    for (int k = 0; k < 20000; k++) {
+        oni_frame_t *f = NULL;
+        int rc = oni_read_frame(ctx, &f);
+        if (rc <= 0) {
+            CHECK_RC(rc, 1);
+            break;
+        }
+        const oni_device_t *d = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (t[i].idx == f->dev_idx)
+                d = &t[i];
+        if (!d || f->data_sz != d->read_size)
+            bad++;
+        int j = 0;
+        while (j < nlast && last_idx[j] != f->dev_idx)
+            j++;
+        if (j == nlast && nlast < 64)
+            last_idx[nlast++] = f->dev_idx;
+        else if (j < nlast && f->time < last_time[j])
+            bad++; /* time runs backwards within one device */
+        if (j < 64)
+            last_time[j] = f->time;
+        oni_destroy_frame(f);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(nlast > 0);
+    onigpu_stream_stats_t st;
+    size_t sz = sizeof st;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz), 0);
+    CHECK_EQ(sz, sizeof st);
+    CHECK(st.fifo_capacity[0] > 0);
+    free(t);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(emudrv_options)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    char buf[64];
+    size_t sz = sizeof buf;
+    /* before init: the spec as set; wrong sizes refused */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, FAST_SPEC, strlen(FAST_SPEC)), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, FAST_SPEC, strlen(FAST_SPEC) + 2), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, NULL, 4), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, FAST_SPEC, strlen(FAST_SPEC) + 1), 0);
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_SPEC, buf, &sz), 0);
+    CHECK(!strcmp(buf, FAST_SPEC));
+    CHECK_EQ(sz, strlen(FAST_SPEC) + 1);
+    sz = 3;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_SPEC, buf, &sz), ONI_EBUFFERSIZE);
+    oniemu_link_t link;
+    sz = sizeof link;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, &sz), ONI_EINVALSTATE);
+    uint32_t rd = 4096;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &rd, sizeof rd), ONI_EINVALSTATE);
+    CHECK_RC(oni_init_ctx(ctx, -1), 0);
+    /* after init */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, "", 1), ONI_EINVALSTATE);
+    sz = sizeof link;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, &sz), 0);
+    CHECK_EQ(sz, sizeof link);
+    CHECK(link.name[0] != 0);
+    sz = sizeof link - 1;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, &sz), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, sizeof link), ONI_EREADONLY);
+    onigpu_stream_stats_t st;
+    sz = sizeof st - 8;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, sizeof st), ONI_EREADONLY);
+    CHECK_RC(oni_set_driver_opt(ctx, 0x4F4703FF, buf, 4), ONI_EINVALOPT);
+    sz = sizeof buf;
+    CHECK_RC(oni_get_driver_opt(ctx, 0x12345, buf, &sz), ONI_EINVALOPT);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(emudrv_env_spec)
+{
+    /* ONIGPU_EMU is used when no spec was set; a daemon that is not there is a clear error */
+    setenv(ONIGPU_EMU_ENV, "daemon=/nonexistent/onix-emu-test.sock", 1);
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EPATHINVALID);
+    oni_destroy_ctx(ctx);
+    /* a spec set explicitly wins over the environment */
+    ctx = open_emu(FAST_SPEC);
+    CHECK(ctx != NULL);
+    oni_destroy_ctx(ctx);
+    unsetenv(ONIGPU_EMU_ENV);
+    ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    const char *bad = "daemon=;mode=fast";
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, bad, strlen(bad) + 1), 0);
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EINVALARG);
+    oni_destroy_ctx(ctx);
+    ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    const char *unknown = "nosuchkey=1";
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, unknown, strlen(unknown) + 1), 0);
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EINVALARG);
+    oni_destroy_ctx(ctx);
+}
+
+/* Driver-level: every wait honours ONI_OPT_TIMEOUTMS. */
+TEST(emudrv_timeout)
+{
+    const struct oni_driver *drv = &onidrv_emu;
+    oni_driver_ctx d = drv->create_ctx();
+    REQUIRE(d);
+    char buf[64];
+    CHECK_RC(drv->read_stream(d, ONI_READ_STREAM_DATA, buf, sizeof buf), ONI_EINVALSTATE);
+    CHECK_RC(drv->set_opt(d, ONI_DRV_EMU_SPEC, FAST_SPEC, strlen(FAST_SPEC) + 1), 0);
+    CHECK_RC(drv->init(d, 3), ONI_EPATHINVALID);
+    REQUIRE(drv->init(d, -1) == 0);
+    CHECK_RC(drv->init(d, -1), ONI_EINVALSTATE);
+    uint32_t t = 0;
+    CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &t, sizeof t), ONI_EINVALARG);
+    t = 60;
+    CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &t, 2), ONI_EINVALARG);
+    CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
+    /* not running: no data ever comes */
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(drv->read_stream(d, ONI_READ_STREAM_DATA, buf, sizeof buf), ONI_ETIMEOUT);
+    double ms = (oni_now_ns() - t0) / 1e6;
+    CHECK(ms >= 55 && ms < 60 + 500);
+    /* nothing pending on the signal stream after init (no reset was written) */
+    t0 = oni_now_ns();
+    CHECK_RC(drv->read_stream(d, ONI_READ_STREAM_SIGNAL, buf, 1), ONI_ETIMEOUT);
+    ms = (oni_now_ns() - t0) / 1e6;
+    CHECK(ms >= 55 && ms < 60 + 500);
+    CHECK_RC(drv->read_stream(d, (oni_read_stream_t)7, buf, 1), ONI_EINVALARG);
+    CHECK_RC(drv->write_stream(d, (oni_write_stream_t)1, buf, 8), ONI_EINVALARG);
+    CHECK_RC(drv->read_config(d, ONI_CONFIG_RUNNING, NULL), ONI_EINVALARG);
+    CHECK_RC(drv->destroy_ctx(d), 0);
+}
+
+/* A malformed write frame is refused, and the stream keeps working. */
+TEST(emudrv_write_stream)
+{
+    oni_ctx ctx = open_emu(FAST_SPEC);
+    REQUIRE(ctx);
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    const oni_device_t *w = NULL;
+    for (size_t i = 0; i < n && !w; i++)
+        if (t[i].write_size)
+            w = &t[i];
+    if (!w) {
+        free(t);
+        oni_destroy_ctx(ctx);
+        SKIP("the default device set has no writable device");
+    }
+    char payload[1024] = {1, 2, 3, 4};
+    REQUIRE(w->write_size <= sizeof payload);
+    oni_frame_t *f = NULL;
+    CHECK_RC(oni_create_frame(ctx, &f, w->idx, payload, w->write_size), 0);
+    REQUIRE(f);
+    CHECK(oni_write_frame(ctx, f) > 0);
+    oni_destroy_frame(f);
+    free(t);
+    oni_destroy_ctx(ctx);
+
+    const struct oni_driver *drv = &onidrv_emu;
+    oni_driver_ctx d = drv->create_ctx();
+    REQUIRE(d);
+    REQUIRE(drv->set_opt(d, ONI_DRV_EMU_SPEC, FAST_SPEC, strlen(FAST_SPEC) + 1) == 0);
+    REQUIRE(drv->init(d, -1) == 0);
+    uint32_t bogus[2] = {0xDEAD, 1000}; /* unknown device, payload missing */
+    CHECK_RC(drv->write_stream(d, ONI_WRITE_STREAM_DATA, (const char *)bogus, sizeof bogus), ONI_EBADFRAME);
+    drv->destroy_ctx(d);
+}

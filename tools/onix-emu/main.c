@@ -1,0 +1,553 @@
+/* onix-emu - the emulated ONIX host card as a daemon. The emu driver reaches
+ * it with the spec "daemon=/path/to/sock" (docs/daemon.md).
+ *
+ *   onix-emu --socket PATH [--spec SPEC]
+ *
+ * Runs in the foreground and serves one session at a time: a session is one
+ * driver context, and owns one card created from the client's spec (or from
+ * --spec when the client gives none). Each connection of a session (one per
+ * channel, emuproto.h) is served by its own thread; payload goes through the
+ * session's shared-memory rings. SIGINT/SIGTERM end every session, remove the
+ * socket and exit 0. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "drivers/emu/emuproto.h"
+#include "emu/emu.h"
+#include "onii.h"
+
+#define SLICE_MS 100u /* longest wait inside the card before checking for shutdown */
+#define STOP_WAIT_S 10
+#define BUSY_WAIT_MS 500 /* a HELLO waits this long for the last session to finish closing */
+
+/* Ring sizes of a session, bytes. */
+static const uint64_t ring_cap[EMUP_NRING] = {
+    [EMUP_RING_SIGNAL] = 64u << 10,
+    [EMUP_RING_DATA] = 8u << 20,
+    [EMUP_RING_WRITE] = 1u << 20,
+    [EMUP_RING_GPU] = 8u << 20,
+    [EMUP_RING_GPUW] = 1u << 20,
+};
+
+struct session {
+    struct emu_card *card;
+    uint64_t token;
+    int memfd;
+    uint8_t *shm;
+    size_t shm_size;
+    struct emup_ring_desc ring[EMUP_NRING];
+    /* Per ring, touched only by the thread of the ring's channel: for rings
+     * the daemon produces, head = end of what it produced and tail = what the
+     * client said it consumed; for write rings, head = end of what was taken. */
+    uint64_t head[EMUP_NRING], tail[EMUP_NRING];
+    int refs;     /* connections using it (g_lock) */
+    int closing;  /* CTRL left: channels are being shut down (g_lock) */
+    int attached[EMUP_NCHAN];
+};
+
+struct conn {
+    int fd;
+    int chan; /* -1 until HELLO / ATTACH */
+    struct session *s;
+    uint8_t *scratch; /* private copy of write frames */
+    struct conn *next;
+    uint8_t buf[EMUP_MAXMSG];
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_gone = PTHREAD_COND_INITIALIZER; /* a connection ended, or a session closed */
+static struct conn *g_conns;
+static int g_nconn;
+static struct session *g_active; /* the session new channels may attach to */
+static volatile sig_atomic_t g_stop; /* set by the signal handler, read by main only */
+static int g_quit;                    /* stopping: read by connection threads (g_lock) */
+static const char *g_spec = "";
+static int g_wake[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    g_stop = 1;
+    int saved = errno;
+    if (write(g_wake[1], "x", 1) < 0) {
+        /* nothing to do: the flag is set */
+    }
+    errno = saved;
+}
+
+/* --- sessions ----------------------------------------------------------------- */
+
+static void session_unref(struct session *s)
+{
+    pthread_mutex_lock(&g_lock);
+    int last = --s->refs == 0;
+    pthread_mutex_unlock(&g_lock);
+    if (!last)
+        return;
+    emu_card_destroy(s->card);
+    if (s->shm)
+        munmap(s->shm, s->shm_size);
+    if (s->memfd >= 0)
+        close(s->memfd);
+    free(s);
+}
+
+static int session_new(const char *spec, struct session **out, char *err, size_t err_cap)
+{
+    struct session *s = calloc(1, sizeof *s);
+    if (!s)
+        return ONI_EBADALLOC;
+    s->memfd = -1;
+    int rc = emu_card_create(spec[0] ? spec : (g_spec[0] ? g_spec : NULL), &s->card, err, err_cap);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    uint64_t off = 0;
+    for (int i = 0; i < EMUP_NRING; i++) {
+        s->ring[i] = (struct emup_ring_desc){off, ring_cap[i]};
+        off += ring_cap[i];
+    }
+    s->shm_size = (size_t)off;
+    s->memfd = memfd_create("onix-emu-rings", MFD_CLOEXEC);
+    if (s->memfd < 0 || ftruncate(s->memfd, (off_t)off) ||
+        (s->shm = mmap(NULL, s->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->memfd, 0)) == MAP_FAILED) {
+        s->shm = NULL;
+        snprintf(err, err_cap, "shared memory: %s", strerror(errno));
+        s->refs = 1;
+        session_unref(s);
+        return ONI_EBADALLOC;
+    }
+    if (getrandom(&s->token, sizeof s->token, 0) != sizeof s->token)
+        s->token = oni_now_ns() ^ ((uint64_t)getpid() << 32);
+    s->refs = 1;
+    *out = s;
+    return 0;
+}
+
+/* The CTRL connection left: nobody may attach any more, and the session's
+ * other connections are told to finish (their threads drop the last refs). */
+static void session_close(struct session *s)
+{
+    pthread_mutex_lock(&g_lock);
+    s->closing = 1;
+    if (g_active == s)
+        g_active = NULL;
+    pthread_cond_broadcast(&g_gone);
+    for (struct conn *c = g_conns; c; c = c->next)
+        if (c->s == s && c->chan != EMUP_CHAN_CTRL)
+            shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&g_lock);
+}
+
+static int closing(struct session *s)
+{
+    pthread_mutex_lock(&g_lock);
+    int c = s->closing || g_quit;
+    pthread_mutex_unlock(&g_lock);
+    return c;
+}
+
+/* --- requests ------------------------------------------------------------------ */
+
+static int reply_status(struct conn *c, const struct emup_msg *m, int rc, uint32_t value)
+{
+    struct emup_status_reply st = {rc, value};
+    return emup_send(c->fd, (uint16_t)(m->type | EMUP_REPLY), m->seq, &st, sizeof st, -1);
+}
+
+static int do_hello(struct conn *c, const struct emup_msg *m)
+{
+    struct emup_hello_reply hr = {0};
+    /* A client that just closed its context and opens a new one may be faster
+     * than the thread that notices the old session's end: give it a moment. */
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_nsec += BUSY_WAIT_MS * 1000000L;
+    dl.tv_sec += dl.tv_nsec / 1000000000L;
+    dl.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&g_lock);
+    while (g_active && !g_quit && pthread_cond_timedwait(&g_gone, &g_lock, &dl) == 0)
+        ;
+    int busy = g_active != NULL;
+    pthread_mutex_unlock(&g_lock);
+    if (busy)
+        return reply_status(c, m, ONI_EBUSY, 0);
+    struct session *s;
+    hr.rc = session_new(m->u.str, &s, hr.err, sizeof hr.err);
+    if (hr.rc)
+        return emup_send(c->fd, EMUP_HELLO | EMUP_REPLY, m->seq, &hr, sizeof hr, -1);
+    pthread_mutex_lock(&g_lock);
+    if (g_active) { /* another HELLO won meanwhile */
+        pthread_mutex_unlock(&g_lock);
+        session_unref(s);
+        return reply_status(c, m, ONI_EBUSY, 0);
+    }
+    g_active = s;
+    s->attached[EMUP_CHAN_CTRL] = 1;
+    c->s = s;
+    c->chan = EMUP_CHAN_CTRL;
+    pthread_mutex_unlock(&g_lock);
+    hr.token = s->token;
+    hr.shm_size = s->shm_size;
+    memcpy(hr.ring, s->ring, sizeof hr.ring);
+    return emup_send(c->fd, EMUP_HELLO | EMUP_REPLY, m->seq, &hr, sizeof hr, s->memfd);
+}
+
+static int do_attach(struct conn *c, const struct emup_msg *m)
+{
+    int rc = 0;
+    pthread_mutex_lock(&g_lock);
+    struct session *s = g_active;
+    if (!s || s->token != m->u.attach.token)
+        rc = ONI_EINVALSTATE;
+    else if (s->attached[m->u.attach.chan])
+        rc = ONI_EBUSY;
+    if (!rc) {
+        s->attached[m->u.attach.chan] = 1;
+        s->refs++;
+        c->s = s;
+        c->chan = (int)m->u.attach.chan;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return reply_status(c, m, rc, 0);
+}
+
+/* Where up to want bytes fit contiguously in ring r: sets *start, returns the size (0: full). */
+static uint64_t ring_room(struct session *s, int r, uint64_t want, uint64_t *start)
+{
+    uint64_t cap = s->ring[r].cap, head = s->head[r], tail = s->tail[r];
+    uint64_t free_b = cap - (head - tail);
+    uint64_t to_end = cap - head % cap;
+    if (want > free_b)
+        want = free_b;
+    if (want <= to_end) {
+        *start = head;
+        return want;
+    }
+    /* would wrap: either what fits before the end, or skip to the next lap */
+    uint64_t at_lap = free_b - to_end;
+    if (at_lap > to_end) {
+        *start = head + to_end;
+        return want < at_lap ? want : at_lap;
+    }
+    *start = head;
+    return to_end;
+}
+
+static int do_read(struct conn *c, const struct emup_msg *m)
+{
+    static const int stream_of[EMUP_NCHAN] = {EMU_STREAM_SIGNAL, EMU_STREAM_DATA, -1, EMU_STREAM_GPU};
+    static const int ring_of[EMUP_NCHAN] = {EMUP_RING_SIGNAL, EMUP_RING_DATA, -1, EMUP_RING_GPU};
+    struct session *s = c->s;
+    const struct emup_read *rq = &m->u.read;
+    if ((int)rq->stream != stream_of[c->chan])
+        return reply_status(c, m, ONI_EINVALARG, 0);
+    int r = ring_of[c->chan];
+    if (rq->tail < s->tail[r] || rq->tail > s->head[r])
+        return reply_status(c, m, ONI_EBADFRAME, 0);
+    s->tail[r] = rq->tail;
+    uint64_t start, n = ring_room(s, r, rq->want, &start);
+    if (!n)
+        return reply_status(c, m, ONI_EBUSY, 0);
+    uint8_t *dst = s->shm + s->ring[r].offset + start % s->ring[r].cap;
+    uint64_t deadline = oni_now_ns() + (uint64_t)rq->timeout_ms * 1000000u;
+    int rc;
+    for (;;) {
+        uint64_t now = oni_now_ns();
+        uint32_t left = now < deadline ? (uint32_t)((deadline - now + 999999) / 1000000) : 0;
+        rc = emu_card_read(s->card, (enum emu_stream)rq->stream, dst, (size_t)n, left < SLICE_MS ? left : SLICE_MS);
+        if (rc != ONI_ETIMEOUT || !left || closing(s))
+            break;
+    }
+    if (rc < 0)
+        return reply_status(c, m, rc, 0);
+    if ((uint64_t)rc > n)
+        return reply_status(c, m, ONI_EREADFAILURE, 0);
+    s->head[r] = start + (uint64_t)rc;
+    struct emup_read_reply rr = {0, (uint32_t)rc, start};
+    return emup_send(c->fd, EMUP_READ | EMUP_REPLY, m->seq, &rr, sizeof rr, -1);
+}
+
+static int do_write(struct conn *c, const struct emup_msg *m)
+{
+    struct session *s = c->s;
+    const struct emup_write *rq = &m->u.write;
+    int r, stream;
+    if (c->chan == EMUP_CHAN_WRITE && rq->stream == EMU_STREAM_WRITE)
+        r = EMUP_RING_WRITE, stream = EMU_STREAM_WRITE;
+    else if (c->chan == EMUP_CHAN_GPU && rq->stream == EMU_STREAM_GPU_WRITE)
+        r = EMUP_RING_GPUW, stream = EMU_STREAM_GPU_WRITE;
+    else
+        return reply_status(c, m, ONI_EINVALARG, 0);
+    uint64_t cap = s->ring[r].cap;
+    if (!emup_ring_ok(cap, s->head[r], s->head[r], rq->start, rq->len))
+        return reply_status(c, m, ONI_EBADFRAME, 0);
+    if (!c->scratch && !(c->scratch = malloc((size_t)cap)))
+        return reply_status(c, m, ONI_EBADALLOC, 0);
+    /* A private copy: the client can still write the ring while the card parses frames. */
+    memcpy(c->scratch, s->shm + s->ring[r].offset + rq->start % cap, rq->len);
+    s->head[r] = rq->start + rq->len;
+    int rc = emu_card_write(s->card, (enum emu_stream)stream, c->scratch, rq->len, rq->timeout_ms);
+    return reply_status(c, m, rc < 0 ? rc : 0, 0);
+}
+
+static int dispatch(struct conn *c, const struct emup_msg *m)
+{
+    if (m->type == EMUP_HELLO)
+        return c->s ? reply_status(c, m, ONI_EINVALSTATE, 0) : do_hello(c, m);
+    if (m->type == EMUP_ATTACH)
+        return c->s ? reply_status(c, m, ONI_EINVALSTATE, 0) : do_attach(c, m);
+    if (!c->s)
+        return reply_status(c, m, ONI_EINVALSTATE, 0);
+    struct session *s = c->s;
+    int ctrl = c->chan == EMUP_CHAN_CTRL;
+    uint32_t v = 0;
+    switch (m->type) {
+    case EMUP_READ:
+        return do_read(c, m);
+    case EMUP_WRITE:
+        return do_write(c, m);
+    case EMUP_CONFIG_READ:
+        if (!ctrl)
+            return reply_status(c, m, ONI_EINVALSTATE, 0);
+        {
+            int rc = emu_card_read_config(s->card, (oni_config_t)m->u.config.reg, &v);
+            return reply_status(c, m, rc, rc ? 0 : v);
+        }
+    case EMUP_CONFIG_WRITE:
+        if (!ctrl)
+            return reply_status(c, m, ONI_EINVALSTATE, 0);
+        return reply_status(c, m, emu_card_write_config(s->card, (oni_config_t)m->u.config.reg, m->u.config.value), 0);
+    case EMUP_STATS: {
+        struct emup_stats_reply r = {0};
+        emu_card_stats(s->card, &r.stats);
+        return emup_send(c->fd, EMUP_STATS | EMUP_REPLY, m->seq, &r, sizeof r, -1);
+    }
+    case EMUP_LINK: {
+        struct emup_link_reply r = {0};
+        emu_card_link(s->card, &r.link);
+        return emup_send(c->fd, EMUP_LINK | EMUP_REPLY, m->seq, &r, sizeof r, -1);
+    }
+    case EMUP_TRUTH:
+        if (!ctrl)
+            return reply_status(c, m, ONI_EINVALSTATE, 0);
+        return reply_status(c, m, emu_card_set_truth_file(s->card, m->u.str[0] ? m->u.str : NULL), 0);
+    }
+    return reply_status(c, m, ONI_EBADFRAME, 0);
+}
+
+/* --- connections ----------------------------------------------------------------- */
+
+static void conn_end(struct conn *c)
+{
+    if (c->s && c->chan == EMUP_CHAN_CTRL)
+        session_close(c->s);
+    pthread_mutex_lock(&g_lock);
+    for (struct conn **p = &g_conns; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    g_nconn--;
+    pthread_cond_broadcast(&g_gone);
+    pthread_mutex_unlock(&g_lock);
+    if (c->s)
+        session_unref(c->s);
+    close(c->fd);
+    free(c->scratch);
+    free(c);
+}
+
+static void *conn_main(void *arg)
+{
+    struct conn *c = arg;
+    for (;;) {
+        int n = emup_recv(c->fd, c->buf, sizeof c->buf, 0, NULL);
+        if (n == ONI_EDISCONNECTED)
+            break;
+        struct emup_msg m;
+        int rc = n < 0 ? n : emup_parse(c->buf, (size_t)n, &m);
+        if (rc) {
+            /* Answer what can be answered; a stream of garbage is not a client. */
+            if (n < 0 || (size_t)n < sizeof(struct emup_hdr) || ((struct emup_hdr *)c->buf)->magic != EMUP_MAGIC) {
+                struct emup_msg none = {0};
+                reply_status(c, &none, ONI_EBADFRAME, 0);
+                break;
+            }
+            if (reply_status(c, &m, rc, 0))
+                break;
+            continue;
+        }
+        if (dispatch(c, &m))
+            break;
+    }
+    conn_end(c);
+    return NULL;
+}
+
+/* Serve fd on a new thread; on failure fd is closed. */
+static int start_conn(int fd)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return -1;
+    }
+    c->fd = fd;
+    c->chan = -1;
+    pthread_mutex_lock(&g_lock);
+    c->next = g_conns;
+    g_conns = c;
+    g_nconn++;
+    pthread_mutex_unlock(&g_lock);
+    pthread_attr_t a;
+    pthread_t t;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &a, conn_main, c);
+    pthread_attr_destroy(&a);
+    if (rc) {
+        conn_end(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- main ------------------------------------------------------------------------- */
+
+static int listen_on(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path) {
+        fprintf(stderr, "onix-emu: socket path too long: %s\n", path);
+        return -1;
+    }
+    strcpy(a.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0) {
+        perror("onix-emu: socket");
+        return -1;
+    }
+    struct stat sb;
+    if (lstat(path, &sb) == 0) {
+        /* A socket left by a daemon that died may be replaced; a live one, or anything else, not. */
+        if (!S_ISSOCK(sb.st_mode) || connect(s, (struct sockaddr *)&a, sizeof a) == 0 || errno != ECONNREFUSED) {
+            fprintf(stderr, "onix-emu: %s exists and is %s\n", path,
+                    S_ISSOCK(sb.st_mode) ? "in use by a running daemon" : "not a socket");
+            close(s);
+            return -1;
+        }
+        close(s);
+        unlink(path);
+        if ((s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0)
+            return -1;
+    }
+    if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 16)) {
+        fprintf(stderr, "onix-emu: cannot listen on %s: %s\n", path, strerror(errno));
+        close(s);
+        return -1;
+    }
+    return s;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: onix-emu --socket PATH [--spec SPEC]\n"
+               "Serve the emulated ONIX host card to the emu driver (spec \"daemon=PATH\").\n"
+               "SPEC is the card's spec string (oniemu.h), used when a client gives none.\n");
+}
+
+/* Stop: no new connections, every connection told to finish, wait for them. */
+static void stop_all(void)
+{
+    pthread_mutex_lock(&g_lock);
+    g_quit = 1;
+    g_active = NULL;
+    pthread_cond_broadcast(&g_gone);
+    for (struct conn *c = g_conns; c; c = c->next)
+        shutdown(c->fd, SHUT_RDWR);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += STOP_WAIT_S;
+    while (g_nconn > 0 && pthread_cond_timedwait(&g_gone, &g_lock, &dl) == 0)
+        ;
+    if (g_nconn > 0)
+        fprintf(stderr, "onix-emu: %d connection(s) did not finish in %d s\n", g_nconn, STOP_WAIT_S);
+    pthread_mutex_unlock(&g_lock);
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+            path = argv[++i];
+        } else if (!strcmp(argv[i], "--spec") && i + 1 < argc) {
+            g_spec = argv[++i];
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!path) {
+        usage(stderr);
+        return 2;
+    }
+    /* Check the default spec now rather than at the first client. */
+    char err[256] = "";
+    struct emu_card *probe;
+    if (emu_card_create(g_spec[0] ? g_spec : NULL, &probe, err, sizeof err)) {
+        fprintf(stderr, "onix-emu: bad --spec \"%s\": %s\n", g_spec, err);
+        return 2;
+    }
+    emu_card_destroy(probe);
+
+    if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK)) {
+        perror("onix-emu: pipe");
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int ls = listen_on(path);
+    if (ls < 0)
+        return 1;
+    fprintf(stderr, "onix-emu: listening on %s (spec \"%s\")\n", path, g_spec);
+    while (!g_stop) {
+        struct pollfd p[2] = {{ls, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("onix-emu: poll");
+            break;
+        }
+        if (p[0].revents & POLLIN) {
+            int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0)
+                start_conn(fd); /* on failure it has closed fd */
+        }
+    }
+    close(ls);
+    unlink(path);
+    stop_all();
+    fprintf(stderr, "onix-emu: stopped\n");
+    return 0;
+}
