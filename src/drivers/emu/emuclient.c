@@ -124,9 +124,9 @@ static int await(struct emuc *c, struct chan *ch, uint16_t type, uint32_t seq, v
             late_answer(c, ch, ch->buf, (size_t)n);
             continue;
         }
-        int is_status;
-        if (emup_check_reply(ch->buf, (size_t)n, type, seq, body_len, &is_status))
-            return ONI_EBADFRAME;
+        int is_status, bad = emup_check_reply(ch->buf, (size_t)n, type, seq, body_len, &is_status);
+        if (bad)
+            return bad;
         if (is_status) {
             struct emup_status_reply st;
             memcpy(&st, ch->buf + sizeof h, sizeof st);

@@ -89,8 +89,11 @@ int emup_check_reply(const uint8_t *buf, size_t n, uint16_t type, uint32_t seq, 
 {
     struct emup_hdr h;
     *is_status = 0;
-    if (parse_header(buf, n, &h) || h.version != EMUP_VERSION || h.seq != seq ||
-        h.type != (type | EMUP_REPLY))
+    if (parse_header(buf, n, &h))
+        return ONI_EBADFRAME;
+    if (h.version != EMUP_VERSION)
+        return ONI_EPROTCONFIG;
+    if (h.seq != seq || h.type != (type | EMUP_REPLY))
         return ONI_EBADFRAME;
     if (h.len == body_len)
         return 0;

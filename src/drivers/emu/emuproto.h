@@ -156,7 +156,8 @@ int emup_parse(const uint8_t *buf, size_t n, struct emup_msg *m);
 
 /* Check a reply of n bytes to the request (type, seq): header, REPLY bit,
  * and body size exactly body_len (status-only error replies are accepted
- * too: *is_status is then set). Returns 0 or ONI_EBADFRAME. */
+ * too: *is_status is then set). Returns 0, ONI_EPROTCONFIG (the peer speaks
+ * another protocol version) or ONI_EBADFRAME. */
 int emup_check_reply(const uint8_t *buf, size_t n, uint16_t type, uint32_t seq, size_t body_len,
                      int *is_status);
 
