@@ -53,7 +53,7 @@ TEST(gpu_overload_every_backend)
 {
     if (!have(LOOP_GPU_DIRECT))
         SKIP("no CUDA device");
-    EACH_GPU(b) check_overload(b, 500);
+    EACH_GPU(b) check_overload(b, 5000);
 }
 
 /* A persistent loop created and destroyed without running must not leave its

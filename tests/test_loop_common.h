@@ -216,7 +216,7 @@ static void check_overload(int b, uint32_t passes)
     c.blocks = 60;
     c.timeout_ms = 2000;
     c.mac_iters = ms.iters;
-    c.mac_passes = 1;
+    c.mac_passes = ms.passes;
     c.mac_seed = 0.1f;
     loop_memsrc_source(&src, &c.src);
     c.sink = (struct loop_sink){&ms, mac_sink_write};

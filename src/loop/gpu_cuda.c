@@ -378,6 +378,12 @@ static int init(struct loop *lp)
         if (!rc)
             rc = cu(cudaMemcpy(g->dst, lp->ephys, sizeof *g->dst, cudaMemcpyHostToDevice));
     }
+    /* Load the kernels' module now (CUDA loads it lazily at the first launch,
+     * which would otherwise stall the first block by milliseconds). */
+    if (!rc && lp->cfg.work == LOOP_WORK_EPHYS && g->dout[0])
+        rc = cu(loop_cu_ephys(g->dst, lp->ephys->lay.nchan, g->din[0], 0, g->dout[0], g->s));
+    if (!rc && lp->cfg.work == LOOP_WORK_MAC && g->dout[0])
+        rc = cu(loop_cu_mac(g->din[0], g->dout[0], 0, 0, 1, 0.0f, g->s));
     if (!rc)
         rc = cu(cudaDeviceSynchronize());
     if (!rc && b == LOOP_GPU_GRAPH)

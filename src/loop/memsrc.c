@@ -77,7 +77,8 @@ void loop_memsrc_source(struct loop_memsrc *m, struct loop_source *src)
     memset(src, 0, sizeof *src);
     src->ctx = m;
     src->read = mem_read;
-    src->read_async = loop_memsrc_gpu_ok() ? loop_memsrc_read_async : NULL;
+    /* The GPU path only where a GPU and its staging buffers are there. */
+    src->read_async = loop_memsrc_gpu_ok() && !loop_memsrc_gpu_init(m) ? loop_memsrc_read_async : NULL;
     src->dropped = mem_dropped;
 }
 

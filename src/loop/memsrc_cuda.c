@@ -13,15 +13,27 @@ int loop_memsrc_gpu_ok(void)
     return loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0);
 }
 
+int loop_memsrc_gpu_init(struct loop_memsrc *m)
+{
+    /* Pinned staging and the copy stream up front: allocating them inside
+     * the timed path costs milliseconds per buffer. */
+    if (!m->stream && cudaStreamCreateWithFlags((cudaStream_t *)&m->stream, cudaStreamNonBlocking) != cudaSuccess)
+        return ONI_ENOGPU;
+    for (int i = 0; i < LOOP_MEMSRC_STAGING; i++)
+        if (!m->staging[i] && cudaHostAlloc(&m->staging[i], m->len, cudaHostAllocDefault) != cudaSuccess)
+            return ONI_EBADALLOC;
+    return 0;
+}
+
 int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
 {
     struct loop_memsrc *m = ctx;
     if (len != m->len)
         return ONI_EBUFFERSIZE;
-    if (!m->stream && cudaStreamCreateWithFlags((cudaStream_t *)&m->stream, cudaStreamNonBlocking) != cudaSuccess)
-        return ONI_ENOGPU;
+    if (!m->stream)
+        return ONI_EINVALSTATE;
     uint32_t i = m->next_staging++ % LOOP_MEMSRC_STAGING;
-    if (!m->staging[i] && cudaHostAlloc(&m->staging[i], len, cudaHostAllocDefault) != cudaSuccess)
+    if (!m->staging[i])
         return ONI_EBADALLOC;
     int rc = loop_memsrc_next(m, m->staging[i], 1000);
     if (rc)

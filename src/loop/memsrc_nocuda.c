@@ -14,3 +14,8 @@ int loop_memsrc_gpu_ok(void)
 void loop_memsrc_gpu_free(struct loop_memsrc *m)
 {
 }
+
+int loop_memsrc_gpu_init(struct loop_memsrc *m)
+{
+    return ONI_ENOGPU;
+}

@@ -48,6 +48,7 @@ void loop_fill_floats(void *arg, uint64_t seq, void *buf, size_t len);
 /* CUDA parts of memsrc (memsrc_cuda.c / memsrc_nocuda.c). */
 int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq);
 int loop_memsrc_gpu_ok(void);
+int loop_memsrc_gpu_init(struct loop_memsrc *m);
 void loop_memsrc_gpu_free(struct loop_memsrc *m);
 
 #endif
