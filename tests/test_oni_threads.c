@@ -1,0 +1,241 @@
+/* test_oni_threads.c - the core under concurrency: several readers of one
+ * context, frames destroyed on other threads (also after oni_destroy_ctx),
+ * register access and writes while reading. Run under TSan by `make test`. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include "drivers/fixture.h"
+#include "unit.h"
+
+static const oni_device_t devs[] = {{1, 10, 1, 6, 0}, {2, 10, 1, 20, 0}, {3, 10, 1, 3, 0},
+                                    {4, 8, 1, 0, 8}};
+
+static uint32_t rsize(uint32_t idx) { return idx == 1 ? 6 : idx == 2 ? 20 : 3; }
+
+#define NFRAMES 60000
+#define NREADERS 4
+
+static uint8_t stream[NFRAMES * 40];
+static size_t stream_len;
+
+/* NFRAMES frames, frame i with time i from device 1 + i % 3. */
+static void make_stream(void)
+{
+    stream_len = 0;
+    for (uint32_t i = 0; i < NFRAMES; i++)
+        stream_len += fx_frame(stream + stream_len, i, 1 + i % 3, rsize(1 + i % 3));
+}
+
+static oni_ctx open_ctx(uint32_t block)
+{
+    oni_ctx ctx = fx_open(devs, 4, 1);
+    if (!ctx)
+        return NULL;
+    if (fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT) || oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, 4) ||
+        oni_set_driver_opt(ctx, SCR_OPT_DATA, stream, stream_len)) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* A small queue handing frames from readers to destroyers. */
+struct queue {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    oni_frame_t *f[256];
+    int head, n, closed;
+};
+
+static void q_put(struct queue *q, oni_frame_t *f)
+{
+    pthread_mutex_lock(&q->lock);
+    while (q->n == 256)
+        pthread_cond_wait(&q->cond, &q->lock);
+    q->f[(q->head + q->n++) % 256] = f;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+}
+
+static oni_frame_t *q_get(struct queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    while (q->n == 0 && !q->closed)
+        pthread_cond_wait(&q->cond, &q->lock);
+    oni_frame_t *f = NULL;
+    if (q->n) {
+        f = q->f[q->head];
+        q->head = (q->head + 1) % 256;
+        q->n--;
+        pthread_cond_broadcast(&q->cond);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return f;
+}
+
+static struct queue q = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, 0, 0, 0};
+static atomic_uchar seen[NFRAMES];
+static atomic_int errors, bad_content;
+static oni_ctx shared;
+
+static void *reader(void *arg)
+{
+    for (;;) {
+        oni_frame_t *f;
+        int rc = oni_read_frame(shared, &f);
+        if (rc == ONI_ETIMEOUT)
+            return NULL; /* stream over */
+        if (rc <= 0) {
+            atomic_fetch_add(&errors, 1);
+            return NULL;
+        }
+        q_put(&q, f);
+    }
+}
+
+static void *destroyer(void *arg)
+{
+    oni_frame_t *f;
+    while ((f = q_get(&q))) {
+        uint64_t t = f->time;
+        if (t >= NFRAMES || !fx_check(f, t, 1 + (uint32_t)(t % 3), rsize(1 + (uint32_t)(t % 3))))
+            atomic_fetch_add(&bad_content, 1);
+        else
+            atomic_fetch_add(&seen[t], 1);
+        oni_destroy_frame(f);
+    }
+    return NULL;
+}
+
+TEST(concurrent_readers_and_destroyers)
+{
+    make_stream();
+    static const uint32_t blocks[] = {36, 4096};
+    for (int b = 0; b < 2; b++) {
+        shared = open_ctx(blocks[b]);
+        REQUIRE(shared);
+        memset(seen, 0, sizeof seen);
+        atomic_store(&errors, 0);
+        atomic_store(&bad_content, 0);
+        q.closed = 0;
+        pthread_t r[NREADERS], d[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&d[i], NULL, destroyer, NULL);
+        for (int i = 0; i < NREADERS; i++)
+            pthread_create(&r[i], NULL, reader, NULL);
+        for (int i = 0; i < NREADERS; i++)
+            pthread_join(r[i], NULL);
+        pthread_mutex_lock(&q.lock);
+        q.closed = 1;
+        pthread_cond_broadcast(&q.cond);
+        pthread_mutex_unlock(&q.lock);
+        for (int i = 0; i < 2; i++)
+            pthread_join(d[i], NULL);
+        CHECK_EQ(atomic_load(&errors), 0);
+        CHECK_EQ(atomic_load(&bad_content), 0);
+        /* Every frame delivered exactly once. */
+        int missing = 0, twice = 0;
+        for (int i = 0; i < NFRAMES; i++) {
+            missing += seen[i] == 0;
+            twice += seen[i] > 1;
+        }
+        CHECK_EQ(missing, 0);
+        CHECK_EQ(twice, 0);
+        CHECK_RC(oni_destroy_ctx(shared), 0);
+    }
+}
+
+#define NHELD 2000
+static oni_frame_t *held[NHELD];
+
+static void *destroy_half(void *arg)
+{
+    int start = *(int *)arg;
+    for (int i = start; i < NHELD; i += 2) {
+        if (!fx_check(held[i], (uint64_t)i, 1 + (uint32_t)(i % 3), rsize(1 + (uint32_t)(i % 3))))
+            atomic_fetch_add(&bad_content, 1);
+        oni_destroy_frame(held[i]);
+    }
+    return NULL;
+}
+
+TEST(frames_destroyed_on_other_threads_after_context)
+{
+    make_stream();
+    oni_ctx ctx = open_ctx(256);
+    REQUIRE(ctx);
+    for (int i = 0; i < NHELD; i++)
+        REQUIRE(oni_read_frame(ctx, &held[i]) > 0);
+    atomic_store(&bad_content, 0);
+    pthread_t t[2];
+    int starts[2] = {0, 1};
+    /* The context goes while two threads are giving its frames back. */
+    pthread_create(&t[0], NULL, destroy_half, &starts[0]);
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+    pthread_create(&t[1], NULL, destroy_half, &starts[1]);
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    CHECK_EQ(atomic_load(&bad_content), 0);
+}
+
+static atomic_int stop;
+
+static void *reg_worker(void *arg)
+{
+    oni_ctx ctx = arg;
+    for (uint32_t i = 0; i < 2000; i++) {
+        oni_reg_val_t v = 0;
+        if (oni_write_reg(ctx, 1, 3, i) || oni_read_reg(ctx, 1, 3, &v) || v != i)
+            atomic_fetch_add(&errors, 1);
+    }
+    return NULL;
+}
+
+static void *write_worker(void *arg)
+{
+    oni_ctx ctx = arg;
+    uint8_t data[16] = {9};
+    for (int i = 0; i < 2000; i++) {
+        oni_frame_t *f;
+        if (oni_create_frame(ctx, &f, 4, data, 8) || oni_write_frame(ctx, f) != 16)
+            atomic_fetch_add(&errors, 1);
+        else
+            oni_destroy_frame(f);
+    }
+    return NULL;
+}
+
+static void *repeat_reader(void *arg)
+{
+    oni_ctx ctx = arg;
+    while (!atomic_load(&stop)) {
+        oni_frame_t *f;
+        if (oni_read_frame(ctx, &f) <= 0) {
+            atomic_fetch_add(&errors, 1);
+            return NULL;
+        }
+        oni_destroy_frame(f);
+    }
+    return NULL;
+}
+
+TEST(registers_and_writes_while_reading)
+{
+    make_stream();
+    oni_ctx ctx = open_ctx(4096);
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REPEAT, 1) == 0);
+    atomic_store(&errors, 0);
+    atomic_store(&stop, 0);
+    pthread_t r, g, w1, w2;
+    pthread_create(&r, NULL, repeat_reader, ctx);
+    pthread_create(&g, NULL, reg_worker, ctx);
+    pthread_create(&w1, NULL, write_worker, ctx);
+    pthread_create(&w2, NULL, write_worker, ctx);
+    pthread_join(g, NULL);
+    pthread_join(w1, NULL);
+    pthread_join(w2, NULL);
+    atomic_store(&stop, 1);
+    pthread_join(r, NULL);
+    CHECK_EQ(atomic_load(&errors), 0);
+    oni_destroy_ctx(ctx);
+}
