@@ -110,38 +110,51 @@ static int map_bounds(uintptr_t a, uintptr_t *lo, uintptr_t *hi)
     return rc;
 }
 
-/* Page-lock the ring memory under [p, p+n) so that the copy engine reads it
- * directly. Done once per window of the mapping (windows never overlap, so
- * registrations never collide), then cached for the engine's lifetime. */
-static int lock_ring(struct emu_dma *d, const void *p, size_t n)
+/* The page-locked window holding address a, page-locking it first if needed:
+ * the window of DMA_WINDOW bytes of a's memory mapping that holds a (windows
+ * never overlap, so registrations never collide), cached for the engine's
+ * lifetime. NULL on failure (rc set). */
+static const struct locked *window(struct emu_dma *d, uintptr_t a, int *rc)
 {
-    uintptr_t a = (uintptr_t)p, end = a + n;
-    while (a < end) {
-        int hit = 0;
-        for (int i = 0; i < d->nlocked; i++)
-            if (a >= d->locked[i].lo && a < d->locked[i].hi) {
-                a = d->locked[i].hi;
-                hit = 1;
-                break;
-            }
-        if (hit)
-            continue;
-        uintptr_t lo, hi;
-        if (map_bounds(a, &lo, &hi))
-            return ONI_EREADFAILURE;
-        if (d->nlocked == DMA_MAX_LOCKED)
-            return ONI_EBADALLOC;
-        uintptr_t wlo = a - (a - lo) % DMA_WINDOW, whi = wlo + DMA_WINDOW;
-        if (whi > hi)
-            whi = hi;
-        int rc = gpu_host_register((void *)wlo, whi - wlo);
-        if (rc == ONI_EPINNED) /* page-locked by its owner already: usable as is */
-            rc = 0;
-        else if (!rc)
-            d->st.locked_bytes += whi - wlo;
-        else
+    for (int i = 0; i < d->nlocked; i++)
+        if (a >= d->locked[i].lo && a < d->locked[i].hi)
+            return &d->locked[i];
+    uintptr_t lo, hi;
+    if ((*rc = map_bounds(a, &lo, &hi)))
+        return NULL;
+    if (d->nlocked == DMA_MAX_LOCKED) {
+        *rc = ONI_EBADALLOC;
+        return NULL;
+    }
+    uintptr_t wlo = a - (a - lo) % DMA_WINDOW, whi = wlo + DMA_WINDOW;
+    if (whi > hi)
+        whi = hi;
+    *rc = gpu_host_register((void *)wlo, whi - wlo);
+    if (*rc == ONI_EPINNED) /* page-locked by its owner already: usable as is */
+        *rc = 0;
+    else if (!*rc)
+        d->st.locked_bytes += whi - wlo;
+    else
+        return NULL;
+    d->locked[d->nlocked] = (struct locked){wlo, whi};
+    return &d->locked[d->nlocked++];
+}
+
+/* Queue the copy of n bytes of ring memory at p to dst with the copy engine,
+ * reading the ring directly: one copy per page-locked window it touches (a
+ * copy may not span two registrations). */
+static int copy_from_ring(struct emu_dma *d, uint8_t *dst, const uint8_t *p, size_t n)
+{
+    while (n) {
+        int rc = 0;
+        const struct locked *w = window(d, (uintptr_t)p, &rc);
+        if (!w)
             return rc;
-        d->locked[d->nlocked++] = (struct locked){wlo, whi};
+        size_t k = w->hi - (uintptr_t)p < n ? w->hi - (uintptr_t)p : n;
+        rc = gpu_copy_async(d->stream, dst, p, k);
+        if (rc)
+            return rc;
+        dst += k, p += k, n -= k;
     }
     return 0;
 }
@@ -170,17 +183,13 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     int in_stream = 0;
     if (dst_gpu || done_gpu) {
         rc = need_stream(d);
-        if (!rc && dst_gpu)
-            rc = lock_ring(d, sp[0].p, sp[0].n);
-        if (!rc && dst_gpu && sp[1].n)
-            rc = lock_ring(d, sp[1].p, sp[1].n);
         if (rc)
             return rc; /* nothing consumed: the data stays in the FIFO */
     }
     if (dst_gpu) {
-        rc = gpu_copy_async(d->stream, dst, sp[0].p, sp[0].n);
+        rc = copy_from_ring(d, dst, sp[0].p, sp[0].n);
         if (!rc && sp[1].n)
-            rc = gpu_copy_async(d->stream, (uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
+            rc = copy_from_ring(d, (uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
         if (!rc && done && done_gpu && d->link_free) {
             rc = gpu_write_word_async(d->stream, done, seq);
             in_stream = 1;
