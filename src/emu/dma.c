@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "dma.h"
 #include "gpu/gpu.h"
@@ -21,6 +22,8 @@ struct dma_job {
 
 struct locked {
     uintptr_t lo, hi;
+    int direct; /* page-locked and locked in RAM: the copy engine reads it in place */
+    int ours;   /* registered by the engine: undone at destroy */
 };
 
 struct emu_dma {
@@ -29,6 +32,8 @@ struct emu_dma {
     struct gpu_stream *stream;
     uint8_t *wstage;        /* page-locked: the card's memory for GPU -> card payload */
     size_t wstage_cap;
+    uint8_t *bounce;        /* page-locked: ring memory that could not be locked goes through it */
+    size_t bounce_cap;
     struct locked locked[DMA_MAX_LOCKED];
     int nlocked;
     int link_free;          /* link model adds nothing: completion words go in-stream */
@@ -81,8 +86,12 @@ void emu_dma_destroy(struct emu_dma *d)
         pthread_join(d->thread, NULL);
     gpu_stream_destroy(d->stream);
     for (int i = 0; i < d->nlocked; i++)
-        gpu_host_unregister((void *)d->locked[i].lo);
+        if (d->locked[i].ours) {
+            munlock((void *)d->locked[i].lo, d->locked[i].hi - d->locked[i].lo);
+            gpu_host_unregister((void *)d->locked[i].lo);
+        }
     gpu_host_free(d->wstage);
+    gpu_host_free(d->bounce);
     pthread_cond_destroy(&d->q_cond);
     pthread_cond_destroy(&d->q_idle);
     pthread_mutex_destroy(&d->q_lock);
@@ -110,10 +119,16 @@ static int map_bounds(uintptr_t a, uintptr_t *lo, uintptr_t *hi)
     return rc;
 }
 
-/* The page-locked window holding address a, page-locking it first if needed:
- * the window of DMA_WINDOW bytes of a's memory mapping that holds a (windows
- * never overlap, so registrations never collide), cached for the engine's
- * lifetime. NULL on failure (rc set). */
+/* The window holding ring address a, set up on first use: the window of
+ * DMA_WINDOW bytes of a's memory mapping that holds a (windows never overlap,
+ * so registrations never collide), page-locked for the copy engine
+ * (cudaHostRegister) and locked in RAM (mlock). The second matters: the card
+ * may give FIFO pages back with madvise(MADV_DONTNEED) after a backlog, which
+ * would silently detach page-locked pages from the ring; the kernel refuses
+ * that for locked memory. Where mlock is not allowed (RLIMIT_MEMLOCK) the
+ * window is not used in place: its bytes go through a page-locked bounce
+ * buffer (counted in bounced_bytes). Cached for the engine's lifetime; NULL
+ * on failure (rc set). */
 static const struct locked *window(struct emu_dma *d, uintptr_t a, int *rc)
 {
     for (int i = 0; i < d->nlocked; i++)
@@ -129,21 +144,46 @@ static const struct locked *window(struct emu_dma *d, uintptr_t a, int *rc)
     uintptr_t wlo = a - (a - lo) % DMA_WINDOW, whi = wlo + DMA_WINDOW;
     if (whi > hi)
         whi = hi;
+    struct locked w = {wlo, whi, 1, 0};
     *rc = gpu_host_register((void *)wlo, whi - wlo);
-    if (*rc == ONI_EPINNED) /* page-locked by its owner already: usable as is */
+    if (*rc == ONI_EPINNED) { /* page-locked by its owner already: the owner keeps it in place */
         *rc = 0;
-    else if (!*rc)
-        d->st.locked_bytes += whi - wlo;
-    else
+    } else if (!*rc) {
+        if (mlock((void *)wlo, whi - wlo)) {
+            gpu_host_unregister((void *)wlo);
+            w.direct = 0;
+        } else {
+            w.ours = 1;
+            d->st.locked_bytes += whi - wlo;
+        }
+    } else {
         return NULL;
-    d->locked[d->nlocked] = (struct locked){wlo, whi};
+    }
+    d->locked[d->nlocked] = w;
     return &d->locked[d->nlocked++];
 }
 
-/* Queue the copy of n bytes of ring memory at p to dst with the copy engine,
- * reading the ring directly: one copy per page-locked window it touches (a
- * copy may not span two registrations). */
-static int copy_from_ring(struct emu_dma *d, uint8_t *dst, const uint8_t *p, size_t n)
+static int grow(uint8_t **buf, size_t *cap, size_t n)
+{
+    if (*cap >= n)
+        return 0;
+    gpu_host_free(*buf);
+    *buf = NULL;
+    *cap = 0;
+    size_t c = 4096;
+    while (c < n)
+        c *= 2;
+    int rc = gpu_host_alloc((void **)buf, c);
+    if (!rc)
+        *cap = c;
+    return rc;
+}
+
+/* Queue the copy of n bytes of ring memory at p to dst + off with the copy
+ * engine: one copy per window it touches (a copy may not span two
+ * registrations), read in place or, for a window that is not, through the
+ * bounce buffer at off (the caller sized it to the whole block). */
+static int copy_from_ring(struct emu_dma *d, uint8_t *dst, size_t off, const uint8_t *p, size_t n)
 {
     while (n) {
         int rc = 0;
@@ -151,10 +191,16 @@ static int copy_from_ring(struct emu_dma *d, uint8_t *dst, const uint8_t *p, siz
         if (!w)
             return rc;
         size_t k = w->hi - (uintptr_t)p < n ? w->hi - (uintptr_t)p : n;
-        rc = gpu_copy_async(d->stream, dst, p, k);
+        if (w->direct) {
+            rc = gpu_copy_async(d->stream, dst + off, p, k);
+        } else {
+            memcpy(d->bounce + off, p, k);
+            d->st.bounced_bytes += k;
+            rc = gpu_copy_async(d->stream, dst + off, d->bounce + off, k);
+        }
         if (rc)
             return rc;
-        dst += k, p += k, n -= k;
+        off += k, p += k, n -= k;
     }
     return 0;
 }
@@ -183,13 +229,15 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     int in_stream = 0;
     if (dst_gpu || done_gpu) {
         rc = need_stream(d);
+        if (!rc && dst_gpu)
+            rc = grow(&d->bounce, &d->bounce_cap, n);
         if (rc)
             return rc; /* nothing consumed: the data stays in the FIFO */
     }
     if (dst_gpu) {
-        rc = copy_from_ring(d, dst, sp[0].p, sp[0].n);
+        rc = copy_from_ring(d, dst, 0, sp[0].p, sp[0].n);
         if (!rc && sp[1].n)
-            rc = copy_from_ring(d, (uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
+            rc = copy_from_ring(d, dst, sp[0].n, sp[1].p, sp[1].n);
         if (!rc && done && done_gpu && d->link_free) {
             rc = gpu_write_word_async(d->stream, done, seq);
             in_stream = 1;
@@ -221,22 +269,6 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     return rc;
 }
 
-static int grow_wstage(struct emu_dma *d, size_t n)
-{
-    if (d->wstage_cap >= n)
-        return 0;
-    gpu_host_free(d->wstage);
-    d->wstage = NULL;
-    d->wstage_cap = 0;
-    size_t cap = 4096;
-    while (cap < n)
-        cap *= 2;
-    int rc = gpu_host_alloc((void **)&d->wstage, cap);
-    if (!rc)
-        d->wstage_cap = cap;
-    return rc;
-}
-
 /* One buffer -> card transfer; the caller holds d->xfer. done may be NULL. */
 static int do_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, volatile uint32_t *done,
                     int done_gpu, uint32_t seq, uint32_t timeout_ms)
@@ -247,7 +279,7 @@ static int do_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, v
         rc = need_stream(d);
     if (!rc && src_gpu) {
         /* The card reads the GPU buffer into its own (page-locked) memory. */
-        rc = grow_wstage(d, n);
+        rc = grow(&d->wstage, &d->wstage_cap, n);
         if (!rc)
             rc = gpu_copy_async(d->stream, d->wstage, src, n);
         if (!rc)

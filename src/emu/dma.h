@@ -5,7 +5,10 @@
  * or host memory), or a block of write frames from a consumer's buffer into
  * the GPU write stream, then write a completion record after the payload.
  * GPU buffers are written by a GPU copy engine reading the FIFO's ring memory,
- * which the engine page-locks once; the CPU never touches such a payload. Each
+ * which the engine page-locks (and mlocks, so the card cannot give those pages
+ * back under it) once per 64 MiB window; the CPU never touches such a payload
+ * (unless mlock is refused: then that window goes through a bounce buffer,
+ * counted). Each
  * transfer then waits out the card's PCIe link model (emu_card_link_delay).
  *
  * Used by the emu driver (src/drivers/emu/gpustream.c). One engine per card
@@ -52,9 +55,10 @@ int emu_dma_submit(struct emu_dma *dma, int write, const onigpu_xfer_t *x, int b
  * ONI_ETIMEOUT, or the first error of a job since it was last reported. */
 int emu_dma_flush(struct emu_dma *dma, uint32_t timeout_ms);
 
-/* Counters: transfers done, bytes moved, failed jobs, ring bytes page-locked. */
+/* Counters: transfers done, bytes moved, failed jobs, ring bytes page-locked,
+ * ring bytes that had to go through the bounce buffer (mlock refused). */
 struct emu_dma_stats {
-    uint64_t reads, writes, bytes_read, bytes_written, failed, locked_bytes;
+    uint64_t reads, writes, bytes_read, bytes_written, failed, locked_bytes, bounced_bytes;
 };
 void emu_dma_stats(struct emu_dma *dma, struct emu_dma_stats *st);
 
