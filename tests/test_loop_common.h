@@ -166,7 +166,7 @@ static void *stopper(void *p)
 static void check_stop(int b)
 {
     struct loop_memsrc src;
-    REQUIRE(loop_memsrc_init(&src, 4096, 2000.0, 8, loop_fill_floats, NULL) == 0);
+    REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
     struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
     struct loop_config c = {0};
     c.backend = b;

@@ -73,6 +73,7 @@ static int run_one(int backend, uint64_t data, uint32_t passes, uint32_t iters, 
     c.mac_passes = passes;
     c.mac_seed = 0.1f;
     c.record_cap = (uint32_t)blocks;
+    c.spin_us = 2000; /* hand-offs by spinning: the stages are timed, not the scheduler */
     loop_memsrc_source(&src, &c.src);
     c.sink = (struct loop_sink){sink, sink_write};
     struct loop *lp = NULL;

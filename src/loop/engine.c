@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 #include "oni.h"
-#include "onii.h"
 #include "loop/engine.h"
 
 static const char *const names[LOOP_NBACKENDS] = {
@@ -48,6 +47,13 @@ int loop_backend_best(void)
     return LOOP_CPU;
 }
 
+uint64_t loop_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 void loop_fail(struct loop *lp, int rc)
 {
     int zero = 0;
@@ -58,7 +64,7 @@ void loop_fail(struct loop *lp, int rc)
 /* Spin this long before polling with sleeps: hand-offs between threads stay
  * in the microseconds while the pipeline is busy, and idle threads do not
  * burn a core. */
-#define SPIN_NS 200000ull
+#define SPIN_DEFAULT_US 50u
 #define POLL_NS 20000l
 
 static void pause_cpu(void)
@@ -75,18 +81,19 @@ static void pause_cpu(void)
 static int wait_for(struct loop *lp, int (*pred)(const void *), const void *arg,
                     int (*quit)(struct loop *, uint64_t), uint64_t qarg, uint32_t timeout_ms)
 {
-    uint64_t t0 = oni_now_ns();
+    uint64_t t0 = loop_now_ns();
     uint64_t limit = timeout_ms ? t0 + (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
+    uint64_t spin = (uint64_t)(lp->cfg.spin_us ? lp->cfg.spin_us : SPIN_DEFAULT_US) * 1000u;
     for (unsigned n = 0;; n++) {
         if (pred(arg))
             return 0;
         if (quit(lp, qarg))
             return pred(arg) ? 0 : ONI_EINVALSTATE;
         if ((n & 63) == 0) {
-            uint64_t t = oni_now_ns();
+            uint64_t t = loop_now_ns();
             if (t > limit)
                 return ONI_ETIMEOUT;
-            if (t - t0 > SPIN_NS) {
+            if (t - t0 > spin) {
                 struct timespec ts = {0, POLL_NS};
                 nanosleep(&ts, NULL);
                 continue;
@@ -189,7 +196,7 @@ static void *recv_main(void *p)
             if (wait_for(lp, room, &ra, stopping, 0, 0))
                 break;
         }
-        uint64_t t0 = oni_now_ns();
+        uint64_t t0 = loop_now_ns();
         int rc = lp->be->recv(lp, slot, (uint32_t)seq);
         if (rc) {
             if (!atomic_load(&lp->stop)) /* a read cut short by a stop request is no error */
@@ -199,7 +206,7 @@ static void *recv_main(void *p)
         struct loop_record *r = record(lp, seq);
         if (r) {
             r->t_start = t0;
-            r->t_in_ns = ns32(oni_now_ns() - t0);
+            r->t_in_ns = ns32(loop_now_ns() - t0);
         }
         atomic_fetch_add(&lp->bytes_in, lp->cfg.in_bytes);
         atomic_store(&lp->started, seq + 1);
@@ -218,7 +225,7 @@ static void *process_main(void *p)
         if (wait_for(lp, state_is, &sa, drained, seq, 0))
             break;
         if (lp->be->process) {
-            uint64_t t0 = oni_now_ns();
+            uint64_t t0 = loop_now_ns();
             int rc = lp->be->process(lp, slot, (uint32_t)seq);
             if (rc) {
                 loop_fail(lp, rc);
@@ -226,7 +233,7 @@ static void *process_main(void *p)
             }
             struct loop_record *r = record(lp, seq);
             if (r)
-                r->t_compute_ns = ns32(oni_now_ns() - t0);
+                r->t_compute_ns = ns32(loop_now_ns() - t0);
         }
         atomic_store_explicit(&lp->state[slot], SLOT_DONE, memory_order_release);
     }
@@ -242,14 +249,14 @@ static void *send_main(void *p)
         if (wait_for(lp, state_is, &sa, drained, seq, 0))
             break;
         int rc = lp->be->finish ? lp->be->finish(lp, slot, (uint32_t)seq) : 0;
-        uint64_t t0 = oni_now_ns();
+        uint64_t t0 = loop_now_ns();
         if (!rc)
             rc = lp->cfg.sink.write(lp->cfg.sink.ctx, seq, lp->out[slot], lp->out_len, lp->cfg.timeout_ms);
         if (rc) {
             loop_fail(lp, rc);
             break;
         }
-        uint64_t t1 = oni_now_ns();
+        uint64_t t1 = loop_now_ns();
         struct loop_record *r = record(lp, seq);
         if (r) {
             r->t_out_ns = ns32(t1 - t0);
@@ -379,7 +386,7 @@ int loop_run(struct loop *lp)
     pthread_t th[3];
     void *(*mains[3])(void *) = {recv_main, process_main, send_main};
     int n = 0, rc = 0;
-    uint64_t t0 = oni_now_ns();
+    uint64_t t0 = loop_now_ns();
     for (; n < 3; n++) {
         if (pthread_create(&th[n], NULL, mains[n], lp)) {
             loop_fail(lp, ONI_EBADALLOC);
@@ -394,7 +401,7 @@ int loop_run(struct loop *lp)
         pthread_join(th[i], NULL);
     if (lp->be->halt)
         lp->be->halt(lp);
-    lp->seconds = (double)(oni_now_ns() - t0) / 1e9;
+    lp->seconds = (double)(loop_now_ns() - t0) / 1e9;
     rc = atomic_load(&lp->err);
     return rc;
 }
@@ -403,6 +410,11 @@ void loop_stop(struct loop *lp)
 {
     if (lp)
         atomic_store(&lp->stop, 1);
+}
+
+int loop_error(const struct loop *lp)
+{
+    return lp ? atomic_load(&((struct loop *)lp)->err) : ONI_EINVALARG;
 }
 
 void loop_get_stats(const struct loop *lp, struct loop_stats *st)

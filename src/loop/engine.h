@@ -48,6 +48,8 @@ extern const struct loop_be loop_be_cpu;
 const struct loop_be *loop_gpu_backend(int backend);
 int loop_gpu_available(int backend, char *why, size_t cap);
 
+/* Monotonic clock, ns. */
+uint64_t loop_now_ns(void);
 /* Record the first error and stop every thread. */
 void loop_fail(struct loop *lp, int rc);
 /* Wait until *word == want (32-bit, written by a device or another thread),

@@ -12,7 +12,6 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include "oni.h"
-#include "onii.h"
 #include "loop/engine.h"
 #include "loop/cukern.h"
 
@@ -187,14 +186,14 @@ static int persistent_recv(struct loop *lp, uint32_t slot, uint32_t seq)
 /* Wait until the compute stream is idle, up to HALT_MS. */
 static int drain(struct gpu *g)
 {
-    uint64_t limit = oni_now_ns() + HALT_MS * 1000000ull;
+    uint64_t limit = loop_now_ns() + HALT_MS * 1000000ull;
     for (;;) {
         cudaError_t e = cudaStreamQuery(g->s);
         if (e == cudaSuccess)
             return 0;
         if (e != cudaErrorNotReady)
             return ONI_ENOGPU;
-        if (oni_now_ns() > limit)
+        if (loop_now_ns() > limit)
             return ONI_ETIMEOUT;
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
@@ -313,9 +312,9 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     g->launched = 1;
     /* The kernel announces itself; a launch that never runs is an error now,
      * not a silent hang later. */
-    uint64_t limit = oni_now_ns() + HALT_MS * 1000000ull;
+    uint64_t limit = loop_now_ns() + HALT_MS * 1000000ull;
     while (*(volatile uint32_t *)ALIVE(g) != 1) {
-        if (oni_now_ns() > limit)
+        if (loop_now_ns() > limit)
             return ONI_ETIMEOUT;
         if (cudaStreamQuery(g->s) != cudaErrorNotReady)
             return ONI_ENOGPU;

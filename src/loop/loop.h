@@ -68,6 +68,8 @@ struct loop_config {
     struct loop_source src;
     struct loop_sink sink;
     uint32_t record_cap;   /* per-block timings kept (0 = none) */
+    uint32_t spin_us;      /* a waiting thread spins this long before it polls with sleeps
+                              (0 = 50 us; benchmarks spin longer for exact hand-offs) */
 };
 
 #define LOOP_MAXDEPTH 16
@@ -111,6 +113,8 @@ int loop_create(const struct loop_config *cfg, struct loop **out);
 int loop_run(struct loop *lp);
 /* Ask a running loop to stop (thread-safe, async-signal-safe). */
 void loop_stop(struct loop *lp);
+/* The first error of a running or finished loop (0: none so far). Thread-safe. */
+int loop_error(const struct loop *lp);
 /* Counters and timing records (valid during and after loop_run). */
 void loop_get_stats(const struct loop *lp, struct loop_stats *st);
 const struct loop_record *loop_records(const struct loop *lp);

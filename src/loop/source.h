@@ -51,4 +51,18 @@ int loop_memsrc_gpu_ok(void);
 int loop_memsrc_gpu_init(struct loop_memsrc *m);
 void loop_memsrc_gpu_free(struct loop_memsrc *m);
 
+/* cardsrc: blocks of the GPU data stream of an initialized ONI context
+ * (onigpu.h). The block size is set with ONI_DRV_RD_SZ by loop_cardsrc_init. */
+struct loop_cardsrc {
+    oni_ctx ctx;
+    uint32_t block;
+};
+
+/* ONI_DRV_RD_SZ = block; errors of oni_set_driver_opt (ONI_EINVALOPT: the
+ * driver has no GPU stream). */
+int loop_cardsrc_init(struct loop_cardsrc *c, oni_ctx ctx, uint32_t block);
+/* The engine's view: read = ONI_DRV_READ, read_async = ONI_DRV_READ_ASYNC,
+ * pin/unpin = ONI_DRV_PIN/UNPIN. */
+void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src);
+
 #endif

@@ -47,6 +47,8 @@ int loop_synth_init(struct loop_synth *s, uint32_t nchan, double spike_hz, uint6
     s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
     s->next_spike = 2 * SPIKE_HALF + next_gap(s);
     s->spike_chan = (uint32_t)(rnd(&s->rng) % nchan);
+    for (int i = 0; i < 65536; i++)
+        s->noise[i] = (float)gauss(&s->rng);
     return 0;
 }
 
@@ -80,7 +82,7 @@ void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes)
         double hum = s->hum_amp * sin(2 * M_PI * 50.0 * (double)s->n / FS);
         int d = (int)((int64_t)s->n - (int64_t)s->next_spike);
         for (uint32_t c = 0; c < nchan; c++) {
-            double v = s->noise_sd * gauss(&s->rng) + hum;
+            double v = s->noise_sd * s->noise[rnd(&s->rng) & 0xFFFF] + hum;
             if (d >= -SPIKE_HALF && d <= SPIKE_HALF) {
                 uint32_t dc = c > s->spike_chan ? c - s->spike_chan : s->spike_chan - c;
                 if (dc == 0)

@@ -24,6 +24,7 @@ struct loop_synth {
     uint64_t rng;
     uint64_t next_spike;        /* sample index of the next spike peak */
     uint32_t spike_chan;
+    float noise[65536];         /* unit gaussian table: cheap noise in real time */
     struct loop_truth truth[LOOP_SYNTH_MAXTRUTH];
     size_t ntruth;
 };

@@ -1,0 +1,60 @@
+/* cardsrc.c - blocks of the card's GPU data stream through the driver
+ * options of onigpu.h (source.h). */
+#include <string.h>
+#include "onigpu.h"
+#include "loop/source.h"
+
+int loop_cardsrc_init(struct loop_cardsrc *c, oni_ctx ctx, uint32_t block)
+{
+    if (!c || !ctx || !block || block % 4)
+        return ONI_EINVALARG;
+    c->ctx = ctx;
+    c->block = block;
+    return oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &block, sizeof block);
+}
+
+static int card_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
+{
+    struct loop_cardsrc *c = ctx;
+    onigpu_buf_t b = {buf, len};
+    if (len != c->block)
+        return ONI_EBUFFERSIZE;
+    /* The context's own timeout (ONI_OPT_TIMEOUTMS) bounds the wait. */
+    return oni_set_driver_opt(c->ctx, ONI_DRV_READ, &b, sizeof b);
+}
+
+static int card_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
+{
+    struct loop_cardsrc *c = ctx;
+    onigpu_xfer_t x;
+    memset(&x, 0, sizeof x);
+    x.buf = buf;
+    x.len = len;
+    x.done = done;
+    x.seq = seq;
+    return oni_set_driver_opt(c->ctx, ONI_DRV_READ_ASYNC, &x, sizeof x);
+}
+
+static int card_pin(void *ctx, void *buf, size_t len)
+{
+    struct loop_cardsrc *c = ctx;
+    onigpu_buf_t b = {buf, len};
+    return oni_set_driver_opt(c->ctx, ONI_DRV_PIN, &b, sizeof b);
+}
+
+static int card_unpin(void *ctx, void *buf, size_t len)
+{
+    struct loop_cardsrc *c = ctx;
+    onigpu_buf_t b = {buf, len};
+    return oni_set_driver_opt(c->ctx, ONI_DRV_UNPIN, &b, sizeof b);
+}
+
+void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src)
+{
+    memset(src, 0, sizeof *src);
+    src->ctx = c;
+    src->read = card_read;
+    src->read_async = card_read_async;
+    src->pin = card_pin;
+    src->unpin = card_unpin;
+}

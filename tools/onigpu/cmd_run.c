@@ -1,0 +1,500 @@
+/* cmd_run.c - `onigpu run`: the main job. Neuropixels 2.0 frames from the
+ * emulated card's GPU data stream into spike detection on the chosen backend,
+ * a stimulation decision written back to the stimulator as a write frame,
+ * and the stimulator's echo (receipt time in the acquisition clock) read
+ * from the default stream to measure closed-loop latency end to end:
+ * from the spike's sample time to the stimulator's receipt time. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "bench/bench.h"
+#include "cli.h"
+#include "oniemu.h"
+#include "onigpu.h"
+#include "onix.h"
+#include "loop/loop.h"
+#include "loop/source.h"
+#include "loop/synth.h"
+
+static int run(int argc, char **argv);
+
+CLI_COMMAND(run, "run",
+            "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]",
+            "closed loop on the emulated card: Neuropixels -> spike detection -> stimulator; latency and accuracy",
+            run)
+
+#define NP2_CHANNELS 384
+#define ROUTE_REG 1     /* docs/devices.md: ROUTE, 1 = GPU data stream */
+#define TAGS 65536      /* stimulation tags remembered for the echo */
+#define MAX_DET (1u << 22)
+#define MAX_LAT (1u << 22)
+#define TOL_S 1e-3      /* spike match tolerance */
+
+struct run {
+    oni_ctx ctx;
+    uint32_t np2, stim, stim_wsize;
+    double acq_hz;
+    uint64_t tag_time[TAGS];
+    _Atomic uint32_t ntags;
+    struct loop_spike *det;
+    _Atomic size_t ndet;
+    uint64_t *lat, *lat_tag;     /* acquisition ticks, tag */
+    _Atomic size_t nlat;
+    _Atomic uint64_t stims, det_overflow, echo_other;
+    _Atomic uint64_t t_block;    /* time of the last processed frame */
+    _Atomic int echo_stop, echo_err;
+    uint8_t *wbuf;
+};
+
+static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uint32_t timeout_ms)
+{
+    struct run *r = ctx;
+    const struct loop_ephys_out *o = outp;
+    size_t n = atomic_load(&r->ndet);
+    for (uint32_t i = 0; i < o->nspikes && n < MAX_DET; i++)
+        r->det[n++] = o->spikes[i];
+    atomic_store(&r->ndet, n);
+    atomic_fetch_add(&r->det_overflow, o->overflow);
+    atomic_store(&r->t_block, o->t_block);
+    if (!o->nspikes)
+        return 0;
+    /* Stimulate: one write frame per block with spikes, tagged so the echo
+     * names the spike it answers. */
+    uint32_t tag = atomic_load(&r->ntags);
+    r->tag_time[tag % TAGS] = o->t_first;
+    atomic_store(&r->ntags, tag + 1);
+    memcpy(r->wbuf, &tag, 4);
+    oni_frame_t *f = NULL;
+    int rc = oni_create_frame(r->ctx, &f, r->stim, r->wbuf, r->stim_wsize);
+    if (rc)
+        return rc;
+    rc = oni_write_frame(r->ctx, f);
+    oni_destroy_frame(f);
+    if (rc < 0)
+        return rc;
+    atomic_fetch_add(&r->stims, 1);
+    return 0;
+}
+
+/* Default stream: the stimulator's echo frames [u32 tag][u32 0][u64 receipt]. */
+static void *echo_main(void *p)
+{
+    struct run *r = p;
+    while (!atomic_load(&r->echo_stop)) {
+        oni_frame_t *f = NULL;
+        int rc = oni_read_frame(r->ctx, &f);
+        if (rc == ONI_ETIMEOUT)
+            continue;
+        if (rc < 0) {
+            atomic_store(&r->echo_err, rc);
+            break;
+        }
+        if (f->dev_idx == r->stim && f->data_sz >= 16) {
+            uint32_t tag;
+            uint64_t receipt;
+            memcpy(&tag, f->data, 4);
+            memcpy(&receipt, f->data + 8, 8);
+            size_t n = atomic_load(&r->nlat);
+            if (tag < atomic_load(&r->ntags) && n < MAX_LAT) {
+                r->lat[n] = receipt - r->tag_time[tag % TAGS];
+                r->lat_tag[n] = tag;
+                atomic_store(&r->nlat, n + 1);
+            }
+        } else {
+            atomic_fetch_add(&r->echo_other, 1);
+        }
+        oni_destroy_frame(f);
+    }
+    return NULL;
+}
+
+struct loop_thread {
+    struct loop *lp;
+    int rc;
+};
+
+static void *loop_main(void *p)
+{
+    struct loop_thread *t = p;
+    t->rc = loop_run(t->lp);
+    return NULL;
+}
+
+static double ticks_us(const struct run *r, double ticks)
+{
+    return ticks / r->acq_hz * 1e6;
+}
+
+/* Latency percentiles (us) of the echoes seen so far. */
+static int lat_stats(const struct run *r, struct bench_stats *st)
+{
+    size_t n = atomic_load(&((struct run *)r)->nlat);
+    if (!n)
+        return -1;
+    return bench_stats_compute(r->lat, n, st);
+}
+
+static int find_devices(struct run *r, uint32_t *np2_read)
+{
+    oni_size_t ndev = 0;
+    size_t sz = sizeof ndev;
+    int rc = oni_get_opt(r->ctx, ONI_OPT_NUMDEVICES, &ndev, &sz);
+    if (rc)
+        return rc;
+    oni_device_t *t = calloc(ndev ? ndev : 1, sizeof *t);
+    if (!t)
+        return ONI_EBADALLOC;
+    sz = ndev * sizeof *t;
+    rc = oni_get_opt(r->ctx, ONI_OPT_DEVICETABLE, t, &sz);
+    int have_np2 = 0, have_stim = 0;
+    for (oni_size_t i = 0; !rc && i < ndev; i++) {
+        if (t[i].id == ONIX_ONIGPU_NEUROPIX2 && !have_np2) {
+            r->np2 = t[i].idx;
+            *np2_read = t[i].read_size;
+            have_np2 = 1;
+        } else if (t[i].id == ONIX_ONIGPU_STIM && !have_stim) {
+            r->stim = t[i].idx;
+            r->stim_wsize = t[i].write_size;
+            have_stim = 1;
+        }
+    }
+    free(t);
+    if (!rc && (!have_np2 || !have_stim || !r->stim_wsize)) {
+        fprintf(stderr, "onigpu run: the card needs a Neuropixels 2.0 device and a stimulator (devices=np2,stim)\n");
+        return ONI_EDEVID;
+    }
+    return rc;
+}
+
+/* Ground truth CSV "dev_idx,unit,channel,sample_time" (a header line is skipped). */
+static size_t read_truth(const char *path, uint32_t dev, struct loop_truth **out)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0, cap = 4096;
+    struct loop_truth *t = malloc(cap * sizeof *t);
+    char line[256];
+    while (f && t && fgets(line, sizeof line, f)) {
+        unsigned long long d, u, c, time;
+        if (sscanf(line, "%llu,%llu,%llu,%llu", &d, &u, &c, &time) != 4 || d != dev)
+            continue;
+        if (n == cap) {
+            struct loop_truth *g = realloc(t, 2 * cap * sizeof *t);
+            if (!g)
+                break;
+            t = g;
+            cap *= 2;
+        }
+        t[n++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u};
+    }
+    if (f)
+        fclose(f);
+    *out = t;
+    return t ? n : 0;
+}
+
+struct opts {
+    const char *backend, *spec, *link, *out;
+    uint32_t block;
+    double seconds;
+};
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t n;
+        int bad = !v;
+        if (bad) {
+        } else if (!strcmp(a, "--backend")) {
+            o->backend = v;
+        } else if (!strcmp(a, "--emu") || !strcmp(a, "--devices")) {
+            o->spec = v;
+        } else if (!strcmp(a, "--link")) {
+            o->link = v;
+        } else if (!strcmp(a, "--out")) {
+            o->out = v;
+        } else if (!strcmp(a, "--block")) {
+            bad = cli_parse_size(v, &n) || n < 1 || n > 30000;
+            o->block = (uint32_t)n;
+        } else if (!strcmp(a, "--seconds")) {
+            bad = cli_parse_seconds(v, &o->seconds) || !(o->seconds > 0) || o->seconds > 86400;
+        } else {
+            bad = 1;
+        }
+        if (bad) {
+            fprintf(stderr, "onigpu run: bad argument '%s'\n", a);
+            return -1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+static oni_ctx open_card(const struct opts *o, const char *truth)
+{
+    char spec[512];
+    const char *base = o->spec ? o->spec : "devices=np2:route=1,stim;mode=realtime";
+    if (o->link)
+        snprintf(spec, sizeof spec, "%s;link=%s", base, o->link);
+    else
+        snprintf(spec, sizeof spec, "%s", base);
+    oni_ctx ctx = oni_create_ctx("emu");
+    if (!ctx) {
+        fprintf(stderr, "onigpu run: cannot load the emu driver: %s\n", strerror(errno));
+        return NULL;
+    }
+    uint32_t tmo = 250; /* every wait of the loop is bounded well below a second */
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &tmo, sizeof tmo);
+    if (!rc)
+        rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, truth, strlen(truth) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    if (rc) {
+        cli_fail("cannot open the emulated card", rc);
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static void progress(struct run *r, struct loop *lp, double t)
+{
+    struct loop_stats ls;
+    struct bench_stats st;
+    onigpu_stream_stats_t ss;
+    size_t sz = sizeof ss;
+    loop_get_stats(lp, &ls);
+    memset(&ss, 0, sizeof ss);
+    oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, &ss, &sz);
+    printf("%5.1f s  %8llu blocks  %6llu stims", t, (unsigned long long)ls.blocks,
+           (unsigned long long)atomic_load(&r->stims));
+    if (!lat_stats(r, &st))
+        printf("  latency p50 %7.1f us p99 %7.1f us", ticks_us(r, st.p50), ticks_us(r, st.p99));
+    printf("  fifo %.1f%%  drops %llu\n",
+           ss.fifo_capacity[1] ? 100.0 * (double)ss.fifo_bytes[1] / (double)ss.fifo_capacity[1] : 0.0,
+           (unsigned long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
+    fflush(stdout);
+}
+
+static int run(int argc, char **argv)
+{
+    struct opts o = {NULL, NULL, NULL, NULL, 16, 5.0};
+    if (parse(argc, argv, &o))
+        return 2;
+    int backend = o.backend ? loop_backend_parse(o.backend) : loop_backend_best();
+    char why[160];
+    if (backend < 0) {
+        fprintf(stderr, "onigpu run: unknown backend '%s' (cpu, gpu-staged, gpu-direct, gpu-graph, gpu-flag, "
+                        "gpu-persistent)\n", o.backend);
+        return 2;
+    }
+    if (!loop_backend_available(backend, why, sizeof why)) {
+        fprintf(stderr, "onigpu run: backend %s is not available: %s\n", loop_backend_name(backend), why);
+        return 1;
+    }
+    char truth[512];
+    if (o.out) {
+        mkdir(o.out, 0777);
+        snprintf(truth, sizeof truth, "%s/truth.csv", o.out);
+    } else {
+        snprintf(truth, sizeof truth, "/tmp/onigpu-truth-%d.csv", (int)getpid());
+    }
+    remove(truth);
+    struct run *r = calloc(1, sizeof *r);
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    if (!r || !st)
+        return cli_fail("run", ONI_EBADALLOC);
+    r->det = malloc(MAX_DET * sizeof *r->det);
+    r->lat = malloc(MAX_LAT * sizeof *r->lat);
+    r->lat_tag = malloc(MAX_LAT * sizeof *r->lat_tag);
+    int rc = r->det && r->lat && r->lat_tag ? 0 : ONI_EBADALLOC;
+    struct loop *lp = NULL;
+    pthread_t echo;
+    int echo_started = 0, exit_code = 1;
+    uint32_t np2_read = 0, one = 1;
+    if (rc || !(r->ctx = open_card(&o, truth)))
+        goto done;
+    size_t sz = sizeof one;
+    uint32_t hz = 0;
+    rc = find_devices(r, &np2_read);
+    if (!rc)
+        rc = oni_get_opt(r->ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz});
+    if (rc) {
+        cli_fail("device table", rc);
+        goto done;
+    }
+    r->acq_hz = hz ? hz : 250e6;
+    r->wbuf = calloc(1, r->stim_wsize);
+    /* Neuropixels payload: 384 samples, int16, from the payload's start (docs/devices.md). */
+    if (np2_read < 2 * NP2_CHANNELS || !r->wbuf) {
+        fprintf(stderr, "onigpu run: Neuropixels frames of %u bytes hold no %d channels\n", np2_read, NP2_CHANNELS);
+        goto done;
+    }
+    rc = oni_write_reg(r->ctx, r->np2, ROUTE_REG, 1);
+    if (rc) {
+        cli_fail("routing the probe to the GPU stream", rc);
+        goto done;
+    }
+    struct loop_ephys_layout lay = {NP2_CHANNELS, 16 + ((np2_read + 3u) & ~3u), 16};
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    rc = loop_ephys_init(st, &p, &lay);
+    struct loop_cardsrc cs;
+    if (!rc)
+        rc = loop_cardsrc_init(&cs, r->ctx, o.block * lay.stride);
+    if (rc) {
+        cli_fail("setting up the GPU stream", rc);
+        goto done;
+    }
+    struct loop_config c;
+    memset(&c, 0, sizeof c);
+    c.backend = backend;
+    c.work = LOOP_WORK_EPHYS;
+    c.in_bytes = (size_t)o.block * lay.stride;
+    c.depth = 4;
+    c.timeout_ms = 1000;
+    c.ephys = st;
+    loop_cardsrc_source(&cs, &c.src);
+    c.sink = (struct loop_sink){r, sink_write};
+    rc = loop_create(&c, &lp);
+    if (rc) {
+        cli_fail("creating the loop", rc);
+        goto done;
+    }
+    if (pthread_create(&echo, NULL, echo_main, r)) {
+        rc = ONI_EBADALLOC;
+        goto done;
+    }
+    echo_started = 1;
+    printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card\n",
+           loop_backend_name(backend), o.block, o.block / 30.0, o.seconds);
+    rc = oni_set_opt(r->ctx, ONI_OPT_RUNNING, &one, sizeof one);
+    if (rc) {
+        cli_fail("starting acquisition", rc);
+        goto done;
+    }
+    struct loop_thread lt = {lp, 0};
+    pthread_t lth;
+    uint64_t t0 = bench_now_ns();
+    if (pthread_create(&lth, NULL, loop_main, &lt)) {
+        rc = ONI_EBADALLOC;
+        goto done;
+    }
+    for (int s = 1; s <= (int)ceil(o.seconds); s++) {
+        double until = s < o.seconds ? s : o.seconds;
+        while ((double)(bench_now_ns() - t0) / 1e9 < until && !loop_error(lp)) {
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+        progress(r, lp, (double)(bench_now_ns() - t0) / 1e9);
+    }
+    loop_stop(lp);
+    pthread_join(lth, NULL);
+    uint32_t zero = 0;
+    oni_set_opt(r->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
+    struct timespec settle = {0, 300000000}; /* the last echoes */
+    nanosleep(&settle, NULL);
+    atomic_store(&r->echo_stop, 1);
+    pthread_join(echo, NULL);
+    echo_started = 0;
+    rc = lt.rc;
+    if (rc)
+        cli_fail("closed loop", rc);
+
+    /* --- summary --------------------------------------------------------------- */
+    struct loop_stats ls;
+    loop_get_stats(lp, &ls);
+    onigpu_stream_stats_t ss;
+    memset(&ss, 0, sizeof ss);
+    sz = sizeof ss;
+    oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, &ss, &sz);
+    struct loop_truth *tr = NULL;
+    size_t ntr = read_truth(truth, r->np2, &tr);
+    const struct loop_ephys_state *fin = loop_ephys_final(lp);
+    uint64_t tol = (uint64_t)(TOL_S * r->acq_hz);
+    /* Score after the calibration window, up to the last processed frame. */
+    uint64_t t_lo = (uint64_t)((double)fin->calib / p.fs_hz * r->acq_hz) + tol;
+    uint64_t t_hi = atomic_load(&r->t_block) > tol ? atomic_load(&r->t_block) - tol : 0;
+    struct loop_score sc;
+    loop_score_spikes(tr, ntr, r->det, atomic_load(&r->ndet), tol, 2, t_lo, t_hi, &sc);
+    struct bench_stats lat;
+    int have_lat = !lat_stats(r, &lat);
+    uint64_t frames = ls.blocks * o.block;
+    printf("\nsummary (%s, %.2f s)\n", loop_backend_name(backend), ls.seconds);
+    printf("  frames processed   %llu (%llu bytes, %.0f frames/s)\n", (unsigned long long)frames,
+           (unsigned long long)ls.bytes_in, ls.seconds > 0 ? frames / ls.seconds : 0.0);
+    printf("  spikes detected    %llu (%llu not listed: block overflow)\n",
+           (unsigned long long)atomic_load(&r->ndet), (unsigned long long)atomic_load(&r->det_overflow));
+    printf("  vs ground truth    %llu events scored, recall %.3f, precision %.3f (+-%.1f ms, +-2 channels)\n",
+           (unsigned long long)sc.events, sc.recall, sc.precision, TOL_S * 1e3);
+    printf("  stimulations       %llu sent, %zu echoed\n", (unsigned long long)atomic_load(&r->stims),
+           atomic_load(&r->nlat));
+    if (have_lat)
+        printf("  closed-loop latency (spike sample -> stimulator receipt, acquisition clock): p50 %.1f us, p99 %.1f "
+               "us, p99.9 %.1f us, max %.1f us\n",
+               ticks_us(r, lat.p50), ticks_us(r, lat.p99), ticks_us(r, lat.p999), ticks_us(r, lat.max));
+    printf("  dropped            %llu frames in the card FIFOs, %llu stalled reads\n",
+           (unsigned long long)(ss.dropped_frames[0] + ss.dropped_frames[1]), (unsigned long long)ls.stalls);
+    if (atomic_load(&r->echo_err))
+        cli_fail("reading the stimulator's echoes", atomic_load(&r->echo_err));
+    if (o.out) {
+        int err = 0;
+        struct bench_report *rep = bench_report_open(o.out, "run", argc, argv, NULL, &err);
+        if (rep) {
+            bench_cell_str(rep, "backend", loop_backend_name(backend));
+            bench_cell_int(rep, "block_frames", o.block);
+            bench_cell_num(rep, "seconds", ls.seconds);
+            bench_cell_int(rep, "frames", (long long)frames);
+            bench_cell_int(rep, "bytes", (long long)ls.bytes_in);
+            bench_cell_int(rep, "spikes", (long long)atomic_load(&r->ndet));
+            bench_cell_int(rep, "truth_events", (long long)sc.events);
+            bench_cell_num(rep, "recall", sc.recall);
+            bench_cell_num(rep, "precision", sc.precision);
+            bench_cell_int(rep, "stims", (long long)atomic_load(&r->stims));
+            bench_cell_num(rep, "lat_p50_us", have_lat ? ticks_us(r, lat.p50) : NAN);
+            bench_cell_num(rep, "lat_p99_us", have_lat ? ticks_us(r, lat.p99) : NAN);
+            bench_cell_num(rep, "lat_p999_us", have_lat ? ticks_us(r, lat.p999) : NAN);
+            bench_cell_num(rep, "lat_max_us", have_lat ? ticks_us(r, lat.max) : NAN);
+            bench_cell_int(rep, "dropped_frames", (long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
+            bench_report_row(rep, NULL);
+            for (size_t i = 0; i < atomic_load(&r->nlat); i++) {
+                bench_cell_int(rep, "tag", (long long)r->lat_tag[i]);
+                bench_cell_num(rep, "latency_us", ticks_us(r, (double)r->lat[i]));
+                bench_report_row(rep, "latency");
+            }
+            err = bench_report_close(rep);
+        }
+        if (err)
+            cli_fail("writing results", err);
+        else
+            printf("  results in %s\n", o.out);
+    }
+    free(tr);
+    exit_code = rc ? 1 : 0;
+done:
+    if (echo_started) {
+        atomic_store(&r->echo_stop, 1);
+        pthread_join(echo, NULL);
+    }
+    loop_destroy(lp);
+    if (r->ctx)
+        oni_destroy_ctx(r->ctx);
+    if (!o.out)
+        remove(truth);
+    free(r->det);
+    free(r->lat);
+    free(r->lat_tag);
+    free(r->wbuf);
+    free(r);
+    free(st);
+    return exit_code;
+}
