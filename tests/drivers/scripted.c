@@ -194,6 +194,9 @@ static int trigger(struct scr *s)
     case SCR_REG_NULLSPAM:
         s->nullspam = 1;
         return 0;
+    case SCR_REG_EXTERNAL:
+        cfg[ONI_CONFIG_TRIG] = 0;
+        return 0;
     case SCR_REG_NACK:
         type = write ? ONI_SIG_CONFIGWNACK : ONI_SIG_CONFIGRNACK;
         break;

@@ -21,7 +21,13 @@ enum {
     SCR_OPT_WRITECHUNK             /* set u32: most bytes one write_stream call takes (0 = all) */
 };
 
-enum { SCR_REG_ACK, SCR_REG_NACK, SCR_REG_SILENT, SCR_REG_NULLSPAM };
+enum {
+    SCR_REG_ACK,      /* registers are a store; accesses answered with ACK */
+    SCR_REG_NACK,     /* every access answered with NACK */
+    SCR_REG_SILENT,   /* no answer; TRIG stays set (the access stays pending) */
+    SCR_REG_NULLSPAM, /* no answer, but an endless stream of NULLSIG packets */
+    SCR_REG_EXTERNAL  /* TRIG clears, no answer: whatever SCR_OPT_SIGNAL queued answers */
+};
 enum {
     SCR_EMPTY_ZERO,    /* return 0 bytes at once (default) */
     SCR_EMPTY_WAIT,    /* wait the ONI_OPT_TIMEOUTMS the core gave, then ONI_ETIMEOUT */
