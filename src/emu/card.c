@@ -1,0 +1,614 @@
+/* card.c - the emulated ONIX host card behind emu.h: configuration
+ * registers, register files, the signal stream, the read streams (with the
+ * fast-mode generator and the link model), the write streams, statistics and
+ * ground truth. docs/emulator.md describes the behaviour, docs/devices.md the
+ * devices and registers. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "card.h"
+#include "onii.h"
+
+#define GEN_CHUNK (256u << 10)
+
+static void deadline_ts(uint64_t ns, struct timespec *ts)
+{
+    ts->tv_sec = (time_t)(ns / 1000000000ull);
+    ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+uint64_t emu_card_now(struct emu_card *c)
+{
+    if (c->fast)
+        return c->gen_now;
+    return (uint64_t)((unsigned __int128)(oni_now_ns() - c->t0_ns) * EMU_ACQ_HZ / 1000000000u);
+}
+
+static struct emu_dev *find_dev(struct emu_card *c, uint32_t idx)
+{
+    for (int i = 0; i < c->ndev; i++)
+        if (c->dev[i].desc.idx == idx)
+            return &c->dev[i];
+    return NULL;
+}
+
+/* --- signal stream ---------------------------------------------------------- */
+
+static void sig_push(struct emu_card *c, uint32_t type, const void *payload, size_t n)
+{
+    uint8_t pkt[ONI_COBSMAXPACKET + 1];
+    int len = oni_signal_pack(type, payload, n, pkt, sizeof pkt);
+    if (len < 0 || EMU_SIGQ_CAP - c->sig_fill < (size_t)len) {
+        c->sig_dropped++; /* the host is not reading its signal stream */
+        return;
+    }
+    size_t wr = (c->sig_rd + c->sig_fill) % EMU_SIGQ_CAP;
+    size_t first = EMU_SIGQ_CAP - wr < (size_t)len ? EMU_SIGQ_CAP - wr : (size_t)len;
+    memcpy(c->sigq + wr, pkt, first);
+    memcpy(c->sigq, pkt + first, (size_t)len - first);
+    c->sig_fill += (size_t)len;
+    pthread_cond_signal(&c->sig_cond);
+}
+
+static void push_table(struct emu_card *c)
+{
+    uint32_t n = (uint32_t)(c->ndev + c->nhub);
+    sig_push(c, ONI_SIG_DEVICETABLEACK, &n, sizeof n);
+    for (int i = 0; i < c->ndev; i++)
+        sig_push(c, ONI_SIG_DEVICEINST, &c->dev[i].desc, sizeof(oni_device_t));
+    for (int h = 0; h < c->nhub; h++) {
+        oni_device_t m = {((uint32_t)h << 8) | ONIX_HUBMGR_IDX, ONIX_ONIGPU_HUBMGR, 1, 0, 0};
+        sig_push(c, ONI_SIG_DEVICEINST, &m, sizeof m);
+    }
+}
+
+static int sig_read(struct emu_card *c, uint8_t *dst, size_t n, uint64_t deadline)
+{
+    struct timespec ts;
+    deadline_ts(deadline, &ts);
+    pthread_mutex_lock(&c->lock);
+    if (c->sig_busy) {
+        pthread_mutex_unlock(&c->lock);
+        return ONI_EBUSY;
+    }
+    while (!c->sig_fill) {
+        if (oni_now_ns() >= deadline || pthread_cond_timedwait(&c->sig_cond, &c->lock, &ts) == ETIMEDOUT) {
+            if (c->sig_fill)
+                break;
+            pthread_mutex_unlock(&c->lock);
+            return ONI_ETIMEOUT;
+        }
+    }
+    if (n > c->sig_fill)
+        n = c->sig_fill;
+    if (n > INT_MAX)
+        n = INT_MAX;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = c->sigq[(c->sig_rd + i) % EMU_SIGQ_CAP];
+    c->sig_rd = (c->sig_rd + n) % EMU_SIGQ_CAP;
+    c->sig_fill -= n;
+    pthread_mutex_unlock(&c->lock);
+    return (int)n;
+}
+
+/* --- register files ---------------------------------------------------------- */
+
+static int hub_access(struct emu_card *c, uint32_t hub, uint32_t addr, int write, uint32_t *v)
+{
+    if (hub >= (uint32_t)c->nhub)
+        return 0;
+    struct emu_hub *h = &c->hub[hub];
+    if (write) {
+        if (addr != ONIX_HUBMGR_DELAYNS)
+            return 0;
+        h->delay_ns = *v;
+        return 1;
+    }
+    switch (addr) {
+    case ONIX_HUBMGR_HARDWAREID: *v = h->kind; return 1;
+    case ONIX_HUBMGR_HARDWAREREV: *v = h->rev; return 1;
+    case ONIX_HUBMGR_FIRMWAREVER: *v = h->fw; return 1;
+    case ONIX_HUBMGR_CLKRATEHZ: *v = h->clk_hz; return 1;
+    case ONIX_HUBMGR_DELAYNS: *v = h->delay_ns; return 1;
+    default: return 0;
+    }
+}
+
+static int common_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
+{
+    switch (addr) {
+    case EMU_REG_ENABLE: *v = d->enable; return 1;
+    case EMU_REG_ROUTE: *v = d->route; return d->desc.read_size > 0;
+    case EMU_REG_READSIZE: *v = d->desc.read_size; return 1;
+    case EMU_REG_WRITESIZE: *v = d->desc.write_size; return 1;
+    case EMU_REG_FRAMES_LO: *v = (uint32_t)d->frames; return 1;
+    case EMU_REG_FRAMES_HI: *v = (uint32_t)(d->frames >> 32); return 1;
+    case EMU_REG_DROPPED_LO: *v = (uint32_t)d->dropped; return 1;
+    case EMU_REG_DROPPED_HI: *v = (uint32_t)(d->dropped >> 32); return 1;
+    case EMU_REG_WFRAMES: *v = (uint32_t)d->wframes; return 1;
+    case EMU_REG_RATE_HZ: *v = (uint32_t)((d->rate_mhz + 500) / 1000); return 1;
+    }
+    return d->type->reg_read ? d->type->reg_read(d, addr, v) : 0;
+}
+
+static int common_write(struct emu_card *c, struct emu_dev *d, uint32_t addr, uint32_t v)
+{
+    switch (addr) {
+    case EMU_REG_ENABLE:
+        if (v > 1)
+            return 0;
+        if (v && !d->enable) { /* its schedule resumes now, not in the past */
+            uint64_t now = c->running ? emu_card_now(c) : 0;
+            if (d->next_due < now)
+                d->next_due = now;
+            d->rem = 0;
+        }
+        d->enable = v;
+        pthread_cond_signal(&c->gen_cond);
+        return 1;
+    case EMU_REG_ROUTE:
+        if (!d->desc.read_size || v > 1)
+            return 0;
+        d->route = v;
+        return 1;
+    case EMU_REG_RATE_HZ:
+        break; /* writable only where the device says so */
+    default:
+        if (addr < EMU_REG_DEVICE)
+            return 0; /* read-only */
+    }
+    int ack = d->type->reg_write ? d->type->reg_write(d, addr, v) : 0;
+    if (ack)
+        pthread_cond_signal(&c->gen_cond); /* a new rate changes the next due time */
+    return ack;
+}
+
+/* Carry out the access the configuration registers describe; 1 = ACK. */
+static int reg_access(struct emu_card *c, int write, uint32_t *v)
+{
+    if ((c->reg_dev & 0xFF) == ONIX_HUBMGR_IDX && c->reg_dev < ((uint32_t)EMU_MAX_HUB << 8))
+        return hub_access(c, c->reg_dev >> 8, c->reg_addr, write, v);
+    struct emu_dev *d = find_dev(c, c->reg_dev);
+    if (!d)
+        return 0;
+    return write ? common_write(c, d, c->reg_addr, *v) : common_read(d, c->reg_addr, v);
+}
+
+/* --- configuration registers ---------------------------------------------- */
+
+int emu_card_read_config(struct emu_card *c, oni_config_t reg, uint32_t *value)
+{
+    if (!c || !value)
+        return ONI_EINVALARG;
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    switch (reg) {
+    case ONI_CONFIG_DEV_IDX: *value = c->reg_dev; break;
+    case ONI_CONFIG_REG_ADDR: *value = c->reg_addr; break;
+    case ONI_CONFIG_REG_VALUE: *value = c->reg_value; break;
+    case ONI_CONFIG_RW: *value = c->reg_rw; break;
+    case ONI_CONFIG_TRIG: *value = 0; break; /* accesses complete at once */
+    case ONI_CONFIG_RUNNING: *value = c->running; break;
+    case ONI_CONFIG_RESET: *value = 0; break;
+    case ONI_CONFIG_SYSCLKHZ: *value = (uint32_t)EMU_SYS_HZ; break;
+    case ONI_CONFIG_ACQCLKHZ: *value = (uint32_t)EMU_ACQ_HZ; break;
+    case ONI_CONFIG_RESETACQCOUNTER: *value = 0; break;
+    case ONI_CONFIG_HWADDRESS: *value = c->hwaddress; break;
+    default: rc = ONI_EINVALOPT;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* Start acquisition at time t: the FIFOs start empty, every schedule at t. */
+static void start(struct emu_card *c, uint64_t t)
+{
+    emu_fifo_flush(&c->fifo[0]);
+    emu_fifo_flush(&c->fifo[1]);
+    emu_gen_restart(c, t);
+    c->running = 1;
+    pthread_cond_signal(&c->gen_cond);
+}
+
+static void reset_counter(struct emu_card *c)
+{
+    c->t0_ns = oni_now_ns();
+    c->gen_now = 0;
+    emu_gen_restart(c, 0);
+}
+
+int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
+{
+    if (!c)
+        return ONI_EINVALARG;
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    switch (reg) {
+    case ONI_CONFIG_DEV_IDX: c->reg_dev = value; break;
+    case ONI_CONFIG_REG_ADDR: c->reg_addr = value; break;
+    case ONI_CONFIG_REG_VALUE: c->reg_value = value; break;
+    case ONI_CONFIG_RW: c->reg_rw = value; break;
+    case ONI_CONFIG_TRIG:
+        if (value) {
+            int write = c->reg_rw != 0;
+            uint32_t v = c->reg_value;
+            int ack = reg_access(c, write, &v);
+            if (ack && !write)
+                c->reg_value = v;
+            sig_push(c, write ? (ack ? ONI_SIG_CONFIGWACK : ONI_SIG_CONFIGWNACK)
+                              : (ack ? ONI_SIG_CONFIGRACK : ONI_SIG_CONFIGRNACK), NULL, 0);
+        }
+        break;
+    case ONI_CONFIG_RUNNING:
+        if (value && !c->running)
+            start(c, emu_card_now(c));
+        else if (!value && c->running) {
+            c->running = 0;
+            if (c->truth_file)
+                fflush(c->truth_file);
+        }
+        break;
+    case ONI_CONFIG_RESET:
+        if (value) {
+            c->running = 0;
+            emu_fifo_flush(&c->fifo[0]);
+            emu_fifo_flush(&c->fifo[1]);
+            push_table(c);
+        }
+        break;
+    case ONI_CONFIG_RESETACQCOUNTER:
+        if (value == 1) {
+            reset_counter(c);
+        } else if (value == 2) {
+            reset_counter(c);
+            start(c, 0);
+        } else {
+            rc = ONI_EINVALARG;
+        }
+        break;
+    case ONI_CONFIG_HWADDRESS: c->hwaddress = value; break;
+    case ONI_CONFIG_SYSCLKHZ:
+    case ONI_CONFIG_ACQCLKHZ: rc = ONI_EREADONLY; break;
+    default: rc = ONI_EINVALOPT;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* --- read streams ---------------------------------------------------------- */
+
+static int fifo_index(enum emu_stream s)
+{
+    return s == EMU_STREAM_DATA ? 0 : s == EMU_STREAM_GPU ? 1 : -1;
+}
+
+/* Does an enabled periodic device feed FIFO k (fast mode: worth generating)? */
+static int has_source(struct emu_card *c, int k)
+{
+    for (int i = 0; i < c->ndev; i++) {
+        struct emu_dev *d = &c->dev[i];
+        if (d->enable && d->rate_mhz && d->desc.read_size && (d->route ? 1 : 0) == k)
+            return 1;
+    }
+    return 0;
+}
+
+/* Wait (card lock held) until FIFO k holds n bytes; in fast mode generate
+ * them in this thread. The stream is marked busy on success. */
+static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
+{
+    struct emu_fifo *f = &c->fifo[k];
+    if (n > f->cap)
+        return ONI_EINVALARG;
+    if (f->busy)
+        return ONI_EBUSY;
+    f->busy = 1;
+    struct timespec ts;
+    deadline_ts(deadline, &ts);
+    while (f->fill < n) {
+        if (c->fast && c->running && has_source(c, k)) {
+            emu_gen_until(c, UINT64_MAX, GEN_CHUNK);
+            emu_gen_wake(c);
+            if (f->fill >= n)
+                break;
+            if (oni_now_ns() >= deadline)
+                break;
+            pthread_mutex_unlock(&c->lock); /* let registers and writers in between chunks */
+            pthread_mutex_lock(&c->lock);
+            continue;
+        }
+        if (oni_now_ns() >= deadline)
+            break;
+        f->want = n;
+        pthread_cond_timedwait(&f->cond, &c->lock, &ts);
+        f->want = 0;
+    }
+    if (f->fill < n) {
+        f->busy = 0;
+        return ONI_ETIMEOUT;
+    }
+    return 0;
+}
+
+static uint64_t deadline_after(uint32_t ms) { return oni_now_ns() + (uint64_t)ms * 1000000u; }
+
+int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
+{
+    if (!c || !dst || !n || n > INT_MAX)
+        return ONI_EINVALARG;
+    uint64_t deadline = deadline_after(timeout_ms);
+    if (s == EMU_STREAM_SIGNAL) {
+        uint64_t t0 = oni_now_ns();
+        int rc = sig_read(c, dst, n, deadline);
+        if (rc > 0)
+            emu_wait_until_ns(t0 + emu_link_ns(&c->link, (size_t)rc));
+        return rc;
+    }
+    int k = fifo_index(s);
+    if (k < 0)
+        return ONI_EINVALARG;
+    struct emu_fifo *f = &c->fifo[k];
+    pthread_mutex_lock(&c->lock);
+    int rc = wait_fill(c, k, n, deadline);
+    if (rc) {
+        pthread_mutex_unlock(&c->lock);
+        return rc;
+    }
+    struct emu_span sp[2];
+    emu_fifo_spans(f, n, sp);
+    pthread_mutex_unlock(&c->lock);
+    uint64_t t0 = oni_now_ns(); /* the transfer starts once the data is there */
+    memcpy(dst, sp[0].p, sp[0].n);
+    memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
+    pthread_mutex_lock(&c->lock);
+    emu_fifo_consume(f, n);
+    f->busy = 0;
+    pthread_mutex_unlock(&c->lock);
+    emu_wait_until_ns(t0 + emu_link_ns(&c->link, n));
+    return (int)n;
+}
+
+int emu_card_fifo_peek(struct emu_card *c, enum emu_stream s, size_t n, struct emu_span span[2],
+                       uint32_t timeout_ms)
+{
+    int k = fifo_index(s);
+    if (!c || !span || !n || k < 0)
+        return ONI_EINVALARG;
+    pthread_mutex_lock(&c->lock);
+    int rc = wait_fill(c, k, n, deadline_after(timeout_ms));
+    if (!rc) {
+        emu_fifo_spans(&c->fifo[k], n, span);
+        c->fifo[k].busy = 0; /* the spans stay valid until this consumer consumes */
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
+{
+    int k = fifo_index(s);
+    if (!c || k < 0)
+        return ONI_EINVALARG;
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    if (n > c->fifo[k].fill)
+        rc = ONI_EINVALARG;
+    else
+        emu_fifo_consume(&c->fifo[k], n);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* --- write streams ----------------------------------------------------------- */
+
+/* Check that src is whole, valid write frames. */
+static int check_wframes(struct emu_card *c, const uint8_t *p, size_t n)
+{
+    size_t off = 0;
+    while (off < n) {
+        uint32_t idx, words;
+        if (n - off < ONI_WFRAMEHEADERSZ)
+            return 0;
+        memcpy(&idx, p + off, 4);
+        memcpy(&words, p + off + 4, 4);
+        uint64_t bytes = (uint64_t)words * 4;
+        struct emu_dev *d = find_dev(c, idx);
+        if (!d || !d->desc.write_size || !words || bytes % d->desc.write_size ||
+            bytes > n - off - ONI_WFRAMEHEADERSZ)
+            return 0;
+        off += ONI_WFRAMEHEADERSZ + (size_t)bytes;
+    }
+    return 1;
+}
+
+int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms)
+{
+    (void)timeout_ms; /* the card's write side never backs up */
+    if (!c || !src || !n || n > INT_MAX || (s != EMU_STREAM_WRITE && s != EMU_STREAM_GPU_WRITE))
+        return ONI_EINVALARG;
+    uint64_t t0 = oni_now_ns();
+    const uint8_t *p = src;
+    pthread_mutex_lock(&c->lock);
+    int ok = check_wframes(c, p, n);
+    if (!ok)
+        c->bad_wframes++;
+    pthread_mutex_unlock(&c->lock);
+    if (!ok)
+        return ONI_EBADFRAME;
+    emu_wait_until_ns(t0 + emu_link_ns(&c->link, n)); /* the frames cross the link first */
+    pthread_mutex_lock(&c->lock);
+    uint64_t now = emu_card_now(c);
+    for (size_t off = 0; off < n;) {
+        uint32_t idx, words;
+        memcpy(&idx, p + off, 4);
+        memcpy(&words, p + off + 4, 4);
+        struct emu_dev *d = find_dev(c, idx);
+        d->wframes++;
+        if (d->type->write)
+            d->type->write(d, p + off + ONI_WFRAMEHEADERSZ, (size_t)words * 4, now);
+        off += ONI_WFRAMEHEADERSZ + (size_t)words * 4;
+    }
+    emu_gen_wake(c);
+    pthread_mutex_unlock(&c->lock);
+    return (int)n;
+}
+
+/* --- statistics and ground truth ------------------------------------------- */
+
+void emu_card_stats(struct emu_card *c, onigpu_stream_stats_t *st)
+{
+    if (!c || !st)
+        return;
+    pthread_mutex_lock(&c->lock);
+    for (int k = 0; k < 2; k++) {
+        st->fifo_bytes[k] = c->fifo[k].fill;
+        st->fifo_capacity[k] = c->fifo[k].cap;
+        st->dropped_frames[k] = c->fifo[k].dropped_frames;
+        st->dropped_bytes[k] = c->fifo[k].dropped_bytes;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, uint64_t *dropped,
+                        uint64_t *wframes)
+{
+    if (!c)
+        return ONI_EINVALARG;
+    pthread_mutex_lock(&c->lock);
+    struct emu_dev *d = find_dev(c, dev_idx);
+    if (d) {
+        if (frames)
+            *frames = d->frames;
+        if (dropped)
+            *dropped = d->dropped;
+        if (wframes)
+            *wframes = d->wframes;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return d ? 0 : ONI_EDEVIDX;
+}
+
+uint64_t emu_card_bad_wframes(struct emu_card *c)
+{
+    pthread_mutex_lock(&c->lock);
+    uint64_t n = c->bad_wframes;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time)
+{
+    if (c->truth_file)
+        fprintf(c->truth_file, "%u,%u,%u,%llu\n", dev_idx, unit, ch, (unsigned long long)time);
+    if (c->truth_keep && c->ntruth < c->truth_cap)
+        c->truth[c->ntruth++] = (struct emu_truth){dev_idx, unit, ch, time};
+}
+
+int emu_card_set_truth_file(struct emu_card *c, const char *path)
+{
+    if (!c)
+        return ONI_EINVALARG;
+    FILE *f = NULL;
+    if (path) {
+        if (!(f = fopen(path, "a")))
+            return ONI_EPATHINVALID;
+        if (ftell(f) == 0)
+            fprintf(f, "dev_idx,unit,channel,sample_time\n");
+    }
+    pthread_mutex_lock(&c->lock);
+    FILE *old = c->truth_file;
+    c->truth_file = f;
+    pthread_mutex_unlock(&c->lock);
+    if (old)
+        fclose(old);
+    return 0;
+}
+
+int emu_card_truth_keep(struct emu_card *c, size_t cap)
+{
+    struct emu_truth *t = calloc(cap ? cap : 1, sizeof *t);
+    if (!c || !t) {
+        free(t);
+        return c ? ONI_EBADALLOC : ONI_EINVALARG;
+    }
+    pthread_mutex_lock(&c->lock);
+    free(c->truth);
+    c->truth = t;
+    c->truth_cap = cap;
+    c->ntruth = 0;
+    c->truth_keep = 1;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+size_t emu_card_truth_get(struct emu_card *c, struct emu_truth *out, size_t max)
+{
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->ntruth;
+    if (out)
+        memcpy(out, c->truth, (n < max ? n : max) * sizeof *out);
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+/* --- life cycle ---------------------------------------------------------------- */
+
+void emu_card_destroy(struct emu_card *c)
+{
+    if (!c)
+        return;
+    emu_gen_stop_thread(c);
+    for (int i = 0; i < c->ndev; i++)
+        if (c->dev[i].type->fini)
+            c->dev[i].type->fini(&c->dev[i]);
+    emu_fifo_fini(&c->fifo[0]);
+    emu_fifo_fini(&c->fifo[1]);
+    if (c->truth_file)
+        fclose(c->truth_file);
+    free(c->truth);
+    free(c->scratch);
+    pthread_cond_destroy(&c->sig_cond);
+    pthread_cond_destroy(&c->gen_cond);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+int emu_card_create(const char *spec, struct emu_card **out, char *err, size_t err_cap)
+{
+    char dummy[8];
+    if (!err || !err_cap)
+        err = dummy, err_cap = sizeof dummy;
+    err[0] = 0;
+    if (!out)
+        return ONI_EINVALARG;
+    *out = NULL;
+    struct emu_card *c = calloc(1, sizeof *c);
+    if (!c)
+        return ONI_EBADALLOC;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->sig_cond, &ca);
+    pthread_cond_init(&c->gen_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    size_t ddr = 0;
+    int rc = emu_spec_parse(c, spec, &ddr, err, err_cap);
+    if (!rc && (!(c->scratch = calloc(1, ONI_RFRAMEHEADERSZ + EMU_MAX_READ + 4)) ||
+                emu_fifo_init(&c->fifo[0], ddr / 2 & ~(size_t)3) ||
+                emu_fifo_init(&c->fifo[1], ddr / 2 & ~(size_t)3))) {
+        snprintf(err, err_cap, "cannot reserve %zu bytes of card memory", ddr);
+        rc = ONI_EBADALLOC;
+    }
+    c->t0_ns = oni_now_ns();
+    if (!rc && !c->fast)
+        rc = emu_gen_start_thread(c);
+    if (rc) {
+        emu_card_destroy(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}

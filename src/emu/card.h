@@ -1,0 +1,226 @@
+/* card.h - inside the emulated ONIX host card (emu.h is its outside).
+ *
+ * Only src/emu, src/emu/devices and the emulator's own tests include this.
+ * One mutex (card->lock) guards everything in the card: configuration,
+ * register files, the device schedules, the FIFO indices and the signal
+ * queue. Frames are generated with the lock held, straight into FIFO memory;
+ * readers copy out of the FIFO without it (single consumer per stream). */
+#ifndef EMU_CARD_H
+#define EMU_CARD_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "emu.h"
+#include "onix.h"
+
+#define EMU_ACQ_HZ 250000000ull /* acquisition clock (thesis card: the 250 MHz PCIe user clock) */
+#define EMU_SYS_HZ 250000000ull
+#define EMU_MAX_DEV 64
+#define EMU_MAX_HUB 16
+#define EMU_MAX_ARGS 12
+#define EMU_MAX_READ (1u << 20) /* largest read_size a device may have */
+
+/* Register addresses common to every device but the hub managers (docs/devices.md). */
+enum {
+    EMU_REG_ENABLE = 0,    /* rw: 0 = emits nothing, writes still accepted */
+    EMU_REG_ROUTE = 1,     /* rw, readable devices: 0 default data stream, 1 GPU stream */
+    EMU_REG_READSIZE = 2,  /* ro */
+    EMU_REG_WRITESIZE = 3, /* ro */
+    EMU_REG_FRAMES_LO = 4, /* ro: frames generated (delivered + dropped) */
+    EMU_REG_FRAMES_HI = 5,
+    EMU_REG_DROPPED_LO = 6, /* ro: frames dropped because the route's FIFO was full */
+    EMU_REG_DROPPED_HI = 7,
+    EMU_REG_WFRAMES = 8,   /* ro: write frames accepted, low 32 bits */
+    EMU_REG_RATE_HZ = 9,   /* frames per second (rounded); rw where the device says so */
+    EMU_REG_DEVICE = 0x10  /* first device-specific register */
+};
+
+/* Spec arguments of one device ("np2:units=8:route=1"). */
+struct emu_args {
+    int n;
+    struct {
+        char key[16];
+        char val[48];
+        int used;
+    } kv[EMU_MAX_ARGS];
+};
+
+/* Value of key (marking it used), or NULL. */
+const char *emu_arg(struct emu_args *a, const char *key);
+/* Parse key as an unsigned number with optional suffix k/M/G/T; si != 0 means
+ * powers of 1000, else powers of 1024. def when absent. ONI_EINVALARG if bad
+ * or outside [lo, hi]; err gets a message. */
+int emu_arg_u64(struct emu_args *a, const char *key, uint64_t def, uint64_t lo, uint64_t hi, int si,
+                uint64_t *out, char *err, size_t cap);
+/* The same parser on a bare string. Returns 0 or ONI_EINVALARG. */
+int emu_parse_u64(const char *s, int si, uint64_t *out);
+
+struct emu_dev;
+
+/* A kind of device: what the spec name makes, and its behaviour. */
+struct emu_devtype {
+    const char *name;  /* spec name */
+    uint32_t id;       /* ONIX device id */
+    uint32_t hub_kind; /* 0: host hub; else the ONIX_HUB_* of the headstage it lives on */
+    /* Parse arguments, set desc.read_size/write_size and the rate
+     * (emu_dev_set_rate), allocate priv. 0 or ONI_EINVALARG/EBADALLOC with err. */
+    int (*init)(struct emu_dev *d, struct emu_args *a, char *err, size_t cap);
+    void (*fini)(struct emu_dev *d); /* may be NULL */
+    /* Fill one read frame payload (desc.read_size bytes) sampled at time. */
+    void (*fill)(struct emu_dev *d, uint8_t *payload, uint64_t time);
+    /* Device-specific registers: return 1 = ACK, 0 = NACK (unknown, read-only,
+     * bad value). May be NULL. */
+    int (*reg_read)(struct emu_dev *d, uint32_t addr, uint32_t *v);
+    int (*reg_write)(struct emu_dev *d, uint32_t addr, uint32_t v);
+    /* A write frame's payload (n bytes, a multiple of write_size) arrived at time. May be NULL. */
+    void (*write)(struct emu_dev *d, const uint8_t *p, size_t n, uint64_t time);
+};
+
+struct emu_dev {
+    const struct emu_devtype *type;
+    struct emu_card *card;
+    oni_device_t desc;
+    uint32_t enable, route;
+    /* Schedule: rate_mhz frames per 1000 s; period = per_q + per_r / rate_mhz ticks. */
+    uint64_t rate_mhz;
+    uint64_t per_q, per_r, rem, next_due;
+    uint64_t frames, dropped, wframes;
+    uint32_t hub_kind;
+    void *priv;
+};
+
+/* Set a periodic device's frame rate in millihertz (0 = not periodic).
+ * ONI_EINVALARG if one frame per acquisition tick would be exceeded. */
+int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz);
+/* Emit one read frame of d now (event devices, e.g. the stimulator's echo);
+ * the caller holds the card lock. Counted as generated or dropped. */
+void emu_dev_emit(struct emu_dev *d, uint64_t time);
+
+/* The FIFO of one read data stream: a ring in lazily committed memory. */
+struct emu_fifo {
+    uint8_t *base;
+    size_t cap;             /* bytes */
+    size_t rd, wr, fill;    /* card lock */
+    size_t hiwater;         /* highest offset written since the last trim */
+    uint64_t frames, bytes; /* delivered into the FIFO */
+    uint64_t dropped_frames, dropped_bytes;
+    size_t want;            /* bytes the waiting reader needs; 0 = none waits */
+    int busy;               /* a reader holds the stream */
+    pthread_cond_t cond;
+};
+
+int emu_fifo_init(struct emu_fifo *f, size_t cap);
+void emu_fifo_fini(struct emu_fifo *f);
+/* Room for n contiguous bytes at the write position, or NULL if the FIFO
+ * cannot take n more bytes. *split: the frame wraps, write it to a scratch
+ * buffer and pass that to emu_fifo_commit. */
+uint8_t *emu_fifo_reserve(struct emu_fifo *f, size_t n, uint8_t *scratch);
+void emu_fifo_commit(struct emu_fifo *f, const uint8_t *p, size_t n);
+/* Spans of the first n bytes (n <= fill). */
+void emu_fifo_spans(const struct emu_fifo *f, size_t n, struct emu_span sp[2]);
+/* Drop the first n bytes (n <= fill); keeps the used region small (see fifo.c). */
+void emu_fifo_consume(struct emu_fifo *f, size_t n);
+/* Forget the contents. */
+void emu_fifo_flush(struct emu_fifo *f);
+
+struct emu_hub {
+    uint32_t kind, rev, fw, clk_hz, delay_ns;
+};
+
+/* A ground-truth spike. */
+struct emu_truth {
+    uint32_t dev_idx, unit, channel;
+    uint64_t time; /* acquisition clock at the waveform's trough */
+};
+
+#define EMU_SIGQ_CAP 65536
+
+struct emu_card {
+    pthread_mutex_t lock;
+    int fast;           /* mode=fast */
+    uint64_t seed;
+    oniemu_link_t link;
+    char spec[512];
+
+    struct emu_dev dev[EMU_MAX_DEV];
+    int ndev;
+    struct emu_hub hub[EMU_MAX_HUB];
+    int nhub;
+
+    /* configuration registers */
+    uint32_t reg_dev, reg_addr, reg_value, reg_rw, running, hwaddress;
+
+    /* acquisition clock: realtime = (now - t0_ns) * ACQ / 1e9; fast = gen_now */
+    uint64_t t0_ns;
+    uint64_t gen_now;   /* time of the last frame generated */
+    uint8_t *scratch;   /* one frame, for frames that wrap around a FIFO's end */
+
+    struct emu_fifo fifo[2]; /* [0] EMU_STREAM_DATA, [1] EMU_STREAM_GPU */
+    struct emu_dev *memusage;
+
+    /* signal stream: encoded packets */
+    uint8_t sigq[EMU_SIGQ_CAP];
+    size_t sig_rd, sig_fill;
+    uint64_t sig_dropped;
+    int sig_busy;
+    pthread_cond_t sig_cond;
+
+    /* write streams */
+    uint64_t bad_wframes;
+
+    /* ground truth */
+    FILE *truth_file;
+    struct emu_truth *truth;
+    size_t ntruth, truth_cap;
+    int truth_keep;
+
+    /* realtime generator thread */
+    pthread_t thread;
+    int thread_up, stop;
+    pthread_cond_t gen_cond;
+};
+
+/* Acquisition clock now (card lock held). */
+uint64_t emu_card_now(struct emu_card *c);
+/* Record a ground-truth spike (card lock held). */
+void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time);
+/* Tests: keep ground truth in memory (up to cap entries) from now on. */
+int emu_card_truth_keep(struct emu_card *c, size_t cap);
+/* Tests: copy up to max kept entries into out; returns how many exist. */
+size_t emu_card_truth_get(struct emu_card *c, struct emu_truth *out, size_t max);
+/* Tests: a device's counters by dev_idx (ONI_EDEVIDX if none). */
+int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, uint64_t *dropped,
+                        uint64_t *wframes);
+/* Malformed write frames rejected so far. */
+uint64_t emu_card_bad_wframes(struct emu_card *c);
+
+/* Generation (gen.c), card lock held. Produce every frame due at or before
+ * until, stopping after about max_bytes; returns the bytes of the frames
+ * generated, delivered or dropped (0: none was due). */
+size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes);
+/* Earliest due time of an enabled periodic device, UINT64_MAX if none. */
+uint64_t emu_gen_next_due(struct emu_card *c);
+/* Signal readers whose wanted bytes are there (card lock held). */
+void emu_gen_wake(struct emu_card *c);
+/* Restart every schedule at time t. */
+void emu_gen_restart(struct emu_card *c, uint64_t t);
+int emu_gen_start_thread(struct emu_card *c);
+void emu_gen_stop_thread(struct emu_card *c);
+
+/* The link model (link.c). */
+int emu_link_preset(const char *name, oniemu_link_t *out);
+/* Modelled duration of a transfer of n bytes, ns. */
+uint64_t emu_link_ns(const oniemu_link_t *l, size_t n);
+/* Wait until oni_now_ns() >= t (sleep, then spin the last stretch). */
+void emu_wait_until_ns(uint64_t t);
+
+/* Spec parsing (spec.c): fills c->dev, c->hub, mode, link, seed, ddr. */
+int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err, size_t cap);
+
+/* Device kinds (src/emu/devices). */
+extern const struct emu_devtype emu_dev_np2, emu_dev_np1, emu_dev_rhd2164, emu_dev_bno055,
+    emu_dev_heartbeat, emu_dev_testcore, emu_dev_testsink, emu_dev_loadtest, emu_dev_stim,
+    emu_dev_memusage;
+
+#endif

@@ -1,0 +1,185 @@
+/* gen.c - the acquisition side of the card: device schedules on the
+ * acquisition clock, the data-input multiplexer, and the realtime generator
+ * thread.
+ *
+ * Each periodic device has its next due time in acquisition ticks; its period
+ * is kept as an exact fraction of ticks (integer quotient + remainder), so
+ * over any run the k-th frame is due at floor(k * ACQ_HZ / rate) after the
+ * schedule started, without drift. The multiplexer emits the earliest due
+ * frame first, ties in device-table order (round-robin over devices due at
+ * the same tick), each framed as [u64 time][u32 dev_idx][u32 data_sz]
+ * [payload, zero-padded to 4], into the FIFO of the device's route. A frame
+ * that does not fit is generated anyway (device state runs on, as on the
+ * card) and counted as dropped for its device and stream. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include "card.h"
+#include "onii.h"
+
+#define GEN_CHUNK (256u << 10) /* bytes generated per hold of the card lock */
+#define IDLE_WAIT_NS 50000000ull
+
+int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz)
+{
+    const uint64_t num = EMU_ACQ_HZ * 1000;
+    if (rate_mhz > num)
+        return ONI_EINVALARG; /* more than one frame per tick: timestamps would repeat */
+    d->rate_mhz = rate_mhz;
+    d->per_q = rate_mhz ? num / rate_mhz : 0;
+    d->per_r = rate_mhz ? num % rate_mhz : 0;
+    d->rem = 0;
+    return 0;
+}
+
+/* Generate one frame of d at time t into its route's FIFO, or count it dropped. */
+static void put_frame(struct emu_card *c, struct emu_dev *d, uint64_t t)
+{
+    struct emu_fifo *f = &c->fifo[d->route ? 1 : 0];
+    uint32_t sz = d->desc.read_size;
+    size_t total = ONI_RFRAMEHEADERSZ + oni_pad4(sz);
+    uint8_t *p = emu_fifo_reserve(f, total, c->scratch);
+    int drop = p == NULL;
+    if (drop)
+        p = c->scratch;
+    d->type->fill(d, p + ONI_RFRAMEHEADERSZ, t);
+    d->frames++;
+    if (drop) {
+        d->dropped++;
+        f->dropped_frames++;
+        f->dropped_bytes += total;
+        return;
+    }
+    memcpy(p, &t, 8);
+    memcpy(p + 8, &d->desc.idx, 4);
+    memcpy(p + 12, &sz, 4);
+    memset(p + ONI_RFRAMEHEADERSZ + sz, 0, total - ONI_RFRAMEHEADERSZ - sz);
+    emu_fifo_commit(f, p, total);
+}
+
+void emu_dev_emit(struct emu_dev *d, uint64_t time)
+{
+    if (d->enable && d->desc.read_size)
+        put_frame(d->card, d, time);
+}
+
+static int periodic(const struct emu_dev *d) { return d->enable && d->rate_mhz && d->desc.read_size; }
+
+static void advance(struct emu_dev *d)
+{
+    d->next_due += d->per_q;
+    d->rem += d->per_r;
+    if (d->rem >= d->rate_mhz) {
+        d->rem -= d->rate_mhz;
+        d->next_due++;
+    }
+}
+
+size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
+{
+    size_t tried = 0;
+    while (tried < max_bytes) {
+        struct emu_dev *best = NULL;
+        uint64_t second = UINT64_MAX;
+        for (int i = 0; i < c->ndev; i++) {
+            struct emu_dev *d = &c->dev[i];
+            if (!periodic(d))
+                continue;
+            if (!best || d->next_due < best->next_due) {
+                if (best && best->next_due < second)
+                    second = best->next_due;
+                best = d;
+            } else if (d->next_due < second) {
+                second = d->next_due;
+            }
+        }
+        if (!best || best->next_due > until)
+            break;
+        size_t frame = ONI_RFRAMEHEADERSZ + oni_pad4(best->desc.read_size);
+        do { /* a run of best's frames until another device is due */
+            uint64_t t = best->next_due;
+            put_frame(c, best, t);
+            tried += frame;
+            c->gen_now = t;
+            advance(best);
+        } while (tried < max_bytes && best->next_due <= until && best->next_due < second);
+    }
+    return tried;
+}
+
+uint64_t emu_gen_next_due(struct emu_card *c)
+{
+    uint64_t t = UINT64_MAX;
+    for (int i = 0; i < c->ndev; i++)
+        if (periodic(&c->dev[i]) && c->dev[i].next_due < t)
+            t = c->dev[i].next_due;
+    return t;
+}
+
+void emu_gen_restart(struct emu_card *c, uint64_t t)
+{
+    for (int i = 0; i < c->ndev; i++) {
+        c->dev[i].next_due = t;
+        c->dev[i].rem = 0;
+    }
+}
+
+void emu_gen_wake(struct emu_card *c)
+{
+    for (int s = 0; s < 2; s++) {
+        struct emu_fifo *f = &c->fifo[s];
+        if (f->want && f->fill >= f->want)
+            pthread_cond_signal(&f->cond);
+    }
+}
+
+/* Realtime: generate what is due by the wall clock, then sleep until the
+ * next frame is due (or a configuration change wakes us). */
+static void *gen_main(void *arg)
+{
+    struct emu_card *c = arg;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stop) {
+        uint64_t wake_ns = oni_now_ns() + IDLE_WAIT_NS;
+        if (c->running) {
+            size_t n = emu_gen_until(c, emu_card_now(c), GEN_CHUNK);
+            emu_gen_wake(c);
+            if (n >= GEN_CHUNK) { /* behind: let readers and registers in, then go on */
+                pthread_mutex_unlock(&c->lock);
+                pthread_mutex_lock(&c->lock);
+                continue;
+            }
+            uint64_t due = emu_gen_next_due(c);
+            if (due != UINT64_MAX) {
+                uint64_t due_ns = c->t0_ns + (uint64_t)((unsigned __int128)due * 1000000000u / EMU_ACQ_HZ);
+                if (due_ns < wake_ns)
+                    wake_ns = due_ns;
+            }
+        }
+        struct timespec ts = {(time_t)(wake_ns / 1000000000ull), (long)(wake_ns % 1000000000ull)};
+        pthread_cond_timedwait(&c->gen_cond, &c->lock, &ts);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+int emu_gen_start_thread(struct emu_card *c)
+{
+    c->stop = 0;
+    if (pthread_create(&c->thread, NULL, gen_main, c))
+        return ONI_EBADALLOC;
+    c->thread_up = 1;
+    return 0;
+}
+
+void emu_gen_stop_thread(struct emu_card *c)
+{
+    if (!c->thread_up)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stop = 1;
+    pthread_cond_signal(&c->gen_cond);
+    pthread_mutex_unlock(&c->lock);
+    pthread_join(c->thread, NULL);
+    c->thread_up = 0;
+}

@@ -1,0 +1,282 @@
+/* spec.c - the card's spec string (include/oniemu.h, docs/emulator.md):
+ * "devices=np2,stim,heartbeat:hz=10;link=gen2x4;mode=realtime;ddr=4G;seed=1".
+ * Builds the device table on hubs: devices of the host hub go to hub 0, each
+ * probe or headstage chip that opens a headstage (np2, np1, rhd2164) gets a
+ * hub of its own, and a bno055 joins the last headstage (a hub of its own if
+ * none); "hub=N" overrides. A MEMUSAGE device is always present on hub 0. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "card.h"
+
+#define DEFAULT_DEVICES "heartbeat,stim,np2,bno055"
+
+static const struct emu_devtype *const kinds[] = {
+    &emu_dev_np2,      &emu_dev_np1,      &emu_dev_rhd2164,  &emu_dev_bno055, &emu_dev_heartbeat,
+    &emu_dev_testcore, &emu_dev_testsink, &emu_dev_loadtest, &emu_dev_stim,   &emu_dev_memusage,
+};
+
+/* Hub manager registers per hub kind; the values are plausible, invented
+ * (docs/devices.md). */
+static struct emu_hub hub_of_kind(uint32_t kind)
+{
+    switch (kind) {
+    case ONIX_HUB_HSNP2E: return (struct emu_hub){kind, 1, 0x0203, 50000000, 1500};
+    case ONIX_HUB_HSNP1ET: return (struct emu_hub){kind, 1, 0x0104, 50000000, 1500};
+    case ONIX_HUB_HS64: return (struct emu_hub){kind, 2, 0x0102, 42000000, 1200};
+    default: return (struct emu_hub){ONIX_HUB_FMCHOST, 1, 0x0100, (uint32_t)EMU_ACQ_HZ, 0};
+    }
+}
+
+int emu_parse_u64(const char *s, int si, uint64_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return ONI_EINVALARG;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s)
+        return ONI_EINVALARG;
+    double k = si ? 1000.0 : 1024.0, m = 1;
+    switch (*end) {
+    case 'k': case 'K': m = k; end++; break;
+    case 'm': case 'M': m = k * k; end++; break;
+    case 'g': case 'G': m = k * k * k; end++; break;
+    case 't': case 'T': m = k * k * k * k; end++; break;
+    }
+    if (*end == 'i' && !si)
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    v *= m;
+    if (*end || v > 1.8e19 || v != v)
+        return ONI_EINVALARG;
+    *out = (uint64_t)(v + 0.5);
+    return 0;
+}
+
+const char *emu_arg(struct emu_args *a, const char *key)
+{
+    for (int i = 0; i < a->n; i++) {
+        if (!strcmp(a->kv[i].key, key)) {
+            a->kv[i].used = 1;
+            return a->kv[i].val;
+        }
+    }
+    return NULL;
+}
+
+int emu_arg_u64(struct emu_args *a, const char *key, uint64_t def, uint64_t lo, uint64_t hi, int si,
+                uint64_t *out, char *err, size_t cap)
+{
+    const char *s = emu_arg(a, key);
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    if (emu_parse_u64(s, si, out) || *out < lo || *out > hi) {
+        snprintf(err, cap, "bad %s=%s (%llu..%llu)", key, s, (unsigned long long)lo, (unsigned long long)hi);
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
+
+/* Split "name:k=v:k=v" into name and args. */
+static int split_device(char *tok, char **name, struct emu_args *a, char *err, size_t cap)
+{
+    memset(a, 0, sizeof *a);
+    char *save = NULL;
+    *name = strtok_r(tok, ":", &save);
+    if (!*name || !**name) {
+        snprintf(err, cap, "empty device name");
+        return ONI_EINVALARG;
+    }
+    for (char *kv; (kv = strtok_r(NULL, ":", &save));) {
+        char *eq = strchr(kv, '=');
+        if (!eq || eq == kv || a->n == EMU_MAX_ARGS || (size_t)(eq - kv) >= sizeof a->kv[0].key ||
+            strlen(eq + 1) >= sizeof a->kv[0].val) {
+            snprintf(err, cap, "bad argument '%s' of device %s", kv, *name);
+            return ONI_EINVALARG;
+        }
+        memcpy(a->kv[a->n].key, kv, (size_t)(eq - kv));
+        strcpy(a->kv[a->n].val, eq + 1);
+        a->n++;
+    }
+    return 0;
+}
+
+/* Hub number for a device of kind t (or the one asked for), creating hubs as needed. */
+static int place(struct emu_card *c, const struct emu_devtype *t, long want, uint32_t *hub)
+{
+    if (want >= 0) {
+        if (want >= EMU_MAX_HUB)
+            return ONI_EINVALARG;
+        while (c->nhub <= want)
+            c->hub[c->nhub++] = hub_of_kind(want == 0 ? 0 : (t->hub_kind ? t->hub_kind : ONIX_HUB_HS64));
+        *hub = (uint32_t)want;
+        return 0;
+    }
+    if (!t->hub_kind) {
+        *hub = 0;
+        return 0;
+    }
+    if (t == &emu_dev_bno055 && c->nhub > 1) {
+        *hub = (uint32_t)c->nhub - 1;
+        return 0;
+    }
+    if (c->nhub == EMU_MAX_HUB)
+        return ONI_EINVALARG;
+    c->hub[c->nhub] = hub_of_kind(t->hub_kind);
+    *hub = (uint32_t)c->nhub++;
+    return 0;
+}
+
+static int add_device(struct emu_card *c, const struct emu_devtype *t, struct emu_args *a, char *err,
+                      size_t cap)
+{
+    if (c->ndev == EMU_MAX_DEV) {
+        snprintf(err, cap, "more than %d devices", EMU_MAX_DEV);
+        return ONI_EINVALARG;
+    }
+    uint64_t route, enable, hubarg;
+    int rc;
+    if ((rc = emu_arg_u64(a, "route", 0, 0, 1, 1, &route, err, cap)) ||
+        (rc = emu_arg_u64(a, "enable", 1, 0, 1, 1, &enable, err, cap)) ||
+        (rc = emu_arg_u64(a, "hub", UINT64_MAX, 0, EMU_MAX_HUB - 1, 1, &hubarg, err, cap)))
+        return rc;
+    uint32_t hub;
+    if (place(c, t, hubarg == UINT64_MAX ? -1 : (long)hubarg, &hub)) {
+        snprintf(err, cap, "no hub for device %s (at most %d hubs)", t->name, EMU_MAX_HUB);
+        return ONI_EINVALARG;
+    }
+    uint32_t n_on_hub = 0;
+    for (int i = 0; i < c->ndev; i++)
+        n_on_hub += (c->dev[i].desc.idx >> 8) == hub;
+    if (n_on_hub >= ONIX_HUBMGR_IDX) {
+        snprintf(err, cap, "hub %u is full", hub);
+        return ONI_EINVALARG;
+    }
+    struct emu_dev *d = &c->dev[c->ndev];
+    memset(d, 0, sizeof *d);
+    d->type = t;
+    d->card = c;
+    d->desc.idx = (hub << 8) | n_on_hub;
+    d->desc.id = t->id;
+    d->desc.version = 1;
+    d->enable = (uint32_t)enable;
+    d->route = (uint32_t)route;
+    d->hub_kind = c->hub[hub].kind;
+    if ((rc = t->init(d, a, err, cap)) != 0)
+        return rc;
+    c->ndev++; /* from here on destroy() finalizes it */
+    for (int i = 0; i < a->n; i++) {
+        if (!a->kv[i].used) {
+            snprintf(err, cap, "device %s has no argument '%s'", t->name, a->kv[i].key);
+            return ONI_EINVALARG;
+        }
+    }
+    if (d->desc.read_size > EMU_MAX_READ) {
+        snprintf(err, cap, "device %s: frames of %u bytes are too large", t->name, d->desc.read_size);
+        return ONI_EINVALARG;
+    }
+    if (t == &emu_dev_memusage)
+        c->memusage = d;
+    return 0;
+}
+
+static int parse_devices(struct emu_card *c, const char *list, char *err, size_t cap)
+{
+    char *copy = strdup(list);
+    if (!copy)
+        return ONI_EBADALLOC;
+    int rc = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+        char *name;
+        struct emu_args a;
+        if ((rc = split_device(tok, &name, &a, err, cap)) != 0)
+            break;
+        const struct emu_devtype *t = NULL;
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+            if (!strcmp(kinds[i]->name, name))
+                t = kinds[i];
+        if (!t) {
+            snprintf(err, cap, "unknown device '%s' (docs/devices.md lists them)", name);
+            rc = ONI_EINVALARG;
+        } else if (t == &emu_dev_memusage && c->memusage) {
+            snprintf(err, cap, "memusage given twice");
+            rc = ONI_EINVALARG;
+        } else {
+            rc = add_device(c, t, &a, err, cap);
+        }
+    }
+    free(copy);
+    if (!rc && !c->memusage) {
+        struct emu_args none = {0};
+        rc = add_device(c, &emu_dev_memusage, &none, err, cap);
+    }
+    return rc;
+}
+
+int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err, size_t cap)
+{
+    char devices[512] = DEFAULT_DEVICES;
+    uint64_t ddr_bytes = 4ull << 30;
+    emu_link_preset("gen2x4", &c->link);
+    c->fast = 0;
+    c->seed = 1;
+    c->hub[0] = hub_of_kind(0);
+    c->nhub = 1;
+    if (spec && strlen(spec) >= sizeof c->spec) {
+        snprintf(err, cap, "spec longer than %zu bytes", sizeof c->spec - 1);
+        return ONI_EINVALARG;
+    }
+    snprintf(c->spec, sizeof c->spec, "%s", spec ? spec : "");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", c->spec);
+    char *save = NULL;
+    for (char *kv = strtok_r(buf, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+        while (*kv == ' ' || *kv == '\t')
+            kv++;
+        if (!*kv)
+            continue;
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            snprintf(err, cap, "'%s' is not key=value", kv);
+            return ONI_EINVALARG;
+        }
+        *eq = 0;
+        const char *v = eq + 1;
+        if (!strcmp(kv, "devices")) {
+            snprintf(devices, sizeof devices, "%s", v);
+        } else if (!strcmp(kv, "link")) {
+            if (emu_link_preset(v, &c->link)) {
+                snprintf(err, cap, "unknown link '%s' (gen2x4 gen3x8 gen4x8 gen4x16 gen5x16 unlimited)", v);
+                return ONI_EINVALARG;
+            }
+        } else if (!strcmp(kv, "mode")) {
+            if (strcmp(v, "fast") && strcmp(v, "realtime")) {
+                snprintf(err, cap, "mode must be realtime or fast, not '%s'", v);
+                return ONI_EINVALARG;
+            }
+            c->fast = !strcmp(v, "fast");
+        } else if (!strcmp(kv, "ddr")) {
+            if (emu_parse_u64(v, 0, &ddr_bytes) || ddr_bytes < 8192 || ddr_bytes > (64ull << 30)) {
+                snprintf(err, cap, "bad ddr=%s (8K..64G)", v);
+                return ONI_EINVALARG;
+            }
+        } else if (!strcmp(kv, "seed")) {
+            if (emu_parse_u64(v, 1, &c->seed)) {
+                snprintf(err, cap, "bad seed=%s", v);
+                return ONI_EINVALARG;
+            }
+        } else {
+            snprintf(err, cap, "unknown key '%s' (devices link mode ddr seed)", kv);
+            return ONI_EINVALARG;
+        }
+    }
+    *ddr = (size_t)ddr_bytes;
+    return parse_devices(c, devices, err, cap);
+}
