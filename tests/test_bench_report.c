@@ -228,7 +228,7 @@ TEST(report_writes_csv_and_json)
     CHECK(png && strstr(png, "/sub/results/frames-") && strstr(png, "-x.png"));
     CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
 
-    char path[512];
+    char path[1024];
     char *csv = find_file(out, "-fit.csv", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(csv != NULL);
     CHECK(starts(csv, "path,t_n,t_mean_ns,t_sd_ns,t_min_ns,t_p50_ns,t_p90_ns,t_p99_ns,t_p999_ns,t_max_ns\n"));
