@@ -1,6 +1,6 @@
 /* test_bench_fit.c - the t = l + s/b model fit of src/bench. */
 #include <math.h>
-#include "bench.h"
+#include "bench/bench.h"
 #include "unit.h"
 
 #define REL(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol) * fabs((double)(b)))

@@ -3,7 +3,7 @@
  * allocation counting is used only when it works. */
 #include <errno.h>
 #include <stdatomic.h>
-#include "bench.h"
+#include "bench/bench.h"
 #include "unit.h"
 
 /* A counting malloc for this program (glibc; sanitizers own malloc there). */

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "bench.h"
+#include "bench/bench.h"
 #include "unit.h"
 
 /* ---- a tiny PNG reader for what bench_png_write may produce ----------------- */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "bench.h"
+#include "bench/bench.h"
 #include "unit.h"
 
 /* ---- a minimal JSON checker: validates the grammar and finds top-level keys */

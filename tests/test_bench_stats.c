@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
-#include "bench.h"
+#include "bench/bench.h"
 #include "unit.h"
 
 #define NEAR(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol))
