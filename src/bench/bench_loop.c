@@ -114,6 +114,23 @@ static int run_one(int backend, uint64_t data, uint32_t passes, uint32_t iters, 
     return rc;
 }
 
+int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns)
+{
+    data &= ~(uint64_t)3;
+    if (data < 4 || compute < data || !(ai > 0) || blocks < 2 || !p50_ns)
+        return ONI_EINVALARG;
+    struct card_sink sink = {malloc(data), data};
+    if (!sink.mem)
+        return ONI_EBADALLOC;
+    struct result res;
+    long it = lround(4.0 * ai);
+    int rc = run_one(backend, data, (uint32_t)(compute / data), (uint32_t)(it < 1 ? 1 : it), 1, blocks, &sink, &res);
+    if (!rc)
+        *p50_ns = res.total.p50;
+    free(sink.mem);
+    return rc;
+}
+
 static void size_name(uint64_t b, char *buf, size_t n)
 {
     if (b >= 1000000000 && b % 1000000000 == 0)

@@ -26,6 +26,9 @@ struct bench_loop_opts {
 /* Defaults: the four scenarios of table 5.2, AI 0.75 and 10, every available
  * backend, 2000 blocks or 2 s per configuration, docs/results. */
 void bench_loop_defaults(struct bench_loop_opts *o);
+/* One configuration in latency mode: round trip p50 (ns) of `blocks` blocks
+ * of data bytes, compute bytes, at ai, on backend. 0 or an ONI error. */
+int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns);
 /* Run every configuration and write the result set. 0 or an ONI error. */
 int bench_loop_run(const struct bench_loop_opts *o);
 

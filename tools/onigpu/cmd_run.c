@@ -334,7 +334,9 @@ static int run(int argc, char **argv)
     }
     r->acq_hz = hz ? hz : 250e6;
     r->wbuf = calloc(1, r->stim_wsize);
-    /* Neuropixels payload: 384 samples, int16, from the payload's start (docs/devices.md). */
+    /* Neuropixels payload: [u64 sample count][u16 ch[384]], 12-bit offset
+     * binary (docs/devices.md): the samples end the payload. The offset (2048)
+     * is DC, which the band-pass removes. */
     if (np2_read < 2 * NP2_CHANNELS || !r->wbuf) {
         fprintf(stderr, "onigpu run: Neuropixels frames of %u bytes hold no %d channels\n", np2_read, NP2_CHANNELS);
         goto done;
@@ -344,7 +346,7 @@ static int run(int argc, char **argv)
         cli_fail("routing the probe to the GPU stream", rc);
         goto done;
     }
-    struct loop_ephys_layout lay = {NP2_CHANNELS, 16 + ((np2_read + 3u) & ~3u), 16};
+    struct loop_ephys_layout lay = {NP2_CHANNELS, 16 + ((np2_read + 3u) & ~3u), 16 + np2_read - 2 * NP2_CHANNELS};
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     rc = loop_ephys_init(st, &p, &lay);

@@ -1,0 +1,134 @@
+/* advise.c - figure 6.1 with measured numbers (advise.h).
+ *
+ * The model: a backend's round trip for one block is
+ *     t(D, C, AI) = a + b * D + compute(C, AI) + 2 * (l + D / B)
+ * a and b (fixed cost and cost per byte of moving a block through the
+ * backend) are fitted from two short measured runs (4 KiB and 1 MiB, AI 0.25)
+ * of the real engine with the in-memory source; compute() comes from the
+ * measured roofline (max of FLOP / peak and bytes / bandwidth); l and B are
+ * the card's link (emulated preset), applied once in and once out. */
+#include <math.h>
+#include <string.h>
+#include "oni.h"
+#include "bench/advise.h"
+#include "bench/bench_loop.h"
+#include "bench/roofline.h"
+#include "loop/loop.h"
+
+#define SMALL 4096.0
+#define LARGE 1048576.0
+
+static double compute_s(double c, double ai, double gflops, double gbps)
+{
+    double f = c / 4.0 * 2.0 * fmax(1.0, round(4.0 * ai)); /* loop_mac_flops of the kernel */
+    double t_f = gflops > 0 ? f / (gflops * 1e9) : INFINITY;
+    double t_m = gbps > 0 ? 2.0 * c / (gbps * 1e9) : INFINITY;
+    return fmax(t_f, t_m);
+}
+
+struct cand {
+    int backend;
+    double a, b;      /* s, s/byte */
+    double pred, meas;
+    int ok;
+};
+
+int advise_run(const struct advise_opts *o)
+{
+    FILE *f = o->out ? o->out : stdout;
+    struct roofline r;
+    int rc = roofline_measure(&r, 1, o->link);
+    if (rc)
+        return rc;
+    double link_s = 0;
+    if (r.have_link)
+        link_s = 2.0 * (r.link_lat_us * 1e-6 + (r.link_gbps > 0 ? (double)o->data / (r.link_gbps * 1e9) : 0));
+    fprintf(f, "measured: CPU %.0f GFLOP/s, %.1f GB/s", r.cpu_gflops, r.cpu_gbps);
+    if (r.have_gpu)
+        fprintf(f, "; GPU %.0f GFLOP/s, %.0f GB/s (%s)", r.gpu_gflops, r.gpu_gbps, r.gpu_name);
+    if (r.have_link)
+        fprintf(f, "; card link %s %.2f GB/s + %.1f us", r.link_name, r.link_gbps, r.link_lat_us);
+    fprintf(f, "\n");
+
+    /* Candidates: cpu, gpu-staged, and the lowest-latency direct backend. */
+    struct cand c[3];
+    memset(c, 0, sizeof c);
+    c[0].backend = LOOP_CPU;
+    c[1].backend = LOOP_GPU_STAGED;
+    c[2].backend = loop_backend_best();
+    int nc = c[2].backend == LOOP_CPU || c[2].backend == LOOP_GPU_STAGED ? 2 : 3;
+    for (int i = 0; i < nc; i++) {
+        double t1, t2;
+        if (!loop_backend_available(c[i].backend, NULL, 0))
+            continue;
+        if (bench_loop_measure(c[i].backend, (uint64_t)SMALL, (uint64_t)SMALL, 0.25, 300, &t1) ||
+            bench_loop_measure(c[i].backend, (uint64_t)LARGE, (uint64_t)LARGE, 0.25, 30, &t2))
+            continue;
+        double cpu = c[i].backend == LOOP_CPU;
+        double gf = cpu ? r.cpu_gflops : r.gpu_gflops, bw = cpu ? r.cpu_gbps : r.gpu_gbps;
+        t1 = t1 / 1e9 - compute_s(SMALL, 0.25, gf, bw);
+        t2 = t2 / 1e9 - compute_s(LARGE, 0.25, gf, bw);
+        c[i].b = fmax(0.0, (t2 - t1) / (LARGE - SMALL));
+        c[i].a = fmax(0.0, t1 - c[i].b * SMALL);
+        c[i].pred = c[i].a + c[i].b * (double)o->data + compute_s((double)o->compute, o->ai, gf, bw) + link_s;
+        c[i].ok = 1;
+    }
+    int best = -1;
+    for (int i = 0; i < nc; i++)
+        if (c[i].ok && (best < 0 || c[i].pred < c[best].pred))
+            best = i;
+    if (best < 0)
+        return ONI_EINVALSTATE;
+
+    /* Figure 6.1, each branch with the number that decides it. */
+    int gi = c[2].ok && nc == 3 ? 2 : (c[1].ok ? 1 : -1); /* the GPU path the tree talks about */
+    fprintf(f, "\ndecision tree (thesis figure 6.1) for %llu B in / %llu B compute / AI %g:\n",
+            (unsigned long long)o->data, (unsigned long long)o->compute, o->ai);
+    const char *tree;
+    if (o->serial) {
+        fprintf(f, "  1. highly parallel?            no (--serial)\n");
+        tree = "optimize on the CPU (SIMD, threads)";
+    } else {
+        fprintf(f, "  1. highly parallel?            yes\n");
+        double size = (double)o->data + (double)o->compute;
+        fprintf(f, "  2. data + algorithm > ~1 MB?   %s (%.0f kB)\n", size > 1e6 ? "yes" : "no", size / 1e3);
+        if (gi < 0) {
+            tree = "no GPU here: optimize on the CPU";
+        } else if (size <= 1e6 && c[0].ok && c[0].pred <= c[gi].pred) {
+            tree = "optimize on the CPU (SIMD, threads)";
+        } else {
+            double xfer = link_s + (c[1].ok ? c[1].b * (double)o->data : 0);
+            double total = c[1].ok ? c[1].pred : c[gi].pred;
+            fprintf(f, "  3. transfer a large part?      %s (%.0f%% of the staged GPU round trip)\n",
+                    xfer / total > 0.3 ? "yes" : "no", 100.0 * xfer / total);
+            if (xfer / total <= 0.3) {
+                tree = "speed up the algorithm on the GPU; GPUDirect changes little";
+            } else {
+                int better = r.have_link && r.link_gbps > 0 && r.gpu_gbps > 10 * r.link_gbps;
+                fprintf(f, "  4. GPU link >> card link?      %s\n", better ? "yes: GPUDirect gives a slight speedup"
+                                                                           : "no: GPUDirect can give a real speedup");
+                tree = better ? "GPUDirect helps a little; the card's link is the limit"
+                              : "GPUDirect (direct-to-GPU backends) pays";
+            }
+        }
+    }
+    fprintf(f, "  -> %s\n\n", tree);
+    fprintf(f, "%-16s %14s %14s\n", "backend", "predicted us", o->measure ? "measured us" : "");
+    for (int i = 0; i < nc; i++) {
+        if (!c[i].ok)
+            continue;
+        if (o->measure) {
+            double p50;
+            uint64_t blocks = c[i].pred < 1e-3 ? 500 : c[i].pred < 0.1 ? 20 : 5;
+            c[i].meas = bench_loop_measure(c[i].backend, o->data, o->compute, o->ai, blocks, &p50) ? NAN : p50 / 1e9;
+            if (r.have_link)
+                c[i].meas += link_s; /* the in-memory source has no link: add the card's */
+        }
+        fprintf(f, "%-16s %14.1f", loop_backend_name(c[i].backend), c[i].pred * 1e6);
+        if (o->measure)
+            fprintf(f, " %14.1f", c[i].meas * 1e6);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\nrecommended backend: %s\n", o->serial ? "cpu" : loop_backend_name(c[best].backend));
+    return 0;
+}

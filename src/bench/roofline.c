@@ -1,0 +1,220 @@
+/* roofline.c - machine ceilings and the MAC kernel against them (roofline.h).
+ *
+ * Compute ceiling: the MAC kernel itself at AI 64 on a cache-resident buffer
+ * (CPU, every core) or on 64 Mi floats (GPU): what this kernel can reach, as
+ * the thesis measured with its source benchmark. Memory ceiling: the best of
+ * a few large copies, counting bytes read plus bytes written. The card link:
+ * the emulated card's PCIe preset (ONI_DRV_EMU_LINK). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/bench.h"
+#include "bench/roofline.h"
+#include "loop/loop.h"
+#include "loop/source.h"
+#include "oniemu.h"
+
+static uint32_t iters_of(double ai)
+{
+    long it = lround(4.0 * ai);
+    return (uint32_t)(it < 1 ? 1 : it);
+}
+
+/* Best of reps timed runs of the CPU MAC. */
+static double cpu_mac_best(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, int reps)
+{
+    double best = 1e30;
+    for (int i = 0; i < reps; i++) {
+        uint64_t t0 = bench_now_ns();
+        loop_mac_cpu(in, out, n, iters, passes, 0.1f);
+        double s = (double)(bench_now_ns() - t0) / 1e9;
+        best = s < best ? s : best;
+    }
+    return best;
+}
+
+int roofline_point_cpu(double ai, size_t n, double *gflops)
+{
+    float *in = malloc(n * 4), *out = malloc(n * 4);
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return ONI_EBADALLOC;
+    }
+    loop_fill_floats(NULL, 0, in, n * 4);
+    uint32_t it = iters_of(ai);
+    double s = cpu_mac_best(in, out, n, it, 1, 3);
+    *gflops = loop_mac_flops(n, it, 1) / s / 1e9;
+    free(in);
+    free(out);
+    return 0;
+}
+
+int roofline_point_gpu(double ai, size_t n, double *gflops)
+{
+    double s = 0;
+    uint32_t it = iters_of(ai);
+    int rc = loop_gpu_time_mac(n, it, 1, 3, &s);
+    if (!rc)
+        *gflops = loop_mac_flops(n, it, 1) / s / 1e9;
+    return rc;
+}
+
+static double cpu_copy_gbps(size_t bytes)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double best = 1e30;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 0;
+    }
+    memset(a, 1, bytes);
+    memset(b, 2, bytes);
+    for (int i = 0; i < 4; i++) {
+        uint64_t t0 = bench_now_ns();
+        memcpy(b, a, bytes);
+        double s = (double)(bench_now_ns() - t0) / 1e9;
+        best = s < best ? s : best;
+    }
+    volatile char sink = b[bytes / 2];
+    (void)sink;
+    free(a);
+    free(b);
+    return 2.0 * (double)bytes / best / 1e9;
+}
+
+static void card_link(struct roofline *r, const char *link)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    if (!ctx)
+        return;
+    char spec[96];
+    snprintf(spec, sizeof spec, "devices=np2,stim%s%s", link ? ";link=" : "", link ? link : "");
+    oniemu_link_t l;
+    size_t sz = sizeof l;
+    if (!oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1) && !oni_init_ctx(ctx, -1) &&
+        !oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &l, &sz)) {
+        r->have_link = 1;
+        r->link_gbps = l.bandwidth_Bps / 1e9;
+        r->link_lat_us = l.latency_s * 1e6;
+        snprintf(r->link_name, sizeof r->link_name, "%.15s", l.name);
+    }
+    oni_destroy_ctx(ctx);
+}
+
+int roofline_measure(struct roofline *r, int quick, const char *link)
+{
+    memset(r, 0, sizeof *r);
+    /* CPU: MAC at AI 64 in cache (256 KiB), every core. */
+    size_t n = 1u << 16;
+    float *in = malloc(n * 4), *out = malloc(n * 4);
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return ONI_EBADALLOC;
+    }
+    loop_fill_floats(NULL, 0, in, n * 4);
+    uint32_t passes = quick ? 2 : 8;
+    double s = cpu_mac_best(in, out, n, 256, passes, 3);
+    r->cpu_gflops = loop_mac_flops(n, 256, passes) / s / 1e9;
+    free(in);
+    free(out);
+    r->cpu_gbps = cpu_copy_gbps(quick ? (64u << 20) : (512u << 20));
+    /* GPU */
+    if (!loop_gpu_name(r->gpu_name, sizeof r->gpu_name)) {
+        r->have_gpu = 1;
+        size_t gn = quick ? (16u << 20) : (64u << 20);
+        if (loop_gpu_time_mac(gn, 256, 1, 3, &s) == 0)
+            r->gpu_gflops = loop_mac_flops(gn, 256, 1) / s / 1e9;
+        size_t gb = quick ? (256u << 20) : (1u << 30);
+        if (loop_gpu_time_copy(gb, 5, &s) == 0)
+            r->gpu_gbps = 2.0 * (double)gb / s / 1e9;
+    }
+    card_link(r, link);
+    return 0;
+}
+
+static double roof(double peak, double bw, double ai)
+{
+    double m = bw * ai;
+    return m < peak ? m : peak;
+}
+
+int roofline_run(const char *out_dir, const char *link, int argc, char **argv, FILE *log)
+{
+    struct roofline r;
+    int rc = roofline_measure(&r, 0, link);
+    if (rc)
+        return rc;
+    int err = 0;
+    struct bench_report *rep = bench_report_open(out_dir, "roofline", argc, argv, r.have_gpu ? r.gpu_name : NULL, &err);
+    if (!rep)
+        return err;
+    bench_report_meta(rep, "method", "compute: MAC kernel at AI 64 (CPU in cache, all cores; GPU 64 Mi floats); "
+                                     "memory: best large copy, read + write bytes; link: emulated card preset");
+    const char *what[] = {"cpu compute", "cpu memory", "gpu compute", "gpu memory", "card link"};
+    double val[] = {r.cpu_gflops, r.cpu_gbps, r.gpu_gflops, r.gpu_gbps, r.link_gbps};
+    const char *unit[] = {"GFLOP/s", "GB/s", "GFLOP/s", "GB/s", "GB/s"};
+    for (int i = 0; i < 5; i++) {
+        if ((i == 2 || i == 3) && !r.have_gpu)
+            continue;
+        if (i == 4 && !r.have_link)
+            continue;
+        bench_cell_str(rep, "ceiling", what[i]);
+        bench_cell_num(rep, "value", val[i]);
+        bench_cell_str(rep, "unit", i == 4 && r.link_gbps == 0 ? "unlimited" : unit[i]);
+        bench_cell_str(rep, "detail", i == 4 ? r.link_name : "");
+        bench_report_row(rep, NULL);
+    }
+    /* MAC points over AI, and the roofs. */
+    static const double ais[] = {0.25, 0.75, 2.5, 10, 40, 160};
+    enum { NA = sizeof ais / sizeof ais[0] };
+    double cpu_pt[NA], gpu_pt[NA], cpu_roof[NA], gpu_roof[NA], x[NA];
+    size_t ngpu = 0;
+    for (int i = 0; i < NA; i++) {
+        x[i] = ais[i];
+        cpu_roof[i] = roof(r.cpu_gflops, r.cpu_gbps, ais[i]);
+        gpu_roof[i] = roof(r.gpu_gflops, r.gpu_gbps, ais[i]);
+        if ((rc = roofline_point_cpu(ais[i], 4u << 20, &cpu_pt[i])))
+            break;
+        bench_cell_str(rep, "device", "cpu");
+        bench_cell_num(rep, "ai", ais[i]);
+        bench_cell_num(rep, "gflops", cpu_pt[i]);
+        bench_cell_num(rep, "roof_gflops", cpu_roof[i]);
+        bench_report_row(rep, "points");
+        if (r.have_gpu && roofline_point_gpu(ais[i], 64u << 20, &gpu_pt[i]) == 0) {
+            ngpu++;
+            bench_cell_str(rep, "device", "gpu");
+            bench_cell_num(rep, "ai", ais[i]);
+            bench_cell_num(rep, "gflops", gpu_pt[i]);
+            bench_cell_num(rep, "roof_gflops", gpu_roof[i]);
+            bench_report_row(rep, "points");
+        }
+    }
+    if (!rc) {
+        struct bench_series s[4] = {
+            {"CPU roof", x, cpu_roof, NA, BENCH_LINES},
+            {"CPU MAC", x, cpu_pt, NA, BENCH_LINES_POINTS},
+            {"GPU roof", x, gpu_roof, NA, BENCH_LINES},
+            {"GPU MAC", x, gpu_pt, ngpu == NA ? NA : 0, BENCH_LINES_POINTS},
+        };
+        struct bench_plot p = {"roofline: MAC kernel", "arithmetic intensity (FLOP/byte)", "GFLOP/s", 1, 1, s,
+                               r.have_gpu && ngpu == NA ? 4 : 2};
+        bench_report_plot(rep, "roofline", &p);
+    }
+    if (log) {
+        fprintf(log, "table 5.1 on this machine:\n  CPU compute %.1f GFLOP/s, memory %.1f GB/s\n", r.cpu_gflops, r.cpu_gbps);
+        if (r.have_gpu)
+            fprintf(log, "  GPU (%s) compute %.1f GFLOP/s, memory %.1f GB/s\n", r.gpu_name, r.gpu_gflops, r.gpu_gbps);
+        else
+            fprintf(log, "  GPU: %s\n", r.gpu_name);
+        if (r.have_link)
+            fprintf(log, "  card link %s: %.2f GB/s, %.2f us per transfer\n", r.link_name, r.link_gbps, r.link_lat_us);
+        else
+            fprintf(log, "  card link: the emulated card could not be opened\n");
+    }
+    bench_report_print(rep, "points", stdout);
+    int rc2 = bench_report_close(rep);
+    return rc ? rc : rc2;
+}
