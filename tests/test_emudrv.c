@@ -1,7 +1,9 @@
 /* test_emudrv.c - the emu driver in-process: init, device table, registers,
  * streaming and option handling through oni.h; timeouts and argument checks
  * through the driver table (onii.h). */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,4 +282,36 @@ TEST(emudrv_write_stream)
     uint32_t bogus[2] = {0xDEAD, 1000}; /* unknown device, payload missing */
     CHECK_RC(drv->write_stream(d, ONI_WRITE_STREAM_DATA, (const char *)bogus, sizeof bogus), ONI_EBADFRAME);
     drv->destroy_ctx(d);
+}
+
+/* The same driver built as libonidriver_emu.so (as an upstream host would load it). */
+TEST(emudrv_shared_library)
+{
+    const char *dir = getenv(ONI_DRIVER_PATH_ENV);
+    if (!dir)
+        SKIP("ONI_DRIVER_PATH not set (tests/CMakeLists.txt sets it to the build directory)");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libonidriver_emu.so", dir);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        SKIP("%s", dlerror());
+    oni_driver_ctx (*create)(void) = (oni_driver_ctx (*)(void))dlsym(h, "oni_driver_create_ctx");
+    int (*destroy)(oni_driver_ctx) = (int (*)(oni_driver_ctx))dlsym(h, "oni_driver_destroy_ctx");
+    int (*init)(oni_driver_ctx, int) = (int (*)(oni_driver_ctx, int))dlsym(h, "oni_driver_init");
+    int (*set_opt)(oni_driver_ctx, int, const void *, size_t) =
+        (int (*)(oni_driver_ctx, int, const void *, size_t))dlsym(h, "oni_driver_set_opt");
+    int (*read_config)(oni_driver_ctx, oni_config_t, oni_reg_val_t *) =
+        (int (*)(oni_driver_ctx, oni_config_t, oni_reg_val_t *))dlsym(h, "oni_driver_read_config");
+    const oni_driver_info_t *(*dinfo)(void) = (const oni_driver_info_t *(*)(void))dlsym(h, "oni_driver_info");
+    REQUIRE(create && destroy && init && set_opt && read_config && dinfo);
+    CHECK(!strcmp(dinfo()->name, "emu"));
+    oni_driver_ctx d = create();
+    REQUIRE(d);
+    CHECK_RC(set_opt(d, ONI_DRV_EMU_SPEC, FAST_SPEC, strlen(FAST_SPEC) + 1), 0);
+    CHECK_RC(init(d, -1), 0);
+    oni_reg_val_t hz = 0;
+    CHECK_RC(read_config(d, ONI_CONFIG_ACQCLKHZ, &hz), 0);
+    CHECK(hz > 0);
+    CHECK_RC(destroy(d), 0);
+    dlclose(h);
 }
