@@ -1,5 +1,6 @@
-/* fuzz_signal.c - arbitrary bytes as the signal stream: the device table a
- * reset reads, then the answers to register accesses. Whatever comes, the
+/* fuzz_signal.c - arbitrary bytes as the signal stream (raw, or as COBS
+ * packets of arbitrary content): the device table a reset reads, then the
+ * answers to register accesses. Whatever comes, the
  * core returns an ONI error or success, never hangs, never touches memory
  * it should not, and a table it accepts is sorted and unique. */
 #include <stdint.h>
@@ -28,8 +29,38 @@ static void check_table(oni_ctx ctx)
     free(t);
 }
 
+/* With the first byte odd, the rest is [u8 n][n bytes]...: each chunk is
+ * sent as one well-formed COBS packet, so the fuzzer explores what tables
+ * and answers say rather than only how packets are framed. Returns the
+ * signal bytes' length in out. */
+static size_t packetize(const uint8_t *data, size_t size, uint8_t *out, size_t cap)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < size;) {
+        size_t n = data[i++];
+        if (n > size - i)
+            n = size - i;
+        if (n > 4 + ONI_SIGMAXPAYLOAD)
+            n = 4 + ONI_SIGMAXPAYLOAD;
+        if (cap - len < 260)
+            break;
+        int e = oni_cobs_encode(data + i, n, out + len, cap - len - 1);
+        if (e < 0)
+            break;
+        len += (size_t)e;
+        out[len++] = 0;
+        i += n;
+    }
+    return len;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static uint8_t sig[1 << 17];
+    if (size > 0 && (data[0] & 1)) {
+        size = packetize(data + 1, size - 1 < (1 << 16) ? size - 1 : (1 << 16), sig, sizeof sig);
+        data = sig;
+    }
     oni_ctx ctx = oni_create_ctx_driver(&onifix_scripted);
     if (!ctx)
         return 0;
