@@ -48,7 +48,8 @@ int gpu_name(char *name, size_t cap);
 const char *gpu_error(void);
 
 /* Describe p. Returns 0 (host memory that CUDA does not know is kind
- * GPU_KIND_HOST, not an error) or ONI_ENOGPU when CUDA cannot be queried. */
+ * GPU_KIND_HOST, not an error; without a usable CUDA device every pointer is
+ * GPU_KIND_HOST) or ONI_EINVALARG for info == NULL. */
 int gpu_query(const void *p, struct gpu_ptr_info *info);
 
 /* "Pin" device memory for a DMA engine, as GPUDirect RDMA requires: look up

@@ -112,9 +112,8 @@ int gpu_query(const void *p, struct gpu_ptr_info *info)
     if (!info)
         return ONI_EINVALARG;
     memset(info, 0, sizeof *info);
-    int rc = ready();
-    if (rc)
-        return rc;
+    if (ready())
+        return 0; /* no usable CUDA: nothing can be GPU memory */
     CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
                                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
@@ -144,7 +143,9 @@ int gpu_query(const void *p, struct gpu_ptr_info *info)
 
 int gpu_pin_device(const void *p, struct gpu_ptr_info *info)
 {
-    int rc = gpu_query(p, info);
+    int rc = ready();
+    if (!rc)
+        rc = gpu_query(p, info);
     if (rc)
         return rc;
     if (info->kind != GPU_KIND_DEVICE) {

@@ -1,0 +1,280 @@
+/* test_gpu_xfer.c - the GPU data stream on a real GPU: data integrity of every
+ * card -> GPU path for many sizes and offsets (the test core's counter must
+ * run on without a gap through GPU memory), GPU -> card writes, the pin/unpin
+ * lifecycle and its errors, completion records under stress (payload checked
+ * after the record is seen), and many randomized transfers. Skips without a
+ * CUDA device. */
+#include <stdint.h>
+#include <stdlib.h>
+#include "unit.h"
+#include "xfer_check.h"
+#include "gpu/gpu.h"
+#include "onii.h"
+
+#define GPU_SPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=fast;link=unlimited;ddr=256M"
+
+static char why[200];
+static uint32_t core, sink;
+
+#define NEED_GPU()                                                                     \
+    do {                                                                               \
+        if (!gpu_available(why, sizeof why))                                           \
+            SKIP("%s", why);                                                           \
+    } while (0)
+
+static int set_u32(oni_ctx ctx, int opt, uint32_t v)
+{
+    return oni_set_driver_opt(ctx, opt, &v, sizeof v);
+}
+
+/* Read one block of n bytes into GPU memory at dst by the current path, copy
+ * it back and feed the checker. */
+static int read_check(oni_ctx ctx, uint8_t *dst, uint32_t n, uint8_t *host, struct xcheck *c, int token)
+{
+    int rc = set_u32(ctx, ONI_DRV_RD_SZ, n);
+    if (!rc) {
+        onigpu_buf_t b = {dst, n};
+        rc = token ? oni_set_driver_opt(ctx, ONI_DRV_READ, dst, 8)
+                   : oni_set_driver_opt(ctx, ONI_DRV_READ, &b, sizeof b);
+    }
+    if (!rc)
+        rc = gpu_copy(host, dst, n);
+    if (!rc)
+        xcheck_feed(c, host, n);
+    return rc;
+}
+
+TEST(gpu_xfer_paths_integrity)
+{
+    NEED_GPU();
+    oni_ctx ctx = xfer_open(GPU_SPEC, &core, &sink);
+    REQUIRE(ctx);
+    size_t cap = 8 << 20;
+    uint8_t *dev = NULL, *host = malloc(cap);
+    REQUIRE(gpu_alloc((void **)&dev, cap) == 0);
+    static const uint32_t sizes[] = {4, 64, 4096, 4100, 65540, 1 << 20, (3 << 20) + 12};
+    static const size_t offs[] = {0, 4, 256, 4104};
+    struct xcheck c;
+    xcheck_init(&c, core);
+    for (int path = 0; path < 3; path++) { /* direct, prepinned, chunked */
+        onigpu_buf_t whole = {dev, cap};
+        if (path == 1)
+            CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &whole, sizeof whole), 0);
+        if (path == 2)
+            CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 65536), 0);
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+            for (size_t o = 0; o < sizeof offs / sizeof *offs; o++) {
+                /* prepinned: offsets lie inside the pinned buffer dev */
+                int rc = read_check(ctx, dev + offs[o], sizes[s], host, &c, (int)(s + o) % 2);
+                if (rc)
+                    UNIT_FAIL("path %d size %u offset %zu: %s", path, sizes[s], offs[o], oni_error_str(rc));
+            }
+        if (path == 1)
+            CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
+        if (path == 2)
+            CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 0), 0);
+    }
+    CHECK_EQ(c.errors, 0);
+    CHECK(c.frames > 1000);
+    gpu_free(dev);
+    free(host);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(gpu_xfer_write_paths)
+{
+    NEED_GPU();
+    oni_ctx ctx = xfer_open(GPU_SPEC, &core, &sink);
+    REQUIRE(ctx);
+    enum { N = 1 << 20, F = 4096 };
+    uint8_t *dev = NULL, *frames = calloc(1, N);
+    REQUIRE(gpu_alloc((void **)&dev, N) == 0);
+    for (int k = 0; k < N / F; k++) {
+        uint32_t hdr[2] = {sink, (F - 8) / 4};
+        memcpy(frames + (size_t)k * F, hdr, 8);
+    }
+    CHECK_RC(gpu_copy(dev, frames, N), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), 0); /* direct */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), 0); /* prepinned */
+    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 65536), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), 0); /* chunked */
+    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 0), 0);
+    /* a malformed frame in GPU memory is refused by the card */
+    uint32_t bad[2] = {0xDEAD, (F - 8) / 4};
+    CHECK_RC(gpu_copy(dev, bad, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), ONI_EBADFRAME);
+    /* asynchronous write with the record in GPU memory */
+    CHECK_RC(gpu_copy(dev, frames, 8), 0);
+    uint32_t *done = NULL, seen = 0;
+    REQUIRE(gpu_alloc((void **)&done, 4) == 0);
+    CHECK_RC(gpu_memset(done, 0, 4), 0);
+    onigpu_xfer_t x = {dev, N, done, 42, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE_ASYNC, &x, sizeof x), 0);
+    uint64_t t0 = oni_now_ns();
+    while (seen != 42 && oni_now_ns() - t0 < 2000000000u)
+        gpu_copy(&seen, done, 4);
+    CHECK_EQ(seen, 42);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
+    gpu_free(done);
+    gpu_free(dev);
+    free(frames);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(gpu_xfer_pin_lifecycle)
+{
+    NEED_GPU();
+    oni_ctx ctx = xfer_open(GPU_SPEC, &core, &sink);
+    REQUIRE(ctx);
+    uint8_t *a = NULL, *small = NULL, *gone = NULL, *host = malloc(65536);
+    REQUIRE(gpu_alloc((void **)&a, 65536) == 0);
+    REQUIRE(gpu_alloc((void **)&small, 1024) == 0);
+    REQUIRE(gpu_alloc((void **)&gone, 65536) == 0);
+    struct xcheck c;
+    xcheck_init(&c, core);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 4096), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, a, 8), ONI_ENOTPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, a, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, a, 8), ONI_EPINNED);
+    CHECK_RC(read_check(ctx, a, 4096, host, &c, 1), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, a, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, a, 8), ONI_ENOTPINNED);
+    /* buffers shorter than the block, known from the allocation's range */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, small, 8), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, a + 65536 - 4092, 8), ONI_EBUFFERSIZE);
+    onigpu_buf_t too_long = {small, 4096};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &too_long, sizeof too_long), ONI_EBUFFERSIZE);
+    /* freed while pinned: detected, and the stream loses nothing */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, gone, 8), 0);
+    gpu_free(gone);
+    uint8_t *again = NULL;
+    REQUIRE(gpu_alloc((void **)&again, 65536) == 0); /* may land at the same address */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, gone, 8), ONI_EPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, gone, 8), 0);
+    CHECK_RC(read_check(ctx, a, 4096, host, &c, 1), 0);
+    CHECK_EQ(c.errors, 0);
+    gpu_free(again);
+    gpu_free(a);
+    gpu_free(small);
+    free(host);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(gpu_xfer_completion_records_under_stress)
+{
+    NEED_GPU();
+    oni_ctx ctx = xfer_open(GPU_SPEC, &core, &sink);
+    REQUIRE(ctx);
+    enum { RING = 8, BLK = 16384, JOBS = 4000 };
+    uint8_t *dev = NULL, *host = malloc(BLK);
+    uint32_t *done_dev = NULL, *done_host = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, (size_t)RING * BLK) == 0);
+    REQUIRE(gpu_alloc((void **)&done_dev, RING * 4) == 0);
+    REQUIRE(gpu_host_alloc((void **)&done_host, RING * 4) == 0);
+    CHECK_RC(gpu_memset(done_dev, 0, RING * 4), 0);
+    memset(done_host, 0, RING * 4);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, BLK), 0);
+    struct xcheck c;
+    xcheck_init(&c, core);
+    int next = 0, failed = 0;
+    for (int j = 0; j < JOBS + RING && !failed; j++) {
+        if (j >= RING) { /* retire job j - RING: wait for its record, then check its payload */
+            int k = j - RING, slot = k % RING;
+            uint32_t seq = (uint32_t)k + 1, seen = 0;
+            uint64_t t0 = oni_now_ns();
+            while (seen != seq && oni_now_ns() - t0 < 2000000000u) {
+                if (k % 2)
+                    seen = __atomic_load_n(&done_host[slot], __ATOMIC_ACQUIRE);
+                else
+                    gpu_copy(&seen, &done_dev[slot], 4);
+            }
+            if (seen != seq) {
+                UNIT_FAIL("job %d: record %u never came", k, seq);
+                failed = 1;
+                break;
+            }
+            CHECK_RC(gpu_copy(host, dev + (size_t)slot * BLK, BLK), 0);
+            xcheck_feed(&c, host, BLK);
+        }
+        if (next < JOBS) {
+            int slot = next % RING;
+            volatile uint32_t *done = next % 2 ? &done_host[slot] : &done_dev[slot];
+            /* every slot lies inside the pinned buffer dev and uses its pin */
+            onigpu_xfer_t x = {dev + (size_t)slot * BLK, BLK, done, (uint32_t)next + 1, 0};
+            int rc = oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x);
+            if (rc) {
+                UNIT_FAIL("submit %d: %s", next, oni_error_str(rc));
+                failed = 1;
+            }
+            next++;
+        }
+    }
+    CHECK_EQ(c.errors, 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
+    gpu_free(dev);
+    gpu_free(done_dev);
+    gpu_host_free(done_host);
+    free(host);
+    oni_destroy_ctx(ctx);
+}
+
+/* xorshift: reproducible randomness */
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+TEST(gpu_xfer_randomized)
+{
+    NEED_GPU();
+    const char *env = getenv("ONIGPU_XFER_RANDOM");
+    long total = env ? atol(env) : 1000000;
+    oni_ctx ctx = xfer_open(GPU_SPEC, &core, &sink);
+    REQUIRE(ctx);
+    enum { MAXB = 8192 };
+    uint8_t *dev = NULL, *pinned = NULL, *host = malloc(MAXB + 64);
+    REQUIRE(gpu_alloc((void **)&dev, MAXB + 64) == 0);
+    REQUIRE(gpu_alloc((void **)&pinned, MAXB + 64) == 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, pinned, 8), 0);
+    struct xcheck c;
+    xcheck_init(&c, core);
+    uint64_t seed = 0x9E3779B97F4A7C15u;
+    uint64_t t_start = oni_now_ns();
+    long i;
+    for (i = 0; i < total; i++) {
+        uint64_t r = rnd(&seed);
+        uint32_t n = (uint32_t)(4 + 4 * (r % (MAXB / 4)));
+        size_t off = 4 * ((r >> 20) % 16);
+        int path = (int)((r >> 32) % 4), rc;
+        if (path == 3) { /* host buffer */
+            rc = set_u32(ctx, ONI_DRV_RD_SZ, n);
+            if (!rc)
+                rc = oni_set_driver_opt(ctx, ONI_DRV_READ, host, 8);
+            if (!rc)
+                xcheck_feed(&c, host, n);
+        } else {
+            if (path == 2)
+                rc = set_u32(ctx, ONI_DRV_CHUNK_SZ, 4 * (1 + (uint32_t)((r >> 40) % 1024)));
+            rc = read_check(ctx, (path == 1 ? pinned : dev + off), n, host, &c, 1);
+            if (path == 2)
+                set_u32(ctx, ONI_DRV_CHUNK_SZ, 0);
+        }
+        if (rc || c.errors) {
+            UNIT_FAIL("transfer %ld (path %d, %u bytes): %s", i, path, n, oni_error_str(rc));
+            break;
+        }
+    }
+    fprintf(stderr, "  %ld randomized transfers in %.1f s\n", i, (oni_now_ns() - t_start) / 1e9);
+    CHECK_EQ(c.errors, 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, pinned, 8), 0);
+    gpu_free(dev);
+    gpu_free(pinned);
+    free(host);
+    oni_destroy_ctx(ctx);
+}

@@ -1,0 +1,262 @@
+/* test_xfer_opts.c - the GPU data stream options of the emu driver
+ * (include/onigpu.h) without a GPU: option validation and error paths, host
+ * buffer READ/WRITE/READ_ASYNC with data checked, routing, timeouts, and
+ * what a GPU pointer gets where there is no usable CUDA. Through oni.h only. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include "unit.h"
+#include "xfer_check.h"
+#include "onii.h"
+#include "gpu/gpu.h"
+
+static uint32_t core, sink;
+
+static oni_ctx open_gpu_stream(void)
+{
+    return xfer_open(XFER_SPEC(1), &core, &sink);
+}
+
+static int set_u32(oni_ctx ctx, int opt, uint32_t v)
+{
+    return oni_set_driver_opt(ctx, opt, &v, sizeof v);
+}
+
+TEST(xfer_block_size_options)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    uint32_t v = 0;
+    size_t sz = sizeof v;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &v, &sz), 0);
+    CHECK_EQ(v, 4096);
+    CHECK_EQ(sz, 4);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 65536), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, 128), 0);
+    sz = 8;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &v, &sz), 0);
+    CHECK_EQ(v, 65536);
+    CHECK_EQ(sz, 4);
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_WR_SZ, &v, &sz), 0);
+    CHECK_EQ(v, 128);
+    /* bad values and sizes, and nothing changes */
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 0), ONI_EINVALARG);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 6), ONI_EINVALARG);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, ONIGPU_MAX_BLOCK + 4), ONI_EINVALARG);
+    uint64_t big = 4096;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &big, sizeof big), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, NULL, 4), ONI_EINVALARG);
+    sz = 2;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &v, &sz), ONI_EBUFFERSIZE);
+    sz = 4;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &v, &sz), 0);
+    CHECK_EQ(v, 65536);
+    /* chunking: 0 turns it off */
+    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 1 << 20), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 0), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 3), ONI_EINVALARG);
+    sz = 4;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_CHUNK_SZ, &v, &sz), 0);
+    CHECK_EQ(v, 0);
+    /* set-only options cannot be read */
+    sz = sizeof v;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_PIN, &v, &sz), ONI_EINVALOPT);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(xfer_pin_unpin_errors)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    uint8_t *a = malloc(8192), *b = malloc(8192);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, a, 8), ONI_ENOTPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, a, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, a, 8), ONI_EPINNED);
+    onigpu_buf_t bb = {b, 8192};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &bb, sizeof bb), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, b, 8), ONI_EPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, a, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, a, 8), ONI_ENOTPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, &bb, sizeof bb), 0);
+    /* malformed arguments */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, NULL, 8), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, a, 3), ONI_EINVALARG);
+    onigpu_buf_t zero = {a, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &zero, sizeof zero), ONI_EINVALARG);
+    /* a pinned host buffer of known length shorter than the block */
+    onigpu_buf_t small = {a, 1024};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &small, sizeof small), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, a, 8), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, a, 8), 0);
+    oni_destroy_ctx(ctx);
+    free(a);
+    free(b);
+}
+
+/* Thesis listing 4.2 with host memory only (no GPU copy): set the block size,
+ * read blocks into a host buffer; the data is the test core's counter. */
+TEST(xfer_host_read_counter_continuity)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    static const uint32_t sizes[] = {64, 68, 4096, 4100, 100000, 1 << 20};
+    uint8_t *buf = malloc(1 << 20);
+    struct xcheck c;
+    xcheck_init(&c, core);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        uint32_t transfer_size = sizes[s];
+        int rc = oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &transfer_size, 4);
+        CHECK_RC(rc, 0);
+        for (int i = 0; i < 20 && !rc; i++) {
+            if (i % 2)
+                rc = oni_set_driver_opt(ctx, ONI_DRV_READ, buf, 4);
+            else {
+                onigpu_buf_t b = {buf, transfer_size};
+                rc = oni_set_driver_opt(ctx, ONI_DRV_READ, &b, sizeof b);
+            }
+            CHECK_RC(rc, 0);
+            if (!rc)
+                xcheck_feed(&c, buf, transfer_size);
+        }
+    }
+    CHECK_EQ(c.errors, 0);
+    CHECK(c.frames > 100);
+    /* an explicit length shorter than the block is refused, nothing consumed */
+    uint32_t four_k = 4096;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &four_k, 4), 0);
+    onigpu_buf_t shortb = {buf, 4092};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, &shortb, sizeof shortb), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, buf, 8), 0);
+    xcheck_feed(&c, buf, 4096);
+    CHECK_EQ(c.errors, 0);
+    oni_destroy_ctx(ctx);
+    free(buf);
+}
+
+TEST(xfer_host_async_reads_complete_in_order)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    enum { JOBS = 64, BLK = 8192 };
+    uint8_t *buf = malloc((size_t)JOBS * BLK);
+    volatile uint32_t done[JOBS];
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, BLK), 0);
+    for (int i = 0; i < JOBS; i++) {
+        done[i] = 0;
+        onigpu_xfer_t x = {buf + (size_t)i * BLK, BLK, &done[i], (uint32_t)i + 1000, 0};
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x), 0);
+    }
+    /* wait for each completion record with a deadline, then check its payload */
+    struct xcheck c;
+    xcheck_init(&c, core);
+    for (int i = 0; i < JOBS; i++) {
+        uint64_t t0 = oni_now_ns();
+        while (__atomic_load_n(&done[i], __ATOMIC_ACQUIRE) != (uint32_t)i + 1000 &&
+               oni_now_ns() - t0 < 2000000000u)
+            ;
+        CHECK_EQ(done[i], i + 1000);
+        xcheck_feed(&c, buf + (size_t)i * BLK, BLK);
+    }
+    CHECK_EQ(c.errors, 0);
+    /* a synchronous read after async ones continues the stream */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, buf, 8), 0);
+    xcheck_feed(&c, buf, BLK);
+    CHECK_EQ(c.errors, 0);
+    /* malformed requests */
+    onigpu_xfer_t bad = {buf, BLK, NULL, 1, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &bad, sizeof bad), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &bad, 8), ONI_EINVALARG);
+    onigpu_xfer_t tiny = {buf, 16, &done[0], 1, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &tiny, sizeof tiny), ONI_EBUFFERSIZE);
+    oni_destroy_ctx(ctx);
+    free(buf);
+}
+
+TEST(xfer_routing_and_timeout)
+{
+    /* the test core on the default stream: the GPU stream stays empty and a
+     * READ ends with ONI_ETIMEOUT near the context timeout, not a hang */
+    oni_ctx ctx = xfer_open(XFER_SPEC(0), &core, &sink);
+    REQUIRE(ctx);
+    uint32_t ms = 100;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    uint8_t buf[4096];
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, buf, 8), ONI_ETIMEOUT);
+    uint64_t dt = oni_now_ns() - t0;
+    CHECK(dt >= 90000000u && dt < 1000000000u);
+    /* while the default stream carries the core's frames */
+    oni_frame_t *f = NULL;
+    int rc = oni_read_frame(ctx, &f);
+    CHECK(rc > 0);
+    if (rc > 0) {
+        CHECK_EQ(f->dev_idx, core);
+        oni_destroy_frame(f);
+    }
+    oni_destroy_ctx(ctx);
+}
+
+TEST(xfer_host_write_frames)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    enum { N = 4096 };
+    uint8_t *blk = calloc(1, N);
+    /* 4 frames of 1 KiB to the sink */
+    for (int k = 0; k < 4; k++) {
+        uint32_t hdr[2] = {sink, (1024 - 8) / 4};
+        memcpy(blk + k * 1024, hdr, 8);
+    }
+    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), 0);
+    onigpu_buf_t b = {blk, N};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, &b, sizeof b), 0);
+    /* a frame to a device that does not exist */
+    uint32_t bad[2] = {0xDEAD, (1024 - 8) / 4};
+    memcpy(blk, bad, 8);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), ONI_EBADFRAME);
+    /* async write with a host completion word */
+    memcpy(blk, (uint32_t[2]){sink, (1024 - 8) / 4}, 8);
+    volatile uint32_t done = 0;
+    onigpu_xfer_t x = {blk, N, &done, 7, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE_ASYNC, &x, sizeof x), 0);
+    uint64_t t0 = oni_now_ns();
+    while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) != 7 && oni_now_ns() - t0 < 2000000000u)
+        ;
+    CHECK_EQ(done, 7);
+    oni_destroy_ctx(ctx);
+    free(blk);
+}
+
+TEST(xfer_gpu_pointer_without_usable_cuda)
+{
+    /* Memory that is not host memory of this process (here: a PROT_NONE
+     * reservation, which is how a CUDA device allocation looks to the CPU) is
+     * refused cleanly: ONI_ENOGPU where CUDA cannot be used, ONI_EINVALARG
+     * where it can (then CUDA says it is no GPU memory either). Nothing is
+     * consumed from the stream. */
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    void *res = mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(res != MAP_FAILED);
+    char why[200];
+    int want = gpu_available(why, sizeof why) ? ONI_EINVALARG : ONI_ENOGPU;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, res, 8), want);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, res, 8), want);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, res, 8), want);
+    volatile uint32_t done = 0;
+    onigpu_xfer_t x = {res, 4096, &done, 1, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x), want);
+    munmap(res, 1 << 20);
+    oni_destroy_ctx(ctx);
+}
+
+TEST(xfer_options_need_the_emu_driver)
+{
+    oni_ctx ctx = oni_create_ctx("test");
+    REQUIRE(ctx);
+    REQUIRE(oni_init_ctx(ctx, -1) == 0);
+    uint32_t v = 4096;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &v, sizeof v), ONI_EINVALOPT);
+    oni_destroy_ctx(ctx);
+}
