@@ -395,3 +395,46 @@ TEST(daemon_malformed_messages)
         oni_destroy_ctx(ctx);
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }
+
+/* The GPU stream's host-buffer path (ONI_DRV_READ) goes through the daemon's
+ * GPU ring; it gives the same bytes as in-process. */
+TEST(daemon_gpu_stream_host_read)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    const char *spec = "devices=testcore:route=1;mode=fast;seed=3";
+    int rc;
+    oni_ctx a = open_spec(spec, &rc);
+    CHECK_RC(rc, 0);
+    oni_ctx b = open_daemon(spec, &rc);
+    CHECK_RC(rc, 0);
+    enum { BLOCK = 64 << 10, NBLOCK = 8 };
+    uint8_t *ba = calloc(NBLOCK, BLOCK), *bb = calloc(NBLOCK, BLOCK);
+    if (!a || !b || !ba || !bb)
+        goto out;
+    uint32_t sz = BLOCK;
+    oni_reg_val_t run = 1;
+    oni_ctx both[2] = {a, b};
+    uint8_t *buf[2] = {ba, bb};
+    for (int k = 0; k < 2; k++) {
+        CHECK_RC(oni_set_driver_opt(both[k], ONI_DRV_RD_SZ, &sz, sizeof sz), 0);
+        CHECK_RC(oni_set_opt(both[k], ONI_OPT_RUNNING, &run, sizeof run), 0);
+        for (int i = 0; i < NBLOCK; i++) {
+            onigpu_buf_t ob = {buf[k] + (size_t)i * BLOCK, BLOCK};
+            CHECK_RC(oni_set_driver_opt(both[k], ONI_DRV_READ, &ob, sizeof ob), 0);
+        }
+    }
+    CHECK(!memcmp(ba, bb, (size_t)NBLOCK * BLOCK));
+    uint32_t nonzero = 0;
+    for (size_t i = 0; i < (size_t)NBLOCK * BLOCK; i++)
+        nonzero += ba[i] != 0;
+    CHECK(nonzero > 0);
+out:
+    free(ba);
+    free(bb);
+    if (a)
+        oni_destroy_ctx(a);
+    if (b)
+        oni_destroy_ctx(b);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
