@@ -43,7 +43,7 @@ int roofline_point_cpu(double ai, size_t n, double *gflops)
     }
     loop_fill_floats(NULL, 0, in, n * 4);
     uint32_t it = iters_of(ai);
-    double s = cpu_mac_best(in, out, n, it, 1, 3);
+    double s = cpu_mac_best(in, out, n, it, 1, 2);
     *gflops = loop_mac_flops(n, it, 1) / s / 1e9;
     free(in);
     free(out);
@@ -153,6 +153,37 @@ int roofline_run(const char *out_dir, const char *link, int argc, char **argv, F
         return err;
     bench_report_meta(rep, "method", "compute: MAC kernel at AI 64 (CPU in cache, all cores; GPU 64 Mi floats); "
                                      "memory: best large copy, read + write bytes; link: emulated card preset");
+    /* MAC points over AI, and the roofs. */
+    static const double ais[] = {0.25, 0.75, 2.5, 10, 40, 160};
+    enum { NA = sizeof ais / sizeof ais[0] };
+    double cpu_pt[NA], gpu_pt[NA], cpu_roof[NA], gpu_roof[NA], x[NA];
+    size_t ngpu = 0;
+    for (int i = 0; i < NA; i++) {
+        x[i] = ais[i];
+        if ((rc = roofline_point_cpu(ais[i], 1u << 20, &cpu_pt[i])))
+            break;
+        /* The ceiling is the best the kernel reached anywhere. */
+        if (cpu_pt[i] > r.cpu_gflops)
+            r.cpu_gflops = cpu_pt[i];
+        bench_cell_str(rep, "device", "cpu");
+        bench_cell_num(rep, "ai", ais[i]);
+        bench_cell_num(rep, "gflops", cpu_pt[i]);
+        bench_report_row(rep, "points");
+        if (r.have_gpu && roofline_point_gpu(ais[i], 64u << 20, &gpu_pt[i]) == 0) {
+            if (gpu_pt[i] > r.gpu_gflops)
+                r.gpu_gflops = gpu_pt[i];
+            ngpu++;
+            bench_cell_str(rep, "device", "gpu");
+            bench_cell_num(rep, "ai", ais[i]);
+            bench_cell_num(rep, "gflops", gpu_pt[i]);
+            bench_report_row(rep, "points");
+        }
+    }
+    for (int i = 0; i < NA; i++) {
+        cpu_roof[i] = roof(r.cpu_gflops, r.cpu_gbps, ais[i]);
+        gpu_roof[i] = roof(r.gpu_gflops, r.gpu_gbps, ais[i]);
+    }
+    /* Table 5.1: the ceilings (after the points, which may raise the compute ones). */
     const char *what[] = {"cpu compute", "cpu memory", "gpu compute", "gpu memory", "card link"};
     double val[] = {r.cpu_gflops, r.cpu_gbps, r.gpu_gflops, r.gpu_gbps, r.link_gbps};
     const char *unit[] = {"GFLOP/s", "GB/s", "GFLOP/s", "GB/s", "GB/s"};
@@ -166,31 +197,6 @@ int roofline_run(const char *out_dir, const char *link, int argc, char **argv, F
         bench_cell_str(rep, "unit", i == 4 && r.link_gbps == 0 ? "unlimited" : unit[i]);
         bench_cell_str(rep, "detail", i == 4 ? r.link_name : "");
         bench_report_row(rep, NULL);
-    }
-    /* MAC points over AI, and the roofs. */
-    static const double ais[] = {0.25, 0.75, 2.5, 10, 40, 160};
-    enum { NA = sizeof ais / sizeof ais[0] };
-    double cpu_pt[NA], gpu_pt[NA], cpu_roof[NA], gpu_roof[NA], x[NA];
-    size_t ngpu = 0;
-    for (int i = 0; i < NA; i++) {
-        x[i] = ais[i];
-        cpu_roof[i] = roof(r.cpu_gflops, r.cpu_gbps, ais[i]);
-        gpu_roof[i] = roof(r.gpu_gflops, r.gpu_gbps, ais[i]);
-        if ((rc = roofline_point_cpu(ais[i], 4u << 20, &cpu_pt[i])))
-            break;
-        bench_cell_str(rep, "device", "cpu");
-        bench_cell_num(rep, "ai", ais[i]);
-        bench_cell_num(rep, "gflops", cpu_pt[i]);
-        bench_cell_num(rep, "roof_gflops", cpu_roof[i]);
-        bench_report_row(rep, "points");
-        if (r.have_gpu && roofline_point_gpu(ais[i], 64u << 20, &gpu_pt[i]) == 0) {
-            ngpu++;
-            bench_cell_str(rep, "device", "gpu");
-            bench_cell_num(rep, "ai", ais[i]);
-            bench_cell_num(rep, "gflops", gpu_pt[i]);
-            bench_cell_num(rep, "roof_gflops", gpu_roof[i]);
-            bench_report_row(rep, "points");
-        }
     }
     if (!rc) {
         struct bench_series s[4] = {

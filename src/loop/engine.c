@@ -98,6 +98,9 @@ static int wait_for(struct loop *lp, int (*pred)(const void *), const void *arg,
                 nanosleep(&ts, NULL);
                 continue;
             }
+            /* Give the core to a runnable thread, if any: with fewer cores
+             * than loop threads a pure spin would starve the one working. */
+            sched_yield();
         }
         pause_cpu();
     }

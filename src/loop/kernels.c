@@ -13,21 +13,37 @@
 /* Above this many element evaluations the MAC uses all cores. */
 #define MAC_PARALLEL_MIN (1u << 16)
 
+/* Elements computed together: enough independent dependency chains to keep
+ * the SIMD units busy (each chain is x = x*x + seed, latency-bound alone). */
+#define MAC_TILE 64
+
 void loop_mac_cpu(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
 {
-    long long nn = (long long)n;
+    long long ntiles = (long long)((n + MAC_TILE - 1) / MAC_TILE);
     int big = (double)n * passes * (iters + 1) >= MAC_PARALLEL_MIN;
     (void)big;
-#pragma omp parallel for simd if (big) schedule(static)
-    for (long long i = 0; i < nn; i++) {
-        float acc = 0.0f;
+#pragma omp parallel for if (big) schedule(static)
+    for (long long t = 0; t < ntiles; t++) {
+        size_t i0 = (size_t)t * MAC_TILE, m = n - i0 < MAC_TILE ? n - i0 : MAC_TILE;
+        float x[MAC_TILE], acc[MAC_TILE];
+        for (size_t e = 0; e < MAC_TILE; e++)
+            acc[e] = 0.0f;
         for (uint32_t k = 0; k < passes; k++) {
-            float x = in[i] + (float)k * LOOP_MAC_STEP;
-            for (uint32_t j = 0; j < iters; j++)
-                x = x * x + seed;
-            acc = acc + x;
+            float off = (float)k * LOOP_MAC_STEP;
+#pragma omp simd
+            for (size_t e = 0; e < MAC_TILE; e++)
+                x[e] = (e < m ? in[i0 + e] : 0.0f) + off;
+            for (uint32_t j = 0; j < iters; j++) {
+#pragma omp simd
+                for (size_t e = 0; e < MAC_TILE; e++)
+                    x[e] = x[e] * x[e] + seed;
+            }
+#pragma omp simd
+            for (size_t e = 0; e < MAC_TILE; e++)
+                acc[e] = acc[e] + x[e];
         }
-        out[i] = acc;
+        for (size_t e = 0; e < m; e++)
+            out[i0 + e] = acc[e];
     }
 }
 
