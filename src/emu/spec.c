@@ -87,6 +87,11 @@ int emu_arg_u64(struct emu_args *a, const char *key, uint64_t def, uint64_t lo, 
 static int split_device(char *tok, char **name, struct emu_args *a, char *err, size_t cap)
 {
     memset(a, 0, sizeof *a);
+    size_t len = strlen(tok);
+    if (strstr(tok, "::") || (len && tok[len - 1] == ':')) {
+        snprintf(err, cap, "empty argument in device '%s'", tok);
+        return ONI_EINVALARG;
+    }
     char *save = NULL;
     *name = strtok_r(tok, ":", &save);
     if (!*name || !**name) {

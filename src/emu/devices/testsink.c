@@ -1,6 +1,8 @@
 /* testsink.c - the thesis test core's sink (figure 4.1): accepts write frames
- * of any whole number of 32-bit words and counts them. Register 0x10/0x11:
- * words received (ro, low/high). */
+ * whose payload is a whole number of write_size units and counts the words.
+ * Argument: bytes=N (write_size, a multiple of 4, default 4). Register
+ * 0x10/0x11: words received (ro, low/high). */
+#include <stdio.h>
 #include <stdlib.h>
 #include "emu/card.h"
 
@@ -10,10 +12,17 @@ struct tsink {
 
 static int ts_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
 {
-    (void)a, (void)err, (void)cap;
+    uint64_t bytes;
+    int rc = emu_arg_u64(a, "bytes", 4, 4, 1u << 20, 0, &bytes, err, cap);
+    if (rc)
+        return rc;
+    if (bytes % 4) {
+        snprintf(err, cap, "testsink: bytes=%llu is not a multiple of 4", (unsigned long long)bytes);
+        return ONI_EINVALARG;
+    }
     if (!(d->priv = calloc(1, sizeof(struct tsink))))
         return ONI_EBADALLOC;
-    d->desc.write_size = 4;
+    d->desc.write_size = (uint32_t)bytes;
     return 0;
 }
 

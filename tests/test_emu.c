@@ -1,0 +1,669 @@
+/* test_emu.c - the emulated ONIX host card through emu.h (and its internal
+ * counters in card.h): spec, device table, registers, routing, rates and
+ * timestamps in emulated time, test-core continuity, overflow accounting,
+ * write frames and the stimulator, ground truth, the link model. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "test_emu_util.h"
+#include "unit.h"
+
+static void start(struct emu_card *c) { CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 1), 0); }
+
+TEST(emu_spec_errors)
+{
+    static const char *bad[] = {
+        "nokey", "mode=slow", "link=gen9x1", "ddr=1", "ddr=12Q", "seed=x", "color=red",
+        "devices=nosuch", "devices=np2:nosucharg=1", "devices=testcore:bytes=12", "devices=heartbeat:hz=0",
+        "devices=np2:route=2", "devices=memusage,memusage", "devices=testcore:rate=0", "devices=np2:",
+        "devices=np2:units=9999", "devices=testsink:bytes=6",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct emu_card *c = (struct emu_card *)1;
+        char err[200] = "";
+        CHECK_RC(emu_card_create(bad[i], &c, err, sizeof err), ONI_EINVALARG);
+        CHECK(c == NULL);
+        if (!err[0])
+            UNIT_FAIL("no message for spec \"%s\"", bad[i]);
+    }
+    CHECK_RC(emu_card_create(NULL, NULL, NULL, 0), ONI_EINVALARG);
+    struct emu_card *c = NULL;
+    CHECK_RC(emu_card_create(NULL, &c, NULL, 0), 0); /* defaults */
+    REQUIRE(c);
+    oniemu_link_t l;
+    emu_card_link(c, &l);
+    CHECK(!strcmp(l.name, "gen2x4"));
+    CHECK(l.bandwidth_Bps > 1.3e9 && l.bandwidth_Bps < 2.0e9);
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    CHECK_EQ(st.fifo_capacity[0] + st.fifo_capacity[1], 4ull << 30); /* 4 GiB DDR, split */
+    emu_card_destroy(c);
+    emu_card_destroy(NULL);
+}
+
+TEST(emu_device_table_and_hubs)
+{
+    struct emu_card *c = card_open("mode=fast;devices=heartbeat,testcore,stim,np2,bno055,rhd2164,np1");
+    REQUIRE(c);
+    oni_device_t t[64];
+    int n = table_read(c, t, 64);
+    REQUIRE(n > 0);
+    CHECK_EQ(n, 8 + 4); /* 7 devices + memusage, hubs 0..3 */
+    int hubmgr = 0;
+    for (int i = 0; i < n; i++) {
+        if ((t[i].idx & 0xFF) != ONIX_HUBMGR_IDX)
+            continue;
+        hubmgr++;
+        CHECK_EQ(t[i].id, ONIX_ONIGPU_HUBMGR);
+        uint32_t v = 0;
+        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUBMGR_CLKRATEHZ, &v), ONI_SIG_CONFIGRACK);
+        CHECK(v > 0);
+        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUBMGR_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
+        CHECK_EQ(v, (t[i].idx >> 8) == 0 ? ONIX_HUB_FMCHOST : (t[i].idx >> 8) == 1 ? ONIX_HUB_HSNP2E
+                    : (t[i].idx >> 8) == 2 ? ONIX_HUB_HS64 : ONIX_HUB_HSNP1ET);
+        CHECK_EQ(reg_set(c, t[i].idx, ONIX_HUBMGR_FIRMWAREVER, 7), ONI_SIG_CONFIGWNACK);
+        CHECK_EQ(reg_set(c, t[i].idx, ONIX_HUBMGR_DELAYNS, 777), ONI_SIG_CONFIGWACK);
+        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUBMGR_DELAYNS, &v), ONI_SIG_CONFIGRACK);
+        CHECK_EQ(v, 777);
+    }
+    CHECK_EQ(hubmgr, 4);
+    /* host devices on hub 0, np2 opens hub 1, bno055 joins it, rhd2164 hub 2, np1 hub 3 */
+    CHECK_EQ(find_id(t, n, ONIX_HEARTBEAT) >> 8, 0);
+    CHECK_EQ(find_id(t, n, ONIX_MEMUSAGE) >> 8, 0);
+    CHECK_EQ(find_id(t, n, ONIX_ONIGPU_NEUROPIX2), 0x100);
+    CHECK_EQ(find_id(t, n, ONIX_BNO055), 0x101);
+    CHECK_EQ(find_id(t, n, ONIX_RHD2164), 0x200);
+    CHECK_EQ(find_id(t, n, ONIX_NEUROPIX1R0), 0x300);
+    for (int i = 0; i < n; i++) {
+        if (t[i].id == ONIX_ONIGPU_NEUROPIX2)
+            CHECK_EQ(t[i].read_size, 8 + 384 * 2);
+        if (t[i].id == ONIX_ONIGPU_STIM) {
+            CHECK_EQ(t[i].read_size, 16);
+            CHECK_EQ(t[i].write_size, 4);
+        }
+    }
+    emu_card_destroy(c);
+}
+
+TEST(emu_config_registers)
+{
+    struct emu_card *c = card_open("mode=fast;devices=heartbeat");
+    REQUIRE(c);
+    uint32_t v = 1;
+    CHECK_RC(emu_card_read_config(c, ONI_CONFIG_ACQCLKHZ, &v), 0);
+    CHECK_EQ(v, 250000000);
+    CHECK_RC(emu_card_read_config(c, ONI_CONFIG_SYSCLKHZ, &v), 0);
+    CHECK(v > 0);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_ACQCLKHZ, 5), ONI_EREADONLY);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_SYSCLKHZ, 5), ONI_EREADONLY);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RESETACQCOUNTER, 3), ONI_EINVALARG);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_HWADDRESS, 0x55), 0);
+    CHECK_RC(emu_card_read_config(c, ONI_CONFIG_HWADDRESS, &v), 0);
+    CHECK_EQ(v, 0x55);
+    CHECK_RC(emu_card_read_config(c, ONI_CONFIG_CUSTOMBEGIN + 3, &v), ONI_EINVALOPT);
+    CHECK_RC(emu_card_read_config(c, ONI_CONFIG_TRIG, NULL), ONI_EINVALARG);
+    CHECK_RC(emu_card_read_config(NULL, ONI_CONFIG_TRIG, &v), ONI_EINVALARG);
+    CHECK_RC(emu_card_write_config(NULL, ONI_CONFIG_TRIG, 1), ONI_EINVALARG);
+    /* RESETACQCOUNTER = 2 resets the clock and starts: the first frame is at 0 */
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RESETACQCOUNTER, 2), 0);
+    CHECK_RC(emu_card_read_config(c, ONI_CONFIG_RUNNING, &v), 0);
+    CHECK_EQ(v, 1);
+    struct frame f;
+    CHECK_RC(frame_read(c, EMU_STREAM_DATA, &f, TMO), 0);
+    CHECK_EQ(f.time, 0);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    /* stopped: what was generated stays readable, then nothing comes, and the wait ends */
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    uint8_t *rest = malloc(st.fifo_bytes[0] + 1);
+    REQUIRE(rest);
+    if (st.fifo_bytes[0])
+        CHECK_EQ(emu_card_read(c, EMU_STREAM_DATA, rest, (size_t)st.fifo_bytes[0], 50), (int)st.fifo_bytes[0]);
+    free(rest);
+    uint64_t t0 = oni_now_ns();
+    uint8_t b[16];
+    CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, b, 16, 50), ONI_ETIMEOUT);
+    CHECK(oni_now_ns() - t0 < 1000000000ull);
+    CHECK_RC(emu_card_read(c, EMU_STREAM_WRITE, b, 16, 50), ONI_EINVALARG);
+    CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, NULL, 16, 50), ONI_EINVALARG);
+    emu_card_destroy(c);
+}
+
+TEST(emu_device_registers)
+{
+    struct emu_card *c = card_open("mode=fast;devices=heartbeat:hz=10,testcore:bytes=64:rate=1M,testsink,stim");
+    REQUIRE(c);
+    oni_device_t t[16];
+    int n = table_read(c, t, 16);
+    REQUIRE(n > 0);
+    uint32_t hb = find_id(t, n, ONIX_HEARTBEAT), sink = find_id(t, n, ONIX_ONIGPU_TESTSINK);
+    uint32_t core = find_id(t, n, ONIX_ONIGPU_TESTCORE), mu = find_id(t, n, ONIX_MEMUSAGE);
+    uint32_t v = 0;
+    CHECK_EQ(reg_get(c, hb, EMU_REG_ENABLE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1);
+    CHECK_EQ(reg_get(c, hb, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 10);
+    CHECK_EQ(reg_set(c, hb, EMU_REG_RATE_HZ, 250), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_get(c, hb, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 250);
+    CHECK_EQ(reg_set(c, hb, EMU_REG_RATE_HZ, 0), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_get(c, hb, EMU_REG_READSIZE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 8);
+    /* read-only registers, bad values, unknown addresses and devices: NACK */
+    CHECK_EQ(reg_set(c, hb, EMU_REG_READSIZE, 4), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, hb, EMU_REG_FRAMES_LO, 0), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, hb, EMU_REG_ENABLE, 2), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, hb, EMU_REG_ROUTE, 2), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_get(c, hb, 0x7777, &v), ONI_SIG_CONFIGRNACK);
+    CHECK_EQ(reg_set(c, hb, 0x7777, 1), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_get(c, 0x0F0, 0, &v), ONI_SIG_CONFIGRNACK);
+    CHECK_EQ(reg_set(c, 0x0F0, 0, 1), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_get(c, 0x9FE, 0, &v), ONI_SIG_CONFIGRNACK); /* manager of a hub that is not there */
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE + 2, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, (2ull << 30) >> 10);
+    CHECK_EQ(reg_set(c, mu, EMU_REG_DEVICE, 1), ONI_SIG_CONFIGWNACK);
+    /* a write-only device has no ROUTE register */
+    CHECK_EQ(reg_get(c, sink, EMU_REG_ROUTE, &v), ONI_SIG_CONFIGRNACK);
+    CHECK_EQ(reg_set(c, sink, EMU_REG_ROUTE, 1), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, sink, EMU_REG_ENABLE, 0), ONI_SIG_CONFIGWACK);
+    /* the test core's rate register (kB/s) */
+    CHECK_EQ(reg_set(c, core, EMU_REG_DEVICE, 2000), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_get(c, core, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 2000000 / 64);
+    CHECK_EQ(reg_set(c, core, EMU_REG_DEVICE + 1, 8), ONI_SIG_CONFIGWNACK);
+    /* TRIG reads 0 after every access: the card answers at once */
+    CHECK_RC(emu_card_read_config(c, ONI_CONFIG_TRIG, &v), 0);
+    CHECK_EQ(v, 0);
+    emu_card_destroy(c);
+}
+
+/* ROUTE = 1 moves a device's frames from the default stream's FIFO to the GPU stream's. */
+TEST(emu_route_to_gpu_stream)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1000,testcore:bytes=256:rate=2560000");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t core = find_id(t, n, ONIX_ONIGPU_TESTCORE);
+    start(c);
+    struct frame f;
+    int seen_core = 0;
+    for (int i = 0; i < 100; i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        seen_core += f.dev == core;
+    }
+    CHECK(seen_core > 50);
+    CHECK_EQ(reg_set(c, core, EMU_REG_ROUTE, 1), ONI_SIG_CONFIGWACK);
+    uint32_t v = 0;
+    CHECK_EQ(reg_get(c, core, EMU_REG_ROUTE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1);
+    /* drain what was generated before the switch, then only the heartbeat is left here */
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    uint8_t *junk = malloc(st.fifo_bytes[0] + 1);
+    REQUIRE(junk);
+    if (st.fifo_bytes[0])
+        CHECK_EQ(emu_card_read(c, EMU_STREAM_DATA, junk, (size_t)st.fifo_bytes[0], TMO), (int)st.fifo_bytes[0]);
+    free(junk);
+    int other = 0;
+    for (int i = 0; i < 50; i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        other += f.dev == core;
+    }
+    CHECK_EQ(other, 0);
+    /* the GPU stream's FIFO holds the test core's frames, read through the DMA engine's interface */
+    struct emu_span sp[2];
+    size_t frame = 16 + 256;
+    REQUIRE(emu_card_fifo_peek(c, EMU_STREAM_GPU, frame * 4, sp, TMO) == 0);
+    CHECK_EQ(sp[0].n + sp[1].n, frame * 4);
+    uint32_t dev;
+    memcpy(&dev, sp[0].p + 8, 4);
+    CHECK_EQ(dev, core);
+    CHECK_RC(emu_card_fifo_consume(c, EMU_STREAM_GPU, frame * 4), 0);
+    CHECK_RC(emu_card_fifo_consume(c, EMU_STREAM_GPU, 1ull << 40), ONI_EINVALARG);
+    CHECK_RC(emu_card_fifo_peek(c, EMU_STREAM_SIGNAL, 16, sp, TMO), ONI_EINVALARG);
+    REQUIRE(frame_read(c, EMU_STREAM_GPU, &f, TMO) == 0);
+    CHECK_EQ(f.dev, core);
+    emu_card_destroy(c);
+}
+
+struct rate_case {
+    uint32_t id;
+    double hz;
+};
+
+/* Every periodic device emits at its nominal rate (within 1%) over 1 s of
+ * emulated time; timestamps are strictly increasing per device, one period
+ * apart (+-1 tick), and the merged stream is in time order. */
+TEST(emu_rates_and_timestamps_fast)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=np2,np1,rhd2164,bno055,heartbeat:hz=1000,"
+                                   "testcore:bytes=4096:rate=100M,loadtest:hz=5000,memusage:hz=250");
+    REQUIRE(c);
+    static const struct rate_case want[] = {
+        {ONIX_ONIGPU_NEUROPIX2, 30000}, {ONIX_NEUROPIX1R0, 2500}, {ONIX_RHD2164, 30000},
+        {ONIX_BNO055, 100},             {ONIX_HEARTBEAT, 1000},  {ONIX_ONIGPU_TESTCORE, 100e6 / 4096},
+        {ONIX_LOADTEST, 5000},          {ONIX_MEMUSAGE, 250},
+    };
+    enum { NW = sizeof want / sizeof want[0] };
+    oni_device_t t[32];
+    int n = table_read(c, t, 32);
+    REQUIRE(n > 0);
+    uint32_t idx[NW];
+    uint64_t count[NW] = {0}, last[NW] = {0};
+    int bad_step[NW] = {0};
+    for (int i = 0; i < NW; i++)
+        idx[i] = find_id(t, n, want[i].id);
+    start(c);
+    const uint64_t T = 250000000ull; /* 1 s */
+    uint64_t prev = 0;
+    int disorder = 0;
+    static struct frame f;
+    for (;;) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.time < prev)
+            disorder++;
+        prev = f.time;
+        if (f.time >= T)
+            break;
+        for (int i = 0; i < NW; i++) {
+            if (f.dev != idx[i])
+                continue;
+            if (count[i]) {
+                double step = (double)(f.time - last[i]), per = 250e6 / want[i].hz;
+                if (f.time <= last[i] || fabs(step - per) > 1.0)
+                    bad_step[i]++;
+            }
+            last[i] = f.time;
+            count[i]++;
+        }
+    }
+    CHECK_EQ(disorder, 0);
+    for (int i = 0; i < NW; i++) {
+        double err = fabs((double)count[i] - want[i].hz) / want[i].hz;
+        if (err > 0.01)
+            UNIT_FAIL("device id %u: %llu frames in 1 s, want %.0f", want[i].id, (unsigned long long)count[i], want[i].hz);
+        CHECK_EQ(bad_step[i], 0);
+    }
+    emu_card_destroy(c);
+}
+
+/* Check the test core's counter across reads that cut frames anywhere. */
+struct cont {
+    uint32_t dev; /* the test core; other devices' frames are skipped */
+    uint8_t hdr[16];
+    size_t hdr_have, left, pad;
+    uint64_t next, words, errors, frames;
+    int started;
+};
+
+static void cont_feed(struct cont *k, const uint8_t *p, size_t n)
+{
+    while (n) {
+        if (!k->left && !k->pad) {
+            size_t m = 16 - k->hdr_have < n ? 16 - k->hdr_have : n;
+            memcpy(k->hdr + k->hdr_have, p, m);
+            k->hdr_have += m, p += m, n -= m;
+            if (k->hdr_have == 16) {
+                uint32_t sz, dev;
+                memcpy(&dev, k->hdr + 8, 4);
+                memcpy(&sz, k->hdr + 12, 4);
+                k->hdr_have = 0;
+                if (dev != k->dev) {
+                    k->left = 0, k->pad = oni_pad4(sz);
+                    continue;
+                }
+                k->left = sz, k->pad = oni_pad4(sz) - sz, k->frames++;
+            }
+            continue;
+        }
+        if (k->left) { /* payload: 8-byte aligned words within the frame */
+            if (k->left % 8 || n < 8) {
+                k->errors++;
+                return;
+            }
+            uint64_t w;
+            memcpy(&w, p, 8);
+            if (k->started && w != k->next && k->errors++ < 3)
+                fprintf(stderr, "  counter %llu, want %llu (word %llu)\n", (unsigned long long)w,
+                        (unsigned long long)k->next, (unsigned long long)k->words);
+            k->started = 1, k->next = w + 1, k->words++;
+            p += 8, n -= 8, k->left -= 8;
+            continue;
+        }
+        size_t m = k->pad < n ? k->pad : n;
+        k->pad -= m, p += m, n -= m;
+    }
+}
+
+TEST(emu_testcore_continuity_full_speed)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=testcore:bytes=4096:rate=2G");
+    REQUIRE(c);
+    size_t blk = 1 << 20;
+    uint8_t *buf = malloc(blk);
+    REQUIRE(buf);
+    struct cont k = {0};
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    k.dev = find_id(t, n, ONIX_ONIGPU_TESTCORE);
+    start(c);
+    /* 64 MiB in reads of 1 MiB minus 8 bytes, so frames straddle reads at every offset */
+    for (int i = 0; i < 64; i++) {
+        int rc = emu_card_read(c, EMU_STREAM_DATA, buf, blk - 8, TMO);
+        REQUIRE(rc == (int)(blk - 8));
+        cont_feed(&k, buf, blk - 8);
+    }
+    CHECK_EQ(k.errors, 0);
+    CHECK(k.words > (60ull << 20) / 8);
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    CHECK_EQ(st.dropped_frames[0], 0);
+    free(buf);
+    emu_card_destroy(c);
+}
+
+/* A reader that stalls: the FIFO fills, whole frames are dropped and
+ * counted per device and stream, delivered + dropped = generated, the test
+ * core's counter skips exactly the dropped words, and acquisition goes on
+ * once reading resumes. */
+TEST(emu_overflow_counted_exactly)
+{
+    struct emu_card *c = card_open("mode=realtime;link=unlimited;ddr=64K;devices=testcore:bytes=1024:rate=10M,memusage:hz=1000");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t core = find_id(t, n, ONIX_ONIGPU_TESTCORE), mu = find_id(t, n, ONIX_MEMUSAGE);
+    start(c);
+    usleep(100000); /* the stall: ~1000 frames due, 32 KiB of FIFO */
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    CHECK(st.dropped_frames[0] > 0);
+    CHECK(st.fifo_bytes[0] > st.fifo_capacity[0] - 2048);
+    uint64_t delivered_core = 0, delivered_mu = 0, gap_words = 0, next = 0, max_fill = 0;
+    int started = 0;
+    static struct frame f;
+    uint64_t t_resume = 0;
+    /* read for a while after the stall: acquisition carries on */
+    uint64_t until = oni_now_ns() + 100000000ull;
+    while (oni_now_ns() < until) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.dev == core) {
+            uint64_t w;
+            memcpy(&w, f.data, 8);
+            if (started && w != next)
+                gap_words += w - next;
+            started = 1, next = w + 1024 / 8;
+            delivered_core++;
+            t_resume = f.time;
+        } else if (f.dev == mu) {
+            uint64_t fill;
+            memcpy(&fill, f.data, 8);
+            if (fill > max_fill)
+                max_fill = fill;
+            delivered_mu++;
+        }
+    }
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    while (frame_read(c, EMU_STREAM_DATA, &f, 100) == 0) { /* drain */
+        if (f.dev == core) {
+            uint64_t w;
+            memcpy(&w, f.data, 8);
+            if (w != next)
+                gap_words += w - next;
+            next = w + 1024 / 8;
+            delivered_core++;
+        } else if (f.dev == mu) {
+            delivered_mu++;
+        }
+    }
+    uint64_t gen_core, drop_core, gen_mu, drop_mu;
+    REQUIRE(emu_card_dev_counts(c, core, &gen_core, &drop_core, NULL) == 0);
+    REQUIRE(emu_card_dev_counts(c, mu, &gen_mu, &drop_mu, NULL) == 0);
+    CHECK(drop_core > 500);
+    CHECK_EQ(delivered_core + drop_core, gen_core);
+    CHECK_EQ(delivered_mu + drop_mu, gen_mu);
+    CHECK_EQ(gap_words, drop_core * (1024 / 8));
+    emu_card_stats(c, &st);
+    CHECK_EQ(st.dropped_frames[0], drop_core + drop_mu);
+    CHECK_EQ(st.dropped_bytes[0], drop_core * (16 + 1024) + drop_mu * (16 + 40));
+    CHECK_EQ(st.fifo_bytes[0], 0);
+    CHECK(max_fill > 16384); /* MEMUSAGE saw the FIFO full */
+    uint32_t v = 0;
+    CHECK_EQ(reg_get(c, core, EMU_REG_DROPPED_LO, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, (uint32_t)drop_core);
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE + 3, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, (uint32_t)(drop_core + drop_mu));
+    CHECK(t_resume > 25000000ull); /* frames from well after the stall arrived */
+    /* a read larger than the FIFO can ever hold is refused, not waited for */
+    static uint8_t big[65536];
+    CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, big, sizeof big, 10), ONI_EINVALARG);
+    emu_card_destroy(c);
+}
+
+static int write_frame(struct emu_card *c, enum emu_stream s, uint32_t dev, const uint32_t *w, uint32_t words)
+{
+    uint8_t buf[256];
+    memcpy(buf, &dev, 4);
+    memcpy(buf + 4, &words, 4);
+    memcpy(buf + 8, w, words * 4);
+    return emu_card_write(c, s, buf, 8 + words * 4, TMO);
+}
+
+TEST(emu_write_frames_reach_stimulator)
+{
+    struct emu_card *c = card_open("mode=realtime;devices=stim,testsink:bytes=8,heartbeat");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t stim = find_id(t, n, ONIX_ONIGPU_STIM), sink = find_id(t, n, ONIX_ONIGPU_TESTSINK);
+    uint32_t hb = find_id(t, n, ONIX_HEARTBEAT);
+    start(c);
+    static struct frame f;
+    REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0); /* the clock runs */
+    uint64_t before = f.time;
+    uint32_t w[4] = {42, 7, 8, 9};
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, stim, w, 4), 16 + 8);
+    w[0] = 43;
+    CHECK_RC(write_frame(c, EMU_STREAM_GPU_WRITE, stim, w, 1), 4 + 8);
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, sink, w, 4), 16 + 8);
+    /* the echoes come through the normal read stream, stamped on arrival */
+    uint32_t tags[2];
+    uint64_t times[2];
+    int got = 0;
+    while (got < 2) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.dev != stim)
+            continue;
+        uint32_t words;
+        uint64_t rt;
+        memcpy(&tags[got], f.data, 4);
+        memcpy(&words, f.data + 4, 4);
+        memcpy(&rt, f.data + 8, 8);
+        CHECK_EQ(rt, f.time);
+        CHECK_EQ(words, got ? 1 : 4);
+        times[got++] = f.time;
+    }
+    CHECK_EQ(tags[0], 42);
+    CHECK_EQ(tags[1], 43);
+    CHECK(times[0] >= before);
+    CHECK(times[1] >= times[0]);
+    uint32_t v;
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 43);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_WFRAMES, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 2);
+    CHECK_EQ(reg_get(c, sink, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 4);
+    /* malformed frames: rejected whole, counted, nothing delivered */
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, 0x0EE, w, 1), ONI_EBADFRAME);  /* no such device */
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, hb, w, 2), ONI_EBADFRAME);     /* not writable */
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, sink, w, 3), ONI_EBADFRAME);   /* 12 bytes, write_size 8 */
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, stim, w, 0), ONI_EBADFRAME);   /* empty */
+    uint8_t trunc[16] = {0};
+    memcpy(trunc, &stim, 4);
+    uint32_t words = 4;
+    memcpy(trunc + 4, &words, 4);
+    CHECK_RC(emu_card_write(c, EMU_STREAM_WRITE, trunc, 12, TMO), ONI_EBADFRAME); /* payload cut short */
+    CHECK_RC(emu_card_write(c, EMU_STREAM_WRITE, trunc, 5, TMO), ONI_EBADFRAME);  /* header cut short */
+    CHECK_RC(emu_card_write(c, EMU_STREAM_DATA, trunc, 12, TMO), ONI_EINVALARG);
+    CHECK_EQ(emu_card_bad_wframes(c), 6);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_WFRAMES, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 2);
+    /* ECHO off: write frames are stamped, no read frame */
+    CHECK_EQ(reg_set(c, stim, EMU_REG_DEVICE, 0), ONI_SIG_CONFIGWACK);
+    w[0] = 44;
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, stim, w, 1), 12);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 44);
+    uint64_t gen;
+    CHECK_RC(emu_card_dev_counts(c, stim, &gen, NULL, NULL), 0);
+    CHECK_EQ(gen, 2);
+    emu_card_destroy(c);
+}
+
+static int cmp_u16(const void *a, const void *b) { return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b; }
+
+/* Ground-truth spikes are in the signal: at each truth time the unit's
+ * channel lies far below a robust noise threshold; the truth file gets the
+ * same spikes. */
+TEST(emu_ground_truth_in_signal)
+{
+    char path[] = "/tmp/onigpu-emu-truth-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    unlink(path);
+    struct emu_card *c = card_open("mode=fast;link=unlimited;seed=5;devices=np2:units=12");
+    REQUIRE(c);
+    CHECK_RC(emu_card_set_truth_file(c, "/nonexistent-dir/x.csv"), ONI_EPATHINVALID);
+    CHECK_RC(emu_card_set_truth_file(c, path), 0);
+    REQUIRE(emu_card_truth_keep(c, 100000) == 0);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t np2 = find_id(t, n, ONIX_ONIGPU_NEUROPIX2);
+    start(c);
+    enum { NF = 15000, CH = 384 }; /* 0.5 s */
+    uint16_t *s = malloc((size_t)NF * CH * 2);
+    uint64_t *times = malloc(NF * sizeof *times);
+    REQUIRE(s && times);
+    static struct frame f;
+    int k = 0;
+    while (k < NF) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.dev != np2)
+            continue;
+        times[k] = f.time;
+        memcpy(s + (size_t)k * CH, f.data + 8, CH * 2);
+        k++;
+    }
+    size_t nt = emu_card_truth_get(c, NULL, 0);
+    struct emu_truth *tr = malloc((nt + 1) * sizeof *tr);
+    REQUIRE(tr);
+    nt = emu_card_truth_get(c, tr, nt);
+    CHECK(nt > 12 * 0.5 * 3 / 2); /* 12 units at 3-20 Hz for 0.5 s */
+    /* robust noise of channel 0..383: median absolute deviation around 2048 */
+    uint16_t *dev = malloc(NF * sizeof *dev);
+    REQUIRE(dev);
+    for (int i = 0; i < NF; i++) {
+        int v = s[(size_t)i * CH + 100] - 2048;
+        dev[i] = (uint16_t)(v < 0 ? -v : v);
+    }
+    qsort(dev, NF, sizeof *dev, cmp_u16);
+    double sigma = dev[NF / 2] / 0.6745;
+    CHECK(sigma > 2 && sigma < 30);
+    size_t checked = 0, below = 0;
+    for (size_t i = 0; i < nt; i++) {
+        if (tr[i].dev_idx != np2 || tr[i].time > times[NF - 1])
+            continue;
+        int lo = 0, hi = NF - 1;
+        while (lo < hi) { /* frame with this time */
+            int mid = (lo + hi) / 2;
+            if (times[mid] < tr[i].time)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        REQUIRE(times[lo] == tr[i].time);
+        checked++;
+        int v = s[(size_t)lo * CH + tr[i].channel] - 2048;
+        below += v < -5 * sigma;
+    }
+    CHECK(checked > 0);
+    if (below < checked * 95 / 100)
+        UNIT_FAIL("%zu of %zu truth spikes below -5 sigma (%.1f LSB)", below, checked, sigma);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0); /* flushes the truth file */
+    FILE *fp = fopen(path, "r");
+    REQUIRE(fp);
+    char line[128];
+    size_t lines = 0;
+    CHECK(fgets(line, sizeof line, fp) && !strcmp(line, "dev_idx,unit,channel,sample_time\n"));
+    while (fgets(line, sizeof line, fp)) {
+        unsigned d, u, ch;
+        unsigned long long tt;
+        if (sscanf(line, "%u,%u,%u,%llu", &d, &u, &ch, &tt) == 4 && lines < nt && tr[lines].time == tt &&
+            tr[lines].channel == ch && tr[lines].unit == u)
+            lines++;
+    }
+    fclose(fp);
+    CHECK_EQ(lines, emu_card_truth_get(c, NULL, 0));
+    CHECK_RC(emu_card_set_truth_file(c, NULL), 0);
+    unlink(path);
+    free(s), free(times), free(tr), free(dev);
+    emu_card_destroy(c);
+}
+
+/* The same seed gives the same signal. */
+TEST(emu_neural_data_reproducible)
+{
+    uint8_t a[4096], b[4096];
+    for (int r = 0; r < 2; r++) {
+        struct emu_card *c = card_open("mode=fast;link=unlimited;seed=9;devices=rhd2164");
+        REQUIRE(c);
+        start(c);
+        CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, r ? b : a, 4096, TMO), 4096);
+        emu_card_destroy(c);
+    }
+    CHECK(!memcmp(a, b, sizeof a));
+}
+
+/* A transfer of n bytes takes at least the link's latency + n / bandwidth. */
+TEST(emu_link_model)
+{
+    static const char *links[] = {"gen2x4", "gen3x8", "gen4x8", "gen4x16", "gen5x16"};
+    double prev_bw = 0;
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        char spec[128];
+        snprintf(spec, sizeof spec, "mode=fast;link=%s;devices=testcore:bytes=4096:rate=2G", links[i]);
+        struct emu_card *c = card_open(spec);
+        REQUIRE(c);
+        oniemu_link_t l;
+        emu_card_link(c, &l);
+        CHECK(!strcmp(l.name, links[i]));
+        CHECK(l.bandwidth_Bps > prev_bw);
+        prev_bw = l.bandwidth_Bps;
+        start(c);
+        size_t n = 4 << 20;
+        uint8_t *buf = malloc(n);
+        REQUIRE(buf);
+        uint64_t model = emu_link_ns(&l, n);
+        CHECK(model >= (uint64_t)(l.latency_s * 1e9 + n / l.bandwidth_Bps * 1e9) - 1);
+        uint64_t t0 = oni_now_ns();
+        CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, buf, n, TMO), (int)n);
+        CHECK(oni_now_ns() - t0 >= model);
+        t0 = oni_now_ns();
+        CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, buf, 4096, TMO), 4096);
+        CHECK(oni_now_ns() - t0 >= emu_link_ns(&l, 4096));
+        t0 = oni_now_ns();
+        emu_card_link_delay(c, n, 0);
+        CHECK(oni_now_ns() - t0 >= model);
+        t0 = oni_now_ns();
+        emu_card_link_delay(c, n, model); /* the copy itself already took that long */
+        CHECK(oni_now_ns() - t0 < model);
+        free(buf);
+        emu_card_destroy(c);
+    }
+    oniemu_link_t u;
+    CHECK_RC(emu_link_preset("unlimited", &u), 0);
+    CHECK_EQ(emu_link_ns(&u, 1 << 30), 0);
+}
