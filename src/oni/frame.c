@@ -151,11 +151,15 @@ static size_t block_cap(const struct oni_ctx_impl *ctx)
 /* Make sure [pos, pos + need) is in the current block. Starts a new refill
  * of exactly BLOCKREADSIZE bytes when the unparsed bytes are not enough,
  * carrying them to the front of the block (in place when no frame still
- * points into it), and finishes an interrupted refill first. */
-static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t deadline)
+ * points into it), and finishes an interrupted refill first. *deadline is
+ * set when the driver is first asked (0 = not yet): most calls find their
+ * frame in the block and never read the clock. */
+static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
 {
     unsigned idle = 0;
     while (ctx->end - ctx->pos < need) {
+        if (!*deadline)
+            *deadline = oni_deadline(ctx);
         if (ctx->fill_left == 0) {
             size_t left = ctx->end - ctx->pos;
             struct oni_block *b = ctx->cur;
@@ -182,7 +186,7 @@ static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t deadline)
         if (rc == 0 || (size_t)rc > ctx->fill_left) {
             if (rc > 0)
                 return ONI_EREADFAILURE; /* driver claims more than asked */
-            if ((rc = oni_idle_wait(deadline, &idle)) < 0)
+            if ((rc = oni_idle_wait(*deadline, &idle)) < 0)
                 return rc;
             continue;
         }
@@ -219,9 +223,9 @@ static int header_ok(const struct oni_ctx_impl *ctx, const char *h, uint32_t *sz
 
 static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
 {
-    uint64_t deadline = oni_deadline(ctx);
+    uint64_t deadline = 0;
     uint32_t sz;
-    int rc = refill(ctx, ONI_RFRAMEHEADERSZ, deadline);
+    int rc = refill(ctx, ONI_RFRAMEHEADERSZ, &deadline);
     if (rc < 0)
         return rc;
     if (!header_ok(ctx, ctx->cur->data + ctx->pos, &sz)) {
@@ -232,13 +236,13 @@ static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
         do {
             ctx->pos += 4;
             skipped += 4;
-            if (refill(ctx, ONI_RFRAMEHEADERSZ, deadline) < 0)
+            if (refill(ctx, ONI_RFRAMEHEADERSZ, &deadline) < 0)
                 break; /* the next call meets that error again */
         } while (skipped < ctx->block_read && !header_ok(ctx, ctx->cur->data + ctx->pos, &sz));
         return ONI_EBADFRAME;
     }
     size_t len = ONI_RFRAMEHEADERSZ + oni_pad4(sz);
-    if ((rc = refill(ctx, len, deadline)) < 0)
+    if ((rc = refill(ctx, len, &deadline)) < 0)
         return rc;
     struct oni_frame *f = take_frame(ctx->pool);
     if (!f)
