@@ -1,0 +1,104 @@
+/* test_loop_run.h - run the built `onigpu` binary (ONIGPU_BIN) and check its
+ * closed-loop output; shared by test_loop_run.c and test_gpu_loop_run.c. */
+#ifndef TEST_LOOP_RUN_H
+#define TEST_LOOP_RUN_H
+
+#include <math.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "oni.h"
+#include "unit.h"
+#include "loop/loop.h"
+
+extern char **environ;
+
+static char out[1 << 17];
+
+/* Run $ONIGPU_BIN/onigpu with args (NULL-terminated), output into out;
+ * returns the exit status, -1 if it could not run, -2 if there is no binary. */
+static int onigpu(const char *const *args)
+{
+    const char *dir = getenv("ONIGPU_BIN");
+    char bin[4096];
+    if (!dir)
+        return -2;
+    snprintf(bin, sizeof bin, "%s/onigpu", dir);
+    if (access(bin, X_OK))
+        return -2;
+    const char *argv[32] = {bin};
+    int n = 1;
+    for (; args[n - 1] && n < 31; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    int fd[2];
+    if (pipe(fd))
+        return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    pid_t pid;
+    int rc = posix_spawn(&pid, bin, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    if (rc) {
+        close(fd[0]);
+        return -1;
+    }
+    size_t len = 0;
+    ssize_t r;
+    while ((r = read(fd[0], out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t)r;
+    out[len] = 0;
+    close(fd[0]);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+#define ONIGPU(...) onigpu((const char *const[]){__VA_ARGS__, NULL})
+#define NEED_BIN()                                                                     \
+    do {                                                                               \
+        if (!getenv("ONIGPU_BIN"))                                                     \
+            SKIP("ONIGPU_BIN not set (run through ctest)");                            \
+    } while (0)
+
+/* The number after `key` in out, or NAN. */
+static double after(const char *key)
+{
+    const char *p = strstr(out, key);
+    return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* `onigpu run` on backend b for a few seconds: spikes against ground truth,
+ * latency measured and positive, nothing dropped, results written. */
+static void check_run(const char *backend, const char *seconds)
+{
+    char dir[] = "/tmp/onigpu-run-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int rc = ONIGPU("run", "--backend", backend, "--seconds", seconds, "--out", dir);
+    CHECK_EQ(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s\n", out);
+    double recall = after("recall "), precision = after("precision ");
+    double p50 = after("acquisition clock): p50 "), dropped = after("dropped            ");
+    double events = after("vs ground truth    ");
+    fprintf(stderr, "  %s: %g events, recall %.3f, precision %.3f, latency p50 %.1f us, dropped %g\n", backend,
+            events, recall, precision, p50, dropped);
+    CHECK(events >= 50);
+    CHECK(recall >= 0.90);
+    CHECK(precision >= 0.90);
+    CHECK(p50 > 0 && p50 < 20000);
+    CHECK(dropped == 0);
+    CHECK(strstr(out, "results in ") != NULL);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+#endif
