@@ -264,6 +264,7 @@ TEST(report_writes_csv_and_json)
     CHECK(strstr(json, "\"cpu\": \"") != NULL);
     CHECK(strstr(json, "\"cores\": ") != NULL);
     CHECK(strstr(json, "\"kernel\": \"") != NULL);
+    CHECK(strstr(json, "\"loadavg\": \"") != NULL);
     CHECK(strstr(json, "\"gpu\": \"Test GPU\"") != NULL);
     CHECK(strstr(json, "\"command\": \"onigpu bench frames --label a \\\"quoted\\\" word\"") != NULL);
     CHECK(strstr(json, "\"date\": \"20") != NULL);

@@ -245,6 +245,9 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
     }
     if (gpu)
         rc |= add_meta(r, "gpu", gpu, 0);
+    /* On a shared machine the load at the start explains a noisy run. */
+    if (read_line("/proc/loadavg", buf, sizeof buf) == 0)
+        rc |= add_meta(r, "loadavg", buf, 0);
 
     size_t need = 1;
     for (int i = 0; i < argc; i++)
