@@ -61,6 +61,13 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # thesis table 5.2 on every backend (round trip per block, stage breakdown)
     step "bench loop" 300 "$BUILD/onigpu" bench loop --seconds "${LOOP_SECONDS:-2}" --out "$RES" \
         > >(tee -a "$SUM")
+    # thesis table 5.1 (ceilings, MAC roofline) and figure 6.1 with these numbers
+    step roofline 120 "$BUILD/onigpu" roofline --out "$RES" > >(tee -a "$SUM")
+    step advise 120 "$BUILD/onigpu" advise --data 4kB --compute 4kB --ai 0.75 --measure > >(tee -a "$SUM")
+    # the main job on every backend
+    for b in cpu gpu-staged gpu-direct gpu-graph gpu-flag gpu-persistent; do
+        step "run $b" 60 "$BUILD/onigpu" run --backend "$b" --seconds 4 --out "$RES/run-$b" > >(tee -a "$SUM")
+    done
 fi
 
 echo "=== done, status $status; results in $OUT"
