@@ -100,7 +100,7 @@ TEST(init_twice_and_init_failure)
     CHECK_RC(fx_set_u32(ctx, SCR_OPT_INITRC, (uint32_t)ONI_EINIT), 0);
     CHECK_RC(oni_init_ctx(ctx, 0), ONI_EINIT);
     CHECK_RC(fx_set_u32(ctx, SCR_OPT_INITRC, 0), 0);
-    CHECK_RC(oni_init_ctx(ctx, -1), 0); /* a failed init can be retried */
+    CHECK_RC(oni_init_ctx(ctx, -1), 0); /* a failed driver init can be retried */
     CHECK_RC(oni_init_ctx(ctx, 0), ONI_EINVALSTATE);
     CHECK_EQ(fx_stats(ctx).inits, 2);
     CHECK_RC(oni_destroy_ctx(ctx), 0);

@@ -237,3 +237,19 @@ TEST(reset_reads_new_table_and_keeps_old_on_failure)
     CHECK_EQ(v, 3);
     oni_destroy_ctx(ctx);
 }
+
+TEST(init_retry_after_bad_table)
+{
+    oni_device_t rep[2] = {{4, 10, 1, 4, 0}, {4, 10, 1, 4, 0}};
+    uint8_t sig[400];
+    size_t len = fx_devtable(sig, sizeof sig, rep, 2);
+    oni_ctx ctx = with_signal(sig, len);
+    REQUIRE(ctx);
+    CHECK_RC(oni_init_ctx(ctx, 0), ONI_EDEVIDXREPEAT);
+    len = fx_devtable(sig, sizeof sig, two, 2);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len) == 0);
+    CHECK_RC(oni_init_ctx(ctx, 0), 0);
+    CHECK_EQ(fx_stats(ctx).inits, 1); /* the hardware was opened once */
+    CHECK_EQ(fx_stats(ctx).resets, 2);
+    oni_destroy_ctx(ctx);
+}

@@ -186,8 +186,12 @@ int oni_init_ctx(oni_ctx ctx, int host_idx)
     int rc = ONI_EINVALSTATE;
     if (atomic_load(&ctx->state) != ONI_STATE_UNINIT)
         goto out;
-    if ((rc = ctx->drv.init(ctx->dctx, host_idx)) < 0)
-        goto out;
+    /* After a failed reset, a retry must not open the hardware twice. */
+    if (!ctx->drv_open) {
+        if ((rc = ctx->drv.init(ctx->dctx, host_idx)) < 0)
+            goto out;
+        ctx->drv_open = 1;
+    }
     send_timeout(ctx);
     if ((rc = reset(ctx)) < 0)
         goto out;

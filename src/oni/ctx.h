@@ -81,6 +81,7 @@ struct oni_ctx_impl {
      * write path. The device table changes only with all three held. */
     pthread_mutex_t lock, rlock, wlock;
     _Atomic int state;
+    int drv_open;              /* the driver's init succeeded */
     _Atomic uint32_t timeout_ms;
     oni_size_t sysclk_hz, acqclk_hz;
     oni_device_t *devs;        /* sorted by idx */
