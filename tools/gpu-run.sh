@@ -10,7 +10,7 @@
 #
 # Knobs (environment): BUILD (build dir, default build-gpu), JOBS,
 #   XFER_TOTAL (bytes per size, default 256M), XFER_SIZES (default 64:16M),
-#   XFER_LINKS (default "gen2x4 unlimited"), SKIP_TESTS=1, SKIP_BENCH=1.
+#   XFER_LINKS (default "gen2x4 unlimited"), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_LOOP=1 (no loop benchmarks).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -56,6 +56,12 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
             --sizes "${XFER_SIZES:-64:16M}" --total "${XFER_TOTAL:-256M}" --dir both --out "$RES" \
             > >(tee -a "$SUM")
     done
+    # the 4 KiB tail: 10^5 transfers per path, max against p50 (TARGETS.md)
+    step "bench transfer 4K x 1e5" 120 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:4K \
+        --paths reference,direct,prepinned --dir both --max-reps 100000 --total 1G --out "$RES" \
+        > >(tee -a "$SUM")
+fi
+if [ "${SKIP_BENCH:-0}" != 1 ] && [ "${SKIP_LOOP:-0}" != 1 ]; then
     # --- closed loop benchmarks ("loop" engineer): add `onigpu bench loop` and
     # --- `onigpu roofline` lines here, writing into "$RES" and appending to "$SUM".
     # thesis table 5.2 on every backend (round trip per block, stage breakdown)
