@@ -314,11 +314,21 @@ static double nice_step(double span)
     return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
+/* Tick label: short, with an SI suffix for large values ("12.5M"), so
+ * labels stay narrow enough for the left margin. */
 static void fmt_num(char *buf, size_t len, double v)
 {
+    static const struct { double from, div; const char *suffix; } si[] = {
+        {1e12, 1e12, "T"}, {1e9, 1e9, "G"}, {1e6, 1e6, "M"}, {1e4, 1e3, "k"}};
     if (fabs(v) < 1e-12)
         v = 0;
-    snprintf(buf, len, "%.6g", v);
+    for (size_t i = 0; i < sizeof si / sizeof si[0]; i++) {
+        if (fabs(v) >= si[i].from) {
+            snprintf(buf, len, "%.4g%s", v / si[i].div, si[i].suffix);
+            return;
+        }
+    }
+    snprintf(buf, len, "%.5g", v);
 }
 
 #define GRID 0xE4E4E4u
