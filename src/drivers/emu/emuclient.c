@@ -7,6 +7,7 @@
  * card's FIFO, so dropping them would tear frames), any other late answer is
  * discarded by its sequence number. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -153,18 +154,32 @@ static int call(struct emuc *c, struct chan *ch, uint16_t type, const void *body
     return await(c, ch, type, seq, out, out_len, oni_now_ns() + (uint64_t)wait_ms * 1000000u);
 }
 
-static int connect_to(const char *path, int *fd)
+/* Connect to the daemon's socket, waiting at most until deadline: a daemon
+ * that stopped accepting (its backlog full) must not hang the caller. */
+static int connect_to(const char *path, int *fd, uint64_t deadline)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof a.sun_path)
         return ONI_EPATHINVALID;
     strcpy(a.sun_path, path);
-    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return ONI_EBADALLOC;
-    if (connect(s, (struct sockaddr *)&a, sizeof a)) {
+    while (connect(s, (struct sockaddr *)&a, sizeof a)) {
+        if (errno != EAGAIN && errno != EINTR) {
+            close(s);
+            return ONI_EPATHINVALID;
+        }
+        if (oni_now_ns() >= deadline) {
+            close(s);
+            return ONI_ETIMEOUT;
+        }
+        usleep(1000);
+    }
+    int fl = fcntl(s, F_GETFL);
+    if (fl < 0 || fcntl(s, F_SETFL, fl & ~O_NONBLOCK)) {
         close(s);
-        return ONI_EPATHINVALID;
+        return ONI_EBADALLOC;
     }
     *fd = s;
     return 0;
@@ -257,8 +272,9 @@ int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct em
         pthread_mutex_init(&c->ch[i].lock, NULL);
     }
     int rc = 0;
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (int i = 0; i < EMUP_NCHAN && !rc; i++)
-        rc = connect_to(path, &c->ch[i].fd);
+        rc = connect_to(path, &c->ch[i].fd, deadline);
     if (!rc)
         rc = hello(c, spec ? spec : "", timeout_ms, err, err_cap);
     if (rc) {
