@@ -52,10 +52,12 @@ static void tc_fill(struct emu_dev *d, uint8_t *out, uint64_t t)
 {
     (void)t;
     struct tcore *p = d->priv;
-    uint64_t *w = (uint64_t *)(void *)out, v = p->next;
+    uint64_t v = p->next;
     size_t n = d->desc.read_size / 8;
-    for (size_t i = 0; i < n; i++)
-        w[i] = v + i;
+    for (size_t i = 0; i < n; i++) { /* frames are 4-byte aligned in the FIFO */
+        uint64_t x = v + i;
+        memcpy(out + 8 * i, &x, 8);
+    }
     p->next = v + n;
 }
 
