@@ -256,6 +256,10 @@ struct bench_frames_result {
     uint64_t stream_bytes;      /* phase 1: bytes in the stream (oni_read_frame's returns) */
     double seconds;             /* phase 1 wall time */
     double frames_per_s, mb_per_s; /* mb_per_s: payload */
+    /* Phase 1 cut in 10 slices of equal time: the lowest, median (nearest
+     * rank) and highest slice rate, frames/s. On a shared machine the median
+     * slice is the steadier figure; frames_per_s is the whole phase. */
+    double slice_fps_min, slice_fps_p50, slice_fps_max;
     double allocs_per_frame;    /* phase 1; < 0 when not counted */
     uint64_t allocs;            /* phase 1 total */
     struct bench_stats call_ns; /* phase 2: one oni_read_frame + oni_destroy_frame,

@@ -9,6 +9,7 @@
  * 8 Mi samples = 64 MiB. Phase 2 ends early when the recorder is full. */
 #define MAX_SAMPLES (8u << 20)
 #define CLOCK_CHECK_EVERY 256 /* phase 1 reads the clock once per this many frames */
+#define NSLICES 10
 
 /* Median cost of one bench_now_ns call, from back-to-back pairs. */
 static double clock_cost_ns(void)
@@ -44,11 +45,18 @@ static int open_ctx(const char *driver, uint32_t block, oni_ctx *out)
     return ONI_ESUCCESS;
 }
 
-/* Read and release frames until `until_ns`; counts into r. */
-static int phase_throughput(oni_ctx ctx, uint64_t until_ns, struct bench_frames_result *r)
+/* Read and release frames from t0 until `until_ns`; counts into r. The
+ * span is cut in NSLICES slices whose rates are kept too: on a shared
+ * machine the median slice shows the rate when nothing else ran. */
+static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
+                            struct bench_frames_result *r)
 {
     uint64_t frames = 0, bytes = 0, sbytes = 0;
-    for (;;) {
+    uint64_t slice_ns = (until_ns - t0) / NSLICES, slice_end = t0 + slice_ns, slice_frames = 0;
+    uint64_t slice_start = t0, now;
+    uint64_t rate[NSLICES]; /* frames per second of each slice, truncated */
+    size_t nrate = 0;
+    do {
         for (int i = 0; i < CLOCK_CHECK_EVERY; i++) {
             oni_frame_t *f;
             int n = oni_read_frame(ctx, &f);
@@ -59,12 +67,31 @@ static int phase_throughput(oni_ctx ctx, uint64_t until_ns, struct bench_frames_
             oni_destroy_frame(f);
         }
         frames += CLOCK_CHECK_EVERY;
-        if (bench_now_ns() >= until_ns)
-            break;
-    }
+        slice_frames += CLOCK_CHECK_EVERY;
+        now = bench_now_ns();
+        if (now >= slice_end && nrate < NSLICES && now > slice_start) {
+            rate[nrate++] = slice_frames * 1000000000u / (now - slice_start);
+            slice_frames = 0;
+            slice_start = now;
+            slice_end = now + slice_ns;
+        }
+    } while (now < until_ns);
     r->frames = frames;
     r->bytes = bytes;
     r->stream_bytes = sbytes;
+    /* Insertion sort in place: this runs before the allocation count is
+     * read, so it must not allocate (bench_stats_compute would). */
+    for (size_t i = 1; i < nrate; i++)
+        for (size_t j = i; j > 0 && rate[j - 1] > rate[j]; j--) {
+            uint64_t t = rate[j];
+            rate[j] = rate[j - 1];
+            rate[j - 1] = t;
+        }
+    if (nrate) {
+        r->slice_fps_min = (double)rate[0];
+        r->slice_fps_p50 = bench_percentile_sorted(rate, nrate, 50);
+        r->slice_fps_max = (double)rate[nrate - 1];
+    }
     return ONI_ESUCCESS;
 }
 
@@ -97,13 +124,14 @@ static int run_block(const struct bench_frames_opts *o, struct bench_rec *rec,
     struct bench_frames_result scratch = {0};
 
     /* Warm-up: pools, blocks and caches reach their steady state. */
-    rc = phase_throughput(ctx, bench_now_ns() + warm, &scratch);
+    uint64_t w0 = bench_now_ns();
+    rc = phase_throughput(ctx, w0, w0 + warm, &scratch);
     if (rc)
         goto out;
 
     uint64_t a0 = o->alloc_count ? o->alloc_count() : 0;
     uint64_t t0 = bench_now_ns();
-    rc = phase_throughput(ctx, t0 + span / 2, r);
+    rc = phase_throughput(ctx, t0, t0 + span / 2, r);
     uint64_t t1 = bench_now_ns();
     uint64_t a1 = o->alloc_count ? o->alloc_count() : 0;
     if (rc)
