@@ -1,0 +1,333 @@
+/* cmd_bench_daemon.c - `onigpu bench daemon`: what the onix-emu daemon costs
+ * against the in-process card, measured in one run on the same card spec:
+ * register access latency (oni_read_reg), block reads of the GPU stream into
+ * a host buffer (ONI_DRV_READ, per block size), and default-stream
+ * throughput through oni_read_frame. It starts its own daemon (onix-emu next
+ * to the onigpu executable, or --daemon-bin) on a private socket. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "bench/bench.h"
+#include "cli.h"
+#include "cli_oni.h"
+#include "onigpu.h"
+#include "oniemu.h"
+
+static int daemon_bench(int argc, char **argv);
+CLI_COMMAND(bench_daemon, "bench daemon", "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--out DIR]",
+            "in-process card vs onix-emu daemon: register latency, block reads, stream throughput", daemon_bench)
+
+#define MAX_BLOCKS 16
+#define MODES 2
+
+struct opts {
+    unsigned regs, reads;
+    uint32_t blocks[MAX_BLOCKS];
+    size_t nblocks;
+    double seconds;
+    const char *out, *bin;
+};
+
+static const char *const mode_name[MODES] = {"in-process", "daemon"};
+
+/* Card: the test core on the GPU stream, another on the default stream, emulated time, no link model. */
+#define CARD "devices=testcore:route=1,testcore;mode=fast;link=unlimited;seed=1"
+
+static pid_t start_daemon(const char *bin, const char *sock)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(bin, bin, "--socket", sock, (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0)
+        return -1;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+    for (int i = 0; i < 500; i++) {
+        int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        int ok = s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0;
+        if (s >= 0)
+            close(s);
+        if (ok)
+            return pid;
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return -1;
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static oni_ctx open_mode(int mode, const char *sock)
+{
+    char spec[300];
+    snprintf(spec, sizeof spec, "%s%s%s", mode ? "daemon=" : "", mode ? sock : "", mode ? ";" CARD : CARD);
+    return cli_open("emu", spec, -1);
+}
+
+/* Register reads of the first hub manager: per-call times. */
+static int bench_regs(oni_ctx ctx, unsigned n, struct bench_stats *st)
+{
+    oni_device_t dev[64];
+    size_t sz = sizeof dev;
+    int rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, dev, &sz);
+    if (rc)
+        return rc;
+    uint32_t hub = UINT32_MAX;
+    for (size_t i = 0; i < sz / sizeof dev[0] && hub == UINT32_MAX; i++)
+        if ((dev[i].idx & 0xFF) == 0xFE)
+            hub = dev[i].idx;
+    if (hub == UINT32_MAX)
+        return ONI_EDEVIDX;
+    uint64_t *t = malloc(n * sizeof *t);
+    if (!t)
+        return ONI_EBADALLOC;
+    for (unsigned i = 0; i < n && !rc; i++) {
+        oni_reg_val_t v;
+        uint64_t t0 = bench_now_ns();
+        rc = oni_read_reg(ctx, hub, 4, &v);
+        t[i] = bench_now_ns() - t0;
+    }
+    if (!rc)
+        rc = bench_stats_compute(t, n, st);
+    free(t);
+    return rc;
+}
+
+/* n blocks of size bytes from the GPU stream into a host buffer: per-block times. */
+static int bench_block(oni_ctx ctx, uint32_t size, unsigned n, struct bench_stats *st)
+{
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &size, sizeof size);
+    if (rc)
+        return rc;
+    uint8_t *buf = malloc(size);
+    uint64_t *t = malloc(n * sizeof *t);
+    if (!buf || !t) {
+        free(buf);
+        free(t);
+        return ONI_EBADALLOC;
+    }
+    onigpu_buf_t ob = {buf, size};
+    for (unsigned i = 0; i < n / 10 + 1 && !rc; i++) /* warm up: page faults, ring pages */
+        rc = oni_set_driver_opt(ctx, ONI_DRV_READ, &ob, sizeof ob);
+    for (unsigned i = 0; i < n && !rc; i++) {
+        uint64_t t0 = bench_now_ns();
+        rc = oni_set_driver_opt(ctx, ONI_DRV_READ, &ob, sizeof ob);
+        t[i] = bench_now_ns() - t0;
+    }
+    if (!rc)
+        rc = bench_stats_compute(t, n, st);
+    free(buf);
+    free(t);
+    return rc;
+}
+
+/* oni_read_frame for seconds: payload MB/s. */
+static int bench_stream(oni_ctx ctx, double seconds, double *mbps, double *fps)
+{
+    uint64_t bytes = 0, frames = 0, t0 = bench_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), now;
+    do {
+        for (int k = 0; k < 256; k++) {
+            oni_frame_t *f;
+            int rc = oni_read_frame(ctx, &f);
+            if (rc < 0)
+                return rc;
+            bytes += f->data_sz;
+            frames++;
+            oni_destroy_frame(f);
+        }
+    } while ((now = bench_now_ns()) < end);
+    *mbps = bench_mb_per_s((double)bytes, (double)(now - t0));
+    *fps = frames / ((now - t0) / 1e9);
+    return 0;
+}
+
+static void row_stats(struct bench_report *r, int mode, const char *what, long long size,
+                      const struct bench_stats *s, const struct bench_stats *base)
+{
+    bench_cell_str(r, "mode", mode_name[mode]);
+    bench_cell_str(r, "op", what);
+    bench_cell_int(r, "size", size);
+    bench_cell_stats(r, "", s);
+    if (size > 0)
+        bench_cell_num(r, "mb_per_s", bench_mb_per_s((double)size, s->p50));
+    if (base)
+        bench_cell_num(r, "p50_vs_in_process", s->p50 / base->p50);
+    bench_report_row(r, NULL);
+    printf("%-11s %-12s %9lld %9.0f %9.0f %9.0f %9.0f", mode_name[mode], what, size, s->p50, s->p99, s->p999, s->max);
+    if (base)
+        printf("  x%.2f", s->p50 / base->p50);
+    printf("\n");
+}
+
+static int run_all(const struct opts *o, const char *sock, struct bench_report *r)
+{
+    struct bench_stats reg[MODES], blk[MODES][MAX_BLOCKS];
+    double mbps[MODES], fps[MODES];
+    for (int m = 0; m < MODES; m++) {
+        oni_ctx ctx = open_mode(m, sock);
+        if (!ctx)
+            return 1;
+        int rc = bench_regs(ctx, o->regs, &reg[m]);
+        oni_reg_val_t run = 1;
+        if (!rc)
+            rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
+        for (size_t b = 0; b < o->nblocks && !rc; b++)
+            rc = bench_block(ctx, o->blocks[b], o->reads, &blk[m][b]);
+        if (!rc)
+            rc = bench_stream(ctx, o->seconds, &mbps[m], &fps[m]);
+        oni_destroy_ctx(ctx);
+        if (rc)
+            return cli_fail(mode_name[m], rc);
+    }
+    printf("%-11s %-12s %9s %9s %9s %9s %9s\n", "mode", "op", "bytes", "p50 ns", "p99 ns", "p99.9 ns", "max ns");
+    for (int m = 0; m < MODES; m++)
+        row_stats(r, m, "read_reg", 0, &reg[m], m ? &reg[0] : NULL);
+    for (size_t b = 0; b < o->nblocks; b++)
+        for (int m = 0; m < MODES; m++)
+            row_stats(r, m, "gpu_read", o->blocks[b], &blk[m][b], m ? &blk[0][b] : NULL);
+    for (int m = 0; m < MODES; m++) {
+        bench_cell_str(r, "mode", mode_name[m]);
+        bench_cell_num(r, "mb_per_s", mbps[m]);
+        bench_cell_num(r, "frames_per_s", fps[m]);
+        if (m)
+            bench_cell_num(r, "vs_in_process", mbps[m] / mbps[0]);
+        bench_report_row(r, "stream");
+        printf("%-11s stream: %.1f MB/s payload, %.0f frames/s%s", mode_name[m], mbps[m], fps[m], m ? "" : "\n");
+    }
+    printf("  x%.2f\n", mbps[1] / mbps[0]);
+    return 0;
+}
+
+static int parse_blocks(const char *list, struct opts *o)
+{
+    char buf[256], *save = NULL;
+    if (strlen(list) >= sizeof buf)
+        return -1;
+    strcpy(buf, list);
+    o->nblocks = 0;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        if (o->nblocks == MAX_BLOCKS || cli_parse_size(t, &v) || !v || v % 4 || v > (8u << 20))
+            return -1;
+        o->blocks[o->nblocks++] = (uint32_t)v;
+    }
+    return o->nblocks ? 0 : -1;
+}
+
+/* onix-emu next to this executable. */
+static int default_bin(char *path, size_t cap)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    return snprintf(path, cap, "%s/onix-emu", self) < (int)cap ? 0 : -1;
+}
+
+static int daemon_bench(int argc, char **argv)
+{
+    static const struct cli_command self = {"bench daemon",
+                                            "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--out DIR]",
+                                            "in-process card vs onix-emu daemon", NULL};
+    struct opts o = {.regs = 2000, .reads = 1000, .blocks = {4096, 65536, 1 << 20}, .nblocks = 3,
+                     .seconds = 1, .out = "docs/results"};
+    char bin[PATH_MAX];
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: onigpu bench daemon [options]\n"
+               "  --regs N         register reads per mode (default 2000)\n"
+               "  --blocks LIST    GPU-stream block sizes, multiples of 4 up to 8M (default 4K,64K,1M)\n"
+               "  --reads N        blocks per size and mode (default 1000)\n"
+               "  --seconds T      default-stream throughput time per mode (default 1)\n"
+               "  --daemon-bin P   onix-emu to start (default: next to onigpu)\n"
+               "  --out DIR        result directory (default docs/results)\n"
+               "card: " CARD "\n");
+        return 0;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int rc;
+        uint32_t u;
+        if ((rc = cli_opt_value("--regs", argc, argv, &i, &v))) {
+            if (rc < 0 || cli_parse_u32(v, &u) || !u || u > 10000000)
+                return cli_usage(&self);
+            o.regs = u;
+        } else if ((rc = cli_opt_value("--reads", argc, argv, &i, &v))) {
+            if (rc < 0 || cli_parse_u32(v, &u) || !u || u > 10000000)
+                return cli_usage(&self);
+            o.reads = u;
+        } else if ((rc = cli_opt_value("--blocks", argc, argv, &i, &v))) {
+            if (rc < 0 || parse_blocks(v, &o))
+                return cli_usage(&self);
+        } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
+            if (rc < 0 || cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600)
+                return cli_usage(&self);
+        } else if ((rc = cli_opt_value("--daemon-bin", argc, argv, &i, &v))) {
+            if (rc < 0 || !*v)
+                return cli_usage(&self);
+            o.bin = v;
+        } else if ((rc = cli_opt_value("--out", argc, argv, &i, &v))) {
+            if (rc < 0 || !*v)
+                return cli_usage(&self);
+            o.out = v;
+        } else {
+            return cli_usage(&self);
+        }
+    }
+    if (!o.bin) {
+        if (default_bin(bin, sizeof bin))
+            return cli_fail("finding onix-emu (use --daemon-bin)", ONI_EPATHINVALID);
+        o.bin = bin;
+    }
+    if (access(o.bin, X_OK)) {
+        fprintf(stderr, "onigpu: %s: %s (use --daemon-bin)\n", o.bin, strerror(errno));
+        return 1;
+    }
+    char sock[108];
+    snprintf(sock, sizeof sock, "/tmp/onigpu-bench-daemon-%d.sock", (int)getpid());
+    pid_t pid = start_daemon(o.bin, sock);
+    if (pid < 0) {
+        fprintf(stderr, "onigpu: could not start %s\n", o.bin);
+        return 1;
+    }
+    char *full[64 + 2] = {"onigpu", "bench"};
+    int nfull = 2;
+    for (int i = 0; i < argc && nfull < 66; i++)
+        full[nfull++] = argv[i];
+    int err;
+    struct bench_report *r = bench_report_open(o.out, "daemon", nfull, full, NULL, &err);
+    int rc = r ? 0 : cli_fail(o.out, err);
+    if (r) {
+        bench_report_meta(r, "card_spec", CARD);
+        bench_report_meta(r, "method", "per call: oni_read_reg of a hub manager register; oni_set_driver_opt(ONI_DRV_READ) "
+                                       "of one GPU-stream block into a host buffer (after n/10 warm-up blocks); "
+                                       "stream: oni_read_frame + oni_destroy_frame for the given time. Both modes "
+                                       "in one run, in-process first; ratios = daemon p50 / in-process p50");
+        rc = run_all(&o, sock, r);
+        const char *json = bench_report_path(r, ".json");
+        char where[1024];
+        snprintf(where, sizeof where, "%s", json ? json : o.out);
+        int wrc = bench_report_close(r);
+        if (!rc && wrc)
+            rc = cli_fail("writing results", wrc);
+        else if (!rc)
+            printf("results: %s (and .csv, -stream.csv)\n", where);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    return rc;
+}
