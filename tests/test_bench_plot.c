@@ -371,3 +371,19 @@ TEST(report_lists_plots)
     unlink(png);
     rmdir(dir);
 }
+
+TEST(plot_tiny_spread_terminates)
+{
+    /* Values far apart from zero with a spread below their resolution:
+     * the axis must still be drawn, with a bounded number of ticks. */
+    double x[2] = {1, 2}, y[2] = {1e9, 1e9 + 1e-7};
+    struct bench_series s = {"flat", x, y, 2, BENCH_LINES};
+    struct bench_plot p = {"tiny", "x", "y", 0, 0, &s, 1};
+    char path[64];
+    tmp_path(path, sizeof path);
+    CHECK_RC(bench_plot_png(path, &p), ONI_ESUCCESS);
+    struct image img = {0};
+    CHECK_EQ(png_read(path, &img), 0);
+    free(img.rgb);
+    unlink(path);
+}

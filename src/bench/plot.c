@@ -401,8 +401,12 @@ static void draw_axis(struct canvas *c, const struct axis *a, int horiz, int oth
         }
         return;
     }
+    /* Ticks by integer index, never by adding the step: a step below the
+     * values' resolution would not advance. At most 20 ticks are drawn. */
     double step = nice_step(a->hi - a->lo);
-    for (double v = ceil(a->lo / step - 1e-9) * step; v <= a->hi + step * 1e-9; v += step) {
+    double k0 = ceil(a->lo / step - 1e-9), k1 = floor(a->hi / step + 1e-9);
+    for (int k = 0; k <= 20 && k0 + k <= k1; k++) {
+        double v = (k0 + k) * step;
         int p = (int)lround(axis_px(a, v));
         fmt_num(buf, sizeof buf, v);
         int w = text_w(buf, 2);
