@@ -193,8 +193,6 @@ static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, co
         if (total & mask)
             continue;
         now = now_s();
-        if (o->seconds && now - t0 >= o->seconds)
-            break;
         if (now - last >= 1.0) {
             double dt = now - last;
             printf("%7.1f s %14.0f frames/s %10.2f MB/s\n", now - t0, (total - last_total) / dt,
@@ -205,6 +203,8 @@ static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, co
                 ;
             last = now, last_total = total, last_bytes = bytes;
         }
+        if (o->seconds && now - t0 >= o->seconds)
+            break;
     }
     *secs = now_s() - t0;
     return rc;
