@@ -379,7 +379,8 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         bench_cell_num(r, "mb_s", bench_mb_per_s((double)n, st.mean));
         bench_cell_num(r, "max_over_p50", st.max / st.p50);
         rc = bench_report_row(r, NULL);
-        if (n == 4096 || n == (8u << 20))
+        /* thesis figure 4.3: frequency plots of the host-staged and GPUDirect paths */
+        if ((n == 4096 || n == (8u << 20)) && p != XFER_ORIGINAL && p != XFER_CHUNKED)
             hist_out(r, b, dirname, p, (size_t)n);
         if (npts < 64) {
             sizes[npts] = (double)n;
