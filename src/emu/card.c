@@ -69,10 +69,6 @@ static int sig_read(struct emu_card *c, uint8_t *dst, size_t n, uint64_t deadlin
     struct timespec ts;
     deadline_ts(deadline, &ts);
     pthread_mutex_lock(&c->lock);
-    if (c->sig_busy) {
-        pthread_mutex_unlock(&c->lock);
-        return ONI_EBUSY;
-    }
     while (!c->sig_fill) {
         if (oni_now_ns() >= deadline || pthread_cond_timedwait(&c->sig_cond, &c->lock, &ts) == ETIMEDOUT) {
             if (c->sig_fill)
@@ -242,8 +238,8 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
         }
         break;
     case ONI_CONFIG_RUNNING:
-        if (value && !c->running)
-            start(c, emu_card_now(c));
+        if (value && !c->running) /* fast mode: the clock moves on past the last frame */
+            start(c, c->fast && c->gen_now ? c->gen_now + 1 : emu_card_now(c));
         else if (!value && c->running) {
             c->running = 0;
             if (c->truth_file)

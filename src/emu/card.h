@@ -163,7 +163,6 @@ struct emu_card {
     uint8_t sigq[EMU_SIGQ_CAP];
     size_t sig_rd, sig_fill;
     uint64_t sig_dropped;
-    int sig_busy;
     pthread_cond_t sig_cond;
 
     /* write streams */

@@ -1,0 +1,240 @@
+/* bench_emu.c - `onigpu bench emu` (bench_emu.h).
+ *
+ * Generation: a card in fast mode with an unlimited link, one device set at a
+ * time, read by this one thread in 1 MiB blocks for the given time. "read"
+ * copies each block out of the card's FIFO into a buffer (emu_card_read, as
+ * the emu driver does); "peek" takes the block in place and consumes it
+ * (emu_card_fifo_peek/consume, as the card's DMA engine does), so it is the
+ * generation alone. In fast mode frames are generated in the reading thread,
+ * so one core does all the work. Bytes are stream bytes (headers included).
+ *
+ * Link: for each preset and block size, the card first generates the block
+ * (peek, untimed), then one emu_card_read of it is timed: copy + the link
+ * model's wait, compared with the model's latency + n / bandwidth.
+ *
+ * liboni: the same test core through oni_read_frame with BLOCKREADSIZE 1 MiB
+ * per preset (generation in the reader's thread included). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/bench_emu.h"
+#include "emu/emu.h"
+#include "oniemu.h"
+
+#define BLOCK (1u << 20)
+
+struct gen_case {
+    const char *name, *devices;
+    double nominal_Bps; /* stream bytes/s of the set in real time (0: no real-time rate) */
+};
+
+/* Stream bytes per second of np2 at 30 kHz (792-byte frames) etc., with the
+ * card's MEMUSAGE (100 Hz x 56 bytes) that is always there. */
+static const struct gen_case gen_cases[] = {
+    {"testcore", "testcore:bytes=4096:rate=2G", 2e9 * 4112 / 4096 + 5600},
+    {"np2", "np2", 30000 * 792.0 + 5600},
+    {"np1", "np1", 2500 * (16 + 9992.0) + 5600},
+    {"rhd2164", "rhd2164", 30000 * (16 + 144.0) + 5600},
+    {"np2x4", "np2,np2,np2,np2", 4 * 30000 * 792.0 + 5600},
+};
+
+static const char *const presets[] = {"gen2x4", "gen3x8", "gen4x8", "gen4x16", "gen5x16", "unlimited"};
+
+static int open_card(const char *devices, const char *link, struct emu_card **c)
+{
+    char spec[256], err[160];
+    snprintf(spec, sizeof spec, "mode=fast;link=%s;ddr=1G;devices=%s", link, devices);
+    int rc = emu_card_create(spec, c, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "bench emu: %s: %s\n", spec, err);
+        return rc;
+    }
+    if ((rc = emu_card_write_config(*c, ONI_CONFIG_RUNNING, 1)) != 0)
+        emu_card_destroy(*c);
+    return rc;
+}
+
+static int take_block(struct emu_card *c, int peek, uint8_t *buf)
+{
+    if (!peek) {
+        int rc = emu_card_read(c, EMU_STREAM_DATA, buf, BLOCK, 5000);
+        return rc < 0 ? rc : 0;
+    }
+    struct emu_span sp[2];
+    int rc = emu_card_fifo_peek(c, EMU_STREAM_DATA, BLOCK, sp, 5000);
+    return rc ? rc : emu_card_fifo_consume(c, EMU_STREAM_DATA, BLOCK);
+}
+
+static int gen_one(const struct bench_emu_opts *o, struct bench_report *r, const struct gen_case *g, int peek,
+                   uint8_t *buf)
+{
+    struct emu_card *c;
+    int rc = open_card(g->devices, "unlimited", &c);
+    if (rc)
+        return rc;
+    uint64_t t0 = bench_now_ns(), warm = t0 + 100000000ull; /* FIFO pages committed, caches warm */
+    while (!rc && bench_now_ns() < warm)
+        rc = take_block(c, peek, buf);
+    struct bench_rec rec;
+    if (!rc)
+        rc = bench_rec_init(&rec, 1u << 20);
+    if (rc) {
+        emu_card_destroy(c);
+        return rc;
+    }
+    uint64_t bytes = 0, start = bench_now_ns(), end = start + (uint64_t)(o->seconds * 1e9), now = start;
+    while (!rc && now < end) {
+        rc = take_block(c, peek, buf);
+        bytes += BLOCK;
+        uint64_t t = bench_now_ns();
+        bench_rec_add(&rec, t - now);
+        now = t;
+    }
+    emu_card_destroy(c);
+    struct bench_stats st;
+    if (!rc)
+        rc = bench_rec_stats(&rec, &st);
+    bench_rec_free(&rec);
+    if (rc)
+        return rc;
+    /* The machine may be shared: the median block's rate is the robust figure. */
+    double ns = (double)(now - start), mbs = bench_mb_per_s((double)bytes, ns);
+    double mbs_p50 = bench_mb_per_s(BLOCK, st.p50);
+    double xrt = g->nominal_Bps > 0 ? bytes / (ns / 1e9) / g->nominal_Bps : 0;
+    bench_cell_str(r, "devices", g->name);
+    bench_cell_str(r, "spec_devices", g->devices);
+    bench_cell_str(r, "path", peek ? "peek" : "read");
+    bench_cell_num(r, "seconds", ns / 1e9);
+    bench_cell_int(r, "bytes", (long long)bytes);
+    bench_cell_num(r, "mb_per_s", mbs);
+    bench_cell_num(r, "mb_per_s_p50_block", mbs_p50);
+    bench_cell_num(r, "nominal_mb_per_s", g->nominal_Bps / 1e6);
+    bench_cell_num(r, "x_realtime", xrt);
+    bench_cell_stats(r, "block_", &st);
+    if (!o->quiet)
+        printf("generate %-9s %-4s %9.1f MB/s (median 1 MiB block: %9.1f MB/s)  %.1fx real time\n", g->name,
+               peek ? "peek" : "read", mbs, mbs_p50, xrt);
+    return bench_report_row(r, NULL);
+}
+
+static int link_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset, size_t n,
+                    uint8_t *buf)
+{
+    struct emu_card *c;
+    int rc = open_card("testcore:bytes=4096:rate=2G", preset, &c);
+    if (rc)
+        return rc;
+    oniemu_link_t l;
+    emu_card_link(c, &l);
+    struct bench_rec rec;
+    if ((rc = bench_rec_init(&rec, 1u << 20)) != 0) {
+        emu_card_destroy(c);
+        return rc;
+    }
+    uint64_t spent = 0, end = bench_now_ns() + (uint64_t)(o->seconds * 1e9);
+    size_t count = 0;
+    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
+        struct emu_span sp[2];
+        if ((rc = emu_card_fifo_peek(c, EMU_STREAM_DATA, n, sp, 5000)) != 0) /* generate it, untimed */
+            break;
+        uint64_t t0 = bench_now_ns();
+        int got = emu_card_read(c, EMU_STREAM_DATA, buf, n, 5000);
+        uint64_t dt = bench_now_ns() - t0;
+        if (got != (int)n) {
+            rc = got < 0 ? got : ONI_EREADFAILURE;
+            break;
+        }
+        bench_rec_add(&rec, dt);
+        spent += dt;
+        count++;
+    }
+    emu_card_destroy(c);
+    struct bench_stats st;
+    if (!rc)
+        rc = bench_rec_stats(&rec, &st);
+    bench_rec_free(&rec);
+    if (rc)
+        return rc;
+    double model_ns = l.latency_s * 1e9 + (l.bandwidth_Bps > 0 ? n / l.bandwidth_Bps * 1e9 : 0);
+    double mbs = bench_mb_per_s((double)n * count, (double)spent);
+    double model_mbs = model_ns > 0 ? bench_mb_per_s((double)n, model_ns) : 0;
+    bench_cell_str(r, "link", preset);
+    bench_cell_num(r, "bandwidth_Bps", l.bandwidth_Bps);
+    bench_cell_num(r, "latency_s", l.latency_s);
+    bench_cell_int(r, "block", (long long)n);
+    bench_cell_num(r, "mb_per_s", mbs);
+    bench_cell_num(r, "model_ns", model_ns);
+    bench_cell_num(r, "model_mb_per_s", model_mbs);
+    bench_cell_num(r, "p50_over_model", model_ns > 0 ? st.p50 / model_ns : 0);
+    bench_cell_stats(r, "xfer_", &st);
+    if (!o->quiet)
+        printf("link %-9s %8zu B  %9.1f MB/s  model %9.1f MB/s  p50 %8.0f p99 %8.0f p99.9 %8.0f max %8.0f ns\n",
+               preset, n, mbs, model_mbs, st.p50, st.p99, st.p999, st.max);
+    return bench_report_row(r, "link");
+}
+
+static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset)
+{
+    char spec[160];
+    snprintf(spec, sizeof spec, "mode=fast;link=%s;ddr=1G;devices=testcore:bytes=4096:rate=2G", preset);
+    oni_ctx ctx = oni_create_ctx("emu");
+    if (!ctx)
+        return ONI_EINIT;
+    uint32_t block = BLOCK, run = 1;
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    if (!rc)
+        rc = oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, sizeof block);
+    if (!rc)
+        rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
+    uint64_t bytes = 0, frames = 0, start = bench_now_ns(), now = start;
+    uint64_t end = start + (uint64_t)(o->seconds * 1e9);
+    while (!rc && now < end) {
+        oni_frame_t *f;
+        int n = oni_read_frame(ctx, &f);
+        if (n < 0) {
+            rc = n;
+            break;
+        }
+        bytes += 16 + f->data_sz;
+        frames++;
+        oni_destroy_frame(f);
+        if (!(frames & 63))
+            now = bench_now_ns();
+    }
+    now = bench_now_ns();
+    oni_destroy_ctx(ctx);
+    if (rc)
+        return rc;
+    double mbs = bench_mb_per_s((double)bytes, (double)(now - start));
+    bench_cell_str(r, "link", preset);
+    bench_cell_int(r, "block", BLOCK);
+    bench_cell_int(r, "frames", (long long)frames);
+    bench_cell_num(r, "mb_per_s", mbs);
+    if (!o->quiet)
+        printf("liboni %-9s %9.1f MB/s  (oni_read_frame, BLOCKREADSIZE 1 MiB, test core 4096 B frames)\n", preset, mbs);
+    return bench_report_row(r, "liboni");
+}
+
+int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
+{
+    if (!o || !r || !(o->seconds > 0))
+        return ONI_EINVALARG;
+    uint8_t *buf = malloc(BLOCK);
+    if (!buf)
+        return ONI_EBADALLOC;
+    memset(buf, 0, BLOCK);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sizeof gen_cases / sizeof gen_cases[0]; i++)
+        for (int peek = 0; !rc && peek < 2; peek++)
+            rc = gen_one(o, r, &gen_cases[i], peek, buf);
+    static const size_t blocks[] = {4096, 65536, BLOCK};
+    for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i++)
+        for (size_t b = 0; !rc && b < sizeof blocks / sizeof blocks[0]; b++)
+            rc = link_one(o, r, presets[i], blocks[b], buf);
+    for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i++)
+        rc = liboni_one(o, r, presets[i]);
+    free(buf);
+    return rc;
+}
