@@ -70,6 +70,7 @@ TEST(emu_device_table_and_hubs)
     /* host devices on hub 0, np2 opens hub 1, bno055 joins it, rhd2164 hub 2, np1 hub 3 */
     CHECK_EQ(find_id(t, n, ONIX_HEARTBEAT) >> 8, 0);
     CHECK_EQ(find_id(t, n, ONIX_MEMUSAGE) >> 8, 0);
+    CHECK_EQ(find_id(t, n, ONIX_BREAKDIG1R3), UINT32_MAX); /* only where asked for */
     CHECK_EQ(find_id(t, n, ONIX_ONIGPU_NEUROPIX2), 0x100);
     CHECK_EQ(find_id(t, n, ONIX_BNO055), 0x101);
     CHECK_EQ(find_id(t, n, ONIX_RHD2164), 0x200);
@@ -238,12 +239,12 @@ struct rate_case {
 TEST(emu_rates_and_timestamps_fast)
 {
     struct emu_card *c = card_open("mode=fast;link=unlimited;devices=np2,np1,rhd2164,bno055,heartbeat:hz=1000,"
-                                   "testcore:bytes=4096:rate=100M,loadtest:hz=5000,memusage:hz=250");
+                                   "testcore:bytes=4096:rate=100M,loadtest:hz=5000,memusage:hz=250,breakout:hz=50");
     REQUIRE(c);
     static const struct rate_case want[] = {
         {ONIX_ONIGPU_NEUROPIX2, 30000}, {ONIX_NEUROPIX1R0, 2500}, {ONIX_RHD2164, 30000},
         {ONIX_BNO055, 100},             {ONIX_HEARTBEAT, 1000},  {ONIX_ONIGPU_TESTCORE, 100e6 / 4096},
-        {ONIX_LOADTEST, 5000},          {ONIX_MEMUSAGE, 250},
+        {ONIX_LOADTEST, 5000},          {ONIX_MEMUSAGE, 250},    {ONIX_BREAKDIG1R3, 100},
     };
     enum { NW = sizeof want / sizeof want[0] };
     oni_device_t t[32];
@@ -452,7 +453,7 @@ static int write_frame(struct emu_card *c, enum emu_stream s, uint32_t dev, cons
 
 TEST(emu_write_frames_reach_stimulator)
 {
-    struct emu_card *c = card_open("mode=realtime;devices=stim,testsink:bytes=8,heartbeat");
+    struct emu_card *c = card_open("mode=realtime;devices=stim,testsink:bytes=8,heartbeat,breakout");
     REQUIRE(c);
     oni_device_t t[8];
     int n = table_read(c, t, 8);
@@ -495,6 +496,10 @@ TEST(emu_write_frames_reach_stimulator)
     CHECK_EQ(v, 2);
     CHECK_EQ(reg_get(c, sink, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 4);
+    uint32_t brk = find_id(t, n, ONIX_BREAKDIG1R3), outs = 0x1A5;
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, brk, &outs, 1), 12);
+    CHECK_EQ(reg_get(c, brk, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0xA5);
     /* malformed frames: rejected whole, counted, nothing delivered */
     CHECK_RC(write_frame(c, EMU_STREAM_WRITE, 0x0EE, w, 1), ONI_EBADFRAME);  /* no such device */
     CHECK_RC(write_frame(c, EMU_STREAM_WRITE, hb, w, 2), ONI_EBADFRAME);     /* not writable */

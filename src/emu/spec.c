@@ -11,11 +11,12 @@
 #include <string.h>
 #include "card.h"
 
-#define DEFAULT_DEVICES "heartbeat,stim,np2,bno055"
+#define DEFAULT_DEVICES "heartbeat,breakout,stim,np2,bno055"
 
 static const struct emu_devtype *const kinds[] = {
     &emu_dev_np2,      &emu_dev_np1,      &emu_dev_rhd2164,  &emu_dev_bno055, &emu_dev_heartbeat,
     &emu_dev_testcore, &emu_dev_testsink, &emu_dev_loadtest, &emu_dev_stim,   &emu_dev_memusage,
+    &emu_dev_breakout,
 };
 
 /* Hub manager registers per hub kind; the values are plausible, invented
