@@ -21,7 +21,7 @@
 #include "oniemu.h"
 
 static int daemon_bench(int argc, char **argv);
-CLI_COMMAND(bench_daemon, "bench daemon", "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--out DIR]",
+CLI_COMMAND(bench_daemon, "bench daemon", "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--out DIR]",
             "in-process card vs onix-emu daemon: register latency, block reads, stream throughput", daemon_bench)
 
 #define MAX_BLOCKS 16
@@ -32,6 +32,7 @@ struct opts {
     uint32_t blocks[MAX_BLOCKS];
     size_t nblocks;
     double seconds;
+    uint32_t stream_block; /* BLOCKREADSIZE of the stream test */
     const char *out, *bin;
 };
 
@@ -178,6 +179,8 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
         if (!ctx)
             return 1;
         int rc = bench_regs(ctx, o->regs, &reg[m]);
+        if (!rc)
+            rc = oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &o->stream_block, sizeof o->stream_block);
         oni_reg_val_t run = 1;
         if (!rc)
             rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
@@ -197,12 +200,14 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
             row_stats(r, m, "gpu_read", o->blocks[b], &blk[m][b], m ? &blk[0][b] : NULL);
     for (int m = 0; m < MODES; m++) {
         bench_cell_str(r, "mode", mode_name[m]);
+        bench_cell_int(r, "block_read_size", o->stream_block);
         bench_cell_num(r, "mb_per_s", mbps[m]);
         bench_cell_num(r, "frames_per_s", fps[m]);
         if (m)
             bench_cell_num(r, "vs_in_process", mbps[m] / mbps[0]);
         bench_report_row(r, "stream");
-        printf("%-11s stream: %.1f MB/s payload, %.0f frames/s%s", mode_name[m], mbps[m], fps[m], m ? "" : "\n");
+        printf("%-11s stream (BLOCKREADSIZE %u): %.1f MB/s payload, %.0f frames/s%s", mode_name[m], o->stream_block, mbps[m], fps[m],
+               m ? "" : "\n");
     }
     printf("  x%.2f\n", mbps[1] / mbps[0]);
     return 0;
@@ -242,10 +247,10 @@ static int default_bin(char *path, size_t cap)
 static int daemon_bench(int argc, char **argv)
 {
     static const struct cli_command self = {"bench daemon",
-                                            "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--out DIR]",
+                                            "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--out DIR]",
                                             "in-process card vs onix-emu daemon", NULL};
     struct opts o = {.regs = 2000, .reads = 1000, .blocks = {4096, 65536, 1 << 20}, .nblocks = 3,
-                     .seconds = 1, .out = "docs/results"};
+                     .seconds = 1, .stream_block = 65536, .out = "docs/results"};
     char bin[PATH_MAX];
     if (cli_wants_help(argc, argv)) {
         printf("usage: onigpu bench daemon [options]\n"
@@ -253,6 +258,7 @@ static int daemon_bench(int argc, char **argv)
                "  --blocks LIST    GPU-stream block sizes, multiples of 4 up to 8M (default 4K,64K,1M)\n"
                "  --reads N        blocks per size and mode (default 1000)\n"
                "  --seconds T      default-stream throughput time per mode (default 1)\n"
+               "  --stream-block B BLOCKREADSIZE of the stream test (default 64K)\n"
                "  --daemon-bin P   onix-emu to start (default: next to onigpu)\n"
                "  --out DIR        result directory (default docs/results)\n"
                "card: " CARD "\n");
@@ -276,6 +282,11 @@ static int daemon_bench(int argc, char **argv)
         } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
             if (rc < 0 || cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600)
                 return cli_usage(&self);
+        } else if ((rc = cli_opt_value("--stream-block", argc, argv, &i, &v))) {
+            uint64_t b;
+            if (rc < 0 || cli_parse_size(v, &b) || !b || b % 4 || b > (64u << 20))
+                return cli_usage(&self);
+            o.stream_block = (uint32_t)b;
         } else if ((rc = cli_opt_value("--daemon-bin", argc, argv, &i, &v))) {
             if (rc < 0 || !*v)
                 return cli_usage(&self);
