@@ -71,9 +71,14 @@ static double cpu_copy_gbps(size_t bytes)
     }
     memset(a, 1, bytes);
     memset(b, 2, bytes);
+    long long nchunk = 64;
+    size_t chunk = bytes / (size_t)nchunk;
     for (int i = 0; i < 4; i++) {
         uint64_t t0 = bench_now_ns();
-        memcpy(b, a, bytes);
+        /* every core copies its share, as the thesis' CPU figure counts all cores */
+#pragma omp parallel for schedule(static)
+        for (long long k = 0; k < nchunk; k++)
+            memcpy(b + (size_t)k * chunk, a + (size_t)k * chunk, chunk);
         double s = (double)(bench_now_ns() - t0) / 1e9;
         best = s < best ? s : best;
     }
@@ -81,7 +86,7 @@ static double cpu_copy_gbps(size_t bytes)
     (void)sink;
     free(a);
     free(b);
-    return 2.0 * (double)bytes / best / 1e9;
+    return 2.0 * (double)(chunk * (size_t)nchunk) / best / 1e9;
 }
 
 static void card_link(struct roofline *r, const char *link)

@@ -1,5 +1,6 @@
 /* cardsrc.c - blocks of the card's GPU data stream through the driver
  * options of onigpu.h (source.h). */
+#include <sched.h>
 #include <string.h>
 #include "onigpu.h"
 #include "loop/source.h"
@@ -19,8 +20,13 @@ static int card_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
     onigpu_buf_t b = {buf, len};
     if (len != c->block)
         return ONI_EBUFFERSIZE;
-    /* The context's own timeout (ONI_OPT_TIMEOUTMS) bounds the wait. */
-    return oni_set_driver_opt(c->ctx, ONI_DRV_READ, &b, sizeof b);
+    /* The context's own timeout (ONI_OPT_TIMEOUTMS) bounds the wait. The
+     * read holds the context's option lock while it waits for data; yield
+     * after it so other callers (stream statistics, stop) are not starved by
+     * back-to-back reads. */
+    int rc = oni_set_driver_opt(c->ctx, ONI_DRV_READ, &b, sizeof b);
+    sched_yield();
+    return rc;
 }
 
 static int card_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)

@@ -401,13 +401,15 @@ static int run(int argc, char **argv)
     }
     loop_stop(lp);
     pthread_join(lth, NULL);
-    uint32_t zero = 0;
-    oni_set_opt(r->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
     struct timespec settle = {0, 300000000}; /* the last echoes */
     nanosleep(&settle, NULL);
+    /* Stop reading before acquisition: stopping flushes the read path, which
+     * would wait for the echo reader otherwise. */
     atomic_store(&r->echo_stop, 1);
     pthread_join(echo, NULL);
     echo_started = 0;
+    uint32_t zero = 0;
+    oni_set_opt(r->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
     rc = lt.rc;
     if (rc)
         cli_fail("closed loop", rc);
