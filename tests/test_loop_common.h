@@ -119,7 +119,9 @@ static int spike_sink_write(void *ctx, uint64_t seq, const void *out, size_t len
 }
 
 /* Two seconds of 384-channel data at the real rate (30 kHz in blocks of
- * `frames`), so "no drops at the nominal rate" is tested too. */
+ * `frames`), so "no drops at the nominal rate" is tested too. The source
+ * buffers 1024 blocks (about half a second, the card buffers far more), so
+ * only a loop slower than the data on average drops. */
 static void check_ephys(int b, uint32_t frames, double rate_scale, struct loop_score *sc, struct loop_stats *stats)
 {
     struct loop_synth *sy = calloc(1, sizeof *sy);
@@ -132,7 +134,7 @@ static void check_ephys(int b, uint32_t frames, double rate_scale, struct loop_s
     REQUIRE(loop_ephys_init(st, &p, &sy->lay) == 0);
     struct loop_memsrc src;
     double rate = 30000.0 / frames * rate_scale;
-    REQUIRE(loop_memsrc_init(&src, (size_t)frames * sy->lay.stride, rate, 64, synth_fill, sy) == 0);
+    REQUIRE(loop_memsrc_init(&src, (size_t)frames * sy->lay.stride, rate, 1024, synth_fill, sy) == 0);
     struct loop_config c = {0};
     c.backend = b;
     c.work = LOOP_WORK_EPHYS;
