@@ -42,7 +42,7 @@ static int emu_bench_run(int argc, char **argv)
     bench_report_meta(r, "method",
                       "generation: fast mode, link unlimited, one thread reads 1 MiB blocks (read = "
                       "emu_card_read copy, peek = in place, generation only); MB/s = 10^6 stream bytes "
-                      "(headers included) per s. link: block generated first (untimed), then one "
+                      "(headers included) per s; per CPU s of the reading thread = one core. link: block generated first (untimed), then one "
                       "emu_card_read timed (copy + link model wait). liboni: oni_read_frame, "
                       "BLOCKREADSIZE 1 MiB, generation included");
     rc = bench_emu_run(&o, r);
