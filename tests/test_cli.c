@@ -155,6 +155,8 @@ TEST(reg_get_set_and_errors)
     NEED_BIN();
     CHECK_EQ(RUN("reg", "get", "1.0", "2", "--driver", "test"), 0);
     HAS("1.0 reg 0x2 = 0x00000002 (2)");
+    CHECK_EQ(RUN("reg", "get", "1.0", "2", "--timeout=50", "--driver", "test"), 0);
+    HAS("= 0x00000002 (2)");
     CHECK_EQ(RUN("reg", "--driver", "test", "get", "0x100", "0x3"), 0);
     HAS("= 0x0000008e (142)");
     CHECK_EQ(RUN("reg", "get", "2.254", "4", "--driver", "test"), 0);
@@ -186,6 +188,8 @@ TEST(reg_bad_arguments)
     CHECK_EQ(RUN("reg", "set", "1.0", "1", "-1", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "frob", "1.0", "1", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "get", "1.0", "2", "--verbose", "--driver", "test"), 2);
+    CHECK_EQ(RUN("reg", "get", "1.0", "2", "--timeout", "0", "--driver", "test"), 2);
+    CHECK_EQ(RUN("reg", "get", "1.0", "2", "--timeout", "soon", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "--help"), 0);
     HAS("usage: onigpu reg");
 }

@@ -12,6 +12,7 @@ void cli_conn_init(struct cli_conn *c)
     c->driver = NULL;
     c->emu = NULL;
     c->host = -1;
+    c->timeout_ms = 0;
 }
 
 int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value)
@@ -40,6 +41,8 @@ int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i)
         return rc > 0 && *c->driver ? 1 : -1;
     if ((rc = cli_opt_value("--emu", argc, argv, i, &c->emu)))
         return rc;
+    if ((rc = cli_opt_value("--timeout", argc, argv, i, &v)))
+        return rc > 0 && !cli_parse_u32(v, &c->timeout_ms) && c->timeout_ms ? 1 : -1;
     if ((rc = cli_opt_value("--host", argc, argv, i, &v)) <= 0)
         return rc;
     char *end;
@@ -53,7 +56,16 @@ int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i)
 
 oni_ctx cli_conn_open(const struct cli_conn *c)
 {
-    return cli_open(c->driver, c->emu, c->host);
+    oni_ctx ctx = cli_open(c->driver, c->emu, c->host);
+    if (ctx && c->timeout_ms) {
+        int rc = oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &c->timeout_ms, sizeof c->timeout_ms);
+        if (rc) {
+            cli_fail("cannot set the timeout", rc);
+            oni_destroy_ctx(ctx);
+            return NULL;
+        }
+    }
+    return ctx;
 }
 
 int cli_parse_u32(const char *s, uint32_t *out)

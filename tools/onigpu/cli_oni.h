@@ -8,11 +8,12 @@
 #include <stdint.h>
 #include "oni.h"
 
-/* --driver NAME, --emu SPEC, --host N (also as --opt=value). */
+/* --driver NAME, --emu SPEC, --host N, --timeout MS (also as --opt=value). */
 struct cli_conn {
-    const char *driver; /* NULL: the default, "emu" */
+    const char *driver;  /* NULL: the default, "emu" */
     const char *emu;
-    int host;           /* -1: the driver's default */
+    int host;            /* -1: the driver's default */
+    uint32_t timeout_ms; /* 0: the library's default ONI_OPT_TIMEOUTMS */
 };
 
 /* Initialise c to the defaults. */
@@ -22,7 +23,8 @@ void cli_conn_init(struct cli_conn *c);
  * and return 1; return 0 if it is not one, -1 if its value is missing or bad. */
 int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i);
 
-/* Open the connection c (cli_open); NULL after printing the error. */
+/* Open the connection c (cli_open, then ONI_OPT_TIMEOUTMS if given); NULL
+ * after printing the error. */
 oni_ctx cli_conn_open(const struct cli_conn *c);
 
 /* If argv[*i] is "--name VALUE" or "--name=VALUE", set *value, advance *i past

@@ -8,7 +8,7 @@
 #include "onix.h"
 
 static int info_run(int argc, char **argv);
-CLI_COMMAND(info, "info", "[--driver NAME] [--emu SPEC] [--host N]",
+CLI_COMMAND(info, "info", "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS]",
             "driver, ONI version, clocks, frame/block sizes, device table and hub managers", info_run)
 
 /* Print a uint32 context option as "label value unit", or the error. */

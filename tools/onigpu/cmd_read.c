@@ -13,7 +13,7 @@
 
 static int read_run(int argc, char **argv);
 CLI_COMMAND(read, "read",
-            "[--driver NAME] [--emu SPEC] [--host N] [--frames N | --seconds T] [--block BYTES] [--verify]",
+            "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify]",
             "stream frames: live rate, per-device counts, frames/s, MB/s, content verification", read_run)
 
 struct dev_stat {
