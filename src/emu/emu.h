@@ -40,7 +40,9 @@ int emu_card_write_config(struct emu_card *card, oni_config_t reg, uint32_t valu
 
 /* Read exactly n bytes of a read stream into dst (host memory), waiting up to
  * timeout_ms; the PCIe link model is applied. Returns n, ONI_ETIMEOUT, or an
- * error. The signal stream may return fewer than n bytes (at least 1). */
+ * error. The signal stream may return fewer than n bytes (at least 1).
+ * One reader per data stream at a time (another gets ONI_EBUSY); n larger
+ * than the stream's FIFO can never be satisfied and is ONI_EINVALARG. */
 int emu_card_read(struct emu_card *card, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms);
 
 /* Write n bytes of write frames to a write stream; malformed frames are
