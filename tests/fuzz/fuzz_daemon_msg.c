@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "drivers/emu/emuproto.h"
+/* Compiled into the target itself, so that libFuzzer's coverage
+ * instrumentation sees the parser (the library is built without it). The
+ * archive's copy is then never pulled in. */
+#include "drivers/emu/emuproto.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
