@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "drivers/emu/emuproto.h"
+#include "emu/emu.h" /* stream numbers of the protocol */
 #include "oni.h"
 #include "onigpu.h"
 #include "onii.h"
@@ -378,7 +381,7 @@ TEST(daemon_malformed_messages)
     CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_STATS, NULL, 0)), ONI_EDISCONNECTED);
     close(s);
 
-    /* inside a session: ring offsets that break the rules are refused */
+    /* a second HELLO while a session is active */
     int rc;
     oni_ctx ctx = open_daemon("", &rc);
     REQUIRE(ctx);
@@ -537,4 +540,169 @@ TEST(daemon_truth_file)
     unlink(pa);
     unlink(abs_b);
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* --- a raw session: ring rules enforced by the daemon ----------------------- */
+
+static int raw_hello(int s, struct emup_hello_reply *hr, int *memfd)
+{
+    uint8_t m[64], buf[EMUP_MAXMSG];
+    if (send(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, "", 1), MSG_NOSIGNAL) < 0)
+        return -1;
+    int n = emup_recv(s, buf, sizeof buf, oni_now_ns() + 2000000000ull, memfd);
+    if (n != (int)(sizeof(struct emup_hdr) + sizeof *hr))
+        return -1;
+    memcpy(hr, buf + sizeof(struct emup_hdr), sizeof *hr);
+    return hr->rc;
+}
+
+static int raw_attach(uint64_t token, uint32_t chan)
+{
+    int s = sock_connect();
+    uint8_t m[64];
+    struct emup_attach at = {token, chan, 0};
+    if (s >= 0 && raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_ATTACH, &at, sizeof at)) == 0)
+        return s;
+    if (s >= 0)
+        close(s);
+    return -1;
+}
+
+TEST(daemon_ring_rules)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int ctrl = sock_connect(), memfd = -1;
+    REQUIRE(ctrl >= 0);
+    struct emup_hello_reply hr;
+    REQUIRE(raw_hello(ctrl, &hr, &memfd) == 0);
+    CHECK(memfd >= 0);
+    int data = raw_attach(hr.token, EMUP_CHAN_DATA), wr = raw_attach(hr.token, EMUP_CHAN_WRITE);
+    REQUIRE(data >= 0 && wr >= 0);
+    CHECK(raw_attach(hr.token + 1, EMUP_CHAN_GPU) < 0); /* wrong token */
+    CHECK(raw_attach(hr.token, EMUP_CHAN_DATA) < 0);    /* channel taken */
+    uint8_t m[128];
+    struct emup_read rd = {EMU_STREAM_DATA, 64, 50, 0, 0};
+    /* not running: the read times out inside the daemon */
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd)), ONI_ETIMEOUT);
+    rd.tail = 4096; /* beyond anything produced */
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd)), ONI_EBADFRAME);
+    rd.tail = 0;
+    rd.stream = EMU_STREAM_SIGNAL; /* the signal stream belongs to CTRL */
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd)), ONI_EINVALARG);
+    struct emup_config cfg = {ONI_CONFIG_RUNNING, 1};
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_WRITE, &cfg, sizeof cfg)), ONI_EINVALSTATE);
+    uint64_t wcap = hr.ring[EMUP_RING_WRITE].cap;
+    struct emup_write w = {EMU_STREAM_WRITE, 64, 50, 0, wcap - 32}; /* wraps */
+    CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
+    w.start = wcap; /* skipping a whole lap ahead */
+    CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
+    w.len = (uint32_t)wcap + 4;
+    w.start = 0;
+    CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
+    w.stream = EMU_STREAM_GPU_WRITE; /* on the wrong channel */
+    w.len = 64;
+    CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EINVALARG);
+    /* a well-placed write of a malformed frame: the card's verdict comes back */
+    uint8_t *shm = mmap(NULL, (size_t)hr.shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    REQUIRE(shm != MAP_FAILED);
+    uint32_t bogus[4] = {0xDEAD, 100, 0, 0};
+    memcpy(shm + hr.ring[EMUP_RING_WRITE].offset, bogus, sizeof bogus);
+    w = (struct emup_write){EMU_STREAM_WRITE, sizeof bogus, 50, 0, 0};
+    CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
+    /* and the same offset again: already taken */
+    CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
+    munmap(shm, (size_t)hr.shm_size);
+    close(memfd);
+    close(data);
+    close(wr);
+    close(ctrl);
+    /* the session ended with CTRL: a proper client is served */
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* --- a lying daemon: the driver checks what it is told ---------------------- */
+
+enum { LIE_GARBAGE, LIE_VERSION, LIE_NO_FD, LIE_RING_OUTSIDE, LIE_SHORT_FILE };
+
+struct liar {
+    int lie, listen_fd;
+};
+
+static void *liar_main(void *arg)
+{
+    struct liar *l = arg;
+    int conn[EMUP_NCHAN], n = 0;
+    while (n < EMUP_NCHAN) {
+        struct pollfd p = {l->listen_fd, POLLIN, 0};
+        if (poll(&p, 1, 3000) <= 0)
+            break;
+        conn[n++] = accept(l->listen_fd, NULL, NULL);
+    }
+    uint8_t buf[EMUP_MAXMSG];
+    if (n == EMUP_NCHAN && emup_recv(conn[0], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL) > 0) {
+        struct emup_hdr h;
+        memcpy(&h, buf, sizeof h);
+        struct emup_hello_reply hr = {0};
+        hr.shm_size = 1 << 20;
+        for (int i = 0; i < EMUP_NRING; i++)
+            hr.ring[i] = (struct emup_ring_desc){(uint64_t)i << 16, 1 << 16};
+        int fd = memfd_create("liar", 0);
+        if (ftruncate(fd, l->lie == LIE_SHORT_FILE ? 4096 : 1 << 20))
+            fd = -1;
+        if (l->lie == LIE_RING_OUTSIDE)
+            hr.ring[2].offset = (1 << 20) - 100;
+        if (l->lie == LIE_GARBAGE)
+            send(conn[0], "nonsense-nonsense", 17, MSG_NOSIGNAL);
+        else if (l->lie == LIE_VERSION) {
+            struct emup_hdr bad = {EMUP_MAGIC, EMUP_VERSION + 1, EMUP_HELLO | EMUP_REPLY, h.seq, sizeof hr};
+            memcpy(buf, &bad, sizeof bad);
+            memcpy(buf + sizeof bad, &hr, sizeof hr);
+            send(conn[0], buf, sizeof bad + sizeof hr, MSG_NOSIGNAL);
+        } else
+            emup_send(conn[0], EMUP_HELLO | EMUP_REPLY, h.seq, &hr, sizeof hr, l->lie == LIE_NO_FD ? -1 : fd);
+        if (fd >= 0)
+            close(fd);
+        emup_recv(conn[0], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL); /* until the client hangs up */
+    }
+    for (int i = 0; i < n; i++)
+        close(conn[i]);
+    return NULL;
+}
+
+TEST(daemon_lying_daemon)
+{
+    static const struct {
+        int lie, want;
+    } cases[] = {{LIE_GARBAGE, ONI_EBADFRAME},
+                 {LIE_VERSION, ONI_EPROTCONFIG},
+                 {LIE_NO_FD, ONI_EBADFRAME},
+                 {LIE_RING_OUTSIDE, ONI_EBADFRAME},
+                 {LIE_SHORT_FILE, ONI_EBADFRAME}};
+    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        unlink(sock_path);
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+        struct liar l = {cases[c].lie, socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+        REQUIRE(l.listen_fd >= 0);
+        REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
+        pthread_t th;
+        REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
+        int rc;
+        oni_ctx ctx = open_daemon("", &rc);
+        CHECK(ctx == NULL);
+        CHECK_RC(rc, cases[c].want);
+        if (ctx)
+            oni_destroy_ctx(ctx);
+        pthread_join(th, NULL);
+        close(l.listen_fd);
+    }
+    unlink(sock_path);
+    sock_path[0] = 0; /* the next daemon test picks its own path again */
 }
