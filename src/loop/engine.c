@@ -300,6 +300,11 @@ static int cpu_init(struct loop *lp)
         if (!lp->hin[i] || !lp->out[i])
             return ONI_EBADALLOC;
         memset(lp->hin[i], 0, lp->cfg.in_bytes);
+        /* Pin the input blocks once where the source supports it (the card's
+         * DMA then writes them without per-transfer setup); a source that
+         * cannot pin host memory still reads into it. */
+        if (lp->cfg.src.pin)
+            lp->hin_pinned[i] = lp->cfg.src.pin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes) == 0;
     }
     return 0;
 }
@@ -307,6 +312,9 @@ static int cpu_init(struct loop *lp)
 static void cpu_fini(struct loop *lp)
 {
     for (uint32_t i = 0; i < lp->cfg.depth; i++) {
+        if (lp->hin_pinned[i] && lp->cfg.src.unpin)
+            lp->cfg.src.unpin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes);
+        lp->hin_pinned[i] = 0;
         free(lp->hin[i]);
         free(lp->out[i]);
         lp->hin[i] = lp->out[i] = NULL;

@@ -30,6 +30,7 @@ struct loop {
     size_t out_len;                      /* bytes handed to the sink per block */
     uint32_t nframes;                    /* EPHYS frames per block */
     void *hin[LOOP_MAXDEPTH];            /* host input blocks (cpu, gpu-staged) */
+    int hin_pinned[LOOP_MAXDEPTH];       /* cpu: pinned through the source */
     void *out[LOOP_MAXDEPTH];            /* host output blocks (pinned for GPU backends) */
     struct loop_ephys_state *ephys;      /* CPU copy of the EPHYS state */
     void *gpu;                           /* backend private state */

@@ -236,6 +236,9 @@ static void fini(struct loop *lp)
             cudaGraphExecDestroy(g->gx[i]);
         if (g->pinned[i] && lp->cfg.src.unpin)
             lp->cfg.src.unpin(lp->cfg.src.ctx, g->din[i], lp->cfg.in_bytes);
+        if (lp->hin_pinned[i] && lp->cfg.src.unpin)
+            lp->cfg.src.unpin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes);
+        lp->hin_pinned[i] = 0;
         cudaFree(g->din[i]);
         cudaFree(g->dout[i]);
         cudaFreeHost(lp->out[i]);
@@ -365,8 +368,11 @@ static int init(struct loop *lp)
             rc = cu(cudaMalloc(&g->dout[i], out_cap));
         if (!rc)
             rc = cu(cudaHostAlloc(&lp->out[i], out_cap, cudaHostAllocMapped));
-        if (!rc && b == LOOP_GPU_STAGED)
+        if (!rc && b == LOOP_GPU_STAGED) {
             rc = cu(cudaHostAlloc(&lp->hin[i], lp->cfg.in_bytes, cudaHostAllocDefault));
+            if (!rc && lp->cfg.src.pin) /* the card's DMA writes it without per-transfer setup */
+                lp->hin_pinned[i] = lp->cfg.src.pin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes) == 0;
+        }
         if (!rc && b != LOOP_GPU_STAGED && lp->cfg.src.pin) {
             rc = lp->cfg.src.pin(lp->cfg.src.ctx, g->din[i], lp->cfg.in_bytes);
             g->pinned[i] = rc == 0;
