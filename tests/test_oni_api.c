@@ -274,6 +274,21 @@ TEST(writable_options_and_callbacks)
     oni_destroy_ctx(ctx);
 }
 
+TEST(callback_errors_come_back)
+{
+    oni_ctx ctx = fx_open(devs3, 3, 1);
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_CALLBACKRC, (uint32_t)ONI_EINVALARG) == 0);
+    uint32_t v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_HWADDRESS, &v, 4), ONI_EINVALARG);
+    CHECK_EQ(fx_stats(ctx).last_callback, ONI_OPT_HWADDRESS);
+    /* Except for the timeout, which drivers built for upstream do not know. */
+    v = 500;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).timeout_ms, 500);
+    oni_destroy_ctx(ctx);
+}
+
 TEST(timeout_option)
 {
     oni_ctx ctx = fx_open(devs3, 3, 0);

@@ -20,7 +20,7 @@ struct scr {
     uint8_t *written;
     size_t nwritten;
     uint32_t repeat, chunk, regmode, empty, wchunk;
-    int32_t init_rc;
+    int32_t init_rc, callback_rc;
     int nullspam;
     size_t nullpos;
     struct scr_stats st;
@@ -256,8 +256,9 @@ static int scr_set_opt_callback(oni_driver_ctx c, int opt, const void *v, size_t
     s->st.last_callback = opt;
     if (opt == ONI_OPT_TIMEOUTMS && n == 4)
         memcpy(&s->st.timeout_ms, v, 4);
+    int rc = s->callback_rc;
     pthread_mutex_unlock(&s->lock);
-    return 0;
+    return rc;
 }
 
 static int scr_set_opt(oni_driver_ctx c, int opt, const void *v, size_t n)
@@ -281,6 +282,7 @@ static int scr_set_opt(oni_driver_ctx c, int opt, const void *v, size_t n)
     case SCR_OPT_EMPTY: s->empty = u; break;
     case SCR_OPT_INITRC: s->init_rc = (int32_t)u; break;
     case SCR_OPT_WRITECHUNK: s->wchunk = u; break;
+    case SCR_OPT_CALLBACKRC: s->callback_rc = (int32_t)u; break;
     default: rc = ONI_EINVALOPT;
     }
     pthread_mutex_unlock(&s->lock);

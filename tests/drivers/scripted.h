@@ -18,7 +18,8 @@ enum {
     SCR_OPT_INITRC,                /* set int32: what oni_driver_init returns */
     SCR_OPT_STATS,                 /* get: struct scr_stats */
     SCR_OPT_WRITTEN,               /* get: the bytes received on the write stream so far */
-    SCR_OPT_WRITECHUNK             /* set u32: most bytes one write_stream call takes (0 = all) */
+    SCR_OPT_WRITECHUNK,            /* set u32: most bytes one write_stream call takes (0 = all) */
+    SCR_OPT_CALLBACKRC             /* set int32: what set_opt_callback returns (it still records) */
 };
 
 enum {
