@@ -4,6 +4,7 @@
 #define FIXTURE_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "oni.h"
@@ -69,6 +70,9 @@ static inline oni_ctx fx_open(const oni_device_t *devs, uint32_t n, int init)
     size_t cap = 64 + (size_t)n * 64;
     uint8_t *sig = malloc(cap);
     oni_ctx ctx = oni_create_ctx("scripted");
+    if (!ctx)
+        fprintf(stderr, "  libonidriver_scripted.so not found: run through ctest, or set "
+                        "ONI_DRIVER_PATH to the build directory\n");
     size_t len = sig ? fx_devtable(sig, cap, devs, n) : 0;
     int ok = ctx && len && oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len) == 0;
     free(sig);
