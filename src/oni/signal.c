@@ -1,6 +1,5 @@
 /* signal.c - the signal stream: COBS packets for the device table (reset)
  * and for register access acknowledgments. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
