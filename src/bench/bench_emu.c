@@ -15,7 +15,10 @@
  * model's wait, compared with the model's latency + n / bandwidth.
  *
  * liboni: the same test core through oni_read_frame with BLOCKREADSIZE 1 MiB
- * per preset (generation in the reader's thread included). */
+ * per preset (generation in the reader's thread included).
+ *
+ * echo: realtime mode, a write frame to the stimulator and the read of its
+ * echo frame, timed from the write call to the echo's last byte. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +237,74 @@ static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, co
     return bench_report_row(r, "liboni");
 }
 
+/* One closed loop through the card in realtime mode: write a frame to the
+ * stimulator, read the data stream until its echo arrives, as a host would
+ * (frame header, then payload). Counts the link twice (out and back). */
+static int echo_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset)
+{
+    struct emu_card *c;
+    char spec[128], err[160];
+    snprintf(spec, sizeof spec, "mode=realtime;link=%s;devices=stim", preset);
+    int rc = emu_card_create(spec, &c, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "bench emu: %s: %s\n", spec, err);
+        return rc;
+    }
+    struct bench_rec rec;
+    if ((rc = bench_rec_init(&rec, 1u << 20)) != 0) {
+        emu_card_destroy(c);
+        return rc;
+    }
+    /* the stimulator is device 0 of hub 0 (docs/devices.md placement) */
+    uint32_t w[3] = {0, 1, 0};
+    rc = emu_card_write_config(c, ONI_CONFIG_RUNNING, 1);
+    uint64_t end = bench_now_ns() + (uint64_t)(o->seconds * 1e9);
+    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
+        w[2]++;
+        uint64_t t0 = bench_now_ns();
+        int got = emu_card_write(c, EMU_STREAM_WRITE, w, sizeof w, 1000);
+        if (got != (int)sizeof w) {
+            rc = got < 0 ? got : ONI_EWRITEFAILURE;
+            break;
+        }
+        for (;;) { /* frames until the echo of this tag (MEMUSAGE frames pass by) */
+            uint8_t h[16], p[64];
+            uint32_t dev, sz, tag = 0;
+            if ((got = emu_card_read(c, EMU_STREAM_DATA, h, 16, 1000)) != 16)
+                break;
+            memcpy(&dev, h + 8, 4);
+            memcpy(&sz, h + 12, 4);
+            if (sz > sizeof p) {
+                got = ONI_EBADFRAME;
+                break;
+            }
+            if ((got = emu_card_read(c, EMU_STREAM_DATA, p, (sz + 3) & ~3u, 1000)) < 0)
+                break;
+            memcpy(&tag, p, 4);
+            if (dev == 0 && tag == w[2])
+                break;
+        }
+        if (got < 0) {
+            rc = got;
+            break;
+        }
+        bench_rec_add(&rec, bench_now_ns() - t0);
+    }
+    emu_card_destroy(c);
+    struct bench_stats st;
+    if (!rc)
+        rc = bench_rec_stats(&rec, &st);
+    bench_rec_free(&rec);
+    if (rc)
+        return rc;
+    bench_cell_str(r, "link", preset);
+    bench_cell_stats(r, "loop_", &st);
+    if (!o->quiet)
+        printf("echo %-9s write -> echo read: p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f ns (n %zu)\n", preset,
+               st.p50, st.p99, st.p999, st.max, st.n);
+    return bench_report_row(r, "echo");
+}
+
 int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
 {
     if (!o || !r || !(o->seconds > 0))
@@ -252,6 +323,8 @@ int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
             rc = link_one(o, r, presets[i], blocks[b], buf);
     for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i++)
         rc = liboni_one(o, r, presets[i]);
+    for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i += sizeof presets / sizeof presets[0] - 1)
+        rc = echo_one(o, r, presets[i]); /* gen2x4 and unlimited */
     free(buf);
     return rc;
 }

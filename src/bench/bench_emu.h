@@ -18,7 +18,8 @@ struct bench_emu_opts {
 /* Run every measurement and add rows to r: table "results" (generation:
  * device set, path read|peek, MB/s, frames/s, times real time), table
  * "link" (preset, block, MB/s, model MB/s, per-transfer stats) and table
- * "liboni" (preset, MB/s through oni_read_frame). Returns 0 or the first
+ * "liboni" (preset, MB/s through oni_read_frame) and table "echo" (write
+ * frame -> stimulator echo read back, latency stats, realtime mode). Returns 0 or the first
  * ONI error (a card that cannot be created, a failed read). */
 int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r);
 

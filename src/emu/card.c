@@ -510,7 +510,7 @@ int emu_card_set_truth_file(struct emu_card *c, const char *path)
     if (path) {
         if (!(f = fopen(path, "a")))
             return ONI_EPATHINVALID;
-        if (ftell(f) == 0)
+        if (fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0)
             fprintf(f, "dev_idx,unit,channel,sample_time\n");
     }
     pthread_mutex_lock(&c->lock);

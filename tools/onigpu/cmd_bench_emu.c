@@ -44,7 +44,8 @@ static int emu_bench_run(int argc, char **argv)
                       "emu_card_read copy, peek = in place, generation only); MB/s = 10^6 stream bytes "
                       "(headers included) per s; per CPU s of the reading thread = one core. link: block generated first (untimed), then one "
                       "emu_card_read timed (copy + link model wait). liboni: oni_read_frame, "
-                      "BLOCKREADSIZE 1 MiB, generation included");
+                      "BLOCKREADSIZE 1 MiB, generation included. echo: realtime, write frame to the stimulator -> "
+                      "its echo frame read back (header, then payload), per round trip");
     rc = bench_emu_run(&o, r);
     if (rc) {
         bench_report_close(r);
@@ -55,6 +56,6 @@ static int emu_bench_run(int argc, char **argv)
     snprintf(where, sizeof where, "%s", json ? json : out);
     if ((rc = bench_report_close(r)) != 0)
         return cli_fail("writing results", rc);
-    printf("results: %s (and .csv, -link.csv, -liboni.csv)\n", where);
+    printf("results: %s (and .csv, -link.csv, -liboni.csv, -echo.csv)\n", where);
     return 0;
 }
