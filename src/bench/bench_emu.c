@@ -130,7 +130,7 @@ static int gen_one(const struct bench_emu_opts *o, struct bench_report *r, const
     bench_cell_num(r, "mb_per_cpu_s", mbs_cpu);
     bench_cell_num(r, "nominal_mb_per_s", g->nominal_Bps / 1e6);
     bench_cell_num(r, "x_realtime_per_core", xrt);
-    bench_cell_stats(r, "block_", &st);
+    bench_cell_stats(r, "block", &st);
     if (!o->quiet)
         printf("generate %-9s %-4s %9.1f MB/s wall, %9.1f MB/s per CPU s (one core), median block %9.1f MB/s; "
                "%.1fx real time per core\n", g->name, peek ? "peek" : "read", mbs, mbs_cpu, mbs_p50, xrt);
@@ -186,7 +186,7 @@ static int link_one(const struct bench_emu_opts *o, struct bench_report *r, cons
     bench_cell_num(r, "model_ns", model_ns);
     bench_cell_num(r, "model_mb_per_s", model_mbs);
     bench_cell_num(r, "p50_over_model", model_ns > 0 ? st.p50 / model_ns : 0);
-    bench_cell_stats(r, "xfer_", &st);
+    bench_cell_stats(r, "xfer", &st);
     if (!o->quiet)
         printf("link %-9s %8zu B  %9.1f MB/s  model %9.1f MB/s  p50 %8.0f p99 %8.0f p99.9 %8.0f max %8.0f ns\n",
                preset, n, mbs, model_mbs, st.p50, st.p99, st.p999, st.max);
@@ -298,7 +298,7 @@ static int echo_one(const struct bench_emu_opts *o, struct bench_report *r, cons
     if (rc)
         return rc;
     bench_cell_str(r, "link", preset);
-    bench_cell_stats(r, "loop_", &st);
+    bench_cell_stats(r, "loop", &st);
     if (!o->quiet)
         printf("echo %-9s write -> echo read: p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f ns (n %zu)\n", preset,
                st.p50, st.p99, st.p999, st.max, st.n);
