@@ -706,3 +706,22 @@ TEST(daemon_lying_daemon)
     unlink(sock_path);
     sock_path[0] = 0; /* the next daemon test picks its own path again */
 }
+
+/* The ring rules both sides apply (emuproto.h). */
+TEST(daemon_ring_arithmetic)
+{
+    /* contiguous, after head, within one ring of tail */
+    CHECK(emup_ring_ok(1024, 0, 0, 0, 1024));
+    CHECK(!emup_ring_ok(1024, 0, 0, 0, 1025));
+    CHECK(emup_ring_ok(1024, 100, 200, 200, 824));
+    CHECK(!emup_ring_ok(1024, 100, 200, 200, 1000)); /* would overwrite unconsumed bytes */
+    CHECK(!emup_ring_ok(1024, 100, 200, 150, 10));   /* before head */
+    CHECK(!emup_ring_ok(1024, 300, 200, 300, 10));   /* tail after head */
+    CHECK(!emup_ring_ok(1024, 0, 1000, 1000, 100));  /* wraps */
+    CHECK(emup_ring_ok(1024, 1000, 1000, 1024, 100)); /* the next lap instead */
+    CHECK(!emup_ring_ok(0, 0, 0, 0, 0));
+    CHECK(!emup_ring_ok(1024, 0, 0, UINT64_MAX - 10, 100));
+    CHECK_EQ(emup_ring_place(1024, 1000, 24), 1000);
+    CHECK_EQ(emup_ring_place(1024, 1000, 25), 1024);
+    CHECK_EQ(emup_ring_place(1024, 2048, 1024), 2048);
+}

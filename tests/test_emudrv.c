@@ -208,6 +208,19 @@ TEST(emudrv_env_spec)
     oni_destroy_ctx(ctx);
     ctx = oni_create_ctx("emu");
     REQUIRE(ctx);
+    const char *twice = "daemon=/tmp/a.sock;daemon=/tmp/b.sock";
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, twice, strlen(twice) + 1), 0);
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EINVALARG);
+    oni_destroy_ctx(ctx);
+    /* blanks before a key are allowed: this names a daemon (that is not there) */
+    ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    const char *spaced = "mode=fast; daemon=/nonexistent/x.sock";
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spaced, strlen(spaced) + 1), 0);
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EPATHINVALID);
+    oni_destroy_ctx(ctx);
+    ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
     const char *unknown = "nosuchkey=1";
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, unknown, strlen(unknown) + 1), 0);
     CHECK_RC(oni_init_ctx(ctx, -1), ONI_EINVALARG);

@@ -43,7 +43,8 @@ static const uint64_t ring_cap[EMUP_NRING] = {
 
 struct session {
     struct emu_card *card;
-    uint64_t token;
+    uint64_t token; /* lets the session's other channels attach: never logged */
+    unsigned number; /* for the log */
     int memfd;
     uint8_t *shm;
     size_t shm_size;
@@ -71,6 +72,7 @@ static pthread_cond_t g_gone = PTHREAD_COND_INITIALIZER; /* a connection ended, 
 static struct conn *g_conns;
 static int g_nconn;
 static struct session *g_active; /* the session new channels may attach to */
+static unsigned g_sessions;      /* sessions started (g_lock) */
 static volatile sig_atomic_t g_stop; /* set by the signal handler, read by main only */
 static int g_quit;                    /* stopping: read by connection threads (g_lock) */
 static const char *g_spec = "";
@@ -140,6 +142,7 @@ static int session_new(const char *spec, struct session **out, char *err, size_t
  * other connections are told to finish (their threads drop the last refs). */
 static void session_close(struct session *s)
 {
+    fprintf(stderr, "onix-emu: session %u ended\n", s->number);
     pthread_mutex_lock(&g_lock);
     s->closing = 1;
     if (g_active == s)
@@ -196,6 +199,8 @@ static int do_hello(struct conn *c, const struct emup_msg *m)
     }
     g_active = s;
     s->attached[EMUP_CHAN_CTRL] = 1;
+    s->number = ++g_sessions;
+    fprintf(stderr, "onix-emu: session %u started (spec \"%s\")\n", s->number, m->u.str[0] ? m->u.str : g_spec);
     c->s = s;
     c->chan = EMUP_CHAN_CTRL;
     pthread_mutex_unlock(&g_lock);
@@ -454,7 +459,12 @@ static int listen_on(const char *path)
         if ((s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0)
             return -1;
     }
-    if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 16)) {
+    /* Only the daemon's own user may connect: a client can make the daemon
+     * write (ground-truth files) wherever the daemon may. */
+    mode_t old = umask(077);
+    int brc = bind(s, (struct sockaddr *)&a, sizeof a);
+    umask(old);
+    if (brc || listen(s, 16)) {
         fprintf(stderr, "onix-emu: cannot listen on %s: %s\n", path, strerror(errno));
         close(s);
         return -1;
