@@ -173,8 +173,23 @@ static void *stopper(void *p)
     return NULL;
 }
 
+/* Threads of this process (/proc/self/task entries). */
+static int nthreads(void)
+{
+    char line[256];
+    int n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8))
+            n = atoi(line + 8);
+    if (f)
+        fclose(f);
+    return n;
+}
+
 static void check_stop(int b)
 {
+    int threads_before = nthreads();
     struct loop_memsrc src;
     REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
     struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
@@ -206,6 +221,9 @@ static void check_stop(int b)
     CHECK_EQ(ms.blocks, st.blocks);
     loop_destroy(lp);
     loop_memsrc_free(&src);
+    /* Every engine thread joined (the CUDA runtime keeps its own threads). */
+    if (b == LOOP_CPU)
+        CHECK_EQ(nthreads(), threads_before);
     free(ms.in);
     free(ms.ref);
 }

@@ -58,7 +58,6 @@ static int mem_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
     return 0;
 }
 
-/* Shared with memsrc_cuda.c: pace, then fill the caller's staging buffer. */
 int loop_memsrc_next(struct loop_memsrc *m, void *buf, uint32_t timeout_ms)
 {
     int rc = pace(m, timeout_ms);

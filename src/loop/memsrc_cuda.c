@@ -6,8 +6,6 @@
 #include "loop/source.h"
 #include "loop/engine.h"
 
-int loop_memsrc_next(struct loop_memsrc *m, void *buf, uint32_t timeout_ms);
-
 int loop_memsrc_gpu_ok(void)
 {
     return loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0);

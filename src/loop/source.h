@@ -45,6 +45,8 @@ void loop_memsrc_free(struct loop_memsrc *m);
 /* Fill: deterministic floats in [0, 0.5) from (seq, index), for the MAC. */
 void loop_fill_floats(void *arg, uint64_t seq, void *buf, size_t len);
 
+/* Pace to the rate, then fill buf with the next block (for the GPU path). */
+int loop_memsrc_next(struct loop_memsrc *m, void *buf, uint32_t timeout_ms);
 /* CUDA parts of memsrc (memsrc_cuda.c / memsrc_nocuda.c). */
 int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq);
 int loop_memsrc_gpu_ok(void);
