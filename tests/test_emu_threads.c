@@ -281,3 +281,44 @@ TEST(emu_fast_two_readers)
     }
     emu_card_destroy(c);
 }
+
+struct waiter {
+    struct emu_card *c;
+    int rc;
+};
+
+static void *wait_read(void *arg)
+{
+    struct waiter *w = arg;
+    uint8_t b[16];
+    w->rc = emu_card_read(w->c, EMU_STREAM_DATA, b, sizeof b, 1500);
+    return NULL;
+}
+
+/* One reader per data stream: while one waits, another is refused at once;
+ * the waiter ends at its deadline (the card is stopped: nothing comes). */
+TEST(emu_one_reader_per_stream)
+{
+    struct emu_card *c = card_open("mode=realtime;devices=heartbeat");
+    REQUIRE(c);
+    struct waiter w = {c, 1};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, wait_read, &w) == 0);
+    int busy = 0;
+    for (int i = 0; i < 300 && !busy; i++) { /* until the waiter holds the stream */
+        usleep(1000);
+        pthread_mutex_lock(&c->lock);
+        busy = c->fifo[0].busy;
+        pthread_mutex_unlock(&c->lock);
+    }
+    REQUIRE(busy);
+    uint8_t b[16];
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, b, sizeof b, 1000), ONI_EBUSY);
+    CHECK(oni_now_ns() - t0 < 100000000ull);
+    CHECK_RC(emu_card_read(c, EMU_STREAM_GPU, b, sizeof b, 10), ONI_ETIMEOUT); /* the other stream is free */
+    pthread_join(th, NULL);
+    CHECK_RC(w.rc, ONI_ETIMEOUT);
+    CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, b, sizeof b, 10), ONI_ETIMEOUT); /* free again */
+    emu_card_destroy(c);
+}
