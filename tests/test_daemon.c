@@ -466,12 +466,12 @@ TEST(daemon_stopped_then_continued)
     uint64_t t0 = oni_now_ns();
     CHECK_RC(oni_read_reg(ctx, hub, 4, &v), ONI_ETIMEOUT);
     double ms = (oni_now_ns() - t0) / 1e6;
-    CHECK(ms >= timeout && ms < timeout + 20 + 150);
+    CHECK(ms >= timeout && ms < timeout + 20 + 500); /* margin: a loaded CI machine */
     oni_frame_t *f = NULL;
     t0 = oni_now_ns();
     CHECK_RC(oni_read_frame(ctx, &f), ONI_ETIMEOUT);
     ms = (oni_now_ns() - t0) / 1e6;
-    CHECK(ms >= timeout && ms < timeout + 20 + 150);
+    CHECK(ms >= timeout && ms < timeout + 20 + 500); /* margin: a loaded CI machine */
     fprintf(stderr, "  stopped daemon: read timed out after %.1f ms (timeout %u ms)\n", ms, timeout);
     kill(pid, SIGCONT);
     /* the register protocol may need one retry: the core's access before was cut short */
