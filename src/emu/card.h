@@ -110,7 +110,10 @@ struct emu_fifo {
     pthread_cond_t cond;
 };
 
+/* Reserve cap bytes of address space (committed only when written) for an
+ * empty FIFO. 0 or ONI_EBADALLOC. */
 int emu_fifo_init(struct emu_fifo *f, size_t cap);
+/* Unmap the store; safe on a FIFO whose init failed or never ran (zeroed). */
 void emu_fifo_fini(struct emu_fifo *f);
 /* Room for n contiguous bytes at the write position, or NULL if the FIFO
  * cannot take n more bytes. *split: the frame wraps, write it to a scratch
