@@ -598,6 +598,7 @@ int emu_card_create(const char *spec, struct emu_card **out, char *err, size_t e
         snprintf(err, err_cap, "cannot reserve %zu bytes of card memory", ddr);
         rc = ONI_EBADALLOC;
     }
+    c->fifo[1].keep_pages = 1; /* see fifo.c */
     c->t0_ns = oni_now_ns();
     if (!rc && !c->fast)
         rc = emu_gen_start_thread(c);

@@ -107,6 +107,7 @@ struct emu_fifo {
     uint64_t dropped_frames, dropped_bytes;
     size_t want;            /* bytes the waiting reader needs; 0 = none waits */
     int busy;               /* a reader holds the stream */
+    int keep_pages;         /* never give pages back: the DMA engine may have them page-locked */
     pthread_cond_t cond;
 };
 

@@ -6,7 +6,10 @@
  * its write position goes round, so consume() moves the few bytes in flight
  * back to the start once the read position is far in and the FIFO is nearly
  * empty (the copy is at most 1/32 of what was consumed meanwhile), and gives
- * pages above the low region back after a backlog drained. The card lock
+ * pages above the low region back after a backlog drained - except in the
+ * GPU stream's FIFO, whose pages the DMA engine may have page-locked for the
+ * GPU's copy engine (a page given back would leave the GPU reading the old
+ * one). The card lock
  * guards the indices; payload is written with the lock held and read
  * without it, by the single consumer, from the region [rd, rd + fill). */
 #include <sys/mman.h>
@@ -83,7 +86,7 @@ void emu_fifo_consume(struct emu_fifo *f, size_t n)
         memmove(f->base, f->base + f->rd, f->fill);
         f->rd = 0;
         f->wr = f->fill;
-        if (f->hiwater > KEEP_LOW && f->fill <= KEEP_LOW) {
+        if (!f->keep_pages && f->hiwater > KEEP_LOW && f->fill <= KEEP_LOW) {
             madvise(f->base + KEEP_LOW, f->hiwater - KEEP_LOW, MADV_DONTNEED);
             f->hiwater = KEEP_LOW;
         }
