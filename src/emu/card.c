@@ -11,7 +11,6 @@
 #include "card.h"
 #include "onii.h"
 
-#define GEN_CHUNK (256u << 10)
 
 static void deadline_ts(uint64_t ns, struct timespec *ts)
 {
@@ -305,7 +304,7 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
     deadline_ts(deadline, &ts);
     while (f->fill < n) {
         if (c->fast && c->running && has_source(c, k)) {
-            emu_gen_until(c, UINT64_MAX, GEN_CHUNK);
+            emu_gen_until(c, UINT64_MAX, EMU_GEN_CHUNK);
             emu_gen_wake(c);
             if (f->fill >= n)
                 break;

@@ -20,6 +20,7 @@
 #define EMU_MAX_HUB 16
 #define EMU_MAX_ARGS 12
 #define EMU_MAX_READ (1u << 20) /* largest read_size a device may have */
+#define EMU_GEN_CHUNK (256u << 10) /* bytes generated per hold of the card lock */
 
 /* Register addresses common to every device but the hub managers (docs/devices.md). */
 enum {

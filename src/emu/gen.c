@@ -20,7 +20,6 @@
 #include "card.h"
 #include "onii.h"
 
-#define GEN_CHUNK (256u << 10) /* bytes generated per hold of the card lock */
 #define IDLE_WAIT_NS 50000000ull
 
 int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz)
@@ -148,9 +147,9 @@ static void *gen_main(void *arg)
     while (!c->stop) {
         uint64_t wake_ns = oni_now_ns() + IDLE_WAIT_NS;
         if (c->running) {
-            size_t n = emu_gen_until(c, emu_card_now(c), GEN_CHUNK);
+            size_t n = emu_gen_until(c, emu_card_now(c), EMU_GEN_CHUNK);
             emu_gen_wake(c);
-            if (n >= GEN_CHUNK) { /* behind: let readers and registers in, then go on */
+            if (n >= EMU_GEN_CHUNK) { /* behind: let readers and registers in, then go on */
                 pthread_mutex_unlock(&c->lock);
                 pthread_mutex_lock(&c->lock);
                 continue;
