@@ -14,6 +14,7 @@ struct roofline {
     double link_gbps, link_lat_us; /* the card's PCIe link (emu preset in use), 0 = unlimited */
     char link_name[16];
     int have_link;
+    double link_4k_mbps, link_10m_mbps; /* measured card -> host reads of 4 kB and 10 MB blocks (0 = failed) */
 };
 
 /* Measure the ceilings (quick: smaller buffers, about a second in all).
