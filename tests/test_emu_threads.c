@@ -322,3 +322,43 @@ TEST(emu_one_reader_per_stream)
     CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, b, sizeof b, 10), ONI_ETIMEOUT); /* free again */
     emu_card_destroy(c);
 }
+
+struct late {
+    struct emu_card *c;
+    int rc;
+    uint64_t ns;
+};
+
+static void *late_read(void *arg)
+{
+    struct late *l = arg;
+    uint8_t b[64];
+    uint64_t t0 = oni_now_ns();
+    l->rc = emu_card_read(l->c, EMU_STREAM_DATA, b, sizeof b, 5000);
+    l->ns = oni_now_ns() - t0;
+    return NULL;
+}
+
+/* Fast mode: a reader already waiting when acquisition starts gets its data
+ * at once, not at its deadline. */
+TEST(emu_fast_reader_waiting_before_start)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat");
+    REQUIRE(c);
+    struct late l = {c, 1, 0};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, late_read, &l) == 0);
+    int busy = 0;
+    for (int i = 0; i < 300 && !busy; i++) {
+        usleep(1000);
+        pthread_mutex_lock(&c->lock);
+        busy = c->fifo[0].busy;
+        pthread_mutex_unlock(&c->lock);
+    }
+    REQUIRE(busy);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 1), 0);
+    pthread_join(th, NULL);
+    CHECK_RC(l.rc, 64);
+    CHECK(l.ns < 4000000000ull);
+    emu_card_destroy(c);
+}

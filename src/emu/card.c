@@ -268,6 +268,11 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
     case ONI_CONFIG_ACQCLKHZ: rc = ONI_EREADONLY; break;
     default: rc = ONI_EINVALOPT;
     }
+    if (c->fast && (reg == ONI_CONFIG_RUNNING || reg == ONI_CONFIG_RESETACQCOUNTER || reg == ONI_CONFIG_TRIG)) {
+        /* a fast-mode reader waiting for a source generates itself once there is one */
+        pthread_cond_broadcast(&c->fifo[0].cond);
+        pthread_cond_broadcast(&c->fifo[1].cond);
+    }
     pthread_mutex_unlock(&c->lock);
     return rc;
 }
