@@ -49,6 +49,7 @@ struct run {
     _Atomic size_t nlat;
     _Atomic uint64_t stims, det_overflow, echo_other;
     _Atomic uint64_t t_block;    /* time of the last processed frame */
+    uint64_t t_first_block;      /* time of the first block's last frame */
     _Atomic int echo_stop, echo_err;
     uint8_t *wbuf;
 };
@@ -63,6 +64,8 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     atomic_store(&r->ndet, n);
     atomic_fetch_add(&r->det_overflow, o->overflow);
     atomic_store(&r->t_block, o->t_block);
+    if (seq == 0)
+        r->t_first_block = o->t_block;
     if (!o->nspikes)
         return 0;
     /* Stimulate: one write frame per block with spikes, tagged so the echo
@@ -426,7 +429,8 @@ static int run(int argc, char **argv)
     const struct loop_ephys_state *fin = loop_ephys_final(lp);
     uint64_t tol = (uint64_t)(TOL_S * r->acq_hz);
     /* Score after the calibration window, up to the last processed frame. */
-    uint64_t t_lo = (uint64_t)((double)fin->calib / p.fs_hz * r->acq_hz) + tol;
+    /* The acquisition clock does not start at the first frame read. */
+    uint64_t t_lo = r->t_first_block + (uint64_t)((double)fin->calib / p.fs_hz * r->acq_hz) + tol;
     uint64_t t_hi = atomic_load(&r->t_block) > tol ? atomic_load(&r->t_block) - tol : 0;
     struct loop_score sc;
     loop_score_spikes(tr, ntr, r->det, atomic_load(&r->ndet), tol, 2, t_lo, t_hi, &sc);
