@@ -335,8 +335,8 @@ static void hist_out(struct bench_report *r, struct bx *b, const char *dirname, 
         return;
     char tag[96], title[160];
     snprintf(tag, sizeof tag, "hist-%s-%s-%zu", dirname, xfer_path_name(p), n);
-    snprintf(title, sizeof title, "%s %s %zu B, link %s: frequency of transfer times", dirname,
-             xfer_path_name(p), n, b->o->link);
+    snprintf(title, sizeof title, "%s %s %zu B, %s: frequency", dirname, xfer_path_name(p), n,
+             b->o->link);
     bench_report_hist(r, tag, title, "transfer time (ns)", &h);
     bench_hist_free(&h);
 }
