@@ -725,3 +725,47 @@ TEST(daemon_ring_arithmetic)
     CHECK_EQ(emup_ring_place(1024, 1000, 25), 1024);
     CHECK_EQ(emup_ring_place(1024, 2048, 1024), 2048);
 }
+
+/* In real-time mode a data read also brings what the card already holds (one
+ * round trip per ring-full); in fast mode exactly what was asked. */
+TEST(daemon_read_ahead_realtime_only)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    static const char *const specs[2] = {"devices=np2", "devices=np2;mode=fast"};
+    for (int k = 0; k < 2; k++) {
+        int ctrl = sock_connect(), memfd = -1;
+        REQUIRE(ctrl >= 0);
+        uint8_t m[EMUP_MAXMSG];
+        REQUIRE(send(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, specs[k], (uint32_t)strlen(specs[k]) + 1),
+                     MSG_NOSIGNAL) > 0);
+        int n = emup_recv(ctrl, m, sizeof m, oni_now_ns() + 2000000000ull, &memfd);
+        struct emup_hello_reply hr;
+        REQUIRE(n == (int)(sizeof(struct emup_hdr) + sizeof hr));
+        memcpy(&hr, m + sizeof(struct emup_hdr), sizeof hr);
+        REQUIRE(hr.rc == 0);
+        int data = raw_attach(hr.token, EMUP_CHAN_DATA);
+        REQUIRE(data >= 0);
+        struct emup_config cfg = {ONI_CONFIG_RESET, 1};
+        CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_WRITE, &cfg, sizeof cfg)), 0);
+        cfg = (struct emup_config){ONI_CONFIG_RUNNING, 1};
+        CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_WRITE, &cfg, sizeof cfg)), 0);
+        usleep(100000); /* the card fills its FIFO (real time) */
+        struct emup_read rd = {EMU_STREAM_DATA, 16, 1000, 0, 0};
+        REQUIRE(send(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd), MSG_NOSIGNAL) > 0);
+        n = emup_recv(data, m, sizeof m, oni_now_ns() + 2000000000ull, NULL);
+        struct emup_read_reply rr = {-1, 0, 0};
+        CHECK_EQ(n, sizeof(struct emup_hdr) + sizeof rr);
+        memcpy(&rr, m + sizeof(struct emup_hdr), sizeof rr);
+        CHECK_RC(rr.rc, 0);
+        if (k == 0)
+            CHECK(rr.len > 16 * 1000); /* 100 ms of a 24 MB/s probe */
+        else
+            CHECK_EQ(rr.len, 16);
+        fprintf(stderr, "  %s: asked 16 bytes, got %u\n", specs[k], rr.len);
+        close(memfd);
+        close(data);
+        close(ctrl);
+    }
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}

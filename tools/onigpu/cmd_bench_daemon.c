@@ -68,10 +68,13 @@ static pid_t start_daemon(const char *bin, const char *sock)
     return -1;
 }
 
-static oni_ctx open_mode(int mode, const char *sock)
+/* Real-time card for the small-block stream test: three probes, 90k frames/s. */
+#define RT_CARD "devices=np2,np2,np2"
+
+static oni_ctx open_mode(int mode, const char *sock, const char *card)
 {
     char spec[300];
-    snprintf(spec, sizeof spec, "%s%s%s", mode ? "daemon=" : "", mode ? sock : "", mode ? ";" CARD : CARD);
+    snprintf(spec, sizeof spec, "%s%s%s%s", mode ? "daemon=" : "", mode ? sock : "", mode ? ";" : "", card);
     return cli_open("emu", spec, -1);
 }
 
@@ -152,6 +155,35 @@ static int bench_stream(oni_ctx ctx, double seconds, double *mbps, double *fps)
     return 0;
 }
 
+/* Real time, default BLOCKREADSIZE (one frame per refill): frames/s kept up
+ * with, and what was left in the card's FIFO at the end. */
+static int bench_realtime(int mode, const char *sock, double seconds, double *fps, uint64_t *left)
+{
+    oni_ctx ctx = open_mode(mode, sock, RT_CARD);
+    if (!ctx)
+        return ONI_EINIT;
+    oni_reg_val_t run = 1;
+    int rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
+    uint64_t frames = 0, t0 = bench_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), now = t0;
+    while (!rc && (now = bench_now_ns()) < end) {
+        oni_frame_t *f;
+        rc = oni_read_frame(ctx, &f);
+        if (rc > 0) {
+            frames++;
+            oni_destroy_frame(f);
+            rc = 0;
+        }
+    }
+    onigpu_stream_stats_t st;
+    size_t sz = sizeof st;
+    if (!rc)
+        rc = oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz);
+    oni_destroy_ctx(ctx);
+    *fps = frames / ((now - t0) / 1e9);
+    *left = rc ? 0 : st.fifo_bytes[0];
+    return rc;
+}
+
 static void row_stats(struct bench_report *r, int mode, const char *what, long long size,
                       const struct bench_stats *s, const struct bench_stats *base)
 {
@@ -175,7 +207,7 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
     struct bench_stats reg[MODES], blk[MODES][MAX_BLOCKS];
     double mbps[MODES], fps[MODES];
     for (int m = 0; m < MODES; m++) {
-        oni_ctx ctx = open_mode(m, sock);
+        oni_ctx ctx = open_mode(m, sock, CARD);
         if (!ctx)
             return 1;
         int rc = bench_regs(ctx, o->regs, &reg[m]);
@@ -210,6 +242,21 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
                m ? "" : "\n");
     }
     printf("  x%.2f\n", mbps[1] / mbps[0]);
+    for (int m = 0; m < MODES; m++) {
+        double rfps;
+        uint64_t left;
+        int rc = bench_realtime(m, sock, o->seconds, &rfps, &left);
+        if (rc)
+            return cli_fail(mode_name[m], rc);
+        bench_cell_str(r, "mode", mode_name[m]);
+        bench_cell_str(r, "card", RT_CARD);
+        bench_cell_num(r, "frames_per_s", rfps);
+        bench_cell_num(r, "nominal_frames_per_s", 90000);
+        bench_cell_int(r, "fifo_bytes_left", (long long)left);
+        bench_report_row(r, "realtime");
+        printf("%-11s real time " RT_CARD ", default BLOCKREADSIZE: %.0f of 90000 frames/s, %llu bytes left in the FIFO\n",
+               mode_name[m], rfps, (unsigned long long)left);
+    }
     return 0;
 }
 
@@ -326,7 +373,8 @@ static int daemon_bench(int argc, char **argv)
         bench_report_meta(r, "card_spec", CARD);
         bench_report_meta(r, "method", "per call: oni_read_reg of a hub manager register; oni_set_driver_opt(ONI_DRV_READ) "
                                        "of one GPU-stream block into a host buffer (after n/10 warm-up blocks); "
-                                       "stream: oni_read_frame + oni_destroy_frame for the given time. Both modes "
+                                       "stream: oni_read_frame + oni_destroy_frame for the given time; realtime: "
+                                       RT_CARD " in real time, default BLOCKREADSIZE, frames/s read. Both modes "
                                        "in one run, in-process first; ratios = daemon p50 / in-process p50");
         rc = run_all(&o, sock, r);
         const char *json = bench_report_path(r, ".json");
@@ -336,7 +384,7 @@ static int daemon_bench(int argc, char **argv)
         if (!rc && wrc)
             rc = cli_fail("writing results", wrc);
         else if (!rc)
-            printf("results: %s (and .csv, -stream.csv)\n", where);
+            printf("results: %s (and .csv, -stream.csv, -realtime.csv)\n", where);
     }
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);

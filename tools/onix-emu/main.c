@@ -53,6 +53,7 @@ struct session {
      * the daemon produces, head = end of what it produced and tail = what the
      * client said it consumed; for write rings, head = end of what was taken. */
     uint64_t head[EMUP_NRING], tail[EMUP_NRING];
+    int fast;     /* the card runs in fast mode (emulated time follows the reads) */
     int refs;     /* connections using it (g_lock) */
     int closing;  /* CTRL left: channels are being shut down (g_lock) */
     int attached[EMUP_NCHAN];
@@ -105,13 +106,30 @@ static void session_unref(struct session *s)
     free(s);
 }
 
+/* Does spec ("key=value;...") set mode=fast? The card has checked it already. */
+static int spec_fast(const char *spec)
+{
+    for (const char *p = spec; p && *p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
+        p += strspn(p, " \t");
+        size_t len = strcspn(p, ";");
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len == 9 && !strncmp(p, "mode=fast", 9))
+            return 1;
+    }
+    return 0;
+}
+
 static int session_new(const char *spec, struct session **out, char *err, size_t err_cap)
 {
     struct session *s = calloc(1, sizeof *s);
     if (!s)
         return ONI_EBADALLOC;
     s->memfd = -1;
-    int rc = emu_card_create(spec[0] ? spec : (g_spec[0] ? g_spec : NULL), &s->card, err, err_cap);
+    if (!spec[0])
+        spec = g_spec;
+    s->fast = spec_fast(spec);
+    int rc = emu_card_create(spec[0] ? spec : NULL, &s->card, err, err_cap);
     if (rc) {
         free(s);
         return rc;
@@ -263,7 +281,20 @@ static int do_read(struct conn *c, const struct emup_msg *m)
     if (rq->tail < s->tail[r] || rq->tail > s->head[r])
         return reply_status(c, m, ONI_EBADFRAME, 0);
     s->tail[r] = rq->tail;
-    uint64_t start, n = ring_room(s, r, rq->want, &start);
+    /* In real-time mode, read ahead what the card already holds: a host that
+     * reads small blocks then pays one round trip per ring-full instead of one
+     * per block, and no read waits longer (those bytes are there now). Not in
+     * fast mode, where the card generates as the host reads: reading ahead
+     * would change the data, and it must equal the in-process card's. */
+    uint64_t want = rq->want;
+    if (!s->fast && rq->stream != EMU_STREAM_SIGNAL) {
+        onigpu_stream_stats_t st;
+        emu_card_stats(s->card, &st);
+        uint64_t held = st.fifo_bytes[rq->stream == EMU_STREAM_GPU];
+        if (held > want)
+            want = held;
+    }
+    uint64_t start, n = ring_room(s, r, want, &start);
     if (!n)
         return reply_status(c, m, ONI_EBUSY, 0);
     uint8_t *dst = s->shm + s->ring[r].offset + start % s->ring[r].cap;

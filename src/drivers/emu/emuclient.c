@@ -366,7 +366,8 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
         struct emup_read rq = {(uint32_t)s, (uint32_t)want, timeout_ms, 0, ring_tail(r)};
         struct emup_read_reply rr;
         rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, timeout_ms + REPLY_MARGIN_MS);
-        if (!rc && (rr.len > want || add_segment(r, &rr)))
+        /* The daemon may send more than asked (what the card already held): kept for later reads. */
+        if (!rc && add_segment(r, &rr))
             rc = ONI_EBADFRAME;
         if (!rc)
             rc = rr.len ? (int)drain(r, dst, n) : ONI_ETIMEOUT;
