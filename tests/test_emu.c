@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "emu/neural.h"
 #include "test_emu_util.h"
 #include "unit.h"
 
@@ -721,5 +722,36 @@ TEST(emu_fifo_backlog_drains_intact)
     emu_card_stats(c, &st);
     CHECK_EQ(st.dropped_frames[0] + st.dropped_frames[1], 0);
     free(buf);
+    emu_card_destroy(c);
+}
+
+/* Arbitrary bytes on the write stream: every buffer is either taken whole
+ * (valid frames) or refused with ONI_EBADFRAME and counted; nothing crashes. */
+TEST(emu_write_stream_random_bytes)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=stim,testsink:bytes=8,heartbeat");
+    REQUIRE(c);
+    uint64_t s = 12345, bad = 0, good = 0;
+    uint8_t buf[256];
+    for (int i = 0; i < 20000; i++) {
+        size_t n = 1 + (size_t)(neural_rand(&s) % sizeof buf);
+        for (size_t k = 0; k < n; k++)
+            buf[k] = (uint8_t)neural_rand(&s);
+        if (i & 1) { /* make half of them plausible: one frame, a real device, a fitting length */
+            uint32_t dev = (uint32_t)(neural_rand(&s) % 4), words = (uint32_t)(neural_rand(&s) % 8);
+            n = 8 + 4 * (size_t)words;
+            memcpy(buf, &dev, 4);
+            memcpy(buf + 4, &words, 4);
+        }
+        int rc = emu_card_write(c, EMU_STREAM_WRITE, buf, n, TMO);
+        if (rc == ONI_EBADFRAME)
+            bad++;
+        else if (rc == (int)n)
+            good++;
+        else
+            UNIT_FAIL("write of %zu bytes returned %d", n, rc);
+    }
+    CHECK_EQ(emu_card_bad_wframes(c), bad);
+    CHECK(good > 100);
     emu_card_destroy(c);
 }
