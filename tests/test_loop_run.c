@@ -45,6 +45,14 @@ TEST(bench_loop_writes_results)
     CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
+    /* Through the emulated card: test core in, test sink out. */
+    CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--link", "gen2x4", "--sizes", "4kB/4kB", "--ai", "0.75",
+                    "--backends", "cpu", "--blocks", "50", "--seconds", "0.2", "--out", dir),
+             0);
+    CHECK(strstr(out, "cpu") != NULL);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    CHECK_EQ(ONIGPU("bench", "loop", "--source", "fpga"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--sizes", "4kB"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--ai", "-1"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--backends", "nope"), 1);

@@ -13,6 +13,8 @@
 #include "bench/bench_loop.h"
 #include "loop/loop.h"
 #include "loop/source.h"
+#include "oniemu.h"
+#include "onix.h"
 
 void bench_loop_defaults(struct bench_loop_opts *o)
 {
@@ -31,7 +33,59 @@ void bench_loop_defaults(struct bench_loop_opts *o)
             o->backends |= 1u << b;
     o->blocks = 2000;
     o->seconds = 2.0;
+    o->source = "mem";
     o->out_dir = "docs/results";
+}
+
+/* The emulated card for source "emu": the test core on the GPU data stream,
+ * generated as fast as it is read, and the test sink for the results. */
+struct card {
+    oni_ctx ctx;
+    struct loop_cardsrc src;
+    struct loop_cardsink sink;
+};
+
+static int card_open(struct card *c, const char *link, uint64_t data)
+{
+    char spec[160];
+    memset(c, 0, sizeof *c);
+    snprintf(spec, sizeof spec, "devices=testcore:bytes=4080:route=1,testsink;mode=fast%s%s", link ? ";link=" : "",
+             link ? link : "");
+    c->ctx = oni_create_ctx("emu");
+    if (!c->ctx)
+        return ONI_EPATHINVALID;
+    int rc = oni_set_driver_opt(c->ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(c->ctx, -1);
+    oni_size_t n = 0;
+    size_t sz = sizeof n;
+    if (!rc)
+        rc = oni_get_opt(c->ctx, ONI_OPT_NUMDEVICES, &n, &sz);
+    oni_device_t dev[64];
+    sz = sizeof dev;
+    if (!rc)
+        rc = n <= 64 ? oni_get_opt(c->ctx, ONI_OPT_DEVICETABLE, dev, &sz) : ONI_EBUFFERSIZE;
+    uint32_t sinkdev = UINT32_MAX, one = 1;
+    for (oni_size_t i = 0; !rc && i < n; i++)
+        if (dev[i].id == ONIX_ONIGPU_TESTSINK)
+            sinkdev = dev[i].idx;
+    if (!rc && sinkdev == UINT32_MAX)
+        rc = ONI_EDEVID;
+    if (!rc)
+        rc = loop_cardsrc_init(&c->src, c->ctx, (uint32_t)data);
+    if (!rc)
+        rc = loop_cardsink_init(&c->sink, c->ctx, sinkdev, (uint32_t)data);
+    if (!rc)
+        rc = oni_set_opt(c->ctx, ONI_OPT_RUNNING, &one, sizeof one);
+    return rc;
+}
+
+static void card_close(struct card *c)
+{
+    loop_cardsink_free(&c->sink);
+    if (c->ctx)
+        oni_destroy_ctx(c->ctx);
+    c->ctx = NULL;
 }
 
 /* The "card" that receives results: a copy into its memory (unlimited link). */
@@ -53,13 +107,17 @@ struct result {
     double blocks_per_s;
 };
 
-static int run_one(int backend, uint64_t data, uint32_t passes, uint32_t iters, uint32_t inflight, uint64_t blocks,
-                   struct card_sink *sink, struct result *res)
+static int run_one(int backend, const char *link, int emu, uint64_t data, uint32_t passes, uint32_t iters,
+                   uint32_t inflight, uint64_t blocks, struct card_sink *sink, struct result *res)
 {
     struct loop_memsrc src;
-    int rc = loop_memsrc_init(&src, data, 0, 0, loop_fill_floats, NULL);
-    if (rc)
+    struct card card;
+    memset(&card, 0, sizeof card);
+    int rc = emu ? card_open(&card, link, data) : loop_memsrc_init(&src, data, 0, 0, loop_fill_floats, NULL);
+    if (rc) {
+        card_close(&card);
         return rc;
+    }
     struct loop_config c;
     memset(&c, 0, sizeof c);
     c.backend = backend;
@@ -74,8 +132,13 @@ static int run_one(int backend, uint64_t data, uint32_t passes, uint32_t iters, 
     c.mac_seed = 0.1f;
     c.record_cap = (uint32_t)blocks;
     c.spin_us = 2000; /* hand-offs by spinning: the stages are timed, not the scheduler */
-    loop_memsrc_source(&src, &c.src);
-    c.sink = (struct loop_sink){sink, sink_write};
+    if (emu) {
+        loop_cardsrc_source(&card.src, &c.src);
+        loop_cardsink_sink(&card.sink, &c.sink);
+    } else {
+        loop_memsrc_source(&src, &c.src);
+        c.sink = (struct loop_sink){sink, sink_write};
+    }
     struct loop *lp = NULL;
     rc = loop_create(&c, &lp);
     if (!rc)
@@ -110,11 +173,15 @@ static int run_one(int backend, uint64_t data, uint32_t passes, uint32_t iters, 
             free(v[k]);
     }
     loop_destroy(lp);
-    loop_memsrc_free(&src);
+    if (emu)
+        card_close(&card);
+    else
+        loop_memsrc_free(&src);
     return rc;
 }
 
-int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns)
+static int measure(int backend, const char *link, int emu, uint64_t data, uint64_t compute, double ai,
+                   uint64_t blocks, double *p50_ns)
 {
     data &= ~(uint64_t)3;
     if (data < 4 || compute < data || !(ai > 0) || blocks < 2 || !p50_ns)
@@ -124,11 +191,23 @@ int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, 
         return ONI_EBADALLOC;
     struct result res;
     long it = lround(4.0 * ai);
-    int rc = run_one(backend, data, (uint32_t)(compute / data), (uint32_t)(it < 1 ? 1 : it), 1, blocks, &sink, &res);
+    int rc = run_one(backend, link, emu, data, (uint32_t)(compute / data), (uint32_t)(it < 1 ? 1 : it), 1, blocks,
+                     &sink, &res);
     if (!rc)
         *p50_ns = res.total.p50;
     free(sink.mem);
     return rc;
+}
+
+int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns)
+{
+    return measure(backend, NULL, 0, data, compute, ai, blocks, p50_ns);
+}
+
+int bench_loop_measure_card(int backend, const char *link, uint64_t data, uint64_t compute, double ai,
+                            uint64_t blocks, double *p50_ns)
+{
+    return measure(backend, link, 1, data, compute, ai, blocks, p50_ns);
 }
 
 static void size_name(uint64_t b, char *buf, size_t n)
@@ -152,7 +231,13 @@ int bench_loop_run(const struct bench_loop_opts *o)
     struct bench_report *rep = bench_report_open(o->out_dir, "loop", o->argc, o->argv, gpu[0] ? gpu : NULL, &err);
     if (!rep)
         return err;
-    bench_report_meta(rep, "method", "in-memory source (unlimited link), latency mode: 2 slots, 1 block in flight; "
+    int emu = o->source && !strcmp(o->source, "emu");
+    bench_report_meta(rep, "source", emu ? "emu: test core on the GPU data stream -> test sink (ONI_DRV_READ[_ASYNC], "
+                                           "ONI_DRV_WRITE), fast mode"
+                                         : "mem: in-memory source, unlimited link");
+    if (emu)
+        bench_report_meta(rep, "link", o->link ? o->link : "card default");
+    bench_report_meta(rep, "method", "latency mode: 2 slots, 1 block in flight; "
                                      "throughput: 2 in flight; first 10% of blocks dropped as warm-up");
     /* p50 per (ai, backend) over compute size, for the plots */
     static double px[BENCH_LOOP_MAX][LOOP_NBACKENDS][BENCH_LOOP_MAX], py[BENCH_LOOP_MAX][LOOP_NBACKENDS][BENCH_LOOP_MAX];
@@ -172,17 +257,17 @@ int bench_loop_run(const struct bench_loop_opts *o)
                     continue;
                 /* Size the run to the time budget from a short probe. */
                 struct result probe, lat, thr;
-                int rc = run_one(b, data, passes, iters, 1, 3, &sink, &probe);
+                int rc = run_one(b, o->link, emu, data, passes, iters, 1, 3, &sink, &probe);
                 uint64_t blocks = o->blocks;
                 if (!rc) {
                     double per = probe.total.max / 1e9;
                     uint64_t fit = per > 0 ? (uint64_t)(o->seconds / 2 / per) : blocks;
                     if (fit < blocks)
                         blocks = fit < 5 ? 5 : fit;
-                    rc = run_one(b, data, passes, iters, 1, blocks, &sink, &lat);
+                    rc = run_one(b, o->link, emu, data, passes, iters, 1, blocks, &sink, &lat);
                 }
                 if (!rc)
-                    rc = run_one(b, data, passes, iters, 2, blocks, &sink, &thr);
+                    rc = run_one(b, o->link, emu, data, passes, iters, 2, blocks, &sink, &thr);
                 char dn[32], cn[32];
                 size_name(o->data[s], dn, sizeof dn);
                 size_name(o->compute[s], cn, sizeof cn);

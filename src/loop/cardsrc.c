@@ -1,6 +1,7 @@
-/* cardsrc.c - blocks of the card's GPU data stream through the driver
- * options of onigpu.h (source.h). */
+/* cardsrc.c - blocks of the card's GPU data stream, and results back to
+ * the card, through the driver options of onigpu.h (source.h). */
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include "onigpu.h"
 #include "loop/source.h"
@@ -63,4 +64,53 @@ void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src)
     src->read_async = card_read_async;
     src->pin = card_pin;
     src->unpin = card_unpin;
+}
+
+int loop_cardsink_init(struct loop_cardsink *c, oni_ctx ctx, uint32_t dev, uint32_t block)
+{
+    if (!c || !ctx || block <= 8 || block % 4)
+        return ONI_EINVALARG;
+    memset(c, 0, sizeof *c);
+    c->ctx = ctx;
+    c->dev = dev;
+    c->block = block;
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &block, sizeof block);
+    if (rc)
+        return rc;
+    c->stage = malloc(block);
+    if (!c->stage)
+        return ONI_EBADALLOC;
+    onigpu_buf_t b = {c->stage, block};
+    c->pinned = oni_set_driver_opt(ctx, ONI_DRV_PIN, &b, sizeof b) == 0;
+    return 0;
+}
+
+static int card_write(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t timeout_ms)
+{
+    struct loop_cardsink *c = ctx;
+    uint32_t hdr[2] = {c->dev, (c->block - 8) / 4};
+    memcpy(c->stage, hdr, sizeof hdr);
+    memcpy(c->stage + 8, out, len < c->block - 8 ? len : c->block - 8);
+    onigpu_buf_t b = {c->stage, c->block};
+    int rc = oni_set_driver_opt(c->ctx, ONI_DRV_WRITE, &b, sizeof b);
+    sched_yield(); /* see card_read */
+    return rc;
+}
+
+void loop_cardsink_sink(struct loop_cardsink *c, struct loop_sink *sink)
+{
+    sink->ctx = c;
+    sink->write = card_write;
+}
+
+void loop_cardsink_free(struct loop_cardsink *c)
+{
+    if (!c || !c->stage)
+        return;
+    if (c->pinned) {
+        onigpu_buf_t b = {c->stage, c->block};
+        oni_set_driver_opt(c->ctx, ONI_DRV_UNPIN, &b, sizeof b);
+    }
+    free(c->stage);
+    c->stage = NULL;
 }

@@ -67,4 +67,21 @@ int loop_cardsrc_init(struct loop_cardsrc *c, oni_ctx ctx, uint32_t block);
  * pin/unpin = ONI_DRV_PIN/UNPIN. */
 void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src);
 
+/* cardsink: results back to the card as one write frame per block to device
+ * dev (ONI_DRV_WRITE, WR_SZ = the block size): a frame header [dev][payload
+ * words] and the first block - 8 bytes of the result, through a staging
+ * buffer pinned once. */
+struct loop_cardsink {
+    oni_ctx ctx;
+    uint32_t dev, block;
+    uint8_t *stage;
+    int pinned;
+};
+
+/* ONI_DRV_WR_SZ = block (a multiple of 4, > 8); allocates the staging buffer.
+ * Errors of oni_set_driver_opt, ONI_EBADALLOC. Release with loop_cardsink_free. */
+int loop_cardsink_init(struct loop_cardsink *c, oni_ctx ctx, uint32_t dev, uint32_t block);
+void loop_cardsink_sink(struct loop_cardsink *c, struct loop_sink *sink);
+void loop_cardsink_free(struct loop_cardsink *c);
+
 #endif

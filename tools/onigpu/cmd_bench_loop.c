@@ -10,7 +10,7 @@ static int run(int argc, char **argv);
 
 CLI_COMMAND(bench_loop, "bench loop",
             "[--sizes 4kB/4kB,4kB/400kB,10MB/10MB,10MB/1GB] [--ai 0.75,10] [--backends all|LIST] "
-            "[--blocks 2000] [--seconds 2] [--out docs/results]",
+            "[--blocks 2000] [--seconds 2] [--source mem|emu] [--link PRESET] [--out docs/results]",
             "closed-loop round trip per backend (read -> MAC compute -> send back); CSV, JSON, PNG", run)
 
 static int parse_scen(char *list, struct bench_loop_opts *o)
@@ -90,13 +90,18 @@ static int run(int argc, char **argv)
             bad = cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0);
         } else if (!strcmp(a, "--out")) {
             o.out_dir = v;
+        } else if (!strcmp(a, "--source")) {
+            bad = strcmp(v, "mem") && strcmp(v, "emu");
+            o.source = v;
+        } else if (!strcmp(a, "--link")) {
+            o.link = v;
         } else {
             bad = 1;
         }
         if (bad) {
             fprintf(stderr, "onigpu bench loop: bad argument '%s'\n", a);
             fprintf(stderr, "usage: onigpu bench loop [--sizes D/C,...] [--ai LIST] [--backends LIST] [--blocks N] "
-                            "[--seconds T] [--out DIR]\n");
+                            "[--seconds T] [--source mem|emu] [--link PRESET] [--out DIR]\n");
             return 2;
         }
         i++;
