@@ -67,6 +67,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ] && [ "${SKIP_LOOP:-0}" != 1 ]; then
     # thesis table 5.2 on every backend (round trip per block, stage breakdown)
     step "bench loop" 300 "$BUILD/onigpu" bench loop --seconds "${LOOP_SECONDS:-2}" --out "$RES" \
         > >(tee -a "$SUM")
+    # the same through the emulated card (test core in, test sink out) with the thesis' gen2x4 link
+    step "bench loop emu" 300 "$BUILD/onigpu" bench loop --source emu --link gen2x4 \
+        --seconds "${LOOP_SECONDS:-2}" --out "$RES" > >(tee -a "$SUM")
     # thesis table 5.1 (ceilings, MAC roofline) and figure 6.1 with these numbers
     step roofline 120 "$BUILD/onigpu" roofline --out "$RES" > >(tee -a "$SUM")
     step advise 120 "$BUILD/onigpu" advise --data 4kB --compute 4kB --ai 0.75 --measure > >(tee -a "$SUM")
