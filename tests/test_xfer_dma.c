@@ -1,0 +1,192 @@
+/* test_xfer_dma.c - the emulated card's DMA engine (src/emu/dma.h) at the
+ * hardware boundary, without a GPU: host-memory transfers out of the real
+ * card's GPU stream FIFO (counter continuity, counters), asynchronous jobs and
+ * their completion records, a full job queue, write frames into the GPU write
+ * stream, and GPU destinations refused without consuming anything. */
+#include <stdint.h>
+#include <stdlib.h>
+#include "unit.h"
+#include "oni.h"
+#include "emu/emu.h"
+#include "emu/dma.h"
+#include "gpu/gpu.h"
+#include "onii.h"
+#include "xfer_check.h"
+
+#define SPEC(route) "devices=testcore:bytes=1024:route=" #route ",testsink;mode=fast;link=unlimited;ddr=16M"
+
+/* The card with the test core on the GPU stream (route 1) or not, running. */
+static struct emu_card *card_open(const char *spec)
+{
+    struct emu_card *c = NULL;
+    char err[200] = "";
+    if (emu_card_create(spec, &c, err, sizeof err)) {
+        fprintf(stderr, "  emu_card_create: %s\n", err);
+        return NULL;
+    }
+    if (emu_card_write_config(c, ONI_CONFIG_RUNNING, 1)) {
+        emu_card_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* dev_idx of the test core: the first frame of the stream tells. */
+static uint32_t first_dev(const uint8_t *block)
+{
+    uint32_t dev;
+    memcpy(&dev, block + 8, 4);
+    return dev;
+}
+
+TEST(dma_host_reads_keep_the_counter)
+{
+    struct emu_card *c = card_open(SPEC(1));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    uint8_t *buf = malloc(1 << 16);
+    struct xcheck chk;
+    CHECK_RC(emu_dma_read(d, buf, 16, 0, 1000), 0); /* a frame header: whose frames these are */
+    xcheck_init(&chk, first_dev(buf));
+    xcheck_feed(&chk, buf, 16);
+    size_t total = 16;
+    int reads = 1;
+    for (size_t n = 4; n <= 65536; n = n * 2 + 4) {
+        CHECK_RC(emu_dma_read(d, buf, n, 0, 1000), 0);
+        xcheck_feed(&chk, buf, n);
+        total += n;
+        reads++;
+    }
+    CHECK_EQ(chk.errors, 0);
+    CHECK(chk.frames > 10);
+    struct emu_dma_stats st;
+    emu_dma_stats(d, &st);
+    CHECK_EQ(st.reads, reads);
+    CHECK_EQ(st.bytes_read, total);
+    CHECK_EQ(st.failed, 0);
+    /* bad arguments */
+    CHECK_RC(emu_dma_read(d, NULL, 4, 0, 10), ONI_EINVALARG);
+    CHECK_RC(emu_dma_read(d, buf, 0, 0, 10), ONI_EINVALARG);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+    free(buf);
+}
+
+TEST(dma_gpu_destination_without_gpu_consumes_nothing)
+{
+    char why[200];
+    if (gpu_available(why, sizeof why))
+        SKIP("a GPU is present: test_gpu_xfer covers GPU destinations");
+    struct emu_card *c = card_open(SPEC(1));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    uint8_t buf[4096];
+    CHECK_RC(emu_dma_read(d, buf, 1024, 0, 1000), 0);
+    struct xcheck chk;
+    xcheck_init(&chk, first_dev(buf));
+    xcheck_feed(&chk, buf, 1024);
+    CHECK_RC(emu_dma_read(d, buf, 1024, 1, 1000), ONI_ENOGPU);
+    CHECK_RC(emu_dma_write(d, buf, 1024, 1, 1000), ONI_ENOGPU);
+    CHECK_RC(emu_dma_read(d, buf, 1024, 0, 1000), 0); /* the stream goes on where it was */
+    xcheck_feed(&chk, buf, 1024);
+    CHECK_EQ(chk.errors, 0);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
+
+TEST(dma_async_jobs_complete_in_order)
+{
+    struct emu_card *c = card_open(SPEC(1));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    enum { JOBS = 200, BLK = 3000 };
+    uint8_t *buf = malloc((size_t)JOBS * BLK);
+    static volatile uint32_t done[JOBS];
+    for (int i = 0; i < JOBS; i++) {
+        done[i] = 0;
+        onigpu_xfer_t x = {buf + (size_t)i * BLK, BLK, &done[i], (uint32_t)i + 1, 0};
+        CHECK_RC(emu_dma_submit(d, 0, &x, 0, 0, 1000), 0);
+    }
+    CHECK_RC(emu_dma_flush(d, 5000), 0);
+    int missing = 0;
+    for (int i = 0; i < JOBS; i++)
+        missing += done[i] != (uint32_t)i + 1;
+    CHECK_EQ(missing, 0);
+    struct xcheck chk;
+    xcheck_init(&chk, first_dev(buf));
+    xcheck_feed(&chk, buf, (size_t)JOBS * BLK);
+    CHECK_EQ(chk.errors, 0);
+    onigpu_xfer_t bad = {buf, BLK, NULL, 1, 0};
+    CHECK_RC(emu_dma_submit(d, 0, &bad, 0, 0, 10), ONI_EINVALARG);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+    free(buf);
+}
+
+TEST(dma_full_queue_and_failed_jobs_are_reported)
+{
+    /* no source on the GPU stream: every job waits 1 ms and times out */
+    struct emu_card *c = card_open(SPEC(0));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    uint8_t buf[64];
+    static volatile uint32_t done;
+    int busy = 0, queued = 0;
+    for (int i = 0; i < 400 && !busy; i++) {
+        onigpu_xfer_t x = {buf, sizeof buf, &done, (uint32_t)i + 1, 0};
+        int rc = emu_dma_submit(d, 0, &x, 0, 0, 1);
+        if (rc == ONI_EBUSY)
+            busy = 1;
+        else if (rc == 0)
+            queued++;
+        else
+            break; /* an earlier job's timeout, reported once */
+    }
+    CHECK(busy);
+    CHECK(queued >= 200);
+    CHECK_RC(emu_dma_flush(d, 5000), ONI_ETIMEOUT); /* the jobs' own error, once */
+    CHECK_RC(emu_dma_flush(d, 10), 0);
+    CHECK_EQ(done, 0); /* failed jobs write no record */
+    struct emu_dma_stats st;
+    emu_dma_stats(d, &st);
+    CHECK_EQ(st.reads, 0);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
+
+TEST(dma_writes_frames_to_the_card)
+{
+    struct emu_card *c = card_open(SPEC(1));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    /* the sink is the second device of the table; find its index through a bad write first */
+    uint32_t sink = 0xFFFFFFFFu;
+    for (uint32_t idx = 0; idx < 4 && sink == 0xFFFFFFFFu; idx++) {
+        uint32_t frame[3] = {idx, 1, 0xABCD};
+        if (emu_dma_write(d, frame, sizeof frame, 0, 100) == 0)
+            sink = idx;
+    }
+    REQUIRE(sink != 0xFFFFFFFFu);
+    uint32_t frames[2][4] = {{sink, 2, 1, 2}, {sink, 2, 3, 4}};
+    CHECK_RC(emu_dma_write(d, frames, sizeof frames, 0, 100), 0);
+    uint32_t bad[3] = {0xDEAD, 1, 0};
+    CHECK_RC(emu_dma_write(d, bad, sizeof bad, 0, 100), ONI_EBADFRAME);
+    uint32_t truncated[3] = {sink, 5, 0};
+    CHECK_RC(emu_dma_write(d, truncated, sizeof truncated, 0, 100), ONI_EBADFRAME);
+    static volatile uint32_t done;
+    onigpu_xfer_t x = {frames, sizeof frames, &done, 77, 0};
+    CHECK_RC(emu_dma_submit(d, 1, &x, 0, 0, 100), 0);
+    CHECK_RC(emu_dma_flush(d, 1000), 0);
+    CHECK_EQ(done, 77);
+    struct emu_dma_stats st;
+    emu_dma_stats(d, &st);
+    CHECK_EQ(st.writes, 3); /* the probe, the pair, the async pair */
+    CHECK(st.failed >= 2);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
