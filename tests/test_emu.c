@@ -652,7 +652,7 @@ TEST(emu_link_model)
     double prev_bw = 0;
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
         char spec[128];
-        snprintf(spec, sizeof spec, "mode=fast;link=%s;devices=testcore:bytes=4096:rate=2G", links[i]);
+        snprintf(spec, sizeof spec, "mode=fast;link=%s;devices=testcore:bytes=4096:rate=2G,testsink", links[i]);
         struct emu_card *c = card_open(spec);
         REQUIRE(c);
         oniemu_link_t l;
@@ -672,6 +672,13 @@ TEST(emu_link_model)
         t0 = oni_now_ns();
         CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, buf, 4096, TMO), 4096);
         CHECK(oni_now_ns() - t0 >= emu_link_ns(&l, 4096));
+        /* the write side crosses the link too: 64 KiB of write frames to the sink */
+        uint32_t *wf = (uint32_t *)(void *)buf, words = (65536 - 8) / 4;
+        wf[0] = 1; /* the sink: device 1 of hub 0 */
+        wf[1] = words;
+        t0 = oni_now_ns();
+        CHECK_RC(emu_card_write(c, EMU_STREAM_WRITE, buf, 65536, TMO), 65536);
+        CHECK(oni_now_ns() - t0 >= emu_link_ns(&l, 65536));
         t0 = oni_now_ns();
         emu_card_link_delay(c, n, 0);
         CHECK(oni_now_ns() - t0 >= model);
@@ -753,5 +760,41 @@ TEST(emu_write_stream_random_bytes)
     }
     CHECK_EQ(emu_card_bad_wframes(c), bad);
     CHECK(good > 100);
+    emu_card_destroy(c);
+}
+
+/* Spec arguments every device takes: enable=0 keeps it silent until enabled,
+ * hub=N places it (hubs up to N are created, each with its manager). */
+TEST(emu_spec_enable_and_hub_arguments)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1000:enable=0,np2:hub=3");
+    REQUIRE(c);
+    oni_device_t t[16];
+    int n = table_read(c, t, 16);
+    CHECK_EQ(n, 3 + 4);
+    CHECK_EQ(find_id(t, n, ONIX_ONIGPU_NEUROPIX2), 0x300);
+    uint32_t hb = find_id(t, n, ONIX_HEARTBEAT), v = 1;
+    CHECK_EQ(reg_get(c, hb, EMU_REG_ENABLE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    CHECK_EQ(reg_get(c, 0x3FE, ONIX_HUBMGR_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, ONIX_HUB_HSNP2E);
+    start(c);
+    static struct frame f;
+    int seen = 0;
+    for (int i = 0; i < 3000; i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        seen += f.dev == hb;
+    }
+    CHECK_EQ(seen, 0);
+    uint64_t before = f.time;
+    CHECK_EQ(reg_set(c, hb, EMU_REG_ENABLE, 1), ONI_SIG_CONFIGWACK);
+    for (int i = 0; i < 3000 && !seen; i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.dev == hb) {
+            seen = 1;
+            CHECK(f.time >= before); /* its schedule resumed now, not at 0 */
+        }
+    }
+    CHECK(seen);
     emu_card_destroy(c);
 }
