@@ -798,3 +798,57 @@ TEST(emu_spec_enable_and_hub_arguments)
     CHECK(seen);
     emu_card_destroy(c);
 }
+
+/* Neuropixels 1.0 superframes: each truth spike is at frame time + i * 8333
+ * ticks for one of the 12 AP samples, and that AP sample is far below the
+ * noise (AP noise SD 3 LSB around 512, troughs of 8-16 SD). */
+TEST(emu_np1_truth_in_ap_band)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;seed=3;devices=np1:units=10");
+    REQUIRE(c);
+    REQUIRE(emu_card_truth_keep(c, 100000) == 0);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t np1 = find_id(t, n, ONIX_NEUROPIX1R0);
+    start(c);
+    enum { NF = 1250, CH = 384, AP = 12 }; /* 0.5 s */
+    uint16_t *ap = malloc((size_t)NF * AP * CH * 2);
+    uint64_t *times = malloc(NF * sizeof *times);
+    REQUIRE(ap && times);
+    static struct frame f;
+    for (int k = 0; k < NF;) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.dev != np1)
+            continue;
+        REQUIRE(f.sz == 8 + CH * 2 * 13);
+        times[k] = f.time;
+        memcpy(ap + (size_t)k * AP * CH, f.data + 8 + CH * 2, AP * CH * 2);
+        k++;
+    }
+    size_t nt = emu_card_truth_get(c, NULL, 0);
+    struct emu_truth *tr = malloc((nt + 1) * sizeof *tr);
+    REQUIRE(tr);
+    nt = emu_card_truth_get(c, tr, nt);
+    size_t checked = 0, below = 0, misplaced = 0;
+    for (size_t i = 0; i < nt; i++) {
+        if (tr[i].time > times[NF - 1] + 11 * 8333ull)
+            continue;
+        int k = 0;
+        while (k + 1 < NF && times[k + 1] <= tr[i].time)
+            k++;
+        uint64_t off = tr[i].time - times[k];
+        if (off % 8333 || off / 8333 >= AP) {
+            misplaced++;
+            continue;
+        }
+        int v = ap[((size_t)k * AP + off / 8333) * CH + tr[i].channel] - 512;
+        checked++;
+        below += v < -5 * 3;
+    }
+    CHECK_EQ(misplaced, 0);
+    CHECK(checked > 10 * 0.5 * 3 / 2);
+    if (below < checked * 95 / 100)
+        UNIT_FAIL("%zu of %zu np1 truth spikes below -5 sigma", below, checked);
+    free(ap), free(times), free(tr);
+    emu_card_destroy(c);
+}
