@@ -269,7 +269,9 @@ static oni_ctx open_card(const struct opts *o, const char *truth)
     return ctx;
 }
 
-static void progress(struct run *r, struct loop *lp, double t)
+/* One live line: frame rate over the last interval, stimulations, latency
+ * percentiles so far, GPU-stream FIFO fill, drops. */
+static void progress(struct run *r, struct loop *lp, double t, uint32_t block, uint64_t *last_blocks, double *last_t)
 {
     struct loop_stats ls;
     struct bench_stats st;
@@ -278,8 +280,10 @@ static void progress(struct run *r, struct loop *lp, double t)
     loop_get_stats(lp, &ls);
     memset(&ss, 0, sizeof ss);
     oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, &ss, &sz);
-    printf("%5.1f s  %8llu blocks  %6llu stims", t, (unsigned long long)ls.blocks,
-           (unsigned long long)atomic_load(&r->stims));
+    double rate = t > *last_t ? (double)(ls.blocks - *last_blocks) * block / (t - *last_t) : 0;
+    *last_blocks = ls.blocks;
+    *last_t = t;
+    printf("%5.1f s  %7.0f frames/s  %6llu stims", t, rate, (unsigned long long)atomic_load(&r->stims));
     if (!lat_stats(r, &st))
         printf("  latency p50 %7.1f us p99 %7.1f us", ticks_us(r, st.p50), ticks_us(r, st.p99));
     printf("  fifo %.1f%%  drops %llu\n",
@@ -394,13 +398,15 @@ static int run(int argc, char **argv)
         rc = ONI_EBADALLOC;
         goto done;
     }
+    uint64_t last_blocks = 0;
+    double last_t = 0;
     for (int s = 1; s <= (int)ceil(o.seconds); s++) {
         double until = s < o.seconds ? s : o.seconds;
         while ((double)(bench_now_ns() - t0) / 1e9 < until && !loop_error(lp)) {
             struct timespec ts = {0, 20000000};
             nanosleep(&ts, NULL);
         }
-        progress(r, lp, (double)(bench_now_ns() - t0) / 1e9);
+        progress(r, lp, (double)(bench_now_ns() - t0) / 1e9, o.block, &last_blocks, &last_t);
     }
     loop_stop(lp);
     pthread_join(lth, NULL);
