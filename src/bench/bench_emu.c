@@ -18,7 +18,9 @@
  * per preset (generation in the reader's thread included).
  *
  * echo: realtime mode, a write frame to the stimulator and the read of its
- * echo frame, timed from the write call to the echo's last byte. */
+ * echo frame, timed from the write call to the echo's last byte.
+ *
+ * age: realtime mode, how long after its timestamp each np2 frame was read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +307,62 @@ static int echo_one(const struct bench_emu_opts *o, struct bench_report *r, cons
     return bench_report_row(r, "echo");
 }
 
+/* Realtime mode: how long after its timestamp a frame can be read (the
+ * generator's wake-up delay plus the read), for np2 frames read one by one
+ * with an unlimited link. The clock is reset (RESETACQCOUNTER = 2) at a known
+ * instant, so a frame's due time in ns is t0 + time * 4. */
+static int age_one(const struct bench_emu_opts *o, struct bench_report *r)
+{
+    struct emu_card *c;
+    char err[160];
+    int rc = emu_card_create("mode=realtime;link=unlimited;devices=np2", &c, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "bench emu: np2 realtime: %s\n", err);
+        return rc;
+    }
+    struct bench_rec rec;
+    if ((rc = bench_rec_init(&rec, 1u << 20)) != 0) {
+        emu_card_destroy(c);
+        return rc;
+    }
+    uint64_t t0 = bench_now_ns();
+    rc = emu_card_write_config(c, ONI_CONFIG_RESETACQCOUNTER, 2);
+    uint64_t t1 = bench_now_ns(), end = t1 + (uint64_t)(o->seconds * 1e9);
+    static uint8_t frame[16 + 776];
+    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
+        uint64_t time = 0;
+        uint32_t sz = 0;
+        int got = emu_card_read(c, EMU_STREAM_DATA, frame, 16, 1000);
+        if (got == 16) {
+            memcpy(&time, frame, 8);
+            memcpy(&sz, frame + 12, 4);
+            got = sz <= 776 ? emu_card_read(c, EMU_STREAM_DATA, frame + 16, (sz + 3) & ~3u, 1000) : ONI_EBADFRAME;
+        }
+        if (got < 0) {
+            rc = got;
+            break;
+        }
+        uint64_t due = t0 + time * (1000000000ull / 250000000ull);
+        uint64_t now = bench_now_ns();
+        if (sz == 776)
+            bench_rec_add(&rec, now > due ? now - due : 0);
+    }
+    emu_card_destroy(c);
+    struct bench_stats st;
+    if (!rc)
+        rc = bench_rec_stats(&rec, &st);
+    bench_rec_free(&rec);
+    if (rc)
+        return rc;
+    bench_cell_str(r, "devices", "np2");
+    bench_cell_num(r, "clock_reset_uncertainty_ns", (double)(t1 - t0));
+    bench_cell_stats(r, "age", &st);
+    if (!o->quiet)
+        printf("age  np2 realtime: frame read after its timestamp by p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f ns "
+               "(clock reset known to %llu ns)\n", st.p50, st.p99, st.p999, st.max, (unsigned long long)(t1 - t0));
+    return bench_report_row(r, "age");
+}
+
 int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
 {
     if (!o || !r || !(o->seconds > 0))
@@ -325,6 +383,8 @@ int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
         rc = liboni_one(o, r, presets[i]);
     for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i += sizeof presets / sizeof presets[0] - 1)
         rc = echo_one(o, r, presets[i]); /* gen2x4 and unlimited */
+    if (!rc)
+        rc = age_one(o, r);
     free(buf);
     return rc;
 }

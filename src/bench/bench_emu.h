@@ -19,7 +19,8 @@ struct bench_emu_opts {
  * device set, path read|peek, MB/s, frames/s, times real time), table
  * "link" (preset, block, MB/s, model MB/s, per-transfer stats) and table
  * "liboni" (preset, MB/s through oni_read_frame) and table "echo" (write
- * frame -> stimulator echo read back, latency stats, realtime mode). Returns 0 or the first
+ * frame -> stimulator echo read back, latency stats, realtime mode) and
+ * table "age" (realtime np2 frames: read time minus timestamp). Returns 0 or the first
  * ONI error (a card that cannot be created, a failed read). */
 int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r);
 

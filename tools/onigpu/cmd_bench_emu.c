@@ -45,7 +45,8 @@ static int emu_bench_run(int argc, char **argv)
                       "(headers included) per s; per CPU s of the reading thread = one core. link: block generated first (untimed), then one "
                       "emu_card_read timed (copy + link model wait). liboni: oni_read_frame, "
                       "BLOCKREADSIZE 1 MiB, generation included. echo: realtime, write frame to the stimulator -> "
-                      "its echo frame read back (header, then payload), per round trip");
+                      "its echo frame read back (header, then payload), per round trip. age: realtime np2, "
+                      "frame read time minus its timestamp (clock reset at a known instant)");
     rc = bench_emu_run(&o, r);
     if (rc) {
         bench_report_close(r);
@@ -56,6 +57,6 @@ static int emu_bench_run(int argc, char **argv)
     snprintf(where, sizeof where, "%s", json ? json : out);
     if ((rc = bench_report_close(r)) != 0)
         return cli_fail("writing results", rc);
-    printf("results: %s (and .csv, -link.csv, -liboni.csv, -echo.csv)\n", where);
+    printf("results: %s (and .csv, -link.csv, -liboni.csv, -echo.csv, -age.csv)\n", where);
     return 0;
 }
