@@ -1,0 +1,92 @@
+/* test_xfer_cli.c - `onigpu bench transfer` from the outside: bad arguments
+ * give the usage line and exit 2; without a GPU it says why and exits 1; with
+ * one, a tiny run writes its CSV, JSON and fit table. The binary comes from
+ * $ONIGPU_BIN (set by tests/CMakeLists.txt). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glob.h>
+#include "unit.h"
+#include "gpu/gpu.h"
+
+static char exe[4096];
+
+static int have_cli(void)
+{
+    const char *bin = getenv("ONIGPU_BIN");
+    if (!bin)
+        return 0;
+    snprintf(exe, sizeof exe, "%s/onigpu", bin);
+    return access(exe, X_OK) == 0;
+}
+
+/* Run `onigpu bench transfer ARGS`, output to out; the exit status. */
+static int run(const char *args, const char *out)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' bench transfer %s > '%s' 2>&1", exe, args, out);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int file_has(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return strstr(buf, needle) != NULL;
+}
+
+TEST(xfer_cli_bad_arguments)
+{
+    if (!have_cli())
+        SKIP("no onigpu binary: set ONIGPU_BIN to the build directory");
+    char out[64];
+    snprintf(out, sizeof out, "/tmp/onigpu-xfer-cli-%d.txt", (int)getpid());
+    static const char *bad[] = {"--sizes bogus", "--sizes 16M:64", "--paths nope", "--dir sideways",
+                                "--chunk 3", "--total 0", "--frobnicate 1", "--sizes"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = run(bad[i], out);
+        if (rc != 2)
+            UNIT_FAIL("'%s': exit %d, want 2", bad[i], rc);
+        CHECK(file_has(out, "usage: onigpu bench transfer"));
+    }
+    CHECK_EQ(run("--help", out), 0);
+    CHECK(file_has(out, "--sizes"));
+    unlink(out);
+}
+
+TEST(xfer_cli_runs_or_says_why_not)
+{
+    if (!have_cli())
+        SKIP("no onigpu binary: set ONIGPU_BIN to the build directory");
+    char out[64], dir[64], args[256];
+    snprintf(out, sizeof out, "/tmp/onigpu-xfer-cli-%d.txt", (int)getpid());
+    snprintf(dir, sizeof dir, "/tmp/onigpu-xfer-cli-%d", (int)getpid());
+    snprintf(args, sizeof args, "--sizes 4K:8K --total 64K --max-reps 20 --paths reference,prepinned "
+             "--dir=read --link unlimited --out %s", dir);
+    int rc = run(args, out);
+    if (!gpu_available(NULL, 0)) {
+        CHECK_EQ(rc, 1);
+        CHECK(file_has(out, "no CUDA device"));
+    } else {
+        CHECK_EQ(rc, 0);
+        CHECK(file_has(out, "prepinned"));
+        char pat[128];
+        glob_t g;
+        snprintf(pat, sizeof pat, "%s/transfer-unlimited-*.json", dir);
+        CHECK(glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1);
+        globfree(&g);
+        snprintf(pat, sizeof pat, "%s/transfer-unlimited-*-fit.csv", dir);
+        CHECK(glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1);
+        globfree(&g);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, out);
+    CHECK_EQ(system(cmd), 0);
+}
