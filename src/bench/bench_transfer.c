@@ -446,6 +446,62 @@ static void free_buffers(struct bx *b)
     bench_rec_free(&b->rec);
 }
 
+/* What pinning costs, one ONI_DRV_PIN and one ONI_DRV_UNPIN timed apart, for
+ * a GPU buffer (the lookup and SYNC_MEMOPS that the unpinned direct path pays
+ * per transfer) and for a host buffer of known length (page-locking with
+ * cudaHostRegister), at 4 KiB, 1 MiB and the largest size: table "pin". */
+static int pin_costs(struct bx *b, struct bench_report *r)
+{
+    struct bench_rec pin_ns = {0}, unpin_ns = {0};
+    uint8_t *host = NULL;
+    int rc = open_card(b, 65536, 1, 0);
+    if (!rc)
+        rc = bench_rec_init(&pin_ns, 2000);
+    if (!rc)
+        rc = bench_rec_init(&unpin_ns, 2000);
+    if (!rc && !(host = malloc((size_t)b->o->max_size)))
+        rc = ONI_EBADALLOC;
+    if (!rc)
+        memset(host, 1, (size_t)b->o->max_size); /* commit the pages: page-locking is timed, not faulting */
+    uint64_t sizes[3] = {4096, 1u << 20, b->o->max_size};
+    for (int kind = 0; kind < 2 && !rc; kind++) {
+        for (int k = 0; k < 3 && !rc; k++) {
+            uint64_t n = sizes[k];
+            if (n > b->o->max_size || (k == 2 && n == sizes[1]))
+                continue;
+            onigpu_buf_t buf = {kind ? (void *)host : (void *)b->dev, n};
+            int reps = n >= (1u << 20) ? 200 : 2000;
+            bench_rec_reset(&pin_ns);
+            bench_rec_reset(&unpin_ns);
+            for (int i = 0; i < reps && !rc; i++) {
+                uint64_t t0 = bench_now_ns();
+                rc = oni_set_driver_opt(b->ctx, ONI_DRV_PIN, &buf, sizeof buf);
+                uint64_t t1 = bench_now_ns();
+                if (!rc)
+                    rc = oni_set_driver_opt(b->ctx, ONI_DRV_UNPIN, &buf, sizeof buf);
+                bench_rec_add(&pin_ns, t1 - t0);
+                bench_rec_add(&unpin_ns, bench_now_ns() - t1);
+            }
+            for (int op = 0; op < 2 && !rc; op++) {
+                struct bench_stats st;
+                rc = bench_rec_stats(op ? &unpin_ns : &pin_ns, &st);
+                if (rc)
+                    break;
+                bench_cell_str(r, "memory", kind ? "host" : "gpu");
+                bench_cell_int(r, "size", (long long)n);
+                bench_cell_str(r, "op", op ? "unpin" : "pin");
+                bench_cell_stats(r, "", &st);
+                rc = bench_report_row(r, "pin");
+            }
+        }
+    }
+    free(host);
+    bench_rec_free(&pin_ns);
+    bench_rec_free(&unpin_ns);
+    close_card(b);
+    return rc;
+}
+
 static void target_row(struct bench_report *r, const char *link, const char *dir, const char *what,
                        double value, const char *goal, int met)
 {
@@ -555,10 +611,17 @@ int bench_transfer_run(const struct xfer_opts *o)
             bench_report_plot(r, tag, &pl);
         }
     }
+    int prc = pin_costs(&b, r);
+    if (prc && o->log)
+        fprintf(o->log, "pin costs: %s\n", oni_error_str(prc));
+    if (prc && !first_rc)
+        first_rc = prc;
     targets(&b, r);
     bench_report_print(r, NULL, stdout);
     printf("\nfit t = l + s/b (per-size medians, relative weighting):\n");
     bench_report_print(r, "fit", stdout);
+    printf("\nwhat pinning costs (ONI_DRV_PIN, ONI_DRV_UNPIN; onigpu_buf_t with the length):\n");
+    bench_report_print(r, "pin", stdout);
     if (!strcmp(o->link, "unlimited")) {
         printf("\ntargets (TARGETS.md, unlimited link; measured in this run):\n");
         bench_report_print(r, "targets", stdout);
