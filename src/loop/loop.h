@@ -109,7 +109,8 @@ int loop_backend_best(void);
  * ONI_EINVALARG for a bad config, ONI_ENOGPU for a GPU backend without a GPU. */
 int loop_create(const struct loop_config *cfg, struct loop **out);
 /* Run until cfg.blocks blocks are sent, loop_stop is called, or an error;
- * joins every thread and leaves no GPU work running. Returns 0 or the first error. */
+ * joins every thread and leaves no GPU work running. Returns 0 or the first
+ * error. Call once per loop (create another loop to run again). */
 int loop_run(struct loop *lp);
 /* Ask a running loop to stop (thread-safe, async-signal-safe). */
 void loop_stop(struct loop *lp);
