@@ -14,7 +14,7 @@ static void start(struct emu_card *c) { CHECK_RC(emu_card_write_config(c, ONI_CO
 TEST(emu_spec_errors)
 {
     static const char *bad[] = {
-        "nokey", "mode=slow", "link=gen9x1", "ddr=1", "ddr=12Q", "seed=x", "color=red",
+        "nokey", "mode=slow", "wake=nap", "link=gen9x1", "ddr=1", "ddr=12Q", "seed=x", "color=red",
         "devices=nosuch", "devices=np2:nosucharg=1", "devices=testcore:bytes=12", "devices=heartbeat:hz=0",
         "devices=np2:route=2", "devices=memusage,memusage", "devices=testcore:rate=0", "devices=np2:",
         "devices=np2:units=9999", "devices=testsink:bytes=6",

@@ -321,6 +321,14 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
         }
         if (oni_now_ns() >= deadline)
             break;
+        if (c->spin && c->running) { /* wake=spin: poll, a few us at a time with the lock free */
+            pthread_mutex_unlock(&c->lock);
+            uint64_t until = oni_now_ns() + 2000;
+            while (oni_now_ns() < until)
+                ;
+            pthread_mutex_lock(&c->lock);
+            continue;
+        }
         f->want = n;
         pthread_cond_timedwait(&f->cond, &c->lock, &ts);
         f->want = 0;

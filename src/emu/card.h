@@ -144,6 +144,7 @@ struct emu_truth {
 struct emu_card {
     pthread_mutex_t lock;
     int fast;           /* mode=fast */
+    int spin;           /* wake=spin: the generator and waiting readers poll instead of sleeping */
     uint64_t seed;
     oniemu_link_t link;
     char spec[512];

@@ -21,6 +21,7 @@
 #include "onii.h"
 
 #define IDLE_WAIT_NS 50000000ull
+#define SPIN_MAX_NS 1000000ull /* wake=spin: longest stretch polled with the lock free */
 
 int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz)
 {
@@ -136,7 +137,9 @@ void emu_gen_wake(struct emu_card *c)
 }
 
 /* Realtime: generate what is due by the wall clock, then sleep until the
- * next frame is due (or a configuration change wakes us). */
+ * next frame is due (or a configuration change wakes us); with wake=spin,
+ * poll the clock instead (a timer wake-up is late by tens of us on some
+ * machines, e.g. VMs). */
 static void *gen_main(void *arg)
 {
     struct emu_card *c = arg;
@@ -160,6 +163,15 @@ static void *gen_main(void *arg)
                 if (due_ns < wake_ns)
                     wake_ns = due_ns;
             }
+        }
+        if (c->spin && c->running && wake_ns < oni_now_ns() + SPIN_MAX_NS) {
+            /* wake=spin: poll the clock with the lock free (configuration
+             * changes are seen at the next frame or within SPIN_MAX_NS) */
+            pthread_mutex_unlock(&c->lock);
+            while (oni_now_ns() < wake_ns)
+                ;
+            pthread_mutex_lock(&c->lock);
+            continue;
         }
         struct timespec ts = {(time_t)(wake_ns / 1000000000ull), (long)(wake_ns % 1000000000ull)};
         pthread_cond_timedwait(&c->gen_cond, &c->lock, &ts);

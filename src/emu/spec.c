@@ -268,6 +268,12 @@ int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err,
                 return ONI_EINVALARG;
             }
             c->fast = !strcmp(v, "fast");
+        } else if (!strcmp(kv, "wake")) {
+            if (strcmp(v, "sleep") && strcmp(v, "spin")) {
+                snprintf(err, cap, "wake must be sleep or spin, not '%s'", v);
+                return ONI_EINVALARG;
+            }
+            c->spin = !strcmp(v, "spin");
         } else if (!strcmp(kv, "ddr")) {
             if (emu_parse_u64(v, 0, &ddr_bytes) || ddr_bytes < 8192 || ddr_bytes > (64ull << 30)) {
                 snprintf(err, cap, "bad ddr=%s (8K..64G)", v);
@@ -279,7 +285,7 @@ int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err,
                 return ONI_EINVALARG;
             }
         } else {
-            snprintf(err, cap, "unknown key '%s' (devices link mode ddr seed)", kv);
+            snprintf(err, cap, "unknown key '%s' (devices link mode wake ddr seed)", kv);
             return ONI_EINVALARG;
         }
     }
