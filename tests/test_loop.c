@@ -106,6 +106,7 @@ TEST(bad_config_and_source_errors)
     CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
     REQUIRE(lp);
     CHECK_RC(loop_run(lp), ONI_EREADFAILURE);
+    CHECK_RC(loop_run(lp), ONI_EINVALSTATE); /* once per loop */
     struct loop_stats st;
     loop_get_stats(lp, &st);
     CHECK(st.blocks <= 5);

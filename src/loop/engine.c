@@ -394,6 +394,8 @@ int loop_run(struct loop *lp)
 {
     if (!lp)
         return ONI_EINVALARG;
+    if (atomic_exchange(&lp->ran, 1))
+        return ONI_EINVALSTATE; /* slots, counters and the GPU state are spent */
     pthread_t th[3];
     void *(*mains[3])(void *) = {recv_main, process_main, send_main};
     int n = 0, rc = 0;

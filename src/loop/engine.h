@@ -38,6 +38,7 @@ struct loop {
     _Atomic int stop;
     _Atomic int err;
     _Atomic int recv_done;
+    _Atomic int ran;
     _Atomic uint64_t sent, started, stalls, bytes_in;
     struct loop_record *rec;
     double seconds;

@@ -110,7 +110,7 @@ int loop_backend_best(void);
 int loop_create(const struct loop_config *cfg, struct loop **out);
 /* Run until cfg.blocks blocks are sent, loop_stop is called, or an error;
  * joins every thread and leaves no GPU work running. Returns 0 or the first
- * error. Call once per loop (create another loop to run again). */
+ * error. Call once per loop: a second call returns ONI_EINVALSTATE. */
 int loop_run(struct loop *lp);
 /* Ask a running loop to stop (thread-safe, async-signal-safe). */
 void loop_stop(struct loop *lp);
