@@ -6,6 +6,9 @@
  *                         gen4x8, gen4x16, gen5x16, unlimited
  *   mode=realtime|fast    realtime: the acquisition clock follows wall time;
  *                         fast: emulated time advances as fast as the host reads
+ *   wake=sleep|spin       realtime: sleep until frames are due (default), or poll
+ *                         the clock (a core each for the generator and a waiting
+ *                         reader; lower latency where timer wake-ups are late)
  *   ddr=4G                card FIFO ("DDR") capacity, split between the two data streams
  *   seed=1                seed of every random source (neural data is reproducible)
  *   daemon=/path.sock     use the onix-emu daemon at that socket instead of an
