@@ -366,29 +366,48 @@ static int age_one(const struct bench_emu_opts *o, struct bench_report *r, const
     return bench_report_row(r, "age");
 }
 
+/* Is part `name` asked for (o->only: a comma list, NULL = all)? */
+static int wanted(const struct bench_emu_opts *o, const char *name)
+{
+    if (!o->only)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = o->only; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == o->only || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+            return 1;
+    return 0;
+}
+
 int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
 {
     if (!o || !r || !(o->seconds > 0))
+        return ONI_EINVALARG;
+    static const char *const parts[] = {"gen", "link", "liboni", "echo", "age"};
+    int any = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        any |= wanted(o, parts[i]);
+    if (!any)
         return ONI_EINVALARG;
     uint8_t *buf = malloc(BLOCK);
     if (!buf)
         return ONI_EBADALLOC;
     memset(buf, 0, BLOCK);
     int rc = 0;
-    for (size_t i = 0; !rc && i < sizeof gen_cases / sizeof gen_cases[0]; i++)
+    for (size_t i = 0; !rc && wanted(o, "gen") && i < sizeof gen_cases / sizeof gen_cases[0]; i++)
         for (int peek = 0; !rc && peek < 2; peek++)
             rc = gen_one(o, r, &gen_cases[i], peek, buf);
     static const size_t blocks[] = {4096, 65536, BLOCK};
-    for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i++)
+    for (size_t i = 0; !rc && wanted(o, "link") && i < sizeof presets / sizeof presets[0]; i++)
         for (size_t b = 0; !rc && b < sizeof blocks / sizeof blocks[0]; b++)
             rc = link_one(o, r, presets[i], blocks[b], buf);
-    for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i++)
+    for (size_t i = 0; !rc && wanted(o, "liboni") && i < sizeof presets / sizeof presets[0]; i++)
         rc = liboni_one(o, r, presets[i]);
-    for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i += sizeof presets / sizeof presets[0] - 1)
+    for (size_t i = 0; !rc && wanted(o, "echo") && i < sizeof presets / sizeof presets[0];
+         i += sizeof presets / sizeof presets[0] - 1)
         rc = echo_one(o, r, presets[i]); /* gen2x4 and unlimited */
-    if (!rc)
+    if (!rc && wanted(o, "age"))
         rc = age_one(o, r, "sleep");
-    if (!rc)
+    if (!rc && wanted(o, "age"))
         rc = age_one(o, r, "spin");
     free(buf);
     return rc;

@@ -13,6 +13,7 @@
 struct bench_emu_opts {
     double seconds; /* per measurement (> 0) */
     int quiet;      /* 0: print a line per measurement to stdout */
+    const char *only; /* NULL: everything; else a comma list of gen,link,liboni,echo,age */
 };
 
 /* Run every measurement and add rows to r: table "results" (generation:

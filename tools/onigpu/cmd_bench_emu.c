@@ -7,13 +7,31 @@
 #include "cli.h"
 
 static int emu_bench_run(int argc, char **argv);
-CLI_COMMAND(bench_emu, "bench emu", "[--seconds T] [--out DIR]",
+CLI_COMMAND(bench_emu, "bench emu", "[--seconds T] [--only gen,link,liboni,echo,age] [--out DIR]",
             "card generation MB/s with one core (fast mode) and link-model throughput per PCIe preset",
             emu_bench_run)
 
+/* Every comma-separated name in list is a part of the benchmark. */
+static int parts_ok(const char *list)
+{
+    static const char *const parts[] = {"gen", "link", "liboni", "echo", "age"};
+    const char *p = list;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        int ok = 0;
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+            ok |= n == strlen(parts[i]) && !strncmp(p, parts[i], n);
+        if (!ok)
+            return 0;
+        if (!p[n])
+            return 1;
+        p += n + 1;
+    }
+}
+
 static int emu_bench_run(int argc, char **argv)
 {
-    struct bench_emu_opts o = {1.0, 0};
+    struct bench_emu_opts o = {1.0, 0, NULL};
     const char *out = "docs/results";
     if (cli_wants_help(argc, argv))
         return cli_usage(&cli_cmd_bench_emu);
@@ -21,6 +39,12 @@ static int emu_bench_run(int argc, char **argv)
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
             if (cli_parse_seconds(argv[++i], &o.seconds) || !(o.seconds > 0) || o.seconds > 3600) {
                 fprintf(stderr, "onigpu bench emu: bad --seconds '%s'\n", argv[i]);
+                return cli_usage(&cli_cmd_bench_emu);
+            }
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            o.only = argv[++i];
+            if (!parts_ok(o.only)) {
+                fprintf(stderr, "onigpu bench emu: --only '%s': parts are gen, link, liboni, echo, age\n", o.only);
                 return cli_usage(&cli_cmd_bench_emu);
             }
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
@@ -47,6 +71,8 @@ static int emu_bench_run(int argc, char **argv)
                       "BLOCKREADSIZE 1 MiB, generation included. echo: realtime, write frame to the stimulator -> "
                       "its echo frame read back (header, then payload), per round trip. age: realtime np2, "
                       "frame read time minus its timestamp (clock reset at a known instant)");
+    if (o.only)
+        bench_report_meta(r, "only", o.only);
     rc = bench_emu_run(&o, r);
     if (rc) {
         bench_report_close(r);
