@@ -4,7 +4,9 @@
  * their completion records, a full job queue, write frames into the GPU write
  * stream, and GPU destinations refused without consuming anything. */
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "unit.h"
 #include "oni.h"
 #include "emu/emu.h"
@@ -187,6 +189,65 @@ TEST(dma_writes_frames_to_the_card)
     emu_dma_stats(d, &st);
     CHECK_EQ(st.writes, 3); /* the probe, the pair, the async pair */
     CHECK(st.failed >= 2);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
+
+struct blocked_read {
+    struct emu_dma *d;
+    int rc;
+};
+
+static void *read_in_thread(void *arg)
+{
+    struct blocked_read *b = arg;
+    uint8_t buf[256];
+    b->rc = emu_dma_read(b->d, buf, sizeof buf, 0, 600);
+    return NULL;
+}
+
+TEST(dma_directions_do_not_wait_for_each_other)
+{
+    /* nothing on the GPU stream: reads wait for data until their timeout;
+     * meanwhile writes of results must go through at once */
+    struct emu_card *c = card_open(SPEC(0));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    uint32_t sink = 0xFFFFFFFFu;
+    for (uint32_t idx = 0; idx < 4 && sink == 0xFFFFFFFFu; idx++) {
+        uint32_t frame[3] = {idx, 1, 0};
+        if (emu_dma_write(d, frame, sizeof frame, 0, 100) == 0)
+            sink = idx;
+    }
+    REQUIRE(sink != 0xFFFFFFFFu);
+    uint32_t frame[3] = {sink, 1, 42};
+    /* a synchronous read blocked in another thread */
+    struct blocked_read b = {d, 0};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, read_in_thread, &b) == 0);
+    usleep(50000);
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(emu_dma_write(d, frame, sizeof frame, 0, 100), 0);
+    CHECK(oni_now_ns() - t0 < 100000000u);
+    pthread_join(t, NULL);
+    CHECK_RC(b.rc, ONI_ETIMEOUT);
+    /* an asynchronous read queued and waiting */
+    static volatile uint32_t rdone, wdone;
+    uint8_t buf[256];
+    onigpu_xfer_t rx = {buf, sizeof buf, &rdone, 1, 0};
+    CHECK_RC(emu_dma_submit(d, 0, &rx, 0, 0, 600), 0);
+    usleep(50000);
+    t0 = oni_now_ns();
+    CHECK_RC(emu_dma_write(d, frame, sizeof frame, 0, 100), 0);
+    onigpu_xfer_t wx = {frame, sizeof frame, &wdone, 2, 0};
+    CHECK_RC(emu_dma_submit(d, 1, &wx, 0, 0, 100), 0);
+    while (__atomic_load_n(&wdone, __ATOMIC_ACQUIRE) != 2 && oni_now_ns() - t0 < 1000000000u)
+        usleep(100);
+    CHECK_EQ(wdone, 2);
+    CHECK(oni_now_ns() - t0 < 100000000u);
+    CHECK_RC(emu_dma_flush(d, 2000), ONI_ETIMEOUT); /* the read job's own timeout, reported once */
+    CHECK_EQ(rdone, 0);
     emu_dma_destroy(d);
     emu_card_destroy(c);
 }

@@ -15,7 +15,7 @@
 #define DMA_WINDOW (64u << 20) /* ring memory is page-locked in windows of this size */
 
 struct dma_job {
-    int write, buf_gpu, done_gpu;
+    int buf_gpu, done_gpu;
     onigpu_xfer_t x;
     uint32_t timeout_ms;
 };
@@ -26,18 +26,13 @@ struct locked {
     int ours;   /* registered by the engine: undone at destroy */
 };
 
-struct emu_dma {
-    struct emu_card *card;
-    pthread_mutex_t xfer;   /* one transfer at a time; guards everything below up to q_lock */
+/* One direction of the engine: its own lock, copy stream and job queue, so
+ * that a read waiting for data never holds up a write of results. */
+struct dma_chan {
+    struct emu_dma *d;
+    int write;              /* 0: card -> buffer, 1: buffer -> card */
+    pthread_mutex_t xfer;   /* one transfer of this direction at a time */
     struct gpu_stream *stream;
-    uint8_t *wstage;        /* page-locked: the card's memory for GPU -> card payload */
-    size_t wstage_cap;
-    uint8_t *bounce;        /* page-locked: ring memory that could not be locked goes through it */
-    size_t bounce_cap;
-    struct locked locked[DMA_MAX_LOCKED];
-    int nlocked;
-    int link_free;          /* link model adds nothing: completion words go in-stream */
-    struct emu_dma_stats st;
 
     pthread_mutex_t q_lock; /* the job queue */
     pthread_cond_t q_cond, q_idle;
@@ -47,7 +42,57 @@ struct emu_dma {
     pthread_t thread;
 };
 
+struct emu_dma {
+    struct emu_card *card;
+    int link_free;          /* link model adds nothing: completion words go in-stream */
+    struct dma_chan ch[2];
+    /* read side, under ch[0].xfer */
+    uint8_t *bounce;        /* page-locked: ring memory that could not be locked goes through it */
+    size_t bounce_cap;
+    struct locked locked[DMA_MAX_LOCKED];
+    int nlocked;
+    uint64_t reads, bytes_read, locked_bytes, bounced_bytes;
+    /* write side, under ch[1].xfer */
+    uint8_t *wstage;        /* page-locked: the card's memory for GPU -> card payload */
+    size_t wstage_cap;
+    uint64_t writes, bytes_written;
+    uint64_t failed;        /* both sides, atomic */
+};
+
 static void *engine(void *arg);
+
+static void chan_init(struct emu_dma *d, int write)
+{
+    struct dma_chan *c = &d->ch[write];
+    c->d = d;
+    c->write = write;
+    pthread_mutex_init(&c->xfer, NULL);
+    pthread_mutex_init(&c->q_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->q_cond, &ca);
+    pthread_cond_init(&c->q_idle, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+/* Let the channel's queued jobs finish (each bounded by its timeout), stop
+ * its thread, free its stream. */
+static void chan_fini(struct dma_chan *c)
+{
+    pthread_mutex_lock(&c->q_lock);
+    c->stop = 1;
+    pthread_cond_broadcast(&c->q_cond);
+    int up = c->thread_up;
+    pthread_mutex_unlock(&c->q_lock);
+    if (up)
+        pthread_join(c->thread, NULL);
+    gpu_stream_destroy(c->stream);
+    pthread_cond_destroy(&c->q_cond);
+    pthread_cond_destroy(&c->q_idle);
+    pthread_mutex_destroy(&c->q_lock);
+    pthread_mutex_destroy(&c->xfer);
+}
 
 int emu_dma_create(struct emu_card *card, struct emu_dma **out)
 {
@@ -57,14 +102,8 @@ int emu_dma_create(struct emu_card *card, struct emu_dma **out)
     if (!d)
         return ONI_EBADALLOC;
     d->card = card;
-    pthread_mutex_init(&d->xfer, NULL);
-    pthread_mutex_init(&d->q_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->q_cond, &ca);
-    pthread_cond_init(&d->q_idle, &ca);
-    pthread_condattr_destroy(&ca);
+    chan_init(d, 0);
+    chan_init(d, 1);
     oniemu_link_t link;
     memset(&link, 0, sizeof link);
     emu_card_link(card, &link);
@@ -77,14 +116,8 @@ void emu_dma_destroy(struct emu_dma *d)
 {
     if (!d)
         return;
-    pthread_mutex_lock(&d->q_lock);
-    d->stop = 1;
-    pthread_cond_broadcast(&d->q_cond);
-    int up = d->thread_up;
-    pthread_mutex_unlock(&d->q_lock);
-    if (up)
-        pthread_join(d->thread, NULL);
-    gpu_stream_destroy(d->stream);
+    chan_fini(&d->ch[0]);
+    chan_fini(&d->ch[1]);
     for (int i = 0; i < d->nlocked; i++)
         if (d->locked[i].ours) {
             munlock((void *)d->locked[i].lo, d->locked[i].hi - d->locked[i].lo);
@@ -92,10 +125,6 @@ void emu_dma_destroy(struct emu_dma *d)
         }
     gpu_host_free(d->wstage);
     gpu_host_free(d->bounce);
-    pthread_cond_destroy(&d->q_cond);
-    pthread_cond_destroy(&d->q_idle);
-    pthread_mutex_destroy(&d->q_lock);
-    pthread_mutex_destroy(&d->xfer);
     free(d);
 }
 
@@ -154,7 +183,7 @@ static const struct locked *window(struct emu_dma *d, uintptr_t a, int *rc)
             w.direct = 0;
         } else {
             w.ours = 1;
-            d->st.locked_bytes += whi - wlo;
+            d->locked_bytes += whi - wlo;
         }
     } else {
         return NULL;
@@ -192,11 +221,11 @@ static int copy_from_ring(struct emu_dma *d, uint8_t *dst, size_t off, const uin
             return rc;
         size_t k = w->hi - (uintptr_t)p < n ? w->hi - (uintptr_t)p : n;
         if (w->direct) {
-            rc = gpu_copy_async(d->stream, dst + off, p, k);
+            rc = gpu_copy_async(d->ch[0].stream, dst + off, p, k);
         } else {
             memcpy(d->bounce + off, p, k);
-            d->st.bounced_bytes += k;
-            rc = gpu_copy_async(d->stream, dst + off, d->bounce + off, k);
+            d->bounced_bytes += k;
+            rc = gpu_copy_async(d->ch[0].stream, dst + off, d->bounce + off, k);
         }
         if (rc)
             return rc;
@@ -205,21 +234,33 @@ static int copy_from_ring(struct emu_dma *d, uint8_t *dst, size_t off, const uin
     return 0;
 }
 
-static int need_stream(struct emu_dma *d)
+static int need_stream(struct dma_chan *c)
 {
-    return d->stream ? 0 : gpu_stream_create(&d->stream);
+    return c->stream ? 0 : gpu_stream_create(&c->stream);
 }
 
-/* Write the completion word from the CPU, after the payload is complete. */
-static void post_host(volatile uint32_t *done, uint32_t seq)
+static void count_failure(struct emu_dma *d)
 {
-    __atomic_store_n((uint32_t *)done, seq, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&d->failed, 1, __ATOMIC_RELAXED);
 }
 
-/* One card -> buffer transfer; the caller holds d->xfer. done may be NULL. */
+/* Write the completion record once the payload is complete: GPU memory by
+ * the channel's stream, host memory by the CPU (release order). */
+static int post(struct dma_chan *c, volatile uint32_t *done, int done_gpu, uint32_t seq, uint32_t timeout_ms)
+{
+    if (!done_gpu) {
+        __atomic_store_n((uint32_t *)done, seq, __ATOMIC_RELEASE);
+        return 0;
+    }
+    int rc = gpu_write_word_async(c->stream, done, seq);
+    return rc ? rc : gpu_stream_wait(c->stream, timeout_ms);
+}
+
+/* One card -> buffer transfer; the caller holds ch[0].xfer. done may be NULL. */
 static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile uint32_t *done,
                    int done_gpu, uint32_t seq, uint32_t timeout_ms)
 {
+    struct dma_chan *c = &d->ch[0];
     struct emu_span sp[2];
     int rc = emu_card_fifo_peek(d->card, EMU_STREAM_GPU, n, sp, timeout_ms);
     if (rc < 0)
@@ -228,7 +269,7 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     uint64_t t0 = oni_now_ns(); /* the link carries the payload from here on */
     int in_stream = 0;
     if (dst_gpu || done_gpu) {
-        rc = need_stream(d);
+        rc = need_stream(c);
         if (!rc && dst_gpu)
             rc = grow(&d->bounce, &d->bounce_cap, n);
         if (rc)
@@ -239,11 +280,11 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
         if (!rc && sp[1].n)
             rc = copy_from_ring(d, dst, sp[0].n, sp[1].p, sp[1].n);
         if (!rc && done && done_gpu && d->link_free) {
-            rc = gpu_write_word_async(d->stream, done, seq);
+            rc = gpu_write_word_async(c->stream, done, seq);
             in_stream = 1;
         }
         if (!rc)
-            rc = gpu_stream_wait(d->stream, timeout_ms);
+            rc = gpu_stream_wait(c->stream, timeout_ms);
     } else {
         memcpy(dst, sp[0].p, sp[0].n);
         if (sp[1].n)
@@ -252,62 +293,45 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     emu_card_link_delay(d->card, n, oni_now_ns() - t0);
     emu_card_fifo_consume(d->card, EMU_STREAM_GPU, n);
     if (rc) {
-        d->st.failed++;
+        count_failure(d);
         return rc == ONI_ETIMEOUT ? rc : ONI_EREADFAILURE;
     }
-    if (done && !in_stream) {
-        if (done_gpu) {
-            rc = gpu_write_word_async(d->stream, done, seq);
-            if (!rc)
-                rc = gpu_stream_wait(d->stream, timeout_ms);
-        } else {
-            post_host(done, seq);
-        }
-    }
-    d->st.reads++;
-    d->st.bytes_read += n;
+    if (done && !in_stream)
+        rc = post(c, done, done_gpu, seq, timeout_ms);
+    d->reads++;
+    d->bytes_read += n;
     return rc;
 }
 
-/* One buffer -> card transfer; the caller holds d->xfer. done may be NULL. */
+/* One buffer -> card transfer; the caller holds ch[1].xfer. done may be NULL. */
 static int do_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, volatile uint32_t *done,
                     int done_gpu, uint32_t seq, uint32_t timeout_ms)
 {
+    struct dma_chan *c = &d->ch[1];
     const void *from = src;
     int rc = 0;
     if (src_gpu || done_gpu)
-        rc = need_stream(d);
+        rc = need_stream(c);
     if (!rc && src_gpu) {
         /* The card reads the GPU buffer into its own (page-locked) memory. */
         rc = grow(&d->wstage, &d->wstage_cap, n);
         if (!rc)
-            rc = gpu_copy_async(d->stream, d->wstage, src, n);
+            rc = gpu_copy_async(c->stream, d->wstage, src, n);
         if (!rc)
-            rc = gpu_stream_wait(d->stream, timeout_ms);
+            rc = gpu_stream_wait(c->stream, timeout_ms);
         from = d->wstage;
     }
-    if (rc) {
-        d->st.failed++;
-        return rc;
-    }
     /* emu_card_write applies the link model to the whole transfer. */
-    rc = emu_card_write(d->card, EMU_STREAM_GPU_WRITE, from, n, timeout_ms);
-    if (rc < 0) {
-        d->st.failed++;
+    if (!rc && (rc = emu_card_write(d->card, EMU_STREAM_GPU_WRITE, from, n, timeout_ms)) >= 0)
+        rc = 0;
+    if (rc) {
+        count_failure(d);
         return rc;
     }
-    rc = 0;
-    if (done) {
-        if (done_gpu) {
-            rc = gpu_write_word_async(d->stream, done, seq);
-            if (!rc)
-                rc = gpu_stream_wait(d->stream, timeout_ms);
-        } else {
-            post_host(done, seq);
-        }
-    }
-    d->st.writes++;
-    d->st.bytes_written += n;
+    if (done)
+        rc = post(c, done, done_gpu, seq, timeout_ms);
+    d->writes++;
+    d->bytes_written += n;
     return rc;
 }
 
@@ -322,30 +346,30 @@ static void deadline_ts(struct timespec *ts, uint32_t ms)
     }
 }
 
-/* Wait until the queue is empty and no job runs; the caller holds q_lock. */
-static int wait_idle(struct emu_dma *d, uint32_t timeout_ms)
+/* Wait until the channel's queue is empty and no job runs; the caller holds q_lock. */
+static int wait_idle(struct dma_chan *c, uint32_t timeout_ms)
 {
     struct timespec ts;
     deadline_ts(&ts, timeout_ms);
-    while (d->q_count || d->busy)
-        if (pthread_cond_timedwait(&d->q_idle, &d->q_lock, &ts) == ETIMEDOUT)
-            return (d->q_count || d->busy) ? ONI_ETIMEOUT : 0;
+    while (c->q_count || c->busy)
+        if (pthread_cond_timedwait(&c->q_idle, &c->q_lock, &ts) == ETIMEDOUT)
+            return (c->q_count || c->busy) ? ONI_ETIMEOUT : 0;
     return 0;
 }
 
 /* Synchronous transfers run in the caller's thread (lowest latency), after
- * every queued job, so the stream order is the order of the calls. */
-static int sync_begin(struct emu_dma *d, uint32_t timeout_ms)
+ * every job queued in their direction, so each stream is moved in call order. */
+static int sync_begin(struct dma_chan *c, uint32_t timeout_ms)
 {
-    pthread_mutex_lock(&d->q_lock);
-    int rc = wait_idle(d, timeout_ms);
-    if (!rc && d->job_err) {
-        rc = d->job_err;
-        d->job_err = 0;
+    pthread_mutex_lock(&c->q_lock);
+    int rc = wait_idle(c, timeout_ms);
+    if (!rc && c->job_err) {
+        rc = c->job_err;
+        c->job_err = 0;
     }
-    pthread_mutex_unlock(&d->q_lock);
+    pthread_mutex_unlock(&c->q_lock);
     if (!rc)
-        pthread_mutex_lock(&d->xfer);
+        pthread_mutex_lock(&c->xfer);
     return rc;
 }
 
@@ -353,11 +377,11 @@ int emu_dma_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, uint32_t t
 {
     if (!d || !dst || !n)
         return ONI_EINVALARG;
-    int rc = sync_begin(d, timeout_ms);
+    int rc = sync_begin(&d->ch[0], timeout_ms);
     if (rc)
         return rc;
     rc = do_read(d, dst, n, dst_gpu, NULL, 0, 0, timeout_ms);
-    pthread_mutex_unlock(&d->xfer);
+    pthread_mutex_unlock(&d->ch[0].xfer);
     return rc;
 }
 
@@ -365,42 +389,44 @@ int emu_dma_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, uin
 {
     if (!d || !src || !n)
         return ONI_EINVALARG;
-    int rc = sync_begin(d, timeout_ms);
+    int rc = sync_begin(&d->ch[1], timeout_ms);
     if (rc)
         return rc;
     rc = do_write(d, src, n, src_gpu, NULL, 0, 0, timeout_ms);
-    pthread_mutex_unlock(&d->xfer);
+    pthread_mutex_unlock(&d->ch[1].xfer);
     return rc;
 }
 
+/* The thread of one channel: runs its jobs in order until stopped and drained. */
 static void *engine(void *arg)
 {
-    struct emu_dma *d = arg;
-    pthread_mutex_lock(&d->q_lock);
+    struct dma_chan *c = arg;
+    struct emu_dma *d = c->d;
+    pthread_mutex_lock(&c->q_lock);
     for (;;) {
-        while (!d->q_count && !d->stop)
-            pthread_cond_wait(&d->q_cond, &d->q_lock);
-        if (!d->q_count)
+        while (!c->q_count && !c->stop)
+            pthread_cond_wait(&c->q_cond, &c->q_lock);
+        if (!c->q_count)
             break; /* stopping, queue drained */
-        struct dma_job j = d->q[d->q_head];
-        d->q_head = (d->q_head + 1) % DMA_QUEUE;
-        d->q_count--;
-        d->busy = 1;
-        pthread_mutex_unlock(&d->q_lock);
+        struct dma_job j = c->q[c->q_head];
+        c->q_head = (c->q_head + 1) % DMA_QUEUE;
+        c->q_count--;
+        c->busy = 1;
+        pthread_mutex_unlock(&c->q_lock);
 
-        pthread_mutex_lock(&d->xfer);
-        int rc = j.write ? do_write(d, j.x.buf, j.x.len, j.buf_gpu, j.x.done, j.done_gpu, j.x.seq, j.timeout_ms)
-                         : do_read(d, j.x.buf, j.x.len, j.buf_gpu, j.x.done, j.done_gpu, j.x.seq, j.timeout_ms);
-        pthread_mutex_unlock(&d->xfer);
+        pthread_mutex_lock(&c->xfer);
+        int rc = c->write ? do_write(d, j.x.buf, j.x.len, j.buf_gpu, j.x.done, j.done_gpu, j.x.seq, j.timeout_ms)
+                          : do_read(d, j.x.buf, j.x.len, j.buf_gpu, j.x.done, j.done_gpu, j.x.seq, j.timeout_ms);
+        pthread_mutex_unlock(&c->xfer);
 
-        pthread_mutex_lock(&d->q_lock);
-        if (rc && !d->job_err)
-            d->job_err = rc;
-        d->busy = 0;
-        if (!d->q_count)
-            pthread_cond_broadcast(&d->q_idle);
+        pthread_mutex_lock(&c->q_lock);
+        if (rc && !c->job_err)
+            c->job_err = rc;
+        c->busy = 0;
+        if (!c->q_count)
+            pthread_cond_broadcast(&c->q_idle);
     }
-    pthread_mutex_unlock(&d->q_lock);
+    pthread_mutex_unlock(&c->q_lock);
     return NULL;
 }
 
@@ -409,27 +435,27 @@ int emu_dma_submit(struct emu_dma *d, int write, const onigpu_xfer_t *x, int buf
 {
     if (!d || !x || !x->buf || !x->len || !x->done)
         return ONI_EINVALARG;
-    pthread_mutex_lock(&d->q_lock);
+    struct dma_chan *c = &d->ch[write ? 1 : 0];
+    pthread_mutex_lock(&c->q_lock);
     int rc = 0;
-    if (d->job_err) {
-        rc = d->job_err;
-        d->job_err = 0;
-    } else if (d->q_count == DMA_QUEUE) {
+    if (c->job_err) {
+        rc = c->job_err;
+        c->job_err = 0;
+    } else if (c->q_count == DMA_QUEUE) {
         rc = ONI_EBUSY;
-    } else if (!d->thread_up) {
-        if (pthread_create(&d->thread, NULL, engine, d))
+    } else if (!c->thread_up) {
+        if (pthread_create(&c->thread, NULL, engine, c))
             rc = ONI_EBADALLOC;
         else
-            d->thread_up = 1;
+            c->thread_up = 1;
     }
     if (!rc) {
-        d->q[(d->q_head + d->q_count) % DMA_QUEUE] =
-            (struct dma_job){.write = write, .buf_gpu = buf_gpu, .done_gpu = done_gpu, .x = *x,
-                             .timeout_ms = timeout_ms};
-        d->q_count++;
-        pthread_cond_signal(&d->q_cond);
+        c->q[(c->q_head + c->q_count) % DMA_QUEUE] =
+            (struct dma_job){.buf_gpu = buf_gpu, .done_gpu = done_gpu, .x = *x, .timeout_ms = timeout_ms};
+        c->q_count++;
+        pthread_cond_signal(&c->q_cond);
     }
-    pthread_mutex_unlock(&d->q_lock);
+    pthread_mutex_unlock(&c->q_lock);
     return rc;
 }
 
@@ -437,19 +463,29 @@ int emu_dma_flush(struct emu_dma *d, uint32_t timeout_ms)
 {
     if (!d)
         return ONI_EINVALARG;
-    pthread_mutex_lock(&d->q_lock);
-    int rc = wait_idle(d, timeout_ms);
-    if (!rc && d->job_err) {
-        rc = d->job_err;
-        d->job_err = 0;
+    int first = 0;
+    for (int k = 0; k < 2; k++) {
+        struct dma_chan *c = &d->ch[k];
+        pthread_mutex_lock(&c->q_lock);
+        int rc = wait_idle(c, timeout_ms);
+        if (!rc && c->job_err) {
+            rc = c->job_err;
+            c->job_err = 0;
+        }
+        pthread_mutex_unlock(&c->q_lock);
+        if (rc && !first)
+            first = rc;
     }
-    pthread_mutex_unlock(&d->q_lock);
-    return rc;
+    return first;
 }
 
 void emu_dma_stats(struct emu_dma *d, struct emu_dma_stats *st)
 {
-    pthread_mutex_lock(&d->xfer);
-    *st = d->st;
-    pthread_mutex_unlock(&d->xfer);
+    pthread_mutex_lock(&d->ch[0].xfer);
+    pthread_mutex_lock(&d->ch[1].xfer);
+    *st = (struct emu_dma_stats){d->reads, d->writes, d->bytes_read, d->bytes_written,
+                                 __atomic_load_n(&d->failed, __ATOMIC_RELAXED), d->locked_bytes,
+                                 d->bounced_bytes};
+    pthread_mutex_unlock(&d->ch[1].xfer);
+    pthread_mutex_unlock(&d->ch[0].xfer);
 }

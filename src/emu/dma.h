@@ -12,8 +12,10 @@
  * transfer then waits out the card's PCIe link model (emu_card_link_delay).
  *
  * Used by the emu driver (src/drivers/emu/gpustream.c). One engine per card
- * context; its calls are serialized internally, asynchronous jobs run on the
- * engine's own thread in the order they were queued. */
+ * context, thread-safe. The two directions are independent (own lock, copy
+ * stream, job queue and thread), so a read waiting for data never holds up a
+ * write of results; within a direction, transfers run one at a time, jobs in
+ * the order they were queued, and a synchronous call after all of them. */
 #ifndef EMU_DMA_H
 #define EMU_DMA_H
 
@@ -51,8 +53,9 @@ int emu_dma_write(struct emu_dma *dma, const void *src, size_t n, int src_gpu, u
 int emu_dma_submit(struct emu_dma *dma, int write, const onigpu_xfer_t *x, int buf_gpu, int done_gpu,
                    uint32_t timeout_ms);
 
-/* Wait up to timeout_ms until every queued job is done. Returns 0,
- * ONI_ETIMEOUT, or the first error of a job since it was last reported. */
+/* Wait up to timeout_ms (per direction) until every queued job is done.
+ * Returns 0, ONI_ETIMEOUT, or the first error of a job since it was last
+ * reported. */
 int emu_dma_flush(struct emu_dma *dma, uint32_t timeout_ms);
 
 /* Counters: transfers done, bytes moved, failed jobs, ring bytes page-locked,
