@@ -47,6 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     oni_ctx ctx = oni_create_ctx_driver(&onifix_scripted);
     if (!ctx)
         return 0;
+    /* A drained stream ends the run at once (the driver's ONI_ETIMEOUT), so
+     * the core's own deadline only has to outlast a loaded machine's stalls. */
+    uint32_t ms = 600000;
+    oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms);
     set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT);
     oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, table, table_len);
     if (oni_init_ctx(ctx, 0) != 0)
