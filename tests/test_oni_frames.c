@@ -360,3 +360,37 @@ TEST(write_frames)
     CHECK(memcmp(b->data, data + 8, 16) == 0);
     oni_destroy_frame(b);
 }
+
+TEST(block_size_change_keeps_live_frames)
+{
+    static uint8_t s[60 * MAXRFRAME];
+    uint32_t idx[60];
+    size_t len = make_stream(s, idx, 60, 300);
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, len) == 0);
+    oni_frame_t *f[60];
+    static const uint32_t sizes[] = {4096, 80, 1000, 84};
+    /* Change BLOCKREADSIZE every 15 frames: buffered bytes are dropped, the
+     * frames already out stay whole. */
+    int got = 0;
+    for (int k = 0; k < 4; k++) {
+        REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &sizes[k], 4) == 0);
+        for (int i = 0; i < 15; i++) {
+            int rc = oni_read_frame(ctx, &f[got]);
+            if (rc == ONI_ETIMEOUT)
+                break;
+            REQUIRE(rc > 0);
+            got++;
+        }
+    }
+    CHECK(got >= 15);
+    for (int i = 0; i < got; i++) {
+        uint32_t t = (uint32_t)(f[i]->time - 300);
+        CHECK(t < 60 && fx_check(f[i], 300 + t, idx[t], rsize(idx[t])));
+        if (i)
+            CHECK(f[i]->time > f[i - 1]->time);
+        oni_destroy_frame(f[i]);
+    }
+    oni_destroy_ctx(ctx);
+}
