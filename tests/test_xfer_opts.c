@@ -3,6 +3,7 @@
  * buffer READ/WRITE/READ_ASYNC with data checked, routing, timeouts, and
  * what a GPU pointer gets where there is no usable CUDA. Through oni.h only. */
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include "unit.h"
@@ -258,5 +259,55 @@ TEST(xfer_options_need_the_emu_driver)
     REQUIRE(oni_init_ctx(ctx, -1) == 0);
     uint32_t v = 4096;
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &v, sizeof v), ONI_EINVALOPT);
+    oni_destroy_ctx(ctx);
+}
+
+struct writer {
+    oni_ctx ctx;
+    int writes, rc;
+};
+
+static void *write_frames(void *arg)
+{
+    struct writer *w = arg;
+    uint32_t frames[2][4] = {{sink, 2, 1, 2}, {sink, 2, 3, 4}};
+    for (int i = 0; i < 2000 && !w->rc; i++) {
+        onigpu_buf_t b = {frames, sizeof frames};
+        w->rc = oni_set_driver_opt(w->ctx, ONI_DRV_WRITE, &b, sizeof b);
+        w->writes += !w->rc;
+    }
+    return NULL;
+}
+
+TEST(xfer_read_and_write_threads_on_one_context)
+{
+    /* a receive thread and a send thread, as in the closed loop: both make
+     * progress, the read stream stays whole, no data race (TSan label) */
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    uint32_t wsz = 32;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, 4), 0);
+    struct writer w = {ctx, 0, 0};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, write_frames, &w) == 0);
+    uint8_t *buf = malloc(8192);
+    struct xcheck c;
+    xcheck_init(&c, core);
+    for (int i = 0; i < 2000; i++) {
+        uint32_t n = 4 * (1 + (uint32_t)(i * 37 % 2048));
+        int rc = oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &n, 4);
+        if (!rc)
+            rc = oni_set_driver_opt(ctx, ONI_DRV_READ, buf, 8);
+        if (rc) {
+            UNIT_FAIL("read %d: %s", i, oni_error_str(rc));
+            break;
+        }
+        xcheck_feed(&c, buf, n);
+    }
+    pthread_join(t, NULL);
+    CHECK_RC(w.rc, 0);
+    CHECK_EQ(w.writes, 2000);
+    CHECK_EQ(c.errors, 0);
+    free(buf);
     oni_destroy_ctx(ctx);
 }

@@ -7,6 +7,7 @@
  * (staged) path move through the daemon's shared-memory rings
  * (emudrv_stream_read/_write); direct and asynchronous GPU transfers answer
  * ONI_EUNIMPL there. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +28,14 @@ struct pin {
     int registered;      /* host memory page-locked by PIN: unregistered by UNPIN */
 };
 
+/* Thread-safe: lock guards the block sizes and the pin table (held only
+ * while a call reads or changes them, never during a transfer);
+ * stage_lock makes chunked transfers, which share the staging slots, take
+ * turns. The DMA engine itself is thread-safe. */
 struct gpustream {
     struct emudrv *drv;
     struct emu_dma *dma; /* NULL in daemon mode */
+    pthread_mutex_t lock, stage_lock;
     uint32_t rd_sz, wr_sz, chunk_sz;
     struct pin pins[GS_MAX_PINS];
     int npins;
@@ -60,6 +66,8 @@ static int gpustream_create(struct emudrv *drv, struct gpustream **out)
     }
     g->drv = drv;
     g->rd_sz = g->wr_sz = 4096;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_mutex_init(&g->stage_lock, NULL);
     *out = g;
     return 0;
 }
@@ -77,6 +85,8 @@ static void gpustream_destroy(struct gpustream *g)
         gpu_host_free(g->slot[s]);
     }
     gpu_stream_destroy(g->copy);
+    pthread_mutex_destroy(&g->lock);
+    pthread_mutex_destroy(&g->stage_lock);
     free(g);
 }
 
@@ -321,7 +331,7 @@ struct staged {
     uint32_t timeout_ms;
 };
 
-static int need_staging(struct gpustream *g)
+static int need_staging(struct gpustream *g, uint32_t chunk)
 {
     int rc = 0;
     if (!g->copy)
@@ -329,16 +339,16 @@ static int need_staging(struct gpustream *g)
     for (int s = 0; !rc && s < GS_SLOTS; s++)
         if (!g->ev[s])
             rc = gpu_event_create(&g->ev[s]);
-    if (!rc && g->slot_cap < g->chunk_sz) {
+    if (!rc && g->slot_cap < chunk) {
         for (int s = 0; s < GS_SLOTS; s++) {
             gpu_host_free(g->slot[s]);
             g->slot[s] = NULL;
         }
         g->slot_cap = 0;
         for (int s = 0; !rc && s < GS_SLOTS; s++)
-            rc = gpu_host_alloc((void **)&g->slot[s], g->chunk_sz);
+            rc = gpu_host_alloc((void **)&g->slot[s], chunk);
         if (!rc)
-            g->slot_cap = g->chunk_sz;
+            g->slot_cap = chunk;
     }
     return rc;
 }
@@ -377,18 +387,32 @@ static int wr_b(void *ctx, int s, size_t off, size_t n)
     return host_write(st->g, st->g->slot[s], n, st->timeout_ms);
 }
 
-static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32_t timeout_ms)
+static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32_t chunk, uint32_t timeout_ms)
 {
-    int rc = need_staging(g);
-    if (rc)
-        return rc;
-    struct staged st = {g, gpu, timeout_ms};
-    struct gpu_pipe_ops rd = {&st, rd_a, NULL, rd_b, wait_ev};
-    struct gpu_pipe_ops wr = {&st, wr_a, wait_ev, wr_b, NULL};
-    return gpu_pipe_run(n, g->chunk_sz, GS_SLOTS, write ? &wr : &rd);
+    pthread_mutex_lock(&g->stage_lock);
+    int rc = need_staging(g, chunk);
+    if (!rc) {
+        struct staged st = {g, gpu, timeout_ms};
+        struct gpu_pipe_ops rd = {&st, rd_a, NULL, rd_b, wait_ev};
+        struct gpu_pipe_ops wr = {&st, wr_a, wait_ev, wr_b, NULL};
+        rc = gpu_pipe_run(n, chunk, GS_SLOTS, write ? &wr : &rd);
+    }
+    pthread_mutex_unlock(&g->stage_lock);
+    return rc;
 }
 
 /* --- transfers --------------------------------------------------------------- */
+
+/* Under the lock: the block size, the chunk size, and how buf is reached. */
+static int plan(struct gpustream *g, int write, const struct buf *b, size_t *n, uint32_t *chunk, int *on_gpu)
+{
+    pthread_mutex_lock(&g->lock);
+    *n = write ? g->wr_sz : g->rd_sz;
+    *chunk = g->chunk_sz;
+    int rc = resolve(g, b, *n, on_gpu);
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
 
 static int transfer(struct gpustream *g, int write, const void *value, size_t len, uint32_t timeout_ms)
 {
@@ -396,13 +420,14 @@ static int transfer(struct gpustream *g, int write, const void *value, size_t le
     int rc = parse_buf(value, len, &b);
     if (rc)
         return rc;
-    size_t n = write ? g->wr_sz : g->rd_sz;
+    size_t n;
+    uint32_t chunk;
     int on_gpu = 0;
-    rc = resolve(g, &b, n, &on_gpu);
+    rc = plan(g, write, &b, &n, &chunk, &on_gpu);
     if (rc)
         return rc;
-    if (on_gpu && g->chunk_sz)
-        return staged(g, write, b.p, n, timeout_ms);
+    if (on_gpu && chunk)
+        return staged(g, write, b.p, n, chunk, timeout_ms);
     if (!on_gpu)
         return write ? host_write(g, b.p, n, timeout_ms) : host_read(g, b.p, n, timeout_ms);
     if (!g->dma)
@@ -417,10 +442,11 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
     const onigpu_xfer_t *x = value;
     if (!x->buf || !x->done)
         return ONI_EINVALARG;
-    size_t n = write ? g->wr_sz : g->rd_sz;
     struct buf b = {.p = x->buf, .len = (size_t)x->len, .explicit_len = x->len != 0};
+    size_t n;
+    uint32_t chunk;
     int on_gpu = 0;
-    int rc = resolve(g, &b, n, &on_gpu);
+    int rc = plan(g, write, &b, &n, &chunk, &on_gpu);
     if (rc)
         return rc;
     struct gpu_ptr_info done;
@@ -436,19 +462,41 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
     return emu_dma_submit(g->dma, write, &job, on_gpu, done.kind == GPU_KIND_DEVICE, timeout_ms);
 }
 
+/* An option that only changes state: under the lock. */
+static int locked_opt(struct gpustream *g, int opt, const void *value, size_t len)
+{
+    pthread_mutex_lock(&g->lock);
+    int rc;
+    switch (opt) {
+    case ONI_DRV_RD_SZ:
+        rc = set_size(&g->rd_sz, value, len, 0);
+        break;
+    case ONI_DRV_WR_SZ:
+        rc = set_size(&g->wr_sz, value, len, 0);
+        break;
+    case ONI_DRV_CHUNK_SZ:
+        rc = set_size(&g->chunk_sz, value, len, 1);
+        break;
+    case ONI_DRV_PIN:
+        rc = pin(g, value, len);
+        break;
+    default: /* ONI_DRV_UNPIN */
+        rc = unpin(g, value, len);
+        break;
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
 static int set_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
 {
     switch (opt) {
     case ONI_DRV_RD_SZ:
-        return set_size(&g->rd_sz, value, len, 0);
     case ONI_DRV_WR_SZ:
-        return set_size(&g->wr_sz, value, len, 0);
     case ONI_DRV_CHUNK_SZ:
-        return set_size(&g->chunk_sz, value, len, 1);
     case ONI_DRV_PIN:
-        return pin(g, value, len);
     case ONI_DRV_UNPIN:
-        return unpin(g, value, len);
+        return locked_opt(g, opt, value, len);
     case ONI_DRV_READ:
         return transfer(g, 0, value, len, timeout_ms);
     case ONI_DRV_WRITE:
@@ -464,13 +512,14 @@ static int set_opt(struct gpustream *g, int opt, const void *value, size_t len, 
 
 static int get_opt(struct gpustream *g, int opt, void *value, size_t *len)
 {
+    pthread_mutex_lock(&g->lock);
+    uint32_t v = opt == ONI_DRV_RD_SZ ? g->rd_sz : opt == ONI_DRV_WR_SZ ? g->wr_sz : g->chunk_sz;
+    pthread_mutex_unlock(&g->lock);
     switch (opt) {
     case ONI_DRV_RD_SZ:
-        return put_u32(value, len, g->rd_sz);
     case ONI_DRV_WR_SZ:
-        return put_u32(value, len, g->wr_sz);
     case ONI_DRV_CHUNK_SZ:
-        return put_u32(value, len, g->chunk_sz);
+        return put_u32(value, len, v);
     default:
         return ONI_EINVALOPT;
     }
@@ -478,18 +527,20 @@ static int get_opt(struct gpustream *g, int opt, void *value, size_t *len)
 
 /* --- the seam with the driver (gpustream.h) ---------------------------------- */
 
+/* The context's state, created on first use (by one thread only). */
 static int state(struct emudrv *d, struct gpustream **g)
 {
+    static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
     struct gpustream **slot = emudrv_gpustream(d);
     if (!slot)
         return ONI_EINVALSTATE;
-    if (!*slot) {
-        int rc = gpustream_create(d, slot);
-        if (rc)
-            return rc;
-    }
+    int rc = 0;
+    pthread_mutex_lock(&create_lock);
+    if (!*slot)
+        rc = gpustream_create(d, slot);
     *g = *slot;
-    return 0;
+    pthread_mutex_unlock(&create_lock);
+    return rc;
 }
 
 int emu_gpu_set_opt(struct emudrv *d, int opt, const void *value, size_t len)
