@@ -139,6 +139,7 @@ static void *data_reader(void *arg)
 {
     struct shared *s = arg;
     static struct frame f;
+    uint64_t last = 0;
     while (!atomic_load(&s->stop)) {
         int rc = frame_read(s->c, EMU_STREAM_DATA, &f, 200);
         if (rc == ONI_ETIMEOUT)
@@ -147,6 +148,9 @@ static void *data_reader(void *arg)
             atomic_fetch_add(&s->errors, 1);
             break;
         }
+        if (f.time < last) /* echoes and generated frames in one time order */
+            atomic_fetch_add(&s->errors, 1);
+        last = f.time;
         atomic_fetch_add(&s->echoes, f.dev == s->stim);
         if (f.dev == s->core)
             atomic_fetch_add(&s->errors, 1); /* routed to the GPU stream */

@@ -448,6 +448,8 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n)); /* the frames cross the link first */
     pthread_mutex_lock(&c->lock);
     uint64_t now = emu_card_now(c);
+    if (c->running && !c->fast) /* frames due before the arrival go first: the stream stays in time order */
+        emu_gen_until(c, now, EMU_GEN_CHUNK);
     for (size_t off = 0; off < n;) {
         uint32_t idx, words;
         memcpy(&idx, p + off, 4);
