@@ -401,7 +401,9 @@ int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
         return ONI_EINVALARG;
     pthread_mutex_lock(&c->lock);
     int rc = 0;
-    if (n > c->fifo[k].fill)
+    if (c->fifo[k].busy)
+        rc = ONI_EBUSY; /* a reader is copying out of this FIFO */
+    else if (n > c->fifo[k].fill)
         rc = ONI_EINVALARG;
     else
         emu_fifo_consume(&c->fifo[k], n);
