@@ -326,6 +326,9 @@ TEST(emu_one_reader_per_stream)
     uint8_t b[16];
     uint64_t t0 = oni_now_ns();
     CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, b, sizeof b, 1000), ONI_EBUSY);
+    struct emu_span sp[2];
+    CHECK_RC(emu_card_fifo_peek(c, EMU_STREAM_DATA, 16, sp, 1000), ONI_EBUSY);
+    CHECK_RC(emu_card_fifo_consume(c, EMU_STREAM_DATA, 0), ONI_EBUSY);
     CHECK(oni_now_ns() - t0 < 100000000ull);
     CHECK_RC(emu_card_read(c, EMU_STREAM_GPU, b, sizeof b, 10), ONI_ETIMEOUT); /* the other stream is free */
     pthread_join(th, NULL);
