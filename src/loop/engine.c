@@ -129,19 +129,18 @@ struct word_arg {
     uint32_t want;
 };
 
+/* An acquire load: what was written before the word (the payload, the
+ * result) is visible once the word is seen. */
 static int word_is(const void *p)
 {
     const struct word_arg *a = p;
-    return *a->word == a->want;
+    return __atomic_load_n((const uint32_t *)a->word, __ATOMIC_ACQUIRE) == a->want;
 }
 
 int loop_wait_word(struct loop *lp, const volatile uint32_t *word, uint32_t want, uint32_t timeout_ms)
 {
     struct word_arg a = {word, want};
-    int rc = wait_for(lp, word_is, &a, failed, 0, timeout_ms ? timeout_ms : 1);
-    if (rc == 0)
-        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the payload written before the word is visible */
-    return rc;
+    return wait_for(lp, word_is, &a, failed, 0, timeout_ms ? timeout_ms : 1);
 }
 
 struct state_arg {
@@ -414,7 +413,7 @@ int loop_run(struct loop *lp)
         pthread_join(th[i], NULL);
     if (lp->be->halt)
         lp->be->halt(lp);
-    lp->seconds = (double)(loop_now_ns() - t0) / 1e9;
+    atomic_store(&lp->run_ns, loop_now_ns() - t0);
     rc = atomic_load(&lp->err);
     return rc;
 }
@@ -441,7 +440,7 @@ void loop_get_stats(const struct loop *lp, struct loop_stats *st)
     st->stalls = atomic_load(&m->stalls);
     st->src_dropped = lp->cfg.src.dropped ? lp->cfg.src.dropped(lp->cfg.src.ctx) : 0;
     st->nrecords = st->blocks < lp->cfg.record_cap ? st->blocks : lp->cfg.record_cap;
-    st->seconds = lp->seconds;
+    st->seconds = (double)atomic_load(&m->run_ns) / 1e9;
 }
 
 const struct loop_record *loop_records(const struct loop *lp)

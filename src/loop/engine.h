@@ -41,7 +41,7 @@ struct loop {
     _Atomic int ran;
     _Atomic uint64_t sent, started, stalls, bytes_in;
     struct loop_record *rec;
-    double seconds;
+    _Atomic uint64_t run_ns;             /* loop_run wall time, written when it ends */
 };
 
 /* Backends: the CPU one (engine.c) and the GPU ones (gpu_cuda.c, or

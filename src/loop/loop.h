@@ -92,7 +92,7 @@ struct loop_stats {
     uint64_t src_dropped;  /* from the source */
     uint64_t stalls;       /* reads that had to wait for a free slot (back-pressure, not loss) */
     uint64_t nrecords;     /* records written (<= record_cap) */
-    double seconds;        /* loop_run wall time */
+    double seconds;        /* loop_run wall time (0 until it returns) */
 };
 
 struct loop;
