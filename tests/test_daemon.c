@@ -10,6 +10,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -54,6 +55,7 @@ static pid_t start_daemon(const char *spec)
         snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-daemon-%d.sock", (int)getpid());
     pid_t pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that failed or was killed */
         execl(exe, exe, "--socket", sock_path, "--spec", spec, (char *)NULL);
         _exit(127);
     }
@@ -767,5 +769,36 @@ TEST(daemon_read_ahead_realtime_only)
         close(data);
         close(ctrl);
     }
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* RESET empties the card's FIFO; data the driver read ahead goes with it. */
+TEST(daemon_reset_drops_read_ahead)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("devices=np2", &rc); /* real time: the daemon reads ahead */
+    REQUIRE(ctx);
+    oni_reg_val_t on = 1, off = 0;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &on, sizeof on), 0);
+    oni_frame_t *f;
+    REQUIRE(oni_read_frame(ctx, &f) > 0);
+    oni_destroy_frame(f);
+    usleep(50000); /* about 1.2 MB wait in the card ... */
+    REQUIRE(oni_read_frame(ctx, &f) > 0); /* ... and come over with this read */
+    uint64_t before = f->time;
+    oni_destroy_frame(f);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &off, sizeof off), 0);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &on, sizeof on), 0);
+    usleep(200000);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &on, sizeof on), 0);
+    /* the first frame after the reset is a new one (200 ms later), not one read ahead before it */
+    REQUIRE(oni_read_frame(ctx, &f) > 0);
+    CHECK(f->time > before + 250000000ull / 1000 * 150);
+    fprintf(stderr, "  last frame before the reset at %.1f ms, first after at %.1f ms\n", before / 250e3,
+            f->time / 250e3);
+    oni_destroy_frame(f);
+    oni_destroy_ctx(ctx);
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }

@@ -316,6 +316,18 @@ int emuc_read_config(struct emuc *c, oni_config_t reg, uint32_t *value, uint32_t
     return rc;
 }
 
+/* RESET empties the card's FIFOs: what this side holds of them goes too
+ * (read-ahead or late answers), as it would had it stayed in the card. */
+static void drop_read_rings(struct emuc *c)
+{
+    static const int chan[2] = {EMUP_CHAN_DATA, EMUP_CHAN_GPU}, ring[2] = {EMUP_RING_DATA, EMUP_RING_GPU};
+    for (int i = 0; i < 2; i++) {
+        pthread_mutex_lock(&c->ch[chan[i]].lock);
+        c->ring[ring[i]].nseg = 0; /* the tail moves to head */
+        pthread_mutex_unlock(&c->ch[chan[i]].lock);
+    }
+}
+
 int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t timeout_ms)
 {
     struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
@@ -323,6 +335,8 @@ int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t
     struct emup_status_reply st;
     pthread_mutex_lock(&ch->lock);
     int rc = call(c, ch, EMUP_CONFIG_WRITE, &rq, sizeof rq, &st, sizeof st, timeout_ms);
+    if (!rc && reg == ONI_CONFIG_RESET && value)
+        drop_read_rings(c);
     pthread_mutex_unlock(&ch->lock);
     return rc;
 }
