@@ -24,17 +24,24 @@ int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct em
 /* End the session (the daemon destroys its card) and free c. NULL-safe. */
 void emuc_close(struct emuc *c);
 
+/* The card's configuration registers, as emu_card_read_config/_write_config.
+ * Writing a non-zero RESET also drops what this side holds of the card's
+ * FIFOs. Errors: the card's, or ONI_ETIMEOUT, ONI_EDISCONNECTED, ONI_EBADFRAME
+ * (a malformed answer). */
 int emuc_read_config(struct emuc *c, oni_config_t reg, uint32_t *value, uint32_t timeout_ms);
 int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t timeout_ms);
 
-/* As emu_card_read / emu_card_write, through the rings. A write larger than
- * the stream's ring gives ONI_EWRITESIZE. */
+/* As emu_card_read / emu_card_write, through the rings, except that a read
+ * may return fewer than n bytes (at least 1) when it is served from bytes the
+ * daemon sent ahead. A write larger than the stream's ring gives
+ * ONI_EWRITESIZE. */
 int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms);
 int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms);
 
+/* The card's FIFO counters and link preset (emu_card_stats, emu_card_link). */
 int emuc_stats(struct emuc *c, onigpu_stream_stats_t *st, uint32_t timeout_ms);
 int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms);
-/* path: absolute path or "" to stop. */
+/* Ground truth to a file the daemon writes: an absolute path, or "" to stop. */
 int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms);
 
 #endif

@@ -393,6 +393,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     return ONI_EINVALOPT;
 }
 
+/* The emu driver's backend table (onii.h); libonidriver_emu.so exports it through export.c. */
 const struct oni_driver onidrv_emu = {
     "emu",
     drv_create,
