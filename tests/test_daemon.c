@@ -802,3 +802,39 @@ TEST(daemon_reset_drops_read_ahead)
     oni_destroy_ctx(ctx);
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }
+
+/* Write frames through the daemon's write ring reach the device: its count of
+ * accepted write frames (register 8, common to every device) moves with them. */
+TEST(daemon_write_frames)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("devices=stim;mode=fast", &rc);
+    REQUIRE(ctx);
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    const oni_device_t *w = NULL;
+    for (size_t i = 0; i < n && !w; i++)
+        if (t[i].write_size)
+            w = &t[i];
+    REQUIRE(w);
+    oni_reg_val_t before = 0, after = 0;
+    CHECK_RC(oni_read_reg(ctx, w->idx, 8, &before), 0);
+    uint8_t payload[256] = {0};
+    REQUIRE(w->write_size <= sizeof payload);
+    for (int i = 0; i < 100; i++) {
+        oni_frame_t *f = NULL;
+        payload[0] = (uint8_t)i;
+        CHECK_RC(oni_create_frame(ctx, &f, w->idx, payload, w->write_size), 0);
+        if (f)
+            CHECK(oni_write_frame(ctx, f) > 0);
+        oni_destroy_frame(f);
+    }
+    CHECK_RC(oni_read_reg(ctx, w->idx, 8, &after), 0);
+    CHECK_EQ(after - before, 100);
+    free(t);
+    oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
