@@ -38,6 +38,8 @@ struct ring {
     uint64_t head;          /* end of the last segment produced (or of the last write sent) */
     struct seg seg[MAXSEG]; /* read rings: unconsumed segments, oldest first */
     int nseg;
+    int discarding;         /* read rings: answers to requests up to discard_upto are dropped (RESET) */
+    uint32_t discard_upto;
     int write_pending;      /* write rings: a WRITE whose answer was not seen yet */
     uint32_t pending_seq;   /* and its sequence number */
 };
@@ -95,8 +97,13 @@ static void late_answer(struct emuc *c, struct chan *ch, const uint8_t *msg, siz
     if (h.type == (EMUP_READ | EMUP_REPLY) && h.len == sizeof(struct emup_read_reply) && ch->read_ring >= 0) {
         struct emup_read_reply rr;
         memcpy(&rr, msg + sizeof h, sizeof rr);
-        if (rr.rc == 0)
-            add_segment(&c->ring[ch->read_ring], &rr);
+        struct ring *r = &c->ring[ch->read_ring];
+        if (rr.rc != 0 || !rr.len || !emup_ring_ok(r->cap, ring_tail(r), r->head, rr.start, rr.len))
+            return;
+        if (r->discarding && (int32_t)(h.seq - r->discard_upto) <= 0)
+            r->head = rr.start + rr.len; /* from before a RESET: consumed unseen */
+        else
+            add_segment(r, &rr);
     } else if (h.type == (EMUP_WRITE | EMUP_REPLY) && ch->write_ring >= 0 &&
                h.seq == c->ring[ch->write_ring].pending_seq) {
         c->ring[ch->write_ring].write_pending = 0;
@@ -124,6 +131,9 @@ static int await(struct emuc *c, struct chan *ch, uint16_t type, uint32_t seq, v
         if ((size_t)n < sizeof h)
             return ONI_EBADFRAME;
         memcpy(&h, ch->buf, sizeof h);
+        struct ring *rr = ch->read_ring >= 0 ? &c->ring[ch->read_ring] : NULL;
+        if (rr && rr->discarding && (int32_t)(h.seq - rr->discard_upto) > 0)
+            rr->discarding = 0; /* answers come in order: nothing from before the RESET is left */
         if (h.magic == EMUP_MAGIC && h.seq != seq && h.len == (size_t)n - sizeof h) {
             late_answer(c, ch, ch->buf, (size_t)n);
             continue;
@@ -322,9 +332,12 @@ static void drop_read_rings(struct emuc *c)
 {
     static const int chan[2] = {EMUP_CHAN_DATA, EMUP_CHAN_GPU}, ring[2] = {EMUP_RING_DATA, EMUP_RING_GPU};
     for (int i = 0; i < 2; i++) {
-        pthread_mutex_lock(&c->ch[chan[i]].lock);
+        struct chan *ch = &c->ch[chan[i]];
+        pthread_mutex_lock(&ch->lock);
         c->ring[ring[i]].nseg = 0; /* the tail moves to head */
-        pthread_mutex_unlock(&c->ch[chan[i]].lock);
+        c->ring[ring[i]].discarding = 1; /* and answers still on their way go too */
+        c->ring[ring[i]].discard_upto = ch->seq;
+        pthread_mutex_unlock(&ch->lock);
     }
 }
 
@@ -335,7 +348,8 @@ int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t
     struct emup_status_reply st;
     pthread_mutex_lock(&ch->lock);
     int rc = call(c, ch, EMUP_CONFIG_WRITE, &rq, sizeof rq, &st, sizeof st, timeout_ms);
-    if (!rc && reg == ONI_CONFIG_RESET && value)
+    /* a RESET whose answer did not come in time may still have happened */
+    if ((!rc || rc == ONI_ETIMEOUT) && reg == ONI_CONFIG_RESET && value)
         drop_read_rings(c);
     pthread_mutex_unlock(&ch->lock);
     return rc;
