@@ -47,6 +47,9 @@ fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
     step gpu-tests 240 ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 200 \
         >"$OUT/ctest-gpu.log" 2>&1
+    # the GPU stream's own tests that also run without a GPU, here with one
+    step xfer-tests 240 ctest --test-dir "$BUILD" -R '^test_xfer' --output-on-failure --timeout 200 \
+        >>"$OUT/ctest-gpu.log" 2>&1
     tail -n 40 "$OUT/ctest-gpu.log"
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
