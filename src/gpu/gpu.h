@@ -72,7 +72,9 @@ void gpu_host_free(void *p);
 int gpu_host_register(void *p, size_t n);
 int gpu_host_unregister(void *p);
 
-/* A non-blocking stream of GPU work (copies, word writes). */
+/* A non-blocking stream of GPU work (copies, word writes). Destroy waits at
+ * most 2 s for queued work, then releases the stream (CUDA frees it once
+ * the work is done). */
 int gpu_stream_create(struct gpu_stream **s);
 void gpu_stream_destroy(struct gpu_stream *s);
 

@@ -14,6 +14,9 @@ struct gpu_stream {
     cudaStream_t s;
 };
 
+static int poll_until(cudaError_t (*query)(void *), void *obj, uint32_t timeout_ms, const char *what);
+static cudaError_t query_stream(void *s);
+
 struct gpu_event {
     cudaEvent_t e;
 };
@@ -260,7 +263,10 @@ void gpu_stream_destroy(struct gpu_stream *s)
     if (!s)
         return;
     if (!ready()) {
-        cudaStreamSynchronize(s->s);
+        /* Let queued work finish, with a deadline: a stream held by a word
+         * that is never written must not hang its owner. CUDA releases the
+         * stream once its work is done either way. */
+        poll_until(query_stream, s, 2000, "cudaStreamQuery");
         cudaStreamDestroy(s->s);
     }
     free(s);
