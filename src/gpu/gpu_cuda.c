@@ -421,8 +421,9 @@ int gpu_memset(void *p, int value, size_t n)
     int rc = ready();
     if (rc)
         return rc;
-    cudaError_t err = cudaMemset(p, value, n);
-    if (err == cudaSuccess)
-        err = cudaDeviceSynchronize();
-    return err == cudaSuccess ? 0 : fail_rt(err, "cudaMemset", ONI_EINVALARG);
+    struct gpu_stream legacy = {0}; /* the default stream, waited for with a deadline */
+    cudaError_t err = cudaMemsetAsync(p, value, n, legacy.s);
+    if (err != cudaSuccess)
+        return fail_rt(err, "cudaMemset", ONI_EINVALARG);
+    return poll_until(query_stream, &legacy, 2000, "cudaMemset");
 }
