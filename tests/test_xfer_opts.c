@@ -311,3 +311,22 @@ TEST(xfer_read_and_write_threads_on_one_context)
     free(buf);
     oni_destroy_ctx(ctx);
 }
+
+TEST(xfer_pinned_buffer_covers_its_inside)
+{
+    /* a transfer into part of a pinned buffer uses that pin and its length;
+     * pinning inside a pinned buffer is refused */
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    uint8_t *buf = malloc(8192);
+    onigpu_buf_t whole = {buf, 8192};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &whole, sizeof whole), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, buf + 100, 8), ONI_EPINNED);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 4096), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, buf + 4096, 8), 0);       /* exactly fits */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, buf + 4100, 8), ONI_EBUFFERSIZE); /* 4092 left */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, buf + 100, 8), ONI_ENOTPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, buf, 8), 0);
+    oni_destroy_ctx(ctx);
+    free(buf);
+}
