@@ -2,6 +2,8 @@
 #ifndef ONIX_H
 #define ONIX_H
 
+#include "oni.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -69,15 +71,33 @@ enum {
     ONIX_HUB_ACQBOARD3D = 258
 };
 
-/* Hub manager device: index (hub << 8) | ONIX_HUBMGR_IDX, registers below. */
-#define ONIX_HUBMGR_IDX 254
+/* Each hub's manager device sits at index (hub << 8) | ONIX_HUB_DEV_IDX and
+ * answers these read-only registers. */
+#define ONIX_HUB_DEV_IDX 254
 enum {
-    ONIX_HUBMGR_HARDWAREID = 0,
-    ONIX_HUBMGR_HARDWAREREV = 1,
-    ONIX_HUBMGR_FIRMWAREVER = 2,
-    ONIX_HUBMGR_CLKRATEHZ = 4,
-    ONIX_HUBMGR_DELAYNS = 5
+    ONIX_HUB_HARDWAREID = 0,
+    ONIX_HUB_HARDWAREREV = 1,
+    ONIX_HUB_FIRMWAREVER = 2,
+    ONIX_HUB_CLKRATEHZ = 4,
+    ONIX_HUB_DELAYNS = 5
 };
+/* Earlier onigpu names of the same; removed once no caller uses them. */
+#define ONIX_HUBMGR_IDX ONIX_HUB_DEV_IDX
+#define ONIX_HUBMGR_HARDWAREID ONIX_HUB_HARDWAREID
+#define ONIX_HUBMGR_HARDWAREREV ONIX_HUB_HARDWAREREV
+#define ONIX_HUBMGR_FIRMWAREVER ONIX_HUB_FIRMWAREVER
+#define ONIX_HUBMGR_CLKRATEHZ ONIX_HUB_CLKRATEHZ
+#define ONIX_HUBMGR_DELAYNS ONIX_HUB_DELAYNS
+
+/* ONIX-specific context option: the first custom option (upstream numbering). */
+enum {
+    ONIX_OPT_PASSTHROUGH = ONI_OPT_CUSTOMBEGIN
+};
+
+/* Name of a device id ("RHD2164", "NEUROPIX2", ...) or hub hardware id
+ * ("HS64", ...); "unknown" for an id not listed here. Static strings, never NULL. */
+ONI_EXPORT const char *onix_device_str(int dev_id);
+ONI_EXPORT const char *onix_hub_str(int hub_hardware_id);
 
 #ifdef __cplusplus
 }

@@ -40,10 +40,4 @@ int cli_parse_dev(const char *s, uint32_t *idx);
 /* Write idx as "hub.dev" into buf (at least 12 bytes); returns buf. */
 char *cli_fmt_dev(uint32_t idx, char *buf, size_t n);
 
-/* Name of an onix.h device id ("RHD2164"), or "?" when unknown. Never NULL. */
-const char *cli_dev_name(uint32_t id);
-
-/* Name of an onix.h hub id ("HS64"), or "?" when unknown. Never NULL. */
-const char *cli_hub_name(uint32_t id);
-
 #endif
