@@ -56,6 +56,7 @@ int main(int argc, char **argv)
     int major, minor, patch;
     oni_version(&major, &minor, &patch);
     printf("liboni %d.%d.%d\n", major, minor, patch);
+    expect(ONI_MAKE_VERSION(major, minor, patch) == ONI_VERSION, "oni_version against ONI_VERSION", 0);
 
     oni_ctx ctx = oni_create_ctx(driver);
     if (!ctx) {
