@@ -105,9 +105,16 @@ TEST(gpu_direct_needs_async_source)
     c.src.read_async = NULL; /* a host-only source */
     c.sink = (struct loop_sink){&ms, mac_sink_write};
     struct loop *lp = NULL;
-    for (int b = LOOP_GPU_DIRECT; b < LOOP_NBACKENDS; b++) {
+    for (int b = LOOP_GPU_DIRECT; b <= LOOP_GPU_PERSISTENT; b++) {
         c.backend = b;
         CHECK_RC(loop_create(&c, &lp), ONI_EINVALARG);
     }
+    /* gpu-mapped pulls host blocks: a host-only source is enough. */
+    c.backend = LOOP_GPU_MAPPED;
+    c.blocks = 50;
+    CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+    CHECK_RC(loop_run(lp), ONI_ESUCCESS);
+    CHECK_EQ(ms.blocks, 50);
+    loop_destroy(lp);
     loop_memsrc_free(&src);
 }

@@ -77,7 +77,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ] && [ "${SKIP_LOOP:-0}" != 1 ]; then
     step roofline 120 "$BUILD/onigpu" roofline --out "$RES" > >(tee -a "$SUM")
     step advise 120 "$BUILD/onigpu" advise --data 4kB --compute 4kB --ai 0.75 --measure > >(tee -a "$SUM")
     # the main job on every backend
-    for b in cpu gpu-staged gpu-direct gpu-graph gpu-flag gpu-persistent; do
+    for b in cpu gpu-staged gpu-direct gpu-graph gpu-flag gpu-persistent gpu-mapped; do
         step "run $b" 60 "$BUILD/onigpu" run --backend "$b" --seconds 4 --out "$RES/run-$b" > >(tee -a "$SUM")
     done
 fi

@@ -19,16 +19,21 @@ int loop_cu_ephys(struct loop_ephys_state *st, uint32_t nchan, const uint8_t *bl
                   cudaStream_t s);
 
 /* The persistent kernel's view of the loop. done[] is written by the source
- * (GPU memory), out[] and bell[] are host-mapped, stop is host-mapped. */
+ * (GPU memory) or, when mapped, by the host (host-mapped, with the input
+ * blocks in_host[]); out[], bell[], gpu_ns[] and stop are host-mapped. */
 struct loop_persist {
     int work;                 /* enum loop_work */
+    int mapped;               /* inputs in host-mapped memory (gpu-mapped) */
     uint32_t depth;
     const volatile uint32_t *done; /* completion words, one per slot */
     volatile uint32_t *bell;  /* doorbell per slot: seq when out[slot] is complete */
     volatile uint32_t *stop;  /* non-zero: exit */
     volatile uint32_t *alive; /* set to 1 at start, 0 at exit (host-mapped) */
     uint32_t *ticket;         /* device: blocks finished per slot (MAC) */
-    const uint8_t *in[16];
+    const uint8_t *in[16];    /* device input blocks (mapped EPHYS: the pull's destination) */
+    const uint8_t *in_host[16]; /* mapped: device view of the host input blocks */
+    size_t in_bytes;
+    volatile unsigned long long *gpu_ns; /* per slot: GPU ns << 32 | seq, written before the doorbell */
     void *out[16];
     size_t n;                 /* MAC: floats per block */
     uint32_t iters, passes;
@@ -39,8 +44,10 @@ struct loop_persist {
 
 /* Launch the persistent kernel on s with `grid` blocks (EPHYS uses 1). */
 int loop_cu_persistent(const struct loop_persist *p, int grid, cudaStream_t s);
-/* Blocks the MAC uses for n floats (at most one per SM for the persistent kernel). */
+/* Blocks the MAC kernel uses for n floats, at most max_blocks. */
 int loop_cu_mac_grid(size_t n, int max_blocks);
+/* Blocks the persistent MAC uses for n floats (pass the SM count: one block per SM at most). */
+int loop_cu_persist_grid(size_t n, int max_blocks);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@
 #include "loop/engine.h"
 
 static const char *const names[LOOP_NBACKENDS] = {
-    "cpu", "gpu-staged", "gpu-direct", "gpu-graph", "gpu-flag", "gpu-persistent",
+    "cpu", "gpu-staged", "gpu-direct", "gpu-graph", "gpu-flag", "gpu-persistent", "gpu-mapped",
 };
 
 const char *loop_backend_name(int backend)
@@ -175,7 +175,7 @@ static int more(struct loop *lp, uint64_t seq)
     return !stopping(lp, 0) && (!lp->cfg.blocks || seq < lp->cfg.blocks);
 }
 
-static struct loop_record *record(struct loop *lp, uint64_t seq)
+struct loop_record *loop_record_of(struct loop *lp, uint64_t seq)
 {
     return lp->rec && seq < lp->cfg.record_cap ? &lp->rec[seq] : NULL;
 }
@@ -205,7 +205,7 @@ static void *recv_main(void *p)
                 loop_fail(lp, rc);
             break;
         }
-        struct loop_record *r = record(lp, seq);
+        struct loop_record *r = loop_record_of(lp, seq);
         if (r) {
             r->t_start = t0;
             r->t_in_ns = ns32(loop_now_ns() - t0);
@@ -233,7 +233,7 @@ static void *process_main(void *p)
                 loop_fail(lp, rc);
                 break;
             }
-            struct loop_record *r = record(lp, seq);
+            struct loop_record *r = loop_record_of(lp, seq);
             if (r)
                 r->t_compute_ns = ns32(loop_now_ns() - t0);
         }
@@ -259,7 +259,7 @@ static void *send_main(void *p)
             break;
         }
         uint64_t t1 = loop_now_ns();
-        struct loop_record *r = record(lp, seq);
+        struct loop_record *r = loop_record_of(lp, seq);
         if (r) {
             r->t_out_ns = ns32(t1 - t0);
             r->t_total_ns = ns32(t1 - r->t_start);

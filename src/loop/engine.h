@@ -52,6 +52,8 @@ int loop_gpu_available(int backend, char *why, size_t cap);
 
 /* Monotonic clock, ns. */
 uint64_t loop_now_ns(void);
+/* The timing record of block seq, or NULL (not kept). */
+struct loop_record *loop_record_of(struct loop *lp, uint64_t seq);
 /* Record the first error and stop every thread. */
 void loop_fail(struct loop *lp, int rc);
 /* Wait until *word == want (32-bit, written by a device or another thread),

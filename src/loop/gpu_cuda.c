@@ -1,7 +1,7 @@
 /* gpu_cuda.c - the GPU backends of the closed-loop engine (loop.h).
  *
- * Every backend ends a block's GPU work with a stream write of seq into a
- * host-mapped doorbell word; the host waits for that word (loop_wait_word:
+ * Every backend ends a block's GPU work with a write of seq into a
+ * host-mapped doorbell word (a stream write, or the persistent kernel's store); the host waits for that word (loop_wait_word:
  * spin, then poll, with a deadline) instead of synchronizing the stream, so
  * no call ever blocks without a deadline. Completion words the source writes
  * are initialised to NONE so that seq 0 is never seen before it arrives. */
@@ -25,6 +25,8 @@ struct gpu {
     void *out_dev[LOOP_MAXDEPTH];      /* device view of the host-mapped lp->out (persistent) */
     uint32_t *words;                   /* host-mapped: hdone[D] bell[D] stop alive */
     uint32_t *words_dev;
+    unsigned long long *gpu_ns;        /* host-mapped: per slot GPU time << 32 | seq (persistent kernels) */
+    unsigned long long *gpu_ns_dev;
     uint32_t *ddone;                   /* device: completion words [D] */
     uint32_t *ticket;                  /* device: finished blocks per slot [D] */
     struct loop_ephys_state *dst;      /* device copy of the EPHYS state */
@@ -183,6 +185,31 @@ static int persistent_recv(struct loop *lp, uint32_t slot, uint32_t seq)
     return lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, &g->ddone[slot], seq);
 }
 
+/* gpu-mapped: the source fills the host block (the card's DMA into host
+ * memory); publishing seq in the mapped completion word hands it to the
+ * kernel, which pulls the block over the link itself. No CUDA call per block. */
+static int mapped_recv(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    int rc = lp->cfg.src.read(lp->cfg.src.ctx, lp->hin[slot], lp->cfg.in_bytes, lp->cfg.timeout_ms);
+    if (!rc)
+        __atomic_store_n(HDONE(g, slot), seq, __ATOMIC_RELEASE);
+    return rc;
+}
+
+/* The persistent kernels' doorbell, and the GPU time they tagged with seq. */
+static int persist_finish(struct loop *lp, uint32_t slot, uint32_t seq)
+{
+    struct gpu *g = lp->gpu;
+    int rc = bell_finish(lp, slot, seq);
+    struct loop_record *r = loop_record_of(lp, seq);
+    if (!rc && r) {
+        unsigned long long v = __atomic_load_n(&g->gpu_ns[slot], __ATOMIC_ACQUIRE);
+        r->t_gpu_ns = (uint32_t)v == seq ? (uint32_t)(v >> 32) : 0;
+    }
+    return rc;
+}
+
 /* Wait until the compute stream is idle, up to HALT_MS. */
 static int drain(struct gpu *g)
 {
@@ -249,6 +276,7 @@ static void fini(struct loop *lp)
     cudaFree(g->ticket);
     cudaFree(g->dst);
     cudaFreeHost(g->words);
+    cudaFreeHost(g->gpu_ns);
     if (g->s)
         cudaStreamDestroy(g->s);
     if (g->ctl)
@@ -285,8 +313,11 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     struct loop_persist p;
     memset(&p, 0, sizeof p);
     p.work = lp->cfg.work;
+    p.mapped = lp->cfg.backend == LOOP_GPU_MAPPED;
     p.depth = lp->cfg.depth;
-    p.done = g->ddone;
+    p.done = p.mapped ? &g->words_dev[0] : g->ddone;
+    p.gpu_ns = g->gpu_ns_dev;
+    p.in_bytes = lp->cfg.in_bytes;
     p.bell = &g->words_dev[LOOP_MAXDEPTH];
     p.stop = &g->words_dev[2 * LOOP_MAXDEPTH];
     p.alive = &g->words_dev[2 * LOOP_MAXDEPTH + 1];
@@ -294,6 +325,8 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     for (uint32_t i = 0; i < lp->cfg.depth; i++) {
         p.in[i] = g->din[i];
         int rc = cu(cudaHostGetDevicePointer(&g->out_dev[i], lp->out[i], 0));
+        if (!rc && p.mapped)
+            rc = cu(cudaHostGetDevicePointer((void **)&p.in_host[i], lp->hin[i], 0));
         if (rc)
             return rc;
         p.out[i] = g->out_dev[i];
@@ -306,7 +339,7 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     p.nframes = lp->nframes;
     int grid = 1;
     if (lp->cfg.work == LOOP_WORK_MAC)
-        grid = loop_cu_mac_grid(p.n, g->sm);
+        grid = loop_cu_persist_grid(p.n, g->sm);
     else
         p.nchan = lp->ephys->lay.nchan;
     int rc = cu(loop_cu_persistent(&p, grid, g->s));
@@ -330,7 +363,9 @@ static int init(struct loop *lp)
     if (!loop_gpu_available(lp->cfg.backend, NULL, 0))
         return ONI_ENOGPU;
     int b = lp->cfg.backend;
-    if (b != LOOP_GPU_STAGED && !lp->cfg.src.read_async)
+    int host_in = b == LOOP_GPU_STAGED || b == LOOP_GPU_MAPPED; /* the source fills host blocks */
+    int persist = b == LOOP_GPU_PERSISTENT || b == LOOP_GPU_MAPPED;
+    if (!host_in && !lp->cfg.src.read_async)
         return ONI_EINVALARG; /* direct backends need a source that writes GPU memory */
     struct gpu *g = calloc(1, sizeof *g);
     if (!g)
@@ -347,6 +382,10 @@ static int init(struct loop *lp)
     if (!rc)
         rc = cu(cudaHostGetDevicePointer((void **)&g->words_dev, g->words, 0));
     if (!rc)
+        rc = cu(cudaHostAlloc((void **)&g->gpu_ns, LOOP_MAXDEPTH * 8, cudaHostAllocMapped));
+    if (!rc)
+        rc = cu(cudaHostGetDevicePointer((void **)&g->gpu_ns_dev, g->gpu_ns, 0));
+    if (!rc)
         rc = cu(cudaMalloc((void **)&g->ddone, LOOP_MAXDEPTH * 4));
     if (!rc)
         rc = cu(cudaMalloc((void **)&g->ticket, LOOP_MAXDEPTH * 4));
@@ -354,6 +393,7 @@ static int init(struct loop *lp)
         return rc;
     for (int i = 0; i < NWORDS; i++)
         g->words[i] = NONE;
+    memset(g->gpu_ns, 0xFF, LOOP_MAXDEPTH * 8);
     *STOPW(g) = 0;
     *ALIVE(g) = 0;
     cudaMemset(g->ddone, 0xFF, LOOP_MAXDEPTH * 4);
@@ -364,16 +404,18 @@ static int init(struct loop *lp)
         rc = cu(cudaMalloc(&g->din[i], lp->cfg.in_bytes));
         if (!rc)
             rc = cu(cudaMemset(g->din[i], 0, lp->cfg.in_bytes));
-        if (!rc && b != LOOP_GPU_PERSISTENT)
+        if (!rc && !persist)
             rc = cu(cudaMalloc(&g->dout[i], out_cap));
         if (!rc)
             rc = cu(cudaHostAlloc(&lp->out[i], out_cap, cudaHostAllocMapped));
-        if (!rc && b == LOOP_GPU_STAGED) {
-            rc = cu(cudaHostAlloc(&lp->hin[i], lp->cfg.in_bytes, cudaHostAllocDefault));
+        if (!rc && host_in) {
+            /* gpu-mapped: the kernel reads it over the link, so it is mapped. */
+            rc = cu(cudaHostAlloc(&lp->hin[i], lp->cfg.in_bytes,
+                                  b == LOOP_GPU_MAPPED ? cudaHostAllocMapped : cudaHostAllocDefault));
             if (!rc && lp->cfg.src.pin) /* the card's DMA writes it without per-transfer setup */
                 lp->hin_pinned[i] = lp->cfg.src.pin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes) == 0;
         }
-        if (!rc && b != LOOP_GPU_STAGED && lp->cfg.src.pin) {
+        if (!rc && !host_in && lp->cfg.src.pin) {
             rc = lp->cfg.src.pin(lp->cfg.src.ctx, g->din[i], lp->cfg.in_bytes);
             g->pinned[i] = rc == 0;
         }
@@ -393,7 +435,7 @@ static int init(struct loop *lp)
         rc = cu(cudaDeviceSynchronize());
     if (!rc && b == LOOP_GPU_GRAPH)
         rc = capture_graphs(lp, g);
-    if (!rc && b == LOOP_GPU_PERSISTENT)
+    if (!rc && persist)
         rc = launch_persistent(lp, g);
     return rc;
 }
@@ -411,7 +453,10 @@ static const struct loop_be be_flag = {
     .init = init, .recv = flag_recv, .finish = bell_finish, .halt = halt, .fini = fini,
 };
 static const struct loop_be be_persistent = {
-    .init = init, .recv = persistent_recv, .finish = bell_finish, .halt = halt, .fini = fini,
+    .init = init, .recv = persistent_recv, .finish = persist_finish, .halt = halt, .fini = fini,
+};
+static const struct loop_be be_mapped = {
+    .init = init, .recv = mapped_recv, .finish = persist_finish, .halt = halt, .fini = fini,
 };
 
 const struct loop_be *loop_gpu_backend(int backend)
@@ -422,6 +467,7 @@ const struct loop_be *loop_gpu_backend(int backend)
     case LOOP_GPU_GRAPH: return &be_graph;
     case LOOP_GPU_FLAG: return &be_flag;
     case LOOP_GPU_PERSISTENT: return &be_persistent;
+    case LOOP_GPU_MAPPED: return &be_mapped;
     default: return NULL;
     }
 }

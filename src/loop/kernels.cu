@@ -198,10 +198,38 @@ __device__ __forceinline__ uint32_t ld_volatile(const volatile uint32_t *p)
     return *p;
 }
 
+__device__ __forceinline__ unsigned long long globaltimer(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// MAC on an input block in host-mapped memory: every element is read once,
+// straight over the link, never from a cache line of an earlier block.
+__device__ void mac_body_mapped(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = mac_one(__ldcv(in + i), iters, passes, seed);
+}
+
+// Copy a host-mapped block into GPU memory with the whole thread block
+// (16-byte loads, all in flight at once), then barrier.
+__device__ void pull_block(const uint8_t *src, uint8_t *dst, size_t len)
+{
+    size_t n16 = len / 16;
+    for (size_t i = threadIdx.x; i < n16; i += blockDim.x)
+        ((uint4 *)dst)[i] = __ldcv((const uint4 *)src + i);
+    for (size_t i = n16 * 16 + threadIdx.x; i < len; i += blockDim.x)
+        dst[i] = *(const volatile uint8_t *)(src + i);
+    __syncthreads();
+}
+
 __global__ void persistent_kernel(struct loop_persist p)
 {
     __shared__ int quit;
     __shared__ uint32_t last;
+    __shared__ unsigned long long t_seen;
     if (blockIdx.x == 0 && threadIdx.x == 0)
         *p.alive = 1;
     for (uint32_t seq = 0;; seq++) {
@@ -219,24 +247,41 @@ __global__ void persistent_kernel(struct loop_persist p)
                 }
                 __nanosleep(100);
             }
-            __threadfence(); // payload written before the completion word
+            // The payload was written before the completion word (by the copy
+            // engine in GPU memory, or by the host in mapped memory).
+            if (p.mapped)
+                __threadfence_system();
+            else
+                __threadfence();
+            t_seen = globaltimer();
         }
         __syncthreads();
         if (quit)
             break;
         if (p.work == LOOP_WORK_MAC) {
-            mac_body((const float *)p.in[slot], (float *)p.out[slot], p.n, p.iters, p.passes, p.seed);
+            if (p.mapped)
+                mac_body_mapped((const float *)p.in_host[slot], (float *)p.out[slot], p.n, p.iters, p.passes, p.seed);
+            else
+                mac_body((const float *)p.in[slot], (float *)p.out[slot], p.n, p.iters, p.passes, p.seed);
         } else {
+            if (p.mapped)
+                pull_block(p.in_host[slot], (uint8_t *)p.in[slot], p.in_bytes);
             ephys_body(p.st, p.in[slot], p.nframes, (struct loop_ephys_out *)p.out[slot]);
         }
         __threadfence_system(); // results reach host memory before the doorbell
         __syncthreads();
         if (threadIdx.x == 0) {
-            // The last block to finish rings the doorbell.
-            last = atomicAdd(&p.ticket[slot], 1) == gridDim.x - 1;
+            // The last block to finish rings the doorbell (one block: no ticket).
+            last = gridDim.x == 1 || atomicAdd(&p.ticket[slot], 1) == gridDim.x - 1;
             if (last) {
-                p.ticket[slot] = 0;
-                __threadfence_system();
+                if (gridDim.x > 1) {
+                    p.ticket[slot] = 0;
+                    __threadfence_system();
+                }
+                // GPU time of this block (completion seen -> results fenced),
+                // tagged with seq: the host takes it only when the tag matches.
+                unsigned long long ns = globaltimer() - t_seen;
+                p.gpu_ns[slot] = (ns > 0xFFFFFFFFull ? 0xFFFFFFFFull : ns) << 32 | seq;
                 p.bell[slot] = seq;
             }
         }
@@ -247,10 +292,27 @@ __global__ void persistent_kernel(struct loop_persist p)
         *p.alive = 0;
 }
 
+// Threads per block of the persistent MAC: one element per thread for small
+// blocks (a 4 KiB block is one thread block: no ticket, one load round).
+static unsigned persist_mac_threads(size_t n)
+{
+    if (n >= 1024)
+        return 1024;
+    return n < 32 ? 32 : (unsigned)((n + 31) / 32 * 32);
+}
+
+extern "C" int loop_cu_persist_grid(size_t n, int max_blocks)
+{
+    size_t t = persist_mac_threads(n), g = (n + t - 1) / t;
+    if (g < 1)
+        g = 1;
+    return (int)(g > (size_t)max_blocks ? (size_t)max_blocks : g);
+}
+
 extern "C" int loop_cu_persistent(const struct loop_persist *p, int grid, cudaStream_t s)
 {
     if (p->work == LOOP_WORK_MAC) {
-        persistent_kernel<<<grid, MAC_THREADS, 0, s>>>(*p);
+        persistent_kernel<<<grid, persist_mac_threads(p->n), 0, s>>>(*p);
     } else {
         persistent_kernel<<<1, ephys_threads(p->nchan), ephys_shmem(p->nchan), s>>>(*p);
     }

@@ -26,6 +26,7 @@ enum loop_backend {
     LOOP_GPU_GRAPH,      /* as direct, the per-block GPU work replayed as a CUDA graph */
     LOOP_GPU_FLAG,       /* GPU work pre-queued behind cuStreamWaitValue32 on the completion word */
     LOOP_GPU_PERSISTENT, /* one kernel that never exits: polls completions, rings a doorbell */
+    LOOP_GPU_MAPPED,     /* as persistent, but the kernel pulls each block from the source's host memory */
     LOOP_NBACKENDS
 };
 
@@ -34,7 +35,7 @@ enum loop_work { LOOP_WORK_MAC = 0, LOOP_WORK_EPHYS };
 /* Where blocks come from. read fills host memory; read_async starts a
  * transfer into buf (GPU memory for the direct backends) and writes seq to
  * *done (GPU memory) after the payload. read_async may be NULL: then only
- * cpu and gpu-staged can run. Both return 0 or an ONI error (ONI_ETIMEOUT
+ * cpu, gpu-staged and gpu-mapped can run. Both return 0 or an ONI error (ONI_ETIMEOUT
  * when nothing came within timeout_ms). */
 struct loop_source {
     void *ctx;
@@ -84,6 +85,8 @@ struct loop_record {
     uint32_t t_compute_ns; /* compute (GPU: launch to result in host memory) */
     uint32_t t_out_ns;     /* sink write */
     uint32_t t_total_ns;   /* read start -> sink returned */
+    uint32_t t_gpu_ns;     /* gpu-persistent, gpu-mapped: GPU clock, completion seen -> results
+                              fenced, just before the doorbell (0 = not measured) */
 };
 
 struct loop_stats {

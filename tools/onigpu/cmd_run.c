@@ -301,7 +301,7 @@ static int run(int argc, char **argv)
     char why[160];
     if (backend < 0) {
         fprintf(stderr, "onigpu run: unknown backend '%s' (cpu, gpu-staged, gpu-direct, gpu-graph, gpu-flag, "
-                        "gpu-persistent)\n", o.backend);
+                        "gpu-persistent, gpu-mapped)\n", o.backend);
         return 2;
     }
     if (!loop_backend_available(backend, why, sizeof why)) {
