@@ -479,6 +479,18 @@ int emu_dma_flush(struct emu_dma *d, uint32_t timeout_ms)
     return first;
 }
 
+int emu_dma_idle(struct emu_dma *d)
+{
+    int idle = 1;
+    for (int k = 0; k < 2; k++) {
+        pthread_mutex_lock(&d->ch[k].q_lock);
+        if (d->ch[k].q_count || d->ch[k].busy)
+            idle = 0;
+        pthread_mutex_unlock(&d->ch[k].q_lock);
+    }
+    return idle;
+}
+
 void emu_dma_stats(struct emu_dma *d, struct emu_dma_stats *st)
 {
     pthread_mutex_lock(&d->ch[0].xfer);

@@ -62,6 +62,22 @@ int gpu_pin_device(const void *p, struct gpu_ptr_info *info);
 int gpu_alloc(void **p, size_t n);
 void gpu_free(void *p);
 
+/* Sharing device memory with another process (CUDA IPC). A handle names a
+ * whole allocation; export the allocation's base (gpu_ptr_info.base). */
+#define GPU_IPC_HANDLE_SIZE 64
+
+/* Handle of the device allocation that starts at base, for gpu_ipc_open in
+ * another process. Returns 0, ONI_EINVALARG (not the base of device memory)
+ * or ONI_ENOGPU. */
+int gpu_ipc_export(const void *base, uint8_t handle[GPU_IPC_HANDLE_SIZE]);
+
+/* Map an allocation exported by another process: *p = its base in this
+ * process. Returns 0, ONI_EINVALARG (the handle cannot be opened: not a
+ * handle, its allocation is gone, or it was exported by this process) or
+ * ONI_ENOGPU. Undo with gpu_ipc_close. */
+int gpu_ipc_open(const uint8_t handle[GPU_IPC_HANDLE_SIZE], void **p);
+int gpu_ipc_close(void *p);
+
 /* Page-locked, device-mapped host memory: allocate / free (NULL ok). */
 int gpu_host_alloc(void **p, size_t n);
 void gpu_host_free(void *p);

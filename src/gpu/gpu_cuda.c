@@ -238,6 +238,53 @@ int gpu_host_unregister(void *p)
     return 0;
 }
 
+_Static_assert(sizeof(cudaIpcMemHandle_t) == GPU_IPC_HANDLE_SIZE, "CUDA IPC handle size");
+
+int gpu_ipc_export(const void *base, uint8_t handle[GPU_IPC_HANDLE_SIZE])
+{
+    if (!base || !handle)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaIpcMemHandle_t h;
+    cudaError_t err = cudaIpcGetMemHandle(&h, (void *)base);
+    if (err != cudaSuccess)
+        return fail_rt(err, "cudaIpcGetMemHandle", ONI_EINVALARG);
+    memcpy(handle, &h, sizeof h);
+    return 0;
+}
+
+int gpu_ipc_open(const uint8_t handle[GPU_IPC_HANDLE_SIZE], void **p)
+{
+    if (!handle || !p)
+        return ONI_EINVALARG;
+    *p = NULL;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaIpcMemHandle_t h;
+    memcpy(&h, handle, sizeof h);
+    cudaError_t err = cudaIpcOpenMemHandle(p, h, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError(); /* not sticky: clear it */
+        return fail_rt(err, "cudaIpcOpenMemHandle", ONI_EINVALARG);
+    }
+    return 0;
+}
+
+int gpu_ipc_close(void *p)
+{
+    if (!p)
+        return ONI_EINVALARG;
+    int rc = ready();
+    if (rc)
+        return rc;
+    cudaError_t err = cudaIpcCloseMemHandle(p);
+    return err == cudaSuccess ? 0 : fail_rt(err, "cudaIpcCloseMemHandle", ONI_EINVALARG);
+}
+
 int gpu_stream_create(struct gpu_stream **s)
 {
     if (!s)

@@ -56,6 +56,17 @@ void gpu_host_free(void *p) {}
 int gpu_host_register(void *p, size_t n) { return ONI_ENOGPU; }
 int gpu_host_unregister(void *p) { return ONI_ENOGPU; }
 
+int gpu_ipc_export(const void *base, uint8_t handle[GPU_IPC_HANDLE_SIZE]) { return ONI_ENOGPU; }
+
+int gpu_ipc_open(const uint8_t handle[GPU_IPC_HANDLE_SIZE], void **p)
+{
+    if (p)
+        *p = NULL;
+    return ONI_ENOGPU;
+}
+
+int gpu_ipc_close(void *p) { return ONI_ENOGPU; }
+
 int gpu_stream_create(struct gpu_stream **s)
 {
     if (s)

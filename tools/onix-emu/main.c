@@ -25,7 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "drivers/emu/emuproto.h"
+#include "emu/dma.h"
 #include "emu/emu.h"
+#include "gpu/gpu.h"
 #include "onii.h"
 
 #define SLICE_MS 100u /* longest wait inside the card before checking for shutdown */
@@ -39,6 +41,16 @@ static const uint64_t ring_cap[EMUP_NRING] = {
     [EMUP_RING_WRITE] = 1u << 20,
     [EMUP_RING_GPU] = 8u << 20,
     [EMUP_RING_GPUW] = 1u << 20,
+};
+
+/* One GPU_IMPORT. Imports of the same handle share one mapping. A released
+ * import stays in the table until no queued DMA job can use it any more. */
+struct gpu_import {
+    uint32_t id;
+    int released;
+    uint8_t handle[EMUP_GPU_HANDLE];
+    uint8_t *base;
+    uint64_t size;
 };
 
 struct session {
@@ -57,6 +69,12 @@ struct session {
     int refs;     /* connections using it (g_lock) */
     int closing;  /* CTRL left: channels are being shut down (g_lock) */
     int attached[EMUP_NCHAN];
+    /* GPU memory of the client (CUDA IPC) and the DMA engine that moves the
+     * card's GPU streams into it: touched by the GPU channel's thread only. */
+    struct emu_dma *dma;
+    struct gpu_import imp[EMUP_GPU_MAXIDS];
+    int nimp;
+    uint32_t next_id;
 };
 
 struct conn {
@@ -91,6 +109,115 @@ static void on_signal(int sig)
 
 /* --- sessions ----------------------------------------------------------------- */
 
+/* --- GPU memory of the client ------------------------------------------------ */
+
+/* Unmap released imports once no queued job can use them (s->dma idle or
+ * gone); a mapping shared with a live import stays. */
+static void gpu_reap(struct session *s)
+{
+    int any = 0;
+    for (int i = 0; i < s->nimp; i++)
+        any |= s->imp[i].released;
+    if (!any || (s->dma && !emu_dma_idle(s->dma)))
+        return;
+    for (int i = 0; i < s->nimp;) {
+        struct gpu_import *e = &s->imp[i];
+        if (!e->released) {
+            i++;
+            continue;
+        }
+        int shared = 0;
+        for (int j = 0; j < s->nimp; j++)
+            shared |= j != i && s->imp[j].base == e->base;
+        if (!shared)
+            gpu_ipc_close(e->base);
+        *e = s->imp[--s->nimp];
+    }
+}
+
+static struct gpu_import *gpu_find(struct session *s, uint32_t id)
+{
+    for (int i = 0; i < s->nimp; i++)
+        if (s->imp[i].id == id && !s->imp[i].released)
+            return &s->imp[i];
+    return NULL;
+}
+
+static int gpu_import(struct session *s, const struct emup_gpu_import *rq, uint32_t *id)
+{
+    if (!gpu_available(NULL, 0))
+        return ONI_ENOGPU;
+    gpu_reap(s);
+    if (s->nimp == EMUP_GPU_MAXIDS)
+        return ONI_EBADALLOC;
+    struct gpu_import e = {.size = rq->size};
+    memcpy(e.handle, rq->handle, sizeof e.handle);
+    for (int i = 0; i < s->nimp && !e.base; i++)
+        if (!memcmp(s->imp[i].handle, e.handle, sizeof e.handle))
+            e.base = s->imp[i].base;
+    if (!e.base) {
+        int rc = gpu_ipc_open(e.handle, (void **)&e.base);
+        if (rc) {
+            fprintf(stderr, "onix-emu: session %u: GPU import refused: %s\n", s->number, gpu_error());
+            return rc;
+        }
+        struct gpu_ptr_info info;
+        if (gpu_query(e.base, &info) || info.kind != GPU_KIND_DEVICE || info.len < rq->size) {
+            gpu_ipc_close(e.base);
+            return ONI_EBUFFERSIZE; /* the client claims more than the allocation holds */
+        }
+    } else {
+        for (int i = 0; i < s->nimp; i++)
+            if (s->imp[i].base == e.base && s->imp[i].size < e.size)
+                return ONI_EBUFFERSIZE; /* one mapping, one size: the first import's */
+    }
+    if (!++s->next_id)
+        s->next_id = 1;
+    e.id = s->next_id;
+    s->imp[s->nimp++] = e;
+    *id = e.id;
+    return 0;
+}
+
+static void gpu_release(struct session *s, uint32_t id)
+{
+    struct gpu_import *e = gpu_find(s, id);
+    if (e)
+        e->released = 1;
+}
+
+static int gpu_dma(struct session *s, const struct emup_gpu_dma *rq)
+{
+    struct gpu_import *b = gpu_find(s, rq->id);
+    struct gpu_import *dn = rq->done_id ? gpu_find(s, rq->done_id) : NULL;
+    if (!b || (rq->done_id && !dn))
+        return ONI_ENOTPINNED;
+    if (rq->offset + rq->len > b->size || (dn && rq->done_offset + 4 > dn->size))
+        return ONI_EBUFFERSIZE;
+    uint32_t timeout = rq->timeout_ms;
+    if (rq->deadline_ns) {
+        uint64_t now = oni_now_ns();
+        if (now >= rq->deadline_ns)
+            return ONI_ETIMEOUT; /* the client stopped waiting: move nothing */
+        uint64_t left_ms = (rq->deadline_ns - now + 999999) / 1000000;
+        if (left_ms < timeout)
+            timeout = (uint32_t)left_ms;
+    }
+    int rc = s->dma ? 0 : emu_dma_create(s->card, &s->dma);
+    if (rc)
+        return rc;
+    uint8_t *p = b->base + rq->offset;
+    if (rq->flags & EMUP_DMA_ASYNC) {
+        onigpu_xfer_t x = {p, rq->len, (volatile uint32_t *)(dn->base + rq->done_offset), rq->seq, 0};
+        rc = emu_dma_submit(s->dma, (int)rq->dir, &x, 1, 1, timeout);
+    } else if (rq->dir) {
+        rc = emu_dma_write(s->dma, p, rq->len, 1, timeout);
+    } else {
+        rc = emu_dma_read(s->dma, p, rq->len, 1, timeout);
+    }
+    return rc;
+}
+
 static void session_unref(struct session *s)
 {
     pthread_mutex_lock(&g_lock);
@@ -98,6 +225,10 @@ static void session_unref(struct session *s)
     pthread_mutex_unlock(&g_lock);
     if (!last)
         return;
+    emu_dma_destroy(s->dma); /* waits for queued jobs: the mappings are still there */
+    for (int i = 0; i < s->nimp; i++)
+        s->imp[i].released = 1;
+    gpu_reap(s);
     emu_card_destroy(s->card);
     if (s->shm)
         munmap(s->shm, s->shm_size);
@@ -285,9 +416,11 @@ static int do_read(struct conn *c, const struct emup_msg *m)
      * reads small blocks then pays one round trip per ring-full instead of one
      * per block, and no read waits longer (those bytes are there now). Not in
      * fast mode, where the card generates as the host reads: reading ahead
-     * would change the data, and it must equal the in-process card's. */
+     * would change the data, and it must equal the in-process card's. Nor in
+     * the GPU stream, whose blocks may also leave the card by DMA (GPU_DMA):
+     * bytes read ahead into the ring would be overtaken by such a block. */
     uint64_t want = rq->want;
-    if (!s->fast && rq->stream != EMU_STREAM_SIGNAL) {
+    if (!s->fast && rq->stream == EMU_STREAM_DATA) {
         onigpu_stream_stats_t st;
         emu_card_stats(s->card, &st);
         uint64_t held = st.fifo_bytes[rq->stream == EMU_STREAM_GPU];
@@ -339,6 +472,28 @@ static int do_write(struct conn *c, const struct emup_msg *m)
     return reply_status(c, m, rc < 0 ? rc : 0, 0);
 }
 
+static int do_gpu(struct conn *c, const struct emup_msg *m)
+{
+    struct session *s = c->s;
+    uint32_t id = 0;
+    int rc;
+    if (m->type == EMUP_GPU_IMPORT) {
+        rc = gpu_import(s, &m->u.gpu_import, &id);
+    } else if (m->type == EMUP_GPU_RELEASE) {
+        rc = gpu_find(s, m->u.gpu_release.id) ? 0 : ONI_ENOTPINNED;
+        gpu_release(s, m->u.gpu_release.id);
+    } else {
+        const struct emup_gpu_dma *rq = &m->u.gpu_dma;
+        rc = gpu_dma(s, rq);
+        if (rq->flags & EMUP_DMA_RELEASE_BUF)
+            gpu_release(s, rq->id);
+        if (rq->flags & EMUP_DMA_RELEASE_DONE)
+            gpu_release(s, rq->done_id);
+    }
+    gpu_reap(s);
+    return reply_status(c, m, rc, id);
+}
+
 static int dispatch(struct conn *c, const struct emup_msg *m)
 {
     if (m->type == EMUP_HELLO)
@@ -380,6 +535,12 @@ static int dispatch(struct conn *c, const struct emup_msg *m)
         if (!ctrl)
             return reply_status(c, m, ONI_EINVALSTATE, 0);
         return reply_status(c, m, emu_card_set_truth_file(s->card, m->u.str[0] ? m->u.str : NULL), 0);
+    case EMUP_GPU_IMPORT:
+    case EMUP_GPU_DMA:
+    case EMUP_GPU_RELEASE:
+        if (c->chan != EMUP_CHAN_GPU)
+            return reply_status(c, m, ONI_EINVALSTATE, 0);
+        return do_gpu(c, m);
     }
     return reply_status(c, m, ONI_EBADFRAME, 0);
 }
@@ -557,6 +718,12 @@ int main(int argc, char **argv)
         return 2;
     }
     emu_card_destroy(probe);
+    /* Start CUDA now (if there is a GPU), not inside a client's first GPU_IMPORT. */
+    char why[160] = "", gname[128] = "";
+    if (gpu_available(why, sizeof why) && !gpu_name(gname, sizeof gname))
+        fprintf(stderr, "onix-emu: GPU transfers on %s\n", gname);
+    else
+        fprintf(stderr, "onix-emu: GPU transfers unavailable (%s)\n", why);
 
     if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK)) {
         perror("onix-emu: pipe");

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "emuclient.h"
 #include "emuproto.h"
+#include "gpu/gpu.h"
 #include "onii.h"
 
 #define MAXSEG 4                 /* produced segments a read ring may hold */
@@ -477,6 +478,98 @@ int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms)
     struct emup_status_reply st;
     pthread_mutex_lock(&ch->lock);
     int rc = call(c, ch, EMUP_TRUTH, path, n, &st, sizeof st, timeout_ms);
+    pthread_mutex_unlock(&ch->lock);
+    return rc;
+}
+
+int emuc_gpu_import(struct emuc *c, const uint8_t *handle, uint64_t size, uint32_t *id, uint32_t timeout_ms)
+{
+    struct emup_gpu_import rq = {.size = size};
+    memcpy(rq.handle, handle, sizeof rq.handle);
+    struct chan *ch = &c->ch[EMUP_CHAN_GPU];
+    struct emup_status_reply st;
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, EMUP_GPU_IMPORT, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
+    pthread_mutex_unlock(&ch->lock);
+    if (!rc && !st.value)
+        rc = ONI_EBADFRAME;
+    if (!rc)
+        *id = st.value;
+    return rc;
+}
+
+int emuc_gpu_release(struct emuc *c, uint32_t id, uint32_t timeout_ms)
+{
+    struct emup_gpu_release rq = {id, 0};
+    struct chan *ch = &c->ch[EMUP_CHAN_GPU];
+    struct emup_status_reply st;
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, EMUP_GPU_RELEASE, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
+    pthread_mutex_unlock(&ch->lock);
+    return rc;
+}
+
+/* Bytes of the GPU read stream this side already holds (a late READ answer)
+ * go first, copied here: the daemon's DMA takes the stream from its card,
+ * after them. Returns the bytes moved or an error. */
+static int gpu_drain(struct ring *r, uint8_t *dst, size_t n)
+{
+    size_t done = 0;
+    while (r->nseg && done < n) {
+        struct seg *s = &r->seg[0];
+        size_t k = s->len < n - done ? (size_t)s->len : n - done;
+        int rc = gpu_copy(dst + done, r->base + s->start % r->cap, k);
+        if (rc)
+            return rc;
+        done += k;
+        s->start += k;
+        s->len -= k;
+        if (!s->len)
+            memmove(&r->seg[0], &r->seg[1], --r->nseg * sizeof r->seg[0]);
+    }
+    return (int)done;
+}
+
+int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
+{
+    if (!d->len || d->len > UINT32_MAX || !d->id || (d->async && (!d->done_id || !d->done)))
+        return ONI_EINVALARG;
+    struct chan *ch = &c->ch[EMUP_CHAN_GPU];
+    uint64_t now = oni_now_ns();
+    struct emup_gpu_dma rq = {.id = d->id, .dir = d->write ? 1u : 0u, .offset = d->offset, .len = (uint32_t)d->len,
+                              .timeout_ms = timeout_ms, .done_id = d->async ? d->done_id : 0,
+                              .done_offset = d->done_offset, .seq = d->seq};
+    rq.flags = (d->async ? EMUP_DMA_ASYNC : 0) | (d->release_buf ? EMUP_DMA_RELEASE_BUF : 0) |
+               (d->async && d->release_done ? EMUP_DMA_RELEASE_DONE : 0);
+    /* A synchronous call waits for the jobs queued before it (up to the
+     * timeout), then moves its block (up to the timeout); the deadline keeps
+     * the daemon from starting it after this side gave up. */
+    uint32_t wait_ms = d->async ? timeout_ms : 2 * timeout_ms;
+    if (!d->async)
+        rq.deadline_ns = now + (uint64_t)wait_ms * 1000000u;
+    struct emup_status_reply st;
+    pthread_mutex_lock(&ch->lock);
+    int rc = 0;
+    if (!d->write) {
+        int held = gpu_drain(&c->ring[EMUP_RING_GPU], d->buf, d->len);
+        if (held < 0)
+            rc = held;
+        else if ((size_t)held == d->len) /* all of it was here: only the record is left */
+            rc = d->async ? gpu_copy((void *)d->done, &d->seq, sizeof d->seq) : 0;
+        else if (held) {
+            rq.offset += (uint64_t)held;
+            rq.len -= (uint32_t)held;
+        }
+        if (rc || (size_t)held == d->len) {
+            pthread_mutex_unlock(&ch->lock);
+            if (d->release_buf)
+                emuc_gpu_release(c, d->id, timeout_ms);
+            if (d->async && d->release_done)
+                emuc_gpu_release(c, d->done_id, timeout_ms);
+            return rc;
+        }
+    }
+    rc = call(c, ch, EMUP_GPU_DMA, &rq, sizeof rq, &st, sizeof st, wait_ms + REPLY_MARGIN_MS);
     pthread_mutex_unlock(&ch->lock);
     return rc;
 }

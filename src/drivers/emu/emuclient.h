@@ -44,4 +44,34 @@ int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms);
 /* Ground truth to a file the daemon writes: an absolute path, or "" to stop. */
 int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms);
 
+/* GPU memory for the daemon's DMA engine (CUDA IPC, docs/daemon.md). Import
+ * the device allocation named by handle (gpu_ipc_export of its base) of size
+ * bytes: *id names it until released. Errors: ONI_ENOGPU (the daemon has no
+ * CUDA), ONI_EINVALARG (the daemon cannot open the handle), ONI_EBUFFERSIZE
+ * (size exceeds the allocation), ONI_EBADALLOC (too many imports), and the
+ * transport's (ONI_ETIMEOUT, ONI_EDISCONNECTED). Release: ONI_ENOTPINNED for
+ * an id the daemon does not hold. */
+int emuc_gpu_import(struct emuc *c, const uint8_t *handle, uint64_t size, uint32_t *id, uint32_t timeout_ms);
+int emuc_gpu_release(struct emuc *c, uint32_t id, uint32_t timeout_ms);
+
+/* One transfer of the daemon's DMA engine between the card and imported GPU
+ * memory: buf (this process's address) is offset bytes into import id. With
+ * async, the job is queued and seq is written to done (offset done_offset in
+ * import done_id) after its payload. release_buf / release_done: release
+ * those imports after the job. */
+struct emuc_dma {
+    int write, async, release_buf, release_done;
+    uint32_t id, done_id, seq;
+    uint64_t offset, done_offset;
+    void *buf;
+    volatile uint32_t *done;
+    size_t len;
+};
+
+/* Run or queue d. Synchronous: returns when the payload is complete, within
+ * twice the timeout (queued jobs first, as in-process). Returns 0, the DMA
+ * engine's errors (emu/dma.h), ONI_ENOTPINNED (unknown id), ONI_EBUFFERSIZE,
+ * ONI_ETIMEOUT, ONI_EDISCONNECTED (the daemon died meanwhile). */
+int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms);
+
 #endif

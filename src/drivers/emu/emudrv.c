@@ -40,6 +40,8 @@ static const oni_driver_info_t *drv_info(void) { return &info; }
 
 struct emu_card *emudrv_card(struct emudrv *d) { return d ? d->card : NULL; }
 
+struct emuc *emudrv_daemon(struct emudrv *d) { return d ? d->daemon : NULL; }
+
 uint32_t emudrv_timeout_ms(struct emudrv *d) { return atomic_load(&d->timeout_ms); }
 
 struct gpustream **emudrv_gpustream(struct emudrv *d) { return &d->gpu; }

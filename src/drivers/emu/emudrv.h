@@ -19,6 +19,11 @@ struct gpustream;
  * context: valid until the context is destroyed (emu_gpu_close runs first). */
 struct emu_card *emudrv_card(struct emudrv *d);
 
+/* The session with the onix-emu daemon (emuclient.h), or NULL in-process
+ * and before init. Owned by the context, like the card. */
+struct emuc;
+struct emuc *emudrv_daemon(struct emudrv *d);
+
 /* The context's ONI_OPT_TIMEOUTMS, for every wait the caller makes. */
 uint32_t emudrv_timeout_ms(struct emudrv *d);
 

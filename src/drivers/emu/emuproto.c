@@ -21,6 +21,9 @@ static long body_size(uint16_t type)
     case EMUP_WRITE: return sizeof(struct emup_write);
     case EMUP_STATS:
     case EMUP_LINK: return 0;
+    case EMUP_GPU_IMPORT: return sizeof(struct emup_gpu_import);
+    case EMUP_GPU_DMA: return sizeof(struct emup_gpu_dma);
+    case EMUP_GPU_RELEASE: return sizeof(struct emup_gpu_release);
     default: return -2;
     }
 }
@@ -78,6 +81,24 @@ int emup_parse(const uint8_t *buf, size_t n, struct emup_msg *m)
         break;
     case EMUP_WRITE:
         if (!m->u.write.len || !m->u.write.timeout_ms)
+            return ONI_EBADFRAME;
+        break;
+    case EMUP_GPU_IMPORT:
+        if (!m->u.gpu_import.size)
+            return ONI_EBADFRAME;
+        break;
+    case EMUP_GPU_DMA: {
+        const struct emup_gpu_dma *d = &m->u.gpu_dma;
+        int async = (d->flags & EMUP_DMA_ASYNC) != 0;
+        if (!d->id || d->dir > 1 || !d->len || !d->timeout_ms ||
+            (d->flags & ~(uint32_t)(EMUP_DMA_ASYNC | EMUP_DMA_RELEASE_BUF | EMUP_DMA_RELEASE_DONE)) ||
+            async != (d->done_id != 0) || (!async && (d->flags & EMUP_DMA_RELEASE_DONE)) ||
+            d->offset > UINT64_MAX - d->len || (async && (d->done_offset % 4 || d->done_offset > UINT64_MAX - 4)))
+            return ONI_EBADFRAME;
+        break;
+    }
+    case EMUP_GPU_RELEASE:
+        if (!m->u.gpu_release.id)
             return ONI_EBADFRAME;
         break;
     }

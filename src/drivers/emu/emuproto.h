@@ -52,6 +52,9 @@ enum emup_type {
     EMUP_STATS,        /* empty body */
     EMUP_LINK,         /* empty body */
     EMUP_TRUTH,        /* body = path string, NUL-terminated ("" stops) */
+    EMUP_GPU_IMPORT,   /* GPU channel: struct emup_gpu_import; status reply, value = import id */
+    EMUP_GPU_DMA,      /* GPU channel: struct emup_gpu_dma; status reply */
+    EMUP_GPU_RELEASE,  /* GPU channel: struct emup_gpu_release; status reply */
     EMUP_NTYPE,
     EMUP_REPLY = 0x80  /* or-ed into the request's type in its reply */
 };
@@ -92,6 +95,48 @@ struct emup_write {
     uint32_t timeout_ms;
     uint32_t pad;
     uint64_t start;
+};
+
+/* GPU memory of the client, reached by the daemon's DMA engine (CUDA IPC).
+ * IMPORT maps the allocation named by handle (cudaIpcMemHandle_t, of the
+ * allocation's base) of size bytes and answers an id (never 0); RELEASE
+ * unmaps it once no queued job uses it. */
+#define EMUP_GPU_HANDLE 64
+#define EMUP_GPU_MAXIDS 1024 /* imports a session may hold (released ones count until their jobs are done) */
+
+struct emup_gpu_import {
+    uint8_t handle[EMUP_GPU_HANDLE];
+    uint64_t size; /* bytes of the allocation */
+};
+
+/* Move len bytes between the card and [offset, offset + len) of import id.
+ * dir 0: card -> GPU (the GPU read stream), 1: GPU -> card (write frames).
+ * Without EMUP_DMA_ASYNC the reply comes when the payload is complete; with
+ * it the job is queued in the daemon's DMA engine and, once complete, seq is
+ * written to the 32-bit word at done_offset of import done_id. deadline_ns:
+ * CLOCK_MONOTONIC time after which a synchronous transfer must not start
+ * (both ends run on one machine), 0 = none. EMUP_DMA_RELEASE_BUF releases
+ * id, EMUP_DMA_RELEASE_DONE done_id, after this transfer (as RELEASE would):
+ * an unpinned buffer costs one round trip less. */
+enum { EMUP_DMA_ASYNC = 1, EMUP_DMA_RELEASE_BUF = 2, EMUP_DMA_RELEASE_DONE = 4 };
+
+struct emup_gpu_dma {
+    uint32_t id;
+    uint32_t dir;
+    uint64_t offset;
+    uint32_t len;
+    uint32_t timeout_ms;
+    uint64_t deadline_ns;
+    uint32_t flags;   /* EMUP_DMA_* */
+    uint32_t done_id; /* EMUP_DMA_ASYNC: the import holding the completion word */
+    uint64_t done_offset;
+    uint32_t seq;
+    uint32_t pad;
+};
+
+struct emup_gpu_release {
+    uint32_t id;
+    uint32_t pad;
 };
 
 /* Replies. rc: 0 or a (negative) ONI error of the operation. */
@@ -143,6 +188,9 @@ struct emup_msg {
         struct emup_config config;
         struct emup_read read;
         struct emup_write write;
+        struct emup_gpu_import gpu_import;
+        struct emup_gpu_dma gpu_dma;
+        struct emup_gpu_release gpu_release;
         const char *str; /* HELLO spec, TRUTH path: points into body */
     } u;
 };

@@ -3,15 +3,17 @@
  * engine (src/emu/dma.h).
  *
  * In-process, every transfer goes through the card's DMA engine. In daemon
- * mode there is no DMA engine in this process: host buffers and the chunked
- * (staged) path move through the daemon's shared-memory rings
- * (emudrv_stream_read/_write); direct and asynchronous GPU transfers answer
- * ONI_EUNIMPL there. */
+ * mode the engine is in the daemon: host buffers and the chunked (staged)
+ * path move through the daemon's shared-memory rings
+ * (emudrv_stream_read/_write); GPU buffers are shared with the daemon by
+ * CUDA IPC (emuclient.h: imported once by PIN, or per transfer without it)
+ * and moved by its engine. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gpustream.h"
+#include "emuclient.h"
 #include "emu/dma.h"
 #include "gpu/gpu.h"
 #include "gpu/pipe.h"
@@ -26,6 +28,17 @@ struct pin {
     enum gpu_kind kind;
     uint64_t buffer_id;  /* CUDA memory: to notice a freed-and-reallocated buffer */
     int registered;      /* host memory page-locked by PIN: unregistered by UNPIN */
+    uint32_t import_id;  /* daemon mode, device memory: the daemon's import of the allocation */
+    uintptr_t base;      /* and the allocation's base */
+};
+
+/* How a transfer's buffer (or completion word) is reached. */
+struct route {
+    int on_gpu;          /* the DMA engine must use the copy engine */
+    enum gpu_kind kind;
+    uint32_t import_id;  /* daemon mode: pinned, imported already (0: not) */
+    uintptr_t base;      /* CUDA memory: the allocation's base and size */
+    size_t alloc;
 };
 
 /* Thread-safe: lock guards the block sizes and the pin table (held only
@@ -35,6 +48,7 @@ struct pin {
 struct gpustream {
     struct emudrv *drv;
     struct emu_dma *dma; /* NULL in daemon mode */
+    struct emuc *daemon; /* NULL in-process */
     pthread_mutex_t lock, stage_lock;
     uint32_t rd_sz, wr_sz, chunk_sz;
     struct pin pins[GS_MAX_PINS];
@@ -65,6 +79,7 @@ static int gpustream_create(struct emudrv *drv, struct gpustream **out)
         return rc;
     }
     g->drv = drv;
+    g->daemon = emudrv_daemon(drv);
     g->rd_sz = g->wr_sz = 4096;
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->stage_lock, NULL);
@@ -217,7 +232,15 @@ static struct pin *find_pin(struct gpustream *g, const void *p, int inside)
 
 /* --- pinning ----------------------------------------------------------------- */
 
-static int pin(struct gpustream *g, const void *value, size_t len)
+/* Daemon mode: let the daemon map the device allocation at base (CUDA IPC). */
+static int daemon_import(struct gpustream *g, uintptr_t base, size_t alloc, uint32_t *id, uint32_t timeout_ms)
+{
+    uint8_t h[GPU_IPC_HANDLE_SIZE];
+    int rc = gpu_ipc_export((const void *)base, h);
+    return rc ? rc : emuc_gpu_import(g->daemon, h, alloc, id, timeout_ms);
+}
+
+static int pin(struct gpustream *g, const void *value, size_t len, uint32_t timeout_ms)
 {
     struct buf b;
     int rc = parse_buf(value, len, &b);
@@ -243,6 +266,12 @@ static int pin(struct gpustream *g, const void *value, size_t len)
             return ONI_EBUFFERSIZE;
         e.len = b.explicit_len ? b.len : avail;
         e.buffer_id = info.buffer_id;
+        if (g->daemon && info.kind == GPU_KIND_DEVICE) {
+            e.base = (uintptr_t)info.base;
+            rc = daemon_import(g, e.base, info.len, &e.import_id, timeout_ms);
+            if (rc)
+                return rc;
+        }
     } else {
         if (!host_rw(b.p, b.len ? b.len : 1))
             return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
@@ -261,7 +290,7 @@ static int pin(struct gpustream *g, const void *value, size_t len)
     return 0;
 }
 
-static int unpin(struct gpustream *g, const void *value, size_t len)
+static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t timeout_ms)
 {
     struct buf b;
     int rc = parse_buf(value, len, &b);
@@ -272,18 +301,25 @@ static int unpin(struct gpustream *g, const void *value, size_t len)
         return ONI_ENOTPINNED;
     if (e->registered)
         rc = gpu_host_unregister(b.p);
+    if (e->import_id)
+        rc = emuc_gpu_release(g->daemon, e->import_id, timeout_ms);
     *e = g->pins[--g->npins];
     return rc;
 }
 
-/* Resolve the buffer of a transfer of n bytes: how it is reached and whether
- * it is long enough. *on_gpu: the DMA engine must use the copy engine. */
-static int resolve(struct gpustream *g, const struct buf *b, size_t n, int *on_gpu)
+/* Resolve the buffer of a transfer of n bytes: how it is reached (*rt) and
+ * whether it is long enough. */
+static int resolve(struct gpustream *g, const struct buf *b, size_t n, struct route *rt)
 {
     struct pin *e = find_pin(g, b->p, 1);
     struct gpu_ptr_info info;
     int rc;
+    int *on_gpu = &rt->on_gpu;
+    memset(rt, 0, sizeof *rt);
     if (e) {
+        rt->kind = e->kind;
+        rt->import_id = e->import_id;
+        rt->base = e->base;
         if (e->kind == GPU_KIND_DEVICE || e->kind == GPU_KIND_MANAGED) {
             /* prepinned: only check that the allocation is still the one pinned */
             rc = gpu_query(b->p, &info);
@@ -305,6 +341,9 @@ static int resolve(struct gpustream *g, const struct buf *b, size_t n, int *on_g
     rc = gpu_query(b->p, &info);
     if (rc)
         return rc;
+    rt->kind = info.kind;
+    rt->base = (uintptr_t)info.base;
+    rt->alloc = info.len;
     if (info.kind == GPU_KIND_DEVICE) {
         rc = gpu_pin_device(b->p, &info); /* the per-transfer pin of the unpinned path */
         if (rc)
@@ -404,13 +443,69 @@ static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32
 /* --- transfers --------------------------------------------------------------- */
 
 /* Under the lock: the block size, the chunk size, and how buf is reached. */
-static int plan(struct gpustream *g, int write, const struct buf *b, size_t *n, uint32_t *chunk, int *on_gpu)
+static int plan(struct gpustream *g, int write, const struct buf *b, size_t *n, uint32_t *chunk, struct route *rt)
 {
     pthread_mutex_lock(&g->lock);
     *n = write ? g->wr_sz : g->rd_sz;
     *chunk = g->chunk_sz;
-    int rc = resolve(g, b, *n, on_gpu);
+    int rc = resolve(g, b, *n, rt);
     pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+/* How the completion word at p is reached: its allocation, and its import if
+ * it lies in a pinned buffer. */
+static int done_route(struct gpustream *g, const volatile uint32_t *p, struct route *rt)
+{
+    struct gpu_ptr_info info;
+    memset(rt, 0, sizeof *rt);
+    int rc = gpu_query((const void *)p, &info);
+    if (rc)
+        return rc;
+    rt->kind = info.kind;
+    rt->base = (uintptr_t)info.base;
+    rt->alloc = info.len;
+    if (info.kind == GPU_KIND_HOST && !host_rw((const void *)p, sizeof *p))
+        return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
+    pthread_mutex_lock(&g->lock);
+    const struct pin *e = find_pin(g, (const void *)p, 1);
+    if (e && e->import_id && e->buffer_id == info.buffer_id) {
+        rt->import_id = e->import_id;
+        rt->base = e->base;
+    }
+    pthread_mutex_unlock(&g->lock);
+    return 0;
+}
+
+/* Daemon mode: the daemon's DMA engine moves the block between the card and
+ * GPU memory it imported: once by PIN, or here for this transfer (released
+ * with it: the unpinned path's cost of pinning across processes). CUDA IPC
+ * shares device allocations only: managed memory and completion words in
+ * host memory are not reachable from the daemon. */
+static int daemon_dma(struct gpustream *g, struct emuc_dma *d, const struct route *buf, const struct route *done,
+                      uint32_t timeout_ms)
+{
+    if (buf->kind != GPU_KIND_DEVICE || (done && done->kind != GPU_KIND_DEVICE))
+        return ONI_EUNIMPL;
+    int rc = 0;
+    d->id = buf->import_id;
+    if (!d->id) {
+        rc = daemon_import(g, buf->base, buf->alloc, &d->id, timeout_ms);
+        d->release_buf = 1;
+    }
+    d->offset = (uintptr_t)d->buf - buf->base;
+    if (!rc && done) {
+        d->done_id = done->import_id;
+        if (!d->done_id) {
+            rc = daemon_import(g, done->base, done->alloc, &d->done_id, timeout_ms);
+            d->release_done = 1;
+        }
+        d->done_offset = (uintptr_t)d->done - done->base;
+    }
+    if (!rc)
+        return emuc_gpu_dma(g->daemon, d, timeout_ms);
+    if (d->release_buf && d->id)
+        emuc_gpu_release(g->daemon, d->id, timeout_ms);
     return rc;
 }
 
@@ -422,16 +517,18 @@ static int transfer(struct gpustream *g, int write, const void *value, size_t le
         return rc;
     size_t n;
     uint32_t chunk;
-    int on_gpu = 0;
-    rc = plan(g, write, &b, &n, &chunk, &on_gpu);
+    struct route rt;
+    rc = plan(g, write, &b, &n, &chunk, &rt);
     if (rc)
         return rc;
-    if (on_gpu && chunk)
+    if (rt.on_gpu && chunk)
         return staged(g, write, b.p, n, chunk, timeout_ms);
-    if (!on_gpu)
+    if (!rt.on_gpu)
         return write ? host_write(g, b.p, n, timeout_ms) : host_read(g, b.p, n, timeout_ms);
-    if (!g->dma)
-        return ONI_EUNIMPL; /* daemon mode: no DMA engine in this process */
+    if (!g->dma) {
+        struct emuc_dma d = {.write = write, .buf = b.p, .len = n};
+        return daemon_dma(g, &d, &rt, NULL, timeout_ms);
+    }
     return write ? emu_dma_write(g->dma, b.p, n, 1, timeout_ms) : emu_dma_read(g->dma, b.p, n, 1, timeout_ms);
 }
 
@@ -445,25 +542,25 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
     struct buf b = {.p = x->buf, .len = (size_t)x->len, .explicit_len = x->len != 0};
     size_t n;
     uint32_t chunk;
-    int on_gpu = 0;
-    int rc = plan(g, write, &b, &n, &chunk, &on_gpu);
+    struct route rt, done;
+    int rc = plan(g, write, &b, &n, &chunk, &rt);
+    if (!rc)
+        rc = done_route(g, x->done, &done);
     if (rc)
         return rc;
-    struct gpu_ptr_info done;
-    rc = gpu_query((const void *)x->done, &done);
-    if (rc)
-        return rc;
-    if (done.kind == GPU_KIND_HOST && !host_rw((const void *)x->done, sizeof *x->done))
-        return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
-    if (!g->dma)
-        return ONI_EUNIMPL; /* daemon mode: no DMA engine in this process */
+    if (!g->dma) {
+        if (!rt.on_gpu)
+            return ONI_EUNIMPL; /* daemon mode: host buffers move through the rings, synchronously */
+        struct emuc_dma d = {.write = write, .async = 1, .buf = x->buf, .len = n, .done = x->done, .seq = x->seq};
+        return daemon_dma(g, &d, &rt, &done, timeout_ms);
+    }
     onigpu_xfer_t job = *x;
     job.len = n;
-    return emu_dma_submit(g->dma, write, &job, on_gpu, done.kind == GPU_KIND_DEVICE, timeout_ms);
+    return emu_dma_submit(g->dma, write, &job, rt.on_gpu, done.kind == GPU_KIND_DEVICE, timeout_ms);
 }
 
 /* An option that only changes state: under the lock. */
-static int locked_opt(struct gpustream *g, int opt, const void *value, size_t len)
+static int locked_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
 {
     pthread_mutex_lock(&g->lock);
     int rc;
@@ -478,10 +575,10 @@ static int locked_opt(struct gpustream *g, int opt, const void *value, size_t le
         rc = set_size(&g->chunk_sz, value, len, 1);
         break;
     case ONI_DRV_PIN:
-        rc = pin(g, value, len);
+        rc = pin(g, value, len, timeout_ms);
         break;
     default: /* ONI_DRV_UNPIN */
-        rc = unpin(g, value, len);
+        rc = unpin(g, value, len, timeout_ms);
         break;
     }
     pthread_mutex_unlock(&g->lock);
@@ -496,7 +593,7 @@ static int set_opt(struct gpustream *g, int opt, const void *value, size_t len, 
     case ONI_DRV_CHUNK_SZ:
     case ONI_DRV_PIN:
     case ONI_DRV_UNPIN:
-        return locked_opt(g, opt, value, len);
+        return locked_opt(g, opt, value, len, timeout_ms);
     case ONI_DRV_READ:
         return transfer(g, 0, value, len, timeout_ms);
     case ONI_DRV_WRITE:
