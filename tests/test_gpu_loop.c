@@ -59,14 +59,12 @@ TEST(gpu_overload_every_backend)
 
 /* A persistent loop created and destroyed without running must not leave its
  * kernel behind: the device synchronizes promptly afterwards. */
-TEST(gpu_persistent_destroy_without_run)
+static void destroy_without_run(int b)
 {
-    if (!have(LOOP_GPU_PERSISTENT))
-        SKIP("no CUDA device");
     struct loop_memsrc src;
     REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
     struct loop_config c = {0};
-    c.backend = LOOP_GPU_PERSISTENT;
+    c.backend = b;
     c.work = LOOP_WORK_MAC;
     c.in_bytes = c.out_bytes = 4096;
     c.depth = 2;
@@ -83,9 +81,17 @@ TEST(gpu_persistent_destroy_without_run)
     CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
     loop_destroy(lp);
     /* A second persistent loop runs normally after the first is gone. */
-    check_mac(LOOP_GPU_PERSISTENT, 4096, 2, 0, 100);
+    check_mac(b, 4096, 2, 0, 100);
     CHECK((oni_now_ns() - t0) / 1e9 < 5.0);
     loop_memsrc_free(&src);
+}
+
+TEST(gpu_persistent_destroy_without_run)
+{
+    if (!have(LOOP_GPU_PERSISTENT))
+        SKIP("no CUDA device");
+    destroy_without_run(LOOP_GPU_PERSISTENT);
+    destroy_without_run(LOOP_GPU_MAPPED);
 }
 
 TEST(gpu_direct_needs_async_source)

@@ -102,7 +102,7 @@ static int sink_write(void *ctx, uint64_t seq, const void *out, size_t len, uint
 }
 
 struct result {
-    struct bench_stats total, in, compute, out, gpu;
+    struct bench_stats total, in, compute, out, gpu, wait;
     uint64_t blocks;
     double blocks_per_s;
 };
@@ -150,10 +150,10 @@ static int run_one(int backend, const char *link, int emu, uint64_t data, uint32
         /* Drop the first tenth (at least one block): warm-up. */
         uint64_t skip = st.nrecords > 10 ? st.nrecords / 10 : (st.nrecords > 1);
         uint64_t n = st.nrecords - skip;
-        uint64_t *v[5];
-        for (int k = 0; k < 5; k++)
+        uint64_t *v[6];
+        for (int k = 0; k < 6; k++)
             v[k] = malloc((n ? n : 1) * sizeof *v[k]);
-        if (!v[0] || !v[1] || !v[2] || !v[3] || !v[4] || !n) {
+        if (!v[0] || !v[1] || !v[2] || !v[3] || !v[4] || !v[5] || !n) {
             rc = n ? ONI_EBADALLOC : ONI_EINVALARG;
         } else {
             for (uint64_t i = 0; i < n; i++) {
@@ -162,16 +162,18 @@ static int run_one(int backend, const char *link, int emu, uint64_t data, uint32
                 v[2][i] = r[skip + i].t_compute_ns;
                 v[3][i] = r[skip + i].t_out_ns;
                 v[4][i] = r[skip + i].t_gpu_ns;
+                v[5][i] = r[skip + i].t_wait_ns;
             }
             bench_stats_compute(v[0], n, &res->total);
             bench_stats_compute(v[1], n, &res->in);
             bench_stats_compute(v[2], n, &res->compute);
             bench_stats_compute(v[3], n, &res->out);
             bench_stats_compute(v[4], n, &res->gpu);
+            bench_stats_compute(v[5], n, &res->wait);
             res->blocks = st.blocks;
             res->blocks_per_s = st.seconds > 0 ? (double)st.blocks / st.seconds : 0;
         }
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 6; k++)
             free(v[k]);
     }
     loop_destroy(lp);
@@ -296,16 +298,19 @@ int bench_loop_run(const struct bench_loop_opts *o)
                  * results fenced; the rest of the round trip is host work and the
                  * two notifications (host -> GPU, GPU -> host). */
                 bench_cell_num(rep, "gpu_p50_ns", lat.gpu.p50);
+                /* launch backends: the part of compute spent waiting for the doorbell
+                 * after the last CUDA call (compute - wait = the calls themselves) */
+                bench_cell_num(rep, "wait_p50_ns", lat.wait.p50);
                 bench_cell_num(rep, "pipelined_blocks_per_s", thr.blocks_per_s);
                 bench_cell_num(rep, "pipelined_MBps", thr.blocks_per_s * (double)data / 1e6);
                 bench_cell_num(rep, "gflops", loop_mac_flops(data / 4, iters, passes) / lat.total.p50);
                 bench_report_row(rep, NULL);
                 if (o->log)
                     fprintf(o->log, "%-15s %6s/%-6s AI %5.2f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f  max %9.1f us  "
-                                    "(n=%zu; p50 in %.1f compute %.1f gpu %.1f out %.1f)\n",
+                                    "(n=%zu; p50 in %.1f compute %.1f wait %.1f gpu %.1f out %.1f)\n",
                             loop_backend_name(b), dn, cn, o->ai[a], lat.total.p50 / 1e3, lat.total.p99 / 1e3,
                             lat.total.p999 / 1e3, lat.total.max / 1e3, lat.total.n, lat.in.p50 / 1e3,
-                            lat.compute.p50 / 1e3, lat.gpu.p50 / 1e3, lat.out.p50 / 1e3);
+                            lat.compute.p50 / 1e3, lat.wait.p50 / 1e3, lat.gpu.p50 / 1e3, lat.out.p50 / 1e3);
                 size_t k = np[a][b]++;
                 px[a][b][k] = (double)o->compute[s];
                 py[a][b][k] = lat.total.p50 / 1e3;

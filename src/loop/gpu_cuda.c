@@ -114,6 +114,17 @@ static int wait_bell(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t seq
     return loop_wait_word(lp, BELL(g, slot), seq, lp->cfg.timeout_ms);
 }
 
+/* The process hooks' wait for their doorbell, timed (loop_record.t_wait_ns). */
+static int timed_bell(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t seq)
+{
+    uint64_t t0 = loop_now_ns();
+    int rc = wait_bell(lp, g, slot, seq);
+    struct loop_record *r = loop_record_of(lp, seq);
+    if (r)
+        r->t_wait_ns = (uint32_t)(loop_now_ns() - t0);
+    return rc;
+}
+
 /* --- the hooks --------------------------------------------------------------- */
 
 static int staged_recv(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -127,7 +138,7 @@ static int staged_process(struct loop *lp, uint32_t slot, uint32_t seq)
     int rc = cu(cudaMemcpyAsync(g->din[slot], lp->hin[slot], lp->cfg.in_bytes, cudaMemcpyHostToDevice, g->s));
     if (!rc)
         rc = enqueue_block(lp, g, slot, seq);
-    return rc ? rc : wait_bell(lp, g, slot, seq);
+    return rc ? rc : timed_bell(lp, g, slot, seq);
 }
 
 static int direct_recv(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -141,7 +152,7 @@ static int direct_process(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
     int rc = enqueue_block(lp, g, slot, seq);
-    return rc ? rc : wait_bell(lp, g, slot, seq);
+    return rc ? rc : timed_bell(lp, g, slot, seq);
 }
 
 static int graph_process(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -152,7 +163,7 @@ static int graph_process(struct loop *lp, uint32_t slot, uint32_t seq)
      * doorbell is written outside it. */
     if (!rc)
         rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(&g->words_dev[LOOP_MAXDEPTH + slot]), seq, 0));
-    return rc ? rc : wait_bell(lp, g, slot, seq);
+    return rc ? rc : timed_bell(lp, g, slot, seq);
 }
 
 /* gpu-flag: the work for seq waits in the stream for the completion word the

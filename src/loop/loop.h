@@ -87,6 +87,8 @@ struct loop_record {
     uint32_t t_total_ns;   /* read start -> sink returned */
     uint32_t t_gpu_ns;     /* gpu-persistent, gpu-mapped: GPU clock, completion seen -> results
                               fenced, just before the doorbell (0 = not measured) */
+    uint32_t t_wait_ns;    /* gpu-staged, -direct, -graph: part of t_compute_ns spent waiting for the
+                              doorbell after the block's last CUDA call returned (the rest is those calls) */
 };
 
 struct loop_stats {
