@@ -1,0 +1,140 @@
+/* framerate.c - frames/s of any ONI 4.x host library on a driver: the
+ * program tools/bench-upstream.sh builds twice, against upstream liboni and
+ * against onigpu's, so both run the same code. It includes only oni.h.
+ *
+ *   framerate DRIVER BLOCKREADSIZE SECONDS
+ *   framerate DRIVER BLOCKREADSIZE Nf      (exactly N frames, no warm-up)
+ *
+ * Init, disable the devices whose read_size is not a multiple of 4 (upstream
+ * pads those frames wrongly, so it would misparse the stream), set
+ * BLOCKREADSIZE and RUNNING, warm up 0.2 s, then count oni_read_frame +
+ * oni_destroy_frame pairs for SECONDS (the clock read once per 256 frames).
+ * Then, untimed, 100000 more frames are checked: each frame's device is in
+ * the table with data_sz = read_size, and with the `test` driver the first
+ * 8 payload bytes (the device's frame counter) go up by one per device, so
+ * a library that loses, repeats or misparses frames is caught.
+ * Prints one line: block=N fps=F mbps=M checked=C bad=B; exit 0 when B = 0.
+ * The Nf form is for instruction counts (valgrind): the difference of two
+ * runs with different N is the cost of N2 - N1 frames, setup excluded. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "oni.h"
+
+#define MAXDEV 256
+#define CHECK_FRAMES 100000
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static oni_device_t table[MAXDEV];
+static oni_size_t ndev;
+
+static const oni_device_t *find(oni_dev_idx_t idx)
+{
+    for (oni_size_t i = 0; i < ndev; i++)
+        if (table[i].idx == idx)
+            return &table[i];
+    return NULL;
+}
+
+/* Untimed check of n frames; returns the number of bad ones. */
+static unsigned long long check(oni_ctx ctx, int counters, unsigned long long n)
+{
+    static unsigned long long next[MAXDEV];
+    static int seen[MAXDEV];
+    unsigned long long bad = 0;
+    for (unsigned long long k = 0; k < n; k++) {
+        oni_frame_t *f;
+        if (oni_read_frame(ctx, &f) < 0)
+            return bad + (n - k);
+        const oni_device_t *d = find(f->dev_idx);
+        if (!d || d->read_size != f->data_sz) {
+            bad++;
+        } else if (counters && f->data_sz >= 8) {
+            size_t i = (size_t)(d - table);
+            unsigned long long c;
+            memcpy(&c, f->data, 8);
+            if (seen[i] && c != next[i])
+                bad++;
+            seen[i] = 1;
+            next[i] = c + 1;
+        }
+        oni_destroy_frame(f);
+    }
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: framerate DRIVER BLOCKREADSIZE SECONDS|Nf\n");
+        return 2;
+    }
+    const char *drv = argv[1];
+    oni_size_t block = (oni_size_t)strtoul(argv[2], NULL, 0);
+    char *unit;
+    double secs = strtod(argv[3], &unit);
+    unsigned long long count = 0; /* frames to read in the Nf form */
+    if (*unit == 'f')
+        count = (unsigned long long)secs;
+    oni_ctx ctx = oni_create_ctx(drv);
+    if (!ctx || oni_init_ctx(ctx, -1)) {
+        fprintf(stderr, "framerate: cannot open driver %s\n", drv);
+        return 1;
+    }
+    size_t len = sizeof ndev;
+    oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &ndev, &len);
+    len = sizeof table;
+    if (ndev > MAXDEV || oni_get_opt(ctx, ONI_OPT_DEVICETABLE, table, &len)) {
+        fprintf(stderr, "framerate: cannot read the device table\n");
+        return 1;
+    }
+    for (oni_size_t i = 0; i < ndev; i++)
+        if (table[i].read_size % 4) {
+            if (oni_write_reg(ctx, table[i].idx, 0, 0)) { /* register 0: ENABLE */
+                fprintf(stderr, "framerate: cannot disable device %u\n", table[i].idx);
+                return 1;
+            }
+            table[i].read_size = 0; /* so the check refuses its frames */
+        }
+    oni_reg_val_t run = 1;
+    if (oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, sizeof block) ||
+        oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run)) {
+        fprintf(stderr, "framerate: block size %u or RUNNING refused\n", block);
+        return 1;
+    }
+    unsigned long long frames = 0, bytes = 0;
+    double t0 = now(), warm_end = t0 + (count ? 0 : 0.2), end = 0, t;
+    for (int measuring = count > 0;;) {
+        for (int i = 0; i < 256; i++) {
+            oni_frame_t *f;
+            if (oni_read_frame(ctx, &f) < 0) {
+                fprintf(stderr, "framerate: oni_read_frame failed\n");
+                return 1;
+            }
+            bytes += f->data_sz;
+            oni_destroy_frame(f);
+        }
+        frames += 256;
+        t = now();
+        if (!measuring && t >= warm_end) {
+            measuring = 1;
+            frames = bytes = 0;
+            t0 = t;
+            end = t + secs;
+        } else if (measuring && (count ? frames >= count : t >= end)) {
+            break;
+        }
+    }
+    unsigned long long bad = check(ctx, strcmp(drv, "test") == 0, CHECK_FRAMES);
+    printf("block=%u fps=%.0f mbps=%.2f checked=%d bad=%llu\n", block, frames / (t - t0),
+           bytes / (t - t0) / 1e6, CHECK_FRAMES, bad);
+    oni_destroy_ctx(ctx);
+    return bad ? 1 : 0;
+}
