@@ -1,82 +1,31 @@
 /* test_xfer_daemon.c - the GPU data stream options through the onix-emu
- * daemon (spec "daemon=PATH"): host-buffer READ/WRITE move through the
- * daemon's shared-memory rings with the test core's counter intact; direct
- * and asynchronous GPU transfers, which need the DMA engine in the daemon,
- * answer ONI_EUNIMPL; the same error paths as in-process. The daemon is the
- * built onix-emu from $ONIGPU_BIN (set by tests/CMakeLists.txt). */
-#include <signal.h>
+ * daemon (spec "daemon=PATH"), without a GPU: host-buffer READ/WRITE move
+ * through the daemon's shared-memory rings with the test core's counter
+ * intact; asynchronous jobs on host buffers answer ONI_EUNIMPL; the same
+ * option errors as in-process; and the GPU messages (GPU_IMPORT, GPU_DMA,
+ * GPU_RELEASE) are checked and answered, never trusted. With a GPU,
+ * test_gpu_daemon.c moves data through them. */
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "unit.h"
 #include "xfer_check.h"
+#include "xfer_daemon.h"
+#include "gpu/gpu.h"
 
 #define CARD_SPEC "devices=testcore:bytes=1024:route=1,testsink;mode=fast;link=unlimited;ddr=16M"
 
-static char sock_path[108];
-
-static int can_connect(void)
-{
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-    int ok = s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0;
-    if (s >= 0)
-        close(s);
-    return ok;
-}
-
-/* Start onix-emu; its pid, 0 when there is no built daemon, -1 on failure. */
-static pid_t start_daemon(void)
-{
-    const char *bin = getenv("ONIGPU_BIN");
-    if (!bin)
-        return 0;
-    char exe[4096];
-    snprintf(exe, sizeof exe, "%s/onix-emu", bin);
-    if (access(exe, X_OK))
-        return 0;
-    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-xfer-%d.sock", (int)getpid());
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl(exe, exe, "--socket", sock_path, "--spec", CARD_SPEC, (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; pid > 0 && i < 500; i++) { /* up to 5 s */
-        if (can_connect())
-            return pid;
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
-        usleep(10000);
-    }
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
-    return -1;
-}
-
-static void stop_daemon(pid_t pid)
-{
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-}
-
 TEST(xfer_daemon_host_buffers)
 {
-    pid_t pid = start_daemon();
+    pid_t pid = xd_start(CARD_SPEC);
     if (pid == 0)
         SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
     REQUIRE(pid > 0);
     char spec[160];
-    snprintf(spec, sizeof spec, "daemon=%s", sock_path);
+    snprintf(spec, sizeof spec, "daemon=%s", xd_sock);
     uint32_t core = 0, sink = 0;
     oni_ctx ctx = xfer_open(spec, &core, &sink);
     if (!ctx) {
-        stop_daemon(pid);
+        xd_stop(pid);
         REQUIRE(ctx);
     }
     struct xcheck c;
@@ -100,7 +49,7 @@ TEST(xfer_daemon_host_buffers)
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, frames, 8), 0);
     frames[1][0] = 0xDEAD;
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, frames, 8), ONI_EBADFRAME);
-    /* no DMA engine in this process: asynchronous jobs are not available */
+    /* asynchronous jobs on host buffers: not through the daemon */
     volatile uint32_t done = 0;
     onigpu_xfer_t x = {buf, 1 << 20, &done, 1, 0};
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x), ONI_EUNIMPL);
@@ -117,6 +66,61 @@ TEST(xfer_daemon_host_buffers)
     xcheck_feed(&c, buf, n);
     CHECK_EQ(c.errors, 0);
     oni_destroy_ctx(ctx);
-    stop_daemon(pid);
+    xd_stop(pid);
     free(buf);
+}
+
+/* The GPU messages, raw: malformed bodies, unknown ids, a handle that cannot
+ * be opened, the wrong channel. The session serves on after each. */
+TEST(xfer_daemon_gpu_messages)
+{
+    pid_t pid = xd_start(CARD_SPEC);
+    if (pid == 0)
+        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
+    REQUIRE(pid > 0);
+    int ctrl = -1, gpu = -1;
+    CHECK_RC(xd_session(&ctrl, &gpu), 0);
+    struct emup_gpu_import imp = {.size = 4096};
+    memset(imp.handle, 0xA5, sizeof imp.handle); /* no process exported this */
+    uint32_t id = 99;
+    /* a daemon without CUDA says so; with CUDA it cannot open the handle */
+    CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &imp, sizeof imp, &id), gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU);
+    CHECK_EQ(id, 0);
+    CHECK_RC(xd_call(ctrl, EMUP_GPU_IMPORT, &imp, sizeof imp, NULL), ONI_EINVALSTATE); /* GPU channel only */
+    CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &imp, sizeof imp - 1, NULL), ONI_EBADFRAME);
+    imp.size = 0;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &imp, sizeof imp, NULL), ONI_EBADFRAME);
+
+    struct emup_gpu_dma ok = {.id = 7, .len = 4096, .timeout_ms = 100};
+    struct emup_gpu_dma d = ok;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &d, sizeof d, NULL), ONI_ENOTPINNED); /* never imported */
+    d.flags = EMUP_DMA_ASYNC, d.done_id = 8;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &d, sizeof d, NULL), ONI_ENOTPINNED);
+    struct emup_gpu_dma bad[] = {ok, ok, ok, ok, ok, ok, ok, ok, ok};
+    bad[0].id = 0;
+    bad[1].dir = 2;
+    bad[2].len = 0;
+    bad[3].timeout_ms = 0;
+    bad[4].flags = EMUP_DMA_ASYNC; /* without a completion word */
+    bad[5].done_id = 3;            /* a completion word without ASYNC */
+    bad[6].flags = 8;
+    bad[7].offset = UINT64_MAX - 100;
+    bad[8].flags = EMUP_DMA_ASYNC, bad[8].done_id = 3, bad[8].done_offset = 2; /* unaligned word */
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (xd_call(gpu, EMUP_GPU_DMA, &bad[i], sizeof bad[i], NULL) != ONI_EBADFRAME)
+            UNIT_FAIL("malformed GPU_DMA %zu accepted", i);
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &ok, sizeof ok - 4, NULL), ONI_EBADFRAME);
+
+    struct emup_gpu_release rel = {12345, 0};
+    CHECK_RC(xd_call(gpu, EMUP_GPU_RELEASE, &rel, sizeof rel, NULL), ONI_ENOTPINNED);
+    rel.id = 0;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_RELEASE, &rel, sizeof rel, NULL), ONI_EBADFRAME);
+    /* the session still works */
+    struct emup_config cfg = {ONI_CONFIG_RUNNING, 0};
+    uint32_t running = 99;
+    CHECK_RC(xd_call(ctrl, EMUP_CONFIG_READ, &cfg, sizeof cfg, &running), 0);
+    CHECK(running <= 1);
+    close(gpu);
+    close(ctrl);
+    xd_stop(pid);
 }

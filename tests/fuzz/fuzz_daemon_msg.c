@@ -1,7 +1,10 @@
 /* fuzz_daemon_msg.c - libFuzzer target for the emu daemon protocol's message
  * checks (src/drivers/emu/emuproto.c): the parser the daemon runs on every
  * request, the reply check the driver runs on every answer, and the ring
- * placement rules both sides apply to offsets they receive. */
+ * placement rules both sides apply to offsets they receive. The input is
+ * also sent as the body of each GPU message (GPU_IMPORT, GPU_DMA,
+ * GPU_RELEASE) behind a proper header, so that their field checks are
+ * reached without the fuzzer first guessing a header. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +14,48 @@
  * archive's copy is then never pulled in. */
 #include "drivers/emu/emuproto.c"
 
+/* What the parser promises about an accepted GPU message. */
+static void check_gpu(const struct emup_msg *m)
+{
+    if (m->type == EMUP_GPU_IMPORT && !m->u.gpu_import.size)
+        abort();
+    if (m->type == EMUP_GPU_RELEASE && !m->u.gpu_release.id)
+        abort();
+    if (m->type == EMUP_GPU_DMA) {
+        const struct emup_gpu_dma *d = &m->u.gpu_dma;
+        int async = (d->flags & EMUP_DMA_ASYNC) != 0;
+        if (!d->id || d->dir > 1 || !d->len || !d->timeout_ms || async != (d->done_id != 0))
+            abort();
+        if (d->offset + d->len < d->offset) /* the daemon adds them before comparing with the size */
+            abort();
+        if (async && (d->done_offset % 4 || d->done_offset + 4 < d->done_offset))
+            abort();
+        if (d->flags & ~(uint32_t)(EMUP_DMA_ASYNC | EMUP_DMA_RELEASE_BUF | EMUP_DMA_RELEASE_DONE))
+            abort();
+    }
+}
+
+static void gpu_bodies(const uint8_t *data, size_t size)
+{
+    if (size > EMUP_MAXMSG - sizeof(struct emup_hdr))
+        return;
+    for (uint16_t type = EMUP_GPU_IMPORT; type <= EMUP_GPU_RELEASE; type++) {
+        uint8_t *buf = malloc(sizeof(struct emup_hdr) + size);
+        if (!buf)
+            return;
+        struct emup_hdr h = {EMUP_MAGIC, EMUP_VERSION, type, 1, (uint32_t)size};
+        memcpy(buf, &h, sizeof h);
+        memcpy(buf + sizeof h, data, size);
+        struct emup_msg m;
+        if (emup_parse(buf, sizeof h + size, &m) == 0)
+            check_gpu(&m);
+        free(buf);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    gpu_bodies(data, size);
     /* a private copy of exactly size bytes, so reads past the message are caught */
     uint8_t *buf = malloc(size ? size : 1);
     if (!buf)
@@ -20,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(buf, data, size);
     struct emup_msg m;
     if (emup_parse(buf, size, &m) == 0) {
+        check_gpu(&m);
         if (m.type == EMUP_HELLO || m.type == EMUP_TRUTH) {
             if (strlen(m.u.str) + 1 != m.len)
                 abort(); /* the parser promised one terminated string filling the body */

@@ -664,6 +664,19 @@ static int listen_on(const char *path)
     return s;
 }
 
+/* Start CUDA (if there is a GPU) while clients are already served, rather
+ * than inside a client's first GPU_IMPORT (gpu.h's probe runs once; a GPU
+ * request meanwhile waits for it). */
+static void *gpu_start(void *arg)
+{
+    char why[160] = "", gname[128] = "";
+    if (gpu_available(why, sizeof why) && !gpu_name(gname, sizeof gname))
+        fprintf(stderr, "onix-emu: GPU transfers on %s\n", gname);
+    else
+        fprintf(stderr, "onix-emu: GPU transfers unavailable (%s)\n", why);
+    return arg;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: onix-emu --socket PATH [--spec SPEC]\n"
@@ -718,12 +731,6 @@ int main(int argc, char **argv)
         return 2;
     }
     emu_card_destroy(probe);
-    /* Start CUDA now (if there is a GPU), not inside a client's first GPU_IMPORT. */
-    char why[160] = "", gname[128] = "";
-    if (gpu_available(why, sizeof why) && !gpu_name(gname, sizeof gname))
-        fprintf(stderr, "onix-emu: GPU transfers on %s\n", gname);
-    else
-        fprintf(stderr, "onix-emu: GPU transfers unavailable (%s)\n", why);
 
     if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK)) {
         perror("onix-emu: pipe");
@@ -739,6 +746,9 @@ int main(int argc, char **argv)
     if (ls < 0)
         return 1;
     fprintf(stderr, "onix-emu: listening on %s (spec \"%s\")\n", path, g_spec);
+    pthread_t gt;
+    if (!pthread_create(&gt, NULL, gpu_start, NULL))
+        pthread_detach(gt);
     while (!g_stop) {
         struct pollfd p[2] = {{ls, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
         if (poll(p, 2, -1) < 0) {

@@ -1,0 +1,311 @@
+/* test_gpu_daemon.c - GPU transfers through the onix-emu daemon on a real
+ * GPU: the daemon imports the client's GPU memory (CUDA IPC) and its DMA
+ * engine moves the card's GPU streams into and out of it. Data integrity of
+ * the direct (imported per transfer) and prepinned (imported once) paths for
+ * several sizes and offsets (the test core's counter must run on through GPU
+ * memory), writes, asynchronous jobs with completion records in GPU memory
+ * checked before their payload, and the errors: a handle that cannot be
+ * imported, unknown ids, sizes beyond the allocation, a daemon killed in the
+ * middle of a transfer. Skips without a CUDA device. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "unit.h"
+#include "xfer_check.h"
+#include "xfer_daemon.h"
+#include "gpu/gpu.h"
+
+#define DSPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=fast;link=unlimited;ddr=256M"
+
+static char why[200];
+static uint32_t core, sink;
+
+#define NEED_GPU()                                                                     \
+    do {                                                                               \
+        if (!gpu_available(why, sizeof why))                                           \
+            SKIP("%s", why);                                                           \
+    } while (0)
+
+static int set_u32(oni_ctx ctx, int opt, uint32_t v)
+{
+    return oni_set_driver_opt(ctx, opt, &v, sizeof v);
+}
+
+/* Start the daemon and open a context on it; NULL (and *pid <= 0 or the
+ * daemon stopped) on failure. */
+static oni_ctx open_daemon(pid_t *pid)
+{
+    *pid = xd_start(DSPEC);
+    if (*pid <= 0)
+        return NULL;
+    char spec[160];
+    snprintf(spec, sizeof spec, "daemon=%s", xd_sock);
+    oni_ctx ctx = xfer_open(spec, &core, &sink);
+    if (!ctx) {
+        xd_stop(*pid);
+        *pid = -1;
+    }
+    return ctx;
+}
+
+#define OPEN_DAEMON(ctx, pid)                                                          \
+    oni_ctx ctx = open_daemon(&pid);                                                   \
+    if (pid == 0)                                                                      \
+        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");                    \
+    REQUIRE(ctx)
+
+/* Wait (at most 2 s) for the GPU word at done to read seq. */
+static int wait_record(const uint32_t *done, uint32_t seq)
+{
+    uint32_t seen = 0;
+    uint64_t t0 = oni_now_ns();
+    while (seen != seq && oni_now_ns() - t0 < 2000000000u)
+        if (gpu_copy(&seen, done, 4))
+            return 0;
+    return seen == seq;
+}
+
+TEST(gpu_daemon_read_integrity)
+{
+    NEED_GPU();
+    pid_t pid;
+    OPEN_DAEMON(ctx, pid);
+    size_t cap = 8 << 20;
+    uint8_t *dev = NULL, *host = malloc(cap);
+    REQUIRE(gpu_alloc((void **)&dev, cap) == 0);
+    static const uint32_t sizes[] = {4, 4096, 4100, 65540, 1 << 20, (3 << 20) + 12};
+    static const size_t offs[] = {0, 4, 4104};
+    struct xcheck c;
+    xcheck_init(&c, core);
+    for (int path = 0; path < 2; path++) { /* direct (imported per transfer), prepinned */
+        onigpu_buf_t whole = {dev, cap};
+        if (path == 1)
+            CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &whole, sizeof whole), 0);
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+            for (size_t o = 0; o < sizeof offs / sizeof *offs; o++) {
+                int rc = set_u32(ctx, ONI_DRV_RD_SZ, sizes[s]);
+                if (!rc)
+                    rc = oni_set_driver_opt(ctx, ONI_DRV_READ, dev + offs[o], 8);
+                if (!rc)
+                    rc = gpu_copy(host, dev + offs[o], sizes[s]);
+                if (rc)
+                    UNIT_FAIL("path %d size %u offset %zu: %s", path, sizes[s], offs[o], oni_error_str(rc));
+                else
+                    xcheck_feed(&c, host, sizes[s]);
+            }
+        if (path == 1)
+            CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
+    }
+    /* host buffers (the rings) and GPU buffers (DMA) take turns on one stream */
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 4100), 0);
+    for (int i = 0; i < 20; i++) {
+        uint8_t *to = i % 2 ? host : dev;
+        int rc = oni_set_driver_opt(ctx, ONI_DRV_READ, to, 8);
+        if (!rc && to == dev)
+            rc = gpu_copy(host, dev, 4100);
+        CHECK_RC(rc, 0);
+        if (!rc)
+            xcheck_feed(&c, host, 4100);
+    }
+    CHECK_EQ(c.errors, 0);
+    CHECK(c.frames > 1000);
+    gpu_free(dev);
+    free(host);
+    oni_destroy_ctx(ctx);
+    xd_stop(pid);
+}
+
+TEST(gpu_daemon_write_paths)
+{
+    NEED_GPU();
+    pid_t pid;
+    OPEN_DAEMON(ctx, pid);
+    enum { N = 1 << 20, F = 4096 };
+    uint8_t *dev = NULL, *frames = calloc(1, N);
+    uint32_t *done = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, N) == 0);
+    REQUIRE(gpu_alloc((void **)&done, 4) == 0);
+    for (int k = 0; k < N / F; k++) {
+        uint32_t hdr[2] = {sink, (F - 8) / 4};
+        memcpy(frames + (size_t)k * F, hdr, 8);
+    }
+    CHECK_RC(gpu_copy(dev, frames, N), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), 0); /* direct */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), 0); /* prepinned */
+    /* the card checks frames that came out of GPU memory */
+    uint32_t bad[2] = {0xDEAD, (F - 8) / 4};
+    CHECK_RC(gpu_copy(dev, bad, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), ONI_EBADFRAME);
+    CHECK_RC(gpu_copy(dev, frames, 8), 0);
+    /* asynchronous, the record in GPU memory that is not pinned (imported per job) */
+    CHECK_RC(gpu_memset(done, 0, 4), 0);
+    onigpu_xfer_t x = {dev, N, done, 42, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE_ASYNC, &x, sizeof x), 0);
+    CHECK(wait_record(done, 42));
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
+    gpu_free(done);
+    gpu_free(dev);
+    free(frames);
+    oni_destroy_ctx(ctx);
+    xd_stop(pid);
+}
+
+/* Records in GPU memory, written by the daemon's copy stream behind the
+ * payload: the payload of each job is checked after its record was seen. */
+TEST(gpu_daemon_async_records)
+{
+    NEED_GPU();
+    pid_t pid;
+    OPEN_DAEMON(ctx, pid);
+    enum { RING = 8, BLK = 16384, JOBS = 2000 };
+    uint8_t *dev = NULL, *host = malloc(BLK);
+    uint32_t *done_pinned = NULL, *done_loose = NULL, *done_host = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, (size_t)RING * BLK) == 0);
+    REQUIRE(gpu_alloc((void **)&done_pinned, RING * 4) == 0);
+    REQUIRE(gpu_alloc((void **)&done_loose, RING * 4) == 0);
+    REQUIRE(gpu_host_alloc((void **)&done_host, 4) == 0);
+    CHECK_RC(gpu_memset(done_pinned, 0, RING * 4), 0);
+    CHECK_RC(gpu_memset(done_loose, 0, RING * 4), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, BLK), 0);
+    /* CUDA IPC shares device memory only: no record in host memory */
+    onigpu_xfer_t hx = {dev, BLK, done_host, 1, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &hx, sizeof hx), ONI_EUNIMPL);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, done_pinned, 8), 0);
+    struct xcheck c;
+    xcheck_init(&c, core);
+    int next = 0, failed = 0;
+    for (int j = 0; j < JOBS + RING && !failed; j++) {
+        if (j >= RING) {
+            int k = j - RING, slot = k % RING;
+            const uint32_t *done = k % 2 ? &done_loose[slot] : &done_pinned[slot];
+            if (!wait_record(done, (uint32_t)k + 1)) {
+                UNIT_FAIL("job %d: record never came", k);
+                failed = 1;
+                break;
+            }
+            CHECK_RC(gpu_copy(host, dev + (size_t)slot * BLK, BLK), 0);
+            xcheck_feed(&c, host, BLK);
+        }
+        if (next < JOBS) {
+            int slot = next % RING;
+            /* odd jobs: the record in GPU memory that is not pinned (imported per job) */
+            volatile uint32_t *done = next % 2 ? &done_loose[slot] : &done_pinned[slot];
+            onigpu_xfer_t x = {dev + (size_t)slot * BLK, BLK, done, (uint32_t)next + 1, 0};
+            int rc = oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x);
+            if (rc) {
+                UNIT_FAIL("submit %d: %s", next, oni_error_str(rc));
+                failed = 1;
+            }
+            next++;
+        }
+    }
+    CHECK_EQ(c.errors, 0);
+    CHECK(c.frames > JOBS);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, done_pinned, 8), 0);
+    /* an unpinned buffer: imported for the job, released after it */
+    uint32_t *d1 = &done_loose[0];
+    CHECK_RC(gpu_memset(d1, 0, 4), 0);
+    onigpu_xfer_t ux = {dev, BLK, d1, 7, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &ux, sizeof ux), 0);
+    CHECK(wait_record(d1, 7));
+    CHECK_RC(gpu_copy(host, dev, BLK), 0);
+    xcheck_feed(&c, host, BLK);
+    CHECK_EQ(c.errors, 0);
+    gpu_free(dev);
+    gpu_free(done_pinned);
+    gpu_free(done_loose);
+    gpu_host_free(done_host);
+    free(host);
+    oni_destroy_ctx(ctx);
+    xd_stop(pid);
+}
+
+/* The import messages on a live handle and on one whose allocation is gone. */
+TEST(gpu_daemon_import_errors)
+{
+    NEED_GPU();
+    pid_t pid = xd_start(DSPEC);
+    if (pid == 0)
+        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
+    REQUIRE(pid > 0);
+    int ctrl = -1, gpu = -1;
+    CHECK_RC(xd_session(&ctrl, &gpu), 0);
+    uint8_t *dev = NULL, *gone = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, 1 << 20) == 0);
+    REQUIRE(gpu_alloc((void **)&gone, 1 << 20) == 0);
+    struct emup_gpu_import imp = {.size = 1 << 20}, imp_gone = {.size = 1 << 20};
+    CHECK_RC(gpu_ipc_export(dev, imp.handle), 0);
+    CHECK_RC(gpu_ipc_export(gone, imp_gone.handle), 0);
+    gpu_free(gone);
+    CHECK(xd_call(gpu, EMUP_GPU_IMPORT, &imp_gone, sizeof imp_gone, NULL) < 0); /* its allocation is freed */
+    imp.size = 2 << 20;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &imp, sizeof imp, NULL), ONI_EBUFFERSIZE); /* more than it holds */
+    imp.size = 1 << 20;
+    uint32_t id = 0, id2 = 0;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &imp, sizeof imp, &id), 0);
+    CHECK(id != 0);
+    CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &imp, sizeof imp, &id2), 0); /* twice: one mapping, two ids */
+    CHECK(id2 != 0 && id2 != id);
+    struct emup_gpu_dma d = {.id = id, .offset = (1 << 20) - 4096, .len = 8192, .timeout_ms = 500};
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &d, sizeof d, NULL), ONI_EBUFFERSIZE);
+    d.len = 4096;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &d, sizeof d, NULL), 0);
+    d.deadline_ns = oni_now_ns() - 1; /* the client gave up already: nothing moves */
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &d, sizeof d, NULL), ONI_ETIMEOUT);
+    struct emup_gpu_release rel = {id, 0};
+    CHECK_RC(xd_call(gpu, EMUP_GPU_RELEASE, &rel, sizeof rel, NULL), 0);
+    CHECK_RC(xd_call(gpu, EMUP_GPU_RELEASE, &rel, sizeof rel, NULL), ONI_ENOTPINNED);
+    d.deadline_ns = 0;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &d, sizeof d, NULL), ONI_ENOTPINNED);
+    d.id = id2; /* the shared mapping outlives the first release */
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &d, sizeof d, NULL), 0);
+    rel.id = id2;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_RELEASE, &rel, sizeof rel, NULL), 0);
+    close(gpu);
+    close(ctrl);
+    gpu_free(dev);
+    xd_stop(pid);
+}
+
+static void *kill_later(void *arg)
+{
+    usleep(300000);
+    kill(*(pid_t *)arg, SIGKILL);
+    return NULL;
+}
+
+/* A read into pinned GPU memory waits in the daemon for data that never
+ * comes; the daemon is killed: ONI_EDISCONNECTED well within the timeout. */
+TEST(gpu_daemon_killed_mid_transfer)
+{
+    NEED_GPU();
+    pid_t pid;
+    OPEN_DAEMON(ctx, pid);
+    uint8_t *dev = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, 65536) == 0);
+    CHECK_RC(oni_write_reg(ctx, core, 0, 0), 0); /* the test core stops: no more data */
+    uint32_t t = 200;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 65536), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
+    int drained = 0; /* what the core made before it stopped */
+    while (drained < 100000 && oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8) == 0)
+        drained++;
+    t = 5000;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, kill_later, &pid) == 0);
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8), ONI_EDISCONNECTED);
+    double ms = (double)(oni_now_ns() - t0) / 1e6;
+    CHECK(ms < 3000);
+    pthread_join(th, NULL);
+    waitpid(pid, NULL, 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8), ONI_EDISCONNECTED);
+    oni_destroy_ctx(ctx);
+    gpu_free(dev);
+}

@@ -1,0 +1,118 @@
+/* xfer_daemon.h - helpers of the tests of GPU transfers through the onix-emu
+ * daemon (test_xfer_daemon.c, test_gpu_daemon.c): start the built daemon from
+ * $ONIGPU_BIN (set by tests/CMakeLists.txt) on a private socket, and talk the
+ * protocol raw (emuproto.h) to send what a proper client never would. */
+#ifndef XFER_DAEMON_H
+#define XFER_DAEMON_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "drivers/emu/emuproto.h"
+#include "onii.h"
+
+static char xd_sock[108];
+
+static inline int xd_connect(void)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", xd_sock);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a)) {
+        close(s);
+        s = -1;
+    }
+    return s;
+}
+
+/* Start onix-emu serving spec; its pid, 0 when there is no built daemon, -1
+ * on failure. The daemon dies with the test (PR_SET_PDEATHSIG). */
+static inline pid_t xd_start(const char *spec)
+{
+    const char *bin = getenv("ONIGPU_BIN");
+    if (!bin)
+        return 0;
+    char exe[4096];
+    snprintf(exe, sizeof exe, "%s/onix-emu", bin);
+    if (access(exe, X_OK))
+        return 0;
+    snprintf(xd_sock, sizeof xd_sock, "/tmp/onigpu-test-xd-%d.sock", (int)getpid());
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execl(exe, exe, "--socket", xd_sock, "--spec", spec, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; pid > 0 && i < 1000; i++) { /* up to 10 s (CUDA starts first) */
+        int s = xd_connect();
+        if (s >= 0) {
+            close(s);
+            return pid;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return -1;
+        usleep(10000);
+    }
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    return -1;
+}
+
+static inline void xd_stop(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* One raw request and its status answer: the answer's rc (its value in
+ * *value when not NULL), or a transport error. */
+static inline int xd_call(int s, uint16_t type, const void *body, size_t len, uint32_t *value)
+{
+    static uint32_t seq;
+    if (emup_send(s, type, ++seq, body, len, -1))
+        return ONI_EDISCONNECTED;
+    uint8_t buf[EMUP_MAXMSG];
+    int n = emup_recv(s, buf, sizeof buf, oni_now_ns() + 5000000000ull, NULL);
+    if (n < 0)
+        return n;
+    struct emup_status_reply st;
+    if ((size_t)n != sizeof(struct emup_hdr) + sizeof st)
+        return ONI_EBADFRAME;
+    memcpy(&st, buf + sizeof(struct emup_hdr), sizeof st);
+    if (value)
+        *value = st.value;
+    return st.rc;
+}
+
+/* A raw session: HELLO on *ctrl, the GPU channel attached on *gpu. */
+static inline int xd_session(int *ctrl, int *gpu)
+{
+    *ctrl = xd_connect();
+    *gpu = xd_connect();
+    if (*ctrl < 0 || *gpu < 0 || emup_send(*ctrl, EMUP_HELLO, 1, "", 1, -1))
+        return ONI_EPATHINVALID;
+    uint8_t buf[EMUP_MAXMSG];
+    int memfd = -1;
+    int n = emup_recv(*ctrl, buf, sizeof buf, oni_now_ns() + 5000000000ull, &memfd);
+    if (memfd >= 0)
+        close(memfd);
+    struct emup_hello_reply hr;
+    if (n != (int)(sizeof(struct emup_hdr) + sizeof hr))
+        return n < 0 ? n : ONI_EBADFRAME;
+    memcpy(&hr, buf + sizeof(struct emup_hdr), sizeof hr);
+    if (hr.rc)
+        return hr.rc;
+    struct emup_attach at = {hr.token, EMUP_CHAN_GPU, 0};
+    return xd_call(*gpu, EMUP_ATTACH, &at, sizeof at, NULL);
+}
+
+#endif
