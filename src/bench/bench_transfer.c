@@ -46,6 +46,7 @@ struct bx {
     uint8_t *frames_host;     /* write frames for the sink, max_size */
     struct gpu_stream *stream;
     struct bench_rec rec;
+    int via_daemon;           /* the card is the onix-emu daemon at o->daemon */
     /* per direction and path: stats at 4 KiB and at the largest size, for the targets table */
     struct bench_stats at4k[3][XFER_NPATHS], atmax[3][XFER_NPATHS];
 };
@@ -77,9 +78,12 @@ static int core_enable(struct bx *b, int on)
  * warm-up, not at random inside the timed loop. */
 static int open_card(struct bx *b, uint32_t frame, int route, uint32_t block_read)
 {
-    char spec[256];
-    snprintf(spec, sizeof spec, "devices=testcore:bytes=%u:rate=2G:route=%d,testsink;mode=realtime;link=%s;ddr=128M",
-             frame, route, b->o->link);
+    char spec[512], where[300] = "";
+    if (b->via_daemon)
+        snprintf(where, sizeof where, "daemon=%s;", b->o->daemon);
+    snprintf(spec, sizeof spec,
+             "%sdevices=testcore:bytes=%u:rate=2G:route=%d,testsink;mode=realtime;link=%s;ddr=128M", where, frame,
+             route, b->o->link);
     b->ctx = oni_create_ctx("emu");
     if (!b->ctx)
         return ONI_EINIT;
@@ -305,6 +309,8 @@ static int prepare(struct bx *b, int p, int dir, size_t n)
     return rc;
 }
 
+static const char *mode_name(const struct bx *b) { return b->via_daemon ? "daemon" : "in-process"; }
+
 /* Open the card and set the driver options of path p (once per path). */
 static int begin_path(struct bx *b, int p)
 {
@@ -334,9 +340,9 @@ static void hist_out(struct bench_report *r, struct bx *b, const char *dirname, 
     if (bench_hist_make(&h, b->rec.ns, b->rec.n, HIST_BINS, 1, 0, 0))
         return;
     char tag[96], title[160];
-    snprintf(tag, sizeof tag, "hist-%s-%s-%zu", dirname, xfer_path_name(p), n);
-    snprintf(title, sizeof title, "%s %s %zu B, %s: frequency", dirname, xfer_path_name(p), n,
-             b->o->link);
+    snprintf(tag, sizeof tag, "hist-%s-%s%s-%zu", dirname, xfer_path_name(p), b->via_daemon ? "-daemon" : "", n);
+    snprintf(title, sizeof title, "%s %s%s %zu B, %s: frequency", dirname, xfer_path_name(p),
+             b->via_daemon ? " (daemon)" : "", n, b->o->link);
     bench_report_hist(r, tag, title, "transfer time (ns)", &h);
     bench_hist_free(&h);
 }
@@ -386,14 +392,15 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         bench_cell_str(r, "link", o->link);
         bench_cell_str(r, "dir", dirname);
         bench_cell_str(r, "path", xfer_path_name(p));
+        bench_cell_str(r, "mode", mode_name(b));
         bench_cell_int(r, "size", (long long)n);
         bench_cell_stats(r, "", &st);
         bench_cell_num(r, "mb_s", bench_mb_per_s((double)n, st.mean));
         bench_cell_num(r, "max_over_p50", st.max / st.p50);
         rc = bench_report_row(r, NULL);
-        if (n == 4096)
+        if (n == 4096 && !b->via_daemon)
             b->at4k[dir][p] = st;
-        if (n == o->max_size)
+        if (n == o->max_size && !b->via_daemon)
             b->atmax[dir][p] = st;
         /* thesis figure 4.3: frequency plots of the host-staged and GPUDirect paths */
         if ((n == 4096 || n == (8u << 20)) && p != XFER_ORIGINAL && p != XFER_CHUNKED)
@@ -448,8 +455,10 @@ static void free_buffers(struct bx *b)
 
 /* What pinning costs, one ONI_DRV_PIN and one ONI_DRV_UNPIN timed apart, for
  * a GPU buffer (the lookup and SYNC_MEMOPS that the unpinned direct path pays
- * per transfer) and for a host buffer of known length (page-locking with
- * cudaHostRegister), at 4 KiB, 1 MiB and the largest size: table "pin". */
+ * per transfer; through the daemon also the CUDA IPC export, the daemon's
+ * import and its release) and for a host buffer of known length
+ * (page-locking with cudaHostRegister, in this process in either mode: only
+ * measured in-process), at 4 KiB, 1 MiB and the largest size: table "pin". */
 static int pin_costs(struct bx *b, struct bench_report *r)
 {
     struct bench_rec pin_ns = {0}, unpin_ns = {0};
@@ -464,7 +473,7 @@ static int pin_costs(struct bx *b, struct bench_report *r)
     if (!rc)
         memset(host, 1, (size_t)b->o->max_size); /* commit the pages: page-locking is timed, not faulting */
     uint64_t sizes[3] = {4096, 1u << 20, b->o->max_size};
-    for (int kind = 0; kind < 2 && !rc; kind++) {
+    for (int kind = 0; kind < 2 - b->via_daemon && !rc; kind++) {
         for (int k = 0; k < 3 && !rc; k++) {
             uint64_t n = sizes[k];
             if (n > b->o->max_size || (k == 2 && n == sizes[1]))
@@ -488,6 +497,7 @@ static int pin_costs(struct bx *b, struct bench_report *r)
                 if (rc)
                     break;
                 bench_cell_str(r, "memory", kind ? "host" : "gpu");
+                bench_cell_str(r, "mode", mode_name(b));
                 bench_cell_int(r, "size", (long long)n);
                 bench_cell_str(r, "op", op ? "unpin" : "pin");
                 bench_cell_stats(r, "", &st);
@@ -572,31 +582,41 @@ int bench_transfer_run(const struct xfer_opts *o)
     bench_report_meta_num(r, "total_bytes_per_size", (double)o->total);
     bench_report_meta_num(r, "chunk_bytes", o->chunk);
     bench_report_meta_num(r, "max_reps", (double)o->max_reps);
+    bench_report_meta(r, "daemon", o->daemon ? o->daemon : "");
     int first_rc = 0;
     for (int dir = XFER_DIR_READ; dir <= XFER_DIR_WRITE; dir++) {
         if (!(o->dirs & dir))
             continue;
         const char *dirname = dir == XFER_DIR_READ ? "card-to-gpu" : "gpu-to-card";
-        struct series_pts pts[XFER_NPATHS];
-        struct bench_series ser[XFER_NPATHS];
+        static const char *const daemon_names[XFER_NPATHS] = {
+            "reference (daemon)", "original (daemon)", "staged (daemon)",
+            "direct (daemon)",    "prepinned (daemon)", "chunked (daemon)"};
+        struct series_pts pts[2][XFER_NPATHS];
+        struct bench_series ser[2 * XFER_NPATHS];
         size_t nser = 0;
-        for (int p = 0; p < XFER_NPATHS; p++) {
-            if (!(o->paths & (1u << p)))
+        /* every path in this process; then the card's GPU paths through the daemon */
+        for (int k = 0; k < 2 * XFER_NPATHS; k++) {
+            int p = k % XFER_NPATHS, via = k >= XFER_NPATHS;
+            if (!(o->paths & (1u << p)) ||
+                (via && (!o->daemon || p == XFER_REFERENCE || p == XFER_ORIGINAL)))
                 continue;
+            b.via_daemon = via;
             if (o->log)
-                fprintf(o->log, "%s %s ...\n", dirname, xfer_path_name(p)), fflush(o->log);
+                fprintf(o->log, "%s %s%s ...\n", dirname, xfer_path_name(p), via ? " (daemon)" : ""),
+                    fflush(o->log);
             struct bench_fit fit;
-            int prc = run_path(&b, r, p, dir, &pts[p], &fit);
+            int prc = run_path(&b, r, p, dir, &pts[via][p], &fit);
             if (prc && !first_rc)
                 first_rc = prc;
-            if (pts[p].n) {
-                ser[nser++] = (struct bench_series){xfer_path_name(p), pts[p].x, pts[p].y, pts[p].n,
-                                                    BENCH_LINES_POINTS};
+            if (pts[via][p].n) {
+                ser[nser++] = (struct bench_series){via ? daemon_names[p] : xfer_path_name(p), pts[via][p].x,
+                                                    pts[via][p].y, pts[via][p].n, BENCH_LINES_POINTS};
             }
             if (!prc && fit.n) {
                 bench_cell_str(r, "link", o->link);
                 bench_cell_str(r, "dir", dirname);
                 bench_cell_str(r, "path", xfer_path_name(p));
+                bench_cell_str(r, "mode", mode_name(&b));
                 bench_cell_num(r, "lat_us", fit.lat_ns / 1e3);
                 bench_cell_num(r, "bw_MBps", fit.bw_Bps / 1e6);
                 bench_cell_num(r, "r2", fit.r2);
@@ -611,11 +631,15 @@ int bench_transfer_run(const struct xfer_opts *o)
             bench_report_plot(r, tag, &pl);
         }
     }
-    int prc = pin_costs(&b, r);
-    if (prc && o->log)
-        fprintf(o->log, "pin costs: %s\n", oni_error_str(prc));
-    if (prc && !first_rc)
-        first_rc = prc;
+    for (int via = 0; via <= (o->daemon != NULL); via++) {
+        b.via_daemon = via;
+        int prc = pin_costs(&b, r);
+        if (prc && o->log)
+            fprintf(o->log, "pin costs (%s): %s\n", mode_name(&b), oni_error_str(prc));
+        if (prc && !first_rc)
+            first_rc = prc;
+    }
+    b.via_daemon = 0;
     targets(&b, r);
     bench_report_print(r, NULL, stdout);
     printf("\nfit t = l + s/b (per-size medians, relative weighting):\n");

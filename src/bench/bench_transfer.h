@@ -33,6 +33,7 @@ struct xfer_opts {
     unsigned dirs;               /* XFER_DIR_* bits */
     const char *link;            /* emu link preset, e.g. "gen2x4", "unlimited" */
     uint32_t chunk;              /* chunk size of XFER_CHUNKED */
+    const char *daemon;          /* onix-emu socket: the card's GPU paths run again through it (NULL: not) */
     const char *out_dir;         /* result set directory (NULL: none written) */
     int argc;
     char **argv;                 /* the command line, for the result's meta */
@@ -45,7 +46,8 @@ int xfer_path_parse(const char *name);
 
 /* Run the benchmark and write the result set "transfer-<link>" to out_dir:
  * rows per link/direction/path/size (n, mean, SD, min, p50, p90, p99, p99.9,
- * max in ns, MB/s, max/p50), table "fit" (t = l + s/b per path), PNG plots of
+ * max in ns, MB/s, max/p50; mode "in-process", or "daemon" for the paths
+ * through the daemon at o->daemon), table "fit" (t = l + s/b per path), PNG plots of
  * time against size and histograms at 4 KiB and 8 MiB; prints the tables to
  * stdout. Returns 0 or the first ONI error; ONI_ENOGPU when GPU paths were
  * asked for and there is no GPU (the message is logged). */

@@ -10,7 +10,7 @@ static int run(int argc, char **argv);
 CLI_COMMAND(bench_transfer, "bench transfer",
             "[--sizes 64:16M] [--total 256M] [--paths all|reference,original,staged,direct,prepinned,chunked] "
             "[--dir read|write|both] [--link gen2x4,unlimited] [--chunk 1M] [--max-reps 20000] "
-            "[--min-reps 16] [--out docs/results]",
+            "[--min-reps 16] [--daemon SOCKET] [--out docs/results]",
             "time every card<->GPU transfer path per size; t = l + s/b fits; CSV, JSON, PNG", run)
 
 static int parse_paths(char *list, unsigned *out)
@@ -60,6 +60,8 @@ static int run(int argc, char **argv)
                "  --dir D         read (card->GPU), write (GPU->card) or both (default)\n"
                "  --link LIST     emu link presets, one result set each (default gen2x4,unlimited)\n"
                "  --chunk BYTES   chunk size of the chunked path (default 1M)\n"
+               "  --daemon SOCK   also run the staged, direct, prepinned and chunked paths through\n"
+               "                  the onix-emu daemon listening on SOCK (onix-emu --socket SOCK)\n"
                "  --out DIR       result directory (default docs/results)\n");
         return 0;
     }
@@ -98,6 +100,8 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--chunk")) {
             bad = cli_parse_size(v, &x) || !x || x % 4 || x > (1u << 30);
             o.chunk = (uint32_t)x;
+        } else if (!strcmp(a, "--daemon")) {
+            o.daemon = v;
         } else if (!strcmp(a, "--out")) {
             o.out_dir = v;
         } else {
