@@ -132,6 +132,7 @@ static int run_one(int backend, const char *link, int emu, uint64_t data, uint32
     c.mac_seed = 0.1f;
     c.record_cap = (uint32_t)blocks;
     c.spin_us = 2000; /* hand-offs by spinning: the stages are timed, not the scheduler */
+    c.pin_threads = 1; /* on a machine with cores to spare, the spinning threads keep theirs */
     if (emu) {
         loop_cardsrc_source(&card.src, &c.src);
         loop_cardsink_sink(&card.sink, &c.sink);

@@ -1,5 +1,6 @@
 /* engine.c - the closed-loop engine's threads and the CPU backend (loop.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,6 +390,23 @@ int loop_create(const struct loop_config *cfg, struct loop **out)
     return 0;
 }
 
+/* Pin th[0..n) to the last n cores of this process's set, if it has more
+ * than n (one is left to everything else). Best effort: a refusal is no error. */
+static void pin_threads(pthread_t *th, int n)
+{
+    cpu_set_t set;
+    if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) || CPU_COUNT(&set) <= n)
+        return;
+    for (int c = CPU_SETSIZE - 1, i = 0; c >= 0 && i < n; c--) {
+        if (!CPU_ISSET(c, &set))
+            continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        pthread_setaffinity_np(th[i++], sizeof one, &one);
+    }
+}
+
 int loop_run(struct loop *lp)
 {
     if (!lp)
@@ -407,6 +425,8 @@ int loop_run(struct loop *lp)
     }
     if (n < 3)
         atomic_store(&lp->recv_done, 1); /* nothing more will start */
+    else if (lp->cfg.pin_threads)
+        pin_threads(th, 3);
     /* Receive ends first (count reached, stop or error); the others drain
      * what it started, then end. */
     for (int i = 0; i < n; i++)

@@ -58,6 +58,9 @@ void loop_memsrc_gpu_free(struct loop_memsrc *m);
 struct loop_cardsrc {
     oni_ctx ctx;
     uint32_t block;
+    uint32_t seq;             /* of the last host read through READ_ASYNC */
+    int sync_only;            /* the driver has no READ_ASYNC into host memory */
+    volatile uint32_t done;   /* its completion word */
 };
 
 /* ONI_DRV_RD_SZ = block; errors of oni_set_driver_opt (ONI_EINVALOPT: the
