@@ -135,6 +135,13 @@ struct shared {
     atomic_uint_fast64_t echoes, writes, regs, gpu_frames, errors;
 };
 
+/* Count an error of a reader thread and say what it was (a failure names its cause). */
+static void reader_error(struct shared *s, const char *what, long long a, long long b)
+{
+    if (atomic_fetch_add(&s->errors, 1) < 5)
+        fprintf(stderr, "  reader error: %s (%lld, %lld)\n", what, a, b);
+}
+
 static void *data_reader(void *arg)
 {
     struct shared *s = arg;
@@ -145,15 +152,15 @@ static void *data_reader(void *arg)
         if (rc == ONI_ETIMEOUT)
             continue;
         if (rc) {
-            atomic_fetch_add(&s->errors, 1);
+            reader_error(s, "data stream read", rc, 0);
             break;
         }
         if (f.time < last) /* echoes and generated frames in one time order */
-            atomic_fetch_add(&s->errors, 1);
+            reader_error(s, "data stream out of time order (frame, previous)", (long long)f.time, (long long)last);
         last = f.time;
         atomic_fetch_add(&s->echoes, f.dev == s->stim);
         if (f.dev == s->core)
-            atomic_fetch_add(&s->errors, 1); /* routed to the GPU stream */
+            reader_error(s, "test core frame on the data stream (routed to the GPU stream)", f.dev, 0);
     }
     while (frame_read(s->c, EMU_STREAM_DATA, &f, 50) == 0) /* what is left */
         atomic_fetch_add(&s->echoes, f.dev == s->stim);
@@ -173,7 +180,7 @@ static void *gpu_reader(void *arg)
         if (rc == ONI_ETIMEOUT)
             continue;
         if (rc) {
-            atomic_fetch_add(&s->errors, 1);
+            reader_error(s, "GPU stream peek", rc, 0);
             break;
         }
         uint8_t buf[16 + 512];
@@ -184,7 +191,7 @@ static void *gpu_reader(void *arg)
         memcpy(&dev, buf + 8, 4);
         memcpy(&w, buf + 16, 8);
         if (dev != s->core || (started && w != next))
-            atomic_fetch_add(&s->errors, 1);
+            reader_error(s, "GPU stream frame (device, first word)", dev, (long long)w);
         started = 1;
         next = w + 512 / 8;
         emu_card_fifo_consume(s->c, EMU_STREAM_GPU, frame);

@@ -433,6 +433,26 @@ static int check_wframes(struct emu_card *c, const uint8_t *p, size_t n)
     return 1;
 }
 
+/* Realtime, card lock held: generate every frame due by `now` (the arrival of
+ * write frames) before they are delivered, so an echo never overtakes a frame
+ * due before it and each read stream stays in time order. A generator thread
+ * that fell behind (a starved machine) may owe more than one chunk: catch up
+ * a chunk per hold of the lock. Returns the time to stamp the delivery with:
+ * `now`, or the last generated frame's time if the generator thread went past
+ * `now` while the lock was free. */
+static uint64_t catch_up(struct emu_card *c, uint64_t now)
+{
+    while (c->running && emu_gen_until(c, now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK) {
+        emu_gen_wake(c);
+        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_lock(&c->lock);
+        uint64_t cur = emu_card_now(c);
+        if (cur < now)
+            now = cur; /* the counter was reset meanwhile */
+    }
+    return c->gen_now > now ? c->gen_now : now;
+}
+
 int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms)
 {
     (void)timeout_ms; /* the card's write side never backs up */
@@ -450,8 +470,8 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n)); /* the frames cross the link first */
     pthread_mutex_lock(&c->lock);
     uint64_t now = emu_card_now(c);
-    if (c->running && !c->fast) /* frames due before the arrival go first: the stream stays in time order */
-        emu_gen_until(c, now, EMU_GEN_CHUNK);
+    if (c->running && !c->fast)
+        now = catch_up(c, now);
     for (size_t off = 0; off < n;) {
         uint32_t idx, words;
         memcpy(&idx, p + off, 4);
