@@ -10,7 +10,8 @@
 #
 # Knobs (environment): BUILD (build dir, default build-gpu), JOBS,
 #   XFER_TOTAL (bytes per size, default 256M), XFER_SIZES (default 64:16M),
-#   XFER_LINKS (default "gen2x4 unlimited"), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_LOOP=1 (no loop benchmarks).
+#   XFER_LINKS (default "gen2x4 unlimited"), XFER_DAEMON=0 (transfer benchmarks without the
+#   onix-emu daemon's paths), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_LOOP=1 (no loop benchmarks).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -54,15 +55,28 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # --- transfer benchmarks (thesis chapter 4), one result set per link preset ---
+    # The card's GPU paths run in this process and again through the onix-emu
+    # daemon (CUDA IPC), so that pinning across processes is measured beside.
+    DAEMON=()
+    if [ "${XFER_DAEMON:-1}" = 1 ]; then
+        SOCK=/tmp/onigpu-gpu-run-$$.sock
+        "$BUILD/onix-emu" --socket "$SOCK" 2>>"$OUT/gpu-run.log" &
+        DPID=$!
+        trap 'kill $DPID 2>/dev/null; tar czf "$OUT/results.tgz" -C "$(dirname "$RES")" results' EXIT
+        for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
+        DAEMON=(--daemon "$SOCK")
+    fi
     for link in ${XFER_LINKS:-gen2x4 unlimited}; do
-        step "bench transfer $link" 240 "$BUILD/onigpu" bench transfer --link "$link" \
-            --sizes "${XFER_SIZES:-64:16M}" --total "${XFER_TOTAL:-256M}" --dir both --out "$RES" \
-            > >(tee -a "$SUM")
+        step "bench transfer $link" 300 "$BUILD/onigpu" bench transfer --link "$link" \
+            --sizes "${XFER_SIZES:-64:16M}" --total "${XFER_TOTAL:-256M}" --dir both "${DAEMON[@]}" \
+            --out "$RES" > >(tee -a "$SUM")
     done
-    # the 4 KiB tail: 10^5 transfers per path, max against p50 (TARGETS.md)
-    step "bench transfer 4K x 1e5" 120 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:4K \
-        --paths reference,direct,prepinned --dir both --max-reps 100000 --total 1G --out "$RES" \
-        > >(tee -a "$SUM")
+    # the 4 KiB tail: 10^5 transfers per path, max against p50 (TARGETS.md); the
+    # ring paths are the reference copy from fresh host addresses, as the card's DMA reads
+    step "bench transfer 4K x 1e5" 180 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:4K \
+        --paths reference,ring,ring-thp,direct,prepinned --dir both --max-reps 100000 --total 1G \
+        "${DAEMON[@]}" --out "$RES" > >(tee -a "$SUM")
+    [ -n "${DPID:-}" ] && kill "$DPID" 2>/dev/null
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ] && [ "${SKIP_LOOP:-0}" != 1 ]; then
     # --- closed loop benchmarks ("loop" engineer): add `onigpu bench loop` and

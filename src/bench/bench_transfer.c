@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "bench.h"
 #include "bench_transfer.h"
@@ -18,9 +19,10 @@
 #define CORE_REG_ENABLE 0     /* the test core's ENABLE register (docs/devices.md) */
 #define CORE_MAX_FRAME (1u << 20) /* largest test core frame payload (docs/devices.md) */
 #define REFILL_BYTES (64u << 20)  /* how far ahead the card is filled before timing */
+#define RING_BYTES (64u << 20)    /* host ring of the ring paths: the card's FIFO size here */
 
-static const char *const path_names[XFER_NPATHS] = {"reference", "original", "staged",
-                                                    "direct", "prepinned", "chunked"};
+static const char *const path_names[XFER_NPATHS] = {"reference", "original", "staged", "direct",
+                                                    "prepinned", "chunked",   "ring",   "ring-thp"};
 
 const char *xfer_path_name(int path)
 {
@@ -45,6 +47,8 @@ struct bx {
     uint8_t *dev;             /* GPU block, max_size */
     uint8_t *frames_host;     /* write frames for the sink, max_size */
     struct gpu_stream *stream;
+    uint8_t *ring[2];         /* the ring paths' page-locked host rings (4 KiB pages, huge pages) */
+    size_t ring_pos;
     struct bench_rec rec;
     int via_daemon;           /* the card is the onix-emu daemon at o->daemon */
     /* per direction and path: stats at 4 KiB and at the largest size, for the targets table */
@@ -214,7 +218,16 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
 {
     int rc = 0;
     uint64_t t0;
-    if (p == XFER_REFERENCE) {
+    if (p == XFER_RING || p == XFER_RING_THP) {
+        if (b->ring_pos + n > RING_BYTES)
+            b->ring_pos = 0;
+        uint8_t *h = b->ring[p == XFER_RING_THP] + b->ring_pos;
+        b->ring_pos += n;
+        t0 = bench_now_ns();
+        rc = dir == XFER_DIR_READ ? gpu_copy_async(b->stream, b->dev, h, n) : gpu_copy_async(b->stream, h, b->dev, n);
+        if (!rc)
+            rc = gpu_stream_wait(b->stream, ONI_DEFAULT_TIMEOUTMS);
+    } else if (p == XFER_REFERENCE) {
         t0 = bench_now_ns();
         rc = dir == XFER_DIR_READ ? gpu_copy_async(b->stream, b->dev, b->host, n)
                                   : gpu_copy_async(b->stream, b->host, b->dev, n);
@@ -280,8 +293,8 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
 static int prepare(struct bx *b, int p, int dir, size_t n)
 {
     int rc = 0;
-    if (p == XFER_REFERENCE)
-        return 0;
+    if (p == XFER_REFERENCE || p == XFER_RING || p == XFER_RING_THP)
+        return n <= RING_BYTES || p == XFER_REFERENCE ? 0 : ONI_EBUFFERSIZE;
     if (p == XFER_ORIGINAL) {
         close_card(b);
         if (dir == XFER_DIR_READ && n > CORE_MAX_FRAME)
@@ -315,7 +328,7 @@ static const char *mode_name(const struct bx *b) { return b->via_daemon ? "daemo
 static int begin_path(struct bx *b, int p)
 {
     int rc = 0;
-    if (p == XFER_REFERENCE || p == XFER_ORIGINAL)
+    if (p == XFER_REFERENCE || p == XFER_ORIGINAL || p == XFER_RING || p == XFER_RING_THP)
         return 0;
     rc = open_card(b, 65536, 1, 0);
     if (!rc && p == XFER_PREPINNED) {
@@ -425,6 +438,26 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
     return rc;
 }
 
+/* The ring paths' host rings: anonymous memory with or without transparent
+ * huge pages, written once (faulted in), then page-locked. */
+static int alloc_rings(struct bx *b)
+{
+    for (int k = 0; k < 2; k++) {
+        void *p = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return ONI_EBADALLOC;
+        madvise(p, RING_BYTES, k ? MADV_HUGEPAGE : MADV_NOHUGEPAGE); /* advice: THP may be off */
+        memset(p, 0xA5, RING_BYTES);
+        int rc = gpu_host_register(p, RING_BYTES);
+        if (rc) {
+            munmap(p, RING_BYTES);
+            return rc;
+        }
+        b->ring[k] = p;
+    }
+    return 0;
+}
+
 static int alloc_buffers(struct bx *b)
 {
     size_t n = (size_t)b->o->max_size + 64;
@@ -441,11 +474,18 @@ static int alloc_buffers(struct bx *b)
         memset(b->host, 0xA5, n);
     if (!rc)
         rc = bench_rec_init(&b->rec, (size_t)b->o->max_reps);
+    if (!rc && (b->o->paths & (1u << XFER_RING | 1u << XFER_RING_THP)))
+        rc = alloc_rings(b);
     return rc;
 }
 
 static void free_buffers(struct bx *b)
 {
+    for (int k = 0; k < 2; k++)
+        if (b->ring[k]) {
+            gpu_host_unregister(b->ring[k]);
+            munmap(b->ring[k], RING_BYTES);
+        }
     gpu_host_free(b->host);
     gpu_free(b->dev);
     gpu_stream_destroy(b->stream);
@@ -589,8 +629,8 @@ int bench_transfer_run(const struct xfer_opts *o)
             continue;
         const char *dirname = dir == XFER_DIR_READ ? "card-to-gpu" : "gpu-to-card";
         static const char *const daemon_names[XFER_NPATHS] = {
-            "reference (daemon)", "original (daemon)", "staged (daemon)",
-            "direct (daemon)",    "prepinned (daemon)", "chunked (daemon)"};
+            "reference (daemon)", "original (daemon)", "staged (daemon)", "direct (daemon)",
+            "prepinned (daemon)", "chunked (daemon)",  "ring (daemon)",   "ring-thp (daemon)"};
         struct series_pts pts[2][XFER_NPATHS];
         struct bench_series ser[2 * XFER_NPATHS];
         size_t nser = 0;
@@ -598,7 +638,7 @@ int bench_transfer_run(const struct xfer_opts *o)
         for (int k = 0; k < 2 * XFER_NPATHS; k++) {
             int p = k % XFER_NPATHS, via = k >= XFER_NPATHS;
             if (!(o->paths & (1u << p)) ||
-                (via && (!o->daemon || p == XFER_REFERENCE || p == XFER_ORIGINAL)))
+                (via && (!o->daemon || p == XFER_REFERENCE || p == XFER_ORIGINAL || p >= XFER_RING)))
                 continue;
             b.via_daemon = via;
             if (o->log)

@@ -20,8 +20,17 @@ enum xfer_path {
     XFER_DIRECT,        /* ONI_DRV_READ/WRITE of a GPU buffer, pinned per transfer (listing 4.3) */
     XFER_PREPINNED,     /* the same, pinned once with ONI_DRV_PIN (listing 4.4) */
     XFER_CHUNKED,       /* GPU buffer staged in chunks with overlap (ONI_DRV_CHUNK_SZ, seed 001) */
+    /* Not in "all": the reference copy, but walking through a 64 MiB
+     * page-locked host ring the way the card's DMA walks its FIFO (every
+     * transfer from new addresses), in 4 KiB pages or transparent huge pages.
+     * They tell the card's own time from what fresh host addresses cost the
+     * copy engine. */
+    XFER_RING,
+    XFER_RING_THP,
     XFER_NPATHS
 };
+
+#define XFER_ALL_PATHS ((1u << (XFER_CHUNKED + 1)) - 1) /* "all": every path of the card and the reference */
 
 enum { XFER_DIR_READ = 1, XFER_DIR_WRITE = 2 }; /* card -> GPU, GPU -> card */
 

@@ -17,7 +17,7 @@ static int parse_paths(char *list, unsigned *out)
 {
     *out = 0;
     if (!strcmp(list, "all")) {
-        *out = (1u << XFER_NPATHS) - 1;
+        *out = XFER_ALL_PATHS;
         return 0;
     }
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -47,7 +47,7 @@ static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
 static int run(int argc, char **argv)
 {
     struct xfer_opts o = {.min_size = 64, .max_size = 16u << 20, .total = 256u << 20, .min_reps = 16,
-                          .max_reps = 20000, .paths = (1u << XFER_NPATHS) - 1,
+                          .max_reps = 20000, .paths = XFER_ALL_PATHS,
                           .dirs = XFER_DIR_READ | XFER_DIR_WRITE, .chunk = 1u << 20,
                           .out_dir = "docs/results", .argc = argc, .argv = argv, .log = stderr};
     char links_buf[256] = "gen2x4,unlimited";
@@ -56,7 +56,9 @@ static int run(int argc, char **argv)
                "  --sizes A:B     sizes doubling from A to B bytes (default 64:16M)\n"
                "  --total BYTES   bytes moved per size (default 256M; thesis: 8.6G)\n"
                "  --min-reps N, --max-reps N   bounds on repetitions per size (16, 20000)\n"
-               "  --paths LIST    all, or some of reference,original,staged,direct,prepinned,chunked\n"
+               "  --paths LIST    all, or some of reference,original,staged,direct,prepinned,chunked;\n"
+               "                  not in all: ring, ring-thp (the reference copy walking a 64 MiB host\n"
+               "                  ring in 4 KiB or huge pages, as the card's DMA walks its FIFO)\n"
                "  --dir D         read (card->GPU), write (GPU->card) or both (default)\n"
                "  --link LIST     emu link presets, one result set each (default gen2x4,unlimited)\n"
                "  --chunk BYTES   chunk size of the chunked path (default 1M)\n"
