@@ -1,6 +1,7 @@
 /* test_loop_run.c - `onigpu run` (the main job) end to end on the emulated
  * card with the cpu backend, and the closed-loop commands' argument checks:
  * run, bench loop, advise. GPU backends: test_gpu_loop_run.c. */
+#include <glob.h>
 #include "test_loop_run.h"
 
 TEST(run_cpu_on_emulated_card)
@@ -43,6 +44,19 @@ TEST(bench_loop_writes_results)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "ls %s/loop-*.csv %s/loop-*.json %s/loop-*-ai0.75.png >/dev/null", dir, dir, dir);
     CHECK(system(cmd) == 0);
+    /* The result set is a workload for advise: row 1 is the 4kB/40kB scenario. */
+    char pat[64];
+    glob_t g;
+    snprintf(pat, sizeof pat, "%s/loop-*.json", dir);
+    int found = glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1;
+    CHECK(found);
+    if (found) {
+        CHECK_EQ(ONIGPU("advise", "--workload", g.gl_pathv[0], "--row", "1"), 0);
+        CHECK(strstr(out, "data 4000 B, compute 40000 B, AI 0.75 FLOP/byte") != NULL);
+        CHECK(strstr(out, "recommended backend: ") != NULL);
+        CHECK_EQ(ONIGPU("advise", "--workload", g.gl_pathv[0], "--row", "2"), 2); /* no such row */
+    }
+    globfree(&g);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
     /* Through the emulated card: test core in, test sink out. */
@@ -68,4 +82,30 @@ TEST(advise_recommends)
     CHECK(strstr(out, "recommended backend: cpu") != NULL);
     CHECK_EQ(ONIGPU("advise", "--data", "4kB", "--compute", "1kB"), 2);
     CHECK_EQ(ONIGPU("advise", "--ai", "zero"), 2);
+}
+
+/* A recorded `onigpu run` workload: the block size and the pipeline's AI
+ * (check_run checks that run writes them); an older row without them gives
+ * the block size from bytes / blocks, and the AI must then be given. */
+TEST(advise_reads_run_workload)
+{
+    NEED_BIN();
+    char path[] = "/tmp/onigpu-wl-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    const char *json = "{\n  \"meta\": {\"command\": \"run\"},\n  \"results\": [\n"
+                       "    {\"backend\": \"cpu\", \"block_frames\": 16, \"block_bytes\": 12672, \"ai\": 9.74, "
+                       "\"frames\": 3200, \"bytes\": 2534400},\n"
+                       "    {\"backend\": \"cpu\", \"block_frames\": 16, \"frames\": 3200, \"bytes\": 2534400}\n"
+                       "  ]\n}\n";
+    CHECK(write(fd, json, strlen(json)) == (ssize_t)strlen(json));
+    close(fd);
+    CHECK_EQ(ONIGPU("advise", "--workload", path), 0);
+    CHECK(strstr(out, "data 12672 B, compute 12672 B, AI 9.74 FLOP/byte") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--workload", path, "--row", "1"), 2);
+    CHECK(strstr(out, "give --ai") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--workload", path, "--row", "1", "--ai", "10"), 0);
+    CHECK(strstr(out, "data 12672 B, compute 12672 B, AI 10 FLOP/byte") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--workload", "/nonexistent.json"), 2);
+    remove(path);
 }

@@ -55,6 +55,11 @@ double loop_mac_flops(size_t n, uint32_t iters, uint32_t passes)
     return 2.0 * (double)n * iters * passes;
 }
 
+double loop_ephys_flops(uint32_t nchan, uint32_t nframes)
+{
+    return ((double)nchan * (2 * 9 + 2) + 33) * nframes;
+}
+
 void loop_ephys_defaults(struct loop_ephys_params *p)
 {
     p->fs_hz = 30000.0;

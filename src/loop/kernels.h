@@ -29,6 +29,10 @@ extern "C" {
 void loop_mac_cpu(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
 /* FLOPs one MAC call performs (the thesis' count: 2 per iteration). */
 double loop_mac_flops(size_t n, uint32_t iters, uint32_t passes);
+/* Floating-point operations of loop_ephys_cpu on nframes frames of nchan
+ * channels: two biquads (9 each), the CAR sum and subtraction per sample,
+ * and per frame 32 partial sums and a division. */
+double loop_ephys_flops(uint32_t nchan, uint32_t nframes);
 
 #define LOOP_EPHYS_MAXCHAN 1024
 #define LOOP_EPHYS_BINS 512   /* noise histogram: 8 bins per octave */

@@ -63,6 +63,15 @@ static int parse_backends(char *list, struct bench_loop_opts *o)
     return o->backends ? 0 : -1;
 }
 
+/* Lists are split in a copy: argv itself is recorded in the results' meta. */
+static int parse_list(int (*fn)(char *, struct bench_loop_opts *), const char *v, struct bench_loop_opts *o)
+{
+    char *copy = strdup(v);
+    int rc = copy ? fn(copy, o) : -1;
+    free(copy);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     struct bench_loop_opts o;
@@ -77,11 +86,11 @@ static int run(int argc, char **argv)
         uint64_t n;
         if (bad) {
         } else if (!strcmp(a, "--sizes")) {
-            bad = parse_scen(v, &o);
+            bad = parse_list(parse_scen, v, &o);
         } else if (!strcmp(a, "--ai")) {
-            bad = parse_ai(v, &o);
+            bad = parse_list(parse_ai, v, &o);
         } else if (!strcmp(a, "--backends")) {
-            if (parse_backends(v, &o))
+            if (parse_list(parse_backends, v, &o))
                 return 1;
         } else if (!strcmp(a, "--blocks")) {
             bad = cli_parse_size(v, &n) || n < 5 || n > 10000000;

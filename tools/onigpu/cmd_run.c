@@ -466,6 +466,9 @@ static int run(int argc, char **argv)
         if (rep) {
             bench_cell_str(rep, "backend", loop_backend_name(backend));
             bench_cell_int(rep, "block_frames", o.block);
+            /* the workload, for `onigpu advise --workload` */
+            bench_cell_int(rep, "block_bytes", (long long)c.in_bytes);
+            bench_cell_num(rep, "ai", loop_ephys_flops(lay.nchan, o.block) / (double)c.in_bytes);
             bench_cell_num(rep, "seconds", ls.seconds);
             bench_cell_int(rep, "frames", (long long)frames);
             bench_cell_int(rep, "bytes", (long long)ls.bytes_in);
