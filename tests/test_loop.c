@@ -2,6 +2,7 @@
  * the in-memory source: MAC results, spike detection at the nominal
  * Neuropixels rate scored against ground truth, stop requests, overload,
  * bad configurations. (test_loop_run.c covers the emulated card.) */
+#include "realtime.h"
 #include "test_loop_common.h"
 
 TEST(backend_names_and_availability)
@@ -35,14 +36,25 @@ TEST(cpu_ephys_at_nominal_rate)
 {
     struct loop_score sc;
     struct loop_stats st;
-    check_ephys(LOOP_CPU, 16, 1.0, &sc, &st);
+    enum rt_verdict v = RT_RETRY;
+    for (int attempt = 1; v == RT_RETRY; attempt++) { /* "no drops" needs the CPU: realtime.h */
+        struct rt_clock clk;
+        rt_start(&clk);
+        check_ephys(LOOP_CPU, 16, 1.0, &sc, &st);
+        double p = rt_pressure(&clk);
+        v = rt_judge(!LOOP_REALTIME_BUILD || st.src_dropped == 0, attempt, p);
+        if (v != RT_PASS)
+            rt_report("no drops at the nominal rate", attempt, p, v);
+    }
     CHECK(sc.events >= 40);
     CHECK(sc.recall >= 0.95);
     CHECK(sc.precision >= 0.90);
-    if (LOOP_REALTIME_BUILD)
-        CHECK_EQ(st.src_dropped, 0);
-    else
+    if (!LOOP_REALTIME_BUILD)
         fprintf(stderr, "  (drops at the nominal rate not checked: unoptimized or sanitized build)\n");
+    else if (v == RT_STARVED)
+        SKIP("no drops at the nominal rate: the machine was too busy on every attempt to check");
+    else
+        CHECK_EQ(st.src_dropped, 0);
 }
 
 TEST(cpu_stop_request)
