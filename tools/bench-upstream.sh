@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# bench-upstream.sh - frames/s of upstream liboni against onigpu's liboni, on
+# the same machine and the same driver (onigpu's `test` driver), for several
+# BLOCKREADSIZE values. Upstream's code is never part of this repository: give
+# the path of an upstream liboni checkout (the repository root or its
+# api/liboni folder). Not run in CI (it needs that checkout).
+#
+#   tools/bench-upstream.sh UPSTREAM [--build DIR] [--blocks "1024 4096 ..."]
+#                           [--reps N] [--seconds S] [--instr] [--out DIR]
+#                           [--upstream-commit SHA]   (recorded when UPSTREAM is not a git checkout)
+#
+# What it does (docs/benchmarks.md, "Upstream comparison"):
+#  1. copies upstream's api/liboni sources to a temporary folder and builds
+#     liboni.so.1 there with upstream's own Makefile (its flags: -O3 ...);
+#     when that fails or there is no Makefile, with the Makefile's flags
+#     minus -Werror, and says so in the JSON;
+#  2. builds tools/framerate.c (it includes only oni.h) twice: against
+#     upstream's library and against onigpu's (from --build, default
+#     `build`; configured and built there when missing);
+#  3. runs both on the test driver: upstream loads libonidriver_test.so from a
+#     folder holding only that file (onigpu's liboni.so.1 has the same
+#     soname, so it must not be on the search path), onigpu uses the same
+#     driver built in. Runs are interleaved (for each repetition, each block
+#     size: upstream then onigpu, the order swapped every repetition) so that
+#     load on a shared machine hits both alike;
+#  4. with --instr, counts instructions per frame with valgrind (the
+#     difference of a 1126400- and a 102400-frame run, so setup cancels);
+#  5. writes DIR/frames-upstream-<date>.csv and .json: per block size the
+#     median, min and max frames/s of each library, the ratio of the medians,
+#     and the median, min and max of the ratios of the runs made side by side.
+# Every run also checks 100000 frames (device, size, per-device counters):
+# a library that misparses the stream fails the comparison.
+set -euo pipefail
+
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+[[ $# -ge 1 ]] || usage
+CMDLINE="tools/bench-upstream.sh $*"
+UP=$1; shift
+BUILD=build BLOCKS="1024 4096 16384 65536 262144 1048576" REPS=5 SECONDS_PER_RUN=1 INSTR=0 OUT=docs/results UP_COMMIT=
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    --blocks) BLOCKS=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --seconds) SECONDS_PER_RUN=$2; shift 2 ;;
+    --instr) INSTR=1; shift ;;
+    --out) OUT=$2; shift 2 ;;
+    --upstream-commit) UP_COMMIT=$2; shift 2 ;;
+    -h|--help) usage ;;
+    *) echo "bench-upstream: unknown option $1" >&2; usage ;;
+    esac
+done
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "bench-upstream: --reps must be a positive integer" >&2; exit 2; }
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+[[ -d $UP/api/liboni ]] && UP=$UP/api/liboni
+for f in oni.c oni.h onidefs.h onidriver.h onidriverloader.c onidriverloader.h; do
+    [[ -f $UP/$f ]] || { echo "bench-upstream: $UP/$f missing: not an upstream liboni checkout" >&2; exit 2; }
+done
+UP=$(cd "$UP" && pwd)
+CC=${CC:-cc}
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+mkdir -p "$TMP/up" "$TMP/drv"
+
+# 1. upstream, with its own flags
+cp "$UP"/*.c "$UP"/*.h "$TMP/up/"
+[[ -f $UP/Makefile ]] && cp "$UP/Makefile" "$TMP/up/"
+UP_BUILD="make liboni.so.1 (upstream's Makefile)"
+if ! { [[ -f $TMP/up/Makefile ]] && make -C "$TMP/up" CC="$CC" liboni.so.1 >"$TMP/up-build.log" 2>&1; }; then
+    UP_BUILD="$CC -Wall -W -fPIC -O3 [-pedantic for oni.c, onix.c] (upstream's Makefile flags without -Werror)"
+    (
+        cd "$TMP/up"
+        objs=()
+        for f in oni.c onix.c onidriverloader.c; do
+            [[ -f $f ]] || continue
+            extra=(); [[ $f != onidriverloader.c ]] && extra=(-pedantic)
+            "$CC" -Wall -W -fPIC -O3 "${extra[@]}" -c "$f" -o "${f%.c}.o"
+            objs+=("${f%.c}.o")
+        done
+        "$CC" -shared "${objs[@]}" -o liboni.so.1 -ldl
+    ) >>"$TMP/up-build.log" 2>&1 || { cat "$TMP/up-build.log" >&2; echo "bench-upstream: upstream build failed" >&2; exit 1; }
+fi
+[[ -n $UP_COMMIT ]] || UP_COMMIT=$(git -C "$UP" rev-parse --short HEAD 2>/dev/null || echo unknown)
+UP_VERSION=$(awk '/#define ONI_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' "$UP/oni.h")
+
+# 2. onigpu's library and driver
+if [[ ! -f $REPO/$BUILD/liboni.so.1 || ! -f $REPO/$BUILD/libonidriver_test.so ]]; then
+    cmake -S "$REPO" -B "$REPO/$BUILD" >/dev/null
+    cmake --build "$REPO/$BUILD" -j "$(nproc)" --target oni onidriver_test >/dev/null
+fi
+ON_LIB=$REPO/$BUILD
+ON_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ {print $2}' "$ON_LIB/CMakeCache.txt" 2>/dev/null || echo unknown)
+cp "$ON_LIB/libonidriver_test.so" "$TMP/drv/"
+"$CC" -O2 -I"$TMP/up" "$REPO/tools/framerate.c" "$TMP/up/liboni.so.1" -Wl,-rpath,"$TMP/up" -o "$TMP/fr_upstream"
+"$CC" -O2 -I"$REPO/include" "$REPO/tools/framerate.c" -L"$ON_LIB" -loni -Wl,-rpath,"$ON_LIB" -o "$TMP/fr_onigpu"
+
+# Each program must load the library it was built for (same soname).
+resolved() { LD_LIBRARY_PATH=$TMP/drv ldd "$1" | awk '/liboni\.so/ {print ($2 == "=>") ? $3 : $1}'; }
+[[ $(resolved "$TMP/fr_upstream") == "$TMP/up/liboni.so.1" ]] || { echo "bench-upstream: fr_upstream does not load upstream's liboni" >&2; exit 1; }
+[[ $(readlink -f "$(resolved "$TMP/fr_onigpu")") == $(readlink -f "$ON_LIB/liboni.so.1") ]] || { echo "bench-upstream: fr_onigpu does not load onigpu's liboni" >&2; exit 1; }
+
+run() { # lib block arg: sets RUN_FPS; a failed run or a bad frame ends the comparison
+    local out
+    if ! out=$(LD_LIBRARY_PATH=$TMP/drv "$TMP/fr_$1" test "$2" "$3" 2>&1); then
+        echo "bench-upstream: $1 at block $2 failed: $out" >&2
+        exit 1
+    fi
+    RUN_FPS=$(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^fps=/) print substr($i, 5)}' <<<"$out")
+}
+
+# 3. interleaved runs
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+declare -A FPS
+for ((r = 1; r <= REPS; r++)); do
+    order="upstream onigpu"; ((r % 2)) || order="onigpu upstream"
+    for b in $BLOCKS; do
+        for lib in $order; do
+            run "$lib" "$b" "$SECONDS_PER_RUN"
+            FPS[$lib,$b]="${FPS[$lib,$b]:-} $RUN_FPS"
+            printf 'rep %d block %7d %-8s %12.0f frames/s\n' "$r" "$b" "$lib" "$RUN_FPS" >&2
+        done
+    done
+done
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# 4. instructions per frame
+declare -A IPF
+if ((INSTR)); then
+    command -v valgrind >/dev/null || { echo "bench-upstream: --instr needs valgrind" >&2; exit 1; }
+    ir() { LD_LIBRARY_PATH=$TMP/drv valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$TMP/fr_$1" test "$2" "$3" >/dev/null 2>&1; awk '/^summary:/ {print $2}' "$TMP/cg.out"; }
+    for b in $BLOCKS; do
+        for lib in upstream onigpu; do
+            a=$(ir "$lib" "$b" 102400f); z=$(ir "$lib" "$b" 1126400f)
+            IPF[$lib,$b]=$(awk -v a="$a" -v z="$z" 'BEGIN {printf "%.1f", (z - a) / 1024000}')
+            printf 'block %7d %-8s %s instructions/frame\n' "$b" "$lib" "${IPF[$lib,$b]}" >&2
+        done
+    done
+fi
+
+# 5. results
+mkdir -p "$REPO/$OUT"
+STAMP=$(date -u +%Y%m%d-%H%M%S)
+CSV=$REPO/$OUT/frames-upstream-$STAMP.csv JSON=$REPO/$OUT/frames-upstream-$STAMP.json
+stats() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f %.0f %.0f\n", m, v[1], v[NR]}'; }
+ratios() { paste -d' ' <(tr ' ' '\n' <<<"$1" | awk 'NF') <(tr ' ' '\n' <<<"$2" | awk 'NF') | awk '{print $2 / $1}' | sort -g |
+           awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f\n", m, v[1], v[NR]}'; }
+echo "block,upstream_fps_p50,upstream_fps_min,upstream_fps_max,onigpu_fps_p50,onigpu_fps_min,onigpu_fps_max,ratio_of_medians,paired_ratio_p50,paired_ratio_min,paired_ratio_max,upstream_instr_per_frame,onigpu_instr_per_frame,upstream_runs,onigpu_runs" >"$CSV"
+ROWS=()
+for b in $BLOCKS; do
+    read -r u50 umin umax < <(stats <<<"${FPS[upstream,$b]}")
+    read -r o50 omin omax < <(stats <<<"${FPS[onigpu,$b]}")
+    read -r p50 pmin pmax < <(ratios "${FPS[upstream,$b]}" "${FPS[onigpu,$b]}")
+    ratio=$(awk -v u="$u50" -v o="$o50" 'BEGIN {printf "%.3f", o / u}')
+    ui=${IPF[upstream,$b]:-} oi=${IPF[onigpu,$b]:-}
+    uruns=$(echo ${FPS[upstream,$b]}) oruns=$(echo ${FPS[onigpu,$b]})
+    echo "$b,$u50,$umin,$umax,$o50,$omin,$omax,$ratio,$p50,$pmin,$pmax,$ui,$oi,${uruns// /;},${oruns// /;}" >>"$CSV"
+    ROWS+=("{\"block\": $b, \"upstream_fps_p50\": $u50, \"upstream_fps_min\": $umin, \"upstream_fps_max\": $umax, \"onigpu_fps_p50\": $o50, \"onigpu_fps_min\": $omin, \"onigpu_fps_max\": $omax, \"ratio_of_medians\": $ratio, \"paired_ratio_p50\": $p50, \"paired_ratio_min\": $pmin, \"paired_ratio_max\": $pmax, \"upstream_instr_per_frame\": ${ui:-null}, \"onigpu_instr_per_frame\": ${oi:-null}, \"upstream_runs\": [${uruns// /, }], \"onigpu_runs\": [${oruns// /, }]}")
+    printf 'block %7d: upstream %11.0f  onigpu %11.0f frames/s (medians of %d)  onigpu/upstream %s (side by side: %s .. %s)\n' \
+        "$b" "$u50" "$o50" "$REPS" "$ratio" "$pmin" "$pmax"
+done
+json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
+{
+    echo "{\"meta\": {"
+    echo "  \"hostname\": \"$(json_str "$(hostname)")\", \"cpu\": \"$(json_str "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)")\", \"cores\": $(nproc),"
+    echo "  \"kernel\": \"$(json_str "$(uname -sr)")\", \"loadavg_before\": \"$LOAD_BEFORE\", \"loadavg_after\": \"$LOAD_AFTER\","
+    echo "  \"command\": \"$(json_str "$CMDLINE")\", \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
+    echo "  \"git_commit\": \"$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"onigpu_build_type\": \"$ON_TYPE\","
+    echo "  \"uncommitted_changes_in_src\": $([[ -n $(git -C "$REPO" status --porcelain -- src include 2>/dev/null) ]] && echo true || echo false),"
+    echo "  \"upstream_commit\": \"$UP_COMMIT\", \"upstream_version\": \"$UP_VERSION\", \"upstream_build\": \"$(json_str "$UP_BUILD")\","
+    echo "  \"compiler\": \"$(json_str "$("$CC" --version | head -1)")\", \"driver\": \"test (devices with read_size % 4 != 0 disabled in both)\","
+    echo "  \"reps\": $REPS, \"seconds_per_run\": $SECONDS_PER_RUN, \"frames_checked_per_run\": 100000"
+    echo "},"
+    echo "\"results\": ["
+    for ((i = 0; i < ${#ROWS[@]}; i++)); do
+        printf '  %s%s\n' "${ROWS[$i]}" "$([[ $i -lt $((${#ROWS[@]} - 1)) ]] && echo ,)"
+    done
+    echo "]}"
+} >"$JSON"
+echo "wrote ${CSV#$REPO/} and ${JSON#$REPO/}"
