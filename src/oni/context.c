@@ -50,10 +50,10 @@ static oni_ctx create(const struct oni_driver *drv, void *dl)
         goto nomem;
     atomic_init(&ctx->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
     atomic_init(&ctx->state, ONI_STATE_UNINIT);
+    atomic_init(&ctx->rbusy, 0);
     if (!(ctx->dctx = drv->create_ctx()))
         goto nomem;
     pthread_mutex_init(&ctx->lock, NULL);
-    pthread_mutex_init(&ctx->rlock, NULL);
     pthread_mutex_init(&ctx->wlock, NULL);
     return ctx;
 nomem:
@@ -87,52 +87,45 @@ oni_ctx oni_create_ctx(const char *drv_name)
     return create(&drv, dl);
 }
 
-/* Open-addressing map dev_idx -> read_size for the read path. */
-static int build_hash(const oni_device_t *devs, size_t n, uint32_t **key, uint32_t **val,
-                      uint32_t *mask)
+/* The read path's map dev_idx -> read_size (open addressing, at most half
+ * full); NULL when out of memory. */
+static struct oni_hslot *build_map(const oni_device_t *devs, size_t n, uint32_t *mask)
 {
     uint32_t size = 16;
     while (size < 2 * n)
         size *= 2;
-    uint32_t *k = calloc(size, sizeof *k), *v = calloc(size, sizeof *v);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return ONI_EBADALLOC;
-    }
+    struct oni_hslot *slot = calloc(size, sizeof *slot);
+    if (!slot)
+        return NULL;
     for (size_t i = 0; i < n; i++) {
         uint32_t h = (devs[i].idx * 0x9E3779B1u) & (size - 1);
-        while (k[h])
+        while (slot[h].key)
             h = (h + 1) & (size - 1);
-        k[h] = devs[i].idx + 1;
-        v[h] = devs[i].read_size;
+        slot[h].key = devs[i].idx + 1;
+        slot[h].read_size = devs[i].read_size;
     }
-    *key = k;
-    *val = v;
     *mask = size - 1;
-    return 0;
+    return slot;
 }
 
 /* Reset the hardware, read clocks and device table, and install them with
  * every frame size that follows (lock held). Nothing changes on failure. */
 static int reset(struct oni_ctx_impl *ctx)
 {
-    oni_reg_val_t sys = 0, acq = 0;
     oni_device_t *devs;
     size_t n;
-    uint32_t *hk, *hv, mask;
     int rc = oni_read_devtable(ctx, &devs, &n);
     if (rc < 0)
         return rc;
-    /* idx + 1 is the hash key, so idx 0xFFFFFFFF cannot be told from an empty slot. */
+    oni_reg_val_t sys = 0, acq = 0;
+    struct oni_hslot *slot = NULL;
+    uint32_t mask = 0;
+    /* idx + 1 is the map's key, so idx 0xFFFFFFFF cannot be told from an empty slot. */
     if (n && devs[n - 1].idx == UINT32_MAX)
         rc = ONI_EBADDEVTABLE;
-    if (!rc && (rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_SYSCLKHZ, &sys)) > 0)
-        rc = 0;
-    if (!rc && (rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_ACQCLKHZ, &acq)) > 0)
-        rc = 0;
-    if (!rc)
-        rc = build_hash(devs, n, &hk, &hv, &mask);
+    else if ((rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_SYSCLKHZ, &sys)) >= 0 &&
+             (rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_ACQCLKHZ, &acq)) >= 0)
+        rc = (slot = build_map(devs, n, &mask)) ? 0 : ONI_EBADALLOC;
     if (rc < 0) {
         free(devs);
         return rc;
@@ -144,15 +137,13 @@ static int reset(struct oni_ctx_impl *ctx)
         if (devs[i].write_size > wmax)
             wmax = devs[i].write_size;
     }
-    pthread_mutex_lock(&ctx->rlock);
+    oni_rlock(ctx);
     pthread_mutex_lock(&ctx->wlock);
     free(ctx->devs);
-    free(ctx->hkey);
-    free(ctx->hval);
+    free(ctx->hslot);
     ctx->devs = devs;
     ctx->ndev = n;
-    ctx->hkey = hk;
-    ctx->hval = hv;
+    ctx->hslot = slot;
     ctx->hmask = mask;
     ctx->sysclk_hz = sys;
     ctx->acqclk_hz = acq;
@@ -167,7 +158,7 @@ static int reset(struct oni_ctx_impl *ctx)
                                : ONI_DEFAULTBLOCKWRITESIZE;
     oni_read_release(ctx);
     pthread_mutex_unlock(&ctx->wlock);
-    pthread_mutex_unlock(&ctx->rlock);
+    oni_runlock(ctx);
     return 0;
 }
 
@@ -213,10 +204,8 @@ int oni_destroy_ctx(oni_ctx ctx)
     oni_read_release(ctx);
     oni_pool_unref(ctx->pool); /* frames still out keep the pool alive */
     free(ctx->devs);
-    free(ctx->hkey);
-    free(ctx->hval);
+    free(ctx->hslot);
     pthread_mutex_destroy(&ctx->lock);
-    pthread_mutex_destroy(&ctx->rlock);
     pthread_mutex_destroy(&ctx->wlock);
     free(ctx);
     return rc < 0 ? rc : 0;
@@ -315,17 +304,17 @@ int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size)
 static int set_running(struct oni_ctx_impl *ctx, int run)
 {
     if (run) {
-        pthread_mutex_lock(&ctx->rlock);
+        oni_rlock(ctx);
         oni_read_flush(ctx);
-        pthread_mutex_unlock(&ctx->rlock);
+        oni_runlock(ctx);
     }
     int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, run ? 1 : 0);
     if (rc < 0)
         return rc;
     if (!run) {
-        pthread_mutex_lock(&ctx->rlock);
+        oni_rlock(ctx);
         oni_read_flush(ctx);
-        pthread_mutex_unlock(&ctx->rlock);
+        oni_runlock(ctx);
     }
     atomic_store(&ctx->state, run ? ONI_STATE_RUNNING : ONI_STATE_IDLE);
     return 0;
@@ -367,10 +356,10 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
             return ONI_EINVALSTATE;
         if (v < ctx->max_rframe || v % 4 || v > ONI_MAXBLOCKSIZE)
             return ONI_EINVALREADSIZE;
-        pthread_mutex_lock(&ctx->rlock);
+        oni_rlock(ctx);
         ctx->block_read = v;
         oni_read_release(ctx); /* blocks are sized for the old value */
-        pthread_mutex_unlock(&ctx->rlock);
+        oni_runlock(ctx);
         return 0;
     case ONI_OPT_BLOCKWRITESIZE:
         if (v < ctx->max_wframe || v % 4 || v > ONI_MAXBLOCKSIZE)

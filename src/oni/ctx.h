@@ -17,22 +17,27 @@
 enum oni_state { ONI_STATE_UNINIT = 0, ONI_STATE_IDLE, ONI_STATE_RUNNING };
 
 /* A block: BLOCKREADSIZE bytes read from the data stream (plus room for a
- * partial frame carried over from the block before). Frames point into it;
- * refs counts them plus one while it is the context's current block. */
+ * partial frame carried over from the block before). Frames point into it.
+ * refs counts the frames not yet destroyed, plus ONI_BLOCK_BIAS minus the
+ * frames handed out while it is the context's current block: so the reader
+ * hands out frames without touching refs (see ctx->handed), a destroy is one
+ * atomic subtraction, and whoever brings refs to 0 recycles the block. */
+#define ONI_BLOCK_BIAS (1u << 31) /* > frames of any block: (1 GiB + 16 MiB) / 20 bytes */
 struct oni_block {
     atomic_uint refs;
     size_t cap;
     struct oni_block *next;
     struct oni_pool *pool;
+    struct oni_rseg *segs;     /* descriptors of this block's frames, kept with it */
     _Alignas(16) char data[];
 };
 
 enum { ONI_FRAME_READ = 1, ONI_FRAME_WRITE_POOLED, ONI_FRAME_WRITE_HEAP };
 
-/* Every frame the library hands out. The public part comes first so an
- * oni_frame_t * is also a struct oni_frame *; the union lets the library
- * write the fields the user sees as const. */
-struct oni_frame {
+/* How every frame the library hands out begins. The public part comes first
+ * so an oni_frame_t * is also a struct oni_fhead *; the union lets the
+ * library write the fields the user sees as const. */
+struct oni_fhead {
     union {
         oni_frame_t pub;
         struct {
@@ -43,59 +48,80 @@ struct oni_frame {
         } w;
     } u;
     int kind;
+};
+
+/* A read frame: a view into its block. */
+struct oni_rframe {
+    struct oni_fhead h;
+    struct oni_block *block;
+};
+
+/* Read-frame descriptors, ONI_SEGFRAMES at a time, owned by one block for
+ * its whole life: a block's frames use its segments in order, and the
+ * segments are free again when the block is (all its frames destroyed). */
+#define ONI_SEGFRAMES 256
+struct oni_rseg {
+    struct oni_rseg *next;
+    struct oni_rframe f[ONI_SEGFRAMES];
+};
+
+/* A write frame. */
+struct oni_frame {
+    struct oni_fhead h;
     struct oni_frame *next;    /* free-list link */
-    struct oni_block *block;   /* read frames: the block data points into */
     struct oni_pool *pool;     /* pooled frames: where they go back */
-    size_t cap;                /* write frames: bytes of buf */
-    uint32_t wlen;             /* write frames: bytes to send (header + padded payload) */
-    _Alignas(16) char buf[];   /* write frames: [u32 dev_idx][u32 words][payload] */
+    size_t cap;                /* bytes of buf */
+    uint32_t wlen;             /* bytes to send (header + padded payload) */
+    _Alignas(16) char buf[];   /* [u32 dev_idx][u32 words][payload] */
 };
 
-/* A slab of read-frame descriptors, allocated together and freed with the pool. */
-struct oni_slab {
-    struct oni_slab *next;
-    struct oni_frame f[];
-};
-
-/* Recycled frames and blocks. Anyone may give things back (lock-free push
- * onto the ret_* stacks); only the context's reader or writer takes them out,
- * one at a time under its lock, so the stacks never see ABA. The pool lives
- * while the context or any block / pooled write frame taken from it does. */
+/* Recycled blocks and write frames. Anyone may give things back (lock-free
+ * push onto the ret_* stacks); only the context's reader or writer takes
+ * them out, one at a time under its lock, so the stacks never see ABA. The
+ * pool lives while the context or any block / pooled write frame taken from
+ * it does. */
 struct oni_pool {
     atomic_uint refs;
-    _Atomic(struct oni_frame *) ret_frames;  /* read descriptors given back */
     _Atomic(struct oni_block *) ret_blocks;
     _Atomic(struct oni_frame *) ret_wframes; /* pooled write frames given back */
-    struct oni_frame *frames;  /* reader's own free descriptors (read lock) */
     struct oni_block *blocks;  /* reader's own free blocks (read lock) */
     struct oni_frame *wframes; /* writer's own free write frames (write lock) */
-    struct oni_slab *slabs;
+};
+
+/* dev_idx -> read_size for the read path (open addressing; key = idx + 1, 0 = empty). */
+struct oni_hslot {
+    uint32_t key, read_size;
 };
 
 struct oni_ctx_impl {
     struct oni_driver drv;     /* copy of the backend table */
     void *dl;                  /* dlopen handle of an external driver, or NULL */
     oni_driver_ctx dctx;
-    /* Lock order: lock, then rlock, then wlock. lock: state, options,
-     * registers and the signal stream; rlock: the read path; wlock: the
-     * write path. The device table changes only with all three held. */
-    pthread_mutex_t lock, rlock, wlock;
+    /* Lock order: lock, then the read lock, then wlock. lock: state,
+     * options, registers and the signal stream; the read lock (rbusy,
+     * oni_rlock): the read path; wlock: the write path. The device table
+     * changes only with all three held. */
+    pthread_mutex_t lock, wlock;
+    atomic_int rbusy;
     _Atomic int state;
     int drv_open;              /* the driver's init succeeded */
     _Atomic uint32_t timeout_ms;
     oni_size_t sysclk_hz, acqclk_hz;
     oni_device_t *devs;        /* sorted by idx */
     size_t ndev;
-    /* dev_idx -> read_size lookup for the read path: open addressing, 0 = empty slot. */
-    uint32_t *hkey, *hval;     /* hkey holds idx + 1 so that 0 marks an empty slot */
+    struct oni_hslot *hslot;   /* hmask + 1 slots */
     uint32_t hmask;
     oni_size_t max_rframe, max_wframe; /* header included */
     oni_size_t block_read, block_write;
     struct oni_pool *pool;
-    /* Read state (rlock): bytes [pos, end) of cur are unparsed; fill_left
-     * bytes of the current refill are still to be read from the driver. */
+    /* Read state (read lock): bytes [pos, end) of cur are unparsed;
+     * fill_left bytes of the current refill are still to be read from the
+     * driver; handed frames of cur were handed out since it was (re)filled
+     * from the front, their descriptors taken from seg (seg_used of it). */
     struct oni_block *cur;
     size_t pos, end, fill_left;
+    uint32_t handed, seg_used;
+    struct oni_rseg *seg;
 };
 
 /* Built-in driver tables, NULL-terminated (builtin.c). */
@@ -119,9 +145,26 @@ int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t a
 /* frame.c: the pool and the read-path state. */
 struct oni_pool *oni_pool_new(void);
 void oni_pool_unref(struct oni_pool *pool);
-/* Drop buffered data (rlock held). */
+/* Drop buffered data (read lock held). */
 void oni_read_flush(struct oni_ctx_impl *ctx);
-/* Release the current block (context going away or table changing; rlock held). */
+/* Release the current block (context going away or table changing; read lock held). */
 void oni_read_release(struct oni_ctx_impl *ctx);
+
+/* The read lock: one atomic exchange to take it and a plain release store
+ * to give it back, so an uncontended oni_read_frame pays one locked
+ * instruction where a pthread mutex pays two. oni_rlock_wait (frame.c) is
+ * the contended case: it spins, then yields, then sleeps 20 us between
+ * tries; the holder is parsing (nanoseconds) or in a refill that
+ * ONI_OPT_TIMEOUTMS bounds, so the wait is bounded too. */
+void oni_rlock_wait(struct oni_ctx_impl *ctx);
+static inline void oni_rlock(struct oni_ctx_impl *ctx)
+{
+    if (atomic_exchange_explicit(&ctx->rbusy, 1, memory_order_acquire))
+        oni_rlock_wait(ctx);
+}
+static inline void oni_runlock(struct oni_ctx_impl *ctx)
+{
+    atomic_store_explicit(&ctx->rbusy, 0, memory_order_release);
+}
 
 #endif

@@ -1,11 +1,11 @@
 /* frame.c - the data streams: block reads with zero-copy frames, write
  * frames, and the pool that recycles both so the steady state allocates
  * nothing. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ctx.h"
-
-#define SLAB_FRAMES 256
 
 /* ---- pool ---------------------------------------------------------------- */
 
@@ -17,11 +17,21 @@ struct oni_pool *oni_pool_new(void)
     return p;
 }
 
+static void free_block(struct oni_block *b)
+{
+    while (b->segs) {
+        struct oni_rseg *next = b->segs->next;
+        free(b->segs);
+        b->segs = next;
+    }
+    free(b);
+}
+
 static void free_blocks(struct oni_block *b)
 {
     while (b) {
         struct oni_block *next = b->next;
-        free(b);
+        free_block(b);
         b = next;
     }
 }
@@ -44,16 +54,11 @@ void oni_pool_unref(struct oni_pool *p)
     free_blocks(atomic_load(&p->ret_blocks));
     free_wframes(p->wframes);
     free_wframes(atomic_load(&p->ret_wframes));
-    while (p->slabs) {
-        struct oni_slab *next = p->slabs->next;
-        free(p->slabs);
-        p->slabs = next;
-    }
     free(p);
 }
 
-/* Lock-free push by whoever gives a frame back. */
-static void push_frame(_Atomic(struct oni_frame *) *head, struct oni_frame *f)
+/* Lock-free push of a write frame by whoever gives it back. */
+static void push_wframe(_Atomic(struct oni_frame *) *head, struct oni_frame *f)
 {
     struct oni_frame *old = atomic_load_explicit(head, memory_order_relaxed);
     do
@@ -62,9 +67,10 @@ static void push_frame(_Atomic(struct oni_frame *) *head, struct oni_frame *f)
                                                   memory_order_relaxed));
 }
 
-static void block_unref(struct oni_block *b)
+/* Drop n references to b; the last one gives it back to its pool. */
+static void block_unref(struct oni_block *b, unsigned n)
 {
-    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+    if (atomic_fetch_sub_explicit(&b->refs, n, memory_order_acq_rel) != n)
         return;
     struct oni_pool *p = b->pool;
     struct oni_block *old = atomic_load_explicit(&p->ret_blocks, memory_order_relaxed);
@@ -75,58 +81,68 @@ static void block_unref(struct oni_block *b)
     oni_pool_unref(p);
 }
 
-/* A read descriptor: own list, else everything given back, else a new slab. */
-static struct oni_frame *take_frame(struct oni_pool *p)
+/* A segment of descriptors that belong to b. */
+static struct oni_rseg *new_seg(struct oni_block *b)
 {
-    struct oni_frame *f = p->frames;
-    if (!f) {
-        f = atomic_exchange_explicit(&p->ret_frames, NULL, memory_order_acquire);
-        if (!f) {
-            struct oni_slab *s = malloc(sizeof *s + SLAB_FRAMES * sizeof s->f[0]);
-            if (!s)
-                return NULL;
-            s->next = p->slabs;
-            p->slabs = s;
-            for (int i = 0; i < SLAB_FRAMES; i++) {
-                s->f[i].kind = ONI_FRAME_READ;
-                s->f[i].pool = p;
-                s->f[i].next = i + 1 < SLAB_FRAMES ? &s->f[i + 1] : NULL;
-            }
-            f = &s->f[0];
-        }
+    struct oni_rseg *s = malloc(sizeof *s);
+    if (!s)
+        return NULL;
+    s->next = NULL;
+    for (int i = 0; i < ONI_SEGFRAMES; i++) {
+        s->f[i].h.kind = ONI_FRAME_READ;
+        s->f[i].block = b;
     }
-    p->frames = f->next;
-    return f;
+    return s;
 }
 
-/* A block of at least cap bytes, holding one reference for the caller. */
+/* A block of at least cap bytes with refs = ONI_BLOCK_BIAS, recycled when
+ * one is free, else new (with its first descriptor segment). */
 static struct oni_block *take_block(struct oni_pool *p, size_t cap)
 {
+    struct oni_block *b;
     for (;;) {
-        struct oni_block *b = p->blocks;
+        b = p->blocks;
         if (!b)
             b = atomic_exchange_explicit(&p->ret_blocks, NULL, memory_order_acquire);
         if (!b)
             break;
         p->blocks = b->next;
-        if (b->cap >= cap) {
-            atomic_store_explicit(&b->refs, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
-            return b;
-        }
-        free(b); /* from before BLOCKREADSIZE grew */
+        if (b->cap >= cap)
+            goto out;
+        free_block(b); /* from before BLOCKREADSIZE grew */
     }
-    struct oni_block *b = malloc(sizeof *b + cap);
-    if (!b)
+    if (!(b = malloc(sizeof *b + cap)))
         return NULL;
     b->cap = cap;
     b->pool = p;
-    atomic_init(&b->refs, 1);
+    if (!(b->segs = new_seg(b))) {
+        free(b);
+        return NULL;
+    }
+out:
+    atomic_store_explicit(&b->refs, ONI_BLOCK_BIAS, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
     return b;
 }
 
 /* ---- read path ----------------------------------------------------------- */
+
+void oni_rlock_wait(struct oni_ctx_impl *ctx)
+{
+    unsigned tries = 0;
+    do {
+        while (atomic_load_explicit(&ctx->rbusy, memory_order_relaxed)) {
+            if (++tries < 200)
+                continue; /* the holder is most likely parsing: nanoseconds */
+            if (tries < 264) {
+                sched_yield();
+            } else {
+                struct timespec ts = {0, 20000};
+                nanosleep(&ts, NULL);
+            }
+        }
+    } while (atomic_exchange_explicit(&ctx->rbusy, 1, memory_order_acquire));
+}
 
 void oni_read_flush(struct oni_ctx_impl *ctx)
 {
@@ -137,8 +153,9 @@ void oni_read_flush(struct oni_ctx_impl *ctx)
 void oni_read_release(struct oni_ctx_impl *ctx)
 {
     if (ctx->cur)
-        block_unref(ctx->cur);
+        block_unref(ctx->cur, ONI_BLOCK_BIAS - ctx->handed);
     ctx->cur = NULL;
+    ctx->handed = 0;
     oni_read_flush(ctx);
 }
 
@@ -148,39 +165,50 @@ static size_t block_cap(const struct oni_ctx_impl *ctx)
     return (size_t)ctx->block_read + oni_pad4(ctx->max_rframe);
 }
 
+/* Start a refill: the unparsed bytes go to the front of the current block
+ * when no frame still points into it, else to a fresh block. */
+static int start_fill(struct oni_ctx_impl *ctx)
+{
+    size_t left = ctx->end - ctx->pos;
+    struct oni_block *b = ctx->cur;
+    if (b && atomic_load_explicit(&b->refs, memory_order_acquire) == ONI_BLOCK_BIAS - ctx->handed) {
+        if (left)
+            memmove(b->data, b->data + ctx->pos, left);
+        atomic_store_explicit(&b->refs, ONI_BLOCK_BIAS, memory_order_relaxed);
+    } else {
+        if (!(b = take_block(ctx->pool, block_cap(ctx))))
+            return ONI_EBADALLOC;
+        if (left)
+            memcpy(b->data, ctx->cur->data + ctx->pos, left);
+        if (ctx->cur)
+            block_unref(ctx->cur, ONI_BLOCK_BIAS - ctx->handed);
+        ctx->cur = b;
+    }
+    ctx->handed = 0;
+    ctx->seg = b->segs;
+    ctx->seg_used = 0;
+    ctx->pos = 0;
+    ctx->end = left;
+    ctx->fill_left = ctx->block_read;
+    return 0;
+}
+
 /* Make sure [pos, pos + need) is in the current block. Starts a new refill
  * of exactly BLOCKREADSIZE bytes when the unparsed bytes are not enough,
- * carrying them to the front of the block (in place when no frame still
- * points into it), and finishes an interrupted refill first. *deadline is
- * set when the driver is first asked (0 = not yet): most calls find their
- * frame in the block and never read the clock. */
+ * and finishes an interrupted refill first. *deadline is set when the
+ * driver is first asked (0 = not yet): most calls find their frame in the
+ * block and never get here. */
 static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
 {
     unsigned idle = 0;
+    int rc;
     while (ctx->end - ctx->pos < need) {
         if (!*deadline)
             *deadline = oni_deadline(ctx);
-        if (ctx->fill_left == 0) {
-            size_t left = ctx->end - ctx->pos;
-            struct oni_block *b = ctx->cur;
-            if (!b || atomic_load_explicit(&b->refs, memory_order_acquire) != 1) {
-                b = take_block(ctx->pool, block_cap(ctx));
-                if (!b)
-                    return ONI_EBADALLOC;
-                if (left)
-                    memcpy(b->data, ctx->cur->data + ctx->pos, left);
-                if (ctx->cur)
-                    block_unref(ctx->cur);
-                ctx->cur = b;
-            } else if (left) {
-                memmove(b->data, b->data + ctx->pos, left);
-            }
-            ctx->pos = 0;
-            ctx->end = left;
-            ctx->fill_left = ctx->block_read;
-        }
-        int rc = ctx->drv.read_stream(ctx->dctx, ONI_READ_STREAM_DATA,
-                                      ctx->cur->data + ctx->end, ctx->fill_left);
+        if (ctx->fill_left == 0 && (rc = start_fill(ctx)) < 0)
+            return rc;
+        rc = ctx->drv.read_stream(ctx->dctx, ONI_READ_STREAM_DATA, ctx->cur->data + ctx->end,
+                                  ctx->fill_left);
         if (rc < 0)
             return rc;
         if (rc == 0 || (size_t)rc > ctx->fill_left) {
@@ -196,67 +224,83 @@ static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
     return 0;
 }
 
-/* read_size of dev_idx, or -1 when the device is not in the table. */
-static long dev_read_size(const struct oni_ctx_impl *ctx, uint32_t idx)
+/* A header that can start a frame: a readable device of the table with its
+ * own payload size. */
+static inline int header_ok(const struct oni_ctx_impl *ctx, uint32_t idx, uint32_t sz)
 {
     uint32_t h = (idx * 0x9E3779B1u) & ctx->hmask;
     for (;;) {
-        uint32_t k = ctx->hkey[h];
-        if (k == idx + 1)
-            return ctx->hval[h];
-        if (k == 0)
-            return -1;
+        const struct oni_hslot *s = &ctx->hslot[h];
+        if (s->key == idx + 1)
+            return sz && s->read_size == sz;
+        if (s->key == 0)
+            return 0;
         h = (h + 1) & ctx->hmask;
     }
 }
 
-/* A header that can start a frame: a readable device of the table with its
- * own payload size. Sets *sz. */
-static int header_ok(const struct oni_ctx_impl *ctx, const char *h, uint32_t *sz)
+static inline void read_header(const struct oni_ctx_impl *ctx, uint32_t *idx, uint32_t *sz)
 {
-    uint32_t idx;
-    memcpy(&idx, h + 8, 4);
+    const char *h = ctx->cur->data + ctx->pos;
+    memcpy(idx, h + 8, 4);
     memcpy(sz, h + 12, 4);
-    long want = dev_read_size(ctx, idx);
-    return want > 0 && (uint32_t)want == *sz;
+}
+
+/* Not a frame we know at pos: drop words until one starts (frames are
+ * word-aligned), at most a block's worth per call, and say so once. The
+ * next call starts at the frame found. */
+static int skip_bad(struct oni_ctx_impl *ctx, uint64_t *deadline)
+{
+    size_t skipped = 0;
+    uint32_t idx, sz;
+    do {
+        ctx->pos += 4;
+        skipped += 4;
+        if (refill(ctx, ONI_RFRAMEHEADERSZ, deadline) < 0)
+            break; /* the next call meets that error again */
+        read_header(ctx, &idx, &sz);
+    } while (skipped < ctx->block_read && !header_ok(ctx, idx, sz));
+    return ONI_EBADFRAME;
+}
+
+/* The next descriptor of the current block, or NULL (out of memory). */
+static inline struct oni_rframe *take_rframe(struct oni_ctx_impl *ctx)
+{
+    if (ctx->seg_used == ONI_SEGFRAMES) {
+        struct oni_rseg *s = ctx->seg->next;
+        if (!s && !(s = ctx->seg->next = new_seg(ctx->cur)))
+            return NULL;
+        ctx->seg = s;
+        ctx->seg_used = 0;
+    }
+    return &ctx->seg->f[ctx->seg_used++];
 }
 
 static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
 {
     uint64_t deadline = 0;
-    uint32_t sz;
-    int rc = refill(ctx, ONI_RFRAMEHEADERSZ, &deadline);
-    if (rc < 0)
+    uint32_t idx, sz;
+    int rc;
+    if (ctx->end - ctx->pos < ONI_RFRAMEHEADERSZ &&
+        (rc = refill(ctx, ONI_RFRAMEHEADERSZ, &deadline)) < 0)
         return rc;
-    if (!header_ok(ctx, ctx->cur->data + ctx->pos, &sz)) {
-        /* Not a frame we know: drop words until one starts (frames are
-         * word-aligned), at most a block's worth per call, and say so once.
-         * The next call starts at the frame found. */
-        size_t skipped = 0;
-        do {
-            ctx->pos += 4;
-            skipped += 4;
-            if (refill(ctx, ONI_RFRAMEHEADERSZ, &deadline) < 0)
-                break; /* the next call meets that error again */
-        } while (skipped < ctx->block_read && !header_ok(ctx, ctx->cur->data + ctx->pos, &sz));
-        return ONI_EBADFRAME;
-    }
+    read_header(ctx, &idx, &sz);
+    if (!header_ok(ctx, idx, sz))
+        return skip_bad(ctx, &deadline);
     size_t len = ONI_RFRAMEHEADERSZ + oni_pad4(sz);
-    if ((rc = refill(ctx, len, &deadline)) < 0)
+    if (ctx->end - ctx->pos < len && (rc = refill(ctx, len, &deadline)) < 0)
         return rc;
-    struct oni_frame *f = take_frame(ctx->pool);
+    struct oni_rframe *f = take_rframe(ctx);
     if (!f)
         return ONI_EBADALLOC;
-    struct oni_block *b = ctx->cur;
-    const char *h = b->data + ctx->pos;
-    atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
-    f->block = b;
-    memcpy(&f->u.w.time, h, 8);
-    memcpy(&f->u.w.dev_idx, h + 8, 4);
-    f->u.w.data_sz = sz;
-    f->u.w.data = b->data + ctx->pos + ONI_RFRAMEHEADERSZ;
+    char *h = ctx->cur->data + ctx->pos;
+    memcpy(&f->h.u.w.time, h, 8);
+    f->h.u.w.dev_idx = idx;
+    f->h.u.w.data_sz = sz;
+    f->h.u.w.data = h + ONI_RFRAMEHEADERSZ;
     ctx->pos += len;
-    *out = &f->u.pub;
+    ctx->handed++;
+    *out = &f->h.u.pub;
     return (int)len;
 }
 
@@ -266,11 +310,11 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
         return ONI_ENULLCTX;
     if (!frame)
         return ONI_EINVALARG;
-    if (atomic_load(&ctx->state) == ONI_STATE_UNINIT)
+    if (atomic_load_explicit(&ctx->state, memory_order_relaxed) == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
-    pthread_mutex_lock(&ctx->rlock);
+    oni_rlock(ctx);
     int rc = ctx->max_rframe > ONI_RFRAMEHEADERSZ ? read_frame_locked(ctx, frame) : ONI_ENOREADDEV;
-    pthread_mutex_unlock(&ctx->rlock);
+    oni_runlock(ctx);
     return rc;
 }
 
@@ -284,7 +328,7 @@ static struct oni_frame *take_wframe(struct oni_ctx_impl *ctx, size_t len)
     if (len > cap) {
         struct oni_frame *f = malloc(sizeof *f + len);
         if (f) {
-            f->kind = ONI_FRAME_WRITE_HEAP;
+            f->h.kind = ONI_FRAME_WRITE_HEAP;
             f->cap = len;
             f->pool = NULL;
         }
@@ -306,7 +350,7 @@ static struct oni_frame *take_wframe(struct oni_ctx_impl *ctx, size_t len)
     struct oni_frame *f = malloc(sizeof *f + cap);
     if (!f)
         return NULL;
-    f->kind = ONI_FRAME_WRITE_POOLED;
+    f->h.kind = ONI_FRAME_WRITE_POOLED;
     f->cap = cap;
     f->pool = p;
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
@@ -357,13 +401,12 @@ int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_i
     memcpy(f->buf, hdr, sizeof hdr);
     memcpy(f->buf + ONI_WFRAMEHEADERSZ, data, data_sz);
     memset(f->buf + ONI_WFRAMEHEADERSZ + data_sz, 0, oni_pad4(data_sz) - data_sz);
-    f->u.w.time = 0;
-    f->u.w.dev_idx = dev_idx;
-    f->u.w.data_sz = (oni_fifo_dat_t)data_sz;
-    f->u.w.data = f->buf + ONI_WFRAMEHEADERSZ;
+    f->h.u.w.time = 0;
+    f->h.u.w.dev_idx = dev_idx;
+    f->h.u.w.data_sz = (oni_fifo_dat_t)data_sz;
+    f->h.u.w.data = f->buf + ONI_WFRAMEHEADERSZ;
     f->wlen = (uint32_t)len;
-    f->block = NULL;
-    *frame = &f->u.pub;
+    *frame = &f->h.u.pub;
     return 0;
 }
 
@@ -373,9 +416,10 @@ int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame)
         return ONI_ENULLCTX;
     if (!frame)
         return ONI_EINVALARG;
-    const struct oni_frame *f = (const struct oni_frame *)frame;
-    if (f->kind != ONI_FRAME_WRITE_POOLED && f->kind != ONI_FRAME_WRITE_HEAP)
+    int kind = ((const struct oni_fhead *)frame)->kind;
+    if (kind != ONI_FRAME_WRITE_POOLED && kind != ONI_FRAME_WRITE_HEAP)
         return ONI_EINVALARG; /* a read frame */
+    const struct oni_frame *f = (const struct oni_frame *)frame;
     if (atomic_load(&ctx->state) == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
     pthread_mutex_lock(&ctx->wlock);
@@ -403,24 +447,20 @@ void oni_destroy_frame(oni_frame_t *frame)
 {
     if (!frame)
         return;
-    struct oni_frame *f = (struct oni_frame *)frame;
-    switch (f->kind) {
-    case ONI_FRAME_READ: {
-        /* Give the descriptor back before the block: the block may be the
-         * last thing keeping the pool (and so the descriptor's slab) alive. */
-        struct oni_block *b = f->block;
-        push_frame(&f->pool->ret_frames, f);
-        block_unref(b);
+    switch (((struct oni_fhead *)frame)->kind) {
+    case ONI_FRAME_READ:
+        /* The descriptor belongs to the block: nothing else to give back. */
+        block_unref(((struct oni_rframe *)frame)->block, 1);
         break;
-    }
     case ONI_FRAME_WRITE_POOLED: {
+        struct oni_frame *f = (struct oni_frame *)frame;
         struct oni_pool *p = f->pool;
-        push_frame(&p->ret_wframes, f);
+        push_wframe(&p->ret_wframes, f);
         oni_pool_unref(p);
         break;
     }
     case ONI_FRAME_WRITE_HEAP:
-        free(f);
+        free(frame);
         break;
     }
 }

@@ -47,10 +47,13 @@ static inline uint32_t testdrv_word(uint32_t dev_idx, uint32_t i)
     return testdrv_mix32(dev_idx * 0x9E3779B1u ^ (i + 1u) * 0x27D4EB2Fu);
 }
 
-/* K(counter): the per-frame key XORed into every word. */
+/* K(counter): the per-frame key XORed into every word. A bijection of the
+ * counter's low 32 bits (odd multiplier), so two frames of one device less
+ * than 2^32 frames apart never share a key; and one multiply, since the
+ * generator computes it for every frame. */
 static inline uint32_t testdrv_key(uint64_t counter)
 {
-    return testdrv_mix32((uint32_t)counter ^ testdrv_mix32((uint32_t)(counter >> 32) + 0x632BE5ABu));
+    return ((uint32_t)counter ^ (uint32_t)(counter >> 32) ^ 0x632BE5ABu) * 0x9E3779B1u;
 }
 
 #endif
