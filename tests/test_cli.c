@@ -10,15 +10,15 @@ extern char **environ;
 
 static char out[1 << 16];
 
-/* Run $ONIGPU_BIN/onigpu with args (NULL-terminated), stdout and stderr into
+/* Run $ONIGPU_BIN/<prog> with args (NULL-terminated), stdout and stderr into
  * out; returns the exit status, -1 if it could not run, -2 if no binary. */
-static int run(const char *const *args)
+static int run_prog(const char *prog, const char *const *args)
 {
     const char *dir = getenv("ONIGPU_BIN");
     if (!dir)
         return -2;
     char bin[4096];
-    snprintf(bin, sizeof bin, "%s/onigpu", dir);
+    snprintf(bin, sizeof bin, "%s/%s", dir, prog);
     if (access(bin, X_OK))
         return -2;
     const char *argv[32] = {bin};
@@ -54,7 +54,8 @@ static int run(const char *const *args)
     return WEXITSTATUS(st);
 }
 
-#define RUN(...) run((const char *const[]){__VA_ARGS__, NULL})
+#define RUN(...) run_prog("onigpu", (const char *const[]){__VA_ARGS__, NULL})
+#define RUN_EMU(...) run_prog("onix-emu", (const char *const[]){__VA_ARGS__, NULL})
 #define NEED_BIN()                                                                     \
     do {                                                                               \
         if (!getenv("ONIGPU_BIN"))                                                     \
@@ -192,4 +193,39 @@ TEST(reg_bad_arguments)
     CHECK_EQ(RUN("reg", "get", "1.0", "2", "--timeout", "soon", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "--help"), 0);
     HAS("usage: onigpu reg");
+}
+
+/* Is there a file matching the shell pattern? */
+static int have(const char *dir, const char *pattern)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s/%s >/dev/null 2>&1", dir, pattern);
+    return system(cmd) == 0;
+}
+
+/* `onigpu bench emu`: the card through liboni per link preset (above the
+ * boundary); `onix-emu bench`: the card itself. Both write their results. */
+TEST(bench_emu_both_sides_write_results)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-be-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(RUN("bench", "emu", "--seconds", "0.02", "--out", dir), 0);
+    HAS("liboni gen2x4");
+    HAS("liboni unlimited");
+    CHECK(have(dir, "emu-liboni-*.csv") && have(dir, "emu-liboni-*.json"));
+    CHECK_EQ(RUN("bench", "emu", "--seconds", "0"), 2);
+    CHECK_EQ(RUN("bench", "emu", "--only", "gen"), 2); /* the card's parts are onix-emu bench's */
+    CHECK_EQ(RUN_EMU("bench", "--seconds", "0.02", "--only", "link,echo", "--out", dir), 0);
+    HAS("link gen2x4");
+    HAS("echo unlimited");
+    CHECK(have(dir, "emu-*-link.csv") && have(dir, "emu-*-echo.csv"));
+    CHECK(!have(dir, "emu-*-age.csv"));
+    CHECK_EQ(RUN_EMU("bench", "--only", "liboni"), 2);
+    CHECK_EQ(RUN_EMU("bench", "--seconds", "x"), 2);
+    CHECK_EQ(RUN_EMU("bench", "--help"), 0);
+    HAS("usage: onix-emu bench");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }

@@ -1,200 +1,19 @@
-/* bench_emu.c - `onigpu bench emu` (bench_emu.h).
+/* bench_emu.c - `onigpu bench emu` (bench_emu.h): the emulated card from
+ * above the hardware boundary, through liboni and include/oniemu.h only.
  *
- * Generation: a card in fast mode with an unlimited link, one device set at a
- * time, read by this one thread in 1 MiB blocks for the given time. "read"
- * copies each block out of the card's FIFO into a buffer (emu_card_read, as
- * the emu driver does); "peek" takes the block in place and consumes it
- * (emu_card_fifo_peek/consume, as the card's DMA engine does), so it is the
- * generation alone. In fast mode frames are generated in the reading thread,
- * so one core does all the work: bytes per CPU second of that thread is the
- * rate of one core, robust on a shared machine. Bytes are stream bytes
- * (headers included).
- *
- * Link: for each preset and block size, the card first generates the block
- * (peek, untimed), then one emu_card_read of it is timed: copy + the link
- * model's wait, compared with the model's latency + n / bandwidth.
- *
- * liboni: the same test core through oni_read_frame with BLOCKREADSIZE 1 MiB
- * per preset (generation in the reader's thread included).
- *
- * echo: realtime mode, a write frame to the stimulator and the read of its
- * echo frame, timed from the write call to the echo's last byte.
- *
- * age: realtime mode, how long after its timestamp each np2 frame was read,
- * with the generator sleeping until frames are due and with wake=spin. */
+ * Per link preset, the test core (4096-byte frames, 2 GB/s) read through
+ * oni_read_frame with BLOCKREADSIZE 1 MiB for the given time; the card runs
+ * in fast mode, so its generation happens in the reader's thread and is
+ * included. (The card's own benchmark, through src/emu/emu.h, is `onix-emu
+ * bench`.) */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "bench/bench_emu.h"
-#include "emu/emu.h"
 #include "oniemu.h"
 
 #define BLOCK (1u << 20)
 
-struct gen_case {
-    const char *name, *devices;
-    double nominal_Bps; /* stream bytes/s of the set in real time (0: no real-time rate) */
-};
-
-/* Stream bytes per second of np2 at 30 kHz (792-byte frames) etc., with the
- * card's MEMUSAGE (100 Hz x 56 bytes) that is always there. */
-static const struct gen_case gen_cases[] = {
-    {"testcore", "testcore:bytes=4096:rate=2G", 2e9 * 4112 / 4096 + 5600},
-    {"np2", "np2", 30000 * 792.0 + 5600},
-    {"np1", "np1", 2500 * (16 + 9992.0) + 5600},
-    {"rhd2164", "rhd2164", 30000 * (16 + 144.0) + 5600},
-    {"np2x4", "np2,np2,np2,np2", 4 * 30000 * 792.0 + 5600},
-};
-
 static const char *const presets[] = {"gen2x4", "gen3x8", "gen4x8", "gen4x16", "gen5x16", "unlimited"};
-
-static int open_card(const char *devices, const char *link, struct emu_card **c)
-{
-    char spec[256], err[160];
-    snprintf(spec, sizeof spec, "mode=fast;link=%s;ddr=1G;devices=%s", link, devices);
-    int rc = emu_card_create(spec, c, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "bench emu: %s: %s\n", spec, err);
-        return rc;
-    }
-    if ((rc = emu_card_write_config(*c, ONI_CONFIG_RUNNING, 1)) != 0)
-        emu_card_destroy(*c);
-    return rc;
-}
-
-/* CPU time of this thread, ns: in fast mode all of the card's work happens
- * in the reading thread, so bytes per CPU second is the rate of one core,
- * whatever else the (shared) machine is running. */
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int take_block(struct emu_card *c, int peek, uint8_t *buf)
-{
-    if (!peek) {
-        int rc = emu_card_read(c, EMU_STREAM_DATA, buf, BLOCK, 5000);
-        return rc < 0 ? rc : 0;
-    }
-    struct emu_span sp[2];
-    int rc = emu_card_fifo_peek(c, EMU_STREAM_DATA, BLOCK, sp, 5000);
-    return rc ? rc : emu_card_fifo_consume(c, EMU_STREAM_DATA, BLOCK);
-}
-
-static int gen_one(const struct bench_emu_opts *o, struct bench_report *r, const struct gen_case *g, int peek,
-                   uint8_t *buf)
-{
-    struct emu_card *c;
-    int rc = open_card(g->devices, "unlimited", &c);
-    if (rc)
-        return rc;
-    uint64_t t0 = bench_now_ns(), warm = t0 + 100000000ull; /* FIFO pages committed, caches warm */
-    while (!rc && bench_now_ns() < warm)
-        rc = take_block(c, peek, buf);
-    struct bench_rec rec;
-    if (!rc)
-        rc = bench_rec_init(&rec, 1u << 20);
-    if (rc) {
-        emu_card_destroy(c);
-        return rc;
-    }
-    uint64_t bytes = 0, start = bench_now_ns(), end = start + (uint64_t)(o->seconds * 1e9), now = start;
-    uint64_t cpu0 = thread_cpu_ns();
-    while (!rc && now < end) {
-        rc = take_block(c, peek, buf);
-        bytes += BLOCK;
-        uint64_t t = bench_now_ns();
-        bench_rec_add(&rec, t - now);
-        now = t;
-    }
-    double cpu_ns = (double)(thread_cpu_ns() - cpu0);
-    emu_card_destroy(c);
-    struct bench_stats st;
-    if (!rc)
-        rc = bench_rec_stats(&rec, &st);
-    bench_rec_free(&rec);
-    if (rc)
-        return rc;
-    /* The machine may be shared: per CPU second and the median block are the robust figures. */
-    double ns = (double)(now - start), mbs = bench_mb_per_s((double)bytes, ns);
-    double mbs_p50 = bench_mb_per_s(BLOCK, st.p50), mbs_cpu = bench_mb_per_s((double)bytes, cpu_ns);
-    double xrt = g->nominal_Bps > 0 ? bytes / (cpu_ns / 1e9) / g->nominal_Bps : 0;
-    bench_cell_str(r, "devices", g->name);
-    bench_cell_str(r, "spec_devices", g->devices);
-    bench_cell_str(r, "path", peek ? "peek" : "read");
-    bench_cell_num(r, "seconds", ns / 1e9);
-    bench_cell_int(r, "bytes", (long long)bytes);
-    bench_cell_num(r, "mb_per_s", mbs);
-    bench_cell_num(r, "mb_per_s_p50_block", mbs_p50);
-    bench_cell_num(r, "cpu_seconds", cpu_ns / 1e9);
-    bench_cell_num(r, "mb_per_cpu_s", mbs_cpu);
-    bench_cell_num(r, "nominal_mb_per_s", g->nominal_Bps / 1e6);
-    bench_cell_num(r, "x_realtime_per_core", xrt);
-    bench_cell_stats(r, "block", &st);
-    if (!o->quiet)
-        printf("generate %-9s %-4s %9.1f MB/s wall, %9.1f MB/s per CPU s (one core), median block %9.1f MB/s; "
-               "%.1fx real time per core\n", g->name, peek ? "peek" : "read", mbs, mbs_cpu, mbs_p50, xrt);
-    return bench_report_row(r, NULL);
-}
-
-static int link_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset, size_t n,
-                    uint8_t *buf)
-{
-    struct emu_card *c;
-    int rc = open_card("testcore:bytes=4096:rate=2G", preset, &c);
-    if (rc)
-        return rc;
-    oniemu_link_t l;
-    emu_card_link(c, &l);
-    struct bench_rec rec;
-    if ((rc = bench_rec_init(&rec, 1u << 20)) != 0) {
-        emu_card_destroy(c);
-        return rc;
-    }
-    uint64_t spent = 0, end = bench_now_ns() + (uint64_t)(o->seconds * 1e9);
-    size_t count = 0;
-    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
-        struct emu_span sp[2];
-        if ((rc = emu_card_fifo_peek(c, EMU_STREAM_DATA, n, sp, 5000)) != 0) /* generate it, untimed */
-            break;
-        uint64_t t0 = bench_now_ns();
-        int got = emu_card_read(c, EMU_STREAM_DATA, buf, n, 5000);
-        uint64_t dt = bench_now_ns() - t0;
-        if (got != (int)n) {
-            rc = got < 0 ? got : ONI_EREADFAILURE;
-            break;
-        }
-        bench_rec_add(&rec, dt);
-        spent += dt;
-        count++;
-    }
-    emu_card_destroy(c);
-    struct bench_stats st;
-    if (!rc)
-        rc = bench_rec_stats(&rec, &st);
-    bench_rec_free(&rec);
-    if (rc)
-        return rc;
-    double model_ns = l.latency_s * 1e9 + (l.bandwidth_Bps > 0 ? n / l.bandwidth_Bps * 1e9 : 0);
-    double mbs = bench_mb_per_s((double)n * count, (double)spent);
-    double model_mbs = model_ns > 0 ? bench_mb_per_s((double)n, model_ns) : 0;
-    bench_cell_str(r, "link", preset);
-    bench_cell_num(r, "bandwidth_Bps", l.bandwidth_Bps);
-    bench_cell_num(r, "latency_s", l.latency_s);
-    bench_cell_int(r, "block", (long long)n);
-    bench_cell_num(r, "mb_per_s", mbs);
-    bench_cell_num(r, "model_ns", model_ns);
-    bench_cell_num(r, "model_mb_per_s", model_mbs);
-    bench_cell_num(r, "p50_over_model", model_ns > 0 ? st.p50 / model_ns : 0);
-    bench_cell_stats(r, "xfer", &st);
-    if (!o->quiet)
-        printf("link %-9s %8zu B  %9.1f MB/s  model %9.1f MB/s  p50 %8.0f p99 %8.0f p99.9 %8.0f max %8.0f ns\n",
-               preset, n, mbs, model_mbs, st.p50, st.p99, st.p999, st.max);
-    return bench_report_row(r, "link");
-}
 
 static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset)
 {
@@ -209,6 +28,10 @@ static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, co
         rc = oni_init_ctx(ctx, -1);
     if (!rc)
         rc = oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, sizeof block);
+    oniemu_link_t l = {0};
+    size_t lsz = sizeof l;
+    if (!rc)
+        rc = oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &l, &lsz);
     if (!rc)
         rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
     uint64_t bytes = 0, frames = 0, start = bench_now_ns(), now = start;
@@ -231,184 +54,32 @@ static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, co
     if (rc)
         return rc;
     double mbs = bench_mb_per_s((double)bytes, (double)(now - start));
+    /* the link model's rate for 1 MiB blocks: latency + n / bandwidth each */
+    double model_ns = l.latency_s * 1e9 + (l.bandwidth_Bps > 0 ? BLOCK / l.bandwidth_Bps * 1e9 : 0);
+    double model_mbs = model_ns > 0 ? bench_mb_per_s(BLOCK, model_ns) : 0;
     bench_cell_str(r, "link", preset);
+    bench_cell_num(r, "bandwidth_Bps", l.bandwidth_Bps);
+    bench_cell_num(r, "latency_s", l.latency_s);
     bench_cell_int(r, "block", BLOCK);
     bench_cell_int(r, "frames", (long long)frames);
+    bench_cell_num(r, "seconds", (now - start) / 1e9);
     bench_cell_num(r, "mb_per_s", mbs);
-    if (!o->quiet)
-        printf("liboni %-9s %9.1f MB/s  (oni_read_frame, BLOCKREADSIZE 1 MiB, test core 4096 B frames)\n", preset, mbs);
-    return bench_report_row(r, "liboni");
-}
-
-/* One closed loop through the card in realtime mode: write a frame to the
- * stimulator, read the data stream until its echo arrives, as a host would
- * (frame header, then payload). Counts the link twice (out and back). */
-static int echo_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset)
-{
-    struct emu_card *c;
-    char spec[128], err[160];
-    snprintf(spec, sizeof spec, "mode=realtime;link=%s;devices=stim", preset);
-    int rc = emu_card_create(spec, &c, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "bench emu: %s: %s\n", spec, err);
-        return rc;
-    }
-    struct bench_rec rec;
-    if ((rc = bench_rec_init(&rec, 1u << 20)) != 0) {
-        emu_card_destroy(c);
-        return rc;
-    }
-    /* the stimulator is device 0 of hub 0 (docs/devices.md placement) */
-    uint32_t w[3] = {0, 1, 0};
-    rc = emu_card_write_config(c, ONI_CONFIG_RUNNING, 1);
-    uint64_t end = bench_now_ns() + (uint64_t)(o->seconds * 1e9);
-    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
-        w[2]++;
-        uint64_t t0 = bench_now_ns();
-        int got = emu_card_write(c, EMU_STREAM_WRITE, w, sizeof w, 1000);
-        if (got != (int)sizeof w) {
-            rc = got < 0 ? got : ONI_EWRITEFAILURE;
-            break;
-        }
-        for (;;) { /* frames until the echo of this tag (MEMUSAGE frames pass by) */
-            uint8_t h[16], p[64];
-            uint32_t dev, sz, tag = 0;
-            if ((got = emu_card_read(c, EMU_STREAM_DATA, h, 16, 1000)) != 16)
-                break;
-            memcpy(&dev, h + 8, 4);
-            memcpy(&sz, h + 12, 4);
-            if (sz > sizeof p) {
-                got = ONI_EBADFRAME;
-                break;
-            }
-            if ((got = emu_card_read(c, EMU_STREAM_DATA, p, (sz + 3) & ~3u, 1000)) < 0)
-                break;
-            memcpy(&tag, p, 4);
-            if (dev == 0 && tag == w[2])
-                break;
-        }
-        if (got < 0) {
-            rc = got;
-            break;
-        }
-        bench_rec_add(&rec, bench_now_ns() - t0);
-    }
-    emu_card_destroy(c);
-    struct bench_stats st;
-    if (!rc)
-        rc = bench_rec_stats(&rec, &st);
-    bench_rec_free(&rec);
-    if (rc)
-        return rc;
-    bench_cell_str(r, "link", preset);
-    bench_cell_stats(r, "loop", &st);
-    if (!o->quiet)
-        printf("echo %-9s write -> echo read: p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f ns (n %zu)\n", preset,
-               st.p50, st.p99, st.p999, st.max, st.n);
-    return bench_report_row(r, "echo");
-}
-
-/* Realtime mode: how long after its timestamp a frame can be read (the
- * generator's wake-up delay plus the read), for np2 frames read one by one
- * with an unlimited link. The clock is reset (RESETACQCOUNTER = 2) at a known
- * instant, so a frame's due time in ns is t0 + time * 4. */
-static int age_one(const struct bench_emu_opts *o, struct bench_report *r, const char *wake)
-{
-    struct emu_card *c;
-    char spec[128], err[160];
-    snprintf(spec, sizeof spec, "mode=realtime;wake=%s;link=unlimited;devices=np2", wake);
-    int rc = emu_card_create(spec, &c, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "bench emu: np2 realtime: %s\n", err);
-        return rc;
-    }
-    struct bench_rec rec;
-    if ((rc = bench_rec_init(&rec, 1u << 20)) != 0) {
-        emu_card_destroy(c);
-        return rc;
-    }
-    uint64_t t0 = bench_now_ns();
-    rc = emu_card_write_config(c, ONI_CONFIG_RESETACQCOUNTER, 2);
-    uint64_t t1 = bench_now_ns(), end = t1 + (uint64_t)(o->seconds * 1e9);
-    static uint8_t frame[16 + 776];
-    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
-        uint64_t time = 0;
-        uint32_t sz = 0;
-        int got = emu_card_read(c, EMU_STREAM_DATA, frame, 16, 1000);
-        if (got == 16) {
-            memcpy(&time, frame, 8);
-            memcpy(&sz, frame + 12, 4);
-            got = sz <= 776 ? emu_card_read(c, EMU_STREAM_DATA, frame + 16, (sz + 3) & ~3u, 1000) : ONI_EBADFRAME;
-        }
-        if (got < 0) {
-            rc = got;
-            break;
-        }
-        uint64_t due = t0 + time * (1000000000ull / 250000000ull);
-        uint64_t now = bench_now_ns();
-        if (sz == 776)
-            bench_rec_add(&rec, now > due ? now - due : 0);
-    }
-    emu_card_destroy(c);
-    struct bench_stats st;
-    if (!rc)
-        rc = bench_rec_stats(&rec, &st);
-    bench_rec_free(&rec);
-    if (rc)
-        return rc;
-    bench_cell_str(r, "devices", "np2");
-    bench_cell_str(r, "wake", wake);
-    bench_cell_num(r, "clock_reset_uncertainty_ns", (double)(t1 - t0));
-    bench_cell_stats(r, "age", &st);
-    if (!o->quiet)
-        printf("age  np2 realtime wake=%-5s: read after its timestamp by p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f ns "
-               "(clock reset known to %llu ns)\n", wake, st.p50, st.p99, st.p999, st.max, (unsigned long long)(t1 - t0));
-    return bench_report_row(r, "age");
-}
-
-/* Is part `name` asked for (o->only: a comma list, NULL = all)? */
-static int wanted(const struct bench_emu_opts *o, const char *name)
-{
-    if (!o->only)
-        return 1;
-    size_t n = strlen(name);
-    for (const char *p = o->only; (p = strstr(p, name)) != NULL; p += n)
-        if ((p == o->only || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
-            return 1;
-    return 0;
+    bench_cell_num(r, "model_mb_per_s", model_mbs);
+    bench_cell_num(r, "over_model", model_mbs > 0 ? mbs / model_mbs : 0);
+    if (!o->quiet && model_mbs > 0)
+        printf("liboni %-9s %9.1f MB/s = %.2f x the link model's %.1f MB/s (oni_read_frame, BLOCKREADSIZE 1 MiB)\n",
+               preset, mbs, mbs / model_mbs, model_mbs);
+    else if (!o->quiet)
+        printf("liboni %-9s %9.1f MB/s, no link model (oni_read_frame, BLOCKREADSIZE 1 MiB)\n", preset, mbs);
+    return bench_report_row(r, NULL);
 }
 
 int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
 {
     if (!o || !r || !(o->seconds > 0))
         return ONI_EINVALARG;
-    static const char *const parts[] = {"gen", "link", "liboni", "echo", "age"};
-    int any = 0;
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        any |= wanted(o, parts[i]);
-    if (!any)
-        return ONI_EINVALARG;
-    uint8_t *buf = malloc(BLOCK);
-    if (!buf)
-        return ONI_EBADALLOC;
-    memset(buf, 0, BLOCK);
     int rc = 0;
-    for (size_t i = 0; !rc && wanted(o, "gen") && i < sizeof gen_cases / sizeof gen_cases[0]; i++)
-        for (int peek = 0; !rc && peek < 2; peek++)
-            rc = gen_one(o, r, &gen_cases[i], peek, buf);
-    static const size_t blocks[] = {4096, 65536, BLOCK};
-    for (size_t i = 0; !rc && wanted(o, "link") && i < sizeof presets / sizeof presets[0]; i++)
-        for (size_t b = 0; !rc && b < sizeof blocks / sizeof blocks[0]; b++)
-            rc = link_one(o, r, presets[i], blocks[b], buf);
-    for (size_t i = 0; !rc && wanted(o, "liboni") && i < sizeof presets / sizeof presets[0]; i++)
+    for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i++)
         rc = liboni_one(o, r, presets[i]);
-    for (size_t i = 0; !rc && wanted(o, "echo") && i < sizeof presets / sizeof presets[0];
-         i += sizeof presets / sizeof presets[0] - 1)
-        rc = echo_one(o, r, presets[i]); /* gen2x4 and unlimited */
-    if (!rc && wanted(o, "age"))
-        rc = age_one(o, r, "sleep");
-    if (!rc && wanted(o, "age"))
-        rc = age_one(o, r, "spin");
-    free(buf);
     return rc;
 }

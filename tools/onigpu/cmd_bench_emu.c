@@ -1,37 +1,19 @@
-/* cmd_bench_emu.c - `onigpu bench emu`: the emulated card's generation rate
- * with one core (fast mode) and its PCIe link model per preset; results as
- * CSV + JSON under --out (default docs/results). */
+/* cmd_bench_emu.c - `onigpu bench emu`: what the emulated card delivers
+ * through liboni per PCIe link preset; results as CSV + JSON under --out
+ * (default docs/results). The card's own benchmark is `onix-emu bench`. */
 #include <stdio.h>
 #include <string.h>
 #include "bench/bench_emu.h"
 #include "cli.h"
 
 static int emu_bench_run(int argc, char **argv);
-CLI_COMMAND(bench_emu, "bench emu", "[--seconds T] [--only gen,link,liboni,echo,age] [--out DIR]",
-            "card generation MB/s with one core (fast mode) and link-model throughput per PCIe preset",
+CLI_COMMAND(bench_emu, "bench emu", "[--seconds T] [--out DIR]",
+            "the emulated card's test core through liboni, MB/s per PCIe link preset (card itself: onix-emu bench)",
             emu_bench_run)
-
-/* Every comma-separated name in list is a part of the benchmark. */
-static int parts_ok(const char *list)
-{
-    static const char *const parts[] = {"gen", "link", "liboni", "echo", "age"};
-    const char *p = list;
-    for (;;) {
-        size_t n = strcspn(p, ",");
-        int ok = 0;
-        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-            ok |= n == strlen(parts[i]) && !strncmp(p, parts[i], n);
-        if (!ok)
-            return 0;
-        if (!p[n])
-            return 1;
-        p += n + 1;
-    }
-}
 
 static int emu_bench_run(int argc, char **argv)
 {
-    struct bench_emu_opts o = {1.0, 0, NULL};
+    struct bench_emu_opts o = {1.0, 0};
     const char *out = "docs/results";
     if (cli_wants_help(argc, argv))
         return cli_usage(&cli_cmd_bench_emu);
@@ -39,12 +21,6 @@ static int emu_bench_run(int argc, char **argv)
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
             if (cli_parse_seconds(argv[++i], &o.seconds) || !(o.seconds > 0) || o.seconds > 3600) {
                 fprintf(stderr, "onigpu bench emu: bad --seconds '%s'\n", argv[i]);
-                return cli_usage(&cli_cmd_bench_emu);
-            }
-        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
-            o.only = argv[++i];
-            if (!parts_ok(o.only)) {
-                fprintf(stderr, "onigpu bench emu: --only '%s': parts are gen, link, liboni, echo, age\n", o.only);
                 return cli_usage(&cli_cmd_bench_emu);
             }
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
@@ -59,20 +35,15 @@ static int emu_bench_run(int argc, char **argv)
     for (int i = 0; i < argc && nfull < 66; i++)
         full[nfull++] = argv[i];
     int rc;
-    struct bench_report *r = bench_report_open(out, "emu", nfull, full, NULL, &rc);
+    struct bench_report *r = bench_report_open(out, "emu-liboni", nfull, full, NULL, &rc);
     if (!r)
         return cli_fail(out, rc);
-    bench_report_meta_num(r, "seconds_per_measurement", o.seconds);
+    bench_report_meta_num(r, "seconds_per_preset", o.seconds);
     bench_report_meta(r, "method",
-                      "generation: fast mode, link unlimited, one thread reads 1 MiB blocks (read = "
-                      "emu_card_read copy, peek = in place, generation only); MB/s = 10^6 stream bytes "
-                      "(headers included) per s; per CPU s of the reading thread = one core. link: block generated first (untimed), then one "
-                      "emu_card_read timed (copy + link model wait). liboni: oni_read_frame, "
-                      "BLOCKREADSIZE 1 MiB, generation included. echo: realtime, write frame to the stimulator -> "
-                      "its echo frame read back (header, then payload), per round trip. age: realtime np2, "
-                      "frame read time minus its timestamp (clock reset at a known instant)");
-    if (o.only)
-        bench_report_meta(r, "only", o.only);
+                      "emu driver, spec mode=fast;ddr=1G;devices=testcore:bytes=4096:rate=2G;link=<preset>; "
+                      "oni_read_frame with BLOCKREADSIZE 1 MiB (generation in the reader's thread included); "
+                      "MB/s = 10^6 stream bytes (16-byte headers included) per wall second; link model = "
+                      "latency + 1 MiB / bandwidth per block");
     rc = bench_emu_run(&o, r);
     if (rc) {
         bench_report_close(r);
@@ -83,6 +54,6 @@ static int emu_bench_run(int argc, char **argv)
     snprintf(where, sizeof where, "%s", json ? json : out);
     if ((rc = bench_report_close(r)) != 0)
         return cli_fail("writing results", rc);
-    printf("results: %s (and .csv, -link.csv, -liboni.csv, -echo.csv, -age.csv)\n", where);
+    printf("results: %s (and .csv)\n", where);
     return 0;
 }
