@@ -224,7 +224,9 @@ TEST(gpu_daemon_async_records)
     xd_stop(pid);
 }
 
-/* The import messages on a live handle and on one whose allocation is gone. */
+/* The import messages, raw: a handle that cannot be opened, sizes beyond the
+ * allocation, one allocation imported twice, a client that gave up, unknown
+ * and released ids. */
 TEST(gpu_daemon_import_errors)
 {
     NEED_GPU();
@@ -234,14 +236,14 @@ TEST(gpu_daemon_import_errors)
     REQUIRE(pid > 0);
     int ctrl = -1, gpu = -1;
     CHECK_RC(xd_session(&ctrl, &gpu), 0);
-    uint8_t *dev = NULL, *gone = NULL;
+    struct emup_config run = {ONI_CONFIG_RUNNING, 1}; /* the card makes data as it is read */
+    CHECK_RC(xd_call(ctrl, EMUP_CONFIG_WRITE, &run, sizeof run, NULL), 0);
+    uint8_t *dev = NULL;
     REQUIRE(gpu_alloc((void **)&dev, 1 << 20) == 0);
-    REQUIRE(gpu_alloc((void **)&gone, 1 << 20) == 0);
-    struct emup_gpu_import imp = {.size = 1 << 20}, imp_gone = {.size = 1 << 20};
+    struct emup_gpu_import imp = {.size = 1 << 20}, junk = {.size = 1 << 20};
+    memset(junk.handle, 0x5A, sizeof junk.handle);
+    CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &junk, sizeof junk, NULL), ONI_EINVALARG);
     CHECK_RC(gpu_ipc_export(dev, imp.handle), 0);
-    CHECK_RC(gpu_ipc_export(gone, imp_gone.handle), 0);
-    gpu_free(gone);
-    CHECK(xd_call(gpu, EMUP_GPU_IMPORT, &imp_gone, sizeof imp_gone, NULL) < 0); /* its allocation is freed */
     imp.size = 2 << 20;
     CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &imp, sizeof imp, NULL), ONI_EBUFFERSIZE); /* more than it holds */
     imp.size = 1 << 20;
@@ -288,10 +290,10 @@ TEST(gpu_daemon_killed_mid_transfer)
     uint8_t *dev = NULL;
     REQUIRE(gpu_alloc((void **)&dev, 65536) == 0);
     CHECK_RC(oni_write_reg(ctx, core, 0, 0), 0); /* the test core stops: no more data */
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 65536), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0); /* with the default timeout: the daemon may still be starting CUDA */
     uint32_t t = 200;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
-    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 65536), 0);
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
     int drained = 0; /* what the core made before it stopped */
     while (drained < 100000 && oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8) == 0)
         drained++;

@@ -516,7 +516,7 @@ static int pin_costs(struct bx *b, struct bench_report *r)
     for (int kind = 0; kind < 2 - b->via_daemon && !rc; kind++) {
         for (int k = 0; k < 3 && !rc; k++) {
             uint64_t n = sizes[k];
-            if (n > b->o->max_size || (k == 2 && n == sizes[1]))
+            if (n > b->o->max_size || (k == 2 && (n == sizes[0] || n == sizes[1])))
                 continue;
             onigpu_buf_t buf = {kind ? (void *)host : (void *)b->dev, n};
             int reps = n >= (1u << 20) ? 200 : 2000;
