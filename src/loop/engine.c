@@ -41,7 +41,8 @@ int loop_backend_available(int backend, char *why, size_t cap)
 int loop_backend_best(void)
 {
     /* Lowest closed-loop latency first (docs/closed-loop.md has the measurements). */
-    static const int order[] = {LOOP_GPU_PERSISTENT, LOOP_GPU_FLAG, LOOP_GPU_GRAPH, LOOP_GPU_DIRECT, LOOP_GPU_STAGED};
+    static const int order[] = {LOOP_GPU_MAPPED, LOOP_GPU_PERSISTENT, LOOP_GPU_FLAG, LOOP_GPU_GRAPH, LOOP_GPU_DIRECT,
+                                LOOP_GPU_STAGED};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
         if (loop_backend_available(order[i], NULL, 0))
             return order[i];
