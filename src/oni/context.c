@@ -87,24 +87,28 @@ oni_ctx oni_create_ctx(const char *drv_name)
     return create(&drv, dl);
 }
 
-/* The read path's map dev_idx -> read_size (open addressing, at most half
- * full); NULL when out of memory. */
-static struct oni_hslot *build_map(const oni_device_t *devs, size_t n, uint32_t *mask)
+/* The read path's map dev_idx -> read_size (open addressing, at most a
+ * quarter full, first probe at the top bits of idx * 0x9E3779B1: see
+ * header_ok in frame.c); NULL when out of memory. */
+static struct oni_hslot *build_map(const oni_device_t *devs, size_t n, uint32_t *mask,
+                                   uint32_t *shift)
 {
-    uint32_t size = 16;
-    while (size < 2 * n)
-        size *= 2;
+    uint32_t bits = 4;
+    while ((1u << bits) < 4 * n)
+        bits++;
+    uint32_t size = 1u << bits;
     struct oni_hslot *slot = calloc(size, sizeof *slot);
     if (!slot)
         return NULL;
     for (size_t i = 0; i < n; i++) {
-        uint32_t h = (devs[i].idx * 0x9E3779B1u) & (size - 1);
+        uint32_t h = (devs[i].idx * 0x9E3779B1u) >> (32 - bits);
         while (slot[h].key)
             h = (h + 1) & (size - 1);
         slot[h].key = devs[i].idx + 1;
         slot[h].read_size = devs[i].read_size;
     }
     *mask = size - 1;
+    *shift = 32 - bits;
     return slot;
 }
 
@@ -119,13 +123,13 @@ static int reset(struct oni_ctx_impl *ctx)
         return rc;
     oni_reg_val_t sys = 0, acq = 0;
     struct oni_hslot *slot = NULL;
-    uint32_t mask = 0;
+    uint32_t mask = 0, shift = 0;
     /* idx + 1 is the map's key, so idx 0xFFFFFFFF cannot be told from an empty slot. */
     if (n && devs[n - 1].idx == UINT32_MAX)
         rc = ONI_EBADDEVTABLE;
     else if ((rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_SYSCLKHZ, &sys)) >= 0 &&
              (rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_ACQCLKHZ, &acq)) >= 0)
-        rc = (slot = build_map(devs, n, &mask)) ? 0 : ONI_EBADALLOC;
+        rc = (slot = build_map(devs, n, &mask, &shift)) ? 0 : ONI_EBADALLOC;
     if (rc < 0) {
         free(devs);
         return rc;
@@ -145,6 +149,7 @@ static int reset(struct oni_ctx_impl *ctx)
     ctx->ndev = n;
     ctx->hslot = slot;
     ctx->hmask = mask;
+    ctx->hshift = shift;
     ctx->sysclk_hz = sys;
     ctx->acqclk_hz = acq;
     ctx->max_rframe = ONI_RFRAMEHEADERSZ + rmax;

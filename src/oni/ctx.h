@@ -109,8 +109,8 @@ struct oni_ctx_impl {
     oni_size_t sysclk_hz, acqclk_hz;
     oni_device_t *devs;        /* sorted by idx */
     size_t ndev;
-    struct oni_hslot *hslot;   /* hmask + 1 slots */
-    uint32_t hmask;
+    struct oni_hslot *hslot;   /* hmask + 1 slots, first probe (idx * 0x9E3779B1) >> hshift */
+    uint32_t hmask, hshift;
     oni_size_t max_rframe, max_wframe; /* header included */
     oni_size_t block_read, block_write;
     struct oni_pool *pool;

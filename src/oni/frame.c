@@ -127,7 +127,7 @@ out:
 
 /* ---- read path ----------------------------------------------------------- */
 
-void oni_rlock_wait(struct oni_ctx_impl *ctx)
+__attribute__((noinline)) void oni_rlock_wait(struct oni_ctx_impl *ctx)
 {
     unsigned tries = 0;
     do {
@@ -225,10 +225,11 @@ static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
 }
 
 /* A header that can start a frame: a readable device of the table with its
- * own payload size. */
+ * own payload size. Fibonacci hashing: the product's high bits, which
+ * depend on every bit of idx (device indices differ mostly in the hub byte). */
 static inline int header_ok(const struct oni_ctx_impl *ctx, uint32_t idx, uint32_t sz)
 {
-    uint32_t h = (idx * 0x9E3779B1u) & ctx->hmask;
+    uint32_t h = (idx * 0x9E3779B1u) >> ctx->hshift;
     for (;;) {
         const struct oni_hslot *s = &ctx->hslot[h];
         if (s->key == idx + 1)
@@ -276,23 +277,10 @@ static inline struct oni_rframe *take_rframe(struct oni_ctx_impl *ctx)
     return &ctx->seg->f[ctx->seg_used++];
 }
 
-static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
+/* Fill f with the frame of payload sz at pos and step over it. */
+static inline int hand_out(struct oni_ctx_impl *ctx, struct oni_rframe *f, uint32_t idx,
+                           uint32_t sz, size_t len, oni_frame_t **out)
 {
-    uint64_t deadline = 0;
-    uint32_t idx, sz;
-    int rc;
-    if (ctx->end - ctx->pos < ONI_RFRAMEHEADERSZ &&
-        (rc = refill(ctx, ONI_RFRAMEHEADERSZ, &deadline)) < 0)
-        return rc;
-    read_header(ctx, &idx, &sz);
-    if (!header_ok(ctx, idx, sz))
-        return skip_bad(ctx, &deadline);
-    size_t len = ONI_RFRAMEHEADERSZ + oni_pad4(sz);
-    if (ctx->end - ctx->pos < len && (rc = refill(ctx, len, &deadline)) < 0)
-        return rc;
-    struct oni_rframe *f = take_rframe(ctx);
-    if (!f)
-        return ONI_EBADALLOC;
     char *h = ctx->cur->data + ctx->pos;
     memcpy(&f->h.u.w.time, h, 8);
     f->h.u.w.dev_idx = idx;
@@ -304,6 +292,30 @@ static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
     return (int)len;
 }
 
+/* Any case the fast path of oni_read_frame leaves: a refill, a bad header,
+ * a new descriptor segment, no readable device. */
+/* Kept out of line so the fast path needs no stack frame. */
+__attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, oni_frame_t **out)
+{
+    uint64_t deadline = 0;
+    uint32_t idx, sz;
+    int rc;
+    if (ctx->max_rframe <= ONI_RFRAMEHEADERSZ)
+        return ONI_ENOREADDEV;
+    if ((rc = refill(ctx, ONI_RFRAMEHEADERSZ, &deadline)) < 0)
+        return rc;
+    read_header(ctx, &idx, &sz);
+    if (!header_ok(ctx, idx, sz))
+        return skip_bad(ctx, &deadline);
+    size_t len = ONI_RFRAMEHEADERSZ + oni_pad4(sz);
+    if ((rc = refill(ctx, len, &deadline)) < 0)
+        return rc;
+    struct oni_rframe *f = take_rframe(ctx);
+    if (!f)
+        return ONI_EBADALLOC;
+    return hand_out(ctx, f, idx, sz, len, out);
+}
+
 int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
 {
     if (!ctx)
@@ -313,7 +325,18 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
     if (atomic_load_explicit(&ctx->state, memory_order_relaxed) == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
     oni_rlock(ctx);
-    int rc = ctx->max_rframe > ONI_RFRAMEHEADERSZ ? read_frame_locked(ctx, frame) : ONI_ENOREADDEV;
+    /* Fast path: a known frame wholly in the block, a descriptor free in the
+     * segment. Bytes in the block imply a readable device in the table. */
+    int rc;
+    size_t avail = ctx->end - ctx->pos;
+    uint32_t idx, sz;
+    size_t len;
+    if (avail >= ONI_RFRAMEHEADERSZ && ctx->seg_used < ONI_SEGFRAMES &&
+        (read_header(ctx, &idx, &sz), header_ok(ctx, idx, sz)) &&
+        avail >= (len = ONI_RFRAMEHEADERSZ + oni_pad4(sz)))
+        rc = hand_out(ctx, &ctx->seg->f[ctx->seg_used++], idx, sz, len, frame);
+    else
+        rc = read_frame_slow(ctx, frame);
     oni_runlock(ctx);
     return rc;
 }
