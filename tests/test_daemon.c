@@ -41,6 +41,23 @@ static int sock_connect(void)
     return -1;
 }
 
+static pid_t daemon_pid; /* the daemon start_daemon started last and stop_daemon has not stopped */
+
+/* Stop a daemon that an earlier test started and did not stop (it failed
+ * between start and stop): it would hold the socket path of the next one. */
+static void stop_leftover(void)
+{
+    if (daemon_pid <= 0)
+        return;
+    if (waitpid(daemon_pid, NULL, WNOHANG) == 0) { /* still our running child (not reaped by the test) */
+        fprintf(stderr, "  stopping the daemon an earlier test left running (pid %d)\n", (int)daemon_pid);
+        kill(daemon_pid, SIGKILL);
+        waitpid(daemon_pid, NULL, 0);
+        unlink(sock_path); /* SIGKILL left it */
+    }
+    daemon_pid = 0;
+}
+
 /* Start onix-emu on sock_path; returns its pid, 0 when there is no built daemon. */
 static pid_t start_daemon(const char *spec)
 {
@@ -53,18 +70,23 @@ static pid_t start_daemon(const char *spec)
         return 0;
     if (!sock_path[0])
         snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-daemon-%d.sock", (int)getpid());
+    stop_leftover();
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that failed or was killed */
+        if (getppid() != parent)
+            _exit(127); /* the test died before the line above */
         execl(exe, exe, "--socket", sock_path, "--spec", spec, (char *)NULL);
         _exit(127);
     }
     if (pid < 0)
         return -1;
-    for (int i = 0; i < 500; i++) { /* up to 5 s */
+    for (int i = 0; i < 1000; i++) { /* up to 10 s (a sanitized build on a loaded machine) */
         int s = sock_connect();
         if (s >= 0) {
             close(s);
+            daemon_pid = pid;
             return pid;
         }
         if (waitpid(pid, NULL, WNOHANG) == pid)
@@ -81,6 +103,8 @@ static int stop_daemon(pid_t pid, int sig)
     int status = -1;
     kill(pid, sig);
     waitpid(pid, &status, 0);
+    if (pid == daemon_pid)
+        daemon_pid = 0;
     return status;
 }
 
