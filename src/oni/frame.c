@@ -195,31 +195,31 @@ static int start_fill(struct oni_ctx_impl *ctx)
 
 /* Make sure [pos, pos + need) is in the current block. Starts a new refill
  * of exactly BLOCKREADSIZE bytes when the unparsed bytes are not enough,
- * and finishes an interrupted refill first. *deadline is set when the
- * driver is first asked (0 = not yet): most calls find their frame in the
- * block and never get here. */
+ * and finishes an interrupted refill first. The deadline (*deadline, 0 =
+ * not yet) starts when the driver first answers with no bytes: a refill is
+ * usually one driver call that delivers everything, and then the clock is
+ * never read (it costs more than parsing a frame). */
 static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
 {
     unsigned idle = 0;
     int rc;
     while (ctx->end - ctx->pos < need) {
-        if (!*deadline)
-            *deadline = oni_deadline(ctx);
         if (ctx->fill_left == 0 && (rc = start_fill(ctx)) < 0)
             return rc;
         rc = ctx->drv.read_stream(ctx->dctx, ONI_READ_STREAM_DATA, ctx->cur->data + ctx->end,
                                   ctx->fill_left);
         if (rc < 0)
             return rc;
-        if (rc == 0 || (size_t)rc > ctx->fill_left) {
-            if (rc > 0)
-                return ONI_EREADFAILURE; /* driver claims more than asked */
-            if ((rc = oni_idle_wait(*deadline, &idle)) < 0)
-                return rc;
-            continue;
-        }
+        if ((size_t)rc > ctx->fill_left)
+            return ONI_EREADFAILURE; /* driver claims more than asked */
         ctx->end += (size_t)rc;
         ctx->fill_left -= (size_t)rc;
+        if (rc == 0) {
+            if (!*deadline)
+                *deadline = oni_deadline(ctx);
+            if ((rc = oni_idle_wait(*deadline, &idle)) < 0)
+                return rc;
+        }
     }
     return 0;
 }
