@@ -33,8 +33,6 @@ struct dma_chan {
     int write;              /* 0: card -> buffer, 1: buffer -> card */
     pthread_mutex_t xfer;   /* one transfer of this direction at a time */
     struct gpu_stream *stream;
-    volatile uint32_t *mark; /* page-locked word the stream writes behind each transfer (wait_stream) */
-    uint32_t mark_seq;
 
     pthread_mutex_t q_lock; /* the job queue */
     pthread_cond_t q_cond, q_idle;
@@ -90,7 +88,6 @@ static void chan_fini(struct dma_chan *c)
     if (up)
         pthread_join(c->thread, NULL);
     gpu_stream_destroy(c->stream);
-    gpu_host_free((void *)c->mark);
     pthread_cond_destroy(&c->q_cond);
     pthread_cond_destroy(&c->q_idle);
     pthread_mutex_destroy(&c->q_lock);
@@ -239,35 +236,7 @@ static int copy_from_ring(struct emu_dma *d, uint8_t *dst, size_t off, const uin
 
 static int need_stream(struct dma_chan *c)
 {
-    int rc = c->stream ? 0 : gpu_stream_create(&c->stream);
-    if (!rc && !c->mark && !gpu_host_alloc((void **)&c->mark, sizeof *c->mark))
-        *c->mark = c->mark_seq;
-    return rc; /* without the word, wait_stream asks CUDA instead */
-}
-
-/* Wait until the work queued in the channel's stream is done, at most
- * timeout_ms. The stream writes a new sequence number into a page-locked
- * host word behind the work, and this thread polls that word: no CUDA call
- * per poll (cudaStreamQuery enters the driver each time, and in our traces
- * the completion it reported came up to tens of microseconds late now and
- * then). CUDA is asked every few thousand polls and at the deadline, so that
- * a failed copy is reported rather than waited out. */
-static int wait_stream(struct dma_chan *c, uint32_t timeout_ms)
-{
-    uint32_t seq = c->mark_seq + 1;
-    if (!c->mark || gpu_write_word_async(c->stream, c->mark, seq))
-        return gpu_stream_wait(c->stream, timeout_ms);
-    c->mark_seq = seq;
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
-    for (unsigned i = 1;; i++) {
-        if ((int32_t)(__atomic_load_n((const uint32_t *)c->mark, __ATOMIC_ACQUIRE) - seq) >= 0)
-            return 0;
-        if (i % 4096 == 0 || oni_now_ns() >= deadline) {
-            int rc = gpu_stream_wait(c->stream, 0); /* 0: done; else the error, or ONI_ETIMEOUT if not yet */
-            if (rc != ONI_ETIMEOUT || oni_now_ns() >= deadline)
-                return rc;
-        }
-    }
+    return c->stream ? 0 : gpu_stream_create(&c->stream);
 }
 
 static void count_failure(struct emu_dma *d)
@@ -284,7 +253,7 @@ static int post(struct dma_chan *c, volatile uint32_t *done, int done_gpu, uint3
         return 0;
     }
     int rc = gpu_write_word_async(c->stream, done, seq);
-    return rc ? rc : wait_stream(c, timeout_ms);
+    return rc ? rc : gpu_stream_wait(c->stream, timeout_ms);
 }
 
 /* One card -> buffer transfer; the caller holds ch[0].xfer. done may be NULL. */
@@ -315,7 +284,7 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
             in_stream = 1;
         }
         if (!rc)
-            rc = wait_stream(c, timeout_ms);
+            rc = gpu_stream_wait(c->stream, timeout_ms);
     } else {
         memcpy(dst, sp[0].p, sp[0].n);
         if (sp[1].n)
@@ -349,7 +318,7 @@ static int do_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, v
         if (!rc)
             rc = gpu_copy_async(c->stream, d->wstage, src, n);
         if (!rc)
-            rc = wait_stream(c, timeout_ms);
+            rc = gpu_stream_wait(c->stream, timeout_ms);
         from = d->wstage;
     }
     /* emu_card_write applies the link model to the whole transfer. */
