@@ -2,6 +2,7 @@
  * frames, and the pool that recycles both so the steady state allocates
  * nothing. */
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -277,14 +278,18 @@ static inline struct oni_rframe *take_rframe(struct oni_ctx_impl *ctx)
     return &ctx->seg->f[ctx->seg_used++];
 }
 
-/* Fill f with the frame of payload sz at pos and step over it. */
-static inline int hand_out(struct oni_ctx_impl *ctx, struct oni_rframe *f, uint32_t idx,
-                           uint32_t sz, size_t len, oni_frame_t **out)
+/* The header [u64 time][u32 dev_idx][u32 data_sz] is laid out like the
+ * frame's first three fields, so hand_out copies it in one go. */
+_Static_assert(offsetof(oni_frame_t, dev_idx) == 8 && offsetof(oni_frame_t, data_sz) == 12 &&
+                   offsetof(oni_frame_t, data) == ONI_RFRAMEHEADERSZ,
+               "oni_frame_t starts like a read frame header");
+
+/* Fill f with the frame of len bytes (header included) at pos and step over it. */
+static inline int hand_out(struct oni_ctx_impl *ctx, struct oni_rframe *f, size_t len,
+                           oni_frame_t **out)
 {
     char *h = ctx->cur->data + ctx->pos;
-    memcpy(&f->h.u.w.time, h, 8);
-    f->h.u.w.dev_idx = idx;
-    f->h.u.w.data_sz = sz;
+    memcpy(&f->h.u.w, h, ONI_RFRAMEHEADERSZ);
     f->h.u.w.data = h + ONI_RFRAMEHEADERSZ;
     ctx->pos += len;
     ctx->handed++;
@@ -313,7 +318,7 @@ __attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, o
     struct oni_rframe *f = take_rframe(ctx);
     if (!f)
         return ONI_EBADALLOC;
-    return hand_out(ctx, f, idx, sz, len, out);
+    return hand_out(ctx, f, len, out);
 }
 
 int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
@@ -334,7 +339,7 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
     if (avail >= ONI_RFRAMEHEADERSZ && ctx->seg_used < ONI_SEGFRAMES &&
         (read_header(ctx, &idx, &sz), header_ok(ctx, idx, sz)) &&
         avail >= (len = ONI_RFRAMEHEADERSZ + oni_pad4(sz)))
-        rc = hand_out(ctx, &ctx->seg->f[ctx->seg_used++], idx, sz, len, frame);
+        rc = hand_out(ctx, &ctx->seg->f[ctx->seg_used++], len, frame);
     else
         rc = read_frame_slow(ctx, frame);
     oni_runlock(ctx);

@@ -306,9 +306,9 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
  * of room: the payload words are keyed 16 bytes at a time, so up to 12
  * bytes past the frame get template bytes that the next frame overwrites.
  * The hot path: a few stores per 16 bytes. */
-static inline void put_frame(struct tdrv *d, struct tdev *v, uint8_t *p)
+static inline void put_frame(struct tdev *v, uint64_t t, uint8_t *p)
 {
-    uint64_t t = d->acq++, c = v->counter++;
+    uint64_t c = v->counter++;
     memcpy(p, &t, 8);
     memcpy(p + 8, &v->idx_size, 8);
     memcpy(p + 16, &c, 8);
@@ -362,15 +362,19 @@ static void read_data(struct tdrv *d, uint8_t *dst, size_t size)
         d->stage_off += (uint32_t)n;
         off = n;
     }
+    /* The loop keeps the acquisition counter, the schedule position and the
+     * frame count in registers. */
+    uint64_t acq = d->acq, frames = 0;
+    unsigned pos = d->sched_pos;
     while (off < size) {
-        struct tdev *v = d->sched[d->sched_pos];
-        if (++d->sched_pos == d->nsched)
-            d->sched_pos = 0;
+        struct tdev *v = d->sched[pos];
+        if (++pos == d->nsched)
+            pos = 0;
         if (size - off >= v->frame_sz + SLACK) {
-            put_frame(d, v, dst + off);
+            put_frame(v, acq++, dst + off);
             off += v->frame_sz;
         } else { /* the last frame(s) of the read go through the stage */
-            put_frame(d, v, d->stage);
+            put_frame(v, acq++, d->stage);
             size_t n = size - off < v->frame_sz ? size - off : v->frame_sz;
             memcpy(dst + off, d->stage, n);
             off += n;
@@ -379,8 +383,11 @@ static void read_data(struct tdrv *d, uint8_t *dst, size_t size)
                 d->stage_off = (uint32_t)n;
             }
         }
-        d->stats.frames++;
+        frames++;
     }
+    d->acq = acq;
+    d->sched_pos = pos;
+    d->stats.frames += frames;
     d->stats.bytes += size;
 }
 
