@@ -1,8 +1,9 @@
 /* onigpu.h - onigpu's extension to the ONI API: the GPU data stream and its
  * driver options (thesis seed 000, table 3.1), used through
  * oni_set_driver_opt / oni_get_driver_opt. Drivers that implement it: emu
- * (emulated ONIX host; through the onix-emu daemon only host buffers and the
- * chunked path, other GPU transfers answer ONI_EUNIMPL). Other drivers answer
+ * (emulated ONIX host; through the onix-emu daemon too: device memory is
+ * shared with the daemon by CUDA IPC, and there asynchronous jobs need device
+ * memory for buffer and completion word, else ONI_EUNIMPL). Other drivers answer
  * ONI_EINVALOPT. The options are thread-safe on one context (docs/transfers.md).
  *
  * Value/size conventions (the thesis' listings 4.2-4.4 work unchanged except
