@@ -73,7 +73,8 @@ struct loop_config {
                               (0 = 50 us; benchmarks spin longer for exact hand-offs) */
     int pin_threads;       /* 1: receive, process and send each get a core of their own (the
                               last three the process may use) when at least four are there:
-                              spinning threads are then never migrated or preempted by each other */
+                              spinning threads are then never migrated or preempted by each other
+                              (cpu backend: not the process thread, whose OpenMP teams need cores) */
 };
 
 #define LOOP_MAXDEPTH 16
