@@ -92,7 +92,8 @@ if [[ ! -f $REPO/$BUILD/liboni.so.1 || ! -f $REPO/$BUILD/libonidriver_test.so ]]
     cmake --build "$REPO/$BUILD" -j "$(nproc)" --target oni onidriver_test >/dev/null
 fi
 ON_LIB=$REPO/$BUILD
-ON_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ {print $2}' "$ON_LIB/CMakeCache.txt" 2>/dev/null || echo unknown)
+ON_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ {print $2}' "$ON_LIB/CMakeCache.txt" 2>/dev/null || true)
+ON_TYPE=${ON_TYPE:-RelWithDebInfo (CMakeLists.txt default)}
 cp "$ON_LIB/libonidriver_test.so" "$TMP/drv/"
 "$CC" -O2 -I"$TMP/up" "$REPO/tools/framerate.c" "$TMP/up/liboni.so.1" -Wl,-rpath,"$TMP/up" -o "$TMP/fr_upstream"
 "$CC" -O2 -I"$REPO/include" "$REPO/tools/framerate.c" -L"$ON_LIB" -loni -Wl,-rpath,"$ON_LIB" -o "$TMP/fr_onigpu"
