@@ -365,6 +365,29 @@ TEST(emu_testcore_continuity_full_speed)
     emu_card_destroy(c);
 }
 
+/* A reader that keeps up costs the FIFO no copies or page calls per read:
+ * the ring restarts at its start about once per 32 MiB read, moving at most
+ * 1/32 of what was read, and gives no pages back (nothing piled up). */
+TEST(emu_fifo_steady_state_cheap)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=testcore:bytes=4096:rate=2G");
+    REQUIRE(c);
+    size_t blk = 64 << 10, reads = (256u << 20) / blk;
+    uint8_t *buf = malloc(blk);
+    REQUIRE(buf);
+    start(c);
+    for (size_t i = 0; i < reads; i++)
+        REQUIRE(emu_card_read(c, EMU_STREAM_DATA, buf, blk, TMO) == (int)blk);
+    const struct emu_fifo *f = &c->fifo[0];
+    fprintf(stderr, "  %zu reads of 64 KiB: %llu ring restarts moving %llu bytes, %llu page give-backs\n", reads,
+            (unsigned long long)f->recentres, (unsigned long long)f->moved, (unsigned long long)f->trims);
+    CHECK(f->recentres >= 256 / 32 - 1 && f->recentres <= 256 / 32 + 1);
+    CHECK(f->moved <= (256u << 20) / 32);
+    CHECK_EQ(f->trims, 0);
+    free(buf);
+    emu_card_destroy(c);
+}
+
 /* A reader that stalls: the FIFO fills, whole frames are dropped and
  * counted per device and stream, delivered + dropped = generated, the test
  * core's counter skips exactly the dropped words, and acquisition goes on
@@ -726,6 +749,8 @@ TEST(emu_fifo_backlog_drains_intact)
     }
     CHECK_EQ(k.errors, 0);
     CHECK(k.words > (150ull << 20) / 8);
+    CHECK(c->fifo[0].trims >= 1); /* the drained backlog's pages went back */
+    CHECK_EQ(c->fifo[1].trims, 0); /* never in the GPU stream's FIFO */
     emu_card_stats(c, &st);
     CHECK_EQ(st.dropped_frames[0] + st.dropped_frames[1], 0);
     free(buf);

@@ -106,6 +106,7 @@ struct emu_fifo {
     size_t hiwater;         /* highest offset written since the last trim */
     uint64_t frames, bytes; /* delivered into the FIFO */
     uint64_t dropped_frames, dropped_bytes;
+    uint64_t recentres, moved, trims; /* consume(): ring restarts, bytes they moved, page give-backs */
     size_t want;            /* bytes the waiting reader needs; 0 = none waits */
     int busy;               /* a reader holds the stream */
     int keep_pages;         /* never give pages back: the DMA engine may have them page-locked */

@@ -84,11 +84,14 @@ void emu_fifo_consume(struct emu_fifo *f, size_t n)
     f->fill -= n;
     if (f->rd >= RECENTRE_AT && f->rd + f->fill <= f->cap && f->fill * 32 <= f->rd) {
         memmove(f->base, f->base + f->rd, f->fill);
+        f->recentres++;
+        f->moved += f->fill;
         f->rd = 0;
         f->wr = f->fill;
         if (!f->keep_pages && f->hiwater > KEEP_LOW && f->fill <= KEEP_LOW) {
             madvise(f->base + KEEP_LOW, f->hiwater - KEEP_LOW, MADV_DONTNEED);
             f->hiwater = KEEP_LOW;
+            f->trims++;
         }
     }
 }
