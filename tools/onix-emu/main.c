@@ -42,7 +42,7 @@ static const uint64_t ring_cap[EMUP_NRING] = {
     [EMUP_RING_DATA] = 8u << 20,
     [EMUP_RING_WRITE] = 1u << 20,
     [EMUP_RING_GPU] = 8u << 20,
-    [EMUP_RING_GPUW] = 1u << 20,
+    [EMUP_RING_GPUW] = 16u << 20, /* a GPU write block is one piece (whole frames): up to 16 MiB */
 };
 
 /* One GPU_IMPORT. Imports of the same handle share one mapping. A released
