@@ -68,9 +68,16 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     fi
     for link in ${XFER_LINKS:-gen2x4 unlimited}; do
         step "bench transfer $link" 300 "$BUILD/onigpu" bench transfer --link "$link" \
-            --sizes "${XFER_SIZES:-64:16M}" --total "${XFER_TOTAL:-256M}" --dir both "${DAEMON[@]}" \
-            --out "$RES" > >(tee -a "$SUM")
+            --sizes "${XFER_SIZES:-64:16M}" --total "${XFER_TOTAL:-256M}" --dir both --out "$RES" \
+            > >(tee -a "$SUM")
     done
+    # the GPU paths through the daemon beside in-process (an unpinned transfer through the
+    # daemon costs ~0.1-0.3 ms: a smaller total keeps this step short)
+    if [ ${#DAEMON[@]} -gt 0 ]; then
+        step "bench transfer daemon" 240 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:16M \
+            --total 32M --paths reference,staged,direct,prepinned,chunked --dir both "${DAEMON[@]}" \
+            --out "$RES" > >(tee -a "$SUM")
+    fi
     # the 4 KiB tail: 10^5 transfers per path, max against p50 (TARGETS.md); the
     # ring paths are the reference copy from fresh host addresses, as the card's DMA reads
     step "bench transfer 4K x 1e5" 180 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:4K \
