@@ -109,8 +109,6 @@ static void on_signal(int sig)
     errno = saved;
 }
 
-/* --- sessions ----------------------------------------------------------------- */
-
 /* --- GPU memory of the client ------------------------------------------------ */
 
 /* Unmap released imports once no queued job can use them (s->dma idle or
@@ -219,6 +217,8 @@ static int gpu_dma(struct session *s, const struct emup_gpu_dma *rq)
     }
     return rc;
 }
+
+/* --- sessions ----------------------------------------------------------------- */
 
 static void session_unref(struct session *s)
 {
