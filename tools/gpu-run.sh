@@ -37,7 +37,9 @@ step() { # step NAME TIMEOUT_S CMD...: run one step with a deadline, note failur
 }
 
 exec > >(tee -a "$LOG") 2>&1
-echo "=== onigpu gpu-run $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+# ONIGPU_GIT_COMMIT names the commit when this tree is a copy whose .git is
+# not current (the result sets record it instead of reading .git).
+echo "=== onigpu gpu-run $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${ONIGPU_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo none)}"
 nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv
 nvcc --version | tail -1
 if ! step configure 120 cmake -S . -B "$BUILD" -DONIGPU_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \

@@ -263,7 +263,12 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
     rc |= add_meta(r, "command", cmd, 0);
     free(cmd);
     rc |= add_meta(r, "date", r->date, 0);
-    if (git_commit(buf, sizeof buf) == 0)
+    /* A copied tree (a GPU machine that got the files but an old .git) names
+     * its commit through ONIGPU_GIT_COMMIT; .git is read otherwise. */
+    const char *env = getenv("ONIGPU_GIT_COMMIT");
+    if (env && *env)
+        rc |= add_meta(r, "git_commit", env, 0);
+    else if (git_commit(buf, sizeof buf) == 0)
         rc |= add_meta(r, "git_commit", buf, 0);
     return rc ? ONI_EBADALLOC : ONI_ESUCCESS;
 }
