@@ -47,13 +47,13 @@ static int wait_done(struct loop_cardsrc *c, uint32_t seq, uint32_t timeout_ms)
 }
 
 /* ONI_DRV_READ waits for data inside oni_set_driver_opt, holding the
- * context's option lock all the while. Back to back, such reads starve
+ * context's option lock all the while. Back to back, such reads can starve
  * everyone else who needs that lock (the stimulator writes, the statistics,
- * acquisition stop): on the 16-core H100 machine a 4 s `onigpu run --backend
- * cpu` took 7.5 s with a 77 ms latency p99. So a block is read synchronously
- * only when the card's FIFO already holds it; otherwise the card's DMA engine
- * is given the read (READ_ASYNC into this host buffer) and its completion
- * word is waited for here, without the lock. */
+ * and with them the stop; the likely mechanism of a 4 s `onigpu run --backend
+ * cpu` that took 7.5 s on the 16-core H100 machine, docs/closed-loop.md). So
+ * a block is read synchronously only when the card's FIFO already holds it;
+ * otherwise the card's DMA engine is given the read (READ_ASYNC into this
+ * host buffer) and its completion word is waited for here, without the lock. */
 static int card_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
 {
     struct loop_cardsrc *c = ctx;

@@ -44,8 +44,6 @@ struct loop_persist {
 
 /* Launch the persistent kernel on s with `grid` blocks (EPHYS uses 1). */
 int loop_cu_persistent(const struct loop_persist *p, int grid, cudaStream_t s);
-/* Blocks the MAC kernel uses for n floats, at most max_blocks. */
-int loop_cu_mac_grid(size_t n, int max_blocks);
 /* Blocks the persistent MAC uses for n floats (pass the SM count: one block per SM at most). */
 int loop_cu_persist_grid(size_t n, int max_blocks);
 

@@ -1,9 +1,10 @@
 /* gpu_cuda.c - the GPU backends of the closed-loop engine (loop.h).
  *
  * Every backend ends a block's GPU work with a write of seq into a
- * host-mapped doorbell word (a stream write, or the persistent kernel's store); the host waits for that word (loop_wait_word:
- * spin, then poll, with a deadline) instead of synchronizing the stream, so
- * no call ever blocks without a deadline. Completion words the source writes
+ * host-mapped doorbell word (a stream write, or the persistent kernel's own
+ * store); the host waits for that word (loop_wait_word: spin, then poll, with
+ * a deadline) instead of synchronizing the stream, so no call ever blocks
+ * without a deadline. Completion words the source writes
  * are initialised to NONE so that seq 0 is never seen before it arrives. */
 #include <pthread.h>
 #include <stdio.h>

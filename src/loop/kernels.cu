@@ -168,7 +168,8 @@ static size_t ephys_shmem(uint32_t nchan)
     return (LOOP_EPHYS_CHUNK * (size_t)nchan + LOOP_EPHYS_CHUNK) * sizeof(float);
 }
 
-extern "C" int loop_cu_mac_grid(size_t n, int max_blocks)
+// Blocks the MAC kernel uses for n floats, at most max_blocks.
+static int mac_grid(size_t n, int max_blocks)
 {
     size_t g = (n + MAC_THREADS - 1) / MAC_THREADS;
     if (g < 1)
@@ -179,7 +180,7 @@ extern "C" int loop_cu_mac_grid(size_t n, int max_blocks)
 extern "C" int loop_cu_mac(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed,
                            cudaStream_t s)
 {
-    int grid = loop_cu_mac_grid(n, 65535);
+    int grid = mac_grid(n, 65535);
     mac_kernel<<<grid, MAC_THREADS, 0, s>>>(in, out, n, iters, passes, seed);
     return (int)cudaGetLastError();
 }
