@@ -27,7 +27,10 @@
 #     difference of a 1126400- and a 102400-frame run, so setup cancels);
 #  5. writes DIR/frames-upstream-<date>.csv and .json: per block size the
 #     median, min and max frames/s of each library, the ratio of the medians,
-#     and the median, min and max of the ratios of the runs made side by side.
+#     and the median, min and max of the ratios of the runs made side by side;
+#     all of it twice: frames per wall-clock second, and frames per second of
+#     the reading thread's CPU time (steadier on a shared machine: time that
+#     other processes take does not count).
 # Every run also checks 100000 frames (device, size, per-device counters):
 # a library that misparses the stream fails the comparison.
 set -euo pipefail
@@ -103,25 +106,27 @@ resolved() { LD_LIBRARY_PATH=$TMP/drv ldd "$1" | awk '/liboni\.so/ {print ($2 ==
 [[ $(resolved "$TMP/fr_upstream") == "$TMP/up/liboni.so.1" ]] || { echo "bench-upstream: fr_upstream does not load upstream's liboni" >&2; exit 1; }
 [[ $(readlink -f "$(resolved "$TMP/fr_onigpu")") == $(readlink -f "$ON_LIB/liboni.so.1") ]] || { echo "bench-upstream: fr_onigpu does not load onigpu's liboni" >&2; exit 1; }
 
-run() { # lib block arg: sets RUN_FPS; a failed run or a bad frame ends the comparison
+run() { # lib block arg: sets RUN_FPS, RUN_CPUFPS; a failed run or a bad frame ends the comparison
     local out
     if ! out=$(LD_LIBRARY_PATH=$TMP/drv "$TMP/fr_$1" test "$2" "$3" 2>&1); then
         echo "bench-upstream: $1 at block $2 failed: $out" >&2
         exit 1
     fi
     RUN_FPS=$(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^fps=/) print substr($i, 5)}' <<<"$out")
+    RUN_CPUFPS=$(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^cpufps=/) print substr($i, 8)}' <<<"$out")
 }
 
 # 3. interleaved runs
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-declare -A FPS
+declare -A FPS CPU
 for ((r = 1; r <= REPS; r++)); do
     order="upstream onigpu"; ((r % 2)) || order="onigpu upstream"
     for b in $BLOCKS; do
         for lib in $order; do
             run "$lib" "$b" "$SECONDS_PER_RUN"
             FPS[$lib,$b]="${FPS[$lib,$b]:-} $RUN_FPS"
-            printf 'rep %d block %7d %-8s %12.0f frames/s\n' "$r" "$b" "$lib" "$RUN_FPS" >&2
+            CPU[$lib,$b]="${CPU[$lib,$b]:-} $RUN_CPUFPS"
+            printf 'rep %d block %7d %-8s %12.0f frames/s %12.0f frames/CPU-s\n' "$r" "$b" "$lib" "$RUN_FPS" "$RUN_CPUFPS" >&2
         done
     done
 done
@@ -148,19 +153,32 @@ CSV=$REPO/$OUT/frames-upstream-$STAMP.csv JSON=$REPO/$OUT/frames-upstream-$STAMP
 stats() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f %.0f %.0f\n", m, v[1], v[NR]}'; }
 ratios() { paste -d' ' <(tr ' ' '\n' <<<"$1" | awk 'NF') <(tr ' ' '\n' <<<"$2" | awk 'NF') | awk '{print $2 / $1}' | sort -g |
            awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f\n", m, v[1], v[NR]}'; }
-echo "block,upstream_fps_p50,upstream_fps_min,upstream_fps_max,onigpu_fps_p50,onigpu_fps_min,onigpu_fps_max,ratio_of_medians,paired_ratio_p50,paired_ratio_min,paired_ratio_max,upstream_instr_per_frame,onigpu_instr_per_frame,upstream_runs,onigpu_runs" >"$CSV"
-ROWS=()
-for b in $BLOCKS; do
-    read -r u50 umin umax < <(stats <<<"${FPS[upstream,$b]}")
-    read -r o50 omin omax < <(stats <<<"${FPS[onigpu,$b]}")
-    read -r p50 pmin pmax < <(ratios "${FPS[upstream,$b]}" "${FPS[onigpu,$b]}")
+# One measure (FPS or CPU) of one block size as CSV cells and JSON members: $1 = prefix, $2 = array name.
+measure() {
+    local -n arr=$2
+    local u50 umin umax o50 omin omax p50 pmin pmax ratio
+    read -r u50 umin umax < <(stats <<<"${arr[upstream,$b]}")
+    read -r o50 omin omax < <(stats <<<"${arr[onigpu,$b]}")
+    read -r p50 pmin pmax < <(ratios "${arr[upstream,$b]}" "${arr[onigpu,$b]}")
     ratio=$(awk -v u="$u50" -v o="$o50" 'BEGIN {printf "%.3f", o / u}')
+    M_CSV="$u50,$umin,$umax,$o50,$omin,$omax,$ratio,$p50,$pmin,$pmax"
+    M_JSON="\"upstream_$1_p50\": $u50, \"upstream_$1_min\": $umin, \"upstream_$1_max\": $umax, \"onigpu_$1_p50\": $o50, \"onigpu_$1_min\": $omin, \"onigpu_$1_max\": $omax, \"$1_ratio_of_medians\": $ratio, \"$1_paired_ratio_p50\": $p50, \"$1_paired_ratio_min\": $pmin, \"$1_paired_ratio_max\": $pmax"
+    M_TEXT=$(printf 'upstream %11.0f  onigpu %11.0f  onigpu/upstream %s (side by side %s .. %s)' "$u50" "$o50" "$ratio" "$pmin" "$pmax")
+}
+hdr() { echo "upstream_$1_p50,upstream_$1_min,upstream_$1_max,onigpu_$1_p50,onigpu_$1_min,onigpu_$1_max,$1_ratio_of_medians,$1_paired_ratio_p50,$1_paired_ratio_min,$1_paired_ratio_max"; }
+echo "block,$(hdr fps),$(hdr cpufps),upstream_instr_per_frame,onigpu_instr_per_frame,upstream_fps_runs,onigpu_fps_runs,upstream_cpufps_runs,onigpu_cpufps_runs" >"$CSV"
+ROWS=()
+echo "medians of $REPS runs; frames/s of wall-clock time, then of the reading thread's CPU time:"
+for b in $BLOCKS; do
+    measure fps FPS
+    wall_csv=$M_CSV wall_json=$M_JSON wall_text=$M_TEXT
+    measure cpufps CPU
     ui=${IPF[upstream,$b]:-} oi=${IPF[onigpu,$b]:-}
-    uruns=$(echo ${FPS[upstream,$b]}) oruns=$(echo ${FPS[onigpu,$b]})
-    echo "$b,$u50,$umin,$umax,$o50,$omin,$omax,$ratio,$p50,$pmin,$pmax,$ui,$oi,${uruns// /;},${oruns// /;}" >>"$CSV"
-    ROWS+=("{\"block\": $b, \"upstream_fps_p50\": $u50, \"upstream_fps_min\": $umin, \"upstream_fps_max\": $umax, \"onigpu_fps_p50\": $o50, \"onigpu_fps_min\": $omin, \"onigpu_fps_max\": $omax, \"ratio_of_medians\": $ratio, \"paired_ratio_p50\": $p50, \"paired_ratio_min\": $pmin, \"paired_ratio_max\": $pmax, \"upstream_instr_per_frame\": ${ui:-null}, \"onigpu_instr_per_frame\": ${oi:-null}, \"upstream_runs\": [${uruns// /, }], \"onigpu_runs\": [${oruns// /, }]}")
-    printf 'block %7d: upstream %11.0f  onigpu %11.0f frames/s (medians of %d)  onigpu/upstream %s (side by side: %s .. %s)\n' \
-        "$b" "$u50" "$o50" "$REPS" "$ratio" "$pmin" "$pmax"
+    ufr=$(echo ${FPS[upstream,$b]}) ofr=$(echo ${FPS[onigpu,$b]})
+    ucr=$(echo ${CPU[upstream,$b]}) ocr=$(echo ${CPU[onigpu,$b]})
+    echo "$b,$wall_csv,$M_CSV,$ui,$oi,${ufr// /;},${ofr// /;},${ucr// /;},${ocr// /;}" >>"$CSV"
+    ROWS+=("{\"block\": $b, $wall_json, $M_JSON, \"upstream_instr_per_frame\": ${ui:-null}, \"onigpu_instr_per_frame\": ${oi:-null}, \"upstream_fps_runs\": [${ufr// /, }], \"onigpu_fps_runs\": [${ofr// /, }], \"upstream_cpufps_runs\": [${ucr// /, }], \"onigpu_cpufps_runs\": [${ocr// /, }]}")
+    printf 'block %7d wall: %s\n              cpu:  %s\n' "$b" "$wall_text" "$M_TEXT"
 done
 json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 {
@@ -169,7 +187,7 @@ json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
     echo "  \"kernel\": \"$(json_str "$(uname -sr)")\", \"loadavg_before\": \"$LOAD_BEFORE\", \"loadavg_after\": \"$LOAD_AFTER\","
     echo "  \"command\": \"$(json_str "$CMDLINE")\", \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
     echo "  \"git_commit\": \"$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"onigpu_build_type\": \"$ON_TYPE\","
-    echo "  \"uncommitted_changes_in_src\": $([[ -n $(git -C "$REPO" status --porcelain -- src include 2>/dev/null) ]] && echo true || echo false),"
+    echo "  \"uncommitted_changes_in_library\": $([[ -n $(git -C "$REPO" status --porcelain -- src/oni src/drivers/test include tools/framerate.c 2>/dev/null) ]] && echo true || echo false),"
     echo "  \"upstream_commit\": \"$UP_COMMIT\", \"upstream_version\": \"$UP_VERSION\", \"upstream_build\": \"$(json_str "$UP_BUILD")\","
     echo "  \"compiler\": \"$(json_str "$("$CC" --version | head -1)")\", \"driver\": \"test (devices with read_size % 4 != 0 disabled in both)\","
     echo "  \"reps\": $REPS, \"seconds_per_run\": $SECONDS_PER_RUN, \"frames_checked_per_run\": 100000"
