@@ -143,6 +143,36 @@ TEST(thousand_frames_live_across_refills)
     oni_destroy_ctx(ctx);
 }
 
+/* Frame descriptors belong to their block, 256 to a segment: a block with
+ * more frames than that, all alive, then reused with its segments once
+ * they are destroyed. */
+TEST(many_live_frames_of_one_block)
+{
+    static uint8_t pattern[64 * MAXRFRAME];
+    uint32_t idx[64];
+    size_t len = make_stream(pattern, idx, 64, 0);
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t block = 65536; /* ~1500 frames of this stream */
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, 4) == 0);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_REPEAT, 1) == 0);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, pattern, len) == 0);
+    static oni_frame_t *kept[3000];
+    long total = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 3000; i++, total++)
+            REQUIRE(oni_read_frame(ctx, &kept[i]) > 0);
+        for (int i = 0; i < 3000; i++) {
+            long t = total - 3000 + i;
+            if (!fx_check(kept[i], (uint64_t)(t % 64), idx[t % 64], rsize(idx[t % 64])))
+                UNIT_FAIL("round %d: kept frame %d wrong", round, i);
+        }
+        for (int i = 2999; i >= 0; i--)
+            oni_destroy_frame(kept[i]);
+    }
+    oni_destroy_ctx(ctx);
+}
+
 TEST(frames_outlive_context)
 {
     static uint8_t stream[20 * MAXRFRAME];
