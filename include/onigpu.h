@@ -18,7 +18,14 @@
  *                                  sizeof(onigpu_buf_t), giving the length explicitly.
  *   ONI_DRV_READ_ASYNC, ONI_DRV_WRITE_ASYNC  value = onigpu_xfer_t *, size = sizeof(onigpu_xfer_t)
  *   ONI_DRV_STREAM_STATS           get: value = onigpu_stream_stats_t *, *size >= sizeof
- * Defaults: RD_SZ = WR_SZ = 4096, CHUNK_SZ = 0.
+ *   ONI_DRV_DMA_AGENT              set/get as RD_SZ, 0 .. ONIGPU_MAX_BLOCK: direct GPU transfers
+ *                                  of at most this many bytes are moved by a GPU-resident agent
+ *                                  kernel polling a descriptor ring (no CUDA call per transfer;
+ *                                  it occupies one SM while on); 0 = off. Set: ONI_ENOGPU without a
+ *                                  GPU, ONI_EINIT if the kernel cannot start (the copy engine stays),
+ *                                  ONI_EUNIMPL through the daemon. Get: 0 when off or after the
+ *                                  agent failed (the copy engine then moves every block).
+ * Defaults: RD_SZ = WR_SZ = 4096, CHUNK_SZ = 0, DMA_AGENT = 0.
  *
  * Buffers may be host memory or GPU memory (cudaMalloc); the driver tells which
  * from CUDA pointer attributes and picks the path:
@@ -61,8 +68,12 @@ enum {
     ONI_DRV_READ_ASYNC,         /* start card -> buffer; completion record written after the payload */
     ONI_DRV_WRITE_ASYNC,        /* start buffer -> card; completion record written when consumed */
     ONI_DRV_STREAM_STATS,       /* FIFO fill and drop counters of both data streams */
-    ONI_DRV_CHUNK_SZ            /* chunk size of staged GPU transfers, bytes; 0 = direct (default) */
+    ONI_DRV_CHUNK_SZ,           /* chunk size of staged GPU transfers, bytes; 0 = direct (default) */
+    ONI_DRV_DMA_AGENT           /* GPU transfers up to this many bytes by the GPU-resident DMA agent; 0 = off */
 };
+
+/* A suggested ONI_DRV_DMA_AGENT limit (docs/transfers.md, DMA agent: chosen from measurements). */
+#define ONIGPU_DMA_AGENT_DEFAULT (64u << 10)
 
 /* Largest RD_SZ / WR_SZ / CHUNK_SZ, bytes. */
 #define ONIGPU_MAX_BLOCK (1u << 30)

@@ -7,12 +7,15 @@
 #include <sys/mman.h>
 #include <time.h>
 #include "dma.h"
+#include "dma_agent.h"
 #include "gpu/gpu.h"
 #include "onii.h"
 
 #define DMA_QUEUE 256          /* queued asynchronous jobs */
 #define DMA_MAX_LOCKED 64      /* page-locked windows of ring memory */
 #define DMA_WINDOW (64u << 20) /* ring memory is page-locked in windows of this size */
+#define AGENT_SEGS 8           /* pieces of one agent transfer: two spans, each split at window ends */
+#define AGENT_STOP_MS 2000     /* how long destroy waits for the agent kernel to stop */
 
 struct dma_job {
     int buf_gpu, done_gpu;
@@ -24,6 +27,8 @@ struct locked {
     uintptr_t lo, hi;
     int direct; /* page-locked and locked in RAM: the copy engine reads it in place */
     int ours;   /* registered by the engine: undone at destroy */
+    int mapped; /* agent: 0 not looked up, 1 dev valid, -1 not mapped for the device */
+    uint8_t *dev; /* agent: the device address of lo */
 };
 
 /* One direction of the engine: its own lock, copy stream and job queue, so
@@ -57,6 +62,12 @@ struct emu_dma {
     size_t wstage_cap;
     uint64_t writes, bytes_written;
     uint64_t failed;        /* both sides, atomic */
+    /* the agent (dma_agent.h): set under both channels' xfer locks */
+    struct emu_agent *agent;
+    size_t agent_max;       /* transfers of at most this many bytes go to the agent; 0 = none */
+    int agent_dead;         /* atomic: it failed; the copy engine takes over */
+    uint8_t *wstage_dev;    /* the device address of wstage (write side) */
+    uint64_t agent_reads, agent_writes; /* under the channel's xfer lock */
 };
 
 static void *engine(void *arg);
@@ -118,6 +129,7 @@ void emu_dma_destroy(struct emu_dma *d)
         return;
     chan_fini(&d->ch[0]);
     chan_fini(&d->ch[1]);
+    emu_agent_stop(d->agent, AGENT_STOP_MS); /* says so when the kernel is stuck; never waits longer */
     for (int i = 0; i < d->nlocked; i++)
         if (d->locked[i].ours) {
             munlock((void *)d->locked[i].lo, d->locked[i].hi - d->locked[i].lo);
@@ -173,7 +185,7 @@ static const struct locked *window(struct emu_dma *d, uintptr_t a, int *rc)
     uintptr_t wlo = a - (a - lo) % DMA_WINDOW, whi = wlo + DMA_WINDOW;
     if (whi > hi)
         whi = hi;
-    struct locked w = {wlo, whi, 1, 0};
+    struct locked w = {wlo, whi, 1, 0, 0, NULL};
     *rc = gpu_host_register((void *)wlo, whi - wlo);
     if (*rc == ONI_EPINNED) { /* page-locked by its owner already: the owner keeps it in place */
         *rc = 0;
@@ -234,14 +246,110 @@ static int copy_from_ring(struct emu_dma *d, uint8_t *dst, size_t off, const uin
     return 0;
 }
 
-static int need_stream(struct dma_chan *c)
-{
-    return c->stream ? 0 : gpu_stream_create(&c->stream);
-}
-
 static void count_failure(struct emu_dma *d)
 {
     __atomic_fetch_add(&d->failed, 1, __ATOMIC_RELAXED);
+}
+
+/* --- the agent (dma_agent.h): small transfers without a CUDA call ------------ */
+
+
+static uint64_t deadline_ns(uint32_t timeout_ms)
+{
+    return oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+}
+
+/* The agent takes an n-byte transfer when it runs, has not failed, and n is
+ * within its limit. The caller holds its channel's xfer lock. */
+static int agent_takes(struct emu_dma *d, size_t n)
+{
+    return d->agent && n <= d->agent_max && !__atomic_load_n(&d->agent_dead, __ATOMIC_ACQUIRE);
+}
+
+/* The agent failed (rc): say so once, stop it from taking any descriptor
+ * still in its ring (so a late copy can never land in a buffer its owner
+ * has reused), and let the copy engine move everything from now on. */
+static void agent_fail(struct emu_dma *d, int rc)
+{
+    if (!__atomic_exchange_n(&d->agent_dead, 1, __ATOMIC_ACQ_REL)) {
+        fprintf(stderr, "emu: DMA agent failed (%d %s); the copy engine moves every block from now on\n", rc,
+                oni_error_str(rc));
+        emu_agent_halt(d->agent);
+    }
+}
+
+struct seg {
+    const uint8_t *src; /* device address */
+    size_t off, n;
+};
+
+/* Split ring span p..p+n (landing at dst offset off) into device-addressable
+ * pieces, one per window. Returns the number added, or -1 when a window is
+ * not mapped for the device (then the copy engine must do this block). */
+static int agent_segs(struct emu_dma *d, const uint8_t *p, size_t n, size_t off, struct seg *sg, int room)
+{
+    int k = 0;
+    while (n) {
+        int rc = 0;
+        struct locked *w = (struct locked *)window(d, (uintptr_t)p, &rc);
+        if (!w || !w->direct || k == room)
+            return -1;
+        if (!w->mapped) {
+            void *dev = NULL;
+            w->mapped = emu_agent_devptr((void *)w->lo, &dev) ? -1 : 1;
+            w->dev = dev;
+        }
+        if (w->mapped < 0)
+            return -1;
+        size_t m = w->hi - (uintptr_t)p < n ? w->hi - (uintptr_t)p : n;
+        sg[k++] = (struct seg){w->dev + ((uintptr_t)p - w->lo), off, m};
+        off += m, p += m, n -= m;
+    }
+    return k;
+}
+
+/* Post the pieces to dst (record on the last, if any) and wait for them.
+ * Returns 0, 1 when nothing was posted and the copy engine must do it, or an
+ * error (the agent is then out of service). */
+static int agent_run(struct emu_dma *d, uint8_t *dst, const struct seg *sg, int k, uint32_t *done, uint32_t seq,
+                     int host_reader, uint32_t timeout_ms)
+{
+    uint64_t end = deadline_ns(timeout_ms), ticket = 0;
+    int rc = 0;
+    for (int i = 0; i < k && !rc; i++) {
+        int last = i == k - 1;
+        rc = emu_agent_post(d->agent, dst + sg[i].off, sg[i].src, sg[i].n, last ? done : NULL, seq, host_reader,
+                            end, &ticket);
+        if (rc == ONI_EINIT && i == 0) {
+            agent_fail(d, rc);
+            return 1; /* nothing posted: the copy engine takes this one */
+        }
+    }
+    if (!rc)
+        rc = emu_agent_wait(d->agent, ticket, end);
+    if (rc)
+        agent_fail(d, rc);
+    return rc;
+}
+
+/* Card -> GPU by the agent: the pieces of the FIFO spans straight into dst;
+ * a GPU completion record written by the agent behind them when in_rec.
+ * Returns 0, 1 (copy engine instead) or an error. */
+static int agent_read(struct emu_dma *d, uint8_t *dst, const struct emu_span sp[2], uint32_t *done, uint32_t seq,
+                      uint32_t timeout_ms)
+{
+    struct seg sg[AGENT_SEGS];
+    int k = agent_segs(d, sp[0].p, sp[0].n, 0, sg, AGENT_SEGS), k2 = 0;
+    if (k >= 0 && sp[1].n)
+        k2 = agent_segs(d, sp[1].p, sp[1].n, sp[0].n, sg + k, AGENT_SEGS - k);
+    if (k < 0 || k2 < 0)
+        return 1;
+    return agent_run(d, dst, sg, k + k2, done, seq, 0, timeout_ms);
+}
+
+static int need_stream(struct dma_chan *c)
+{
+    return c->stream ? 0 : gpu_stream_create(&c->stream);
 }
 
 /* Write the completion record once the payload is complete: GPU memory by
@@ -267,7 +375,7 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
         return rc;
     rc = 0;
     uint64_t t0 = oni_now_ns(); /* the link carries the payload from here on */
-    int in_stream = 0;
+    int in_stream = 0, moved = 0;
     if (dst_gpu || done_gpu) {
         rc = need_stream(c);
         if (!rc && dst_gpu)
@@ -275,7 +383,20 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
         if (rc)
             return rc; /* nothing consumed: the data stays in the FIFO */
     }
-    if (dst_gpu) {
+    if (dst_gpu && agent_takes(d, n)) {
+        /* The agent writes a GPU record itself when no link time is left to model. */
+        int rec = done && done_gpu && d->link_free;
+        rc = agent_read(d, dst, sp, rec ? (uint32_t *)done : NULL, seq, timeout_ms);
+        if (rc == 1) {
+            rc = 0; /* the agent cannot reach this block: the copy engine moves it */
+        } else {
+            moved = 1;
+            in_stream = rec;
+            if (!rc)
+                d->agent_reads++;
+        }
+    }
+    if (dst_gpu && !moved) {
         rc = copy_from_ring(d, dst, 0, sp[0].p, sp[0].n);
         if (!rc && sp[1].n)
             rc = copy_from_ring(d, dst, sp[0].n, sp[1].p, sp[1].n);
@@ -285,7 +406,7 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
         }
         if (!rc)
             rc = gpu_stream_wait(c->stream, timeout_ms);
-    } else {
+    } else if (!dst_gpu) {
         memcpy(dst, sp[0].p, sp[0].n);
         if (sp[1].n)
             memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
@@ -314,10 +435,29 @@ static int do_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, v
         rc = need_stream(c);
     if (!rc && src_gpu) {
         /* The card reads the GPU buffer into its own (page-locked) memory. */
+        size_t cap = d->wstage_cap;
         rc = grow(&d->wstage, &d->wstage_cap, n);
-        if (!rc)
+        if (d->wstage_cap != cap)
+            d->wstage_dev = NULL; /* reallocated */
+        int moved = 0;
+        if (!rc && agent_takes(d, n)) {
+            void *dev = d->wstage_dev;
+            if (dev || !emu_agent_devptr(d->wstage, &dev)) {
+                d->wstage_dev = dev;
+                struct seg sg = {src, 0, n};
+                rc = agent_run(d, d->wstage_dev, &sg, 1, NULL, 0, 1, timeout_ms);
+                if (rc == 1) {
+                    rc = 0;
+                } else {
+                    moved = 1;
+                    if (!rc)
+                        d->agent_writes++;
+                }
+            }
+        }
+        if (!rc && !moved)
             rc = gpu_copy_async(c->stream, d->wstage, src, n);
-        if (!rc)
+        if (!rc && !moved)
             rc = gpu_stream_wait(c->stream, timeout_ms);
         from = d->wstage;
     }
@@ -497,7 +637,43 @@ void emu_dma_stats(struct emu_dma *d, struct emu_dma_stats *st)
     pthread_mutex_lock(&d->ch[1].xfer);
     *st = (struct emu_dma_stats){d->reads, d->writes, d->bytes_read, d->bytes_written,
                                  __atomic_load_n(&d->failed, __ATOMIC_RELAXED), d->locked_bytes,
-                                 d->bounced_bytes};
+                                 d->bounced_bytes, d->agent_reads, d->agent_writes,
+                                 d->agent ? emu_agent_launches(d->agent) : 0,
+                                 (uint64_t)__atomic_load_n(&d->agent_dead, __ATOMIC_RELAXED)};
     pthread_mutex_unlock(&d->ch[1].xfer);
     pthread_mutex_unlock(&d->ch[0].xfer);
+}
+
+int emu_dma_set_agent(struct emu_dma *d, size_t max_bytes)
+{
+    if (!d)
+        return ONI_EINVALARG;
+    pthread_mutex_lock(&d->ch[0].xfer);
+    pthread_mutex_lock(&d->ch[1].xfer);
+    int rc = 0;
+    if (max_bytes && (!d->agent || __atomic_load_n(&d->agent_dead, __ATOMIC_ACQUIRE))) {
+        /* (Re)start: a failed agent is stopped first, then a fresh one launched. */
+        if (d->agent && (rc = emu_agent_stop(d->agent, AGENT_STOP_MS)) == 0)
+            d->agent = NULL;
+        if (!rc && (rc = emu_agent_start(&d->agent)) == 0)
+            __atomic_store_n(&d->agent_dead, 0, __ATOMIC_RELEASE);
+    } else if (!max_bytes && d->agent) {
+        rc = emu_agent_stop(d->agent, AGENT_STOP_MS);
+        d->agent = NULL; /* a stuck kernel's memory stays allocated (said on stderr) */
+        __atomic_store_n(&d->agent_dead, 0, __ATOMIC_RELEASE);
+    }
+    d->agent_max = rc ? 0 : max_bytes;
+    pthread_mutex_unlock(&d->ch[1].xfer);
+    pthread_mutex_unlock(&d->ch[0].xfer);
+    return rc;
+}
+
+size_t emu_dma_agent(struct emu_dma *d)
+{
+    if (!d)
+        return 0;
+    pthread_mutex_lock(&d->ch[0].xfer);
+    size_t m = d->agent && !__atomic_load_n(&d->agent_dead, __ATOMIC_ACQUIRE) ? d->agent_max : 0;
+    pthread_mutex_unlock(&d->ch[0].xfer);
+    return m;
 }

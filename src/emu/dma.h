@@ -62,10 +62,24 @@ int emu_dma_flush(struct emu_dma *dma, uint32_t timeout_ms);
 int emu_dma_idle(struct emu_dma *dma);
 
 /* Counters: transfers done, bytes moved, failed jobs, ring bytes page-locked,
- * ring bytes that had to go through the bounce buffer (mlock refused). */
+ * ring bytes that had to go through the bounce buffer (mlock refused); of the
+ * transfers, those the agent moved, its kernel launches, and 1 once it failed. */
 struct emu_dma_stats {
     uint64_t reads, writes, bytes_read, bytes_written, failed, locked_bytes, bounced_bytes;
+    uint64_t agent_reads, agent_writes, agent_launches, agent_failed;
 };
 void emu_dma_stats(struct emu_dma *dma, struct emu_dma_stats *st);
+
+/* The agent mode (dma_agent.h): GPU transfers of at most max_bytes are moved
+ * by a GPU-resident agent kernel instead of the copy engine (no CUDA call per
+ * transfer); 0 turns it off. Starts or stops the kernel. Returns 0,
+ * ONI_ENOGPU (no GPU: the copy engine stays), ONI_EINIT (the launch failed,
+ * said on stderr: the copy engine stays), ONI_ETIMEOUT (the kernel did not
+ * stop). If the agent fails later, the transfer returns the error and the
+ * copy engine moves every block from then on (emu_dma_agent then says 0). */
+int emu_dma_set_agent(struct emu_dma *dma, size_t max_bytes);
+
+/* The agent's current limit in bytes: 0 when off or failed. */
+size_t emu_dma_agent(struct emu_dma *dma);
 
 #endif

@@ -303,7 +303,7 @@ static int drv_set_opt_callback(oni_driver_ctx ctx, int oni_option, const void *
     return 0;
 }
 
-static int is_gpu_opt(int opt) { return opt >= ONI_DRV_RD_SZ && opt <= ONI_DRV_CHUNK_SZ && opt != ONI_DRV_STREAM_STATS; }
+static int is_gpu_opt(int opt) { return opt >= ONI_DRV_RD_SZ && opt <= ONI_DRV_DMA_AGENT && opt != ONI_DRV_STREAM_STATS; }
 
 static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t len)
 {

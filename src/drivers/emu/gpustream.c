@@ -585,6 +585,18 @@ static int locked_opt(struct gpustream *g, int opt, const void *value, size_t le
     return rc;
 }
 
+/* ONI_DRV_DMA_AGENT: the DMA engine's agent limit (in-process only). */
+static int set_agent(struct gpustream *g, const void *value, size_t len)
+{
+    uint32_t v;
+    int rc = get_u32(value, len, &v);
+    if (rc)
+        return rc;
+    if (v > ONIGPU_MAX_BLOCK)
+        return ONI_EINVALARG;
+    return g->dma ? emu_dma_set_agent(g->dma, v) : ONI_EUNIMPL;
+}
+
 static int set_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
 {
     switch (opt) {
@@ -598,6 +610,8 @@ static int set_opt(struct gpustream *g, int opt, const void *value, size_t len, 
         return transfer(g, 0, value, len, timeout_ms);
     case ONI_DRV_WRITE:
         return transfer(g, 1, value, len, timeout_ms);
+    case ONI_DRV_DMA_AGENT:
+        return set_agent(g, value, len);
     case ONI_DRV_READ_ASYNC:
         return submit(g, 0, value, len, timeout_ms);
     case ONI_DRV_WRITE_ASYNC:
@@ -617,6 +631,8 @@ static int get_opt(struct gpustream *g, int opt, void *value, size_t *len)
     case ONI_DRV_WR_SZ:
     case ONI_DRV_CHUNK_SZ:
         return put_u32(value, len, v);
+    case ONI_DRV_DMA_AGENT:
+        return put_u32(value, len, g->dma ? (uint32_t)emu_dma_agent(g->dma) : 0);
     default:
         return ONI_EINVALOPT;
     }

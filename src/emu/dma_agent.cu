@@ -1,0 +1,357 @@
+/* dma_agent.cu - the DMA engine's GPU-resident agent (dma_agent.h). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "dma_agent.h"
+#include "gpu/gpu.h"
+#include "onidefs.h"
+#include "onii.h"
+}
+
+#define AGENT_THREADS 512
+
+/* One descriptor; seq (ticket + 1, low 32 bits) is stored last, with release
+ * order, and tells the agent the other fields are there. */
+struct agent_desc {
+    unsigned long long dst, src, done, n;
+    unsigned int done_seq, flags, seq, pad;
+};
+
+enum { DESC_HOST_READER = 1 };
+
+/* The control block, in mapped host memory. */
+struct agent_ctl {
+    unsigned long long completed;     /* agent: tickets done (all below it) */
+    unsigned int stop;                /* host: 1 = leave now */
+    unsigned int exited;              /* agent: epoch of the last kernel that left */
+    struct agent_desc ring[AGENT_RING];
+};
+
+struct emu_agent {
+    struct agent_ctl *ctl;            /* host view */
+    struct agent_ctl *dctl;           /* device view */
+    cudaStream_t s;
+    pthread_mutex_t lock;             /* posting and launching */
+    unsigned long long posted;        /* tickets handed out, under lock */
+    unsigned int epoch;               /* kernels launched, under lock */
+    uint64_t launches;
+};
+
+/* --- device side ------------------------------------------------------------- */
+
+__device__ static unsigned long long now_ns(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* Copy n bytes; the side over PCIe (host_side: 0 = src, 1 = dst) is accessed
+ * in 16-byte units where it can be, the other side in units its alignment
+ * relative to the first allows (16, 4 or 1 bytes). */
+__device__ static void copy_block(unsigned char *dst, const unsigned char *src, unsigned long long n, int host_side)
+{
+    unsigned long long head;
+    uintptr_t a = host_side ? (uintptr_t)dst : (uintptr_t)src;
+    head = (16 - (a & 15)) & 15;
+    if (head > n)
+        head = n;
+    for (unsigned long long i = threadIdx.x; i < head; i += blockDim.x)
+        dst[i] = src[i];
+    dst += head, src += head, n -= head;
+    unsigned long long body = n / 16;
+    int rel = (int)(((uintptr_t)dst ^ (uintptr_t)src) & 15);
+    if (rel == 0) {
+        const uint4 *s = (const uint4 *)src;
+        uint4 *d = (uint4 *)dst;
+        unsigned long long i = threadIdx.x;
+        for (; i + blockDim.x < body; i += 2 * blockDim.x) { /* two loads in flight per thread */
+            uint4 x = s[i], y = s[i + blockDim.x];
+            d[i] = x;
+            d[i + blockDim.x] = y;
+        }
+        if (i < body)
+            d[i] = s[i];
+    } else if ((rel & 3) == 0) {
+        for (unsigned long long i = threadIdx.x; i < body; i += blockDim.x) {
+            const unsigned int *s = (const unsigned int *)(src + 16 * i);
+            unsigned int *d = (unsigned int *)(dst + 16 * i);
+            if (host_side) {
+                uint4 v = make_uint4(s[0], s[1], s[2], s[3]);
+                *(uint4 *)d = v;
+            } else {
+                uint4 v = *(const uint4 *)s;
+                d[0] = v.x, d[1] = v.y, d[2] = v.z, d[3] = v.w;
+            }
+        }
+    } else {
+        for (unsigned long long i = threadIdx.x; i < body * 16; i += blockDim.x)
+            dst[i] = src[i];
+    }
+    for (unsigned long long i = body * 16 + threadIdx.x; i < n; i += blockDim.x)
+        dst[i] = src[i];
+}
+
+enum { CMD_WORK = 1, CMD_LEAVE = 2 };
+
+__global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
+{
+    __shared__ struct agent_desc d;
+    __shared__ int cmd;
+    __shared__ unsigned long long next;
+    if (threadIdx.x == 0)
+        next = *(volatile unsigned long long *)&ctl->completed;
+    unsigned long long start = now_ns(), idle_since = start;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            cmd = 0;
+            struct agent_desc *slot = &ctl->ring[next % AGENT_RING];
+            cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(slot->seq);
+            cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(ctl->stop);
+            while (!cmd) {
+                if (stop.load(cuda::memory_order_relaxed)) {
+                    cmd = CMD_LEAVE;
+                } else if (seq.load(cuda::memory_order_acquire) == (unsigned int)(next + 1)) {
+                    volatile struct agent_desc *v = slot;
+                    d.dst = v->dst, d.src = v->src, d.done = v->done, d.n = v->n;
+                    d.done_seq = v->done_seq, d.flags = v->flags;
+                    cmd = CMD_WORK;
+                } else {
+                    unsigned long long t = now_ns();
+                    if (t - idle_since > AGENT_IDLE_MS * 1000000ull || t - start > AGENT_LIFE_MS * 1000000ull)
+                        cmd = CMD_LEAVE;
+                }
+            }
+        }
+        __syncthreads();
+        if (cmd != CMD_WORK)
+            break;
+        copy_block((unsigned char *)d.dst, (const unsigned char *)d.src, d.n, (d.flags & DESC_HOST_READER) != 0);
+        /* Each thread orders its own payload stores before the barrier; for a
+         * host reader they must be visible system-wide. */
+        if (d.flags & DESC_HOST_READER)
+            __threadfence_system();
+        else
+            __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (d.done) {
+                *(volatile unsigned int *)d.done = d.done_seq;
+                if (!(d.flags & DESC_HOST_READER))
+                    __threadfence();
+            }
+            __threadfence_system(); /* the payload (and record) before the ticket the host reads */
+            cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> done(ctl->completed);
+            done.store(next + 1, cuda::memory_order_release);
+            next++;
+            idle_since = now_ns();
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        cuda::atomic_ref<unsigned int, cuda::thread_scope_system> ex(ctl->exited);
+        ex.store(epoch, cuda::memory_order_release);
+    }
+}
+
+/* --- host side --------------------------------------------------------------- */
+
+static void say(const char *what, cudaError_t err)
+{
+    fprintf(stderr, "emu: DMA agent: %s: %s\n", what, cudaGetErrorString(err));
+}
+
+/* Launch the next kernel; the caller holds a->lock. */
+static int launch(struct emu_agent *a)
+{
+    a->epoch++;
+    agent_kernel<<<1, AGENT_THREADS, 0, a->s>>>(a->dctl, a->epoch);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) {
+        a->epoch--;
+        say("kernel launch", err);
+        return ONI_EINIT;
+    }
+    a->launches++;
+    return 0;
+}
+
+/* The kernel of the latest epoch has left: launch one if tickets are open
+ * (the caller holds a->lock). Kernels run one after the other in a->s. */
+static int revive(struct emu_agent *a)
+{
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_system> ex(a->ctl->exited);
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> done(a->ctl->completed);
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(a->ctl->stop);
+    if (stop.load(cuda::memory_order_acquire))
+        return ONI_EINIT; /* halted or stopping: nothing runs any more */
+    if (ex.load(cuda::memory_order_acquire) != a->epoch || done.load(cuda::memory_order_acquire) >= a->posted)
+        return 0;
+    return launch(a);
+}
+
+extern "C" void emu_agent_halt(struct emu_agent *a)
+{
+    if (!a)
+        return;
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(a->ctl->stop);
+    stop.store(1, cuda::memory_order_seq_cst);
+}
+
+extern "C" int emu_agent_devptr(const void *p, void **dev)
+{
+    if (!p || !dev)
+        return ONI_EINVALARG;
+    if (!gpu_available(NULL, 0))
+        return ONI_ENOGPU;
+    cudaError_t err = cudaHostGetDevicePointer(dev, (void *)p, 0);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
+
+extern "C" int emu_agent_start(struct emu_agent **out)
+{
+    if (!out)
+        return ONI_EINVALARG;
+    if (!gpu_available(NULL, 0))
+        return ONI_ENOGPU;
+    struct emu_agent *a = (struct emu_agent *)calloc(1, sizeof *a);
+    if (!a)
+        return ONI_EBADALLOC;
+    cudaError_t err = cudaSetDevice(0);
+    if (err == cudaSuccess)
+        err = cudaHostAlloc((void **)&a->ctl, sizeof *a->ctl, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        say("ring", err);
+        free(a);
+        return ONI_EBADALLOC;
+    }
+    memset(a->ctl, 0, sizeof *a->ctl);
+    err = cudaHostGetDevicePointer((void **)&a->dctl, a->ctl, 0);
+    if (err == cudaSuccess)
+        err = cudaStreamCreateWithFlags(&a->s, cudaStreamNonBlocking);
+    if (err != cudaSuccess) {
+        say("setup", err);
+        cudaFreeHost(a->ctl);
+        free(a);
+        return ONI_EINIT;
+    }
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_mutex_lock(&a->lock);
+    int rc = launch(a);
+    pthread_mutex_unlock(&a->lock);
+    if (rc) {
+        cudaStreamDestroy(a->s);
+        cudaFreeHost(a->ctl);
+        pthread_mutex_destroy(&a->lock);
+        free(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+extern "C" int emu_agent_stop(struct emu_agent *a, uint32_t timeout_ms)
+{
+    if (!a)
+        return 0;
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(a->ctl->stop);
+    stop.store(1, cuda::memory_order_release);
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    cudaError_t err;
+    while ((err = cudaStreamQuery(a->s)) == cudaErrorNotReady && oni_now_ns() < deadline)
+        ;
+    if (err == cudaErrorNotReady) {
+        fprintf(stderr, "emu: DMA agent: the kernel did not stop within %u ms; its memory is left allocated\n",
+                timeout_ms);
+        return ONI_ETIMEOUT;
+    }
+    if (err != cudaSuccess)
+        say("kernel", err);
+    cudaStreamDestroy(a->s);
+    cudaFreeHost(a->ctl);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+    return 0;
+}
+
+extern "C" int emu_agent_post(struct emu_agent *a, void *dst, const void *src, size_t n, uint32_t *done,
+                              uint32_t done_seq, int host_reader, uint64_t deadline_ns, uint64_t *ticket)
+{
+    if (!a || !dst || !src || !n || !ticket)
+        return ONI_EINVALARG;
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> completed(a->ctl->completed);
+    pthread_mutex_lock(&a->lock);
+    int rc = 0;
+    /* Ring full: wait for the agent (reviving it if it left), up to the deadline. */
+    while (a->posted - completed.load(cuda::memory_order_acquire) >= AGENT_RING) {
+        if ((rc = revive(a)))
+            break;
+        if (oni_now_ns() >= deadline_ns) {
+            rc = ONI_ETIMEOUT;
+            break;
+        }
+    }
+    if (!rc) {
+        unsigned long long t = a->posted++;
+        struct agent_desc *slot = &a->ctl->ring[t % AGENT_RING];
+        slot->dst = (uintptr_t)dst;
+        slot->src = (uintptr_t)src;
+        slot->done = (uintptr_t)done;
+        slot->n = n;
+        slot->done_seq = done_seq;
+        slot->flags = host_reader ? DESC_HOST_READER : 0;
+        cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(slot->seq);
+        seq.store((unsigned int)(t + 1), cuda::memory_order_seq_cst);
+        *ticket = t + 1;
+        rc = revive(a); /* seq_cst above: the agent either sees this slot or has left and says so */
+        if (rc)
+            *ticket = 0; /* posted, but no kernel to run it: the caller must not wait on it */
+    }
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+extern "C" int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t deadline_ns)
+{
+    if (!a)
+        return ONI_EINVALARG;
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> completed(a->ctl->completed);
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_system> ex(a->ctl->exited);
+    for (uint32_t k = 0;; k++) {
+        if (completed.load(cuda::memory_order_acquire) >= ticket)
+            return 0;
+        /* Now and then: has the kernel left with this ticket open (its
+         * lifetime ended between two descriptors)? Then launch the next. */
+        if ((k & 255) == 255) {
+            cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(a->ctl->stop);
+            if (stop.load(cuda::memory_order_relaxed))
+                return ONI_EINIT; /* halted: what is left in the ring never runs */
+            if (ex.load(cuda::memory_order_acquire) == __atomic_load_n(&a->epoch, __ATOMIC_RELAXED)) {
+                pthread_mutex_lock(&a->lock);
+                int rc = revive(a);
+                pthread_mutex_unlock(&a->lock);
+                if (rc)
+                    return rc;
+            }
+            if (oni_now_ns() >= deadline_ns)
+                return completed.load(cuda::memory_order_acquire) >= ticket ? 0 : ONI_ETIMEOUT;
+        }
+    }
+}
+
+extern "C" uint64_t emu_agent_launches(struct emu_agent *a)
+{
+    pthread_mutex_lock(&a->lock);
+    uint64_t n = a->launches;
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}
