@@ -91,7 +91,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ] && [ "${SKIP_LOOP:-0}" != 1 ]; then
     # --- closed loop benchmarks ("loop" engineer): add `onigpu bench loop` and
     # --- `onigpu roofline` lines here, writing into "$RES" and appending to "$SUM".
     # thesis table 5.2 on every backend (round trip per block, stage breakdown)
-    step "bench loop" 300 "$BUILD/onigpu" bench loop --seconds "${LOOP_SECONDS:-2}" --out "$RES" \
+    step "bench loop" 400 "$BUILD/onigpu" bench loop --seconds "${LOOP_SECONDS:-2}" --out "$RES" \
         > >(tee -a "$SUM")
     # the same through the emulated card (test core in, test sink out) with the thesis' gen2x4 link
     step "bench loop emu" 300 "$BUILD/onigpu" bench loop --source emu --link gen2x4 \
