@@ -2,6 +2,8 @@
 #   make run    build, then run the closed loop on the embedded emulated card
 #   make test   build and run every test: plain, ASan+UBSan, TSan (threaded tests), libFuzzer (brief)
 # Each build lives in its own directory; everything is built from source with cmake.
+# CTest runs JOBS tests at a time, except those in tests/realtime.labels (alone),
+# and stops any test at its TIMEOUT (tests/CMakeLists.txt).
 
 JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
@@ -37,12 +39,12 @@ test-asan: deps
 test-tsan: deps
 	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_SANITIZE=thread
 	$(CMAKE) --build build-tsan -j $(JOBS)
-	$(CTEST) --test-dir build-tsan --output-on-failure -L threads
+	$(CTEST) --test-dir build-tsan --output-on-failure -j $(JOBS) -L threads
 
 test-fuzz: deps
 	CC=$(CLANG) $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_FUZZ=ON
 	$(CMAKE) --build build-fuzz -j $(JOBS)
-	$(CTEST) --test-dir build-fuzz --output-on-failure -L fuzz
+	$(CTEST) --test-dir build-fuzz --output-on-failure -j $(JOBS) -L fuzz
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
