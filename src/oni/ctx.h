@@ -20,8 +20,9 @@ enum oni_state { ONI_STATE_UNINIT = 0, ONI_STATE_IDLE, ONI_STATE_RUNNING };
  * partial frame carried over from the block before). Frames point into it.
  * refs counts the frames not yet destroyed, plus ONI_BLOCK_BIAS minus the
  * frames handed out while it is the context's current block: so the reader
- * hands out frames without touching refs (see ctx->handed), a destroy is one
- * atomic subtraction, and whoever brings refs to 0 recycles the block. */
+ * hands out frames without touching refs (it counts them, see handed() in
+ * frame.c), a destroy is one atomic subtraction, and whoever brings refs to
+ * 0 recycles the block. */
 #define ONI_BLOCK_BIAS (1u << 31) /* > frames of any block: (1 GiB + 16 MiB) / 20 bytes */
 struct oni_block {
     atomic_uint refs;
@@ -116,11 +117,12 @@ struct oni_ctx_impl {
     struct oni_pool *pool;
     /* Read state (read lock): bytes [pos, end) of cur are unparsed;
      * fill_left bytes of the current refill are still to be read from the
-     * driver; handed frames of cur were handed out since it was (re)filled
-     * from the front, their descriptors taken from seg (seg_used of it). */
+     * driver. The frames handed out of cur since it was (re)filled from the
+     * front took descriptors in order: seg_base in the segments before seg,
+     * seg_used in seg. */
     struct oni_block *cur;
     size_t pos, end, fill_left;
-    uint32_t handed, seg_used;
+    uint32_t seg_base, seg_used;
     struct oni_rseg *seg;
 };
 

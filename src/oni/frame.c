@@ -151,12 +151,19 @@ void oni_read_flush(struct oni_ctx_impl *ctx)
     ctx->fill_left = 0;
 }
 
+/* Frames handed out of the current block since it was (re)filled: one
+ * descriptor each, taken in order from its segments. */
+static inline uint32_t handed(const struct oni_ctx_impl *ctx)
+{
+    return ctx->seg_base + ctx->seg_used;
+}
+
 void oni_read_release(struct oni_ctx_impl *ctx)
 {
     if (ctx->cur)
-        block_unref(ctx->cur, ONI_BLOCK_BIAS - ctx->handed);
+        block_unref(ctx->cur, ONI_BLOCK_BIAS - handed(ctx));
     ctx->cur = NULL;
-    ctx->handed = 0;
+    ctx->seg_base = ctx->seg_used = 0;
     oni_read_flush(ctx);
 }
 
@@ -172,7 +179,7 @@ static int start_fill(struct oni_ctx_impl *ctx)
 {
     size_t left = ctx->end - ctx->pos;
     struct oni_block *b = ctx->cur;
-    if (b && atomic_load_explicit(&b->refs, memory_order_acquire) == ONI_BLOCK_BIAS - ctx->handed) {
+    if (b && atomic_load_explicit(&b->refs, memory_order_acquire) == ONI_BLOCK_BIAS - handed(ctx)) {
         if (left)
             memmove(b->data, b->data + ctx->pos, left);
         atomic_store_explicit(&b->refs, ONI_BLOCK_BIAS, memory_order_relaxed);
@@ -182,12 +189,11 @@ static int start_fill(struct oni_ctx_impl *ctx)
         if (left)
             memcpy(b->data, ctx->cur->data + ctx->pos, left);
         if (ctx->cur)
-            block_unref(ctx->cur, ONI_BLOCK_BIAS - ctx->handed);
+            block_unref(ctx->cur, ONI_BLOCK_BIAS - handed(ctx));
         ctx->cur = b;
     }
-    ctx->handed = 0;
     ctx->seg = b->segs;
-    ctx->seg_used = 0;
+    ctx->seg_base = ctx->seg_used = 0;
     ctx->pos = 0;
     ctx->end = left;
     ctx->fill_left = ctx->block_read;
@@ -273,6 +279,7 @@ static inline struct oni_rframe *take_rframe(struct oni_ctx_impl *ctx)
         if (!s && !(s = ctx->seg->next = new_seg(ctx->cur)))
             return NULL;
         ctx->seg = s;
+        ctx->seg_base += ONI_SEGFRAMES;
         ctx->seg_used = 0;
     }
     return &ctx->seg->f[ctx->seg_used++];
@@ -292,7 +299,6 @@ static inline int hand_out(struct oni_ctx_impl *ctx, struct oni_rframe *f, size_
     memcpy(&f->h.u.w, h, ONI_RFRAMEHEADERSZ);
     f->h.u.w.data = h + ONI_RFRAMEHEADERSZ;
     ctx->pos += len;
-    ctx->handed++;
     *out = &f->h.u.pub;
     return (int)len;
 }
@@ -321,6 +327,17 @@ __attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, o
     return hand_out(ctx, f, len, out);
 }
 
+/* read_frame_slow with the read lock taken here or before, and given back. */
+__attribute__((noinline)) static int read_frame_unlock(struct oni_ctx_impl *ctx, oni_frame_t **out,
+                                                      int locked)
+{
+    if (!locked)
+        oni_rlock_wait(ctx);
+    int rc = read_frame_slow(ctx, out);
+    oni_runlock(ctx);
+    return rc;
+}
+
 int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
 {
     if (!ctx)
@@ -329,19 +346,21 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
         return ONI_EINVALARG;
     if (atomic_load_explicit(&ctx->state, memory_order_relaxed) == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
-    oni_rlock(ctx);
-    /* Fast path: a known frame wholly in the block, a descriptor free in the
-     * segment. Bytes in the block imply a readable device in the table. */
-    int rc;
+    /* Fast path: the lock free at once, a known frame wholly in the block, a
+     * descriptor free in the segment (bytes in the block imply a readable
+     * device in the table). Everything else is a tail call, so this needs
+     * no stack frame. */
+    if (atomic_exchange_explicit(&ctx->rbusy, 1, memory_order_acquire))
+        return read_frame_unlock(ctx, frame, 0);
     size_t avail = ctx->end - ctx->pos;
     uint32_t idx, sz;
     size_t len;
-    if (avail >= ONI_RFRAMEHEADERSZ && ctx->seg_used < ONI_SEGFRAMES &&
-        (read_header(ctx, &idx, &sz), header_ok(ctx, idx, sz)) &&
-        avail >= (len = ONI_RFRAMEHEADERSZ + oni_pad4(sz)))
-        rc = hand_out(ctx, &ctx->seg->f[ctx->seg_used++], len, frame);
-    else
-        rc = read_frame_slow(ctx, frame);
+    if (avail < ONI_RFRAMEHEADERSZ || ctx->seg_used == ONI_SEGFRAMES)
+        return read_frame_unlock(ctx, frame, 1);
+    read_header(ctx, &idx, &sz);
+    if (!header_ok(ctx, idx, sz) || avail < (len = ONI_RFRAMEHEADERSZ + oni_pad4(sz)))
+        return read_frame_unlock(ctx, frame, 1);
+    int rc = hand_out(ctx, &ctx->seg->f[ctx->seg_used++], len, frame);
     oni_runlock(ctx);
     return rc;
 }
