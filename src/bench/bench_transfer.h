@@ -27,6 +27,10 @@ enum xfer_path {
      * copy engine. */
     XFER_RING,
     XFER_RING_THP,
+    /* Not in "all": direct prepinned, with the card's DMA agent on
+     * (ONI_DRV_DMA_AGENT = xfer_opts.agent_max): a GPU-resident kernel moves
+     * the blocks, no CUDA call per transfer. */
+    XFER_AGENT,
     XFER_NPATHS
 };
 
@@ -42,6 +46,7 @@ struct xfer_opts {
     unsigned dirs;               /* XFER_DIR_* bits */
     const char *link;            /* emu link preset, e.g. "gen2x4", "unlimited" */
     uint32_t chunk;              /* chunk size of XFER_CHUNKED */
+    uint32_t agent_max;          /* ONI_DRV_DMA_AGENT of XFER_AGENT (0: every size) */
     const char *daemon;          /* onix-emu socket: the card's GPU paths run again through it (NULL: not) */
     const char *out_dir;         /* result set directory (NULL: none written) */
     int argc;

@@ -9,7 +9,7 @@ static int run(int argc, char **argv);
 
 CLI_COMMAND(bench_transfer, "bench transfer",
             "[--sizes 64:16M] [--total 256M] [--paths all|reference,original,staged,direct,prepinned,chunked] "
-            "[--dir read|write|both] [--link gen2x4,unlimited] [--chunk 1M] [--max-reps 20000] "
+            "[--dir read|write|both] [--link gen2x4,unlimited] [--chunk 1M] [--agent-max BYTES] [--max-reps 20000] "
             "[--min-reps 16] [--daemon SOCKET] [--out docs/results]",
             "time every card<->GPU transfer path per size; t = l + s/b fits; CSV, JSON, PNG", run)
 
@@ -58,10 +58,12 @@ static int run(int argc, char **argv)
                "  --min-reps N, --max-reps N   bounds on repetitions per size (16, 20000)\n"
                "  --paths LIST    all, or some of reference,original,staged,direct,prepinned,chunked;\n"
                "                  not in all: ring, ring-thp (the reference copy walking a 64 MiB host\n"
-               "                  ring in 4 KiB or huge pages, as the card's DMA walks its FIFO)\n"
+               "                  ring in 4 KiB or huge pages, as the card's DMA walks its FIFO), agent\n"
+               "                  (prepinned with the card's GPU-resident DMA agent on, ONI_DRV_DMA_AGENT)\n"
                "  --dir D         read (card->GPU), write (GPU->card) or both (default)\n"
                "  --link LIST     emu link presets, one result set each (default gen2x4,unlimited)\n"
                "  --chunk BYTES   chunk size of the chunked path (default 1M)\n"
+               "  --agent-max BYTES  the agent path's ONI_DRV_DMA_AGENT limit (default: every size)\n"
                "  --daemon SOCK   also run the staged, direct, prepinned and chunked paths through\n"
                "                  the onix-emu daemon listening on SOCK (onix-emu --socket SOCK)\n"
                "  --out DIR       result directory (default docs/results)\n");
@@ -102,6 +104,9 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--chunk")) {
             bad = cli_parse_size(v, &x) || !x || x % 4 || x > (1u << 30);
             o.chunk = (uint32_t)x;
+        } else if (!strcmp(a, "--agent-max")) {
+            bad = cli_parse_size(v, &x) || !x || x > (1u << 30);
+            o.agent_max = (uint32_t)x;
         } else if (!strcmp(a, "--daemon")) {
             o.daemon = v;
         } else if (!strcmp(a, "--out")) {
