@@ -9,7 +9,8 @@
 # At most a handful of files, so that a device call brings all of them back.
 #
 # Knobs (environment): BUILD (build dir, default build-gpu), JOBS,
-#   XFER_TOTAL (bytes per size, default 256M), XFER_SIZES (default 64:16M),
+#   XFER_TOTAL (bytes per size, default 256M), XFER_SIZES (default 64:16M), XFER_PATHS (paths of
+#   the per-link sweeps, default every path and the DMA agent's),
 #   XFER_LINKS (default "gen2x4 unlimited"), XFER_DAEMON=0 (transfer benchmarks without the
 #   onix-emu daemon's paths), SKIP_TESTS=1, SKIP_BENCH=1, SKIP_LOOP=1 (no loop benchmarks).
 set -u
@@ -71,6 +72,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     for link in ${XFER_LINKS:-gen2x4 unlimited}; do
         step "bench transfer $link" 300 "$BUILD/onigpu" bench transfer --link "$link" \
             --sizes "${XFER_SIZES:-64:16M}" --total "${XFER_TOTAL:-256M}" --dir both --out "$RES" \
+            --paths "${XFER_PATHS:-reference,original,staged,direct,prepinned,chunked,agent}" \
             > >(tee -a "$SUM")
     done
     # the GPU paths through the daemon beside in-process (an unpinned transfer through the
@@ -81,9 +83,10 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
             --out "$RES" > >(tee -a "$SUM")
     fi
     # the 4 KiB tail: 10^5 transfers per path, max against p50 (TARGETS.md); the
-    # ring paths are the reference copy from fresh host addresses, as the card's DMA reads
+    # ring paths are the reference copy from fresh host addresses, as the card's DMA reads;
+    # agent is prepinned with the card's GPU-resident DMA agent (no CUDA call per transfer)
     step "bench transfer 4K x 1e5" 180 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:4K \
-        --paths reference,ring,ring-thp,direct,prepinned --dir both --max-reps 100000 --total 1G \
+        --paths reference,ring,ring-thp,direct,prepinned,agent --dir both --max-reps 100000 --total 1G \
         "${DAEMON[@]}" --out "$RES" > >(tee -a "$SUM")
     [ -n "${DPID:-}" ] && kill "$DPID" 2>/dev/null
 fi

@@ -109,21 +109,22 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
     unsigned long long start = now_ns(), idle_since = start;
     for (;;) {
         if (threadIdx.x == 0) {
-            cmd = 0;
+            cmd = now_ns() - start > AGENT_LIFE_MS * 1000000ull ? CMD_LEAVE : 0; /* even when never idle */
             struct agent_desc *slot = &ctl->ring[next % AGENT_RING];
             cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(slot->seq);
             cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(ctl->stop);
-            while (!cmd) {
-                if (stop.load(cuda::memory_order_relaxed)) {
-                    cmd = CMD_LEAVE;
-                } else if (seq.load(cuda::memory_order_acquire) == (unsigned int)(next + 1)) {
+            /* Each poll is a read across PCIe; the stop word and the clock are
+             * looked at every 16th (a halt also clears the pending slots). */
+            for (unsigned int it = 1; !cmd; it++) {
+                if (seq.load(cuda::memory_order_acquire) == (unsigned int)(next + 1)) {
                     volatile struct agent_desc *v = slot;
                     d.dst = v->dst, d.src = v->src, d.done = v->done, d.n = v->n;
                     d.done_seq = v->done_seq, d.flags = v->flags;
                     cmd = CMD_WORK;
-                } else {
+                } else if (!(it & 15)) {
                     unsigned long long t = now_ns();
-                    if (t - idle_since > AGENT_IDLE_MS * 1000000ull || t - start > AGENT_LIFE_MS * 1000000ull)
+                    if (stop.load(cuda::memory_order_relaxed) || t - idle_since > AGENT_IDLE_MS * 1000000ull ||
+                        t - start > AGENT_LIFE_MS * 1000000ull)
                         cmd = CMD_LEAVE;
                 }
             }
@@ -195,12 +196,32 @@ static int revive(struct emu_agent *a)
     return launch(a);
 }
 
+/* Wait until the kernel of the latest epoch has left, at most until deadline_ns. */
+static int left(struct emu_agent *a, uint64_t deadline_ns)
+{
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_system> ex(a->ctl->exited);
+    while (ex.load(cuda::memory_order_acquire) != __atomic_load_n(&a->epoch, __ATOMIC_RELAXED))
+        if (oni_now_ns() >= deadline_ns)
+            return ONI_ETIMEOUT;
+    return 0;
+}
+
 extern "C" void emu_agent_halt(struct emu_agent *a)
 {
     if (!a)
         return;
+    pthread_mutex_lock(&a->lock);
     cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(a->ctl->stop);
     stop.store(1, cuda::memory_order_seq_cst);
+    /* Clear what is still pending: the agent takes no descriptor it has not
+     * seen yet (one it is copying now finishes). */
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> completed(a->ctl->completed);
+    for (unsigned long long t = completed.load(cuda::memory_order_acquire); t < a->posted; t++) {
+        cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(a->ctl->ring[t % AGENT_RING].seq);
+        seq.store(0, cuda::memory_order_seq_cst);
+    }
+    pthread_mutex_unlock(&a->lock);
+    left(a, oni_now_ns() + 100000000u); /* the copy in progress, if any, lands before we return */
 }
 
 extern "C" int emu_agent_devptr(const void *p, void **dev)
@@ -333,8 +354,10 @@ extern "C" int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t dea
          * lifetime ended between two descriptors)? Then launch the next. */
         if ((k & 255) == 255) {
             cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(a->ctl->stop);
-            if (stop.load(cuda::memory_order_relaxed))
-                return ONI_EINIT; /* halted: what is left in the ring never runs */
+            if (stop.load(cuda::memory_order_relaxed)) {
+                left(a, deadline_ns); /* a copy in progress lands before the caller hears of it */
+                return ONI_EINIT;    /* halted: what is left in the ring never runs */
+            }
             if (ex.load(cuda::memory_order_acquire) == __atomic_load_n(&a->epoch, __ATOMIC_RELAXED)) {
                 pthread_mutex_lock(&a->lock);
                 int rc = revive(a);
