@@ -253,7 +253,6 @@ static void count_failure(struct emu_dma *d)
 
 /* --- the agent (dma_agent.h): small transfers without a CUDA call ------------ */
 
-
 static uint64_t deadline_ns(uint32_t timeout_ms)
 {
     return oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
