@@ -8,6 +8,7 @@
 #   tools/bench-upstream.sh UPSTREAM [--build DIR] [--blocks "1024 4096 ..."]
 #                           [--reps N] [--seconds S] [--instr] [--out DIR]
 #                           [--upstream-commit SHA]   (recorded when UPSTREAM is not a git checkout)
+# (relative --build and --out paths are the repository's; defaults: build, docs/results)
 #
 # What it does (docs/benchmarks.md, "Upstream comparison"):
 #  1. copies upstream's api/liboni sources to a temporary folder and builds
@@ -35,7 +36,7 @@
 # a library that misparses the stream fails the comparison.
 set -euo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 [[ $# -ge 1 ]] || usage
 CMDLINE="tools/bench-upstream.sh $*"
@@ -57,6 +58,8 @@ done
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "bench-upstream: --reps must be a positive integer" >&2; exit 2; }
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+[[ $BUILD == /* ]] || BUILD=$REPO/$BUILD # relative paths are the repository's
+[[ $OUT == /* ]] || OUT=$REPO/$OUT
 [[ -d $UP/api/liboni ]] && UP=$UP/api/liboni
 for f in oni.c oni.h onidefs.h onidriver.h onidriverloader.c onidriverloader.h; do
     [[ -f $UP/$f ]] || { echo "bench-upstream: $UP/$f missing: not an upstream liboni checkout" >&2; exit 2; }
@@ -90,11 +93,11 @@ fi
 UP_VERSION=$(awk '/#define ONI_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' "$UP/oni.h")
 
 # 2. onigpu's library and driver
-if [[ ! -f $REPO/$BUILD/liboni.so.1 || ! -f $REPO/$BUILD/libonidriver_test.so ]]; then
-    cmake -S "$REPO" -B "$REPO/$BUILD" >/dev/null
-    cmake --build "$REPO/$BUILD" -j "$(nproc)" --target oni onidriver_test >/dev/null
+if [[ ! -f $BUILD/liboni.so.1 || ! -f $BUILD/libonidriver_test.so ]]; then
+    cmake -S "$REPO" -B "$BUILD" >/dev/null
+    cmake --build "$BUILD" -j "$(nproc)" --target oni onidriver_test >/dev/null
 fi
-ON_LIB=$REPO/$BUILD
+ON_LIB=$BUILD
 ON_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ {print $2}' "$ON_LIB/CMakeCache.txt" 2>/dev/null || true)
 ON_TYPE=${ON_TYPE:-RelWithDebInfo (CMakeLists.txt default)}
 cp "$ON_LIB/libonidriver_test.so" "$TMP/drv/"
@@ -147,9 +150,9 @@ if ((INSTR)); then
 fi
 
 # 5. results
-mkdir -p "$REPO/$OUT"
+mkdir -p "$OUT"
 STAMP=$(date -u +%Y%m%d-%H%M%S)
-CSV=$REPO/$OUT/frames-upstream-$STAMP.csv JSON=$REPO/$OUT/frames-upstream-$STAMP.json
+CSV=$OUT/frames-upstream-$STAMP.csv JSON=$OUT/frames-upstream-$STAMP.json
 stats() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f %.0f %.0f\n", m, v[1], v[NR]}'; }
 ratios() { paste -d' ' <(tr ' ' '\n' <<<"$1" | awk 'NF') <(tr ' ' '\n' <<<"$2" | awk 'NF') | awk '{print $2 / $1}' | sort -g |
            awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f\n", m, v[1], v[NR]}'; }
