@@ -38,7 +38,7 @@ set -euo pipefail
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
-[[ $# -ge 1 ]] || usage
+[[ $# -ge 1 && $1 != -h && $1 != --help ]] || usage
 CMDLINE="tools/bench-upstream.sh $*"
 UP=$1; shift
 BUILD=build BLOCKS="1024 4096 16384 65536 262144 1048576" REPS=5 SECONDS_PER_RUN=1 INSTR=0 OUT=docs/results UP_COMMIT=
