@@ -8,8 +8,10 @@
  * which the engine page-locks (and mlocks, so the card cannot give those pages
  * back under it) once per 64 MiB window; the CPU never touches such a payload
  * (unless mlock is refused: then that window goes through a bounce buffer,
- * counted). Each
- * transfer then waits out the card's PCIe link model (emu_card_link_delay).
+ * counted). Optionally (emu_dma_set_agent) small GPU transfers are moved
+ * instead by a GPU-resident agent kernel (dma_agent.h), with no CUDA call per
+ * transfer. Each transfer then waits out the card's PCIe link model
+ * (emu_card_link_delay).
  *
  * Used by the emu driver (src/drivers/emu/gpustream.c). One engine per card
  * context, thread-safe. The two directions are independent (own lock, copy
