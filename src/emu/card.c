@@ -5,6 +5,7 @@
  * devices and registers. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +17,22 @@ static void deadline_ts(uint64_t ns, struct timespec *ts)
 {
     ts->tv_sec = (time_t)(ns / 1000000000ull);
     ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+void emu_card_lock(struct emu_card *c)
+{
+    atomic_fetch_add_explicit(&c->lock_waiters, 1, memory_order_relaxed);
+    pthread_mutex_lock(&c->lock);
+    atomic_fetch_sub_explicit(&c->lock_waiters, 1, memory_order_relaxed);
+}
+
+void emu_card_yield(struct emu_card *c)
+{
+    pthread_mutex_unlock(&c->lock);
+    /* A woken waiter needs microseconds to run; give it up to ~1 ms. */
+    for (int i = 0; i < 1000 && atomic_load_explicit(&c->lock_waiters, memory_order_relaxed); i++)
+        sched_yield();
+    pthread_mutex_lock(&c->lock);
 }
 
 uint64_t emu_card_now(struct emu_card *c)
@@ -67,7 +84,7 @@ static int sig_read(struct emu_card *c, uint8_t *dst, size_t n, uint64_t deadlin
 {
     struct timespec ts;
     deadline_ts(deadline, &ts);
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     while (!c->sig_fill) {
         if (oni_now_ns() >= deadline || pthread_cond_timedwait(&c->sig_cond, &c->lock, &ts) == ETIMEDOUT) {
             if (c->sig_fill)
@@ -178,7 +195,7 @@ int emu_card_read_config(struct emu_card *c, oni_config_t reg, uint32_t *value)
     if (!c || !value)
         return ONI_EINVALARG;
     int rc = 0;
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     switch (reg) {
     case ONI_CONFIG_DEV_IDX: *value = c->reg_dev; break;
     case ONI_CONFIG_REG_ADDR: *value = c->reg_addr; break;
@@ -219,7 +236,7 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
     if (!c)
         return ONI_EINVALARG;
     int rc = 0;
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     switch (reg) {
     case ONI_CONFIG_DEV_IDX: c->reg_dev = value; break;
     case ONI_CONFIG_REG_ADDR: c->reg_addr = value; break;
@@ -315,8 +332,7 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
                 break;
             if (oni_now_ns() >= deadline)
                 break;
-            pthread_mutex_unlock(&c->lock); /* let registers and writers in between chunks */
-            pthread_mutex_lock(&c->lock);
+            emu_card_yield(c); /* let registers and writers in between chunks */
             continue;
         }
         if (oni_now_ns() >= deadline)
@@ -326,7 +342,7 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
             uint64_t until = oni_now_ns() + 2000;
             while (oni_now_ns() < until)
                 ;
-            pthread_mutex_lock(&c->lock);
+            emu_card_lock(c);
             continue;
         }
         f->want = n;
@@ -358,7 +374,7 @@ int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, ui
     if (k < 0)
         return ONI_EINVALARG;
     struct emu_fifo *f = &c->fifo[k];
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     int rc = wait_fill(c, k, n, deadline);
     if (rc) {
         pthread_mutex_unlock(&c->lock);
@@ -370,7 +386,7 @@ int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, ui
     uint64_t t0 = oni_now_ns(); /* the transfer starts once the data is there */
     memcpy(dst, sp[0].p, sp[0].n);
     memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     emu_fifo_consume(f, n);
     f->busy = 0;
     pthread_mutex_unlock(&c->lock);
@@ -384,7 +400,7 @@ int emu_card_fifo_peek(struct emu_card *c, enum emu_stream s, size_t n, struct e
     int k = fifo_index(s);
     if (!c || !span || !n || k < 0)
         return ONI_EINVALARG;
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     int rc = wait_fill(c, k, n, deadline_after(timeout_ms));
     if (!rc) {
         emu_fifo_spans(&c->fifo[k], n, span);
@@ -399,7 +415,7 @@ int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
     int k = fifo_index(s);
     if (!c || k < 0)
         return ONI_EINVALARG;
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     int rc = 0;
     if (c->fifo[k].busy)
         rc = ONI_EBUSY; /* a reader is copying out of this FIFO */
@@ -444,8 +460,7 @@ static uint64_t catch_up(struct emu_card *c, uint64_t now)
 {
     while (c->running && emu_gen_until(c, now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK) {
         emu_gen_wake(c);
-        pthread_mutex_unlock(&c->lock);
-        pthread_mutex_lock(&c->lock);
+        emu_card_yield(c);
         uint64_t cur = emu_card_now(c);
         if (cur < now)
             now = cur; /* the counter was reset meanwhile */
@@ -460,7 +475,7 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
         return ONI_EINVALARG;
     uint64_t t0 = oni_now_ns();
     const uint8_t *p = src;
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     int ok = check_wframes(c, p, n);
     if (!ok)
         c->bad_wframes++;
@@ -468,7 +483,7 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
     if (!ok)
         return ONI_EBADFRAME;
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n)); /* the frames cross the link first */
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     uint64_t now = emu_card_now(c);
     if (c->running && !c->fast)
         now = catch_up(c, now);
@@ -493,7 +508,7 @@ void emu_card_stats(struct emu_card *c, onigpu_stream_stats_t *st)
 {
     if (!c || !st)
         return;
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     for (int k = 0; k < 2; k++) {
         st->fifo_bytes[k] = c->fifo[k].fill;
         st->fifo_capacity[k] = c->fifo[k].cap;
@@ -508,7 +523,7 @@ int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, 
 {
     if (!c)
         return ONI_EINVALARG;
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     struct emu_dev *d = find_dev(c, dev_idx);
     if (d) {
         if (frames)
@@ -524,7 +539,7 @@ int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, 
 
 uint64_t emu_card_bad_wframes(struct emu_card *c)
 {
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     uint64_t n = c->bad_wframes;
     pthread_mutex_unlock(&c->lock);
     return n;
@@ -549,7 +564,7 @@ int emu_card_set_truth_file(struct emu_card *c, const char *path)
         if (fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0)
             fprintf(f, "dev_idx,unit,channel,sample_time\n");
     }
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     FILE *old = c->truth_file;
     c->truth_file = f;
     pthread_mutex_unlock(&c->lock);
@@ -565,7 +580,7 @@ int emu_card_truth_keep(struct emu_card *c, size_t cap)
         free(t);
         return c ? ONI_EBADALLOC : ONI_EINVALARG;
     }
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     free(c->truth);
     c->truth = t;
     c->truth_cap = cap;
@@ -577,7 +592,7 @@ int emu_card_truth_keep(struct emu_card *c, size_t cap)
 
 size_t emu_card_truth_get(struct emu_card *c, struct emu_truth *out, size_t max)
 {
-    pthread_mutex_lock(&c->lock);
+    emu_card_lock(c);
     size_t n = c->ntruth;
     if (out)
         memcpy(out, c->truth, (n < max ? n : max) * sizeof *out);

@@ -9,6 +9,7 @@
 #define EMU_CARD_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "emu.h"
@@ -144,6 +145,7 @@ struct emu_truth {
 
 struct emu_card {
     pthread_mutex_t lock;
+    atomic_uint lock_waiters; /* threads blocked in emu_card_lock */
     int fast;           /* mode=fast */
     int spin;           /* wake=spin: the generator and waiting readers poll instead of sleeping */
     uint64_t seed;
@@ -187,6 +189,14 @@ struct emu_card {
     pthread_cond_t gen_cond;
 };
 
+/* Take the card lock for a short access (everyone but the generator thread).
+ * The waiters are counted so that a long holder can step back for them. */
+void emu_card_lock(struct emu_card *c);
+/* Between two chunks of a long hold: hand the lock to the counted waiters,
+ * then take it again. glibc mutexes are not fair: unlocking and relocking at
+ * once wins the lock back before a woken waiter runs, so a generator that is
+ * behind (a slow or loaded machine, a sanitizer) would starve every reader. */
+void emu_card_yield(struct emu_card *c);
 /* Acquisition clock now (card lock held). */
 uint64_t emu_card_now(struct emu_card *c);
 /* Record a ground-truth spike (card lock held). */

@@ -153,8 +153,7 @@ static void *gen_main(void *arg)
             size_t n = emu_gen_until(c, emu_card_now(c), EMU_GEN_CHUNK);
             emu_gen_wake(c);
             if (n >= EMU_GEN_CHUNK) { /* behind: let readers and registers in, then go on */
-                pthread_mutex_unlock(&c->lock);
-                pthread_mutex_lock(&c->lock);
+                emu_card_yield(c);
                 continue;
             }
             uint64_t due = emu_gen_next_due(c);
