@@ -3,6 +3,7 @@
  * register access and writes while reading. Run under TSan by `make test`. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 #include "drivers/fixture.h"
 #include "unit.h"
 
@@ -236,6 +237,55 @@ TEST(registers_and_writes_while_reading)
     pthread_join(w2, NULL);
     atomic_store(&stop, 1);
     pthread_join(r, NULL);
+    CHECK_EQ(atomic_load(&errors), 0);
+    oni_destroy_ctx(ctx);
+}
+
+/* A reader that keeps calling oni_read_frame on an empty stream holds the
+ * read lock for a whole timeout per call and asks for it again at once. Those
+ * who need the read lock meanwhile (starting acquisition, a block size) get
+ * it in turn: the wait is about one timeout, never starvation (onigpu run
+ * once hung at start-up this way: its echo thread starved the start). */
+static void *timeout_reader(void *p)
+{
+    oni_ctx ctx = p;
+    while (!atomic_load(&stop)) {
+        oni_frame_t *f;
+        int rc = oni_read_frame(ctx, &f);
+        if (rc > 0)
+            oni_destroy_frame(f);
+        else if (rc != ONI_ETIMEOUT)
+            atomic_fetch_add(&errors, 1);
+    }
+    return NULL;
+}
+
+TEST(read_lock_taken_in_turn)
+{
+    oni_ctx ctx = fx_open(devs, 4, 1);
+    REQUIRE(ctx);
+    uint32_t timeout = 100;
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_WAIT) == 0);
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout) == 0);
+    atomic_store(&errors, 0);
+    atomic_store(&stop, 0);
+    pthread_t r;
+    REQUIRE(pthread_create(&r, NULL, timeout_reader, ctx) == 0);
+    double worst_ms = 0;
+    for (int i = 0; i < 20; i++) {
+        usleep(1000 * (i % 7)); /* land at different points of the reader's wait */
+        uint64_t t0 = oni_now_ns();
+        uint32_t run = i % 2 == 0; /* both ways take the read lock (docs/threads.md) */
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run), 0);
+        double ms = (double)(oni_now_ns() - t0) / 1e6;
+        if (ms > worst_ms)
+            worst_ms = ms;
+    }
+    atomic_store(&stop, 1);
+    pthread_join(r, NULL);
+    fprintf(stderr, "  longest wait for the read lock: %.1f ms (reader timeout %u ms)\n", worst_ms, timeout);
+    /* one timeout of the holder, with slack for a loaded or TSan machine */
+    CHECK(worst_ms < 10.0 * timeout);
     CHECK_EQ(atomic_load(&errors), 0);
     oni_destroy_ctx(ctx);
 }

@@ -50,7 +50,8 @@ static oni_ctx create(const struct oni_driver *drv, void *dl)
         goto nomem;
     atomic_init(&ctx->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
     atomic_init(&ctx->state, ONI_STATE_UNINIT);
-    atomic_init(&ctx->rbusy, 0);
+    atomic_init(&ctx->rnext, 0);
+    atomic_init(&ctx->rserve, 0);
     if (!(ctx->dctx = drv->create_ctx()))
         goto nomem;
     pthread_mutex_init(&ctx->lock, NULL);

@@ -99,11 +99,11 @@ struct oni_ctx_impl {
     void *dl;                  /* dlopen handle of an external driver, or NULL */
     oni_driver_ctx dctx;
     /* Lock order: lock, then the read lock, then wlock. lock: state,
-     * options, registers and the signal stream; the read lock (rbusy,
-     * oni_rlock): the read path; wlock: the write path. The device table
-     * changes only with all three held. */
+     * options, registers and the signal stream; the read lock (rnext and
+     * rserve, oni_rlock): the read path; wlock: the write path. The device
+     * table changes only with all three held. */
     pthread_mutex_t lock, wlock;
-    atomic_int rbusy;
+    atomic_uint rnext, rserve;
     _Atomic int state;
     int drv_open;              /* the driver's init succeeded */
     _Atomic uint32_t timeout_ms;
@@ -152,21 +152,30 @@ void oni_read_flush(struct oni_ctx_impl *ctx);
 /* Release the current block (context going away or table changing; read lock held). */
 void oni_read_release(struct oni_ctx_impl *ctx);
 
-/* The read lock: one atomic exchange to take it and a plain release store
- * to give it back, so an uncontended oni_read_frame pays one locked
- * instruction where a pthread mutex pays two. oni_rlock_wait (frame.c) is
- * the contended case: it spins, then yields, then sleeps 20 us between
- * tries; the holder is parsing (nanoseconds) or in a refill that
- * ONI_OPT_TIMEOUTMS bounds, so the wait is bounded too. */
-void oni_rlock_wait(struct oni_ctx_impl *ctx);
+/* The read lock, a ticket lock: take a ticket (one atomic add), go when
+ * rserve shows it; give the lock back with a plain release store of the next
+ * ticket. An uncontended oni_read_frame pays one locked instruction where a
+ * pthread mutex pays two, and the lock is taken in turn: a reader that gives
+ * it back and asks again at once (a loop of reads that time out) cannot
+ * starve a caller that waits for it, as it could with a test-and-set lock.
+ * oni_rlock_wait (frame.c) is the contended case: it spins, then yields,
+ * then sleeps 20 us between looks; each holder is parsing (nanoseconds) or
+ * in a refill that ONI_OPT_TIMEOUTMS bounds, so the wait is bounded too. */
+void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned ticket);
+static inline unsigned oni_rticket(struct oni_ctx_impl *ctx)
+{
+    return atomic_fetch_add_explicit(&ctx->rnext, 1, memory_order_relaxed);
+}
 static inline void oni_rlock(struct oni_ctx_impl *ctx)
 {
-    if (atomic_exchange_explicit(&ctx->rbusy, 1, memory_order_acquire))
-        oni_rlock_wait(ctx);
+    unsigned t = oni_rticket(ctx);
+    if (atomic_load_explicit(&ctx->rserve, memory_order_acquire) != t)
+        oni_rlock_wait(ctx, t);
 }
 static inline void oni_runlock(struct oni_ctx_impl *ctx)
 {
-    atomic_store_explicit(&ctx->rbusy, 0, memory_order_release);
+    unsigned t = atomic_load_explicit(&ctx->rserve, memory_order_relaxed); /* only the holder writes it */
+    atomic_store_explicit(&ctx->rserve, t + 1, memory_order_release);
 }
 
 #endif

@@ -128,21 +128,19 @@ out:
 
 /* ---- read path ----------------------------------------------------------- */
 
-__attribute__((noinline)) void oni_rlock_wait(struct oni_ctx_impl *ctx)
+__attribute__((noinline)) void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned ticket)
 {
     unsigned tries = 0;
-    do {
-        while (atomic_load_explicit(&ctx->rbusy, memory_order_relaxed)) {
-            if (++tries < 200)
-                continue; /* the holder is most likely parsing: nanoseconds */
-            if (tries < 264) {
-                sched_yield();
-            } else {
-                struct timespec ts = {0, 20000};
-                nanosleep(&ts, NULL);
-            }
+    while (atomic_load_explicit(&ctx->rserve, memory_order_acquire) != ticket) {
+        if (++tries < 200)
+            continue; /* the holder is most likely parsing: nanoseconds */
+        if (tries < 264) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
         }
-    } while (atomic_exchange_explicit(&ctx->rbusy, 1, memory_order_acquire));
+    }
 }
 
 void oni_read_flush(struct oni_ctx_impl *ctx)
@@ -327,12 +325,13 @@ __attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, o
     return hand_out(ctx, f, len, out);
 }
 
-/* read_frame_slow with the read lock taken here or before, and given back. */
+/* read_frame_slow with the read lock held, or waited for here with the
+ * ticket taken (!locked), and given back. */
 __attribute__((noinline)) static int read_frame_unlock(struct oni_ctx_impl *ctx, oni_frame_t **out,
-                                                      int locked)
+                                                      int locked, unsigned ticket)
 {
     if (!locked)
-        oni_rlock_wait(ctx);
+        oni_rlock_wait(ctx, ticket);
     int rc = read_frame_slow(ctx, out);
     oni_runlock(ctx);
     return rc;
@@ -350,16 +349,17 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
      * descriptor free in the segment (bytes in the block imply a readable
      * device in the table). Everything else is a tail call, so the fast
      * path calls nothing and saves at most a register. */
-    if (atomic_exchange_explicit(&ctx->rbusy, 1, memory_order_acquire))
-        return read_frame_unlock(ctx, frame, 0);
+    unsigned ticket = oni_rticket(ctx);
+    if (atomic_load_explicit(&ctx->rserve, memory_order_acquire) != ticket)
+        return read_frame_unlock(ctx, frame, 0, ticket);
     size_t avail = ctx->end - ctx->pos;
     uint32_t idx, sz;
     size_t len;
     if (avail < ONI_RFRAMEHEADERSZ || ctx->seg_used == ONI_SEGFRAMES)
-        return read_frame_unlock(ctx, frame, 1);
+        return read_frame_unlock(ctx, frame, 1, ticket);
     read_header(ctx, &idx, &sz);
     if (!header_ok(ctx, idx, sz) || avail < (len = ONI_RFRAMEHEADERSZ + oni_pad4(sz)))
-        return read_frame_unlock(ctx, frame, 1);
+        return read_frame_unlock(ctx, frame, 1, ticket);
     int rc = hand_out(ctx, &ctx->seg->f[ctx->seg_used++], len, frame);
     oni_runlock(ctx);
     return rc;
