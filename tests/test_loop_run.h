@@ -92,6 +92,7 @@ static void check_run(const char *backend, const char *seconds)
     char dir[] = "/tmp/onigpu-run-XXXXXX";
     REQUIRE(mkdtemp(dir));
     double recall = NAN, precision = NAN, p50 = NAN, events = NAN, ran = NAN;
+    int keeps_up = 0;
     char key[64];
     snprintf(key, sizeof key, "summary (%s, ", backend);
     enum rt_verdict v = RT_RETRY;
@@ -114,7 +115,11 @@ static void check_run(const char *backend, const char *seconds)
         /* The loop also stops when asked: no reader may starve the stop or the
          * statistics (a 4 s run once took 7.5 s on a 16-core machine). */
         int on_time = ran > 0 && ran < atof(seconds) + 2.0;
-        v = RUN_REALTIME_BUILD ? rt_judge(events >= 50 && p50 > 0 && p50 < 20000 && on_time, attempt, p) : RT_PASS;
+        /* the summary's verdict on keeping up with the probe is always there */
+        keeps_up = strstr(out, "keeping up         yes: ") != NULL;
+        CHECK(keeps_up || strstr(out, "keeping up         NO (overrun): ") != NULL);
+        v = RUN_REALTIME_BUILD ? rt_judge(events >= 50 && p50 > 0 && p50 < 20000 && on_time && keeps_up, attempt, p)
+                               : RT_PASS;
         if (v != RT_PASS)
             rt_report("events and latency", attempt, p, v);
     }
@@ -129,6 +134,7 @@ static void check_run(const char *backend, const char *seconds)
             CHECK(events >= 50);
             CHECK(p50 > 0 && p50 < 20000);
             CHECK(ran > 0 && ran < atof(seconds) + 2.0);
+            CHECK(keeps_up);
         }
     }
     char cmd[256];

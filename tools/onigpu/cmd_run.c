@@ -36,6 +36,8 @@ CLI_COMMAND(run, "run",
 #define MAX_DET (1u << 22)
 #define MAX_LAT (1u << 22)
 #define TOL_S 1e-3      /* spike match tolerance */
+#define OWED_MAX_MS 100.0   /* data left in the card at the end beyond which the loop fell behind */
+#define KEEP_UP_SHARE 0.95  /* ... or a processed frame rate below this share of the probe's */
 
 struct run {
     oni_ctx ctx;
@@ -269,9 +271,17 @@ static oni_ctx open_card(const struct opts *o, const char *truth)
     return ctx;
 }
 
+/* Data waiting in the card's GPU-stream FIFO (the probe's route), in ms of
+ * acquisition: what the loop owes the card. */
+static double backlog_ms(const onigpu_stream_stats_t *ss, size_t stride, double fs_hz)
+{
+    return stride && fs_hz > 0 ? (double)ss->fifo_bytes[1] / (double)stride / fs_hz * 1e3 : 0;
+}
+
 /* One live line: frame rate over the last interval, stimulations, latency
- * percentiles so far, GPU-stream FIFO fill, drops. */
-static void progress(struct run *r, struct loop *lp, double t, uint32_t block, uint64_t *last_blocks, double *last_t)
+ * percentiles so far, GPU-stream FIFO fill and backlog, drops. */
+static void progress(struct run *r, struct loop *lp, double t, uint32_t block, size_t stride, double fs_hz,
+                     uint64_t *last_blocks, double *last_t)
 {
     struct loop_stats ls;
     struct bench_stats st;
@@ -286,9 +296,9 @@ static void progress(struct run *r, struct loop *lp, double t, uint32_t block, u
     printf("%5.1f s  %7.0f frames/s  %6llu stims", t, rate, (unsigned long long)atomic_load(&r->stims));
     if (!lat_stats(r, &st))
         printf("  latency p50 %7.1f us p99 %7.1f us", ticks_us(r, st.p50), ticks_us(r, st.p99));
-    printf("  fifo %.1f%%  drops %llu\n",
+    printf("  fifo %.1f%% (%.1f ms behind)  drops %llu\n",
            ss.fifo_capacity[1] ? 100.0 * (double)ss.fifo_bytes[1] / (double)ss.fifo_capacity[1] : 0.0,
-           (unsigned long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
+           backlog_ms(&ss, stride, fs_hz), (unsigned long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
     fflush(stdout);
 }
 
@@ -406,8 +416,16 @@ static int run(int argc, char **argv)
             struct timespec ts = {0, 20000000};
             nanosleep(&ts, NULL);
         }
-        progress(r, lp, (double)(bench_now_ns() - t0) / 1e9, o.block, &last_blocks, &last_t);
+        progress(r, lp, (double)(bench_now_ns() - t0) / 1e9, o.block, lay.stride, p.fs_hz, &last_blocks, &last_t);
     }
+    /* What the loop owes the card as it stops: a loop that keeps up owes a
+     * block or two; one slower than the probe owes more every second, and
+     * its latency grows with it, long before the 4 GiB FIFO drops anything. */
+    onigpu_stream_stats_t ss;
+    memset(&ss, 0, sizeof ss);
+    sz = sizeof ss;
+    oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, &ss, &sz);
+    double owed_ms = backlog_ms(&ss, lay.stride, p.fs_hz);
     loop_stop(lp);
     pthread_join(lth, NULL);
     struct timespec settle = {0, 300000000}; /* the last echoes */
@@ -426,7 +444,6 @@ static int run(int argc, char **argv)
     /* --- summary --------------------------------------------------------------- */
     struct loop_stats ls;
     loop_get_stats(lp, &ls);
-    onigpu_stream_stats_t ss;
     memset(&ss, 0, sizeof ss);
     sz = sizeof ss;
     oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, &ss, &sz);
@@ -443,9 +460,14 @@ static int run(int argc, char **argv)
     struct bench_stats lat;
     int have_lat = !lat_stats(r, &lat);
     uint64_t frames = ls.blocks * o.block;
+    double fps = ls.seconds > 0 ? frames / ls.seconds : 0.0;
+    int behind = owed_ms > OWED_MAX_MS || fps < KEEP_UP_SHARE * p.fs_hz;
     printf("\nsummary (%s, %.2f s)\n", loop_backend_name(backend), ls.seconds);
     printf("  frames processed   %llu (%llu bytes, %.0f frames/s)\n", (unsigned long long)frames,
-           (unsigned long long)ls.bytes_in, ls.seconds > 0 ? frames / ls.seconds : 0.0);
+           (unsigned long long)ls.bytes_in, fps);
+    printf("  keeping up         %s: %.0f of %.0f frames/s, %.1f ms of data left in the card at the end%s\n",
+           behind ? "NO (overrun)" : "yes", fps, p.fs_hz, owed_ms,
+           behind ? "; latency grows with the backlog, and drops follow once the FIFO is full" : "");
     printf("  spikes detected    %llu (%llu not listed: block overflow)\n",
            (unsigned long long)atomic_load(&r->ndet), (unsigned long long)atomic_load(&r->det_overflow));
     printf("  vs ground truth    %llu events scored, recall %.3f, precision %.3f (+-%.1f ms, +-2 channels)\n",
@@ -482,6 +504,9 @@ static int run(int argc, char **argv)
             bench_cell_num(rep, "lat_p999_us", have_lat ? ticks_us(r, lat.p999) : NAN);
             bench_cell_num(rep, "lat_max_us", have_lat ? ticks_us(r, lat.max) : NAN);
             bench_cell_int(rep, "dropped_frames", (long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
+            bench_cell_num(rep, "frames_per_s", fps);
+            bench_cell_num(rep, "backlog_ms", owed_ms);
+            bench_cell_int(rep, "overrun", behind);
             bench_report_row(rep, NULL);
             for (size_t i = 0; i < atomic_load(&r->nlat); i++) {
                 bench_cell_int(rep, "tag", (long long)r->lat_tag[i]);
