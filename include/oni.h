@@ -59,8 +59,13 @@ enum {
 /* onigpu extension: per-context timeout for every blocking call, in
  * milliseconds (uint32_t, read/write in any initialized or uninitialized
  * state). 0 is refused: there is no "wait forever". Default
- * ONI_DEFAULT_TIMEOUTMS. Expiry returns ONI_ETIMEOUT. The value sits far above
- * the custom range so it can never shadow a hardware register option. */
+ * ONI_DEFAULT_TIMEOUTMS. Expiry returns ONI_ETIMEOUT. The core checks the
+ * deadline between driver calls and passes the value to the driver through
+ * set_opt_callback; a driver that blocks inside one of its own calls without
+ * honouring it can still block longer (docs/threads.md). The number lies in
+ * the open-ended custom range (>= ONI_OPT_CUSTOMBEGIN): it shadows the custom
+ * option that would map to config register ONI_CONFIG_CUSTOMBEGIN +
+ * 0x4F4700F4 = 0x4F4700FF (docs/errors.md says why that is harmless). */
 #define ONI_OPT_TIMEOUTMS 0x4F470100
 #define ONI_DEFAULT_TIMEOUTMS 2000u
 
@@ -81,13 +86,20 @@ ONI_EXPORT int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *
 /* Write context option ctx_opt from value of size bytes; then calls the driver's set_opt_callback. */
 ONI_EXPORT int oni_set_opt(oni_ctx ctx, int ctx_opt, const void *value, size_t size);
 
-/* Driver-specific options (onigpu.h documents onigpu's drivers' options). */
+/* Read driver-specific option drv_opt (onigpu.h, oniemu.h) into value; *size is the buffer size in, bytes
+ * written out; returns the driver's answer (0 or an ONI error). Any state. */
 ONI_EXPORT int oni_get_driver_opt(const oni_ctx ctx, int drv_opt, void *value, size_t *size);
+
+/* Write driver-specific option drv_opt from value of size bytes (NULL only with size 0); returns the
+ * driver's answer (0 or an ONI error). Any state. */
 ONI_EXPORT int oni_set_driver_opt(oni_ctx ctx, int drv_opt, const void *value, size_t size);
 
-/* Register access through the signal stream; NACK gives ONI_EREADFAILURE / ONI_EWRITEFAILURE,
- * an access still pending gives ONI_ERETRIG, no answer in time gives ONI_ETIMEOUT. */
+/* Read register addr of device dev_idx into *value through the signal stream; 0, ONI_EREADFAILURE on NACK,
+ * ONI_ERETRIG if an access is still pending, ONI_ETIMEOUT if no answer within ONI_OPT_TIMEOUTMS. */
 ONI_EXPORT int oni_read_reg(const oni_ctx ctx, oni_dev_idx_t dev_idx, oni_reg_addr_t addr, oni_reg_val_t *value);
+
+/* Write value to register addr of device dev_idx through the signal stream; 0, ONI_EWRITEFAILURE on NACK,
+ * ONI_ERETRIG if an access is still pending, ONI_ETIMEOUT if no answer within ONI_OPT_TIMEOUTMS. */
 ONI_EXPORT int oni_write_reg(const oni_ctx ctx, oni_dev_idx_t dev_idx, oni_reg_addr_t addr, oni_reg_val_t value);
 
 /* Read the next frame. On success returns the bytes the frame took in the stream (> 0) and

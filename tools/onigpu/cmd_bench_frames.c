@@ -272,5 +272,17 @@ static int frames_run(int argc, char **argv)
     int rc = bench_frames_run(&o, res);
     if (rc)
         return cli_fail("bench frames", rc);
+    /* Nothing measured: say why for each block size and write no result files. */
+    size_t ok = 0;
+    for (size_t i = 0; i < o.nblocks; i++)
+        ok += !res[i].rc;
+    if (!ok) {
+        for (size_t i = 0; i < o.nblocks; i++)
+            fprintf(stderr, "onigpu bench frames: block %u: %s (%d)\n", res[i].block,
+                    oni_error_str(res[i].rc), res[i].rc);
+        fprintf(stderr, "onigpu bench frames: no block size could be measured with driver '%s'; "
+                        "no results written to %s\n", o.driver, out_dir);
+        return 1;
+    }
     return write_results(&o, res, out_dir, argc, argv);
 }

@@ -124,6 +124,32 @@ static const struct cli_command *find(int argc, char **argv, int *words)
     return NULL;
 }
 
+/* The second word of a two-word command whose first is `word` ("bench frames"
+ * in "bench"), or NULL. */
+static const char *in_group(const char *name, const char *word)
+{
+    const char *sp = strchr(name, ' ');
+    size_t len = strlen(word);
+    return sp && (size_t)(sp - name) == len && !strncmp(name, word, len) ? sp + 1 : NULL;
+}
+
+/* List the two-word commands of group `word` with their help lines on `f`;
+ * returns how many there are (0: `word` is no group, nothing printed). */
+static int print_group(FILE *f, const char *word)
+{
+    int n = 0;
+    for (int i = 0; i < ncommands; i++) {
+        const char *second = in_group(commands[i]->name, word);
+        if (!second)
+            continue;
+        if (!n++)
+            fprintf(f, "usage: onigpu %s <command> [options]   (onigpu %s <command> --help for details)\n\n",
+                    word, word);
+        fprintf(f, "  %-16s %s\n", second, commands[i]->help);
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -132,6 +158,19 @@ int main(int argc, char **argv)
     }
     int words = 0;
     const struct cli_command *cmd = find(argc, argv, &words);
+    if (!cmd && argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) &&
+        print_group(stdout, argv[1]))
+        return 0; /* "onigpu bench --help" lists the group */
+    if (!cmd) {
+        /* a missing or unknown second word of a group is a usage error */
+        for (int i = 0; i < ncommands; i++)
+            if (in_group(commands[i]->name, argv[1])) {
+                if (argc > 2)
+                    fprintf(stderr, "onigpu: unknown command '%s %s'\n\n", argv[1], argv[2]);
+                print_group(stderr, argv[1]);
+                return 2;
+            }
+    }
     if (!cmd) {
         fprintf(stderr, "onigpu: unknown command '%s'\n\n", argv[1]);
         print_help();
