@@ -81,32 +81,56 @@ TEST(gpu_xfer_paths_integrity)
     oni_destroy_ctx(ctx);
 }
 
+/* GPU -> card: every path delivers the frames byte for byte (the sink's
+ * hash register), for several block sizes and buffer offsets; a malformed
+ * block is refused whole; an asynchronous write's record comes after. */
 TEST(gpu_xfer_write_paths)
 {
     NEED_GPU();
     oni_ctx ctx = xfer_open(GPU_SPEC, &core, &sink);
     REQUIRE(ctx);
-    enum { N = 1 << 20, F = 4096 };
+    enum { N = 1 << 20, F = 4096, OFF = 4096 };
+    static const uint32_t sizes[] = {F, 3 * F, 64 * F, N};
+    static const size_t offs[] = {0, 8, 1000, OFF};
     uint8_t *dev = NULL, *frames = calloc(1, N);
-    REQUIRE(gpu_alloc((void **)&dev, N) == 0);
-    for (int k = 0; k < N / F; k++) {
-        uint32_t hdr[2] = {sink, (F - 8) / 4};
-        memcpy(frames + (size_t)k * F, hdr, 8);
+    oni_reg_val_t got = 0;
+    uint32_t want = XSUM_START, seed = 0;
+    REQUIRE(gpu_alloc((void **)&dev, N + OFF) == 0);
+    for (int pinned = 0; pinned < 2; pinned++) {
+        if (pinned)
+            CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++) {
+                for (uint32_t chunk = 0; chunk <= 65536; chunk += 65536) { /* whole, then chunked */
+                    want = xsum_frames(frames, sizes[i], F, sink, ++seed, want);
+                    CHECK_RC(gpu_copy(dev + offs[o], frames, sizes[i]), 0);
+                    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, sizes[i]), 0);
+                    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, chunk), 0);
+                    onigpu_buf_t b = {dev + offs[o], sizes[i]};
+                    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, &b, sizeof b), 0);
+                    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
+                    if (got != want) {
+                        UNIT_FAIL("%s write of %u bytes at offset %zu, chunk %u: sink hash %08x, want %08x",
+                                  pinned ? "prepinned" : "direct", sizes[i], offs[o], chunk, got, want);
+                        want = got; /* report each bad transfer once */
+                    }
+                }
+            }
+        }
     }
-    CHECK_RC(gpu_copy(dev, frames, N), 0);
-    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), 0); /* direct */
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), 0); /* prepinned */
-    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 65536), 0);
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), 0); /* chunked */
     CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 0), 0);
-    /* a malformed frame in GPU memory is refused by the card */
+    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
+    /* a malformed frame in GPU memory is refused by the card, nothing of it arrives */
+    xsum_frames(frames, N, F, sink, ++seed, 0);
     uint32_t bad[2] = {0xDEAD, (F - 8) / 4};
-    CHECK_RC(gpu_copy(dev, bad, 8), 0);
+    memcpy(frames + N / 2, bad, 8);
+    CHECK_RC(gpu_copy(dev, frames, N), 0);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, dev, 8), ONI_EBADFRAME);
+    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
+    CHECK_EQ(got, want);
     /* asynchronous write with the record in GPU memory */
-    CHECK_RC(gpu_copy(dev, frames, 8), 0);
+    want = xsum_frames(frames, N, F, sink, ++seed, want);
+    CHECK_RC(gpu_copy(dev, frames, N), 0);
     uint32_t *done = NULL, seen = 0;
     REQUIRE(gpu_alloc((void **)&done, 4) == 0);
     CHECK_RC(gpu_memset(done, 0, 4), 0);
@@ -116,6 +140,8 @@ TEST(gpu_xfer_write_paths)
     while (seen != 42 && oni_now_ns() - t0 < 2000000000u)
         gpu_copy(&seen, done, 4);
     CHECK_EQ(seen, 42);
+    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
+    CHECK_EQ(got, want);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
     gpu_free(done);
     gpu_free(dev);
@@ -162,14 +188,30 @@ TEST(gpu_xfer_pin_lifecycle)
     oni_destroy_ctx(ctx);
 }
 
+/* xorshift: reproducible randomness */
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Completion order under stress: jobs of random sizes in flight on a ring of
+ * slots, records in GPU and host memory taking turns; each job is retired
+ * only after its record was seen, then its payload is copied back and the
+ * test core's counter checked, so a record that overtook its payload fails.
+ * ONIGPU_XFER_ASYNC sets the number of jobs (default 10^6). */
 TEST(gpu_xfer_completion_records_under_stress)
 {
     NEED_GPU();
+    const char *env = getenv("ONIGPU_XFER_ASYNC");
+    int jobs = env ? atoi(env) : 1000000;
     oni_ctx ctx = xfer_open(GPU_SPEC, &core, &sink);
     REQUIRE(ctx);
-    enum { RING = 8, BLK = 16384, JOBS = 4000 };
+    enum { RING = 8, BLK = 16384 };
     uint8_t *dev = NULL, *host = malloc(BLK);
-    uint32_t *done_dev = NULL, *done_host = NULL;
+    uint32_t *done_dev = NULL, *done_host = NULL, len[RING];
     REQUIRE(gpu_alloc((void **)&dev, (size_t)RING * BLK) == 0);
     REQUIRE(gpu_alloc((void **)&done_dev, RING * 4) == 0);
     REQUIRE(gpu_host_alloc((void **)&done_host, RING * 4) == 0);
@@ -179,8 +221,9 @@ TEST(gpu_xfer_completion_records_under_stress)
     CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, BLK), 0);
     struct xcheck c;
     xcheck_init(&c, core);
+    uint64_t seed = 0x2545F4914F6CDD1Du, t_start = oni_now_ns();
     int next = 0, failed = 0;
-    for (int j = 0; j < JOBS + RING && !failed; j++) {
+    for (int j = 0; j < jobs + RING && !failed; j++) {
         if (j >= RING) { /* retire job j - RING: wait for its record, then check its payload */
             int k = j - RING, slot = k % RING;
             uint32_t seq = (uint32_t)k + 1, seen = 0;
@@ -192,18 +235,24 @@ TEST(gpu_xfer_completion_records_under_stress)
                     gpu_copy(&seen, &done_dev[slot], 4);
             }
             if (seen != seq) {
-                UNIT_FAIL("job %d: record %u never came", k, seq);
+                UNIT_FAIL("job %d: record %u never came (saw %u)", k, seq, seen);
                 failed = 1;
                 break;
             }
-            CHECK_RC(gpu_copy(host, dev + (size_t)slot * BLK, BLK), 0);
-            xcheck_feed(&c, host, BLK);
+            CHECK_RC(gpu_copy(host, dev + (size_t)slot * BLK, len[slot]), 0);
+            xcheck_feed(&c, host, len[slot]);
+            if (c.errors) {
+                UNIT_FAIL("job %d (%u bytes): payload wrong after its record", k, len[slot]);
+                failed = 1;
+                break;
+            }
         }
-        if (next < JOBS) {
+        if (next < jobs) {
             int slot = next % RING;
+            len[slot] = (uint32_t)(4 + 4 * (rnd(&seed) % (BLK / 4)));
             volatile uint32_t *done = next % 2 ? &done_host[slot] : &done_dev[slot];
             /* every slot lies inside the pinned buffer dev and uses its pin */
-            onigpu_xfer_t x = {dev + (size_t)slot * BLK, BLK, done, (uint32_t)next + 1, 0};
+            onigpu_xfer_t x = {dev + (size_t)slot * BLK, len[slot], done, (uint32_t)next + 1, 0};
             int rc = oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x);
             if (rc) {
                 UNIT_FAIL("submit %d: %s", next, oni_error_str(rc));
@@ -212,6 +261,8 @@ TEST(gpu_xfer_completion_records_under_stress)
             next++;
         }
     }
+    fprintf(stderr, "  %d asynchronous jobs of 4 B-16 KiB retired and checked in %.1f s\n", next,
+            (oni_now_ns() - t_start) / 1e9);
     CHECK_EQ(c.errors, 0);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
     gpu_free(dev);
@@ -219,15 +270,6 @@ TEST(gpu_xfer_completion_records_under_stress)
     gpu_host_free(done_host);
     free(host);
     oni_destroy_ctx(ctx);
-}
-
-/* xorshift: reproducible randomness */
-static uint64_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
 }
 
 TEST(gpu_xfer_randomized)

@@ -197,27 +197,33 @@ TEST(xfer_routing_and_timeout)
     oni_destroy_ctx(ctx);
 }
 
+/* Host-buffer writes reach the sink byte for byte (its hash register), a
+ * malformed block is refused whole. */
 TEST(xfer_host_write_frames)
 {
     oni_ctx ctx = open_gpu_stream();
     REQUIRE(ctx);
     enum { N = 4096 };
     uint8_t *blk = calloc(1, N);
+    oni_reg_val_t got = 0;
     /* 4 frames of 1 KiB to the sink */
-    for (int k = 0; k < 4; k++) {
-        uint32_t hdr[2] = {sink, (1024 - 8) / 4};
-        memcpy(blk + k * 1024, hdr, 8);
-    }
+    uint32_t want = xsum_frames(blk, N, 1024, sink, 1, XSUM_START);
     CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), 0);
+    want = xsum_frames(blk, N, 1024, sink, 2, want);
     onigpu_buf_t b = {blk, N};
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, &b, sizeof b), 0);
-    /* a frame to a device that does not exist */
+    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
+    CHECK_EQ(got, want);
+    /* a frame to a device that does not exist: nothing of the block arrives */
+    xsum_frames(blk, N, 1024, sink, 3, 0);
     uint32_t bad[2] = {0xDEAD, (1024 - 8) / 4};
-    memcpy(blk, bad, 8);
+    memcpy(blk + 2048, bad, 8);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), ONI_EBADFRAME);
+    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
+    CHECK_EQ(got, want);
     /* async write with a host completion word */
-    memcpy(blk, (uint32_t[2]){sink, (1024 - 8) / 4}, 8);
+    want = xsum_frames(blk, N, 1024, sink, 4, want);
     volatile uint32_t done = 0;
     onigpu_xfer_t x = {blk, N, &done, 7, 0};
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE_ASYNC, &x, sizeof x), 0);
@@ -225,6 +231,8 @@ TEST(xfer_host_write_frames)
     while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) != 7 && oni_now_ns() - t0 < 2000000000u)
         ;
     CHECK_EQ(done, 7);
+    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
+    CHECK_EQ(got, want);
     oni_destroy_ctx(ctx);
     free(blk);
 }

@@ -103,6 +103,32 @@ static inline void xcheck_feed(struct xcheck *c, const uint8_t *p, size_t n)
 
 /* Open and init an emu context with spec; find the test core and sink.
  * Returns NULL (and prints why) on failure. */
+/* What the test sink's register 0x12 holds after receiving these payload
+ * bytes (FNV-1a, 32-bit, in order; start from XSUM_START). */
+#define XSUM_START 2166136261u
+#define XSUM_REG 0x12
+static inline uint32_t xsum(uint32_t h, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+/* Write frames of f bytes (8-byte header to dev `sink`, payload a pattern
+ * varying with seed) filling n bytes at blk; returns the hash h extended by
+ * their payloads, as the sink will see them. */
+static inline uint32_t xsum_frames(uint8_t *blk, size_t n, size_t f, uint32_t sink, uint32_t seed, uint32_t h)
+{
+    for (size_t k = 0; k + f <= n; k += f) {
+        uint32_t hdr[2] = {sink, (uint32_t)(f - 8) / 4};
+        memcpy(blk + k, hdr, 8);
+        for (size_t i = 8; i < f; i++)
+            blk[k + i] = (uint8_t)((k + i) * 131u + seed);
+        h = xsum(h, blk + k + 8, f - 8);
+    }
+    return h;
+}
+
 static inline oni_ctx xfer_open(const char *spec, uint32_t *core, uint32_t *sink)
 {
     oni_ctx ctx = oni_create_ctx("emu");

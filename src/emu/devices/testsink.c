@@ -1,13 +1,19 @@
 /* testsink.c - the thesis test core's sink (figure 4.1): accepts write frames
- * whose payload is a whole number of write_size units and counts the words.
- * Argument: bytes=N (write_size, a multiple of 4, default 4). Register
- * 0x10/0x11: words received (ro, low/high). */
+ * whose payload is a whole number of write_size units, counts the words and
+ * hashes the bytes (so a test can check what arrived, not only how much).
+ * Argument: bytes=N (write_size, a multiple of 4, default 4). Registers
+ * 0x10/0x11: words received (ro, low/high); 0x12: FNV-1a (32-bit) of every
+ * payload byte received, in order (ro). */
 #include <stdio.h>
 #include <stdlib.h>
 #include "emu/card.h"
 
+#define FNV_BASIS 2166136261u
+#define FNV_PRIME 16777619u
+
 struct tsink {
     uint64_t words;
+    uint32_t hash;
 };
 
 static int ts_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
@@ -20,8 +26,10 @@ static int ts_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
         snprintf(err, cap, "testsink: bytes=%llu is not a multiple of 4", (unsigned long long)bytes);
         return ONI_EINVALARG;
     }
-    if (!(d->priv = calloc(1, sizeof(struct tsink))))
+    struct tsink *p = calloc(1, sizeof *p);
+    if (!(d->priv = p))
         return ONI_EBADALLOC;
+    p->hash = FNV_BASIS;
     d->desc.write_size = (uint32_t)bytes;
     return 0;
 }
@@ -36,14 +44,20 @@ static int ts_reg_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
     switch (addr) {
     case EMU_REG_DEVICE: *v = (uint32_t)p->words; return 1;
     case EMU_REG_DEVICE + 1: *v = (uint32_t)(p->words >> 32); return 1;
+    case EMU_REG_DEVICE + 2: *v = p->hash; return 1;
     }
     return 0;
 }
 
 static void ts_write(struct emu_dev *d, const uint8_t *p, size_t n, uint64_t t)
 {
-    (void)p, (void)t;
-    ((struct tsink *)d->priv)->words += n / 4;
+    (void)t;
+    struct tsink *s = d->priv;
+    s->words += n / 4;
+    uint32_t h = s->hash;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * FNV_PRIME;
+    s->hash = h;
 }
 
 const struct emu_devtype emu_dev_testsink = {
