@@ -31,8 +31,10 @@ enum {
                                       get: the spec in use */
     ONI_DRV_EMU_TRUTH_FILE,        /* set: value = path string; ground-truth spikes are appended there as CSV
                                       "dev_idx,unit,channel,sample_time" while generating */
-    ONI_DRV_EMU_LINK               /* get: oniemu_link_t of the link preset in use */
+    ONI_DRV_EMU_LINK,              /* get: oniemu_link_t of the link preset in use */
+    ONI_DRV_EMU_MODE               /* get: uint32_t, 0 = realtime, 1 = fast (mode=fast) */
 };
+/* The FIFO ("DDR") capacity is fifo_capacity of ONI_DRV_STREAM_STATS (onigpu.h). */
 
 typedef struct {
     char name[16];

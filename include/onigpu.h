@@ -109,6 +109,7 @@ typedef struct {
     uint64_t fifo_capacity[2]; /* bytes */
     uint64_t dropped_frames[2];
     uint64_t dropped_bytes[2];
+    uint64_t bad_wframes;      /* writes rejected as malformed write frames (ONI_EBADFRAME), both write streams */
 } onigpu_stream_stats_t;
 
 #ifdef __cplusplus

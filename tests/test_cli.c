@@ -83,6 +83,23 @@ TEST(info_prints_table_clocks_and_hubs)
     HAS("devices          14");
 }
 
+/* The emu driver's card: link preset, mode and FIFO capacity from its driver options. */
+TEST(info_emu_card)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("info", "--emu", "link=gen3x8;mode=fast;ddr=64M"), 0);
+    HAS("link             gen3x8: ");
+    HAS("mode             fast");
+    HAS("fifo capacity    67108864 B (DDR): 33554432 B default stream, 33554432 B GPU stream");
+    CHECK_EQ(RUN("info"), 0);
+    HAS("link             gen2x4: 1.60 GB/s, 3.0 us per transfer");
+    HAS("mode             realtime");
+    HAS("fifo capacity    4294967296 B (DDR)");
+    CHECK_EQ(RUN("info", "--driver", "test"), 0);
+    CHECK(!strstr(out, "\nlink "));
+    CHECK(!strstr(out, "\nmode "));
+}
+
 TEST(info_bad_arguments)
 {
     NEED_BIN();
@@ -127,13 +144,28 @@ TEST(read_bad_arguments)
 {
     NEED_BIN();
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--seconds", "1"), 2);
+    HAS("bad argument '--seconds 1'");
     HAS("usage: onigpu read");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "0"), 2);
+    HAS("bad argument '--frames 0'");
+    HAS("usage: onigpu read");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "-3"), 2);
+    HAS("bad argument '--frames -3'");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "1x"), 2);
+    HAS("bad argument '--frames 1x'");
     CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "soon"), 2);
+    HAS("bad argument '--seconds soon'");
     CHECK_EQ(RUN("read", "--driver", "test", "--block"), 2);
+    HAS("bad argument '--block'");
     CHECK_EQ(RUN("read", "--driver", "test", "extra"), 2);
+    HAS("bad argument 'extra'");
+    HAS("usage: onigpu read");
+    CHECK_EQ(RUN("read", "--timeout=0"), 2);
+    HAS("bad argument '--timeout=0'");
+    CHECK_EQ(RUN("read", "--truth"), 2);
+    HAS("bad argument '--truth'");
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--truth", "/tmp/never-written.csv"), 1);
+    HAS("--truth needs the emu driver");
     CHECK_EQ(RUN("read", "--driver", "test", "--block", "100", "--frames", "10"), 1);
     HAS("block size 100 refused");
     HAS("792");
@@ -149,6 +181,44 @@ TEST(read_verify_skipped_for_other_drivers)
     HAS("read 100 frames");
     HAS("fifo default"); /* emu answers ONI_DRV_STREAM_STATS */
     HAS("dropped");
+}
+
+/* Fast mode: per-device drops (DROPPED registers), rates in emulated time next to
+ * wall-clock rates, rejected write frames, and --truth writing the ground truth. */
+TEST(read_emu_fast_truth_and_drops)
+{
+    NEED_BIN();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/onigpu-test-cli-truth-%d.csv", (int)getpid());
+    FILE *f = fopen(path, "w"); /* a stale file is replaced, not appended to */
+    REQUIRE(f);
+    fputs("stale\n", f);
+    fclose(f);
+    /* 30000 frames: about 1 s of emulated time (np2 at 30 kHz) */
+    CHECK_EQ(RUN("read", "--emu", "devices=np2;mode=fast;seed=5", "--frames", "30000", "--truth", path), 0);
+    HAS("dropped");
+    HAS("acq frames/s");
+    HAS("30000.0"); /* np2's rate in acquisition-clock time */
+    HAS("write frames rejected as malformed: 0");
+    f = fopen(path, "r");
+    REQUIRE(f);
+    char line[256];
+    int rows = 0, header = fgets(line, sizeof line, f) && !strcmp(line, "dev_idx,unit,channel,sample_time\n");
+    unsigned dev, unit, ch;
+    unsigned long long t;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%u,%u,%u,%llu", &dev, &unit, &ch, &t) == 4 && dev == 0x100 && ch < 384)
+            rows++;
+        else
+            UNIT_FAIL("bad truth row: %s", line);
+    fclose(f);
+    remove(path);
+    CHECK(header);
+    CHECK(rows > 0);
+    /* realtime mode: no emulated-time column */
+    CHECK_EQ(RUN("read", "--emu", "devices=heartbeat:hz=1000", "--frames", "20"), 0);
+    HAS("dropped");
+    CHECK(!strstr(out, "acq frames/s"));
 }
 
 TEST(reg_get_set_and_errors)
@@ -225,6 +295,57 @@ TEST(bench_emu_both_sides_write_results)
     CHECK_EQ(RUN_EMU("bench", "--seconds", "x"), 2);
     CHECK_EQ(RUN_EMU("bench", "--help"), 0);
     HAS("usage: onix-emu bench");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* `onigpu bench` alone is the group of two-word bench commands: --help lists
+ * them (exit 0); nothing or an unknown second word lists them too (exit 2). */
+TEST(bench_group_help_lists_subcommands)
+{
+    NEED_BIN();
+    static const char *const sub[] = {"  frames ", "  emu ", "  transfer ", "  loop ", "  daemon "};
+    CHECK_EQ(RUN("bench", "--help"), 0);
+    HAS("usage: onigpu bench <command>");
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++)
+        HAS(sub[i]);
+    HAS("frames/s, MB/s, call latency"); /* the one-line description of bench frames */
+    CHECK(!strstr(out, "unknown command"));
+    CHECK_EQ(RUN("bench", "-h"), 0);
+    HAS("  frames ");
+    CHECK_EQ(RUN("bench"), 2);
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++)
+        HAS(sub[i]);
+    CHECK_EQ(RUN("bench", "nosuch"), 2);
+    HAS("unknown command 'bench nosuch'");
+    HAS("  transfer ");
+    CHECK_EQ(RUN("bench", "frames", "--help"), 0);
+    HAS("usage: onigpu bench frames");
+    CHECK_EQ(RUN("--help"), 0);
+    static const char *const all[] = {"  info ", "  read ", "  reg ", "  bench frames ", "  bench emu ",
+                                      "  bench transfer ", "  bench loop ", "  bench daemon "};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        HAS(all[i]);
+}
+
+/* `onigpu bench frames` with no block size that can be measured: a clear
+ * message, exit 1, and no result file in --out. */
+TEST(bench_frames_no_results_when_all_blocks_fail)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-bf-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(RUN("bench", "frames", "--driver", "test", "--blocks", "7", "--seconds", "0.02", "--out", dir), 1);
+    HAS("block 7:");
+    HAS("no block size could be measured");
+    HAS("no results written");
+    CHECK(!have(dir, "*"));
+    CHECK_EQ(RUN("bench", "frames", "--driver", "no_such_driver_xyz", "--blocks", "4K", "--seconds", "0.02",
+                 "--out", dir),
+             1);
+    HAS("no block size could be measured");
+    CHECK(!have(dir, "*"));
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

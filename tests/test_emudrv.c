@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "oni.h"
 #include "onigpu.h"
 #include "onii.h"
@@ -165,6 +166,9 @@ TEST(emudrv_options)
     oniemu_link_t link;
     sz = sizeof link;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, &sz), ONI_EINVALSTATE);
+    uint32_t mode = 7;
+    sz = sizeof mode;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_MODE, &mode, &sz), ONI_EINVALSTATE);
     uint32_t rd = 4096;
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &rd, sizeof rd), ONI_EINVALSTATE);
     CHECK_RC(oni_init_ctx(ctx, -1), 0);
@@ -177,6 +181,11 @@ TEST(emudrv_options)
     sz = sizeof link - 1;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, &sz), ONI_EBUFFERSIZE);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, sizeof link), ONI_EREADONLY);
+    sz = sizeof mode;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_MODE, &mode, &sz), 0);
+    CHECK_EQ(sz, sizeof mode);
+    CHECK_EQ(mode, 1); /* FAST_SPEC */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_MODE, &mode, sizeof mode), ONI_EREADONLY);
     onigpu_stream_stats_t st;
     sz = sizeof st - 8;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz), ONI_EBUFFERSIZE);
@@ -185,6 +194,25 @@ TEST(emudrv_options)
     sz = sizeof buf;
     CHECK_RC(oni_get_driver_opt(ctx, 0x12345, buf, &sz), ONI_EINVALOPT);
     oni_destroy_ctx(ctx);
+}
+
+/* ONI_DRV_EMU_MODE follows the spec as the card reads it: the last mode= wins, realtime by default. */
+TEST(emudrv_mode_option)
+{
+    static const struct { const char *spec; uint32_t fast; } cases[] = {
+        {"mode=fast", 1}, {"", 0}, {"seed=3; mode=realtime", 0}, {"mode=realtime;mode=fast;seed=2", 1},
+        {"mode=fast;mode=realtime", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        oni_ctx ctx = open_emu(cases[i].spec);
+        REQUIRE(ctx);
+        uint32_t mode = 7;
+        size_t sz = sizeof mode;
+        CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_MODE, &mode, &sz), 0);
+        if (mode != cases[i].fast)
+            UNIT_FAIL("spec \"%s\": mode %u, want %u", cases[i].spec, mode, cases[i].fast);
+        oni_destroy_ctx(ctx);
+    }
 }
 
 TEST(emudrv_env_spec)
@@ -260,7 +288,14 @@ TEST(emudrv_timeout)
     CHECK_RC(drv->destroy_ctx(d), 0);
 }
 
-/* A malformed write frame is refused, and the stream keeps working. */
+static uint64_t bad_wframes(oni_ctx ctx)
+{
+    onigpu_stream_stats_t st;
+    size_t sz = sizeof st;
+    return oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz) ? UINT64_MAX : st.bad_wframes;
+}
+
+/* A malformed write frame is refused and counted in the stream stats, and the stream keeps working. */
 TEST(emudrv_write_stream)
 {
     oni_ctx ctx = open_emu(FAST_SPEC);
@@ -283,6 +318,15 @@ TEST(emudrv_write_stream)
     CHECK_RC(oni_create_frame(ctx, &f, w->idx, payload, w->write_size), 0);
     REQUIRE(f);
     CHECK(oni_write_frame(ctx, f) > 0);
+    CHECK_EQ(bad_wframes(ctx), 0);
+    /* the frame damaged on its way: an unknown device index in its wire header (before the payload) */
+    uint32_t idx = w->idx, bogus_idx = 0xDEAD;
+    memcpy(f->data - ONI_WFRAMEHEADERSZ, &bogus_idx, 4);
+    CHECK_RC(oni_write_frame(ctx, f), ONI_EBADFRAME);
+    CHECK_EQ(bad_wframes(ctx), 1);
+    memcpy(f->data - ONI_WFRAMEHEADERSZ, &idx, 4);
+    CHECK(oni_write_frame(ctx, f) > 0);
+    CHECK_EQ(bad_wframes(ctx), 1);
     oni_destroy_frame(f);
     free(t);
     oni_destroy_ctx(ctx);
@@ -305,9 +349,13 @@ TEST(emudrv_shared_library)
         SKIP("ONI_DRIVER_PATH not set (tests/CMakeLists.txt sets it to the build directory)");
     char path[4096];
     snprintf(path, sizeof path, "%s/libonidriver_emu.so", dir);
+    if (access(path, F_OK))
+        SKIP("%s not built", path);
+    /* It must load on its own (liboni symbols it uses resolved): a failure here is a build bug. */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
-        SKIP("%s", dlerror());
+        UNIT_FAIL("dlopen: %s", dlerror());
+    REQUIRE(h);
     oni_driver_ctx (*create)(void) = (oni_driver_ctx (*)(void))dlsym(h, "oni_driver_create_ctx");
     int (*destroy)(oni_driver_ctx) = (int (*)(oni_driver_ctx))dlsym(h, "oni_driver_destroy_ctx");
     int (*init)(oni_driver_ctx, int) = (int (*)(oni_driver_ctx, int))dlsym(h, "oni_driver_init");

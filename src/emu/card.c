@@ -515,6 +515,7 @@ void emu_card_stats(struct emu_card *c, onigpu_stream_stats_t *st)
         st->dropped_frames[k] = c->fifo[k].dropped_frames;
         st->dropped_bytes[k] = c->fifo[k].dropped_bytes;
     }
+    st->bad_wframes = c->bad_wframes;
     pthread_mutex_unlock(&c->lock);
 }
 

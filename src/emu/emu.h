@@ -62,7 +62,7 @@ int emu_card_fifo_consume(struct emu_card *card, enum emu_stream s, size_t n);
 /* Wait as the link would for a transfer of n bytes that really took spent_ns. */
 void emu_card_link_delay(struct emu_card *card, size_t n, uint64_t spent_ns);
 
-/* FIFO fill and drop counters. */
+/* FIFO fill and drop counters, and malformed write frames rejected. */
 void emu_card_stats(struct emu_card *card, onigpu_stream_stats_t *st);
 /* Link preset in use. */
 void emu_card_link(struct emu_card *card, oniemu_link_t *link);

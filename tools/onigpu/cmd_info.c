@@ -1,10 +1,13 @@
 /* cmd_info.c - `onigpu info`: driver, clocks, frame and block sizes, the
- * device table and the hub managers' registers. */
+ * emulated card's link, mode and FIFO (emu driver options), the device table
+ * and the hub managers' registers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "cli_oni.h"
+#include "onigpu.h"
+#include "oniemu.h"
 #include "onix.h"
 
 static int info_run(int argc, char **argv);
@@ -21,6 +24,31 @@ static void print_opt(oni_ctx ctx, const char *label, int opt, const char *unit)
         printf("%-16s ? (%s)\n", label, oni_error_str(rc));
     else
         printf("%-16s %u%s\n", label, v, unit);
+}
+
+/* The emu driver's link preset and mode, and the card FIFO of any driver answering
+ * ONI_DRV_STREAM_STATS; what a driver does not answer is left out. */
+static void print_card(oni_ctx ctx, int emu)
+{
+    oniemu_link_t link;
+    uint32_t fast;
+    onigpu_stream_stats_t st;
+    size_t len = sizeof link;
+    if (emu && !oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, &len)) {
+        if (link.bandwidth_Bps > 0)
+            printf("%-16s %s: %.2f GB/s, %.1f us per transfer\n", "link", link.name, link.bandwidth_Bps / 1e9,
+                   link.latency_s * 1e6);
+        else
+            printf("%-16s %s: no bandwidth or latency limit\n", "link", link.name);
+    }
+    len = sizeof fast;
+    if (emu && !oni_get_driver_opt(ctx, ONI_DRV_EMU_MODE, &fast, &len))
+        printf("%-16s %s\n", "mode", fast ? "fast (emulated time advances as the host reads)" : "realtime");
+    len = sizeof st;
+    if (!oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &len))
+        printf("%-16s %llu B (DDR): %llu B default stream, %llu B GPU stream\n", "fifo capacity",
+               (unsigned long long)(st.fifo_capacity[0] + st.fifo_capacity[1]),
+               (unsigned long long)st.fifo_capacity[0], (unsigned long long)st.fifo_capacity[1]);
 }
 
 static void print_devices(const oni_device_t *t, oni_size_t n)
@@ -97,6 +125,7 @@ static int info_run(int argc, char **argv)
     print_opt(ctx, "block read", ONI_OPT_BLOCKREADSIZE, " B");
     print_opt(ctx, "block write", ONI_OPT_BLOCKWRITESIZE, " B");
     print_opt(ctx, "hw address", ONI_OPT_HWADDRESS, "");
+    print_card(ctx, di && !strcmp(di->name, "emu"));
 
     int status = 0;
     oni_size_t n = 0;

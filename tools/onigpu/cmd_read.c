@@ -1,6 +1,7 @@
 /* cmd_read.c - `onigpu read`: stream frames, print a live rate once a
  * second, then per-device counts and rates, verification results (test
- * driver) and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS). */
+ * driver), per-device drops and rates in acquisition-clock time (emu driver)
+ * and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,18 +10,32 @@
 #include "cli.h"
 #include "cli_oni.h"
 #include "onigpu.h"
+#include "oniemu.h"
 #include "onitest.h"
 
 static int read_run(int argc, char **argv);
 CLI_COMMAND(read, "read",
-            "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify]",
-            "stream frames: live rate, per-device counts, frames/s, MB/s, content verification", read_run)
+            "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE]",
+            "stream frames: live rate, per-device counts, frames/s, MB/s, drops, content verification", read_run)
+
+/* Registers every device of the emu card has (docs/devices.md). */
+#define EMU_REG_DROPPED_LO 6
+#define EMU_REG_DROPPED_HI 7
 
 struct dev_stat {
     uint32_t idx, read_size;
     uint64_t frames, bytes;
+    uint64_t first_time, last_time; /* acquisition clock of the first and last frame */
     uint64_t expect; /* next frame counter (verify): 0 after the reset of oni_init_ctx */
     uint64_t lost, repeated, bad;
+    uint64_t dropped; /* emu: DROPPED registers */
+    int have_dropped;
+};
+
+/* What the summary shows besides the counts. */
+struct extras {
+    int verify, dropped; /* columns: verify result, dropped frames */
+    double acq_hz;       /* > 0: rate in acquisition-clock time (fast mode) */
 };
 
 struct read_opts {
@@ -29,6 +44,7 @@ struct read_opts {
     double seconds;   /* 0: no time limit */
     uint64_t block;   /* 0: the library's default */
     int verify;
+    const char *truth; /* --truth: ground-truth CSV (emu driver) */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -41,6 +57,16 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Print "bad argument 'argv[from] .. argv[to]'" (and why, if not NULL); returns -1. */
+static int bad_arg(char **argv, int from, int to, const char *why)
+{
+    fprintf(stderr, "onigpu read: bad argument '");
+    for (int k = from; k <= to; k++)
+        fprintf(stderr, "%s%s", k > from ? " " : "", argv[k]);
+    fprintf(stderr, "'%s%s\n", why ? ": " : "", why ? why : "");
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, struct read_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -48,31 +74,35 @@ static int parse_args(int argc, char **argv, struct read_opts *o)
     int have_frames = 0, have_seconds = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
+        int start = i;
         int rc = cli_conn_arg(&o->conn, argc, argv, &i);
         if (rc < 0)
-            return -1;
+            return bad_arg(argv, start, i, NULL);
         if (rc)
             continue;
         if ((rc = cli_opt_value("--frames", argc, argv, &i, &v))) {
             char *end;
             if (rc < 0 || !*v || *v == '-' || (o->frames = strtoull(v, &end, 10), *end) || !o->frames)
-                return -1;
+                return bad_arg(argv, start, i, NULL);
             have_frames = 1;
         } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
             if (rc < 0 || cli_parse_seconds(v, &o->seconds) || o->seconds <= 0)
-                return -1;
+                return bad_arg(argv, start, i, NULL);
             have_seconds = 1;
         } else if ((rc = cli_opt_value("--block", argc, argv, &i, &v))) {
             if (rc < 0 || cli_parse_size(v, &o->block) || !o->block || o->block > UINT32_MAX)
-                return -1;
+                return bad_arg(argv, start, i, NULL);
+        } else if ((rc = cli_opt_value("--truth", argc, argv, &i, &o->truth))) {
+            if (rc < 0 || !*o->truth)
+                return bad_arg(argv, start, i, NULL);
         } else if (!strcmp(argv[i], "--verify")) {
             o->verify = 1;
         } else {
-            return -1;
+            return bad_arg(argv, start, i, NULL);
         }
+        if (have_frames && have_seconds)
+            return bad_arg(argv, start, i, "--frames and --seconds exclude each other");
     }
-    if (have_frames && have_seconds)
-        return -1;
     if (!have_frames && !have_seconds)
         o->seconds = 1;
     return 0;
@@ -106,7 +136,16 @@ static struct dev_stat *load_devices(oni_ctx ctx, oni_size_t *n, uint16_t *slot)
     return s;
 }
 
-static void print_summary(const struct dev_stat *s, oni_size_t n, uint64_t unknown, double secs, int verify)
+/* Frames/s of d in acquisition-clock time (first to last frame), or -1 if unknown. */
+static double acq_rate(const struct dev_stat *d, double acq_hz)
+{
+    if (d->frames < 2 || d->last_time <= d->first_time)
+        return -1;
+    return (double)(d->frames - 1) * acq_hz / (double)(d->last_time - d->first_time);
+}
+
+static void print_summary(const struct dev_stat *s, oni_size_t n, uint64_t unknown, double secs,
+                          const struct extras *x)
 {
     uint64_t frames = 0, bytes = 0, stream = 0;
     char idx[16];
@@ -117,13 +156,29 @@ static void print_summary(const struct dev_stat *s, oni_size_t n, uint64_t unkno
     }
     printf("read %llu frames in %.3f s: %.0f frames/s, %.2f MB/s payload, %.2f MB/s stream\n",
            (unsigned long long)frames, secs, frames / secs, bytes / secs / 1e6, stream / secs / 1e6);
-    printf("  %-9s %12s %14s %10s%s\n", "idx", "frames", "frames/s", "MB/s", verify ? "  verify" : "");
+    printf("  %-9s %12s %14s %10s", "idx", "frames", "frames/s", "MB/s");
+    if (x->dropped)
+        printf(" %10s", "dropped");
+    if (x->acq_hz > 0)
+        printf(" %16s", "acq frames/s");
+    printf("%s\n", x->verify ? "  verify" : "");
     for (oni_size_t i = 0; i < n; i++) {
         if (!s[i].read_size)
             continue;
         printf("  %-9s %12llu %14.0f %10.3f", cli_fmt_dev(s[i].idx, idx, sizeof idx),
                (unsigned long long)s[i].frames, s[i].frames / secs, s[i].bytes / secs / 1e6);
-        if (verify) {
+        if (x->dropped && s[i].have_dropped)
+            printf(" %10llu", (unsigned long long)s[i].dropped);
+        else if (x->dropped)
+            printf(" %10s", "?");
+        if (x->acq_hz > 0) {
+            double r = acq_rate(&s[i], x->acq_hz);
+            if (r < 0)
+                printf(" %16s", "-");
+            else
+                printf(" %16.1f", r);
+        }
+        if (x->verify) {
             if (!s[i].lost && !s[i].repeated && !s[i].bad)
                 printf("  ok");
             else
@@ -134,6 +189,25 @@ static void print_summary(const struct dev_stat *s, oni_size_t n, uint64_t unkno
     }
     if (unknown)
         printf("  %llu frames from devices not in the device table\n", (unsigned long long)unknown);
+    if (x->acq_hz > 0)
+        printf("  (fast mode: frames/s in wall-clock time; acq frames/s in emulated time, from the first and\n"
+               "   last frame's timestamp at %.0f Hz, comparable with the device's nominal rate)\n", x->acq_hz);
+}
+
+/* emu: each readable device's DROPPED_LO/HI registers (after acquisition stopped). Returns
+ * 1 if any could be read. */
+static int read_dropped(oni_ctx ctx, struct dev_stat *s, oni_size_t n)
+{
+    int any = 0;
+    for (oni_size_t i = 0; i < n; i++) {
+        oni_reg_val_t lo, hi;
+        if (!s[i].read_size || oni_read_reg(ctx, s[i].idx, EMU_REG_DROPPED_LO, &lo) ||
+            oni_read_reg(ctx, s[i].idx, EMU_REG_DROPPED_HI, &hi))
+            continue;
+        s[i].dropped = (uint64_t)hi << 32 | lo;
+        s[i].have_dropped = any = 1;
+    }
+    return any;
 }
 
 static void verify_frame(struct dev_stat *d, const oni_frame_t *f)
@@ -160,6 +234,7 @@ static void print_fifo(oni_ctx ctx)
         printf("fifo %-8s %llu / %llu bytes, dropped %llu frames (%llu bytes)\n", k ? "gpu" : "default",
                (unsigned long long)st.fifo_bytes[k], (unsigned long long)st.fifo_capacity[k],
                (unsigned long long)st.dropped_frames[k], (unsigned long long)st.dropped_bytes[k]);
+    printf("write frames rejected as malformed: %llu\n", (unsigned long long)st.bad_wframes);
 }
 
 /* Stream until the limit; returns 0 or the ONI error that stopped it. */
@@ -178,6 +253,9 @@ static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, co
         uint16_t k = f->dev_idx <= 0xFFFF ? slot[f->dev_idx] : 0;
         if (k) {
             struct dev_stat *d = &s[k - 1];
+            if (!d->frames)
+                d->first_time = f->time;
+            d->last_time = f->time;
             d->frames++;
             d->bytes += f->data_sz;
             if (o->verify)
@@ -244,6 +322,26 @@ static int read_run(int argc, char **argv)
             goto out;
         }
     }
+    int emu = di && !strcmp(di->name, "emu");
+    if (o.truth && !emu) {
+        fprintf(stderr, "onigpu read: --truth needs the emu driver\n");
+        goto out;
+    }
+    if (o.truth) {
+        remove(o.truth); /* the card appends: start the file afresh */
+        if ((rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, o.truth, strlen(o.truth) + 1))) {
+            fprintf(stderr, "onigpu read: cannot write the ground truth to %s: %s\n", o.truth, oni_error_str(rc));
+            goto out;
+        }
+    }
+    struct extras x = {o.verify, 0, 0};
+    uint32_t fast = 0;
+    size_t flen = sizeof fast;
+    oni_size_t acq_hz = 0;
+    size_t alen = sizeof acq_hz;
+    if (emu && !oni_get_driver_opt(ctx, ONI_DRV_EMU_MODE, &fast, &flen) && fast &&
+        !oni_get_opt(ctx, ONI_OPT_ACQCLKHZ, &acq_hz, &alen))
+        x.acq_hz = acq_hz;
     oni_size_t block = 0;
     size_t blen = sizeof block;
     oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, &blen);
@@ -263,7 +361,8 @@ static int read_run(int argc, char **argv)
     rc = stream(ctx, &o, s, slot, &unknown, &secs);
     sigaction(SIGINT, &old, NULL);
     oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
-    print_summary(s, n, unknown, secs > 0 ? secs : 1e-9, o.verify);
+    x.dropped = emu && read_dropped(ctx, s, n);
+    print_summary(s, n, unknown, secs > 0 ? secs : 1e-9, &x);
     print_fifo(ctx);
     status = 0;
     if (rc)

@@ -533,6 +533,8 @@ static int dispatch(struct conn *c, const struct emup_msg *m)
         emu_card_link(s->card, &r.link);
         return emup_send(c->fd, EMUP_LINK | EMUP_REPLY, m->seq, &r, sizeof r, -1);
     }
+    case EMUP_MODE:
+        return reply_status(c, m, 0, (uint32_t)s->fast);
     case EMUP_TRUTH:
         if (!ctrl)
             return reply_status(c, m, ONI_EINVALSTATE, 0);

@@ -469,6 +469,18 @@ int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms)
     return rc;
 }
 
+int emuc_mode(struct emuc *c, uint32_t *fast, uint32_t timeout_ms)
+{
+    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
+    struct emup_status_reply st;
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, EMUP_MODE, NULL, 0, &st, sizeof st, timeout_ms);
+    pthread_mutex_unlock(&ch->lock);
+    if (!rc)
+        *fast = st.value != 0;
+    return rc;
+}
+
 int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms)
 {
     size_t n = strlen(path) + 1;

@@ -20,7 +20,8 @@ static long body_size(uint16_t type)
     case EMUP_READ: return sizeof(struct emup_read);
     case EMUP_WRITE: return sizeof(struct emup_write);
     case EMUP_STATS:
-    case EMUP_LINK: return 0;
+    case EMUP_LINK:
+    case EMUP_MODE: return 0;
     case EMUP_GPU_IMPORT: return sizeof(struct emup_gpu_import);
     case EMUP_GPU_DMA: return sizeof(struct emup_gpu_dma);
     case EMUP_GPU_RELEASE: return sizeof(struct emup_gpu_release);

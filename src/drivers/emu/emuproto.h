@@ -26,7 +26,7 @@
 #include "oniemu.h"
 
 #define EMUP_MAGIC 0x554D454Fu /* "OEMU" in memory on little-endian */
-#define EMUP_VERSION 1u
+#define EMUP_VERSION 2u /* 2: onigpu_stream_stats_t.bad_wframes */
 #define EMUP_MAXMSG 1024 /* largest message, header included */
 #define EMUP_MAXSTR 512  /* largest string (spec, path) including its NUL */
 
@@ -55,6 +55,7 @@ enum emup_type {
     EMUP_GPU_IMPORT,   /* GPU channel: struct emup_gpu_import; status reply, value = import id */
     EMUP_GPU_DMA,      /* GPU channel: struct emup_gpu_dma; status reply */
     EMUP_GPU_RELEASE,  /* GPU channel: struct emup_gpu_release; status reply */
+    EMUP_MODE,         /* empty body; status reply, value = 1 in fast mode, 0 realtime */
     EMUP_NTYPE,
     EMUP_REPLY = 0x80  /* or-ed into the request's type in its reply */
 };
