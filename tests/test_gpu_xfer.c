@@ -11,7 +11,7 @@
 #include "gpu/gpu.h"
 #include "onii.h"
 
-#define GPU_SPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=fast;link=unlimited;ddr=256M"
+#define GPU_SPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink:hash=1;mode=fast;link=unlimited;ddr=256M"
 
 static char why[200];
 static uint32_t core, sink;
@@ -218,7 +218,6 @@ TEST(gpu_xfer_completion_records_under_stress)
     CHECK_RC(gpu_memset(done_dev, 0, RING * 4), 0);
     memset(done_host, 0, RING * 4);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, dev, 8), 0);
-    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, BLK), 0);
     struct xcheck c;
     xcheck_init(&c, core);
     uint64_t seed = 0x2545F4914F6CDD1Du, t_start = oni_now_ns();
@@ -253,7 +252,9 @@ TEST(gpu_xfer_completion_records_under_stress)
             volatile uint32_t *done = next % 2 ? &done_host[slot] : &done_dev[slot];
             /* every slot lies inside the pinned buffer dev and uses its pin */
             onigpu_xfer_t x = {dev + (size_t)slot * BLK, len[slot], done, (uint32_t)next + 1, 0};
-            int rc = oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x);
+            int rc = set_u32(ctx, ONI_DRV_RD_SZ, len[slot]); /* a job moves RD_SZ bytes, taken at submission */
+            if (!rc)
+                rc = oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x);
             if (rc) {
                 UNIT_FAIL("submit %d: %s", next, oni_error_str(rc));
                 failed = 1;

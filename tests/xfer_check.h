@@ -97,9 +97,9 @@ static inline void xcheck_feed(struct xcheck *c, const uint8_t *p, size_t n)
 }
 
 /* Spec of the emulated card for these tests: the test core on the GPU
- * stream (route=1) or the default stream, the test sink, fast link. */
+ * stream (route=1) or the default stream, the test sink (hashing what it receives), fast link. */
 #define XFER_SPEC(route) \
-    "devices=testcore:bytes=4096:rate=1G:route=" #route ",testsink;mode=fast;link=unlimited;ddr=64M"
+    "devices=testcore:bytes=4096:rate=1G:route=" #route ",testsink:hash=1;mode=fast;link=unlimited;ddr=64M"
 
 /* Open and init an emu context with spec; find the test core and sink.
  * Returns NULL (and prints why) on failure. */

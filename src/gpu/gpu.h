@@ -117,7 +117,8 @@ void gpu_event_destroy(struct gpu_event *e);
 int gpu_event_record(struct gpu_event *e, struct gpu_stream *s);
 int gpu_event_wait(struct gpu_event *e, uint32_t timeout_ms);
 
-/* Synchronous helpers for setup and tests: copy n bytes (any direction); fill device memory. */
+/* Synchronous helpers for setup and tests: copy n bytes (any direction); fill device memory.
+ * Both return once the bytes are in place, visible to work on any stream. */
 int gpu_copy(void *dst, const void *src, size_t n);
 int gpu_memset(void *p, int value, size_t n);
 

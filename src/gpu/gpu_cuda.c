@@ -456,7 +456,13 @@ int gpu_copy(void *dst, const void *src, size_t n)
     if (rc)
         return rc;
     cudaError_t err = cudaMemcpy(dst, src, n, cudaMemcpyDefault);
-    return err == cudaSuccess ? 0 : fail_rt(err, "cudaMemcpy", ONI_EINVALARG);
+    if (err != cudaSuccess)
+        return fail_rt(err, "cudaMemcpy", ONI_EINVALARG);
+    /* From pageable memory cudaMemcpy may return once the source is staged,
+     * before the bytes land: work on another stream (the card's DMA engine,
+     * the DMA agent) could read the old ones. Wait for the default stream. */
+    struct gpu_stream legacy = {0};
+    return poll_until(query_stream, &legacy, 2000, "cudaMemcpy");
 }
 
 int gpu_memset(void *p, int value, size_t n)
