@@ -478,6 +478,55 @@ TEST(emu_overflow_counted_exactly)
     emu_card_destroy(c);
 }
 
+/* Each stream has its own FIFO and its own overflow account: a stalled GPU
+ * stream drops (counted on its device and stream) while the default stream,
+ * read on time, drops nothing; the GPU stream carries on once read again. */
+TEST(emu_gpu_stream_overflow_is_its_own)
+{
+    struct emu_card *c =
+        card_open("mode=realtime;link=unlimited;ddr=64K;devices=testcore:bytes=1024:rate=10M:route=1,heartbeat:hz=1000");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t core = find_id(t, n, ONIX_ONIGPU_TESTCORE), hb = find_id(t, n, ONIX_HEARTBEAT);
+    start(c);
+    onigpu_stream_stats_t st;
+    static struct frame f;
+    uint64_t beats = 0, deadline = oni_now_ns() + 5000000000ull;
+    do { /* the GPU stream is not read; the default stream is */
+        for (int k = 0; k < 16 && frame_read(c, EMU_STREAM_DATA, &f, 5) == 0; k++)
+            beats += f.dev == hb;
+        emu_card_stats(c, &st);
+    } while (st.dropped_frames[1] < 300 && oni_now_ns() < deadline);
+    CHECK(st.dropped_frames[1] >= 300);
+    CHECK_EQ(st.dropped_frames[0], 0);
+    CHECK(beats > 0);
+    /* read the GPU stream: what was kept, then new frames; the counter skips
+     * exactly the dropped frames' words */
+    uint64_t delivered = 0, gap = 0, next = 0, until = oni_now_ns() + 50000000ull;
+    int started = 0;
+    while (oni_now_ns() < until) {
+        REQUIRE(frame_read(c, EMU_STREAM_GPU, &f, TMO) == 0);
+        CHECK_EQ(f.dev, core);
+        uint64_t w;
+        memcpy(&w, f.data, 8);
+        if (started && w != next)
+            gap += w - next;
+        started = 1, next = w + 1024 / 8;
+        delivered++;
+    }
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    uint64_t gen, dropped;
+    REQUIRE(emu_card_dev_counts(c, core, &gen, &dropped, NULL) == 0);
+    emu_card_stats(c, &st);
+    CHECK_EQ(st.dropped_frames[1], dropped);
+    CHECK_EQ(st.dropped_frames[0], 0);
+    CHECK(gap <= dropped * (1024 / 8)); /* frames dropped after the last one read are not in the gap */
+    CHECK(gap > 0);
+    CHECK(delivered > 32); /* more than the 32 KiB the FIFO kept: acquisition went on */
+    emu_card_destroy(c);
+}
+
 static int write_frame(struct emu_card *c, enum emu_stream s, uint32_t dev, const uint32_t *w, uint32_t words)
 {
     uint8_t buf[256];
