@@ -57,6 +57,84 @@ TEST(gpu_overload_every_backend)
     EACH_GPU(b) check_overload(b, 5000);
 }
 
+/* A source that fails after 20 blocks, read or asynchronous. */
+struct failing {
+    struct loop_source inner;
+    int n;
+};
+
+static int fail_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
+{
+    struct failing *f = ctx;
+    return ++f->n > 20 ? ONI_EREADFAILURE : f->inner.read(f->inner.ctx, buf, len, timeout_ms);
+}
+
+static int fail_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
+{
+    struct failing *f = ctx;
+    return ++f->n > 20 ? ONI_EREADFAILURE : f->inner.read_async(f->inner.ctx, buf, len, done, seq);
+}
+
+static int fail_pin(void *ctx, void *buf, size_t len)
+{
+    struct failing *f = ctx;
+    return f->inner.pin(f->inner.ctx, buf, len);
+}
+
+static int fail_unpin(void *ctx, void *buf, size_t len)
+{
+    struct failing *f = ctx;
+    return f->inner.unpin(f->inner.ctx, buf, len);
+}
+
+/* The source failing mid-run: every GPU backend returns the source's error
+ * promptly, stops its GPU work (the flag backend's queued waits, the
+ * persistent kernels) and joins its threads; the device is usable after. */
+TEST(gpu_source_error_every_backend)
+{
+    if (!have(LOOP_GPU_DIRECT))
+        SKIP("no CUDA device");
+    EACH_GPU(b) {
+        int threads_before = nthreads();
+        struct loop_memsrc src;
+        REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
+        struct failing f = {0};
+        loop_memsrc_source(&src, &f.inner);
+        struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
+        struct loop_config c = {0};
+        c.backend = b;
+        c.work = LOOP_WORK_MAC;
+        c.in_bytes = c.out_bytes = 4096;
+        c.depth = 3;
+        c.timeout_ms = 1000;
+        c.mac_iters = 3;
+        c.mac_passes = 1;
+        c.mac_seed = 0.1f;
+        c.src = (struct loop_source){&f, fail_read, f.inner.read_async ? fail_read_async : NULL,
+                                     f.inner.pin ? fail_pin : NULL, f.inner.unpin ? fail_unpin : NULL, NULL};
+        c.sink = (struct loop_sink){&ms, mac_sink_write};
+        struct loop *lp = NULL;
+        CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+        REQUIRE(lp);
+        uint64_t t0 = oni_now_ns();
+        CHECK_RC(loop_run(lp), ONI_EREADFAILURE);
+        double s = (double)(oni_now_ns() - t0) / 1e9;
+        struct loop_stats st;
+        loop_get_stats(lp, &st);
+        loop_destroy(lp);
+        loop_memsrc_free(&src);
+        fprintf(stderr, "  %s: source error after %llu blocks, returned in %.3f s\n", loop_backend_name(b),
+                (unsigned long long)st.blocks, s);
+        CHECK(s < 2.5); /* at most the engine's deadline of 1 s per wait, and then some */
+        CHECK(st.blocks <= 20);
+        CHECK_EQ(ms.bad, 0);
+        CHECK_EQ(nthreads(), threads_before);
+        free(ms.in);
+        free(ms.ref);
+        check_mac(b, 4096, 2, 0, 100); /* the device and the backend work after */
+    }
+}
+
 /* A persistent loop created and destroyed without running must not leave its
  * kernel behind: the device synchronizes promptly afterwards. */
 static void destroy_without_run(int b)
