@@ -222,12 +222,12 @@ static int persist_finish(struct loop *lp, uint32_t slot, uint32_t seq)
     return rc;
 }
 
-/* Wait until the compute stream is idle, up to HALT_MS. */
-static int drain(struct gpu *g)
+/* Wait until stream s is idle, up to HALT_MS. */
+static int drain(cudaStream_t s)
 {
     uint64_t limit = loop_now_ns() + HALT_MS * 1000000ull;
     for (;;) {
-        cudaError_t e = cudaStreamQuery(g->s);
+        cudaError_t e = cudaStreamQuery(s);
         if (e == cudaSuccess)
             return 0;
         if (e != cudaErrorNotReady)
@@ -251,11 +251,13 @@ static void halt(struct loop *lp)
             cuStreamWriteValue32((CUstream)g->ctl, devptr(&g->ddone[i]), g->queued[i], 0);
             g->queued[i] = NONE;
         }
-    cudaStreamSynchronize(g->ctl);
+    int rc = drain(g->ctl);
     /* gpu-persistent: ask the kernel to leave. */
     *STOPW(g) = 1;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    int rc = drain(g);
+    int rc_s = drain(g->s);
+    if (!rc)
+        rc = rc_s;
     if (rc)
         loop_fail(lp, rc); /* a kernel that does not stop is an error the caller sees */
     g->launched = 0;
