@@ -168,6 +168,17 @@ static int call(struct emuc *c, struct chan *ch, uint16_t type, const void *body
     return await(c, ch, type, seq, out, out_len, oni_now_ns() + (uint64_t)wait_ms * 1000000u);
 }
 
+/* call() on channel chan with that channel's lock held for it. */
+static int locked_call(struct emuc *c, int chan, uint16_t type, const void *body, size_t len, void *out,
+                       size_t out_len, uint32_t wait_ms)
+{
+    struct chan *ch = &c->ch[chan];
+    pthread_mutex_lock(&ch->lock);
+    int rc = call(c, ch, type, body, len, out, out_len, wait_ms);
+    pthread_mutex_unlock(&ch->lock);
+    return rc;
+}
+
 /* Connect to the daemon's socket, waiting at most until deadline: a daemon
  * that stopped accepting (its backlog full) must not hang the caller. */
 static int connect_to(const char *path, int *fd, uint64_t deadline)
@@ -316,12 +327,9 @@ void emuc_close(struct emuc *c)
 
 int emuc_read_config(struct emuc *c, oni_config_t reg, uint32_t *value, uint32_t timeout_ms)
 {
-    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     struct emup_config rq = {(uint32_t)reg, 0};
     struct emup_status_reply st;
-    pthread_mutex_lock(&ch->lock);
-    int rc = call(c, ch, EMUP_CONFIG_READ, &rq, sizeof rq, &st, sizeof st, timeout_ms);
-    pthread_mutex_unlock(&ch->lock);
+    int rc = locked_call(c, EMUP_CHAN_CTRL, EMUP_CONFIG_READ, &rq, sizeof rq, &st, sizeof st, timeout_ms);
     if (!rc)
         *value = st.value;
     return rc;
@@ -445,11 +453,8 @@ int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uin
 
 int emuc_stats(struct emuc *c, onigpu_stream_stats_t *st, uint32_t timeout_ms)
 {
-    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     struct emup_stats_reply r;
-    pthread_mutex_lock(&ch->lock);
-    int rc = call(c, ch, EMUP_STATS, NULL, 0, &r, sizeof r, timeout_ms);
-    pthread_mutex_unlock(&ch->lock);
+    int rc = locked_call(c, EMUP_CHAN_CTRL, EMUP_STATS, NULL, 0, &r, sizeof r, timeout_ms);
     if (!rc)
         *st = r.stats;
     return rc;
@@ -457,11 +462,8 @@ int emuc_stats(struct emuc *c, onigpu_stream_stats_t *st, uint32_t timeout_ms)
 
 int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms)
 {
-    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     struct emup_link_reply r;
-    pthread_mutex_lock(&ch->lock);
-    int rc = call(c, ch, EMUP_LINK, NULL, 0, &r, sizeof r, timeout_ms);
-    pthread_mutex_unlock(&ch->lock);
+    int rc = locked_call(c, EMUP_CHAN_CTRL, EMUP_LINK, NULL, 0, &r, sizeof r, timeout_ms);
     if (!rc) {
         *link = r.link;
         link->name[sizeof link->name - 1] = 0;
@@ -471,11 +473,8 @@ int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms)
 
 int emuc_mode(struct emuc *c, uint32_t *fast, uint32_t timeout_ms)
 {
-    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     struct emup_status_reply st;
-    pthread_mutex_lock(&ch->lock);
-    int rc = call(c, ch, EMUP_MODE, NULL, 0, &st, sizeof st, timeout_ms);
-    pthread_mutex_unlock(&ch->lock);
+    int rc = locked_call(c, EMUP_CHAN_CTRL, EMUP_MODE, NULL, 0, &st, sizeof st, timeout_ms);
     if (!rc)
         *fast = st.value != 0;
     return rc;
@@ -486,11 +485,8 @@ int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms)
     size_t n = strlen(path) + 1;
     if (n > EMUP_MAXSTR)
         return ONI_EINVALARG;
-    struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     struct emup_status_reply st;
-    pthread_mutex_lock(&ch->lock);
-    int rc = call(c, ch, EMUP_TRUTH, path, n, &st, sizeof st, timeout_ms);
-    pthread_mutex_unlock(&ch->lock);
+    int rc = locked_call(c, EMUP_CHAN_CTRL, EMUP_TRUTH, path, n, &st, sizeof st, timeout_ms);
     return rc;
 }
 
@@ -498,11 +494,8 @@ int emuc_gpu_import(struct emuc *c, const uint8_t *handle, uint64_t size, uint32
 {
     struct emup_gpu_import rq = {.size = size};
     memcpy(rq.handle, handle, sizeof rq.handle);
-    struct chan *ch = &c->ch[EMUP_CHAN_GPU];
     struct emup_status_reply st;
-    pthread_mutex_lock(&ch->lock);
-    int rc = call(c, ch, EMUP_GPU_IMPORT, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
-    pthread_mutex_unlock(&ch->lock);
+    int rc = locked_call(c, EMUP_CHAN_GPU, EMUP_GPU_IMPORT, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
     if (!rc && !st.value)
         rc = ONI_EBADFRAME;
     if (!rc)
@@ -513,11 +506,8 @@ int emuc_gpu_import(struct emuc *c, const uint8_t *handle, uint64_t size, uint32
 int emuc_gpu_release(struct emuc *c, uint32_t id, uint32_t timeout_ms)
 {
     struct emup_gpu_release rq = {id, 0};
-    struct chan *ch = &c->ch[EMUP_CHAN_GPU];
     struct emup_status_reply st;
-    pthread_mutex_lock(&ch->lock);
-    int rc = call(c, ch, EMUP_GPU_RELEASE, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
-    pthread_mutex_unlock(&ch->lock);
+    int rc = locked_call(c, EMUP_CHAN_GPU, EMUP_GPU_RELEASE, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
     return rc;
 }
 
