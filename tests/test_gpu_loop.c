@@ -101,15 +101,7 @@ TEST(gpu_source_error_every_backend)
         struct failing f = {0};
         loop_memsrc_source(&src, &f.inner);
         struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
-        struct loop_config c = {0};
-        c.backend = b;
-        c.work = LOOP_WORK_MAC;
-        c.in_bytes = c.out_bytes = 4096;
-        c.depth = 3;
-        c.timeout_ms = 1000;
-        c.mac_iters = 3;
-        c.mac_passes = 1;
-        c.mac_seed = 0.1f;
+        struct loop_config c = mac4k_config(b);
         c.src = (struct loop_source){&f, fail_read, f.inner.read_async ? fail_read_async : NULL,
                                      f.inner.pin ? fail_pin : NULL, f.inner.unpin ? fail_unpin : NULL, NULL};
         c.sink = (struct loop_sink){&ms, mac_sink_write};

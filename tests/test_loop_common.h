@@ -187,12 +187,9 @@ static int nthreads(void)
     return n;
 }
 
-static void check_stop(int b)
+/* A 4 KiB MAC loop on backend b (AI 0.75, depth 3, 1 s deadlines); source and sink still to set. */
+static struct loop_config mac4k_config(int b)
 {
-    int threads_before = nthreads();
-    struct loop_memsrc src;
-    REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
-    struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
     struct loop_config c = {0};
     c.backend = b;
     c.work = LOOP_WORK_MAC;
@@ -202,6 +199,16 @@ static void check_stop(int b)
     c.mac_iters = 3;
     c.mac_passes = 1;
     c.mac_seed = 0.1f;
+    return c;
+}
+
+static void check_stop(int b)
+{
+    int threads_before = nthreads();
+    struct loop_memsrc src;
+    REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
+    struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
+    struct loop_config c = mac4k_config(b);
     loop_memsrc_source(&src, &c.src);
     c.sink = (struct loop_sink){&ms, mac_sink_write};
     struct loop *lp = NULL;
