@@ -142,7 +142,7 @@ static int reset(struct oni_ctx_impl *ctx)
         if (devs[i].write_size > wmax)
             wmax = devs[i].write_size;
     }
-    oni_rlock(ctx);
+    unsigned rt = oni_rlock(ctx);
     pthread_mutex_lock(&ctx->wlock);
     free(ctx->devs);
     free(ctx->hslot);
@@ -164,7 +164,7 @@ static int reset(struct oni_ctx_impl *ctx)
                                : ONI_DEFAULTBLOCKWRITESIZE;
     oni_read_release(ctx);
     pthread_mutex_unlock(&ctx->wlock);
-    oni_runlock(ctx);
+    oni_runlock(ctx, rt);
     return 0;
 }
 
@@ -310,17 +310,17 @@ int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size)
 static int set_running(struct oni_ctx_impl *ctx, int run)
 {
     if (run) {
-        oni_rlock(ctx);
+        unsigned rt = oni_rlock(ctx);
         oni_read_flush(ctx);
-        oni_runlock(ctx);
+        oni_runlock(ctx, rt);
     }
     int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, run ? 1 : 0);
     if (rc < 0)
         return rc;
     if (!run) {
-        oni_rlock(ctx);
+        unsigned rt = oni_rlock(ctx);
         oni_read_flush(ctx);
-        oni_runlock(ctx);
+        oni_runlock(ctx, rt);
     }
     atomic_store(&ctx->state, run ? ONI_STATE_RUNNING : ONI_STATE_IDLE);
     return 0;
@@ -362,10 +362,10 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
             return ONI_EINVALSTATE;
         if (v < ctx->max_rframe || v % 4 || v > ONI_MAXBLOCKSIZE)
             return ONI_EINVALREADSIZE;
-        oni_rlock(ctx);
+        unsigned rt = oni_rlock(ctx);
         ctx->block_read = v;
         oni_read_release(ctx); /* blocks are sized for the old value */
-        oni_runlock(ctx);
+        oni_runlock(ctx, rt);
         return 0;
     case ONI_OPT_BLOCKWRITESIZE:
         if (v < ctx->max_wframe || v % 4 || v > ONI_MAXBLOCKSIZE)

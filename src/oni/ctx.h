@@ -162,19 +162,27 @@ void oni_read_release(struct oni_ctx_impl *ctx);
  * then sleeps 20 us between looks; each holder is parsing (nanoseconds) or
  * in a refill that ONI_OPT_TIMEOUTMS bounds, so the wait is bounded too. */
 void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned ticket);
-static inline unsigned oni_rticket(struct oni_ctx_impl *ctx)
+/* Take a ticket; returns 1 if the lock is ours at once. rserve is read
+ * first, so the load is not behind the locked add: had it already shown our
+ * ticket, every earlier holder was gone, and it cannot move before we give
+ * the lock back. Otherwise the caller waits (oni_rlock_wait). */
+static inline int oni_rticket(struct oni_ctx_impl *ctx, unsigned *t)
 {
-    return atomic_fetch_add_explicit(&ctx->rnext, 1, memory_order_relaxed);
+    unsigned serving = atomic_load_explicit(&ctx->rserve, memory_order_acquire);
+    *t = atomic_fetch_add_explicit(&ctx->rnext, 1, memory_order_relaxed);
+    return serving == *t;
 }
-static inline void oni_rlock(struct oni_ctx_impl *ctx)
+/* Take the read lock; returns the ticket oni_runlock needs. */
+static inline unsigned oni_rlock(struct oni_ctx_impl *ctx)
 {
-    unsigned t = oni_rticket(ctx);
-    if (atomic_load_explicit(&ctx->rserve, memory_order_acquire) != t)
+    unsigned t;
+    if (!oni_rticket(ctx, &t))
         oni_rlock_wait(ctx, t);
+    return t;
 }
-static inline void oni_runlock(struct oni_ctx_impl *ctx)
+/* Give the read lock taken with ticket t to the next one. */
+static inline void oni_runlock(struct oni_ctx_impl *ctx, unsigned t)
 {
-    unsigned t = atomic_load_explicit(&ctx->rserve, memory_order_relaxed); /* only the holder writes it */
     atomic_store_explicit(&ctx->rserve, t + 1, memory_order_release);
 }
 

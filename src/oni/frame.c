@@ -325,15 +325,14 @@ __attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, o
     return hand_out(ctx, f, len, out);
 }
 
-/* read_frame_slow with the read lock held, or waited for here with the
- * ticket taken (!locked), and given back. */
+/* read_frame_slow under the read lock of this ticket (waited for here if it
+ * is not our turn yet), then the lock to the next ticket. */
 __attribute__((noinline)) static int read_frame_unlock(struct oni_ctx_impl *ctx, oni_frame_t **out,
-                                                      int locked, unsigned ticket)
+                                                      unsigned ticket)
 {
-    if (!locked)
-        oni_rlock_wait(ctx, ticket);
+    oni_rlock_wait(ctx, ticket);
     int rc = read_frame_slow(ctx, out);
-    oni_runlock(ctx);
+    oni_runlock(ctx, ticket);
     return rc;
 }
 
@@ -349,19 +348,19 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
      * descriptor free in the segment (bytes in the block imply a readable
      * device in the table). Everything else is a tail call, so the fast
      * path calls nothing and saves at most a register. */
-    unsigned ticket = oni_rticket(ctx);
-    if (atomic_load_explicit(&ctx->rserve, memory_order_acquire) != ticket)
-        return read_frame_unlock(ctx, frame, 0, ticket);
+    unsigned ticket;
+    if (!oni_rticket(ctx, &ticket))
+        return read_frame_unlock(ctx, frame, ticket);
     size_t avail = ctx->end - ctx->pos;
     uint32_t idx, sz;
     size_t len;
     if (avail < ONI_RFRAMEHEADERSZ || ctx->seg_used == ONI_SEGFRAMES)
-        return read_frame_unlock(ctx, frame, 1, ticket);
+        return read_frame_unlock(ctx, frame, ticket);
     read_header(ctx, &idx, &sz);
     if (!header_ok(ctx, idx, sz) || avail < (len = ONI_RFRAMEHEADERSZ + oni_pad4(sz)))
-        return read_frame_unlock(ctx, frame, 1, ticket);
+        return read_frame_unlock(ctx, frame, ticket);
     int rc = hand_out(ctx, &ctx->seg->f[ctx->seg_used++], len, frame);
-    oni_runlock(ctx);
+    oni_runlock(ctx, ticket);
     return rc;
 }
 
