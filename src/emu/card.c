@@ -519,6 +519,11 @@ void emu_card_stats(struct emu_card *c, onigpu_stream_stats_t *st)
     pthread_mutex_unlock(&c->lock);
 }
 
+int emu_card_fast(const struct emu_card *c)
+{
+    return c && c->fast; /* set by the spec at creation, never changed */
+}
+
 int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, uint64_t *dropped,
                         uint64_t *wframes)
 {

@@ -239,20 +239,6 @@ static void session_unref(struct session *s)
     free(s);
 }
 
-/* Does spec ("key=value;...") set mode=fast? The card has checked it already. */
-static int spec_fast(const char *spec)
-{
-    for (const char *p = spec; p && *p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
-        p += strspn(p, " \t");
-        size_t len = strcspn(p, ";");
-        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-            len--;
-        if (len == 9 && !strncmp(p, "mode=fast", 9))
-            return 1;
-    }
-    return 0;
-}
-
 static int session_new(const char *spec, struct session **out, char *err, size_t err_cap)
 {
     struct session *s = calloc(1, sizeof *s);
@@ -261,12 +247,12 @@ static int session_new(const char *spec, struct session **out, char *err, size_t
     s->memfd = -1;
     if (!spec[0])
         spec = g_spec;
-    s->fast = spec_fast(spec);
     int rc = emu_card_create(spec[0] ? spec : NULL, &s->card, err, err_cap);
     if (rc) {
         free(s);
         return rc;
     }
+    s->fast = emu_card_fast(s->card);
     uint64_t off = 0;
     for (int i = 0; i < EMUP_NRING; i++) {
         s->ring[i] = (struct emup_ring_desc){off, ring_cap[i]};

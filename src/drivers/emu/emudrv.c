@@ -29,7 +29,6 @@ struct emudrv {
     char *spec;            /* ONI_DRV_EMU_SPEC as set, or NULL */
     char *spec_used;       /* the spec in effect after init */
     char *truth;           /* ONI_DRV_EMU_TRUTH_FILE, or NULL */
-    uint32_t fast;         /* in-process mode: mode=fast */
     struct emu_card *card; /* in-process mode */
     struct emuc *daemon;   /* daemon mode */
     struct gpustream *gpu; /* gpustream.h's state */
@@ -144,20 +143,6 @@ static int put_string(const char *s, void *value, size_t *len)
     return 0;
 }
 
-/* Does spec (checked by the card already: the last mode= wins) set mode=fast? */
-static uint32_t spec_fast(const char *spec)
-{
-    uint32_t fast = 0;
-    for (const char *p = spec; *p; p += *p == ';') {
-        p += strspn(p, " \t");
-        size_t len = strcspn(p, ";");
-        if (len >= 5 && !strncmp(p, "mode=", 5))
-            fast = len == 9 && !strncmp(p, "mode=fast", 9);
-        p += len;
-    }
-    return fast;
-}
-
 static int set_truth(struct emudrv *d, const char *path)
 {
     if (d->card)
@@ -234,7 +219,6 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
         rc = emuc_open(path, rest, atomic_load(&d->timeout_ms), &d->daemon, err, sizeof err);
     else
         rc = emu_card_create(rest[0] ? rest : NULL, &d->card, err, sizeof err);
-    d->fast = spec_fast(rest);
     if (rc) {
         /* The host API has no channel for text: a bad --emu spec must still be explained. */
         if (err[0])
@@ -391,7 +375,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
         return 0;
     }
     case ONI_DRV_EMU_MODE: {
-        uint32_t fast = d->fast;
+        uint32_t fast = (uint32_t)emu_card_fast(d->card);
         if (*len < sizeof fast)
             return ONI_EBUFFERSIZE;
         if (!d->initialized)
