@@ -15,6 +15,8 @@
 #                the daemon                                          ~15 min
 #   xfer-tail    4 KiB x 10^5 per path, both directions, TAIL_REPEAT
 #                times (default 1)                                   ~1.5 min each
+#   floor        bench floor: 4 KiB host -> GPU copy-and-know
+#                mechanisms, 10^5 each, interleaved                  ~1 min
 #   loop         bench loop (table 5.2) in memory and through the
 #                emulated card, roofline, advise                     ~10 min
 #   loop-target  4 KiB / AI 0.75 and 10 over 20000 blocks, every
@@ -64,7 +66,7 @@ if ! step configure 120 cmake -S . -B "$BUILD" -DONIGPU_CUDA=ON -DCMAKE_CUDA_ARC
     exit 1
 fi
 
-STAGES=${STAGES:-tests xfer xfer-tail loop loop-target run}
+STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run}
 want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 pack() { tar czf "$OUT/results.tgz" -C "$(dirname "$RES")" results; } # after every stage: a call cut off keeps what ran
 
@@ -126,6 +128,11 @@ if want xfer-tail; then
     pack
 fi
 [ -n "$DPID" ] && kill "$DPID" 2>/dev/null
+if want floor; then
+    # the latency floor of each way the host can move 4 KiB into GPU memory and know it landed
+    step "bench floor" 300 "$BUILD/onigpu" bench floor --out "$RES" > >(tee -a "$SUM")
+    pack
+fi
 if want loop; then
     # thesis table 5.2 on every backend (round trip per block, stage breakdown)
     step "bench loop" 400 "$BUILD/onigpu" bench loop --seconds "${LOOP_SECONDS:-2}" --out "$RES" \

@@ -1,0 +1,92 @@
+// floor.cu - the kernels of `onigpu bench floor` (floor_kern.h).
+#include "bench/floor_kern.h"
+
+__device__ __forceinline__ uint32_t ld_volatile(const volatile uint32_t *p)
+{
+    return *p;
+}
+
+__device__ __forceinline__ unsigned long long globaltimer(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Thread 0 waits for a doorbell different from *last; returns 1 to quit (stop
+// word set, or idle too long). The stop word and the clock are looked at
+// once per 64 polls only: each poll is a read across the link, and a second
+// read per poll would add its latency to every doorbell.
+__device__ int wait_bell(const struct floor_pull &p, uint32_t *last)
+{
+    unsigned long long since = globaltimer();
+    for (unsigned i = 1;; i++) {
+        uint32_t v = ld_volatile(p.bell);
+        if (v != *last) {
+            *last = v;
+            return 0;
+        }
+        if (!(i & 63) && (ld_volatile(p.stop) || globaltimer() - since > p.idle_ns))
+            return 1;
+    }
+}
+
+// Copy n bytes of host-mapped memory into GPU memory with the whole block:
+// 16-byte loads that bypass the caches (the same addresses are read again
+// for every doorbell), then the odd tail byte by byte.
+__device__ void pull(const uint8_t *src, uint8_t *dst, size_t n)
+{
+    size_t n16 = n / 16;
+    for (size_t i = threadIdx.x; i < n16; i += blockDim.x)
+        ((uint4 *)dst)[i] = __ldcv((const uint4 *)src + i);
+    for (size_t i = n16 * 16 + threadIdx.x; i < n; i += blockDim.x)
+        dst[i] = *(const volatile uint8_t *)(src + i);
+}
+
+__global__ void floor_pull_kernel(struct floor_pull p)
+{
+    __shared__ uint32_t seq;
+    __shared__ int quit;
+    uint32_t last = 0;
+    if (threadIdx.x == 0) {
+        last = ld_volatile(p.bell); // the doorbell before this launch is old news
+        *p.alive = 1;
+        __threadfence_system();
+    }
+    for (;;) {
+        if (threadIdx.x == 0) {
+            quit = wait_bell(p, &last);
+            seq = last;
+            __threadfence_system(); // the host wrote the block before the doorbell
+        }
+        __syncthreads();
+        if (quit)
+            break;
+        pull(p.src, p.dst, p.n);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence_system(); // the block is in GPU memory before done says so
+            *p.done = seq;
+        }
+    }
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        *p.alive = 0;
+    }
+}
+
+__global__ void floor_empty_kernel(void)
+{
+}
+
+extern "C" int floor_cu_pull(const struct floor_pull *p, cudaStream_t s)
+{
+    floor_pull_kernel<<<1, FLOOR_PULL_THREADS, 0, s>>>(*p);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int floor_cu_empty(cudaStream_t s)
+{
+    floor_empty_kernel<<<1, 1, 0, s>>>();
+    return (int)cudaGetLastError();
+}

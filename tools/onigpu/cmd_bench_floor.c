@@ -1,0 +1,86 @@
+/* cmd_bench_floor.c - `onigpu bench floor`: the latency floor of each way the
+ * host can move a 4 KiB block into GPU memory and learn that it landed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/floor.h"
+#include "cli.h"
+#include "gpu/gpu.h"
+
+static int run(int argc, char **argv);
+
+CLI_COMMAND(bench_floor, "bench floor",
+            "[--reps 100000] [--size 4096] [--mechs all|memcpy-query,memcpy-flag,memcpy-sync,drv-memcpy-flag,"
+            "armed,kernel-pull,doorbell-rtt,launch-query] [--rounds 10] [--timeout-ms 1000] [--out docs/results]",
+            "latency floor of host -> GPU copy-and-know mechanisms, interleaved; CSV, JSON", run)
+
+/* "all" or a comma-separated list of mechanism names into a bit mask. */
+static int parse_mechs(const char *v, unsigned *out)
+{
+    if (!strcmp(v, "all")) {
+        *out = FLOOR_ALL_MECHS;
+        return 0;
+    }
+    char tmp[256];
+    if (strlen(v) >= sizeof tmp)
+        return -1;
+    strcpy(tmp, v); /* split a copy: argv is recorded in the results' meta */
+    *out = 0;
+    for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int m = floor_mech_parse(t);
+        if (m < 0) {
+            fprintf(stderr, "onigpu bench floor: unknown mechanism '%s'\n", t);
+            return -1;
+        }
+        *out |= 1u << m;
+    }
+    return *out ? 0 : -1;
+}
+
+static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
+{
+    uint64_t x;
+    if (!strcmp(a, "--reps"))
+        return cli_parse_size(v, &x) || !x || x > FLOOR_MAX_REPS ? -1 : (o->reps = x, 0);
+    if (!strcmp(a, "--size"))
+        return cli_parse_size(v, &x) || x < 8 || x > FLOOR_MAX_SIZE ? -1 : (o->size = (uint32_t)x, 0);
+    if (!strcmp(a, "--mechs"))
+        return parse_mechs(v, &o->mechs);
+    if (!strcmp(a, "--rounds"))
+        return cli_parse_size(v, &x) || !x || x > 1000000 ? -1 : (o->rounds = (unsigned)x, 0);
+    if (!strcmp(a, "--timeout-ms"))
+        return cli_parse_size(v, &x) || !x || x > 600000 ? -1 : (o->timeout_ms = (uint32_t)x, 0);
+    if (!strcmp(a, "--out"))
+        return o->out_dir = v, 0;
+    return -1;
+}
+
+static int run(int argc, char **argv)
+{
+    struct bench_floor_opts o = {.reps = 100000, .size = 4096, .mechs = FLOOR_ALL_MECHS, .rounds = 10,
+                                 .timeout_ms = 1000, .out_dir = "docs/results", .argc = argc, .argv = argv,
+                                 .log = stderr};
+    for (int i = 1; i < argc; i++) {
+        char opt[64];
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *eq = strchr(a, '=');
+        int inline_value = eq && eq - a < (int)sizeof opt; /* --opt=VALUE */
+        if (inline_value) {
+            memcpy(opt, a, (size_t)(eq - a));
+            opt[eq - a] = 0;
+            a = opt, v = eq + 1;
+        }
+        if (!v || parse_arg(&o, a, v)) {
+            fprintf(stderr, "onigpu bench floor: bad option or value: %s %s\n", a, v ? v : "");
+            return cli_usage(&cli_cmd_bench_floor);
+        }
+        if (!inline_value)
+            i++;
+    }
+    char why[200];
+    if (!gpu_available(why, sizeof why)) {
+        printf("onigpu bench floor: no GPU: skipped (%s)\n", why);
+        return 0;
+    }
+    int rc = bench_floor_run(&o);
+    return rc ? cli_fail("bench floor", rc) : 0;
+}
