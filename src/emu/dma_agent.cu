@@ -15,12 +15,34 @@ extern "C" {
 
 #define AGENT_THREADS 512
 
-/* One descriptor; seq (ticket + 1, low 32 bits) is stored last, with release
- * order, and tells the agent the other fields are there. */
-struct agent_desc {
+/* One descriptor, one 64-byte line: the agent reads all of it in each poll
+ * (three 16-byte loads in flight together, one PCIe round trip) instead of
+ * reading the sequence word first and the fields after it. seq (ticket + 1,
+ * low 32 bits) is stored last, with release order; check, a hash of the
+ * other fields and seq stored before it, lets the agent refuse a poll that
+ * saw the line half written (the read of a line is not promised to be one
+ * snapshot) and look again. */
+struct __align__(64) agent_desc {
     unsigned long long dst, src, done, n;
-    unsigned int done_seq, flags, seq, pad;
+    unsigned int done_seq, flags, seq, check;
 };
+
+/* The check word of a descriptor: a multiply-xorshift hash of its 32-bit
+ * words, so that a mix of old and new fields fails it. */
+__host__ __device__ static unsigned int desc_check(unsigned long long dst, unsigned long long src,
+                                                   unsigned long long done, unsigned long long n,
+                                                   unsigned int done_seq, unsigned int flags, unsigned int seq)
+{
+    unsigned int w[11] = {(unsigned int)dst, (unsigned int)(dst >> 32), (unsigned int)src,
+                          (unsigned int)(src >> 32), (unsigned int)done, (unsigned int)(done >> 32),
+                          (unsigned int)n, (unsigned int)(n >> 32), done_seq, flags, seq};
+    unsigned int h = 0x2545F491u;
+    for (int i = 0; i < 11; i++) {
+        h = (h ^ w[i]) * 0x9E3779B1u;
+        h ^= h >> 15;
+    }
+    return h;
+}
 
 enum { DESC_HOST_READER = 1 };
 
@@ -29,7 +51,7 @@ struct agent_ctl {
     unsigned long long completed;     /* agent: tickets done (all below it) */
     unsigned int stop;                /* host: 1 = leave now */
     unsigned int exited;              /* agent: epoch of the last kernel that left */
-    struct agent_desc ring[AGENT_RING];
+    struct agent_desc ring[AGENT_RING]; /* 64-byte aligned (the struct's alignment) */
 };
 
 struct emu_agent {
@@ -49,6 +71,18 @@ __device__ static unsigned long long now_ns(void)
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+}
+
+/* A 16-byte load that is never cached or merged with another: host memory
+ * the host changes under us. */
+__device__ static uint4 load_volatile16(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
 }
 
 /* Copy n bytes; the side over PCIe (host_side: 0 = src, 1 = dst) is accessed
@@ -110,18 +144,23 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
     for (;;) {
         if (threadIdx.x == 0) {
             cmd = now_ns() - start > AGENT_LIFE_MS * 1000000ull ? CMD_LEAVE : 0; /* even when never idle */
-            struct agent_desc *slot = &ctl->ring[next % AGENT_RING];
-            cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(slot->seq);
+            const uint4 *slot = (const uint4 *)&ctl->ring[next % AGENT_RING];
             cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(ctl->stop);
-            /* Each poll is a read across PCIe; the stop word and the clock are
-             * looked at every 16th (a halt also clears the pending slots). */
+            unsigned int want = (unsigned int)(next + 1);
+            /* Each poll is one read across PCIe of the whole descriptor; the
+             * stop word (another read across PCIe) and the clock are looked
+             * at every 64th (a halt also clears the pending slots). */
             for (unsigned int it = 1; !cmd; it++) {
-                if (seq.load(cuda::memory_order_acquire) == (unsigned int)(next + 1)) {
-                    volatile struct agent_desc *v = slot;
-                    d.dst = v->dst, d.src = v->src, d.done = v->done, d.n = v->n;
-                    d.done_seq = v->done_seq, d.flags = v->flags;
+                uint4 a = load_volatile16(slot), b = load_volatile16(slot + 1), c = load_volatile16(slot + 2);
+                unsigned long long dst = a.x | (unsigned long long)a.y << 32, src = a.z | (unsigned long long)a.w << 32;
+                unsigned long long done = b.x | (unsigned long long)b.y << 32, n = b.z | (unsigned long long)b.w << 32;
+                if (c.z == want && c.w == desc_check(dst, src, done, n, c.x, c.y, c.z)) {
+                    /* The payload reads (by every thread, after the barrier) come after this. */
+                    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+                    d.dst = dst, d.src = src, d.done = done, d.n = n;
+                    d.done_seq = c.x, d.flags = c.y;
                     cmd = CMD_WORK;
-                } else if (!(it & 15)) {
+                } else if (!(it & 63)) {
                     unsigned long long t = now_ns();
                     if (stop.load(cuda::memory_order_relaxed) || t - idle_since > AGENT_IDLE_MS * 1000000ull ||
                         t - start > AGENT_LIFE_MS * 1000000ull)
@@ -330,6 +369,8 @@ extern "C" int emu_agent_post(struct emu_agent *a, void *dst, const void *src, s
         slot->n = n;
         slot->done_seq = done_seq;
         slot->flags = host_reader ? DESC_HOST_READER : 0;
+        slot->check = desc_check(slot->dst, slot->src, slot->done, slot->n, slot->done_seq, slot->flags,
+                                 (unsigned int)(t + 1));
         cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(slot->seq);
         seq.store((unsigned int)(t + 1), cuda::memory_order_seq_cst);
         *ticket = t + 1;
