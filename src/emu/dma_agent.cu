@@ -1,5 +1,6 @@
 /* dma_agent.cu - the DMA engine's GPU-resident agent (dma_agent.h). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,20 +25,20 @@ extern "C" {
  * snapshot) and look again. */
 struct __align__(64) agent_desc {
     unsigned long long dst, src, done, n;
-    unsigned int done_seq, flags, seq, check;
+    unsigned long long warm;  /* host bytes the next descriptor will likely read (0: none) */
+    unsigned int warm_n, done_seq, flags, pad;
+    unsigned int seq, check;  /* words 14 and 15 */
 };
+static_assert(sizeof(struct agent_desc) == 64 && offsetof(struct agent_desc, seq) == 4 * 14,
+              "a descriptor is one 64-byte line, seq after the checked words");
 
 /* The check word of a descriptor: a multiply-xorshift hash of its 32-bit
  * words, so that a mix of old and new fields fails it. */
-__host__ __device__ static unsigned int desc_check(unsigned long long dst, unsigned long long src,
-                                                   unsigned long long done, unsigned long long n,
-                                                   unsigned int done_seq, unsigned int flags, unsigned int seq)
+#define DESC_WORDS_CHECKED 14 /* the words before seq */
+__host__ __device__ static unsigned int desc_check(const unsigned int *w, unsigned int seq)
 {
-    unsigned int w[11] = {(unsigned int)dst, (unsigned int)(dst >> 32), (unsigned int)src,
-                          (unsigned int)(src >> 32), (unsigned int)done, (unsigned int)(done >> 32),
-                          (unsigned int)n, (unsigned int)(n >> 32), done_seq, flags, seq};
-    unsigned int h = 0x2545F491u;
-    for (int i = 0; i < 11; i++) {
+    unsigned int h = 0x2545F491u ^ seq;
+    for (int i = 0; i < DESC_WORDS_CHECKED; i++) {
         h = (h ^ w[i]) * 0x9E3779B1u;
         h ^= h >> 15;
     }
@@ -60,6 +61,8 @@ struct emu_agent {
     cudaStream_t s;
     pthread_mutex_t lock;             /* posting and launching */
     unsigned long long posted;        /* tickets handed out, under lock */
+    const void *warm;                 /* emu_agent_warm's hint for the next post, under lock */
+    unsigned int warm_n;
     unsigned int epoch;               /* kernels launched, under lock */
     uint64_t launches;
 };
@@ -151,14 +154,15 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
              * stop word (another read across PCIe) and the clock are looked
              * at every 64th (a halt also clears the pending slots). */
             for (unsigned int it = 1; !cmd; it++) {
-                uint4 a = load_volatile16(slot), b = load_volatile16(slot + 1), c = load_volatile16(slot + 2);
-                unsigned long long dst = a.x | (unsigned long long)a.y << 32, src = a.z | (unsigned long long)a.w << 32;
-                unsigned long long done = b.x | (unsigned long long)b.y << 32, n = b.z | (unsigned long long)b.w << 32;
-                if (c.z == want && c.w == desc_check(dst, src, done, n, c.x, c.y, c.z)) {
+                union {
+                    uint4 v[4];
+                    struct agent_desc f;
+                } u = {{load_volatile16(slot), load_volatile16(slot + 1), load_volatile16(slot + 2),
+                        load_volatile16(slot + 3)}};
+                if (u.f.seq == want && u.f.check == desc_check((const unsigned int *)u.v, want)) {
                     /* The payload reads (by every thread, after the barrier) come after this. */
                     cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
-                    d.dst = dst, d.src = src, d.done = done, d.n = n;
-                    d.done_seq = c.x, d.flags = c.y;
+                    d = u.f;
                     cmd = CMD_WORK;
                 } else if (!(it & 63)) {
                     unsigned long long t = now_ns();
@@ -191,6 +195,14 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
             next++;
             idle_since = now_ns();
         }
+        /* Off the critical path: one load per page of the bytes the next
+         * descriptor will likely read, so that their address translation
+         * (GPU TLB, the host's IOMMU) is warm when it comes; a ring walks
+         * into fresh pages all the time. The values are not used. */
+        if (d.warm && threadIdx.x >= 32 && (threadIdx.x - 32) * 4096ull < d.warm_n)
+            (void)load_volatile16((const void *)((d.warm + (threadIdx.x - 32) * 4096ull) & ~15ull));
+        if (d.warm && threadIdx.x == 31 && d.warm_n)
+            (void)load_volatile16((const void *)((d.warm + d.warm_n - 1) & ~15ull));
         __syncthreads();
     }
     if (threadIdx.x == 0) {
@@ -369,8 +381,11 @@ extern "C" int emu_agent_post(struct emu_agent *a, void *dst, const void *src, s
         slot->n = n;
         slot->done_seq = done_seq;
         slot->flags = host_reader ? DESC_HOST_READER : 0;
-        slot->check = desc_check(slot->dst, slot->src, slot->done, slot->n, slot->done_seq, slot->flags,
-                                 (unsigned int)(t + 1));
+        slot->warm = (uintptr_t)a->warm;
+        slot->warm_n = a->warm ? a->warm_n : 0;
+        slot->pad = 0;
+        a->warm = NULL;
+        slot->check = desc_check((const unsigned int *)slot, (unsigned int)(t + 1));
         cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(slot->seq);
         seq.store((unsigned int)(t + 1), cuda::memory_order_seq_cst);
         *ticket = t + 1;
@@ -410,6 +425,16 @@ extern "C" int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t dea
                 return completed.load(cuda::memory_order_acquire) >= ticket ? 0 : ONI_ETIMEOUT;
         }
     }
+}
+
+extern "C" void emu_agent_warm(struct emu_agent *a, const void *p, size_t n)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    a->warm = n ? p : NULL;
+    a->warm_n = n > AGENT_WARM_MAX ? AGENT_WARM_MAX : (unsigned int)n;
+    pthread_mutex_unlock(&a->lock);
 }
 
 extern "C" uint64_t emu_agent_launches(struct emu_agent *a)
