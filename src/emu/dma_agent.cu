@@ -61,6 +61,7 @@ struct emu_agent {
     cudaStream_t s;
     pthread_mutex_t lock;             /* posting and launching */
     unsigned long long posted;        /* tickets handed out, under lock */
+    int warm_on;                      /* 0: hints are ignored (ONIGPU_AGENT_WARM=0, for A/B runs) */
     const void *warm;                 /* emu_agent_warm's hint for the next post, under lock */
     unsigned int warm_n;
     unsigned int epoch;               /* kernels launched, under lock */
@@ -136,7 +137,67 @@ __device__ static void copy_block(unsigned char *dst, const unsigned char *src, 
 
 enum { CMD_WORK = 1, CMD_LEAVE = 2 };
 
-__global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
+/* Warp 0 waits for descriptor `next` (or a reason to leave) and sets *cmd;
+ * with CMD_WORK, *d holds the descriptor. Each poll is one load instruction
+ * of the whole 64-byte line (lanes 0-3, 16 bytes each), so one read across
+ * PCIe: a thread's loads from host memory are not overlapped, and reading
+ * the sequence word and the fields one after the other cost one round trip
+ * each (about 1.2 us on the H100 VM; docs/transfers.md). The stop word
+ * (another read across PCIe) and the clock are looked at every 64th poll
+ * (a halt also clears the pending slots). */
+__device__ static void poll(struct agent_ctl *ctl, struct agent_desc *d, int *cmd, unsigned long long next,
+                            unsigned long long start, unsigned long long idle_since)
+{
+    const unsigned int lane = threadIdx.x, all = 0xFFFFFFFFu;
+    const uint4 *slot = (const uint4 *)&ctl->ring[next % AGENT_RING];
+    const unsigned int want = (unsigned int)(next + 1);
+    int old = lane == 0 && now_ns() - start > AGENT_LIFE_MS * 1000000ull; /* even when never idle */
+    if (__shfl_sync(all, old, 0)) { /* every lane returns alike */
+        if (lane == 0)
+            *cmd = CMD_LEAVE;
+        return;
+    }
+    for (unsigned int it = 1;; it++) {
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (lane < 4)
+            v = load_volatile16(slot + lane);
+        union {
+            unsigned int w[16];
+            struct agent_desc f;
+        } u;
+        for (int j = 0; j < 4; j++) { /* every lane gets the whole line */
+            u.w[4 * j] = __shfl_sync(all, v.x, j);
+            u.w[4 * j + 1] = __shfl_sync(all, v.y, j);
+            u.w[4 * j + 2] = __shfl_sync(all, v.z, j);
+            u.w[4 * j + 3] = __shfl_sync(all, v.w, j);
+        }
+        if (u.f.seq == want && u.f.check == desc_check(u.w, want)) {
+            if (lane == 0) {
+                /* The payload reads (by every thread, after the barrier) come after this. */
+                cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+                *d = u.f;
+                *cmd = CMD_WORK;
+            }
+            return;
+        }
+        if (it & 63)
+            continue;
+        int leave = 0;
+        if (lane == 0) {
+            cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(ctl->stop);
+            unsigned long long t = now_ns();
+            leave = stop.load(cuda::memory_order_relaxed) || t - idle_since > AGENT_IDLE_MS * 1000000ull ||
+                    t - start > AGENT_LIFE_MS * 1000000ull;
+        }
+        if (__shfl_sync(all, leave, 0)) {
+            if (lane == 0)
+                *cmd = CMD_LEAVE;
+            return;
+        }
+    }
+}
+
+__global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch, int warm_on)
 {
     __shared__ struct agent_desc d;
     __shared__ int cmd;
@@ -144,34 +205,10 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
     if (threadIdx.x == 0)
         next = *(volatile unsigned long long *)&ctl->completed;
     unsigned long long start = now_ns(), idle_since = start;
+    __syncthreads();
     for (;;) {
-        if (threadIdx.x == 0) {
-            cmd = now_ns() - start > AGENT_LIFE_MS * 1000000ull ? CMD_LEAVE : 0; /* even when never idle */
-            const uint4 *slot = (const uint4 *)&ctl->ring[next % AGENT_RING];
-            cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(ctl->stop);
-            unsigned int want = (unsigned int)(next + 1);
-            /* Each poll is one read across PCIe of the whole descriptor; the
-             * stop word (another read across PCIe) and the clock are looked
-             * at every 64th (a halt also clears the pending slots). */
-            for (unsigned int it = 1; !cmd; it++) {
-                union {
-                    uint4 v[4];
-                    struct agent_desc f;
-                } u = {{load_volatile16(slot), load_volatile16(slot + 1), load_volatile16(slot + 2),
-                        load_volatile16(slot + 3)}};
-                if (u.f.seq == want && u.f.check == desc_check((const unsigned int *)u.v, want)) {
-                    /* The payload reads (by every thread, after the barrier) come after this. */
-                    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
-                    d = u.f;
-                    cmd = CMD_WORK;
-                } else if (!(it & 63)) {
-                    unsigned long long t = now_ns();
-                    if (stop.load(cuda::memory_order_relaxed) || t - idle_since > AGENT_IDLE_MS * 1000000ull ||
-                        t - start > AGENT_LIFE_MS * 1000000ull)
-                        cmd = CMD_LEAVE;
-                }
-            }
-        }
+        if (threadIdx.x < 32)
+            poll(ctl, &d, &cmd, next, start, idle_since);
         __syncthreads();
         if (cmd != CMD_WORK)
             break;
@@ -199,10 +236,11 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
          * descriptor will likely read, so that their address translation
          * (GPU TLB, the host's IOMMU) is warm when it comes; a ring walks
          * into fresh pages all the time. The values are not used. */
-        if (d.warm && threadIdx.x >= 32 && (threadIdx.x - 32) * 4096ull < d.warm_n)
-            (void)load_volatile16((const void *)((d.warm + (threadIdx.x - 32) * 4096ull) & ~15ull));
-        if (d.warm && threadIdx.x == 31 && d.warm_n)
-            (void)load_volatile16((const void *)((d.warm + d.warm_n - 1) & ~15ull));
+        if (d.warm && warm_on && threadIdx.x >= 32 && threadIdx.x < 64) { /* warp 1: one load instruction */
+            unsigned long long at = (threadIdx.x - 32) * 4096ull;
+            if (at < d.warm_n || threadIdx.x == 63)
+                (void)load_volatile16((const void *)((d.warm + (at < d.warm_n ? at : d.warm_n - 1)) & ~15ull));
+        }
         __syncthreads();
     }
     if (threadIdx.x == 0) {
@@ -222,7 +260,7 @@ static void say(const char *what, cudaError_t err)
 static int launch(struct emu_agent *a)
 {
     a->epoch++;
-    agent_kernel<<<1, AGENT_THREADS, 0, a->s>>>(a->dctl, a->epoch);
+    agent_kernel<<<1, AGENT_THREADS, 0, a->s>>>(a->dctl, a->epoch, a->warm_on);
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) {
         a->epoch--;
@@ -316,6 +354,8 @@ extern "C" int emu_agent_start(struct emu_agent **out)
         free(a);
         return ONI_EINIT;
     }
+    const char *w = getenv("ONIGPU_AGENT_WARM");
+    a->warm_on = !(w && !strcmp(w, "0"));
     pthread_mutex_init(&a->lock, NULL);
     pthread_mutex_lock(&a->lock);
     int rc = launch(a);
