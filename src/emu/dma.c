@@ -343,14 +343,6 @@ static int agent_read(struct emu_dma *d, uint8_t *dst, const struct emu_span sp[
         k2 = agent_segs(d, sp[1].p, sp[1].n, sp[0].n, sg + k, AGENT_SEGS - k);
     if (k < 0 || k2 < 0)
         return 1;
-    /* The next read most likely takes as many bytes right after these: have
-     * the agent warm their translation while the host is busy elsewhere. */
-    size_t n = sp[0].n + sp[1].n;
-    uintptr_t end = (uintptr_t)(sp[1].n ? sp[1].p + sp[1].n : sp[0].p + sp[0].n);
-    int wrc = 0;
-    const struct locked *w = window(d, end - 1, &wrc);
-    if (w && w->mapped > 0 && end + n <= w->hi)
-        emu_agent_warm(d->agent, w->dev + (end - w->lo), n);
     return agent_run(d, dst, sg, k + k2, done, seq, 0, timeout_ms);
 }
 

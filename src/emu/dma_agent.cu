@@ -16,17 +16,14 @@ extern "C" {
 
 #define AGENT_THREADS 512
 
-/* One descriptor, one 64-byte line: the agent reads all of it in each poll
- * (three 16-byte loads in flight together, one PCIe round trip) instead of
- * reading the sequence word first and the fields after it. seq (ticket + 1,
- * low 32 bits) is stored last, with release order; check, a hash of the
- * other fields and seq stored before it, lets the agent refuse a poll that
- * saw the line half written (the read of a line is not promised to be one
- * snapshot) and look again. */
+/* One descriptor, one 64-byte line that the agent reads whole in each poll
+ * (see poll()). seq (ticket + 1, low 32 bits) is stored last, with release
+ * order; check, a hash of the words before it and seq, stored before seq,
+ * lets the agent refuse a poll that saw the line half written (the read of a
+ * line is not promised to be one snapshot) and look again. */
 struct __align__(64) agent_desc {
     unsigned long long dst, src, done, n;
-    unsigned long long warm;  /* host bytes the next descriptor will likely read (0: none) */
-    unsigned int warm_n, done_seq, flags, pad;
+    unsigned int done_seq, flags, pad[4];
     unsigned int seq, check;  /* words 14 and 15 */
 };
 static_assert(sizeof(struct agent_desc) == 64 && offsetof(struct agent_desc, seq) == 4 * 14,
@@ -61,9 +58,6 @@ struct emu_agent {
     cudaStream_t s;
     pthread_mutex_t lock;             /* posting and launching */
     unsigned long long posted;        /* tickets handed out, under lock */
-    int warm_on;                      /* 0: hints are ignored (ONIGPU_AGENT_WARM=0, for A/B runs) */
-    const void *warm;                 /* emu_agent_warm's hint for the next post, under lock */
-    unsigned int warm_n;
     unsigned int epoch;               /* kernels launched, under lock */
     uint64_t launches;
 };
@@ -197,7 +191,7 @@ __device__ static void poll(struct agent_ctl *ctl, struct agent_desc *d, int *cm
     }
 }
 
-__global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch, int warm_on)
+__global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
 {
     __shared__ struct agent_desc d;
     __shared__ int cmd;
@@ -232,15 +226,6 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch, int warm
             next++;
             idle_since = now_ns();
         }
-        /* Off the critical path: one load per page of the bytes the next
-         * descriptor will likely read, so that their address translation
-         * (GPU TLB, the host's IOMMU) is warm when it comes; a ring walks
-         * into fresh pages all the time. The values are not used. */
-        if (d.warm && warm_on && threadIdx.x >= 32 && threadIdx.x < 64) { /* warp 1: one load instruction */
-            unsigned long long at = (threadIdx.x - 32) * 4096ull;
-            if (at < d.warm_n || threadIdx.x == 63)
-                (void)load_volatile16((const void *)((d.warm + (at < d.warm_n ? at : d.warm_n - 1)) & ~15ull));
-        }
         __syncthreads();
     }
     if (threadIdx.x == 0) {
@@ -260,7 +245,7 @@ static void say(const char *what, cudaError_t err)
 static int launch(struct emu_agent *a)
 {
     a->epoch++;
-    agent_kernel<<<1, AGENT_THREADS, 0, a->s>>>(a->dctl, a->epoch, a->warm_on);
+    agent_kernel<<<1, AGENT_THREADS, 0, a->s>>>(a->dctl, a->epoch);
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) {
         a->epoch--;
@@ -354,8 +339,6 @@ extern "C" int emu_agent_start(struct emu_agent **out)
         free(a);
         return ONI_EINIT;
     }
-    const char *w = getenv("ONIGPU_AGENT_WARM");
-    a->warm_on = !(w && !strcmp(w, "0"));
     pthread_mutex_init(&a->lock, NULL);
     pthread_mutex_lock(&a->lock);
     int rc = launch(a);
@@ -421,10 +404,7 @@ extern "C" int emu_agent_post(struct emu_agent *a, void *dst, const void *src, s
         slot->n = n;
         slot->done_seq = done_seq;
         slot->flags = host_reader ? DESC_HOST_READER : 0;
-        slot->warm = (uintptr_t)a->warm;
-        slot->warm_n = a->warm ? a->warm_n : 0;
-        slot->pad = 0;
-        a->warm = NULL;
+        memset(slot->pad, 0, sizeof slot->pad);
         slot->check = desc_check((const unsigned int *)slot, (unsigned int)(t + 1));
         cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(slot->seq);
         seq.store((unsigned int)(t + 1), cuda::memory_order_seq_cst);
@@ -465,16 +445,6 @@ extern "C" int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t dea
                 return completed.load(cuda::memory_order_acquire) >= ticket ? 0 : ONI_ETIMEOUT;
         }
     }
-}
-
-extern "C" void emu_agent_warm(struct emu_agent *a, const void *p, size_t n)
-{
-    if (!a)
-        return;
-    pthread_mutex_lock(&a->lock);
-    a->warm = n ? p : NULL;
-    a->warm_n = n > AGENT_WARM_MAX ? AGENT_WARM_MAX : (unsigned int)n;
-    pthread_mutex_unlock(&a->lock);
 }
 
 extern "C" uint64_t emu_agent_launches(struct emu_agent *a)

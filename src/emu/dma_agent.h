@@ -60,15 +60,6 @@ int emu_agent_post(struct emu_agent *a, void *dst, const void *src, size_t n, ui
  * until deadline_ns. Returns 0, ONI_ETIMEOUT or ONI_EINIT (relaunch failed). */
 int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t deadline_ns);
 
-/* A hint for the next emu_agent_post only: after that descriptor, the agent
- * loads one word per page of the n bytes at device address p (mapped host
- * memory that stays mapped, e.g. where the FIFO's next bytes will be), so that
- * their address translation is warm when the following descriptor reads
- * them. At most AGENT_WARM_MAX bytes; n = 0 clears the hint. Nothing is
- * written. */
-#define AGENT_WARM_MAX (64u << 10)
-void emu_agent_warm(struct emu_agent *a, const void *p, size_t n);
-
 /* Times the kernel was launched (1 after start; more after idle exits). */
 uint64_t emu_agent_launches(struct emu_agent *a);
 

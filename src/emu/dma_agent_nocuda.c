@@ -18,6 +18,4 @@ int emu_agent_post(struct emu_agent *a, void *dst, const void *src, size_t n, ui
 
 int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t deadline_ns) { return ONI_ENOGPU; }
 
-void emu_agent_warm(struct emu_agent *a, const void *p, size_t n) {}
-
 uint64_t emu_agent_launches(struct emu_agent *a) { return 0; }
