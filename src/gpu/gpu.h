@@ -108,7 +108,10 @@ int gpu_write_word_async(struct gpu_stream *s, volatile uint32_t *word, uint32_t
 int gpu_wait_word_async(struct gpu_stream *s, const volatile uint32_t *word, uint32_t value);
 
 /* Wait until all work queued in s is done, at most timeout_ms (0 = only check).
- * Spins: lowest latency. Returns 0, ONI_ETIMEOUT, or an error of the queued work. */
+ * Spins, for the lowest latency, on a page-locked word that the stream writes
+ * behind the work (cudaStreamQuery only now and then, for errors). Several
+ * threads may wait on one stream. Returns 0, ONI_ETIMEOUT, or an error of the
+ * queued work. */
 int gpu_stream_wait(struct gpu_stream *s, uint32_t timeout_ms);
 
 /* Events: record the point reached in a stream, wait for it with a deadline. */
