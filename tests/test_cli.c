@@ -305,7 +305,7 @@ TEST(bench_emu_both_sides_write_results)
 TEST(bench_group_help_lists_subcommands)
 {
     NEED_BIN();
-    static const char *const sub[] = {"  frames ", "  emu ", "  transfer ", "  loop ", "  daemon "};
+    static const char *const sub[] = {"  frames ", "  emu ", "  transfer ", "  loop ", "  daemon ", "  floor "};
     CHECK_EQ(RUN("bench", "--help"), 0);
     HAS("usage: onigpu bench <command>");
     for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++)
@@ -324,7 +324,7 @@ TEST(bench_group_help_lists_subcommands)
     HAS("usage: onigpu bench frames");
     CHECK_EQ(RUN("--help"), 0);
     static const char *const all[] = {"  info ", "  read ", "  reg ", "  bench frames ", "  bench emu ",
-                                      "  bench transfer ", "  bench loop ", "  bench daemon "};
+                                      "  bench transfer ", "  bench loop ", "  bench daemon ", "  bench floor "};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         HAS(all[i]);
 }
@@ -346,6 +346,32 @@ TEST(bench_frames_no_results_when_all_blocks_fail)
              1);
     HAS("no block size could be measured");
     CHECK(!have(dir, "*"));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* `onigpu bench floor`: usage on bad input (exit 2); with no GPU a clear
+ * skip (exit 0, nothing written); with one, a short run that writes its
+ * result set. */
+TEST(bench_floor_arguments_and_no_gpu)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("bench", "floor", "--help"), 0);
+    HAS("usage: onigpu bench floor");
+    CHECK_EQ(RUN("bench", "floor", "--reps", "0"), 2);
+    HAS("bad option or value: --reps 0");
+    CHECK_EQ(RUN("bench", "floor", "--size", "4"), 2);
+    CHECK_EQ(RUN("bench", "floor", "--mechs", "memcpy-query,nosuch"), 2);
+    HAS("unknown mechanism 'nosuch'");
+    CHECK_EQ(RUN("bench", "floor", "--rounds"), 2);
+    char dir[] = "/tmp/onigpu-floor-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(RUN("bench", "floor", "--reps", "20", "--rounds", "2", "--out", dir), 0);
+    if (strstr(out, "no GPU: skipped"))
+        CHECK(!have(dir, "*"));
+    else
+        CHECK(have(dir, "floor-*.json"));
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
