@@ -1,17 +1,6 @@
 // floor.cu - the kernels of `onigpu bench floor` (floor_kern.h).
 #include "bench/floor_kern.h"
-
-__device__ __forceinline__ uint32_t ld_volatile(const volatile uint32_t *p)
-{
-    return *p;
-}
-
-__device__ __forceinline__ unsigned long long globaltimer(void)
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+#include "gpu/gpu_device.cuh"
 
 // Thread 0 waits for a doorbell different from *last; returns 1 to quit (stop
 // word set, or idle too long). The stop word and the clock are looked at
@@ -19,14 +8,14 @@ __device__ __forceinline__ unsigned long long globaltimer(void)
 // read per poll would add its latency to every doorbell.
 __device__ int wait_bell(const struct floor_pull &p, uint32_t *last)
 {
-    unsigned long long since = globaltimer();
+    unsigned long long since = gpu_globaltimer();
     for (unsigned i = 1;; i++) {
-        uint32_t v = ld_volatile(p.bell);
+        uint32_t v = gpu_ld_volatile(p.bell);
         if (v != *last) {
             *last = v;
             return 0;
         }
-        if (!(i & 63) && (ld_volatile(p.stop) || globaltimer() - since > p.idle_ns))
+        if (!(i & 63) && (gpu_ld_volatile(p.stop) || gpu_globaltimer() - since > p.idle_ns))
             return 1;
     }
 }
@@ -49,7 +38,7 @@ __global__ void floor_pull_kernel(struct floor_pull p)
     __shared__ int quit;
     uint32_t last = 0;
     if (threadIdx.x == 0) {
-        last = ld_volatile(p.bell); // the doorbell before this launch is old news
+        last = gpu_ld_volatile(p.bell); // the doorbell before this launch is old news
         *p.alive = 1;
         __threadfence_system();
     }

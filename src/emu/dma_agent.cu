@@ -10,6 +10,7 @@
 extern "C" {
 #include "dma_agent.h"
 #include "gpu/gpu.h"
+#include "gpu/gpu_device.cuh"
 #include "onidefs.h"
 #include "onii.h"
 }
@@ -64,12 +65,6 @@ struct emu_agent {
 
 /* --- device side ------------------------------------------------------------- */
 
-__device__ static unsigned long long now_ns(void)
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 /* A 16-byte load that is never cached or merged with another: host memory
  * the host changes under us. */
@@ -145,7 +140,7 @@ __device__ static void poll(struct agent_ctl *ctl, struct agent_desc *d, int *cm
     const unsigned int lane = threadIdx.x, all = 0xFFFFFFFFu;
     const uint4 *slot = (const uint4 *)&ctl->ring[next % AGENT_RING];
     const unsigned int want = (unsigned int)(next + 1);
-    int old = lane == 0 && now_ns() - start > AGENT_LIFE_MS * 1000000ull; /* even when never idle */
+    int old = lane == 0 && gpu_globaltimer() - start > AGENT_LIFE_MS * 1000000ull; /* even when never idle */
     if (__shfl_sync(all, old, 0)) { /* every lane returns alike */
         if (lane == 0)
             *cmd = CMD_LEAVE;
@@ -179,7 +174,7 @@ __device__ static void poll(struct agent_ctl *ctl, struct agent_desc *d, int *cm
         int leave = 0;
         if (lane == 0) {
             cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(ctl->stop);
-            unsigned long long t = now_ns();
+            unsigned long long t = gpu_globaltimer();
             leave = stop.load(cuda::memory_order_relaxed) || t - idle_since > AGENT_IDLE_MS * 1000000ull ||
                     t - start > AGENT_LIFE_MS * 1000000ull;
         }
@@ -198,7 +193,7 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
     __shared__ unsigned long long next;
     if (threadIdx.x == 0)
         next = *(volatile unsigned long long *)&ctl->completed;
-    unsigned long long start = now_ns(), idle_since = start;
+    unsigned long long start = gpu_globaltimer(), idle_since = start;
     __syncthreads();
     for (;;) {
         if (threadIdx.x < 32)
@@ -224,7 +219,7 @@ __global__ void agent_kernel(struct agent_ctl *ctl, unsigned int epoch)
             cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> done(ctl->completed);
             done.store(next + 1, cuda::memory_order_release);
             next++;
-            idle_since = now_ns();
+            idle_since = gpu_globaltimer();
         }
         __syncthreads();
     }

@@ -7,6 +7,7 @@
 #include <float.h>
 #include "loop/cukern.h"
 #include "loop/loop.h"
+#include "gpu/gpu_device.cuh"
 
 #define MAC_THREADS 256
 
@@ -194,17 +195,6 @@ extern "C" int loop_cu_ephys(struct loop_ephys_state *st, uint32_t nchan, const 
 
 // --- persistent kernel ------------------------------------------------------
 
-__device__ __forceinline__ uint32_t ld_volatile(const volatile uint32_t *p)
-{
-    return *p;
-}
-
-__device__ __forceinline__ unsigned long long globaltimer(void)
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 // MAC on an input block in host-mapped memory: every element is read once,
 // straight over the link, never from a cache line of an earlier block.
@@ -238,11 +228,11 @@ __global__ void persistent_kernel(struct loop_persist p)
         if (threadIdx.x == 0) {
             // Poll the completion queue; the stop word ends the kernel.
             for (;;) {
-                if (ld_volatile(&p.done[slot]) == seq) {
+                if (gpu_ld_volatile(&p.done[slot]) == seq) {
                     quit = 0;
                     break;
                 }
-                if (ld_volatile(p.stop)) {
+                if (gpu_ld_volatile(p.stop)) {
                     quit = 1;
                     break;
                 }
@@ -254,7 +244,7 @@ __global__ void persistent_kernel(struct loop_persist p)
                 __threadfence_system();
             else
                 __threadfence();
-            t_seen = globaltimer();
+            t_seen = gpu_globaltimer();
         }
         __syncthreads();
         if (quit)
@@ -281,7 +271,7 @@ __global__ void persistent_kernel(struct loop_persist p)
                 }
                 // GPU time of this block (completion seen -> results fenced),
                 // tagged with seq: the host takes it only when the tag matches.
-                unsigned long long ns = globaltimer() - t_seen;
+                unsigned long long ns = gpu_globaltimer() - t_seen;
                 p.gpu_ns[slot] = (ns > 0xFFFFFFFFull ? 0xFFFFFFFFull : ns) << 32 | seq;
                 p.bell[slot] = seq;
             }
