@@ -195,7 +195,6 @@ extern "C" int loop_cu_ephys(struct loop_ephys_state *st, uint32_t nchan, const 
 
 // --- persistent kernel ------------------------------------------------------
 
-
 // MAC on an input block in host-mapped memory: every element is read once,
 // straight over the link, never from a cache line of an earlier block.
 __device__ void mac_body_mapped(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
