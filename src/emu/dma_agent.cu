@@ -10,10 +10,10 @@
 extern "C" {
 #include "dma_agent.h"
 #include "gpu/gpu.h"
-#include "gpu/gpu_device.cuh"
 #include "onidefs.h"
 #include "onii.h"
 }
+#include "gpu/gpu_device.cuh"
 
 #define AGENT_THREADS 512
 
@@ -64,7 +64,6 @@ struct emu_agent {
 };
 
 /* --- device side ------------------------------------------------------------- */
-
 
 /* A 16-byte load that is never cached or merged with another: host memory
  * the host changes under us. */
