@@ -95,6 +95,16 @@ TEST(stats_single_and_large_values)
     CHECK(NEAR(s.mean, 1000000000001.0, 1e-3));
 }
 
+TEST(count_above_limit)
+{
+    const uint64_t v[] = {10, 20, 200, 201, 5, 1000};
+    CHECK_EQ(bench_count_above(v, 6, 200), 2); /* strictly above */
+    CHECK_EQ(bench_count_above(v, 6, 4.5), 6);
+    CHECK_EQ(bench_count_above(v, 6, 1000), 0);
+    CHECK_EQ(bench_count_above(v, 0, 0), 0);
+    CHECK_EQ(bench_count_above(NULL, 6, 0), 0);
+}
+
 TEST(stats_bad_args)
 {
     struct bench_stats s;

@@ -43,6 +43,10 @@ int bench_stats_compute(const uint64_t *ns, size_t n, struct bench_stats *out);
  * the minimum). The caller guarantees sorted ascending. */
 double bench_percentile_sorted(const uint64_t *sorted, size_t n, double p);
 
+/* How many of the n samples are above limit (0 for NULL): e.g. the
+ * transfers over 20x the median, which tells one outlier from many. */
+size_t bench_count_above(const uint64_t *ns, size_t n, double limit);
+
 /* MB/s (10^6 bytes per second) for `bytes` moved in `ns` nanoseconds; 0 when ns <= 0. */
 double bench_mb_per_s(double bytes, double ns);
 

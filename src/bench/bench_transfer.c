@@ -422,6 +422,7 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         bench_cell_stats(r, "", &st);
         bench_cell_num(r, "mb_s", bench_mb_per_s((double)n, st.mean));
         bench_cell_num(r, "max_over_p50", st.max / st.p50);
+        bench_cell_int(r, "over_20x_p50", (long long)bench_count_above(b->rec.ns, b->rec.n, 20 * st.p50));
         rc = bench_report_row(r, NULL);
         if (n == 4096 && !b->via_daemon)
             b->at4k[dir][p] = st;

@@ -38,6 +38,14 @@ double bench_mb_per_s(double bytes, double ns)
     return ns > 0 ? bytes / ns * 1e3 : 0;
 }
 
+size_t bench_count_above(const uint64_t *ns, size_t n, double limit)
+{
+    size_t k = 0;
+    for (size_t i = 0; ns && i < n; i++)
+        k += (double)ns[i] > limit;
+    return k;
+}
+
 int bench_stats_compute(const uint64_t *ns, size_t n, struct bench_stats *out)
 {
     if (!ns || !n || !out)
