@@ -18,8 +18,9 @@
 #include <stdio.h>
 
 enum floor_mech {
-    FLOOR_MEMCPY_QUERY = 0, /* cudaMemcpyAsync, spin on cudaStreamQuery (gpu_copy_async + gpu_stream_wait) */
-    FLOOR_MEMCPY_FLAG,      /* cudaMemcpyAsync + cuStreamWriteValue32 to a mapped host word, spin on the word */
+    FLOOR_MEMCPY_QUERY = 0, /* cudaMemcpyAsync, spin on cudaStreamQuery (gpu_stream_wait before 2026-11-24) */
+    FLOOR_MEMCPY_FLAG,      /* cudaMemcpyAsync + cuStreamWriteValue32 to a mapped host word, spin on the word
+                             * (gpu_copy_async + gpu_stream_wait now) */
     FLOOR_MEMCPY_SYNC,      /* cudaMemcpyAsync + cudaStreamSynchronize (the device's schedule flag decides) */
     FLOOR_DRV_MEMCPY_FLAG,  /* as memcpy-flag, the copy through the driver API (cuMemcpyHtoDAsync) */
     FLOOR_ARMED,            /* wait-value + copy + write-value queued ahead; timed: store go, spin on done */

@@ -160,9 +160,10 @@ __device__ static void poll(struct agent_ctl *ctl, struct agent_desc *d, int *cm
             u.w[4 * j + 3] = __shfl_sync(all, v.w, j);
         }
         if (u.f.seq == want && u.f.check == desc_check(u.w, want)) {
+            /* In every lane, the ones that loaded the line among them: the
+             * payload reads (by every thread, after the barrier) come after. */
+            cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
             if (lane == 0) {
-                /* The payload reads (by every thread, after the barrier) come after this. */
-                cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
                 *d = u.f;
                 *cmd = CMD_WORK;
             }
@@ -389,17 +390,24 @@ extern "C" int emu_agent_post(struct emu_agent *a, void *dst, const void *src, s
             break;
         }
     }
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(a->ctl->stop);
+    if (!rc && stop.load(cuda::memory_order_acquire))
+        rc = ONI_EINIT; /* halted: a descriptor posted now could still be taken by the leaving kernel */
     if (!rc) {
         unsigned long long t = a->posted++;
-        struct agent_desc *slot = &a->ctl->ring[t % AGENT_RING];
-        slot->dst = (uintptr_t)dst;
-        slot->src = (uintptr_t)src;
-        slot->done = (uintptr_t)done;
-        slot->n = n;
-        slot->done_seq = done_seq;
-        slot->flags = host_reader ? DESC_HOST_READER : 0;
-        memset(slot->pad, 0, sizeof slot->pad);
-        slot->check = desc_check((const unsigned int *)slot, (unsigned int)(t + 1));
+        struct agent_desc *slot = &a->ctl->ring[t % AGENT_RING], v;
+        memset(&v, 0, sizeof v);
+        v.dst = (uintptr_t)dst;
+        v.src = (uintptr_t)src;
+        v.done = (uintptr_t)done;
+        v.n = n;
+        v.done_seq = done_seq;
+        v.flags = host_reader ? DESC_HOST_READER : 0;
+        unsigned int w[DESC_WORDS_CHECKED];
+        memcpy(w, &v, sizeof w); /* the words the agent checks, without type punning */
+        v.check = desc_check(w, (unsigned int)(t + 1));
+        memcpy(slot, &v, offsetof(struct agent_desc, seq)); /* everything before seq */
+        slot->check = v.check;
         cuda::atomic_ref<unsigned int, cuda::thread_scope_system> seq(slot->seq);
         seq.store((unsigned int)(t + 1), cuda::memory_order_seq_cst);
         *ticket = t + 1;

@@ -12,11 +12,13 @@
 
 struct gpu_stream {
     cudaStream_t s;
-    /* gpu_stream_wait's completion word, page-locked and mapped (NULL: that
-     * allocation failed, the wait polls cudaStreamQuery instead), and the
-     * last value queued for it. */
+    /* gpu_stream_wait's completion word (NULL: none could be had, the wait
+     * polls cudaStreamQuery instead) and the last value queued for it; lock
+     * keeps the values queued in the order they are taken, so the word only
+     * goes up. */
     uint32_t *flag;
     uint32_t seq;
+    pthread_mutex_t lock;
 };
 
 static int poll_until(cudaError_t (*query)(void *), void *obj, uint32_t timeout_ms, const char *what);
@@ -290,6 +292,44 @@ int gpu_ipc_close(void *p)
     return err == cudaSuccess ? 0 : fail_rt(err, "cudaIpcCloseMemHandle", ONI_EINVALARG);
 }
 
+/* Completion words: 64-byte slots of page-locked, mapped pages that are
+ * never freed. cudaFreeHost waits for the whole device (it took 299 ms
+ * behind a running kernel on the H100), so a stream's word goes back to
+ * this list instead. A free slot holds the next free one. */
+#define FLAG_SLOT 64
+static pthread_mutex_t flag_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *flag_free;
+
+static uint32_t *flag_take(void)
+{
+    pthread_mutex_lock(&flag_lock);
+    if (!flag_free) {
+        uint8_t *page;
+        if (cudaHostAlloc((void **)&page, 4096, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+            cudaGetLastError();
+            pthread_mutex_unlock(&flag_lock);
+            return NULL;
+        }
+        for (size_t off = 0; off < 4096; off += FLAG_SLOT) {
+            *(void **)(page + off) = flag_free;
+            flag_free = page + off;
+        }
+    }
+    uint32_t *w = flag_free;
+    flag_free = *(void **)flag_free;
+    pthread_mutex_unlock(&flag_lock);
+    *w = 0;
+    return w;
+}
+
+static void flag_give(uint32_t *w)
+{
+    pthread_mutex_lock(&flag_lock);
+    *(void **)w = flag_free;
+    flag_free = w;
+    pthread_mutex_unlock(&flag_lock);
+}
+
 int gpu_stream_create(struct gpu_stream **s)
 {
     if (!s)
@@ -306,10 +346,8 @@ int gpu_stream_create(struct gpu_stream **s)
         free(st);
         return fail_rt(err, "cudaStreamCreate", ONI_ENOGPU);
     }
-    if (cudaHostAlloc((void **)&st->flag, 64, cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess)
-        *st->flag = 0;
-    else
-        st->flag = NULL, cudaGetLastError();
+    st->flag = flag_take();
+    pthread_mutex_init(&st->lock, NULL);
     *s = st;
     return 0;
 }
@@ -325,8 +363,9 @@ void gpu_stream_destroy(struct gpu_stream *s)
         int rc = poll_until(query_stream, s, 2000, "cudaStreamQuery");
         cudaStreamDestroy(s->s);
         if (s->flag && rc != ONI_ETIMEOUT)
-            cudaFreeHost(s->flag); /* else the stream may still write it: left allocated */
+            flag_give(s->flag); /* else the stream may still write it: never reused */
     }
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
@@ -433,10 +472,13 @@ int gpu_stream_wait(struct gpu_stream *s, uint32_t timeout_ms)
     if (rc)
         return rc;
     if (s->flag && timeout_ms) {
-        /* Waiters of one stream may overlap: each waits for its own value. */
-        uint32_t seq = __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELAXED);
+        /* Waiters of one stream may overlap: each waits for its own value,
+         * queued in the order taken. */
+        pthread_mutex_lock(&s->lock);
+        uint32_t seq = ++s->seq;
         CUresult res = cuStreamWriteValue32((CUstream)s->s, (CUdeviceptr)(uintptr_t)s->flag, seq,
                                             CU_STREAM_WRITE_VALUE_DEFAULT);
+        pthread_mutex_unlock(&s->lock);
         if (res == CUDA_SUCCESS)
             return wait_flag(s, seq, timeout_ms);
     }
