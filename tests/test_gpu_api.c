@@ -1,6 +1,7 @@
 /* test_gpu_api.c - the GPU helper API (src/gpu/gpu.h) on a real device: what
  * pointers are, pinning, copies, completion words, deadlines, and the chunked
  * pipeline with real asynchronous copies. Skips without a CUDA device. */
+#include <pthread.h>
 #include <stdint.h>
 #include "unit.h"
 #include "oni.h"
@@ -180,6 +181,95 @@ TEST(gpu_wait_has_a_deadline)
     gpu_stream_destroy(s);
     gpu_host_free(flag);
     gpu_host_free(out);
+}
+
+/* Several threads copy and wait on one stream at once: each wait ends when
+ * its own copy has landed, never with a false timeout (the values the
+ * stream writes for the waiters must go up in the order they are queued). */
+#define WAITERS 4
+#define WAIT_ROUNDS 3000
+struct waiter {
+    struct gpu_stream *s;
+    uint8_t *dev, *host;
+    int fails;
+};
+
+static void *wait_loop(void *arg)
+{
+    struct waiter *w = arg;
+    for (int i = 0; i < WAIT_ROUNDS; i++) {
+        w->host[0] = (uint8_t)i;
+        if (gpu_copy_async(w->s, w->dev, w->host, 4096) || gpu_stream_wait(w->s, 2000))
+            w->fails++;
+    }
+    return NULL;
+}
+
+TEST(gpu_wait_by_several_threads)
+{
+    NEED_GPU();
+    struct gpu_stream *s = NULL;
+    REQUIRE(gpu_stream_create(&s) == 0);
+    struct waiter w[WAITERS];
+    pthread_t t[WAITERS];
+    for (int i = 0; i < WAITERS; i++) {
+        w[i] = (struct waiter){s, NULL, NULL, 0};
+        REQUIRE(gpu_alloc((void **)&w[i].dev, 4096) == 0);
+        REQUIRE(gpu_host_alloc((void **)&w[i].host, 4096) == 0);
+    }
+    for (int i = 0; i < WAITERS; i++)
+        REQUIRE(pthread_create(&t[i], NULL, wait_loop, &w[i]) == 0);
+    for (int i = 0; i < WAITERS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_EQ(w[i].fails, 0);
+        uint8_t last = 0;
+        CHECK_RC(gpu_copy(&last, w[i].dev, 1), 0);
+        CHECK_EQ(last, (uint8_t)(WAIT_ROUNDS - 1));
+        gpu_free(w[i].dev);
+        gpu_host_free(w[i].host);
+    }
+    gpu_stream_destroy(s);
+}
+
+/* Destroying a stream does not wait for the rest of the device: here
+ * another stream is held back by a wait on a host word, and the destroy of
+ * an idle stream must return at once (a cudaFreeHost in it would wait for
+ * the held stream). A watchdog releases the held stream after 2 s, so a
+ * regression fails the test instead of hanging it. */
+static void *release_later(void *word)
+{
+    struct timespec ts = {2, 0};
+    nanosleep(&ts, NULL);
+    __atomic_store_n((uint32_t *)word, 1u, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+TEST(gpu_stream_destroy_does_not_wait_for_the_device)
+{
+    NEED_GPU();
+    uint32_t *word = NULL;
+    REQUIRE(gpu_host_alloc((void **)&word, 4) == 0);
+    *word = 0;
+    struct gpu_stream *held = NULL;
+    REQUIRE(gpu_stream_create(&held) == 0);
+    CHECK_RC(gpu_wait_word_async(held, word, 1), 0);
+    pthread_t dog;
+    REQUIRE(pthread_create(&dog, NULL, release_later, word) == 0);
+    uint64_t worst = 0;
+    for (int i = 0; i < 20; i++) {
+        struct gpu_stream *s = NULL;
+        REQUIRE(gpu_stream_create(&s) == 0);
+        CHECK_RC(gpu_stream_wait(s, 1000), 0); /* nothing queued: its own word is written at once */
+        uint64_t t0 = oni_now_ns();
+        gpu_stream_destroy(s);
+        uint64_t dt = oni_now_ns() - t0;
+        worst = dt > worst ? dt : worst;
+    }
+    CHECK(worst < 500000000u); /* far below the watchdog's 2 s */
+    pthread_join(dog, NULL);
+    CHECK_RC(gpu_stream_wait(held, 2000), 0);
+    gpu_stream_destroy(held);
+    gpu_host_free(word);
 }
 
 TEST(gpu_absent_paths_fail_cleanly)
