@@ -56,6 +56,7 @@ static oni_ctx create(const struct oni_driver *drv, void *dl)
         goto nomem;
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->wlock, NULL);
+    pthread_rwlock_init(&ctx->olock, NULL);
     return ctx;
 nomem:
     if (ctx && ctx->pool)
@@ -180,6 +181,7 @@ int oni_init_ctx(oni_ctx ctx, int host_idx)
     if (!ctx)
         return ONI_ENULLCTX;
     pthread_mutex_lock(&ctx->lock);
+    pthread_rwlock_wrlock(&ctx->olock);
     int rc = ONI_EINVALSTATE;
     if (atomic_load(&ctx->state) != ONI_STATE_UNINIT)
         goto out;
@@ -194,6 +196,7 @@ int oni_init_ctx(oni_ctx ctx, int host_idx)
         goto out;
     atomic_store(&ctx->state, ONI_STATE_IDLE);
 out:
+    pthread_rwlock_unlock(&ctx->olock);
     pthread_mutex_unlock(&ctx->lock);
     return rc < 0 ? rc : 0;
 }
@@ -213,6 +216,7 @@ int oni_destroy_ctx(oni_ctx ctx)
     free(ctx->hslot);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->wlock);
+    pthread_rwlock_destroy(&ctx->olock);
     free(ctx);
     return rc < 0 ? rc : 0;
 }
@@ -346,7 +350,10 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
             return ONI_EINVALSTATE;
         if (v == 0)
             return ONI_EINVALARG;
-        return reset(ctx);
+        pthread_rwlock_wrlock(&ctx->olock);
+        rc = reset(ctx);
+        pthread_rwlock_unlock(&ctx->olock);
+        return rc;
     case ONI_OPT_RESETACQCOUNTER:
         if (v != 1 && v != 2)
             return ONI_EINVALARG;
@@ -412,15 +419,35 @@ int oni_set_opt(oni_ctx ctx, int ctx_opt, const void *value, size_t size)
 
 /* ---- driver options and registers --------------------------------------- */
 
+/* The lock a driver option runs under: olock shared when the driver lets it
+ * run beside other calls, else the config lock. Returns what to unlock with. */
+static int opt_lock(struct oni_ctx_impl *ctx, int drv_opt)
+{
+    int shared = ctx->drv.concurrent_opt && ctx->drv.concurrent_opt(drv_opt);
+    if (shared)
+        pthread_rwlock_rdlock(&ctx->olock);
+    else
+        pthread_mutex_lock(&ctx->lock);
+    return shared;
+}
+
+static void opt_unlock(struct oni_ctx_impl *ctx, int shared)
+{
+    if (shared)
+        pthread_rwlock_unlock(&ctx->olock);
+    else
+        pthread_mutex_unlock(&ctx->lock);
+}
+
 int oni_set_driver_opt(oni_ctx ctx, int drv_opt, const void *value, size_t size)
 {
     if (!ctx)
         return ONI_ENULLCTX;
     if (!value && size)
         return ONI_EINVALARG;
-    pthread_mutex_lock(&ctx->lock);
+    int shared = opt_lock(ctx, drv_opt);
     int rc = ctx->drv.set_opt(ctx->dctx, drv_opt, value, size);
-    pthread_mutex_unlock(&ctx->lock);
+    opt_unlock(ctx, shared);
     return rc;
 }
 
@@ -430,9 +457,9 @@ int oni_get_driver_opt(const oni_ctx ctx, int drv_opt, void *value, size_t *size
         return ONI_ENULLCTX;
     if (!value || !size)
         return ONI_EINVALARG;
-    pthread_mutex_lock(&ctx->lock);
+    int shared = opt_lock(ctx, drv_opt);
     int rc = ctx->drv.get_opt(ctx->dctx, drv_opt, value, size);
-    pthread_mutex_unlock(&ctx->lock);
+    opt_unlock(ctx, shared);
     return rc;
 }
 

@@ -98,11 +98,15 @@ struct oni_ctx_impl {
     struct oni_driver drv;     /* copy of the backend table */
     void *dl;                  /* dlopen handle of an external driver, or NULL */
     oni_driver_ctx dctx;
-    /* Lock order: lock, then the read lock, then wlock. lock: state,
-     * options, registers and the signal stream; the read lock (rnext and
-     * rserve, oni_rlock): the read path; wlock: the write path. The device
-     * table changes only with all three held. */
+    /* Lock order: lock, then olock, then the read lock, then wlock. lock:
+     * state, options, registers and the signal stream; the read lock (rnext
+     * and rserve, oni_rlock): the read path; wlock: the write path. The
+     * device table changes only with all of them held. olock: the driver
+     * options that drv.concurrent_opt lets run beside everything else take
+     * it shared; the driver's init and reset take it exclusive, so such an
+     * option never runs while the hardware behind it is being set up. */
     pthread_mutex_t lock, wlock;
+    pthread_rwlock_t olock;
     atomic_uint rnext, rserve;
     _Atomic int state;
     int drv_open;              /* the driver's init succeeded */

@@ -24,6 +24,12 @@ struct oni_driver {
     int (*set_opt)(oni_driver_ctx, int drv_option, const void *value, size_t len);
     int (*get_opt)(oni_driver_ctx, int drv_option, void *value, size_t *len);
     const oni_driver_info_t *(*info)(void);
+    /* Built-in drivers only (NULL for a loaded one): 1 when driver option
+     * drv_option may be set or got while other calls run on the context,
+     * other such options included. The core then calls it without the
+     * config lock, so a transfer that waits for data does not hold up
+     * register access or a transfer the other way (docs/threads.md). */
+    int (*concurrent_opt)(int drv_option);
 };
 
 /* Built-in drivers (src/drivers/<name>). */

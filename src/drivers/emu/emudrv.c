@@ -408,6 +408,11 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     return ONI_EINVALOPT;
 }
 
+/* The GPU stream's options are thread-safe (the DMA engine has a lock, a
+ * queue and a thread per direction, and reads block sizes and pins under a
+ * lock it never holds across a transfer: docs/transfers.md, Threads). */
+static int drv_concurrent_opt(int opt) { return is_gpu_opt(opt); }
+
 /* The emu driver's backend table (onii.h); libonidriver_emu.so exports it through export.c. */
 const struct oni_driver onidrv_emu = {
     "emu",
@@ -422,4 +427,5 @@ const struct oni_driver onidrv_emu = {
     drv_set_opt,
     drv_get_opt,
     drv_info,
+    drv_concurrent_opt,
 };

@@ -669,4 +669,5 @@ const struct oni_driver onidrv_test = {
     .set_opt = drv_set_opt,
     .get_opt = drv_get_opt,
     .info = drv_info,
+    .concurrent_opt = NULL, /* its options go one at a time, under the config lock */
 };
