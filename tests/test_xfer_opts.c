@@ -370,6 +370,39 @@ TEST(xfer_waiting_read_holds_up_nothing_else)
     free(blk);
 }
 
+static void *read_nothing_often(void *arg)
+{
+    for (int i = 0; i < 30; i++)
+        read_nothing(arg);
+    return NULL;
+}
+
+/* Reads that overlap one another without a break (two threads, each read
+ * waiting out a 100 ms timeout) do not keep a reset out: it waits for the
+ * reads in progress only. */
+TEST(xfer_reset_not_starved_by_waiting_reads)
+{
+    oni_ctx ctx = xfer_open(XFER_SPEC(0), &core, &sink);
+    REQUIRE(ctx);
+    uint32_t ms = 100, off = 0, one = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &off, sizeof off), 0);
+    struct blocked_read r[2] = {{ctx, 0}, {ctx, 0}};
+    pthread_t t[2];
+    REQUIRE(pthread_create(&t[0], NULL, read_nothing_often, &r[0]) == 0);
+    struct timespec ts = {0, 50000000}; /* the second reader starts halfway through the first's read */
+    nanosleep(&ts, NULL);
+    REQUIRE(pthread_create(&t[1], NULL, read_nothing_often, &r[1]) == 0);
+    nanosleep(&ts, NULL);
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &one, sizeof one), 0);
+    uint64_t dt = oni_now_ns() - t0;
+    CHECK(dt < 1000000000u); /* about one read's timeout, not the readers' 3 s */
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    oni_destroy_ctx(ctx);
+}
+
 TEST(xfer_pinned_buffer_covers_its_inside)
 {
     /* a transfer into part of a pinned buffer uses that pin and its length;

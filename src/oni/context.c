@@ -56,7 +56,15 @@ static oni_ctx create(const struct oni_driver *drv, void *dl)
         goto nomem;
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->wlock, NULL);
-    pthread_rwlock_init(&ctx->olock, NULL);
+    /* Writers first: a reset must not wait forever behind reads that
+     * overlap one another without a break (glibc lets readers in first). */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+#ifdef __GLIBC__
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+    pthread_rwlock_init(&ctx->olock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     return ctx;
 nomem:
     if (ctx && ctx->pool)
