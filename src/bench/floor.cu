@@ -20,18 +20,6 @@ __device__ int wait_bell(const struct floor_pull &p, uint32_t *last)
     }
 }
 
-// Copy n bytes of host-mapped memory into GPU memory with the whole block:
-// 16-byte loads that bypass the caches (the same addresses are read again
-// for every doorbell), then the odd tail byte by byte.
-__device__ void pull(const uint8_t *src, uint8_t *dst, size_t n)
-{
-    size_t n16 = n / 16;
-    for (size_t i = threadIdx.x; i < n16; i += blockDim.x)
-        ((uint4 *)dst)[i] = __ldcv((const uint4 *)src + i);
-    for (size_t i = n16 * 16 + threadIdx.x; i < n; i += blockDim.x)
-        dst[i] = *(const volatile uint8_t *)(src + i);
-}
-
 __global__ void floor_pull_kernel(struct floor_pull p)
 {
     __shared__ uint32_t seq;
@@ -51,7 +39,7 @@ __global__ void floor_pull_kernel(struct floor_pull p)
         __syncthreads();
         if (quit)
             break;
-        pull(p.src, p.dst, p.n);
+        gpu_pull(p.src, p.dst, p.n);
         __syncthreads();
         if (threadIdx.x == 0) {
             __threadfence_system(); // the block is in GPU memory before done says so

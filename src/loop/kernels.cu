@@ -203,17 +203,6 @@ __device__ void mac_body_mapped(const float *in, float *out, size_t n, uint32_t 
         out[i] = mac_one(__ldcv(in + i), iters, passes, seed);
 }
 
-// Copy a host-mapped block into GPU memory with the whole thread block
-// (16-byte loads, all in flight at once), then barrier.
-__device__ void pull_block(const uint8_t *src, uint8_t *dst, size_t len)
-{
-    size_t n16 = len / 16;
-    for (size_t i = threadIdx.x; i < n16; i += blockDim.x)
-        ((uint4 *)dst)[i] = __ldcv((const uint4 *)src + i);
-    for (size_t i = n16 * 16 + threadIdx.x; i < len; i += blockDim.x)
-        dst[i] = *(const volatile uint8_t *)(src + i);
-    __syncthreads();
-}
 
 __global__ void persistent_kernel(struct loop_persist p)
 {
@@ -254,8 +243,10 @@ __global__ void persistent_kernel(struct loop_persist p)
             else
                 mac_body((const float *)p.in[slot], (float *)p.out[slot], p.n, p.iters, p.passes, p.seed);
         } else {
-            if (p.mapped)
-                pull_block(p.in_host[slot], (uint8_t *)p.in[slot], p.in_bytes);
+            if (p.mapped) {
+                gpu_pull(p.in_host[slot], (uint8_t *)p.in[slot], p.in_bytes);
+                __syncthreads();
+            }
             ephys_body(p.st, p.in[slot], p.nframes, (struct loop_ephys_out *)p.out[slot]);
         }
         __threadfence_system(); // results reach host memory before the doorbell
