@@ -136,26 +136,60 @@ static int flag_after(struct fl *f, int w, uint32_t seq)
     return 0;
 }
 
-static int t_memcpy_query(struct fl *f, uint32_t seq, uint64_t *ns)
+/* The two ways of learning that the work a start call queued is done: spin
+ * on cudaStreamQuery, or queue a write of seq into word w and spin on it. */
+static int then_query(struct fl *f, int (*start)(struct fl *), uint64_t *ns)
 {
     uint64_t t0 = bench_now_ns();
-    int rc = copy_rt(f);
+    int rc = start(f);
     if (!rc)
         rc = spin_query(f, f->s, deadline(f, t0));
     *ns = bench_now_ns() - t0;
     return rc;
 }
 
-static int t_memcpy_flag(struct fl *f, uint32_t seq, uint64_t *ns)
+static int then_flag(struct fl *f, int (*start)(struct fl *), int w, uint32_t seq, uint64_t *ns)
 {
     uint64_t t0 = bench_now_ns();
-    int rc = copy_rt(f);
+    int rc = start(f);
     if (!rc)
-        rc = flag_after(f, W_FLAG, seq);
+        rc = flag_after(f, w, seq);
     if (!rc)
-        rc = spin_word(f, W_FLAG, seq, deadline(f, t0), "the flag write after the copy");
+        rc = spin_word(f, w, seq, deadline(f, t0), "the flag write after the copy");
     *ns = bench_now_ns() - t0;
     return rc;
+}
+
+static int copy_drv(struct fl *f)
+{
+    CUresult r = f->htod((CUdeviceptr)(uintptr_t)f->dbuf, f->hbuf, f->o->size, (CUstream)f->s);
+    return r == CUDA_SUCCESS ? 0 : fail_drv(f, "cuMemcpyHtoDAsync", r);
+}
+
+static int launch_empty(struct fl *f)
+{
+    cudaError_t e = (cudaError_t)floor_cu_empty(f->s);
+    return e == cudaSuccess ? 0 : fail_rt(f, "empty kernel launch", e);
+}
+
+static int t_memcpy_query(struct fl *f, uint32_t seq, uint64_t *ns)
+{
+    return then_query(f, copy_rt, ns);
+}
+
+static int t_launch_query(struct fl *f, uint32_t seq, uint64_t *ns)
+{
+    return then_query(f, launch_empty, ns);
+}
+
+static int t_memcpy_flag(struct fl *f, uint32_t seq, uint64_t *ns)
+{
+    return then_flag(f, copy_rt, W_FLAG, seq, ns);
+}
+
+static int t_drv_memcpy_flag(struct fl *f, uint32_t seq, uint64_t *ns)
+{
+    return then_flag(f, copy_drv, W_DRV_FLAG, seq, ns);
 }
 
 static int t_memcpy_sync(struct fl *f, uint32_t seq, uint64_t *ns)
@@ -171,19 +205,6 @@ static int t_memcpy_sync(struct fl *f, uint32_t seq, uint64_t *ns)
     *ns = bench_now_ns() - t0;
     if (!rc && t0 + *ns > deadline(f, t0))
         rc = fail_timeout(f, "cudaStreamSynchronize's return");
-    return rc;
-}
-
-static int t_drv_memcpy_flag(struct fl *f, uint32_t seq, uint64_t *ns)
-{
-    uint64_t t0 = bench_now_ns();
-    CUresult r = f->htod((CUdeviceptr)(uintptr_t)f->dbuf, f->hbuf, f->o->size, (CUstream)f->s);
-    int rc = r == CUDA_SUCCESS ? 0 : fail_drv(f, "cuMemcpyHtoDAsync", r);
-    if (!rc)
-        rc = flag_after(f, W_DRV_FLAG, seq);
-    if (!rc)
-        rc = spin_word(f, W_DRV_FLAG, seq, deadline(f, t0), "the flag write after the copy");
-    *ns = bench_now_ns() - t0;
     return rc;
 }
 
@@ -222,17 +243,6 @@ static int t_bell(struct fl *f, uint32_t seq, uint64_t *ns)
     uint64_t t0 = bench_now_ns();
     __atomic_store_n((uint32_t *)word(f, W_BELL), seq, __ATOMIC_RELEASE);
     int rc = spin_word(f, W_PULLED, seq, deadline(f, t0), "the pull kernel's done write");
-    *ns = bench_now_ns() - t0;
-    return rc;
-}
-
-static int t_launch_query(struct fl *f, uint32_t seq, uint64_t *ns)
-{
-    uint64_t t0 = bench_now_ns();
-    cudaError_t e = (cudaError_t)floor_cu_empty(f->s);
-    int rc = e == cudaSuccess ? 0 : fail_rt(f, "empty kernel launch", e);
-    if (!rc)
-        rc = spin_query(f, f->s, deadline(f, t0));
     *ns = bench_now_ns() - t0;
     return rc;
 }
