@@ -105,6 +105,47 @@ TEST(frames_across_blocks)
     oni_destroy_ctx(ctx);
 }
 
+/* A table large enough that devices share home slots in the library's map
+ * (512 readable devices, a few hundred same-slot pairs by the birthday
+ * bound), so frames of devices found only by probing further are read as
+ * well as the others; a size one off from a device's is still refused. */
+TEST(many_devices_sharing_map_slots)
+{
+    enum { NBIG = 512, NFRAMES = 3000 };
+    static oni_device_t big[NBIG];
+    static uint8_t stream[NFRAMES * (16 + 40) + 64];
+    static uint32_t which[NFRAMES];
+    for (uint32_t i = 0; i < NBIG; i++)
+        big[i] = (oni_device_t){(i / 128) << 8 | (i % 128), 10, 1, 1 + i % 40, 0};
+    size_t len = 0;
+    for (int i = 0; i < NFRAMES; i++) {
+        which[i] = rnd() % NBIG;
+        len += fx_frame(stream + len, (uint64_t)i, big[which[i]].idx, big[which[i]].read_size);
+    }
+    len += fx_frame(stream + len, 0, big[7].idx, big[7].read_size + 1);
+    oni_ctx ctx = fx_open(big, NBIG, 1);
+    REQUIRE(ctx);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT) == 0);
+    uint32_t block = 4096;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, 4) == 0);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, stream, len) == 0);
+    for (int i = 0; i < NFRAMES; i++) {
+        const oni_device_t *d = &big[which[i]];
+        oni_frame_t *f = NULL;
+        int rc = oni_read_frame(ctx, &f);
+        if (rc != (int)(16 + ((d->read_size + 3) & ~3u)) || !fx_check(f, (uint64_t)i, d->idx, d->read_size)) {
+            UNIT_FAIL("frame %d of device 0x%x: rc %d", i, d->idx, rc);
+            if (rc > 0)
+                oni_destroy_frame(f);
+            break;
+        }
+        oni_destroy_frame(f);
+    }
+    oni_frame_t *f;
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_EBADFRAME);
+    oni_destroy_ctx(ctx);
+}
+
 TEST(thousand_frames_live_across_refills)
 {
     static uint8_t pattern[64 * MAXRFRAME];

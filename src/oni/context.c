@@ -97,7 +97,7 @@ oni_ctx oni_create_ctx(const char *drv_name)
     return create(&drv, dl);
 }
 
-/* The read path's map dev_idx -> read_size (open addressing, at most a
+/* The read path's map of readable devices (open addressing, at most a
  * quarter full, first probe at the top bits of idx * 0x9E3779B1: see
  * header_ok in frame.c); NULL when out of memory. */
 static struct oni_hslot *build_map(const oni_device_t *devs, size_t n, uint32_t *mask,
@@ -107,15 +107,19 @@ static struct oni_hslot *build_map(const oni_device_t *devs, size_t n, uint32_t 
     while ((1u << bits) < 4 * n)
         bits++;
     uint32_t size = 1u << bits;
-    struct oni_hslot *slot = calloc(size, sizeof *slot);
+    struct oni_hslot *slot = malloc(size * sizeof *slot);
     if (!slot)
         return NULL;
+    for (uint32_t h = 0; h < size; h++)
+        slot[h] = (struct oni_hslot){0, UINT32_MAX};
     for (size_t i = 0; i < n; i++) {
+        if (!devs[i].read_size)
+            continue;
         uint32_t h = (devs[i].idx * 0x9E3779B1u) >> (32 - bits);
-        while (slot[h].key)
+        while (slot[h].want)
             h = (h + 1) & (size - 1);
-        slot[h].key = devs[i].idx + 1;
-        slot[h].read_size = devs[i].read_size;
+        slot[h].want = oni_frame_key(devs[i].idx, devs[i].read_size) + 1;
+        slot[h].len = (uint32_t)(ONI_RFRAMEHEADERSZ + oni_pad4(devs[i].read_size));
     }
     *mask = size - 1;
     *shift = 32 - bits;
@@ -134,7 +138,7 @@ static int reset(struct oni_ctx_impl *ctx)
     oni_reg_val_t sys = 0, acq = 0;
     struct oni_hslot *slot = NULL;
     uint32_t mask = 0, shift = 0;
-    /* idx + 1 is the map's key, so idx 0xFFFFFFFF cannot be told from an empty slot. */
+    /* The map's want is the header + 1, so idx 0xFFFFFFFF could not be told from an empty slot. */
     if (n && devs[n - 1].idx == UINT32_MAX)
         rc = ONI_EBADDEVTABLE;
     else if ((rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_SYSCLKHZ, &sys)) >= 0 &&

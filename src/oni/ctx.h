@@ -89,10 +89,23 @@ struct oni_pool {
     struct oni_frame *wframes; /* writer's own free write frames (write lock) */
 };
 
-/* dev_idx -> read_size for the read path (open addressing; key = idx + 1, 0 = empty). */
+/* A readable device in the read path's map (open addressing). want is the
+ * frame header's [u32 dev_idx][u32 data_sz], read as one little-endian u64,
+ * plus 1, so that 0 marks an empty slot (dev_idx 0xFFFFFFFF is refused);
+ * len is the frame's bytes on the stream, header and padding included
+ * (UINT32_MAX in an empty slot, so that no block ever holds one). */
 struct oni_hslot {
-    uint32_t key, read_size;
+    uint64_t want;
+    uint32_t len;
 };
+
+/* A read frame header's [u32 dev_idx][u32 data_sz] as the one u64 that
+ * loading those 8 bytes gives. The streams are little-endian, and the core
+ * reads their fields in place. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the ONI streams are little-endian; the core reads them in place"
+#endif
+static inline uint64_t oni_frame_key(uint32_t idx, uint32_t sz) { return idx | (uint64_t)sz << 32; }
 
 struct oni_ctx_impl {
     struct oni_driver drv;     /* copy of the backend table */
@@ -123,11 +136,12 @@ struct oni_ctx_impl {
      * fill_left bytes of the current refill are still to be read from the
      * driver. The frames handed out of cur since it was (re)filled from the
      * front took descriptors in order: seg_base in the segments before seg,
-     * seg_used in seg. */
+     * then seg's from its first up to fnext (fend: its end). */
     struct oni_block *cur;
     size_t pos, end, fill_left;
-    uint32_t seg_base, seg_used;
+    uint32_t seg_base;
     struct oni_rseg *seg;
+    struct oni_rframe *fnext, *fend;
 };
 
 /* Built-in driver tables, NULL-terminated (builtin.c). */

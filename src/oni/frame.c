@@ -153,7 +153,15 @@ void oni_read_flush(struct oni_ctx_impl *ctx)
  * descriptor each, taken in order from its segments. */
 static inline uint32_t handed(const struct oni_ctx_impl *ctx)
 {
-    return ctx->seg_base + ctx->seg_used;
+    return ctx->seg_base + (uint32_t)(ctx->fnext - ctx->seg->f);
+}
+
+/* Hand out descriptors from segment s. */
+static void use_seg(struct oni_ctx_impl *ctx, struct oni_rseg *s)
+{
+    ctx->seg = s;
+    ctx->fnext = s->f;
+    ctx->fend = s->f + ONI_SEGFRAMES;
 }
 
 void oni_read_release(struct oni_ctx_impl *ctx)
@@ -161,7 +169,9 @@ void oni_read_release(struct oni_ctx_impl *ctx)
     if (ctx->cur)
         block_unref(ctx->cur, ONI_BLOCK_BIAS - handed(ctx));
     ctx->cur = NULL;
-    ctx->seg_base = ctx->seg_used = 0;
+    ctx->seg = NULL;
+    ctx->fnext = ctx->fend = NULL;
+    ctx->seg_base = 0;
     oni_read_flush(ctx);
 }
 
@@ -190,8 +200,8 @@ static int start_fill(struct oni_ctx_impl *ctx)
             block_unref(ctx->cur, ONI_BLOCK_BIAS - handed(ctx));
         ctx->cur = b;
     }
-    ctx->seg = b->segs;
-    ctx->seg_base = ctx->seg_used = 0;
+    use_seg(ctx, b->segs);
+    ctx->seg_base = 0;
     ctx->pos = 0;
     ctx->end = left;
     ctx->fill_left = ctx->block_read;
@@ -229,27 +239,30 @@ static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
     return 0;
 }
 
-/* A header that can start a frame: a readable device of the table with its
- * own payload size. Fibonacci hashing: the product's high bits, which
- * depend on every bit of idx (device indices differ mostly in the hub byte). */
-static inline int header_ok(const struct oni_ctx_impl *ctx, uint32_t idx, uint32_t sz)
+/* The header's key (oni_frame_key) at pos. */
+static inline uint64_t read_key(const struct oni_ctx_impl *ctx)
 {
-    uint32_t h = (idx * 0x9E3779B1u) >> ctx->hshift;
-    for (;;) {
-        const struct oni_hslot *s = &ctx->hslot[h];
-        if (s->key == idx + 1)
-            return sz && s->read_size == sz;
-        if (s->key == 0)
-            return 0;
-        h = (h + 1) & ctx->hmask;
-    }
+    uint64_t k;
+    memcpy(&k, ctx->cur->data + ctx->pos + 8, 8);
+    return k;
 }
 
-static inline void read_header(const struct oni_ctx_impl *ctx, uint32_t *idx, uint32_t *sz)
+/* The map slot where a search for the device of key k starts. Fibonacci
+ * hashing: the product's high bits, which depend on every bit of dev_idx
+ * (device indices differ mostly in the hub byte). */
+static inline const struct oni_hslot *home_slot(const struct oni_ctx_impl *ctx, uint64_t k)
 {
-    const char *h = ctx->cur->data + ctx->pos;
-    memcpy(idx, h + 8, 4);
-    memcpy(sz, h + 12, 4);
+    return &ctx->hslot[((uint32_t)k * 0x9E3779B1u) >> ctx->hshift];
+}
+
+/* The slot of a readable device of the table whose read_size the key's
+ * data_sz is, or NULL: a header that cannot start a frame. */
+static const struct oni_hslot *header_ok(const struct oni_ctx_impl *ctx, uint64_t k)
+{
+    const struct oni_hslot *s = home_slot(ctx, k);
+    while (s->want && s->want != k + 1)
+        s = &ctx->hslot[(size_t)(s - ctx->hslot + 1) & ctx->hmask];
+    return s->want ? s : NULL;
 }
 
 /* Not a frame we know at pos: drop words until one starts (frames are
@@ -258,29 +271,26 @@ static inline void read_header(const struct oni_ctx_impl *ctx, uint32_t *idx, ui
 static int skip_bad(struct oni_ctx_impl *ctx, uint64_t *deadline)
 {
     size_t skipped = 0;
-    uint32_t idx, sz;
     do {
         ctx->pos += 4;
         skipped += 4;
         if (refill(ctx, ONI_RFRAMEHEADERSZ, deadline) < 0)
             break; /* the next call meets that error again */
-        read_header(ctx, &idx, &sz);
-    } while (skipped < ctx->block_read && !header_ok(ctx, idx, sz));
+    } while (skipped < ctx->block_read && !header_ok(ctx, read_key(ctx)));
     return ONI_EBADFRAME;
 }
 
 /* The next descriptor of the current block, or NULL (out of memory). */
 static inline struct oni_rframe *take_rframe(struct oni_ctx_impl *ctx)
 {
-    if (ctx->seg_used == ONI_SEGFRAMES) {
+    if (ctx->fnext == ctx->fend) {
         struct oni_rseg *s = ctx->seg->next;
         if (!s && !(s = ctx->seg->next = new_seg(ctx->cur)))
             return NULL;
-        ctx->seg = s;
+        use_seg(ctx, s);
         ctx->seg_base += ONI_SEGFRAMES;
-        ctx->seg_used = 0;
     }
-    return &ctx->seg->f[ctx->seg_used++];
+    return ctx->fnext++;
 }
 
 /* The header [u64 time][u32 dev_idx][u32 data_sz] is laid out like the
@@ -307,16 +317,15 @@ static inline int hand_out(struct oni_ctx_impl *ctx, struct oni_rframe *f, size_
 __attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, oni_frame_t **out)
 {
     uint64_t deadline = 0;
-    uint32_t idx, sz;
     int rc;
     if (ctx->max_rframe <= ONI_RFRAMEHEADERSZ)
         return ONI_ENOREADDEV;
     if ((rc = refill(ctx, ONI_RFRAMEHEADERSZ, &deadline)) < 0)
         return rc;
-    read_header(ctx, &idx, &sz);
-    if (!header_ok(ctx, idx, sz))
+    const struct oni_hslot *s = header_ok(ctx, read_key(ctx));
+    if (!s)
         return skip_bad(ctx, &deadline);
-    size_t len = ONI_RFRAMEHEADERSZ + oni_pad4(sz);
+    size_t len = s->len;
     if ((rc = refill(ctx, len, &deadline)) < 0)
         return rc;
     struct oni_rframe *f = take_rframe(ctx);
@@ -344,22 +353,21 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
         return ONI_EINVALARG;
     if (atomic_load_explicit(&ctx->state, memory_order_relaxed) == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
-    /* Fast path: the lock free at once, a known frame wholly in the block, a
-     * descriptor free in the segment (bytes in the block imply a readable
-     * device in the table). Everything else is a tail call, so the fast
-     * path calls nothing and saves at most a register. */
+    /* Fast path: the lock free at once, a descriptor free in the segment,
+     * and a known frame wholly in the block whose device sits in its home
+     * slot (bytes in the block imply a readable device in the table).
+     * Everything else is a tail call, so the fast path calls nothing. */
     unsigned ticket;
     if (!oni_rticket(ctx, &ticket))
         return read_frame_unlock(ctx, frame, ticket);
     size_t avail = ctx->end - ctx->pos;
-    uint32_t idx, sz;
-    size_t len;
-    if (avail < ONI_RFRAMEHEADERSZ || ctx->seg_used == ONI_SEGFRAMES)
+    if (avail < ONI_RFRAMEHEADERSZ || ctx->fnext == ctx->fend)
         return read_frame_unlock(ctx, frame, ticket);
-    read_header(ctx, &idx, &sz);
-    if (!header_ok(ctx, idx, sz) || avail < (len = ONI_RFRAMEHEADERSZ + oni_pad4(sz)))
+    uint64_t k = read_key(ctx);
+    const struct oni_hslot *s = home_slot(ctx, k);
+    if (s->want != k + 1 || avail < s->len)
         return read_frame_unlock(ctx, frame, ticket);
-    int rc = hand_out(ctx, &ctx->seg->f[ctx->seg_used++], len, frame);
+    int rc = hand_out(ctx, ctx->fnext++, s->len, frame);
     oni_runlock(ctx, ticket);
     return rc;
 }
@@ -493,11 +501,13 @@ void oni_destroy_frame(oni_frame_t *frame)
 {
     if (!frame)
         return;
-    switch (((struct oni_fhead *)frame)->kind) {
-    case ONI_FRAME_READ:
+    int kind = ((struct oni_fhead *)frame)->kind;
+    if (kind == ONI_FRAME_READ) { /* tested first: the case of every frame read */
         /* The descriptor belongs to the block: nothing else to give back. */
         block_unref(((struct oni_rframe *)frame)->block, 1);
-        break;
+        return;
+    }
+    switch (kind) {
     case ONI_FRAME_WRITE_POOLED: {
         struct oni_frame *f = (struct oni_frame *)frame;
         struct oni_pool *p = f->pool;
