@@ -1,6 +1,7 @@
 /* test_bench_stats.c - statistics, histograms and the sample recorder of src/bench. */
 #include <errno.h>
 #include <math.h>
+#include <time.h>
 #include <stdatomic.h>
 #include "bench/bench.h"
 #include "unit.h"
@@ -234,4 +235,19 @@ TEST(clock_is_monotonic)
     uint64_t a = bench_now_ns(), b = bench_now_ns();
     CHECK(b >= a);
     CHECK(a > 0);
+}
+
+/* The thread's CPU clock stands still while it sleeps and runs while it
+ * spins, so wall minus CPU time measures time off the CPU. */
+TEST(thread_cpu_clock_counts_only_running)
+{
+    uint64_t w0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
+    struct timespec nap = {0, 50 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    uint64_t w1 = bench_now_ns(), c1 = bench_thread_cpu_ns();
+    CHECK(w1 - w0 >= 50u * 1000 * 1000);
+    CHECK(c1 - c0 < 25u * 1000 * 1000);
+    while (bench_thread_cpu_ns() - c1 < 5u * 1000 * 1000)
+        ; /* spin: the CPU clock must get there */
+    CHECK(bench_now_ns() - w1 >= 5u * 1000 * 1000);
 }

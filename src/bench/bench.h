@@ -23,6 +23,12 @@
 /* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Never fails. */
 uint64_t bench_now_ns(void);
 
+/* CPU time of the calling thread in nanoseconds (CLOCK_THREAD_CPUTIME_ID).
+ * Wall time minus this is time the thread was not running: another thread,
+ * the kernel, or, where the guest accounts steal time, the hypervisor had
+ * its CPU. A system call on most machines: keep it out of timed windows. */
+uint64_t bench_thread_cpu_ns(void);
+
 /* ---- statistics ---------------------------------------------------------- */
 
 /* Summary of a sample of durations (ns). Percentiles use the nearest-rank
