@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <math.h>
 #include <time.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include "bench/bench.h"
 #include "unit.h"
@@ -237,17 +239,62 @@ TEST(clock_is_monotonic)
     CHECK(a > 0);
 }
 
-/* The thread's CPU clock stands still while it sleeps and runs while it
- * spins, so wall minus CPU time measures time off the CPU. */
-TEST(thread_cpu_clock_counts_only_running)
+/* A sleep is the thread's own doing: no off-CPU time is claimed for it. */
+TEST(off_cpu_not_claimed_for_a_sleep)
 {
-    uint64_t w0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
-    struct timespec nap = {0, 50 * 1000 * 1000};
+    struct bench_cpu_mark a, b;
+    bench_cpu_mark(&a);
+    uint64_t w0 = bench_now_ns();
+    struct timespec nap = {0, 20 * 1000 * 1000};
     nanosleep(&nap, NULL);
-    uint64_t w1 = bench_now_ns(), c1 = bench_thread_cpu_ns();
-    CHECK(w1 - w0 >= 50u * 1000 * 1000);
-    CHECK(c1 - c0 < 25u * 1000 * 1000);
-    while (bench_thread_cpu_ns() - c1 < 5u * 1000 * 1000)
-        ; /* spin: the CPU clock must get there */
-    CHECK(bench_now_ns() - w1 >= 5u * 1000 * 1000);
+    uint64_t w1 = bench_now_ns();
+    bench_cpu_mark(&b);
+    CHECK(w1 - w0 >= 20u * 1000 * 1000);
+    CHECK(b.voluntary > a.voluntary);
+    CHECK_EQ(bench_off_cpu_ns(&a, w0, w1, &b), 0);
+}
+
+static atomic_int spin_stop;
+static void *spin(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&spin_stop))
+        ;
+    return NULL;
+}
+
+/* Two threads spinning on one CPU take turns: the measuring one is kept
+ * off its CPU about half the time, and the time is seen. */
+TEST(off_cpu_seen_when_preempted)
+{
+    cpu_set_t one, old;
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof old, &old) == 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &old))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one))
+        SKIP("cannot pin threads to one CPU here");
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+    pthread_t t;
+    atomic_store(&spin_stop, 0);
+    REQUIRE(pthread_create(&t, &attr, spin, NULL) == 0);
+    struct bench_cpu_mark a, b;
+    bench_cpu_mark(&a);
+    uint64_t w0 = bench_now_ns(), w1;
+    do
+        w1 = bench_now_ns();
+    while (w1 - w0 < 200u * 1000 * 1000);
+    bench_cpu_mark(&b);
+    atomic_store(&spin_stop, 1);
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    uint64_t off = bench_off_cpu_ns(&a, w0, w1, &b);
+    CHECK_EQ(b.voluntary, a.voluntary); /* it never slept */
+    CHECK(off >= 40u * 1000 * 1000);     /* about 100 ms expected */
+    CHECK(off <= w1 - w0);
 }

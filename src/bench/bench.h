@@ -23,11 +23,23 @@
 /* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Never fails. */
 uint64_t bench_now_ns(void);
 
-/* CPU time of the calling thread in nanoseconds (CLOCK_THREAD_CPUTIME_ID).
- * Wall time minus this is time the thread was not running: another thread,
- * the kernel, or, where the guest accounts steal time, the hypervisor had
- * its CPU. A system call on most machines: keep it out of timed windows. */
-uint64_t bench_thread_cpu_ns(void);
+/* Where the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) and its
+ * voluntary context switches stand. Two system calls: take marks outside
+ * timed windows. */
+struct bench_cpu_mark {
+    uint64_t cpu_ns;
+    long voluntary;
+};
+void bench_cpu_mark(struct bench_cpu_mark *m);
+
+/* Of the wall time w0..w1, how long the calling thread was kept off its CPU
+ * (by another thread, the kernel, or the hypervisor where the guest
+ * accounts steal time), given a mark a taken before w0 and b after w1:
+ * wall minus CPU time, which the marks' wider window can only understate.
+ * 0 when the thread gave up its CPU itself in between (a wait that sleeps),
+ * as then the two cannot be told apart. */
+uint64_t bench_off_cpu_ns(const struct bench_cpu_mark *a, uint64_t w0, uint64_t w1,
+                          const struct bench_cpu_mark *b);
 
 /* ---- statistics ---------------------------------------------------------- */
 

@@ -403,13 +403,13 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         bench_rec_reset(&b->rec);
         bench_rec_reset(&b->on_cpu);
         for (uint64_t i = 0; i < reps && !rc; i++) {
-            /* The CPU clock is read around the wall clock, so off-CPU time
-             * is never overstated: a slow transfer is put down to its
-             * thread losing the CPU only as far as it really did. */
-            uint64_t c0 = bench_thread_cpu_ns(), w0 = bench_now_ns();
+            struct bench_cpu_mark m0, m1;
+            bench_cpu_mark(&m0);
+            uint64_t w0 = bench_now_ns();
             rc = one(b, p, dir, (size_t)n, &ns);
-            uint64_t w1 = bench_now_ns(), c1 = bench_thread_cpu_ns();
-            uint64_t off = w1 - w0 > c1 - c0 ? (w1 - w0) - (c1 - c0) : 0;
+            uint64_t w1 = bench_now_ns();
+            bench_cpu_mark(&m1);
+            uint64_t off = bench_off_cpu_ns(&m0, w0, w1, &m1);
             bench_rec_add(&b->rec, ns);
             bench_rec_add(&b->on_cpu, ns > off ? ns - off : 0);
         }

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include "bench.h"
 
@@ -12,11 +13,23 @@ uint64_t bench_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t bench_thread_cpu_ns(void)
+void bench_cpu_mark(struct bench_cpu_mark *m)
 {
+    struct rusage ru;
     struct timespec ts;
+    getrusage(RUSAGE_THREAD, &ru);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    m->cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    m->voluntary = ru.ru_nvcsw;
+}
+
+uint64_t bench_off_cpu_ns(const struct bench_cpu_mark *a, uint64_t w0, uint64_t w1,
+                          const struct bench_cpu_mark *b)
+{
+    uint64_t cpu = b->cpu_ns - a->cpu_ns;
+    if (b->voluntary != a->voluntary || w1 - w0 <= cpu)
+        return 0;
+    return (w1 - w0) - cpu;
 }
 
 static int cmp_u64(const void *a, const void *b)
