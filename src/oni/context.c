@@ -107,11 +107,9 @@ static struct oni_hslot *build_map(const oni_device_t *devs, size_t n, uint32_t 
     while ((1u << bits) < 4 * n)
         bits++;
     uint32_t size = 1u << bits;
-    struct oni_hslot *slot = malloc(size * sizeof *slot);
+    struct oni_hslot *slot = calloc(size, sizeof *slot);
     if (!slot)
         return NULL;
-    for (uint32_t h = 0; h < size; h++)
-        slot[h] = (struct oni_hslot){0, UINT32_MAX};
     for (size_t i = 0; i < n; i++) {
         if (!devs[i].read_size)
             continue;
@@ -119,7 +117,6 @@ static struct oni_hslot *build_map(const oni_device_t *devs, size_t n, uint32_t 
         while (slot[h].want)
             h = (h + 1) & (size - 1);
         slot[h].want = oni_frame_key(devs[i].idx, devs[i].read_size) + 1;
-        slot[h].len = (uint32_t)(ONI_RFRAMEHEADERSZ + oni_pad4(devs[i].read_size));
     }
     *mask = size - 1;
     *shift = 32 - bits;

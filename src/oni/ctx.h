@@ -89,14 +89,11 @@ struct oni_pool {
     struct oni_frame *wframes; /* writer's own free write frames (write lock) */
 };
 
-/* A readable device in the read path's map (open addressing). want is the
- * frame header's [u32 dev_idx][u32 data_sz], read as one little-endian u64,
- * plus 1, so that 0 marks an empty slot (dev_idx 0xFFFFFFFF is refused);
- * len is the frame's bytes on the stream, header and padding included
- * (UINT32_MAX in an empty slot, so that no block ever holds one). */
+/* A readable device in the read path's map (open addressing): want is its
+ * frame header's [u32 dev_idx][u32 data_sz] read as one u64 (oni_frame_key)
+ * plus 1, so that 0 marks an empty slot (dev_idx 0xFFFFFFFF is refused). */
 struct oni_hslot {
     uint64_t want;
-    uint32_t len;
 };
 
 /* A read frame header's [u32 dev_idx][u32 data_sz] as the one u64 that

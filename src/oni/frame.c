@@ -255,15 +255,19 @@ static inline const struct oni_hslot *home_slot(const struct oni_ctx_impl *ctx, 
     return &ctx->hslot[((uint32_t)k * 0x9E3779B1u) >> ctx->hshift];
 }
 
-/* The slot of a readable device of the table whose read_size the key's
- * data_sz is, or NULL: a header that cannot start a frame. */
-static const struct oni_hslot *header_ok(const struct oni_ctx_impl *ctx, uint64_t k)
+/* Whether a header of key k can start a frame: a readable device of the
+ * table with that data_sz as its read_size. */
+static int header_ok(const struct oni_ctx_impl *ctx, uint64_t k)
 {
     const struct oni_hslot *s = home_slot(ctx, k);
     while (s->want && s->want != k + 1)
         s = &ctx->hslot[(size_t)(s - ctx->hslot + 1) & ctx->hmask];
-    return s->want ? s : NULL;
+    return s->want != 0;
 }
+
+/* Bytes on the stream of a frame whose header has key k. 64-bit, so that
+ * the largest data_sz cannot wrap it where size_t is 32-bit. */
+static inline uint64_t frame_len(uint64_t k) { return ONI_RFRAMEHEADERSZ + (((k >> 32) + 3) & ~(uint64_t)3); }
 
 /* Not a frame we know at pos: drop words until one starts (frames are
  * word-aligned), at most a block's worth per call, and say so once. The
@@ -322,10 +326,10 @@ __attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, o
         return ONI_ENOREADDEV;
     if ((rc = refill(ctx, ONI_RFRAMEHEADERSZ, &deadline)) < 0)
         return rc;
-    const struct oni_hslot *s = header_ok(ctx, read_key(ctx));
-    if (!s)
+    uint64_t k = read_key(ctx);
+    if (!header_ok(ctx, k))
         return skip_bad(ctx, &deadline);
-    size_t len = s->len;
+    size_t len = (size_t)frame_len(k);
     if ((rc = refill(ctx, len, &deadline)) < 0)
         return rc;
     struct oni_rframe *f = take_rframe(ctx);
@@ -355,8 +359,11 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
         return ONI_EINVALSTATE;
     /* Fast path: the lock free at once, a descriptor free in the segment,
      * and a known frame wholly in the block whose device sits in its home
-     * slot (bytes in the block imply a readable device in the table).
-     * Everything else is a tail call, so the fast path calls nothing. */
+     * slot (bytes in the block imply a readable device in the table). The
+     * length comes from the header, not the slot: the next call's position
+     * waits for it, and a load from the slot would add to that wait. A
+     * header of all ones meets an empty slot's want, but not its length
+     * check. Everything else is a tail call, so the fast path calls nothing. */
     unsigned ticket;
     if (!oni_rticket(ctx, &ticket))
         return read_frame_unlock(ctx, frame, ticket);
@@ -364,10 +371,10 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
     if (avail < ONI_RFRAMEHEADERSZ || ctx->fnext == ctx->fend)
         return read_frame_unlock(ctx, frame, ticket);
     uint64_t k = read_key(ctx);
-    const struct oni_hslot *s = home_slot(ctx, k);
-    if (s->want != k + 1 || avail < s->len)
+    uint64_t len = frame_len(k);
+    if (home_slot(ctx, k)->want != k + 1 || avail < len)
         return read_frame_unlock(ctx, frame, ticket);
-    int rc = hand_out(ctx, ctx->fnext++, s->len, frame);
+    int rc = hand_out(ctx, ctx->fnext++, (size_t)len, frame);
     oni_runlock(ctx, ticket);
     return rc;
 }
