@@ -267,7 +267,10 @@ static int header_ok(const struct oni_ctx_impl *ctx, uint64_t k)
 
 /* Bytes on the stream of a frame whose header has key k. 64-bit, so that
  * the largest data_sz cannot wrap it where size_t is 32-bit. */
-static inline uint64_t frame_len(uint64_t k) { return ONI_RFRAMEHEADERSZ + (((k >> 32) + 3) & ~(uint64_t)3); }
+static inline uint64_t frame_len(uint64_t k)
+{
+    return ONI_RFRAMEHEADERSZ + (((k >> 32) + 3) & ~(uint64_t)3);
+}
 
 /* Not a frame we know at pos: drop words until one starts (frames are
  * word-aligned), at most a block's worth per call, and say so once. The
