@@ -116,7 +116,8 @@ if want xfer-tail; then
     # ring paths are the reference copy from fresh host addresses, as the card's DMA reads;
     # agent is prepinned with the card's GPU-resident DMA agent (no CUDA call per transfer).
     # Repeated, because on a VM one run's tail says little; and a 16 MiB row for the
-    # bandwidth target (>= 85% of the reference's), 64 samples per path.
+    # bandwidth target (>= 85% of the reference's), 256 samples per path (a mean of 64 let
+    # a few slow transfers decide it).
     for i in $(seq "${TAIL_REPEAT:-1}"); do
         step "bench transfer 4K x 1e5 ($i)" 180 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:4K \
             --paths "${TAIL_PATHS:-reference,ring,ring-thp,direct,prepinned,agent}" --dir both \
@@ -124,7 +125,7 @@ if want xfer-tail; then
         pack
     done
     step "bench transfer 16M" 120 "$BUILD/onigpu" bench transfer --link unlimited --sizes 16M:16M \
-        --paths reference,prepinned --dir both --total 1G --out "$RES" > >(tee -a "$SUM")
+        --paths reference,prepinned --dir both --total 4G --out "$RES" > >(tee -a "$SUM")
     pack
 fi
 [ -n "$DPID" ] && kill "$DPID" 2>/dev/null
