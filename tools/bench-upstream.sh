@@ -8,6 +8,7 @@
 #   tools/bench-upstream.sh UPSTREAM [--build DIR] [--blocks "1024 4096 ..."]
 #                           [--reps N] [--seconds S] [--instr] [--out DIR]
 #                           [--upstream-commit SHA]   (recorded when UPSTREAM is not a git checkout)
+#                           [--max-payload N]   (only devices of at most N payload bytes: small frames)
 # (relative --build and --out paths are the repository's; defaults: build, docs/results)
 #
 # What it does (docs/benchmarks.md, "Upstream comparison"):
@@ -36,12 +37,13 @@
 # a library that misparses the stream fails the comparison.
 set -euo pipefail
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 [[ $# -ge 1 && $1 != -h && $1 != --help ]] || usage
 CMDLINE="tools/bench-upstream.sh $*"
 UP=$1; shift
 BUILD=build BLOCKS="1024 4096 16384 65536 262144 1048576" REPS=5 SECONDS_PER_RUN=1 INSTR=0 OUT=docs/results UP_COMMIT=
+MAXPAY=
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -51,11 +53,13 @@ while [[ $# -gt 0 ]]; do
     --instr) INSTR=1; shift ;;
     --out) OUT=$2; shift 2 ;;
     --upstream-commit) UP_COMMIT=$2; shift 2 ;;
+    --max-payload) MAXPAY=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench-upstream: unknown option $1" >&2; usage ;;
     esac
 done
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "bench-upstream: --reps must be a positive integer" >&2; exit 2; }
+[[ -z $MAXPAY || $MAXPAY =~ ^[0-9]+$ ]] || { echo "bench-upstream: --max-payload must be a whole number of bytes" >&2; exit 2; }
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 [[ $BUILD == /* ]] || BUILD=$REPO/$BUILD # relative paths are the repository's
@@ -111,7 +115,7 @@ resolved() { LD_LIBRARY_PATH=$TMP/drv ldd "$1" | awk '/liboni\.so/ {print ($2 ==
 
 run() { # lib block arg: sets RUN_FPS, RUN_CPUFPS; a failed run or a bad frame ends the comparison
     local out
-    if ! out=$(LD_LIBRARY_PATH=$TMP/drv "$TMP/fr_$1" test "$2" "$3" 2>&1); then
+    if ! out=$(LD_LIBRARY_PATH=$TMP/drv "$TMP/fr_$1" test "$2" "$3" $MAXPAY 2>&1); then
         echo "bench-upstream: $1 at block $2 failed: $out" >&2
         exit 1
     fi
@@ -139,7 +143,7 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A IPF
 if ((INSTR)); then
     command -v valgrind >/dev/null || { echo "bench-upstream: --instr needs valgrind" >&2; exit 1; }
-    ir() { LD_LIBRARY_PATH=$TMP/drv valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$TMP/fr_$1" test "$2" "$3" >/dev/null 2>&1; awk '/^summary:/ {print $2}' "$TMP/cg.out"; }
+    ir() { LD_LIBRARY_PATH=$TMP/drv valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$TMP/fr_$1" test "$2" "$3" $MAXPAY >/dev/null 2>&1; awk '/^summary:/ {print $2}' "$TMP/cg.out"; }
     for b in $BLOCKS; do
         for lib in upstream onigpu; do
             a=$(ir "$lib" "$b" 102400f); z=$(ir "$lib" "$b" 1126400f)
@@ -192,7 +196,7 @@ json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
     echo "  \"git_commit\": \"$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"onigpu_build_type\": \"$ON_TYPE\","
     echo "  \"uncommitted_changes_in_library\": $([[ -n $(git -C "$REPO" status --porcelain -- src/oni src/drivers/test include tools/framerate.c 2>/dev/null) ]] && echo true || echo false),"
     echo "  \"upstream_commit\": \"$UP_COMMIT\", \"upstream_version\": \"$UP_VERSION\", \"upstream_build\": \"$(json_str "$UP_BUILD")\","
-    echo "  \"compiler\": \"$(json_str "$("$CC" --version | head -1)")\", \"driver\": \"test (devices with read_size % 4 != 0 disabled in both)\","
+    echo "  \"compiler\": \"$(json_str "$("$CC" --version | head -1)")\", \"driver\": \"test (devices with read_size % 4 != 0${MAXPAY:+ or > $MAXPAY} disabled in both)\","
     echo "  \"reps\": $REPS, \"seconds_per_run\": $SECONDS_PER_RUN, \"frames_checked_per_run\": 100000"
     echo "},"
     echo "\"results\": ["

@@ -2,11 +2,13 @@
  * program tools/bench-upstream.sh builds twice, against upstream liboni and
  * against onigpu's, so both run the same code. It includes only oni.h.
  *
- *   framerate DRIVER BLOCKREADSIZE SECONDS
- *   framerate DRIVER BLOCKREADSIZE Nf      (exactly N frames, no warm-up)
+ *   framerate DRIVER BLOCKREADSIZE SECONDS [MAXPAYLOAD]
+ *   framerate DRIVER BLOCKREADSIZE Nf [MAXPAYLOAD]  (exactly N frames, no warm-up)
  *
  * Init, disable the devices whose read_size is not a multiple of 4 (upstream
- * pads those frames wrongly, so it would misparse the stream), set
+ * pads those frames wrongly, so it would misparse the stream) and, with
+ * MAXPAYLOAD, those whose read_size exceeds it (small frames only: the
+ * libraries' cost per frame with less of the driver's per byte), set
  * BLOCKREADSIZE and RUNNING, warm up 0.2 s, then count oni_read_frame +
  * oni_destroy_frame pairs for SECONDS (the clock read once per 256 frames).
  * Then, untimed, 100000 more frames are checked: each frame's device is in
@@ -77,10 +79,11 @@ static unsigned long long check(oni_ctx ctx, int counters, unsigned long long n)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: framerate DRIVER BLOCKREADSIZE SECONDS|Nf\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: framerate DRIVER BLOCKREADSIZE SECONDS|Nf [MAXPAYLOAD]\n");
         return 2;
     }
+    unsigned long maxpay = argc == 5 ? strtoul(argv[4], NULL, 0) : (unsigned long)-1;
     const char *drv = argv[1];
     oni_size_t block = (oni_size_t)strtoul(argv[2], NULL, 0);
     char *unit;
@@ -101,7 +104,7 @@ int main(int argc, char **argv)
         return 1;
     }
     for (oni_size_t i = 0; i < ndev; i++)
-        if (table[i].read_size % 4) {
+        if (table[i].read_size % 4 || table[i].read_size > maxpay) {
             if (oni_write_reg(ctx, table[i].idx, 0, 0)) { /* register 0: ENABLE */
                 fprintf(stderr, "framerate: cannot disable device %u\n", table[i].idx);
                 return 1;
