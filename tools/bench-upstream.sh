@@ -37,7 +37,7 @@
 # a library that misparses the stream fails the comparison.
 set -euo pipefail
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 [[ $# -ge 1 && $1 != -h && $1 != --help ]] || usage
 CMDLINE="tools/bench-upstream.sh $*"
