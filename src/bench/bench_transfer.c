@@ -19,6 +19,7 @@
 #define CORE_REG_ENABLE 0     /* the test core's ENABLE register (docs/devices.md) */
 #define CORE_MAX_FRAME (1u << 20) /* largest test core frame payload (docs/devices.md) */
 #define REFILL_BYTES (64u << 20)  /* how far ahead the card is filled before timing */
+#define OUTLIERS_MAX 100          /* rows of table "outliers" per path and size */
 #define RING_BYTES (64u << 20)    /* host ring of the ring paths: the card's FIFO size here */
 
 static const char *const path_names[XFER_NPATHS] = {"reference", "original", "staged", "direct",
@@ -51,6 +52,7 @@ struct bx {
     size_t ring_pos;
     struct bench_rec rec;
     struct bench_rec on_cpu;  /* per transfer: rec's time less what the thread spent off its CPU */
+    struct bench_rec start;   /* per transfer: when it started, ns after the first one */
     int via_daemon;           /* the card is the onix-emu daemon at o->daemon */
     /* per direction and path: stats at 4 KiB and at the largest size, for the targets table */
     struct bench_stats at4k[3][XFER_NPATHS], atmax[3][XFER_NPATHS];
@@ -371,6 +373,31 @@ static void hist_out(struct bench_report *r, struct bx *b, const char *dirname, 
     bench_hist_free(&h);
 }
 
+/* Table "outliers": when each transfer above limit ns started and how long
+ * it took, on and off the CPU, the first OUTLIERS_MAX of a row; whether the
+ * slow ones keep a rhythm says more about their cause than their count. */
+static int outliers_out(struct bench_report *r, struct bx *b, const char *dirname, int p, size_t n,
+                        double limit)
+{
+    int rc = 0;
+    for (size_t i = 0, k = 0; i < b->rec.n && k < OUTLIERS_MAX && !rc; i++) {
+        if (b->rec.ns[i] <= limit)
+            continue;
+        k++;
+        bench_cell_str(r, "link", b->o->link);
+        bench_cell_str(r, "dir", dirname);
+        bench_cell_str(r, "path", xfer_path_name(p));
+        bench_cell_str(r, "mode", mode_name(b));
+        bench_cell_int(r, "size", (long long)n);
+        bench_cell_int(r, "index", (long long)i);
+        bench_cell_num(r, "start_ms", b->start.ns[i] / 1e6);
+        bench_cell_int(r, "ns", (long long)b->rec.ns[i]);
+        bench_cell_int(r, "on_cpu_ns", (long long)b->on_cpu.ns[i]);
+        rc = bench_report_row(r, "outliers");
+    }
+    return rc;
+}
+
 static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct series_pts *pts,
                     struct bench_fit *fit)
 {
@@ -402,10 +429,15 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
             rc = one(b, p, dir, (size_t)n, &ns);
         bench_rec_reset(&b->rec);
         bench_rec_reset(&b->on_cpu);
+        bench_rec_reset(&b->start);
+        uint64_t first = 0;
         for (uint64_t i = 0; i < reps && !rc; i++) {
             struct bench_cpu_mark m0, m1;
             bench_cpu_mark(&m0);
             uint64_t w0 = bench_now_ns();
+            if (!i)
+                first = w0;
+            bench_rec_add(&b->start, w0 - first);
             rc = one(b, p, dir, (size_t)n, &ns);
             uint64_t w1 = bench_now_ns();
             bench_cpu_mark(&m1);
@@ -438,6 +470,8 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
                        (long long)bench_count_above(b->on_cpu.ns, b->on_cpu.n, 20 * st.p50));
         bench_cell_num(r, "max_on_cpu_over_p50", on.max / st.p50);
         rc = bench_report_row(r, NULL);
+        if (!rc)
+            rc = outliers_out(r, b, dirname, p, (size_t)n, 20 * st.p50);
         if (n == 4096 && !b->via_daemon)
             b->at4k[dir][p] = st;
         if (n == o->max_size && !b->via_daemon)
@@ -503,6 +537,8 @@ static int alloc_buffers(struct bx *b)
         rc = bench_rec_init(&b->rec, (size_t)b->o->max_reps);
     if (!rc)
         rc = bench_rec_init(&b->on_cpu, (size_t)b->o->max_reps);
+    if (!rc)
+        rc = bench_rec_init(&b->start, (size_t)b->o->max_reps);
     if (!rc && (b->o->paths & (1u << XFER_RING | 1u << XFER_RING_THP)))
         rc = alloc_rings(b);
     return rc;
@@ -521,6 +557,7 @@ static void free_buffers(struct bx *b)
     free(b->frames_host);
     bench_rec_free(&b->rec);
     bench_rec_free(&b->on_cpu);
+    bench_rec_free(&b->start);
 }
 
 /* What pinning costs, one ONI_DRV_PIN and one ONI_DRV_UNPIN timed apart, for
@@ -725,6 +762,9 @@ int bench_transfer_run(const struct xfer_opts *o)
     bench_report_print(r, "fit", stdout);
     printf("\nwhat pinning costs (ONI_DRV_PIN, ONI_DRV_UNPIN; onigpu_buf_t with the length):\n");
     bench_report_print(r, "pin", stdout);
+    printf("\ntransfers above 20x their row's p50 (the first %d of a row; start_ms after its first):\n",
+           OUTLIERS_MAX);
+    bench_report_print(r, "outliers", stdout);
     if (!strcmp(o->link, "unlimited")) {
         printf("\ntargets (TARGETS.md, unlimited link; measured in this run):\n");
         bench_report_print(r, "targets", stdout);
