@@ -105,18 +105,41 @@ TEST(frames_across_blocks)
     oni_destroy_ctx(ctx);
 }
 
-/* A table large enough that devices share home slots in the library's map
- * (512 readable devices, a few hundred same-slot pairs by the birthday
- * bound), so frames of devices found only by probing further are read as
- * well as the others; a size one off from a device's is still refused. */
+/* Devices whose home slots in the library's read-path map collide, so that
+ * some are found only by probing further (the fast path hands those to the
+ * slow one), plus one at the top index 0xFFFFFFFF: all are read alike, and
+ * a size one off from a device's is still refused. Whether slots collide is
+ * computed here with the map's own rule (context.c build_map: 4n slots
+ * rounded up to a power of two, home = the top bits of idx * 0x9E3779B1),
+ * so that the test says so if a change of the rule makes it test nothing. */
+static int homes_collide(const oni_device_t *d, uint32_t n)
+{
+    uint32_t bits = 4;
+    while ((1u << bits) < 4 * n)
+        bits++;
+    static uint8_t used[1u << 12];
+    if ((1u << bits) > sizeof used)
+        return 0; /* a table this test was not written for */
+    memset(used, 0, sizeof used);
+    int collide = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t h = (d[i].idx * 0x9E3779B1u) >> (32 - bits);
+        collide |= used[h];
+        used[h] = 1;
+    }
+    return collide;
+}
+
 TEST(many_devices_sharing_map_slots)
 {
     enum { NBIG = 512, NFRAMES = 3000 };
     static oni_device_t big[NBIG];
     static uint8_t stream[NFRAMES * (16 + 40) + 64];
     static uint32_t which[NFRAMES];
-    for (uint32_t i = 0; i < NBIG; i++)
-        big[i] = (oni_device_t){(i / 128) << 8 | (i % 128), 10, 1, 1 + i % 40, 0};
+    for (uint32_t i = 0; i < NBIG - 1; i++)
+        big[i] = (oni_device_t){i * 2048u, 10, 1, 1 + i % 40, 0};
+    big[NBIG - 1] = (oni_device_t){0xFFFFFFFFu, 10, 1, 12, 0};
+    CHECK(homes_collide(big, NBIG));
     size_t len = 0;
     for (int i = 0; i < NFRAMES; i++) {
         which[i] = rnd() % NBIG;

@@ -59,7 +59,7 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "bench-upstream: --reps must be a positive integer" >&2; exit 2; }
-[[ -z $MAXPAY || $MAXPAY =~ ^[0-9]+$ ]] || { echo "bench-upstream: --max-payload must be a whole number of bytes" >&2; exit 2; }
+[[ -z $MAXPAY || $MAXPAY =~ ^[1-9][0-9]*$ ]] || { echo "bench-upstream: --max-payload must be a positive whole number of bytes" >&2; exit 2; }
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 [[ $BUILD == /* ]] || BUILD=$REPO/$BUILD # relative paths are the repository's

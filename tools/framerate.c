@@ -83,7 +83,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: framerate DRIVER BLOCKREADSIZE SECONDS|Nf [MAXPAYLOAD]\n");
         return 2;
     }
-    unsigned long maxpay = argc == 5 ? strtoul(argv[4], NULL, 0) : (unsigned long)-1;
+    unsigned long maxpay = (unsigned long)-1;
+    if (argc == 5) {
+        char *rest;
+        maxpay = strtoul(argv[4], &rest, 10);
+        if (*rest || !maxpay) {
+            fprintf(stderr, "framerate: MAXPAYLOAD must be a positive number of bytes\n");
+            return 2;
+        }
+    }
     const char *drv = argv[1];
     oni_size_t block = (oni_size_t)strtoul(argv[2], NULL, 0);
     char *unit;

@@ -24,8 +24,8 @@
 uint64_t bench_now_ns(void);
 
 /* Where the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) and its
- * voluntary context switches stand. Two system calls: take marks outside
- * timed windows. */
+ * voluntary context switches stand (-1: not known). Two system calls: take
+ * marks outside timed windows. */
 struct bench_cpu_mark {
     uint64_t cpu_ns;
     long voluntary;
@@ -37,7 +37,7 @@ void bench_cpu_mark(struct bench_cpu_mark *m);
  * accounts steal time), given a mark a taken before w0 and b after w1:
  * wall minus CPU time, which the marks' wider window can only understate.
  * 0 when the thread gave up its CPU itself in between (a wait that sleeps),
- * as then the two cannot be told apart. */
+ * as then the two cannot be told apart, or when a mark is not known. */
 uint64_t bench_off_cpu_ns(const struct bench_cpu_mark *a, uint64_t w0, uint64_t w1,
                           const struct bench_cpu_mark *b);
 

@@ -53,6 +53,7 @@ struct bx {
     struct bench_rec rec;
     struct bench_rec on_cpu;  /* per transfer: rec's time less what the thread spent off its CPU */
     struct bench_rec start;   /* per transfer: when it started, ns after the first one */
+    struct bench_cpu_mark mark; /* the thread's CPU clock where the transfer being timed began */
     int via_daemon;           /* the card is the onix-emu daemon at o->daemon */
     /* per direction and path: stats at 4 KiB and at the largest size, for the targets table */
     struct bench_stats at4k[3][XFER_NPATHS], atmax[3][XFER_NPATHS];
@@ -216,22 +217,31 @@ static int set_u32(struct bx *b, int opt, uint32_t v)
     return oni_set_driver_opt(b->ctx, opt, &v, sizeof v);
 }
 
-/* Time one transfer of n bytes on path p in direction dir. */
-static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
+/* Where a timed transfer starts: the thread's CPU mark, then the clock. */
+static uint64_t timing_start(struct bx *b)
+{
+    bench_cpu_mark(&b->mark);
+    return bench_now_ns();
+}
+
+/* Time one transfer of n bytes on path p in direction dir: *ns, and *off of
+ * it the calling thread spent kept off its CPU (bench_off_cpu_ns). */
+static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns, uint64_t *off)
 {
     int rc = 0;
+    *ns = *off = 0;
     uint64_t t0;
     if (p == XFER_RING || p == XFER_RING_THP) {
         if (b->ring_pos + n > RING_BYTES)
             b->ring_pos = 0;
         uint8_t *h = b->ring[p == XFER_RING_THP] + b->ring_pos;
         b->ring_pos += n;
-        t0 = bench_now_ns();
+        t0 = timing_start(b);
         rc = dir == XFER_DIR_READ ? gpu_copy_async(b->stream, b->dev, h, n) : gpu_copy_async(b->stream, h, b->dev, n);
         if (!rc)
             rc = gpu_stream_wait(b->stream, ONI_DEFAULT_TIMEOUTMS);
     } else if (p == XFER_REFERENCE) {
-        t0 = bench_now_ns();
+        t0 = timing_start(b);
         rc = dir == XFER_DIR_READ ? gpu_copy_async(b->stream, b->dev, b->host, n)
                                   : gpu_copy_async(b->stream, b->host, b->dev, n);
         if (!rc)
@@ -242,7 +252,7 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
             return rc;
         oni_frame_t *f = NULL;
         for (;;) { /* frames of other devices (e.g. the card's MEMUSAGE) are not timed */
-            t0 = bench_now_ns();
+            t0 = timing_start(b);
             rc = oni_read_frame(b->ctx, &f);
             if (rc < 0 || f->dev_idx == b->core)
                 break;
@@ -254,7 +264,7 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
         }
     } else if (p == XFER_ORIGINAL) {
         oni_frame_t *f = NULL;
-        t0 = bench_now_ns();
+        t0 = timing_start(b);
         rc = gpu_copy(b->host, b->dev, n);
         if (!rc)
             rc = oni_create_frame(b->ctx, &f, b->sink, b->host, n);
@@ -266,7 +276,7 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
         rc = wait_fill(b, 1, n);
         if (rc)
             return rc;
-        t0 = bench_now_ns();
+        t0 = timing_start(b);
         if (p == XFER_STAGED) {
             rc = oni_set_driver_opt(b->ctx, ONI_DRV_READ, b->host, 8);
             if (!rc)
@@ -277,7 +287,7 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
             rc = oni_set_driver_opt(b->ctx, ONI_DRV_READ, b->dev, 8);
         }
     } else {
-        t0 = bench_now_ns();
+        t0 = timing_start(b);
         if (p == XFER_STAGED) {
             rc = gpu_copy_async(b->stream, b->host, b->dev, n);
             if (!rc)
@@ -288,7 +298,11 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns)
             rc = oni_set_driver_opt(b->ctx, ONI_DRV_WRITE, b->dev, 8);
         }
     }
-    *ns = bench_now_ns() - t0;
+    uint64_t t1 = bench_now_ns();
+    struct bench_cpu_mark end;
+    bench_cpu_mark(&end);
+    *ns = t1 - t0;
+    *off = bench_off_cpu_ns(&b->mark, t0, t1, &end);
     return rc < 0 ? rc : 0;
 }
 
@@ -424,24 +438,18 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         if (reps > o->max_reps)
             reps = o->max_reps;
         uint64_t warm = reps / 10 < 10 ? 10 : (reps / 10 > 200 ? 200 : reps / 10);
-        uint64_t ns;
+        uint64_t ns, off, first = 0;
         for (uint64_t i = 0; i < warm && !rc; i++)
-            rc = one(b, p, dir, (size_t)n, &ns);
+            rc = one(b, p, dir, (size_t)n, &ns, &off);
         bench_rec_reset(&b->rec);
         bench_rec_reset(&b->on_cpu);
         bench_rec_reset(&b->start);
-        uint64_t first = 0;
         for (uint64_t i = 0; i < reps && !rc; i++) {
-            struct bench_cpu_mark m0, m1;
-            bench_cpu_mark(&m0);
             uint64_t w0 = bench_now_ns();
             if (!i)
                 first = w0;
             bench_rec_add(&b->start, w0 - first);
-            rc = one(b, p, dir, (size_t)n, &ns);
-            uint64_t w1 = bench_now_ns();
-            bench_cpu_mark(&m1);
-            uint64_t off = bench_off_cpu_ns(&m0, w0, w1, &m1);
+            rc = one(b, p, dir, (size_t)n, &ns, &off);
             bench_rec_add(&b->rec, ns);
             bench_rec_add(&b->on_cpu, ns > off ? ns - off : 0);
         }

@@ -17,17 +17,19 @@ void bench_cpu_mark(struct bench_cpu_mark *m)
 {
     struct rusage ru;
     struct timespec ts;
-    getrusage(RUSAGE_THREAD, &ru);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    m->voluntary = getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nvcsw;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) {
+        m->voluntary = -1; /* unknown: no off-CPU time is claimed from this mark */
+        ts.tv_sec = ts.tv_nsec = 0;
+    }
     m->cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    m->voluntary = ru.ru_nvcsw;
 }
 
 uint64_t bench_off_cpu_ns(const struct bench_cpu_mark *a, uint64_t w0, uint64_t w1,
                           const struct bench_cpu_mark *b)
 {
     uint64_t cpu = b->cpu_ns - a->cpu_ns;
-    if (b->voluntary != a->voluntary || w1 - w0 <= cpu)
+    if (a->voluntary < 0 || b->voluntary != a->voluntary || w1 - w0 <= cpu)
         return 0;
     return (w1 - w0) - cpu;
 }

@@ -135,10 +135,7 @@ static int reset(struct oni_ctx_impl *ctx)
     oni_reg_val_t sys = 0, acq = 0;
     struct oni_hslot *slot = NULL;
     uint32_t mask = 0, shift = 0;
-    /* The map's want is the header + 1, so idx 0xFFFFFFFF could not be told from an empty slot. */
-    if (n && devs[n - 1].idx == UINT32_MAX)
-        rc = ONI_EBADDEVTABLE;
-    else if ((rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_SYSCLKHZ, &sys)) >= 0 &&
+    if ((rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_SYSCLKHZ, &sys)) >= 0 &&
              (rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_ACQCLKHZ, &acq)) >= 0)
         rc = (slot = build_map(devs, n, &mask, &shift)) ? 0 : ONI_EBADALLOC;
     if (rc < 0) {

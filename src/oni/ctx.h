@@ -91,7 +91,8 @@ struct oni_pool {
 
 /* A readable device in the read path's map (open addressing): want is its
  * frame header's [u32 dev_idx][u32 data_sz] read as one u64 (oni_frame_key)
- * plus 1, so that 0 marks an empty slot (dev_idx 0xFFFFFFFF is refused). */
+ * plus 1, so that 0 marks an empty slot (no device's is 0: its read_size
+ * would have to be 0xFFFFFFFF, far above the largest allowed). */
 struct oni_hslot {
     uint64_t want;
 };
