@@ -376,3 +376,20 @@ TEST(bench_floor_arguments_and_no_gpu)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
+
+/* The list options share one parser of names and one of sizes (cli.h):
+ * an unknown name is named, a bad size or an empty item list is a usage
+ * error, in every command that takes them. */
+TEST(bench_list_options)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("bench", "transfer", "--paths", "reference,nosuch"), 2);
+    HAS("unknown path 'nosuch'");
+    CHECK_EQ(RUN("bench", "transfer", "--paths", ","), 2);
+    CHECK_EQ(RUN("bench", "loop", "--backends", "cpu,nosuch"), 1);
+    HAS("unknown backend 'nosuch'");
+    CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,0"), 2);
+    CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,x"), 2);
+    CHECK_EQ(RUN("bench", "daemon", "--blocks", "4K,6"), 2); /* not whole words */
+    CHECK_EQ(RUN("bench", "daemon", "--blocks", "16M"), 2);  /* above 8 MiB */
+}

@@ -33,6 +33,14 @@ int cli_wants_help(int argc, char **argv);
 int cli_parse_size(const char *s, uint64_t *out);
 /* Parse "10", "2.5s", "500ms", "100us" into seconds. */
 int cli_parse_seconds(const char *s, double *out);
+/* A comma-separated list of names into a bit mask, or "all" into `all`
+ * (when not 0): parse gives a name's bit number or -1. 0, or -1 after
+ * "<cmd>: unknown <what> '<name>'" on stderr (nothing more for an empty list). */
+int cli_parse_names(const char *cmd, const char *what, const char *list, int (*parse)(const char *),
+                    unsigned all, unsigned *mask);
+/* A comma-separated list of sizes (cli_parse_size), each in 1..max (max <=
+ * UINT32_MAX) and a multiple of mult, into v[0..cap); *n how many. 0 or -1. */
+int cli_parse_sizes(const char *list, uint64_t max, uint64_t mult, uint32_t *v, size_t cap, size_t *n);
 
 /* Open and initialize a context for driver `drv` (NULL = "emu"); `emu_spec`
  * (NULL = default) is passed to the emu driver as ONI_DRV_EMU_SPEC. Prints a

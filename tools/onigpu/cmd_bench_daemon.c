@@ -260,22 +260,6 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
     return 0;
 }
 
-static int parse_blocks(const char *list, struct opts *o)
-{
-    char buf[256], *save = NULL;
-    if (strlen(list) >= sizeof buf)
-        return -1;
-    strcpy(buf, list);
-    o->nblocks = 0;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        uint64_t v;
-        if (o->nblocks == MAX_BLOCKS || cli_parse_size(t, &v) || !v || v % 4 || v > (8u << 20))
-            return -1;
-        o->blocks[o->nblocks++] = (uint32_t)v;
-    }
-    return o->nblocks ? 0 : -1;
-}
-
 /* onix-emu next to this executable. */
 static int default_bin(char *path, size_t cap)
 {
@@ -324,7 +308,7 @@ static int daemon_bench(int argc, char **argv)
                 return cli_usage(&self);
             o.reads = u;
         } else if ((rc = cli_opt_value("--blocks", argc, argv, &i, &v))) {
-            if (rc < 0 || parse_blocks(v, &o))
+            if (rc < 0 || cli_parse_sizes(v, 8u << 20, 4, o.blocks, MAX_BLOCKS, &o.nblocks))
                 return cli_usage(&self);
         } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
             if (rc < 0 || cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600)

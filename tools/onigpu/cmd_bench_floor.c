@@ -14,29 +14,6 @@ CLI_COMMAND(bench_floor, "bench floor",
             "armed,kernel-pull,doorbell-rtt,launch-query] [--rounds 10] [--timeout-ms 1000] [--out docs/results]",
             "latency floor of host -> GPU copy-and-know mechanisms, interleaved; CSV, JSON", run)
 
-/* "all" or a comma-separated list of mechanism names into a bit mask. */
-static int parse_mechs(const char *v, unsigned *out)
-{
-    if (!strcmp(v, "all")) {
-        *out = FLOOR_ALL_MECHS;
-        return 0;
-    }
-    char tmp[256];
-    if (strlen(v) >= sizeof tmp)
-        return -1;
-    strcpy(tmp, v); /* split a copy: argv is recorded in the results' meta */
-    *out = 0;
-    for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int m = floor_mech_parse(t);
-        if (m < 0) {
-            fprintf(stderr, "onigpu bench floor: unknown mechanism '%s'\n", t);
-            return -1;
-        }
-        *out |= 1u << m;
-    }
-    return *out ? 0 : -1;
-}
-
 static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
 {
     uint64_t x;
@@ -45,7 +22,7 @@ static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
     if (!strcmp(a, "--size"))
         return cli_parse_size(v, &x) || x < 8 || x > FLOOR_MAX_SIZE ? -1 : (o->size = (uint32_t)x, 0);
     if (!strcmp(a, "--mechs"))
-        return parse_mechs(v, &o->mechs);
+        return cli_parse_names("onigpu bench floor", "mechanism", v, floor_mech_parse, FLOOR_ALL_MECHS, &o->mechs);
     if (!strcmp(a, "--rounds"))
         return cli_parse_size(v, &x) || !x || x > 1000000 ? -1 : (o->rounds = (unsigned)x, 0);
     if (!strcmp(a, "--timeout-ms"))

@@ -102,22 +102,6 @@ static uint64_t alloc_count(void)
 
 #define MAX_BLOCKS 32
 
-static int parse_blocks(const char *list, uint32_t *blocks, size_t *n)
-{
-    char buf[512], *save = NULL;
-    if (strlen(list) >= sizeof buf)
-        return -1;
-    strcpy(buf, list);
-    *n = 0;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        uint64_t v;
-        if (*n == MAX_BLOCKS || cli_parse_size(t, &v) || !v || v > UINT32_MAX)
-            return -1;
-        blocks[(*n)++] = (uint32_t)v;
-    }
-    return *n ? 0 : -1;
-}
-
 /* Table, CSV/JSON and plots of a finished run. */
 static int write_results(const struct bench_frames_opts *o, const struct bench_frames_result *res,
                          const char *out_dir, int argc, char **argv)
@@ -249,7 +233,7 @@ static int frames_run(int argc, char **argv)
                 goto usage;
             o.driver = v;
         } else if ((rc = cli_opt_value("--blocks", argc, argv, &i, &v))) {
-            if (rc < 0 || parse_blocks(v, blocks, &o.nblocks))
+            if (rc < 0 || cli_parse_sizes(v, UINT32_MAX, 1, blocks, MAX_BLOCKS, &o.nblocks))
                 goto usage;
             o.blocks = blocks;
         } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {

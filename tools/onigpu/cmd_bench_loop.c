@@ -42,25 +42,22 @@ static int parse_ai(char *list, struct bench_loop_opts *o)
     return o->nai ? 0 : -1;
 }
 
-static int parse_backends(char *list, struct bench_loop_opts *o)
+/* "all" keeps the defaults (every available backend); a list must name
+ * available ones only. */
+static int parse_backends(const char *list, struct bench_loop_opts *o)
 {
     if (!strcmp(list, "all"))
-        return 0; /* the defaults: every available one */
-    o->backends = 0;
-    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int b = loop_backend_parse(t);
+        return 0;
+    if (cli_parse_names("onigpu bench loop", "backend", list, loop_backend_parse, 0, &o->backends))
+        return -1;
+    for (int b = 0; b < 32; b++) {
         char why[160];
-        if (b < 0) {
-            fprintf(stderr, "onigpu bench loop: unknown backend '%s'\n", t);
+        if ((o->backends >> b & 1) && !loop_backend_available(b, why, sizeof why)) {
+            fprintf(stderr, "onigpu bench loop: backend %s is not available: %s\n", loop_backend_name(b), why);
             return -1;
         }
-        if (!loop_backend_available(b, why, sizeof why)) {
-            fprintf(stderr, "onigpu bench loop: backend %s is not available: %s\n", t, why);
-            return -1;
-        }
-        o->backends |= 1u << b;
     }
-    return o->backends ? 0 : -1;
+    return 0;
 }
 
 /* Lists are split in a copy: argv itself is recorded in the results' meta. */
@@ -90,7 +87,7 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--ai")) {
             bad = parse_list(parse_ai, v, &o);
         } else if (!strcmp(a, "--backends")) {
-            if (parse_list(parse_backends, v, &o))
+            if (parse_backends(v, &o))
                 return 1;
         } else if (!strcmp(a, "--blocks")) {
             bad = cli_parse_size(v, &n) || n < 5 || n > 10000000;

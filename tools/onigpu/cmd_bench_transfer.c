@@ -13,24 +13,6 @@ CLI_COMMAND(bench_transfer, "bench transfer",
             "[--min-reps 16] [--daemon SOCKET] [--out docs/results]",
             "time every card<->GPU transfer path per size; t = l + s/b fits; CSV, JSON, PNG", run)
 
-static int parse_paths(char *list, unsigned *out)
-{
-    *out = 0;
-    if (!strcmp(list, "all")) {
-        *out = XFER_ALL_PATHS;
-        return 0;
-    }
-    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int p = xfer_path_parse(t);
-        if (p < 0) {
-            fprintf(stderr, "onigpu bench transfer: unknown path '%s'\n", t);
-            return -1;
-        }
-        *out |= 1u << p;
-    }
-    return *out ? 0 : -1;
-}
-
 static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
 {
     char a[64];
@@ -90,9 +72,7 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--max-reps")) {
             bad = cli_parse_size(v, &o.max_reps) || !o.max_reps;
         } else if (!strcmp(a, "--paths")) {
-            char tmp[256];
-            snprintf(tmp, sizeof tmp, "%s", v);
-            bad = parse_paths(tmp, &o.paths);
+            bad = cli_parse_names("onigpu bench transfer", "path", v, xfer_path_parse, XFER_ALL_PATHS, &o.paths);
         } else if (!strcmp(a, "--dir")) {
             o.dirs = !strcmp(v, "read") ? XFER_DIR_READ : !strcmp(v, "write") ? XFER_DIR_WRITE
                    : !strcmp(v, "both") ? XFER_DIR_READ | XFER_DIR_WRITE : 0;

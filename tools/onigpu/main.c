@@ -61,6 +61,57 @@ int cli_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+/* The list parsers split a copy: argv itself is recorded in the results' meta. */
+int cli_parse_names(const char *cmd, const char *what, const char *list, int (*parse)(const char *),
+                    unsigned all, unsigned *mask)
+{
+    if (all && !strcmp(list, "all")) {
+        *mask = all;
+        return 0;
+    }
+    char *copy = strdup(list);
+    if (!copy)
+        return -1;
+    unsigned m = 0;
+    int rc = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int b = parse(t);
+        if (b < 0 || b > 31) {
+            fprintf(stderr, "%s: unknown %s '%s'\n", cmd, what, t);
+            rc = -1;
+            break;
+        }
+        m |= 1u << b;
+    }
+    free(copy);
+    if (rc || !m)
+        return -1;
+    *mask = m;
+    return 0;
+}
+
+int cli_parse_sizes(const char *list, uint64_t max, uint64_t mult, uint32_t *v, size_t cap, size_t *n)
+{
+    char *copy = strdup(list);
+    if (!copy)
+        return -1;
+    size_t k = 0;
+    int rc = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        uint64_t x;
+        if (k == cap || cli_parse_size(t, &x) || !x || x > max || x % mult) {
+            rc = -1;
+            break;
+        }
+        v[k++] = (uint32_t)x;
+    }
+    free(copy);
+    if (rc || !k)
+        return -1;
+    *n = k;
+    return 0;
+}
+
 int cli_parse_seconds(const char *s, double *out)
 {
     char *end;
