@@ -39,19 +39,12 @@ static int run(int argc, char **argv)
                                  .log = stderr};
     for (int i = 1; i < argc; i++) {
         char opt[64];
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *eq = strchr(a, '=');
-        int inline_value = eq && eq - a < (int)sizeof opt; /* --opt=VALUE */
-        if (inline_value) {
-            memcpy(opt, a, (size_t)(eq - a));
-            opt[eq - a] = 0;
-            a = opt, v = eq + 1;
-        }
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
         if (!v || parse_arg(&o, a, v)) {
             fprintf(stderr, "onigpu bench floor: bad option or value: %s %s\n", a, v ? v : "");
             return cli_usage(&cli_cmd_bench_floor);
         }
-        if (!inline_value)
-            i++;
     }
     char why[200];
     if (!gpu_available(why, sizeof why)) {

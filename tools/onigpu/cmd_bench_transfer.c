@@ -53,13 +53,8 @@ static int run(int argc, char **argv)
     }
     for (int i = 1; i < argc; i++) {
         char opt[64];
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *eq = strchr(a, '=');
-        int inline_value = eq && eq - a < (int)sizeof opt; /* --opt=VALUE */
-        if (inline_value) {
-            memcpy(opt, a, (size_t)(eq - a));
-            opt[eq - a] = 0;
-            a = opt, v = eq + 1;
-        }
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
         uint64_t x;
         int bad = !v;
         if (bad) {
@@ -98,8 +93,6 @@ static int run(int argc, char **argv)
             fprintf(stderr, "onigpu bench transfer: bad option or value: %s %s\n", a, v ? v : "");
             return cli_usage(&cli_cmd_bench_transfer);
         }
-        if (!inline_value)
-            i++;
     }
     if (o.min_reps > o.max_reps)
         o.min_reps = o.max_reps;

@@ -61,6 +61,20 @@ int cli_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const char **name, const char **value)
+{
+    const char *a = argv[*i], *eq = strchr(a, '=');
+    if (eq && (size_t)(eq - a) < cap) {
+        memcpy(buf, a, (size_t)(eq - a));
+        buf[eq - a] = 0;
+        *name = buf;
+        *value = eq + 1;
+        return;
+    }
+    *name = a;
+    *value = *i + 1 < argc ? argv[++*i] : NULL;
+}
+
 /* The list parsers split a copy: argv itself is recorded in the results' meta. */
 int cli_parse_names(const char *cmd, const char *what, const char *list, int (*parse)(const char *),
                     unsigned all, unsigned *mask)
