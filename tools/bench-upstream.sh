@@ -9,6 +9,7 @@
 #                           [--reps N] [--seconds S] [--instr] [--out DIR]
 #                           [--upstream-commit SHA]   (recorded when UPSTREAM is not a git checkout)
 #                           [--max-payload N]   (only devices of at most N payload bytes: small frames)
+#                           [--second-thread]   (a sleeping second thread: no single-thread shortcuts)
 # (relative --build and --out paths are the repository's; defaults: build, docs/results)
 #
 # What it does (docs/benchmarks.md, "Upstream comparison"):
@@ -37,13 +38,13 @@
 # a library that misparses the stream fails the comparison.
 set -euo pipefail
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 [[ $# -ge 1 && $1 != -h && $1 != --help ]] || usage
 CMDLINE="tools/bench-upstream.sh $*"
 UP=$1; shift
 BUILD=build BLOCKS="1024 4096 16384 65536 262144 1048576" REPS=5 SECONDS_PER_RUN=1 INSTR=0 OUT=docs/results UP_COMMIT=
-MAXPAY=
+MAXPAY= FR_OPT=
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -54,6 +55,7 @@ while [[ $# -gt 0 ]]; do
     --out) OUT=$2; shift 2 ;;
     --upstream-commit) UP_COMMIT=$2; shift 2 ;;
     --max-payload) MAXPAY=$2; shift 2 ;;
+    --second-thread) FR_OPT=-t; shift ;;
     -h|--help) usage ;;
     *) echo "bench-upstream: unknown option $1" >&2; usage ;;
     esac
@@ -105,8 +107,8 @@ ON_LIB=$BUILD
 ON_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ {print $2}' "$ON_LIB/CMakeCache.txt" 2>/dev/null || true)
 ON_TYPE=${ON_TYPE:-RelWithDebInfo (CMakeLists.txt default)}
 cp "$ON_LIB/libonidriver_test.so" "$TMP/drv/"
-"$CC" -O2 -I"$TMP/up" "$REPO/tools/framerate.c" "$TMP/up/liboni.so.1" -Wl,-rpath,"$TMP/up" -o "$TMP/fr_upstream"
-"$CC" -O2 -I"$REPO/include" "$REPO/tools/framerate.c" -L"$ON_LIB" -loni -Wl,-rpath,"$ON_LIB" -o "$TMP/fr_onigpu"
+"$CC" -O2 -pthread -I"$TMP/up" "$REPO/tools/framerate.c" "$TMP/up/liboni.so.1" -Wl,-rpath,"$TMP/up" -o "$TMP/fr_upstream"
+"$CC" -O2 -pthread -I"$REPO/include" "$REPO/tools/framerate.c" -L"$ON_LIB" -loni -Wl,-rpath,"$ON_LIB" -o "$TMP/fr_onigpu"
 
 # Each program must load the library it was built for (same soname).
 resolved() { LD_LIBRARY_PATH=$TMP/drv ldd "$1" | awk '/liboni\.so/ {print ($2 == "=>") ? $3 : $1}'; }
@@ -115,7 +117,7 @@ resolved() { LD_LIBRARY_PATH=$TMP/drv ldd "$1" | awk '/liboni\.so/ {print ($2 ==
 
 run() { # lib block arg: sets RUN_FPS, RUN_CPUFPS; a failed run or a bad frame ends the comparison
     local out
-    if ! out=$(LD_LIBRARY_PATH=$TMP/drv "$TMP/fr_$1" test "$2" "$3" $MAXPAY 2>&1); then
+    if ! out=$(LD_LIBRARY_PATH=$TMP/drv "$TMP/fr_$1" $FR_OPT test "$2" "$3" $MAXPAY 2>&1); then
         echo "bench-upstream: $1 at block $2 failed: $out" >&2
         exit 1
     fi
@@ -143,7 +145,7 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A IPF
 if ((INSTR)); then
     command -v valgrind >/dev/null || { echo "bench-upstream: --instr needs valgrind" >&2; exit 1; }
-    ir() { LD_LIBRARY_PATH=$TMP/drv valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$TMP/fr_$1" test "$2" "$3" $MAXPAY >/dev/null 2>&1; awk '/^summary:/ {print $2}' "$TMP/cg.out"; }
+    ir() { LD_LIBRARY_PATH=$TMP/drv valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$TMP/fr_$1" $FR_OPT test "$2" "$3" $MAXPAY >/dev/null 2>&1; awk '/^summary:/ {print $2}' "$TMP/cg.out"; }
     for b in $BLOCKS; do
         for lib in upstream onigpu; do
             a=$(ir "$lib" "$b" 102400f); z=$(ir "$lib" "$b" 1126400f)
@@ -197,6 +199,7 @@ json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
     echo "  \"uncommitted_changes_in_library\": $([[ -n $(git -C "$REPO" status --porcelain -- src/oni src/drivers/test include tools/framerate.c 2>/dev/null) ]] && echo true || echo false),"
     echo "  \"upstream_commit\": \"$UP_COMMIT\", \"upstream_version\": \"$UP_VERSION\", \"upstream_build\": \"$(json_str "$UP_BUILD")\","
     echo "  \"compiler\": \"$(json_str "$("$CC" --version | head -1)")\", \"driver\": \"test (devices with read_size % 4 != 0${MAXPAY:+ or > $MAXPAY} disabled in both)\","
+    echo "  \"second_thread\": $([[ -n $FR_OPT ]] && echo true || echo false),"
     echo "  \"reps\": $REPS, \"seconds_per_run\": $SECONDS_PER_RUN, \"frames_checked_per_run\": 100000"
     echo "},"
     echo "\"results\": ["

@@ -2,8 +2,12 @@
  * program tools/bench-upstream.sh builds twice, against upstream liboni and
  * against onigpu's, so both run the same code. It includes only oni.h.
  *
- *   framerate DRIVER BLOCKREADSIZE SECONDS [MAXPAYLOAD]
- *   framerate DRIVER BLOCKREADSIZE Nf [MAXPAYLOAD]  (exactly N frames, no warm-up)
+ *   framerate [-t] DRIVER BLOCKREADSIZE SECONDS [MAXPAYLOAD]
+ *   framerate [-t] DRIVER BLOCKREADSIZE Nf [MAXPAYLOAD]  (exactly N frames, no warm-up)
+ *
+ * -t starts a second thread that only sleeps, so the process is not
+ * single-threaded: libraries that skip atomic instructions while a process
+ * has one thread (onigpu's read path, glibc's malloc) pay them.
  *
  * Init, disable the devices whose read_size is not a multiple of 4 (upstream
  * pads those frames wrongly, so it would misparse the stream) and, with
@@ -21,10 +25,12 @@
  * machine does not inflate.
  * The Nf form is for instruction counts (valgrind): the difference of two
  * runs with different N is the cost of N2 - N1 frames, setup excluded. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "oni.h"
 
 #define MAXDEV 256
@@ -77,10 +83,26 @@ static unsigned long long check(oni_ctx ctx, int counters, unsigned long long n)
     return bad;
 }
 
+static void *sleeper(void *arg)
+{
+    for (;;)
+        pause();
+    return arg;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "-t") == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, sleeper, NULL)) {
+            fprintf(stderr, "framerate: cannot start the second thread\n");
+            return 1;
+        }
+        argc--;
+        argv++;
+    }
     if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: framerate DRIVER BLOCKREADSIZE SECONDS|Nf [MAXPAYLOAD]\n");
+        fprintf(stderr, "usage: framerate [-t] DRIVER BLOCKREADSIZE SECONDS|Nf [MAXPAYLOAD]\n");
         return 2;
     }
     unsigned long maxpay = (unsigned long)-1;

@@ -7,6 +7,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "onii.h"
+#ifdef ONI_HAVE_SINGLE_THREADED
+#include <sys/single_threaded.h>
+#endif
 
 /* Limits that bound what a device table may ask of the host (ONI_EBADDEVTABLE beyond). */
 #define ONI_MAXDEVICES 65536u          /* one per RSV.RSV.HUB.IDX hub/device pair */
@@ -168,6 +171,32 @@ void oni_read_flush(struct oni_ctx_impl *ctx);
 /* Release the current block (context going away or table changing; read lock held). */
 void oni_read_release(struct oni_ctx_impl *ctx);
 
+/* Whether the calling thread is the process's only thread (glibc's
+ * __libc_single_threaded; 0 where the C library has no such flag). glibc
+ * clears it before any second thread starts, whoever starts it (a driver, the
+ * program), so while it is set no other thread can touch our atomics. */
+static inline int oni_one_thread(void)
+{
+#ifdef ONI_HAVE_SINGLE_THREADED
+    return __libc_single_threaded;
+#else
+    return 0;
+#endif
+}
+/* *a += n; returns the old value. A plain load and store while the process
+ * has one thread: a locked instruction costs about 20 cycles on Intel cores,
+ * and the read path pays two per frame (docs/benchmarks.md). Mixing the two
+ * forms is safe: creating a thread orders everything before it. */
+static inline unsigned oni_fetch_add(atomic_uint *a, unsigned n, memory_order mo)
+{
+    if (oni_one_thread()) {
+        unsigned old = atomic_load_explicit(a, memory_order_relaxed);
+        atomic_store_explicit(a, old + n, memory_order_relaxed);
+        return old;
+    }
+    return atomic_fetch_add_explicit(a, n, mo);
+}
+
 /* The read lock, a ticket lock: take a ticket (one atomic add), go when
  * rserve shows it; give the lock back with a plain release store of the next
  * ticket. An uncontended oni_read_frame pays one locked instruction where a
@@ -185,7 +214,7 @@ void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned ticket);
 static inline int oni_rticket(struct oni_ctx_impl *ctx, unsigned *t)
 {
     unsigned serving = atomic_load_explicit(&ctx->rserve, memory_order_acquire);
-    *t = atomic_fetch_add_explicit(&ctx->rnext, 1, memory_order_relaxed);
+    *t = oni_fetch_add(&ctx->rnext, 1, memory_order_relaxed);
     return serving == *t;
 }
 /* Take the read lock; returns the ticket oni_runlock needs. */

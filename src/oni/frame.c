@@ -71,7 +71,7 @@ static void push_wframe(_Atomic(struct oni_frame *) *head, struct oni_frame *f)
 /* Drop n references to b; the last one gives it back to its pool. */
 static void block_unref(struct oni_block *b, unsigned n)
 {
-    if (atomic_fetch_sub_explicit(&b->refs, n, memory_order_acq_rel) != n)
+    if (oni_fetch_add(&b->refs, -n, memory_order_acq_rel) != n)
         return;
     struct oni_pool *p = b->pool;
     struct oni_block *old = atomic_load_explicit(&p->ret_blocks, memory_order_relaxed);
