@@ -185,8 +185,8 @@ static inline int oni_one_thread(void)
 }
 /* *a += n; returns the old value. A plain load and store while the process
  * has one thread: a locked instruction costs about 20 cycles on Intel cores,
- * and the read path pays two per frame (docs/benchmarks.md). Mixing the two
- * forms is safe: creating a thread orders everything before it. */
+ * as much as the rest of oni_destroy_frame (docs/benchmarks.md). Mixing the
+ * two forms is safe: creating a thread orders everything before it. */
 static inline unsigned oni_fetch_add(atomic_uint *a, unsigned n, memory_order mo)
 {
     if (oni_one_thread()) {
@@ -200,7 +200,8 @@ static inline unsigned oni_fetch_add(atomic_uint *a, unsigned n, memory_order mo
 /* The read lock, a ticket lock: take a ticket (one atomic add), go when
  * rserve shows it; give the lock back with a plain release store of the next
  * ticket. An uncontended oni_read_frame pays one locked instruction where a
- * pthread mutex pays two, and the lock is taken in turn: a reader that gives
+ * pthread mutex pays two (none while the process has one thread: frame.c
+ * skips the lock then), and the lock is taken in turn: a reader that gives
  * it back and asks again at once (a loop of reads that time out) cannot
  * starve a caller that waits for it, as it could with a test-and-set lock.
  * oni_rlock_wait (frame.c) is the contended case: it spins, then yields,

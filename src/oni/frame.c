@@ -68,11 +68,9 @@ static void push_wframe(_Atomic(struct oni_frame *) *head, struct oni_frame *f)
                                                   memory_order_relaxed));
 }
 
-/* Drop n references to b; the last one gives it back to its pool. */
-static void block_unref(struct oni_block *b, unsigned n)
+/* Give b, whose last reference is gone, back to its pool. */
+__attribute__((noinline)) static void block_return(struct oni_block *b)
 {
-    if (oni_fetch_add(&b->refs, -n, memory_order_acq_rel) != n)
-        return;
     struct oni_pool *p = b->pool;
     struct oni_block *old = atomic_load_explicit(&p->ret_blocks, memory_order_relaxed);
     do
@@ -80,6 +78,14 @@ static void block_unref(struct oni_block *b, unsigned n)
     while (!atomic_compare_exchange_weak_explicit(&p->ret_blocks, &old, b, memory_order_release,
                                                   memory_order_relaxed));
     oni_pool_unref(p);
+}
+
+/* Drop n references to b; the last one gives it back to its pool. Inline:
+ * oni_destroy_frame of every frame read comes here. */
+static inline void block_unref(struct oni_block *b, unsigned n)
+{
+    if (oni_fetch_add(&b->refs, -n, memory_order_acq_rel) == n)
+        block_return(b);
 }
 
 /* A segment of descriptors that belong to b. */
@@ -325,6 +331,8 @@ __attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, o
 {
     uint64_t deadline = 0;
     int rc;
+    if (atomic_load_explicit(&ctx->state, memory_order_relaxed) == ONI_STATE_UNINIT)
+        return ONI_EINVALSTATE; /* checked here, not in the fast path: such a ctx has no bytes */
     if (ctx->max_rframe <= ONI_RFRAMEHEADERSZ)
         return ONI_ENOREADDEV;
     if ((rc = refill(ctx, ONI_RFRAMEHEADERSZ, &deadline)) < 0)
@@ -352,32 +360,40 @@ __attribute__((noinline)) static int read_frame_unlock(struct oni_ctx_impl *ctx,
     return rc;
 }
 
+/* The common case of oni_read_frame, read lock held: a descriptor free in
+ * the segment and a known frame wholly in the block whose device sits in its
+ * home slot (bytes in the block imply a readable device in the table, so an
+ * uninitialized ctx never gets here). Returns 0 for everything else: a
+ * refill, a bad header, a new segment. The length comes from the header,
+ * not the slot: the next call's position waits for it, and a load from the
+ * slot would add to that wait. A header of all ones meets an empty slot's
+ * want, but not its length check. */
+static inline int read_frame_fast(struct oni_ctx_impl *ctx, oni_frame_t **out)
+{
+    size_t avail = ctx->end - ctx->pos;
+    if (avail < ONI_RFRAMEHEADERSZ || ctx->fnext == ctx->fend)
+        return 0;
+    uint64_t k = read_key(ctx);
+    uint64_t len = frame_len(k);
+    if (home_slot(ctx, k)->want != k + 1 || avail < len)
+        return 0;
+    return hand_out(ctx, ctx->fnext++, (size_t)len, out);
+}
+
 int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
 {
     if (!ctx)
         return ONI_ENULLCTX;
     if (!frame)
         return ONI_EINVALARG;
-    if (atomic_load_explicit(&ctx->state, memory_order_relaxed) == ONI_STATE_UNINIT)
-        return ONI_EINVALSTATE;
-    /* Fast path: the lock free at once, a descriptor free in the segment,
-     * and a known frame wholly in the block whose device sits in its home
-     * slot (bytes in the block imply a readable device in the table). The
-     * length comes from the header, not the slot: the next call's position
-     * waits for it, and a load from the slot would add to that wait. A
-     * header of all ones meets an empty slot's want, but not its length
-     * check. Everything else is a tail call, so the fast path calls nothing. */
+    int rc;
+    /* With no other thread in the process, none can hold the read lock
+     * either, and none can start during the fast path (it calls nothing). */
+    if (oni_one_thread() && (rc = read_frame_fast(ctx, frame)) > 0)
+        return rc;
     unsigned ticket;
-    if (!oni_rticket(ctx, &ticket))
-        return read_frame_unlock(ctx, frame, ticket);
-    size_t avail = ctx->end - ctx->pos;
-    if (avail < ONI_RFRAMEHEADERSZ || ctx->fnext == ctx->fend)
-        return read_frame_unlock(ctx, frame, ticket);
-    uint64_t k = read_key(ctx);
-    uint64_t len = frame_len(k);
-    if (home_slot(ctx, k)->want != k + 1 || avail < len)
-        return read_frame_unlock(ctx, frame, ticket);
-    int rc = hand_out(ctx, ctx->fnext++, (size_t)len, frame);
+    if (!oni_rticket(ctx, &ticket) || !(rc = read_frame_fast(ctx, frame)))
+        return read_frame_unlock(ctx, frame, ticket); /* a tail call: the fast path calls nothing */
     oni_runlock(ctx, ticket);
     return rc;
 }
