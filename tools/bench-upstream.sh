@@ -36,6 +36,9 @@
 #     other processes take does not count).
 # Every run also checks 100000 frames (device, size, per-device counters):
 # a library that misparses the stream fails the comparison.
+# ONIGPU_GIT_COMMIT (environment) names onigpu's commit when this tree is a
+# copy whose .git is not current; the JSON then records it, and null for
+# uncommitted_changes_in_library.
 set -euo pipefail
 
 usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -195,8 +198,13 @@ json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
     echo "  \"hostname\": \"$(json_str "$(hostname)")\", \"cpu\": \"$(json_str "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)")\", \"cores\": $(nproc),"
     echo "  \"kernel\": \"$(json_str "$(uname -sr)")\", \"loadavg_before\": \"$LOAD_BEFORE\", \"loadavg_after\": \"$LOAD_AFTER\","
     echo "  \"command\": \"$(json_str "$CMDLINE")\", \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
-    echo "  \"git_commit\": \"$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"onigpu_build_type\": \"$ON_TYPE\","
-    echo "  \"uncommitted_changes_in_library\": $([[ -n $(git -C "$REPO" status --porcelain -- src/oni src/drivers/test include tools/framerate.c 2>/dev/null) ]] && echo true || echo false),"
+    if [[ -n ${ONIGPU_GIT_COMMIT:-} ]]; then # a copy of the tree whose .git is not current
+        echo "  \"git_commit\": \"$(json_str "$ONIGPU_GIT_COMMIT")\", \"onigpu_build_type\": \"$ON_TYPE\","
+        echo "  \"uncommitted_changes_in_library\": null,"
+    else
+        echo "  \"git_commit\": \"$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"onigpu_build_type\": \"$ON_TYPE\","
+        echo "  \"uncommitted_changes_in_library\": $([[ -n $(git -C "$REPO" status --porcelain -- src/oni src/drivers/test include tools/framerate.c 2>/dev/null) ]] && echo true || echo false),"
+    fi
     echo "  \"upstream_commit\": \"$UP_COMMIT\", \"upstream_version\": \"$UP_VERSION\", \"upstream_build\": \"$(json_str "$UP_BUILD")\","
     echo "  \"compiler\": \"$(json_str "$("$CC" --version | head -1)")\", \"driver\": \"test (devices with read_size % 4 != 0${MAXPAY:+ or > $MAXPAY} disabled in both)\","
     echo "  \"second_thread\": $([[ -n $FR_OPT ]] && echo true || echo false),"
