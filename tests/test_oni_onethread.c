@@ -1,7 +1,8 @@
 /* test_oni_onethread.c - the read path while the process has one thread
  * (src/oni/ctx.h, oni_fetch_add: no locked instructions then) and across the
  * start of a second thread. Its own program, so that it starts with one
- * thread; under TSan (whose runtime runs a thread of its own) it skips. */
+ * thread; it skips where the process starts with more (a sanitizer's
+ * runtime may start one through the C library). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include "drivers/fixture.h"
