@@ -235,7 +235,7 @@ TEST(gpu_daemon_import_errors)
         SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
     REQUIRE(pid > 0);
     int ctrl = -1, gpu = -1;
-    CHECK_RC(xd_session(&ctrl, &gpu), 0);
+    CHECK_RC(xd_session(&ctrl, &gpu, NULL), 0);
     struct emup_config run = {ONI_CONFIG_RUNNING, 1}; /* the card makes data as it is read */
     CHECK_RC(xd_call(ctrl, EMUP_CONFIG_WRITE, &run, sizeof run, NULL), 0);
     uint8_t *dev = NULL;

@@ -10,6 +10,7 @@
 #include "unit.h"
 #include "xfer_check.h"
 #include "xfer_daemon.h"
+#include "emu/emu.h" /* stream numbers of the protocol */
 #include "gpu/gpu.h"
 
 #define CARD_SPEC "devices=testcore:bytes=1024:route=1,testsink;mode=fast;link=unlimited;ddr=16M"
@@ -79,6 +80,26 @@ TEST(xfer_daemon_host_buffers)
     free(buf);
 }
 
+/* Through the daemon too, a GPU-stream read waiting for data holds up
+ * neither a write of results (its own channel, GPUW) nor register access. */
+TEST(xfer_daemon_waiting_read_holds_up_nothing_else)
+{
+    pid_t pid = xd_start(XFER_SPEC(0)); /* the GPU stream stays empty */
+    if (pid == 0)
+        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
+    REQUIRE(pid > 0);
+    char spec[160];
+    snprintf(spec, sizeof spec, "daemon=%s", xd_sock);
+    uint32_t core = 0, sink = 0;
+    oni_ctx ctx = xfer_open(spec, &core, &sink);
+    if (ctx) {
+        xfer_check_waiting_read(ctx, sink);
+        oni_destroy_ctx(ctx);
+    }
+    xd_stop(pid);
+    CHECK(ctx != NULL);
+}
+
 /* The GPU messages, raw: malformed bodies, unknown ids, a handle that cannot
  * be opened, the wrong channel. The session serves on after each. */
 TEST(xfer_daemon_gpu_messages)
@@ -87,8 +108,8 @@ TEST(xfer_daemon_gpu_messages)
     if (pid == 0)
         SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
     REQUIRE(pid > 0);
-    int ctrl = -1, gpu = -1;
-    CHECK_RC(xd_session(&ctrl, &gpu), 0);
+    int ctrl = -1, gpu = -1, gpuw = -1;
+    CHECK_RC(xd_session(&ctrl, &gpu, &gpuw), 0);
     struct emup_gpu_import imp = {.size = 4096};
     memset(imp.handle, 0xA5, sizeof imp.handle); /* no process exported this */
     uint32_t id = 99;
@@ -119,6 +140,16 @@ TEST(xfer_daemon_gpu_messages)
         if (xd_call(gpu, EMUP_GPU_DMA, &bad[i], sizeof bad[i], NULL) != ONI_EBADFRAME)
             UNIT_FAIL("malformed GPU_DMA %zu accepted", i);
     CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &ok, sizeof ok - 4, NULL), ONI_EBADFRAME);
+    /* each direction on its own channel; GPU memory on the GPU channel */
+    d = ok;
+    CHECK_RC(xd_call(gpuw, EMUP_GPU_DMA, &d, sizeof d, NULL), ONI_EINVALSTATE);
+    d.dir = 1;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_DMA, &d, sizeof d, NULL), ONI_EINVALSTATE);
+    CHECK_RC(xd_call(gpuw, EMUP_GPU_DMA, &d, sizeof d, NULL), ONI_ENOTPINNED);
+    imp.size = 4096;
+    CHECK_RC(xd_call(gpuw, EMUP_GPU_IMPORT, &imp, sizeof imp, NULL), ONI_EINVALSTATE);
+    struct emup_write w = {EMU_STREAM_GPU_WRITE, 8, 100, 0, 0};
+    CHECK_RC(xd_call(gpu, EMUP_WRITE, &w, sizeof w, NULL), ONI_EINVALARG);
 
     struct emup_gpu_release rel = {12345, 0};
     CHECK_RC(xd_call(gpu, EMUP_GPU_RELEASE, &rel, sizeof rel, NULL), ONI_ENOTPINNED);
@@ -129,6 +160,7 @@ TEST(xfer_daemon_gpu_messages)
     uint32_t running = 99;
     CHECK_RC(xd_call(ctrl, EMUP_CONFIG_READ, &cfg, sizeof cfg, &running), 0);
     CHECK(running <= 1);
+    close(gpuw);
     close(gpu);
     close(ctrl);
     xd_stop(pid);

@@ -320,19 +320,6 @@ TEST(xfer_read_and_write_threads_on_one_context)
     oni_destroy_ctx(ctx);
 }
 
-struct blocked_read {
-    oni_ctx ctx;
-    int rc;
-};
-
-static void *read_nothing(void *arg)
-{
-    struct blocked_read *r = arg;
-    uint8_t buf[4096] = {0};
-    r->rc = oni_set_driver_opt(r->ctx, ONI_DRV_READ, buf, 8);
-    return NULL;
-}
-
 /* A GPU-stream read that waits for data which never comes holds up neither
  * a write of results, nor register access, nor another option of the
  * stream: the closed loop's receive and send threads run side by side. */
@@ -340,40 +327,14 @@ TEST(xfer_waiting_read_holds_up_nothing_else)
 {
     oni_ctx ctx = xfer_open(XFER_SPEC(0), &core, &sink); /* the GPU stream stays empty */
     REQUIRE(ctx);
-    uint32_t ms = 1000;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
-    enum { N = 4096 };
-    uint8_t *blk = calloc(1, N);
-    uint32_t want = xsum_frames(blk, N, 1024, sink, 1, XSUM_START);
-    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
-    struct blocked_read r = {ctx, 0};
-    pthread_t t;
-    uint64_t t0 = oni_now_ns();
-    REQUIRE(pthread_create(&t, NULL, read_nothing, &r) == 0);
-    struct timespec ts = {0, 100000000}; /* the reader is waiting by now */
-    nanosleep(&ts, NULL);
-    uint64_t t1 = oni_now_ns();
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), 0);
-    oni_reg_val_t got = 0;
-    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
-    CHECK_EQ(got, want);
-    uint32_t rd = 0;
-    size_t len = sizeof rd;
-    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &rd, &len), 0);
-    uint64_t others = oni_now_ns() - t1;
-    pthread_join(t, NULL);
-    uint64_t reader = oni_now_ns() - t0;
-    CHECK_RC(r.rc, ONI_ETIMEOUT);
-    CHECK(reader >= 900000000u); /* the read did wait out its timeout meanwhile */
-    CHECK(others < 500000000u);  /* half the read's wait: not behind it */
+    xfer_check_waiting_read(ctx, sink);
     oni_destroy_ctx(ctx);
-    free(blk);
 }
 
 static void *read_nothing_often(void *arg)
 {
     for (int i = 0; i < 30; i++)
-        read_nothing(arg);
+        xfer_read_nothing(arg);
     return NULL;
 }
 
@@ -387,7 +348,7 @@ TEST(xfer_reset_not_starved_by_waiting_reads)
     uint32_t ms = 100, off = 0, one = 1;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &off, sizeof off), 0);
-    struct blocked_read r[2] = {{ctx, 0}, {ctx, 0}};
+    struct xfer_blocked_read r[2] = {{ctx, 0}, {ctx, 0}};
     pthread_t t[2];
     REQUIRE(pthread_create(&t[0], NULL, read_nothing_often, &r[0]) == 0);
     struct timespec ts = {0, 50000000}; /* the second reader starts halfway through the first's read */

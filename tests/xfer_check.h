@@ -10,13 +10,18 @@
 #ifndef XFER_CHECK_H
 #define XFER_CHECK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "oni.h"
 #include "onigpu.h"
 #include "oniemu.h"
 #include "onix.h"
+#include "onii.h" /* oni_now_ns */
+#include "unit.h"
 
 struct xcheck {
     uint8_t hdr[16];
@@ -101,8 +106,6 @@ static inline void xcheck_feed(struct xcheck *c, const uint8_t *p, size_t n)
 #define XFER_SPEC(route) \
     "devices=testcore:bytes=4096:rate=1G:route=" #route ",testsink:hash=1;mode=fast;link=unlimited;ddr=64M"
 
-/* Open and init an emu context with spec; find the test core and sink.
- * Returns NULL (and prints why) on failure. */
 /* What the test sink's register 0x12 holds after receiving these payload
  * bytes (FNV-1a, 32-bit, in order; start from XSUM_START). */
 #define XSUM_START 2166136261u
@@ -129,6 +132,8 @@ static inline uint32_t xsum_frames(uint8_t *blk, size_t n, size_t f, uint32_t si
     return h;
 }
 
+/* Open and init an emu context with spec; find the test core and sink.
+ * Returns NULL (and prints why) on failure. */
 static inline oni_ctx xfer_open(const char *spec, uint32_t *core, uint32_t *sink)
 {
     oni_ctx ctx = oni_create_ctx("emu");
@@ -167,6 +172,58 @@ static inline oni_ctx xfer_open(const char *spec, uint32_t *core, uint32_t *sink
         return NULL;
     }
     return ctx;
+}
+
+struct xfer_blocked_read {
+    oni_ctx ctx;
+    int rc;
+};
+
+static inline void *xfer_read_nothing(void *arg)
+{
+    struct xfer_blocked_read *r = arg;
+    uint8_t buf[4096] = {0};
+    r->rc = oni_set_driver_opt(r->ctx, ONI_DRV_READ, buf, 8);
+    return NULL;
+}
+
+/* On ctx, whose GPU stream stays empty: an ONI_DRV_READ on another thread
+ * waits out a 1 s timeout while an ONI_DRV_WRITE to sink (its hash checked),
+ * a register read and an option get finish within half of it. Uses unit.h. */
+static inline void xfer_check_waiting_read(oni_ctx ctx, uint32_t sink)
+{
+    uint32_t ms = 1000, wsz = 4096;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    uint8_t *blk = calloc(1, wsz);
+    CHECK(blk != NULL);
+    if (!blk)
+        return;
+    uint32_t want = xsum_frames(blk, wsz, 1024, sink, 1, XSUM_START);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, sizeof wsz), 0);
+    struct xfer_blocked_read r = {ctx, 0};
+    pthread_t t;
+    uint64_t t0 = oni_now_ns();
+    int started = pthread_create(&t, NULL, xfer_read_nothing, &r) == 0;
+    CHECK(started);
+    struct timespec ts = {0, 100000000}; /* the reader is waiting by now */
+    nanosleep(&ts, NULL);
+    uint64_t t1 = oni_now_ns();
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), 0);
+    oni_reg_val_t got = 0;
+    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
+    CHECK_EQ(got, want);
+    uint32_t rd = 0;
+    size_t len = sizeof rd;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &rd, &len), 0);
+    uint64_t others = oni_now_ns() - t1;
+    if (started) {
+        pthread_join(t, NULL);
+        uint64_t reader = oni_now_ns() - t0;
+        CHECK_RC(r.rc, ONI_ETIMEOUT);
+        CHECK(reader >= 900000000u); /* the read did wait out its timeout meanwhile */
+    }
+    CHECK(others < 500000000u); /* half the read's wait: not behind it */
+    free(blk);
 }
 
 #endif

@@ -93,11 +93,14 @@ static inline int xd_call(int s, uint16_t type, const void *body, size_t len, ui
     return st.rc;
 }
 
-/* A raw session: HELLO on *ctrl, the GPU channel attached on *gpu. */
-static inline int xd_session(int *ctrl, int *gpu)
+/* A raw session: HELLO on *ctrl, the GPU channel attached on *gpu and,
+ * unless gpuw is NULL, the GPU write channel on *gpuw. */
+static inline int xd_session(int *ctrl, int *gpu, int *gpuw)
 {
     *ctrl = xd_connect();
     *gpu = xd_connect();
+    if (gpuw && (*gpuw = xd_connect()) < 0)
+        return ONI_EPATHINVALID;
     if (*ctrl < 0 || *gpu < 0 || emup_send(*ctrl, EMUP_HELLO, 1, "", 1, -1))
         return ONI_EPATHINVALID;
     uint8_t buf[EMUP_MAXMSG];
@@ -112,7 +115,9 @@ static inline int xd_session(int *ctrl, int *gpu)
     if (hr.rc)
         return hr.rc;
     struct emup_attach at = {hr.token, EMUP_CHAN_GPU, 0};
-    return xd_call(*gpu, EMUP_ATTACH, &at, sizeof at, NULL);
+    int rc = xd_call(*gpu, EMUP_ATTACH, &at, sizeof at, NULL);
+    at.chan = EMUP_CHAN_GPUW;
+    return rc || !gpuw ? rc : xd_call(*gpuw, EMUP_ATTACH, &at, sizeof at, NULL);
 }
 
 #endif

@@ -72,10 +72,15 @@ struct session {
     int closing;  /* CTRL left: channels are being shut down (g_lock) */
     int attached[EMUP_NCHAN];
     /* GPU memory of the client (CUDA IPC) and the DMA engine that moves the
-     * card's GPU streams into it: touched by the GPU channel's thread only. */
+     * card's GPU streams into it: the GPU and GPUW channels' threads, under
+     * gpu_lock. A DMA runs without the lock (the engine keeps the two
+     * directions apart); dma_busy counts those running, and no mapping is
+     * closed while one is. */
+    pthread_mutex_t gpu_lock;
     struct emu_dma *dma;
     struct gpu_import imp[EMUP_GPU_MAXIDS];
     int nimp;
+    int dma_busy;
     uint32_t next_id;
 };
 
@@ -111,14 +116,14 @@ static void on_signal(int sig)
 
 /* --- GPU memory of the client ------------------------------------------------ */
 
-/* Unmap released imports once no queued job can use them (s->dma idle or
- * gone); a mapping shared with a live import stays. */
+/* Unmap released imports once no DMA can use them (none running, s->dma
+ * idle or gone); a mapping shared with a live import stays. gpu_lock held. */
 static void gpu_reap(struct session *s)
 {
     int any = 0;
     for (int i = 0; i < s->nimp; i++)
         any |= s->imp[i].released;
-    if (!any || (s->dma && !emu_dma_idle(s->dma)))
+    if (!any || s->dma_busy || (s->dma && !emu_dma_idle(s->dma)))
         return;
     for (int i = 0; i < s->nimp;) {
         struct gpu_import *e = &s->imp[i];
@@ -135,6 +140,7 @@ static void gpu_reap(struct session *s)
     }
 }
 
+/* gpu_lock held. */
 static struct gpu_import *gpu_find(struct session *s, uint32_t id)
 {
     for (int i = 0; i < s->nimp; i++)
@@ -143,6 +149,7 @@ static struct gpu_import *gpu_find(struct session *s, uint32_t id)
     return NULL;
 }
 
+/* gpu_lock held. */
 static int gpu_import(struct session *s, const struct emup_gpu_import *rq, uint32_t *id)
 {
     if (!gpu_available(NULL, 0))
@@ -179,6 +186,7 @@ static int gpu_import(struct session *s, const struct emup_gpu_import *rq, uint3
     return 0;
 }
 
+/* gpu_lock held. */
 static void gpu_release(struct session *s, uint32_t id)
 {
     struct gpu_import *e = gpu_find(s, id);
@@ -186,7 +194,9 @@ static void gpu_release(struct session *s, uint32_t id)
         e->released = 1;
 }
 
-static int gpu_dma(struct session *s, const struct emup_gpu_dma *rq)
+/* Check rq against the imports and start the engine; gpu_lock held. On
+ * success *p and *done point into the client's memory. */
+static int gpu_dma_prepare(struct session *s, const struct emup_gpu_dma *rq, uint8_t **p, uint8_t **done)
 {
     struct gpu_import *b = gpu_find(s, rq->id);
     struct gpu_import *dn = rq->done_id ? gpu_find(s, rq->done_id) : NULL;
@@ -194,6 +204,15 @@ static int gpu_dma(struct session *s, const struct emup_gpu_dma *rq)
         return ONI_ENOTPINNED;
     if (rq->offset + rq->len > b->size || (dn && rq->done_offset + 4 > dn->size))
         return ONI_EBUFFERSIZE;
+    *p = b->base + rq->offset;
+    *done = dn ? dn->base + rq->done_offset : NULL;
+    return s->dma ? 0 : emu_dma_create(s->card, &s->dma);
+}
+
+/* Move the block rq names, checked by gpu_dma_prepare; no lock held (the
+ * engine is thread-safe). */
+static int gpu_dma_move(struct session *s, const struct emup_gpu_dma *rq, uint8_t *p, uint8_t *done)
+{
     uint32_t timeout = rq->timeout_ms;
     if (rq->deadline_ns) {
         uint64_t now = oni_now_ns();
@@ -203,18 +222,35 @@ static int gpu_dma(struct session *s, const struct emup_gpu_dma *rq)
         if (left_ms < timeout)
             timeout = (uint32_t)left_ms;
     }
-    int rc = s->dma ? 0 : emu_dma_create(s->card, &s->dma);
-    if (rc)
-        return rc;
-    uint8_t *p = b->base + rq->offset;
     if (rq->flags & EMUP_DMA_ASYNC) {
-        onigpu_xfer_t x = {p, rq->len, (volatile uint32_t *)(dn->base + rq->done_offset), rq->seq, 0};
-        rc = emu_dma_submit(s->dma, (int)rq->dir, &x, 1, 1, timeout);
-    } else if (rq->dir) {
-        rc = emu_dma_write(s->dma, p, rq->len, 1, timeout);
-    } else {
-        rc = emu_dma_read(s->dma, p, rq->len, 1, timeout);
+        onigpu_xfer_t x = {p, rq->len, (volatile uint32_t *)done, rq->seq, 0};
+        return emu_dma_submit(s->dma, (int)rq->dir, &x, 1, 1, timeout);
     }
+    if (rq->dir)
+        return emu_dma_write(s->dma, p, rq->len, 1, timeout);
+    return emu_dma_read(s->dma, p, rq->len, 1, timeout);
+}
+
+/* A GPU_DMA: checked under gpu_lock, moved without it (dma_busy keeps its
+ * mappings open), then its release flags applied. */
+static int gpu_dma(struct session *s, const struct emup_gpu_dma *rq)
+{
+    uint8_t *p, *done;
+    pthread_mutex_lock(&s->gpu_lock);
+    int rc = gpu_dma_prepare(s, rq, &p, &done);
+    if (!rc) {
+        s->dma_busy++;
+        pthread_mutex_unlock(&s->gpu_lock);
+        rc = gpu_dma_move(s, rq, p, done);
+        pthread_mutex_lock(&s->gpu_lock);
+        s->dma_busy--;
+    }
+    if (rq->flags & EMUP_DMA_RELEASE_BUF)
+        gpu_release(s, rq->id);
+    if (rq->flags & EMUP_DMA_RELEASE_DONE)
+        gpu_release(s, rq->done_id);
+    gpu_reap(s);
+    pthread_mutex_unlock(&s->gpu_lock);
     return rc;
 }
 
@@ -228,9 +264,13 @@ static void session_unref(struct session *s)
     if (!last)
         return;
     emu_dma_destroy(s->dma); /* waits for queued jobs: the mappings are still there */
+    s->dma = NULL;
+    pthread_mutex_lock(&s->gpu_lock); /* no channel is left: for gpu_reap's contract */
     for (int i = 0; i < s->nimp; i++)
         s->imp[i].released = 1;
     gpu_reap(s);
+    pthread_mutex_unlock(&s->gpu_lock);
+    pthread_mutex_destroy(&s->gpu_lock);
     emu_card_destroy(s->card);
     if (s->shm)
         munmap(s->shm, s->shm_size);
@@ -252,6 +292,7 @@ static int session_new(const char *spec, struct session **out, char *err, size_t
         free(s);
         return rc;
     }
+    pthread_mutex_init(&s->gpu_lock, NULL);
     s->fast = emu_card_fast(s->card);
     uint64_t off = 0;
     for (int i = 0; i < EMUP_NRING; i++) {
@@ -390,8 +431,8 @@ static uint64_t ring_room(struct session *s, int r, uint64_t want, uint64_t *sta
 
 static int do_read(struct conn *c, const struct emup_msg *m)
 {
-    static const int stream_of[EMUP_NCHAN] = {EMU_STREAM_SIGNAL, EMU_STREAM_DATA, -1, EMU_STREAM_GPU};
-    static const int ring_of[EMUP_NCHAN] = {EMUP_RING_SIGNAL, EMUP_RING_DATA, -1, EMUP_RING_GPU};
+    static const int stream_of[EMUP_NCHAN] = {EMU_STREAM_SIGNAL, EMU_STREAM_DATA, -1, EMU_STREAM_GPU, -1};
+    static const int ring_of[EMUP_NCHAN] = {EMUP_RING_SIGNAL, EMUP_RING_DATA, -1, EMUP_RING_GPU, -1};
     struct session *s = c->s;
     const struct emup_read *rq = &m->u.read;
     if ((int)rq->stream != stream_of[c->chan])
@@ -444,7 +485,7 @@ static int do_write(struct conn *c, const struct emup_msg *m)
     int r, stream;
     if (c->chan == EMUP_CHAN_WRITE && rq->stream == EMU_STREAM_WRITE)
         r = EMUP_RING_WRITE, stream = EMU_STREAM_WRITE;
-    else if (c->chan == EMUP_CHAN_GPU && rq->stream == EMU_STREAM_GPU_WRITE)
+    else if (c->chan == EMUP_CHAN_GPUW && rq->stream == EMU_STREAM_GPU_WRITE)
         r = EMUP_RING_GPUW, stream = EMU_STREAM_GPU_WRITE;
     else
         return reply_status(c, m, ONI_EINVALARG, 0);
@@ -460,25 +501,30 @@ static int do_write(struct conn *c, const struct emup_msg *m)
     return reply_status(c, m, rc < 0 ? rc : 0, 0);
 }
 
+/* GPU_IMPORT and GPU_RELEASE on the GPU channel; GPU_DMA on the channel of
+ * its direction. */
 static int do_gpu(struct conn *c, const struct emup_msg *m)
 {
     struct session *s = c->s;
+    if (m->type == EMUP_GPU_DMA) {
+        const struct emup_gpu_dma *rq = &m->u.gpu_dma;
+        if (c->chan != (rq->dir ? EMUP_CHAN_GPUW : EMUP_CHAN_GPU))
+            return reply_status(c, m, ONI_EINVALSTATE, 0);
+        return reply_status(c, m, gpu_dma(s, rq), 0);
+    }
+    if (c->chan != EMUP_CHAN_GPU)
+        return reply_status(c, m, ONI_EINVALSTATE, 0);
     uint32_t id = 0;
     int rc;
+    pthread_mutex_lock(&s->gpu_lock);
     if (m->type == EMUP_GPU_IMPORT) {
         rc = gpu_import(s, &m->u.gpu_import, &id);
-    } else if (m->type == EMUP_GPU_RELEASE) {
+    } else {
         rc = gpu_find(s, m->u.gpu_release.id) ? 0 : ONI_ENOTPINNED;
         gpu_release(s, m->u.gpu_release.id);
-    } else {
-        const struct emup_gpu_dma *rq = &m->u.gpu_dma;
-        rc = gpu_dma(s, rq);
-        if (rq->flags & EMUP_DMA_RELEASE_BUF)
-            gpu_release(s, rq->id);
-        if (rq->flags & EMUP_DMA_RELEASE_DONE)
-            gpu_release(s, rq->done_id);
     }
     gpu_reap(s);
+    pthread_mutex_unlock(&s->gpu_lock);
     return reply_status(c, m, rc, id);
 }
 
@@ -528,8 +574,6 @@ static int dispatch(struct conn *c, const struct emup_msg *m)
     case EMUP_GPU_IMPORT:
     case EMUP_GPU_DMA:
     case EMUP_GPU_RELEASE:
-        if (c->chan != EMUP_CHAN_GPU)
-            return reply_status(c, m, ONI_EINVALSTATE, 0);
         return do_gpu(c, m);
     }
     return reply_status(c, m, ONI_EBADFRAME, 0);

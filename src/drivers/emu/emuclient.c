@@ -70,7 +70,7 @@ static int stream_route(enum emu_stream s, int *chan, int *ring)
     case EMU_STREAM_SIGNAL: *chan = EMUP_CHAN_CTRL; *ring = EMUP_RING_SIGNAL; return 0;
     case EMU_STREAM_GPU: *chan = EMUP_CHAN_GPU; *ring = EMUP_RING_GPU; return 0;
     case EMU_STREAM_WRITE: *chan = EMUP_CHAN_WRITE; *ring = EMUP_RING_WRITE; return 0;
-    case EMU_STREAM_GPU_WRITE: *chan = EMUP_CHAN_GPU; *ring = EMUP_RING_GPUW; return 0;
+    case EMU_STREAM_GPU_WRITE: *chan = EMUP_CHAN_GPUW; *ring = EMUP_RING_GPUW; return 0;
     }
     return -1;
 }
@@ -288,8 +288,8 @@ int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct em
     struct emuc *c = calloc(1, sizeof *c);
     if (!c)
         return ONI_EBADALLOC;
-    static const int read_ring[EMUP_NCHAN] = {EMUP_RING_SIGNAL, EMUP_RING_DATA, -1, EMUP_RING_GPU};
-    static const int write_ring[EMUP_NCHAN] = {-1, -1, EMUP_RING_WRITE, EMUP_RING_GPUW};
+    static const int read_ring[EMUP_NCHAN] = {EMUP_RING_SIGNAL, EMUP_RING_DATA, -1, EMUP_RING_GPU, -1};
+    static const int write_ring[EMUP_NCHAN] = {-1, -1, EMUP_RING_WRITE, -1, EMUP_RING_GPUW};
     for (int i = 0; i < EMUP_NCHAN; i++) {
         c->ch[i].fd = -1;
         c->ch[i].read_ring = read_ring[i];
@@ -536,7 +536,7 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
 {
     if (!d->len || d->len > UINT32_MAX || !d->id || (d->async && (!d->done_id || !d->done)))
         return ONI_EINVALARG;
-    struct chan *ch = &c->ch[EMUP_CHAN_GPU];
+    struct chan *ch = &c->ch[d->write ? EMUP_CHAN_GPUW : EMUP_CHAN_GPU];
     uint64_t now = oni_now_ns();
     struct emup_gpu_dma rq = {.id = d->id, .dir = d->write ? 1u : 0u, .offset = d->offset, .len = (uint32_t)d->len,
                               .timeout_ms = timeout_ms, .done_id = d->async ? d->done_id : 0,

@@ -26,11 +26,15 @@
 #include "oniemu.h"
 
 #define EMUP_MAGIC 0x554D454Fu /* "OEMU" in memory on little-endian */
-#define EMUP_VERSION 2u /* 2: onigpu_stream_stats_t.bad_wframes */
+#define EMUP_VERSION 3u /* 2: onigpu_stream_stats_t.bad_wframes; 3: the GPUW channel */
 #define EMUP_MAXMSG 1024 /* largest message, header included */
 #define EMUP_MAXSTR 512  /* largest string (spec, path) including its NUL */
 
-enum emup_chan { EMUP_CHAN_CTRL = 0, EMUP_CHAN_DATA, EMUP_CHAN_WRITE, EMUP_CHAN_GPU, EMUP_NCHAN };
+/* GPU: the GPU read stream (READ, GPU_DMA card -> GPU) and GPU memory
+ * (GPU_IMPORT, GPU_RELEASE); GPUW: the GPU write stream (WRITE, GPU_DMA
+ * GPU -> card), so that a write of results never waits behind a read that
+ * waits for the card's data. */
+enum emup_chan { EMUP_CHAN_CTRL = 0, EMUP_CHAN_DATA, EMUP_CHAN_WRITE, EMUP_CHAN_GPU, EMUP_CHAN_GPUW, EMUP_NCHAN };
 
 /* Rings; direction: who produces. */
 enum emup_ring {
@@ -53,7 +57,7 @@ enum emup_type {
     EMUP_LINK,         /* empty body */
     EMUP_TRUTH,        /* body = path string, NUL-terminated ("" stops) */
     EMUP_GPU_IMPORT,   /* GPU channel: struct emup_gpu_import; status reply, value = import id */
-    EMUP_GPU_DMA,      /* GPU channel: struct emup_gpu_dma; status reply */
+    EMUP_GPU_DMA,      /* GPU channel (card -> GPU), GPUW (GPU -> card): struct emup_gpu_dma; status reply */
     EMUP_GPU_RELEASE,  /* GPU channel: struct emup_gpu_release; status reply */
     EMUP_MODE,         /* empty body; status reply, value = 1 in fast mode, 0 realtime */
     EMUP_NTYPE,
