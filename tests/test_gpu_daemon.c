@@ -38,9 +38,7 @@ static oni_ctx open_daemon(pid_t *pid)
     *pid = xd_start(DSPEC);
     if (*pid <= 0)
         return NULL;
-    char spec[160];
-    snprintf(spec, sizeof spec, "daemon=%s", xd_sock);
-    oni_ctx ctx = xfer_open(spec, &core, &sink);
+    oni_ctx ctx = xd_open(&core, &sink);
     if (!ctx) {
         xd_stop(*pid);
         *pid = -1;

@@ -91,11 +91,8 @@ TEST(first_thread_then_two)
     pthread_join(t, NULL);
     CHECK(!__libc_single_threaded);
     CHECK_EQ(atomic_load(&bad), 0);
-    int missing = 0, twice = 0;
-    for (int i = 0; i < NFRAMES; i++) {
-        missing += seen[i] == 0;
-        twice += seen[i] > 1;
-    }
+    int missing, twice;
+    fx_seen(seen, NFRAMES, &missing, &twice);
     CHECK_EQ(missing, 0);
     CHECK_EQ(twice, 0);
     CHECK_RC(oni_destroy_ctx(ctx), 0);

@@ -134,11 +134,8 @@ TEST(concurrent_readers_and_destroyers)
         CHECK_EQ(atomic_load(&errors), 0);
         CHECK_EQ(atomic_load(&bad_content), 0);
         /* Every frame delivered exactly once. */
-        int missing = 0, twice = 0;
-        for (int i = 0; i < NFRAMES; i++) {
-            missing += seen[i] == 0;
-            twice += seen[i] > 1;
-        }
+        int missing, twice;
+        fx_seen(seen, NFRAMES, &missing, &twice);
         CHECK_EQ(missing, 0);
         CHECK_EQ(twice, 0);
         CHECK_RC(oni_destroy_ctx(shared), 0);

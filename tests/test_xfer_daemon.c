@@ -21,10 +21,8 @@ TEST(xfer_daemon_host_buffers)
     if (pid == 0)
         SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
     REQUIRE(pid > 0);
-    char spec[160];
-    snprintf(spec, sizeof spec, "daemon=%s", xd_sock);
     uint32_t core = 0, sink = 0;
-    oni_ctx ctx = xfer_open(spec, &core, &sink);
+    oni_ctx ctx = xd_open(&core, &sink);
     if (!ctx) {
         xd_stop(pid);
         REQUIRE(ctx);
@@ -88,10 +86,8 @@ TEST(xfer_daemon_waiting_read_holds_up_nothing_else)
     if (pid == 0)
         SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
     REQUIRE(pid > 0);
-    char spec[160];
-    snprintf(spec, sizeof spec, "daemon=%s", xd_sock);
     uint32_t core = 0, sink = 0;
-    oni_ctx ctx = xfer_open(spec, &core, &sink);
+    oni_ctx ctx = xd_open(&core, &sink);
     if (ctx) {
         xfer_check_waiting_read(ctx, sink);
         oni_destroy_ctx(ctx);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "drivers/emu/emuproto.h"
 #include "onii.h"
+#include "xfer_check.h"
 
 static char xd_sock[108];
 
@@ -91,6 +92,15 @@ static inline int xd_call(int s, uint16_t type, const void *body, size_t len, ui
     if (value)
         *value = st.value;
     return st.rc;
+}
+
+/* An emu context through the daemon xd_start started, opened as xfer_open
+ * does (NULL on failure). */
+static inline oni_ctx xd_open(uint32_t *core, uint32_t *sink)
+{
+    char spec[160];
+    snprintf(spec, sizeof spec, "daemon=%s", xd_sock);
+    return xfer_open(spec, core, sink);
 }
 
 /* A raw session: HELLO on *ctrl, the GPU channel attached on *gpu and,

@@ -3,6 +3,7 @@
 #ifndef FIXTURE_H
 #define FIXTURE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,17 @@ static inline oni_ctx fx_open(const oni_device_t *devs, uint32_t n, int init)
         ctx = NULL;
     }
     return ctx;
+}
+
+/* Of n frames whose times were counted in seen[] as readers took them:
+ * how many were never seen (*missing) and how many more than once (*twice). */
+static inline void fx_seen(const atomic_uchar *seen, int n, int *missing, int *twice)
+{
+    *missing = *twice = 0;
+    for (int i = 0; i < n; i++) {
+        *missing += seen[i] == 0;
+        *twice += seen[i] > 1;
+    }
 }
 
 static inline struct scr_stats fx_stats(oni_ctx ctx)
