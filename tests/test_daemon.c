@@ -658,6 +658,13 @@ TEST(daemon_ring_rules)
     w.stream = EMU_STREAM_GPU_WRITE; /* on the wrong channel */
     w.len = 64;
     CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EINVALARG);
+    /* a write channel reads nothing, whatever the stream number: -1 once
+     * matched its "no stream" entry, and the tail went to a ring pointer out
+     * of bounds, so that a second read with an earlier tail was refused */
+    rd = (struct emup_read){0xFFFFFFFFu, 64, 50, 0, 8};
+    CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd)), ONI_EINVALARG);
+    rd.tail = 0;
+    CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd)), ONI_EINVALARG);
     /* a well-placed write of a malformed frame: the card's verdict comes back */
     uint8_t *shm = mmap(NULL, (size_t)hr.shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
     REQUIRE(shm != MAP_FAILED);

@@ -222,6 +222,26 @@ TEST(gpu_daemon_async_records)
     xd_stop(pid);
 }
 
+/* A write from device memory that is not pinned imports it for the
+ * transfer; that goes over the GPU write channel too, so it does not wait
+ * behind a read that waits for the card's data. */
+TEST(gpu_daemon_waiting_read_holds_up_no_unpinned_write)
+{
+    NEED_GPU();
+    pid_t pid = xd_start(XFER_SPEC(0)); /* the GPU stream stays empty */
+    if (pid == 0)
+        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
+    REQUIRE(pid > 0);
+    uint32_t c0 = 0, s0 = 0;
+    oni_ctx ctx = xd_open(&c0, &s0);
+    if (ctx) {
+        xfer_check_waiting_read(ctx, s0, 1);
+        oni_destroy_ctx(ctx);
+    }
+    xd_stop(pid);
+    CHECK(ctx != NULL);
+}
+
 /* The import messages, raw: a handle that cannot be opened, sizes beyond the
  * allocation, one allocation imported twice, a client that gave up, unknown
  * and released ids. */

@@ -327,7 +327,7 @@ TEST(xfer_waiting_read_holds_up_nothing_else)
 {
     oni_ctx ctx = xfer_open(XFER_SPEC(0), &core, &sink); /* the GPU stream stays empty */
     REQUIRE(ctx);
-    xfer_check_waiting_read(ctx, sink);
+    xfer_check_waiting_read(ctx, sink, 0);
     oni_destroy_ctx(ctx);
 }
 

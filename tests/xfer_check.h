@@ -20,6 +20,7 @@
 #include "onigpu.h"
 #include "oniemu.h"
 #include "onix.h"
+#include "gpu/gpu.h"
 #include "onii.h" /* oni_now_ns */
 #include "unit.h"
 
@@ -188,17 +189,22 @@ static inline void *xfer_read_nothing(void *arg)
 }
 
 /* On ctx, whose GPU stream stays empty: an ONI_DRV_READ on another thread
- * waits out a 1 s timeout while an ONI_DRV_WRITE to sink (its hash checked),
- * a register read and an option get finish within half of it. Uses unit.h. */
-static inline void xfer_check_waiting_read(oni_ctx ctx, uint32_t sink)
+ * waits out a 1 s timeout while an ONI_DRV_WRITE to sink (its hash checked;
+ * from device memory not pinned when gpu is set), a register read and an
+ * option get finish within half of it. Uses unit.h. */
+static inline void xfer_check_waiting_read(oni_ctx ctx, uint32_t sink, int gpu)
 {
     uint32_t ms = 1000, wsz = 4096;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
-    uint8_t *blk = calloc(1, wsz);
+    uint8_t *blk = calloc(1, wsz), *dev = NULL;
     CHECK(blk != NULL);
     if (!blk)
         return;
     uint32_t want = xsum_frames(blk, wsz, 1024, sink, 1, XSUM_START);
+    if (gpu) {
+        CHECK_RC(gpu_alloc((void **)&dev, wsz), 0);
+        CHECK_RC(dev ? gpu_copy(dev, blk, wsz) : ONI_ENOGPU, 0);
+    }
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, sizeof wsz), 0);
     struct xfer_blocked_read r = {ctx, 0};
     pthread_t t;
@@ -208,7 +214,7 @@ static inline void xfer_check_waiting_read(oni_ctx ctx, uint32_t sink)
     struct timespec ts = {0, 100000000}; /* the reader is waiting by now */
     nanosleep(&ts, NULL);
     uint64_t t1 = oni_now_ns();
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, gpu ? dev : blk, 8), 0);
     oni_reg_val_t got = 0;
     CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
     CHECK_EQ(got, want);
@@ -223,6 +229,8 @@ static inline void xfer_check_waiting_read(oni_ctx ctx, uint32_t sink)
         CHECK(reader >= 900000000u); /* the read did wait out its timeout meanwhile */
     }
     CHECK(others < 500000000u); /* half the read's wait: not behind it */
+    if (dev)
+        gpu_free(dev);
     free(blk);
 }
 

@@ -435,7 +435,7 @@ static int do_read(struct conn *c, const struct emup_msg *m)
     static const int ring_of[EMUP_NCHAN] = {EMUP_RING_SIGNAL, EMUP_RING_DATA, -1, EMUP_RING_GPU, -1};
     struct session *s = c->s;
     const struct emup_read *rq = &m->u.read;
-    if ((int)rq->stream != stream_of[c->chan])
+    if (stream_of[c->chan] < 0 || rq->stream != (uint32_t)stream_of[c->chan]) /* a write channel reads nothing */
         return reply_status(c, m, ONI_EINVALARG, 0);
     int r = ring_of[c->chan];
     if (rq->tail < s->tail[r] || rq->tail > s->head[r])
@@ -501,8 +501,9 @@ static int do_write(struct conn *c, const struct emup_msg *m)
     return reply_status(c, m, rc < 0 ? rc : 0, 0);
 }
 
-/* GPU_IMPORT and GPU_RELEASE on the GPU channel; GPU_DMA on the channel of
- * its direction. */
+/* GPU_DMA on the channel of its direction; GPU_IMPORT and GPU_RELEASE on
+ * either GPU channel (the client asks on the channel of the transfer the
+ * import serves). */
 static int do_gpu(struct conn *c, const struct emup_msg *m)
 {
     struct session *s = c->s;
@@ -512,7 +513,7 @@ static int do_gpu(struct conn *c, const struct emup_msg *m)
             return reply_status(c, m, ONI_EINVALSTATE, 0);
         return reply_status(c, m, gpu_dma(s, rq), 0);
     }
-    if (c->chan != EMUP_CHAN_GPU)
+    if (c->chan != EMUP_CHAN_GPU && c->chan != EMUP_CHAN_GPUW)
         return reply_status(c, m, ONI_EINVALSTATE, 0);
     uint32_t id = 0;
     int rc;

@@ -490,12 +490,16 @@ int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms)
     return rc;
 }
 
-int emuc_gpu_import(struct emuc *c, const uint8_t *handle, uint64_t size, uint32_t *id, uint32_t timeout_ms)
+/* The channel of a GPU memory request: that of the stream it serves. */
+static int gpu_chan(int write) { return write ? EMUP_CHAN_GPUW : EMUP_CHAN_GPU; }
+
+int emuc_gpu_import(struct emuc *c, int write, const uint8_t *handle, uint64_t size, uint32_t *id,
+                    uint32_t timeout_ms)
 {
     struct emup_gpu_import rq = {.size = size};
     memcpy(rq.handle, handle, sizeof rq.handle);
     struct emup_status_reply st;
-    int rc = locked_call(c, EMUP_CHAN_GPU, EMUP_GPU_IMPORT, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
+    int rc = locked_call(c, gpu_chan(write), EMUP_GPU_IMPORT, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
     if (!rc && !st.value)
         rc = ONI_EBADFRAME;
     if (!rc)
@@ -503,11 +507,11 @@ int emuc_gpu_import(struct emuc *c, const uint8_t *handle, uint64_t size, uint32
     return rc;
 }
 
-int emuc_gpu_release(struct emuc *c, uint32_t id, uint32_t timeout_ms)
+int emuc_gpu_release(struct emuc *c, int write, uint32_t id, uint32_t timeout_ms)
 {
     struct emup_gpu_release rq = {id, 0};
     struct emup_status_reply st;
-    int rc = locked_call(c, EMUP_CHAN_GPU, EMUP_GPU_RELEASE, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
+    int rc = locked_call(c, gpu_chan(write), EMUP_GPU_RELEASE, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
     return rc;
 }
 
@@ -536,7 +540,7 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
 {
     if (!d->len || d->len > UINT32_MAX || !d->id || (d->async && (!d->done_id || !d->done)))
         return ONI_EINVALARG;
-    struct chan *ch = &c->ch[d->write ? EMUP_CHAN_GPUW : EMUP_CHAN_GPU];
+    struct chan *ch = &c->ch[gpu_chan(d->write)];
     uint64_t now = oni_now_ns();
     struct emup_gpu_dma rq = {.id = d->id, .dir = d->write ? 1u : 0u, .offset = d->offset, .len = (uint32_t)d->len,
                               .timeout_ms = timeout_ms, .done_id = d->async ? d->done_id : 0,
@@ -565,9 +569,9 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
         if (rc || (size_t)held == d->len) {
             pthread_mutex_unlock(&ch->lock);
             if (d->release_buf)
-                emuc_gpu_release(c, d->id, timeout_ms);
+                emuc_gpu_release(c, 0, d->id, timeout_ms);
             if (d->async && d->release_done)
-                emuc_gpu_release(c, d->done_id, timeout_ms);
+                emuc_gpu_release(c, 0, d->done_id, timeout_ms);
             return rc;
         }
     }

@@ -48,13 +48,16 @@ int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms);
 
 /* GPU memory for the daemon's DMA engine (CUDA IPC, docs/daemon.md). Import
  * the device allocation named by handle (gpu_ipc_export of its base) of size
- * bytes: *id names it until released. Errors: ONI_ENOGPU (the daemon has no
+ * bytes: *id names it until released. The request goes over the channel of
+ * the GPU write stream when write is set (a write's own import), else over
+ * that of the GPU read stream, so neither waits behind the other. Errors: ONI_ENOGPU (the daemon has no
  * CUDA), ONI_EINVALARG (the daemon cannot open the handle), ONI_EBUFFERSIZE
  * (size exceeds the allocation), ONI_EBADALLOC (too many imports), and the
  * transport's (ONI_ETIMEOUT, ONI_EDISCONNECTED). Release: ONI_ENOTPINNED for
  * an id the daemon does not hold. */
-int emuc_gpu_import(struct emuc *c, const uint8_t *handle, uint64_t size, uint32_t *id, uint32_t timeout_ms);
-int emuc_gpu_release(struct emuc *c, uint32_t id, uint32_t timeout_ms);
+int emuc_gpu_import(struct emuc *c, int write, const uint8_t *handle, uint64_t size, uint32_t *id,
+                    uint32_t timeout_ms);
+int emuc_gpu_release(struct emuc *c, int write, uint32_t id, uint32_t timeout_ms);
 
 /* One transfer of the daemon's DMA engine between the card and imported GPU
  * memory: buf (this process's address) is offset bytes into import id. With

@@ -30,10 +30,11 @@
 #define EMUP_MAXMSG 1024 /* largest message, header included */
 #define EMUP_MAXSTR 512  /* largest string (spec, path) including its NUL */
 
-/* GPU: the GPU read stream (READ, GPU_DMA card -> GPU) and GPU memory
- * (GPU_IMPORT, GPU_RELEASE); GPUW: the GPU write stream (WRITE, GPU_DMA
- * GPU -> card), so that a write of results never waits behind a read that
- * waits for the card's data. */
+/* GPU: the GPU read stream (READ, GPU_DMA card -> GPU); GPUW: the GPU write
+ * stream (WRITE, GPU_DMA GPU -> card), so that a write of results never
+ * waits behind a read that waits for the card's data. GPU memory
+ * (GPU_IMPORT, GPU_RELEASE) on either: the client asks on the channel of
+ * the transfer an import serves, PIN and UNPIN on GPU. */
 enum emup_chan { EMUP_CHAN_CTRL = 0, EMUP_CHAN_DATA, EMUP_CHAN_WRITE, EMUP_CHAN_GPU, EMUP_CHAN_GPUW, EMUP_NCHAN };
 
 /* Rings; direction: who produces. */
@@ -56,9 +57,9 @@ enum emup_type {
     EMUP_STATS,        /* empty body */
     EMUP_LINK,         /* empty body */
     EMUP_TRUTH,        /* body = path string, NUL-terminated ("" stops) */
-    EMUP_GPU_IMPORT,   /* GPU channel: struct emup_gpu_import; status reply, value = import id */
+    EMUP_GPU_IMPORT,   /* GPU or GPUW: struct emup_gpu_import; status reply, value = import id */
     EMUP_GPU_DMA,      /* GPU channel (card -> GPU), GPUW (GPU -> card): struct emup_gpu_dma; status reply */
-    EMUP_GPU_RELEASE,  /* GPU channel: struct emup_gpu_release; status reply */
+    EMUP_GPU_RELEASE,  /* GPU or GPUW: struct emup_gpu_release; status reply */
     EMUP_MODE,         /* empty body; status reply, value = 1 in fast mode, 0 realtime */
     EMUP_NTYPE,
     EMUP_REPLY = 0x80  /* or-ed into the request's type in its reply */

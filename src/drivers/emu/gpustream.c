@@ -232,12 +232,14 @@ static struct pin *find_pin(struct gpustream *g, const void *p, int inside)
 
 /* --- pinning ----------------------------------------------------------------- */
 
-/* Daemon mode: let the daemon map the device allocation at base (CUDA IPC). */
-static int daemon_import(struct gpustream *g, uintptr_t base, size_t alloc, uint32_t *id, uint32_t timeout_ms)
+/* Daemon mode: let the daemon map the device allocation at base (CUDA IPC),
+ * asking on the channel of the write stream for a write's own import. */
+static int daemon_import(struct gpustream *g, int write, uintptr_t base, size_t alloc, uint32_t *id,
+                         uint32_t timeout_ms)
 {
     uint8_t h[GPU_IPC_HANDLE_SIZE];
     int rc = gpu_ipc_export((const void *)base, h);
-    return rc ? rc : emuc_gpu_import(g->daemon, h, alloc, id, timeout_ms);
+    return rc ? rc : emuc_gpu_import(g->daemon, write, h, alloc, id, timeout_ms);
 }
 
 static int pin(struct gpustream *g, const void *value, size_t len, uint32_t timeout_ms)
@@ -268,7 +270,7 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t time
         e.buffer_id = info.buffer_id;
         if (g->daemon && info.kind == GPU_KIND_DEVICE) {
             e.base = (uintptr_t)info.base;
-            rc = daemon_import(g, e.base, info.len, &e.import_id, timeout_ms);
+            rc = daemon_import(g, 0, e.base, info.len, &e.import_id, timeout_ms);
             if (rc)
                 return rc;
         }
@@ -302,7 +304,7 @@ static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t ti
     if (e->registered)
         rc = gpu_host_unregister(b.p);
     if (e->import_id)
-        rc = emuc_gpu_release(g->daemon, e->import_id, timeout_ms);
+        rc = emuc_gpu_release(g->daemon, 0, e->import_id, timeout_ms);
     *e = g->pins[--g->npins];
     return rc;
 }
@@ -490,14 +492,14 @@ static int daemon_dma(struct gpustream *g, struct emuc_dma *d, const struct rout
     int rc = 0;
     d->id = buf->import_id;
     if (!d->id) {
-        rc = daemon_import(g, buf->base, buf->alloc, &d->id, timeout_ms);
+        rc = daemon_import(g, d->write, buf->base, buf->alloc, &d->id, timeout_ms);
         d->release_buf = 1;
     }
     d->offset = (uintptr_t)d->buf - buf->base;
     if (!rc && done) {
         d->done_id = done->import_id;
         if (!d->done_id) {
-            rc = daemon_import(g, done->base, done->alloc, &d->done_id, timeout_ms);
+            rc = daemon_import(g, d->write, done->base, done->alloc, &d->done_id, timeout_ms);
             d->release_done = 1;
         }
         d->done_offset = (uintptr_t)d->done - done->base;
@@ -505,7 +507,7 @@ static int daemon_dma(struct gpustream *g, struct emuc_dma *d, const struct rout
     if (!rc)
         return emuc_gpu_dma(g->daemon, d, timeout_ms);
     if (d->release_buf && d->id)
-        emuc_gpu_release(g->daemon, d->id, timeout_ms);
+        emuc_gpu_release(g->daemon, d->write, d->id, timeout_ms);
     return rc;
 }
 
