@@ -380,6 +380,18 @@ static inline int read_frame_fast(struct oni_ctx_impl *ctx, oni_frame_t **out)
     return hand_out(ctx, ctx->fnext++, (size_t)len, out);
 }
 
+/* oni_read_frame under the read lock. Out of line, so that the registers
+ * it needs are saved only here, not on the one-thread fast path. */
+__attribute__((noinline)) static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **frame)
+{
+    unsigned ticket;
+    int rc;
+    if (!oni_rticket(ctx, &ticket) || !(rc = read_frame_fast(ctx, frame)))
+        return read_frame_unlock(ctx, frame, ticket); /* a tail call */
+    oni_runlock(ctx, ticket);
+    return rc;
+}
+
 int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
 {
     if (!ctx)
@@ -391,11 +403,7 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
      * either, and none can start during the fast path (it calls nothing). */
     if (oni_one_thread() && (rc = read_frame_fast(ctx, frame)) > 0)
         return rc;
-    unsigned ticket;
-    if (!oni_rticket(ctx, &ticket) || !(rc = read_frame_fast(ctx, frame)))
-        return read_frame_unlock(ctx, frame, ticket); /* a tail call: the fast path calls nothing */
-    oni_runlock(ctx, ticket);
-    return rc;
+    return read_frame_locked(ctx, frame);
 }
 
 /* ---- write path ---------------------------------------------------------- */
