@@ -360,14 +360,14 @@ __attribute__((noinline)) static int read_frame_unlock(struct oni_ctx_impl *ctx,
     return rc;
 }
 
-/* The common case of oni_read_frame, read lock held: a descriptor free in
- * the segment and a known frame wholly in the block whose device sits in its
- * home slot (bytes in the block imply a readable device in the table, so an
- * uninitialized ctx never gets here). Returns 0 for everything else: a
- * refill, a bad header, a new segment. The length comes from the header,
- * not the slot: the next call's position waits for it, and a load from the
- * slot would add to that wait. A header of all ones meets an empty slot's
- * want, but not its length check. */
+/* The common case of oni_read_frame, with the read lock held or the process
+ * on one thread: a descriptor free in the segment and a known frame wholly
+ * in the block whose device sits in its home slot (bytes in the block imply
+ * a readable device in the table, so an uninitialized ctx never gets here).
+ * Returns 0 for everything else: a refill, a bad header, a new segment. The
+ * length comes from the header, not the slot: the next call's position
+ * waits for it, and a load from the slot would add to that wait. A header
+ * of all ones meets an empty slot's want, but not its length check. */
 static inline int read_frame_fast(struct oni_ctx_impl *ctx, oni_frame_t **out)
 {
     size_t avail = ctx->end - ctx->pos;
