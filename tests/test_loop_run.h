@@ -111,7 +111,13 @@ static void check_run(const char *backend, const char *seconds)
         fprintf(stderr, "  %s: %g events, recall %.3f, precision %.3f, latency p50 %.1f us, dropped %g\n", backend,
                 events, recall, precision, p50, dropped);
         CHECK(strstr(out, "results in ") != NULL);
-        CHECK(dropped == 0);
+        /* Drops are always counted and reported; none are allowed only where
+         * the CPU keeps real time (TSan on 2 cores once dropped 2.9M frames). */
+        CHECK(!isnan(dropped));
+        if (RUN_REALTIME_BUILD)
+            CHECK(dropped == 0);
+        if (dropped != 0)
+            fprintf(stderr, "%s\n", out); /* where the drops came from */
         /* The loop also stops when asked: no reader may starve the stop or the
          * statistics (a 4 s run once took 7.5 s on a 16-core machine). */
         int on_time = ran > 0 && ran < atof(seconds) + 2.0;

@@ -58,25 +58,23 @@ void oni_pool_unref(struct oni_pool *p)
     free(p);
 }
 
-/* Lock-free push of a write frame by whoever gives it back. */
-static void push_wframe(_Atomic(struct oni_frame *) *head, struct oni_frame *f)
-{
-    struct oni_frame *old = atomic_load_explicit(head, memory_order_relaxed);
-    do
-        f->next = old;
-    while (!atomic_compare_exchange_weak_explicit(head, &old, f, memory_order_release,
-                                                  memory_order_relaxed));
-}
+/* Lock-free push of node onto the list at head (an _Atomic pointer to the
+ * node's type) by whoever gives it back; the owner takes the whole list with
+ * one exchange. Used for blocks and for pooled write frames. */
+#define LF_PUSH(head, node)                                                                            \
+    do {                                                                                               \
+        __typeof__(node) old_ = atomic_load_explicit((head), memory_order_relaxed);                    \
+        do                                                                                             \
+            (node)->next = old_;                                                                       \
+        while (!atomic_compare_exchange_weak_explicit((head), &old_, (node), memory_order_release,     \
+                                                      memory_order_relaxed));                          \
+    } while (0)
 
 /* Give b, whose last reference is gone, back to its pool. */
 __attribute__((noinline)) static void block_return(struct oni_block *b)
 {
     struct oni_pool *p = b->pool;
-    struct oni_block *old = atomic_load_explicit(&p->ret_blocks, memory_order_relaxed);
-    do
-        b->next = old;
-    while (!atomic_compare_exchange_weak_explicit(&p->ret_blocks, &old, b, memory_order_release,
-                                                  memory_order_relaxed));
+    LF_PUSH(&p->ret_blocks, b);
     oni_pool_unref(p);
 }
 
@@ -545,7 +543,7 @@ void oni_destroy_frame(oni_frame_t *frame)
     case ONI_FRAME_WRITE_POOLED: {
         struct oni_frame *f = (struct oni_frame *)frame;
         struct oni_pool *p = f->pool;
-        push_wframe(&p->ret_wframes, f);
+        LF_PUSH(&p->ret_wframes, f);
         oni_pool_unref(p);
         break;
     }

@@ -278,6 +278,15 @@ static double backlog_ms(const onigpu_stream_stats_t *ss, size_t stride, double 
     return stride && fs_hz > 0 ? (double)ss->fifo_bytes[1] / (double)stride / fs_hz * 1e3 : 0;
 }
 
+/* The card's stream statistics into *ss (zeros on an error, which is
+ * returned: the callers then say the figures are unknown, never 0). */
+static int card_stats(struct run *r, onigpu_stream_stats_t *ss)
+{
+    size_t sz = sizeof *ss;
+    memset(ss, 0, sizeof *ss);
+    return oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, ss, &sz);
+}
+
 /* One live line: frame rate over the last interval, stimulations, latency
  * percentiles so far, GPU-stream FIFO fill and backlog, drops. */
 static void progress(struct run *r, struct loop *lp, double t, uint32_t block, size_t stride, double fs_hz,
@@ -286,16 +295,18 @@ static void progress(struct run *r, struct loop *lp, double t, uint32_t block, s
     struct loop_stats ls;
     struct bench_stats st;
     onigpu_stream_stats_t ss;
-    size_t sz = sizeof ss;
     loop_get_stats(lp, &ls);
-    memset(&ss, 0, sizeof ss);
-    oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, &ss, &sz);
+    int ss_rc = card_stats(r, &ss);
     double rate = t > *last_t ? (double)(ls.blocks - *last_blocks) * block / (t - *last_t) : 0;
     *last_blocks = ls.blocks;
     *last_t = t;
     printf("%5.1f s  %7.0f frames/s  %6llu stims", t, rate, (unsigned long long)atomic_load(&r->stims));
     if (!lat_stats(r, &st))
         printf("  latency p50 %7.1f us p99 %7.1f us", ticks_us(r, st.p50), ticks_us(r, st.p99));
+    if (ss_rc) {
+        printf("  card statistics: %s\n", oni_error_str(ss_rc));
+        return;
+    }
     printf("  fifo %.1f%% (%.1f ms behind)  drops %llu\n",
            ss.fifo_capacity[1] ? 100.0 * (double)ss.fifo_bytes[1] / (double)ss.fifo_capacity[1] : 0.0,
            backlog_ms(&ss, stride, fs_hz), (unsigned long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
@@ -340,7 +351,6 @@ static int run(int argc, char **argv)
     uint32_t np2_read = 0, one = 1;
     if (rc || !(r->ctx = open_card(&o, truth)))
         goto done;
-    size_t sz = sizeof one;
     uint32_t hz = 0;
     rc = find_devices(r, &np2_read);
     if (!rc)
@@ -422,10 +432,7 @@ static int run(int argc, char **argv)
      * block or two; one slower than the probe owes more every second, and
      * its latency grows with it, long before the 4 GiB FIFO drops anything. */
     onigpu_stream_stats_t ss;
-    memset(&ss, 0, sizeof ss);
-    sz = sizeof ss;
-    oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, &ss, &sz);
-    double owed_ms = backlog_ms(&ss, lay.stride, p.fs_hz);
+    double owed_ms = card_stats(r, &ss) ? NAN : backlog_ms(&ss, lay.stride, p.fs_hz);
     loop_stop(lp);
     pthread_join(lth, NULL);
     struct timespec settle = {0, 300000000}; /* the last echoes */
@@ -444,9 +451,7 @@ static int run(int argc, char **argv)
     /* --- summary --------------------------------------------------------------- */
     struct loop_stats ls;
     loop_get_stats(lp, &ls);
-    memset(&ss, 0, sizeof ss);
-    sz = sizeof ss;
-    oni_get_driver_opt(r->ctx, ONI_DRV_STREAM_STATS, &ss, &sz);
+    int ss_rc = card_stats(r, &ss);
     struct loop_truth *tr = NULL;
     size_t ntr = read_truth(truth, r->np2, &tr);
     const struct loop_ephys_state *fin = loop_ephys_final(lp);
@@ -465,9 +470,12 @@ static int run(int argc, char **argv)
     printf("\nsummary (%s, %.2f s)\n", loop_backend_name(backend), ls.seconds);
     printf("  frames processed   %llu (%llu bytes, %.0f frames/s)\n", (unsigned long long)frames,
            (unsigned long long)ls.bytes_in, fps);
-    printf("  keeping up         %s: %.0f of %.0f frames/s, %.1f ms of data left in the card at the end%s\n",
-           behind ? "NO (overrun)" : "yes", fps, p.fs_hz, owed_ms,
-           behind ? "; latency grows with the backlog, and drops follow once the FIFO is full" : "");
+    if (isnan(owed_ms)) /* the card's statistics failed: no verdict without the backlog */
+        printf("  keeping up         unknown: %.0f of %.0f frames/s, data left in the card unknown\n", fps, p.fs_hz);
+    else
+        printf("  keeping up         %s: %.0f of %.0f frames/s, %.1f ms of data left in the card at the end%s\n",
+               behind ? "NO (overrun)" : "yes", fps, p.fs_hz, owed_ms,
+               behind ? "; latency grows with the backlog, and drops follow once the FIFO is full" : "");
     printf("  spikes detected    %llu (%llu not listed: block overflow)\n",
            (unsigned long long)atomic_load(&r->ndet), (unsigned long long)atomic_load(&r->det_overflow));
     printf("  vs ground truth    %llu events scored, recall %.3f, precision %.3f (+-%.1f ms, +-2 channels)\n",
@@ -478,8 +486,12 @@ static int run(int argc, char **argv)
         printf("  closed-loop latency (spike sample -> stimulator receipt, acquisition clock): p50 %.1f us, p99 %.1f "
                "us, p99.9 %.1f us, max %.1f us\n",
                ticks_us(r, lat.p50), ticks_us(r, lat.p99), ticks_us(r, lat.p999), ticks_us(r, lat.max));
-    printf("  dropped            %llu frames in the card FIFOs, %llu stalled reads\n",
-           (unsigned long long)(ss.dropped_frames[0] + ss.dropped_frames[1]), (unsigned long long)ls.stalls);
+    if (ss_rc)
+        printf("  dropped            unknown (card statistics: %s), %llu stalled reads\n", oni_error_str(ss_rc),
+               (unsigned long long)ls.stalls);
+    else
+        printf("  dropped            %llu frames in the card FIFOs, %llu stalled reads\n",
+               (unsigned long long)(ss.dropped_frames[0] + ss.dropped_frames[1]), (unsigned long long)ls.stalls);
     if (atomic_load(&r->echo_err))
         cli_fail("reading the stimulator's echoes", atomic_load(&r->echo_err));
     if (o.out) {
@@ -503,7 +515,10 @@ static int run(int argc, char **argv)
             bench_cell_num(rep, "lat_p99_us", have_lat ? ticks_us(r, lat.p99) : NAN);
             bench_cell_num(rep, "lat_p999_us", have_lat ? ticks_us(r, lat.p999) : NAN);
             bench_cell_num(rep, "lat_max_us", have_lat ? ticks_us(r, lat.max) : NAN);
-            bench_cell_int(rep, "dropped_frames", (long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
+            if (ss_rc)
+                bench_cell_num(rep, "dropped_frames", NAN);
+            else
+                bench_cell_int(rep, "dropped_frames", (long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
             bench_cell_num(rep, "frames_per_s", fps);
             bench_cell_num(rep, "backlog_ms", owed_ms);
             bench_cell_int(rep, "overrun", behind);
