@@ -242,6 +242,75 @@ TEST(gpu_daemon_waiting_read_holds_up_no_unpinned_write)
     CHECK(ctx != NULL);
 }
 
+/* The reader of gpu_daemon_waiting_gpu_read_*: an ONI_DRV_READ into
+ * device memory, which the daemon moves with a GPU_DMA that waits. */
+struct dev_read {
+    oni_ctx ctx;
+    void *dev;
+    int rc;
+};
+
+static void *read_into_device(void *arg)
+{
+    struct dev_read *r = arg;
+    r->rc = oni_set_driver_opt(r->ctx, ONI_DRV_READ, r->dev, 8);
+    return NULL;
+}
+
+/* While a GPU_DMA into device memory waits for the card's data on the GPU
+ * channel, the imports that unpinned writes make on the GPU write channel
+ * are still unmapped after each write: more than the session's 1024 imports
+ * all succeed. (The daemon once kept every mapping while any DMA ran.) */
+TEST(gpu_daemon_waiting_gpu_read_keeps_no_released_import)
+{
+    NEED_GPU();
+    pid_t pid = xd_start(XFER_SPEC(0)); /* the GPU stream stays empty */
+    if (pid == 0)
+        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
+    REQUIRE(pid > 0);
+    uint32_t c0 = 0, s0 = 0;
+    oni_ctx ctx = xd_open(&c0, &s0);
+    CHECK(ctx != NULL);
+    uint32_t ms = 2000, wsz = 4096, rsz = 0;
+    size_t len = sizeof rsz;
+    uint8_t *blk = calloc(1, wsz), *wdev = NULL, *rdev = NULL;
+    if (ctx && blk && !oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &rsz, &len) &&
+        !gpu_alloc((void **)&wdev, wsz) && !gpu_alloc((void **)&rdev, rsz)) {
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, sizeof wsz), 0);
+        xsum_frames(blk, wsz, 1024, s0, 1, XSUM_START);
+        CHECK_RC(gpu_copy(wdev, blk, wsz), 0);
+        struct dev_read r = {ctx, rdev, 0};
+        pthread_t t;
+        int started = pthread_create(&t, NULL, read_into_device, &r) == 0;
+        CHECK(started);
+        struct timespec ts = {0, 100000000}; /* the read's DMA is waiting by now */
+        nanosleep(&ts, NULL);
+        int n = 0, rc = 0;
+        uint64_t t1 = oni_now_ns();
+        while (n < 1100 && !(rc = oni_set_driver_opt(ctx, ONI_DRV_WRITE, wdev, 8)))
+            n++;
+        uint64_t took = oni_now_ns() - t1;
+        CHECK_RC(rc, 0);
+        CHECK_EQ(n, 1100);
+        CHECK(took < 1500000000u); /* all of them while the read still waited */
+        if (started) {
+            pthread_join(t, NULL);
+            CHECK_RC(r.rc, ONI_ETIMEOUT);
+        }
+    } else {
+        UNIT_FAIL("no context, buffers or read size");
+    }
+    if (wdev)
+        gpu_free(wdev);
+    if (rdev)
+        gpu_free(rdev);
+    free(blk);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    xd_stop(pid);
+}
+
 /* The import messages, raw: a handle that cannot be opened, sizes beyond the
  * allocation, one allocation imported twice, a client that gave up, unknown
  * and released ids. */

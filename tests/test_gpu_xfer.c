@@ -321,3 +321,47 @@ TEST(gpu_xfer_randomized)
     free(host);
     oni_destroy_ctx(ctx);
 }
+
+/* A copy into GPU memory that outlives its timeout: the read says
+ * ONI_ETIMEOUT, and the data it was moving stays in the card, so the next
+ * read (which first waits for that copy) delivers it again: the counter runs
+ * on without a gap. The card fills its FIFO in real time first, so that the
+ * timed-out read finds its 256 MiB there and times out in the copy itself. */
+TEST(gpu_xfer_timed_out_copy_loses_nothing)
+{
+    NEED_GPU();
+    oni_ctx ctx = xfer_open("devices=testcore:bytes=4096:rate=1G:route=1,testsink;mode=realtime;link=unlimited;ddr=2G",
+                            &core, &sink);
+    REQUIRE(ctx);
+    const uint32_t big = 256u << 20;
+    uint8_t *dev = NULL, *host = malloc(big);
+    CHECK(host != NULL);
+    if (host && gpu_alloc((void **)&dev, big) == 0) {
+        struct xcheck c;
+        xcheck_init(&c, core);
+        uint32_t ms = 5000;
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+        CHECK_RC(read_check(ctx, dev, 1 << 20, host, &c, 1), 0); /* the stream exists now */
+        onigpu_stream_stats_t st = {0};
+        uint64_t t0 = oni_now_ns();
+        do {
+            size_t sz = sizeof st;
+            CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz), 0);
+        } while (st.fifo_bytes[1] < big && oni_now_ns() - t0 < 3000000000u);
+        CHECK(st.fifo_bytes[1] >= big);
+        ms = 1; /* 256 MiB take several ms on any link */
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+        CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, big), 0);
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8), ONI_ETIMEOUT);
+        ms = 5000;
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+        CHECK_RC(read_check(ctx, dev, big, host, &c, 1), 0);
+        CHECK_EQ(c.errors, 0);
+        CHECK(c.frames > 60000);
+        gpu_free(dev);
+    } else {
+        UNIT_FAIL("no memory for 256 MiB");
+    }
+    free(host);
+    oni_destroy_ctx(ctx);
+}

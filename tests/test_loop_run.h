@@ -77,11 +77,15 @@ static int onigpu(const char *const *args)
             SKIP("ONIGPU_BIN not set (run through ctest)");                            \
     } while (0)
 
-/* The number after `key` in out, or NAN. */
+/* The number after `key` in out, or NAN (no key, or no number after it). */
 static double after(const char *key)
 {
     const char *p = strstr(out, key);
-    return p ? strtod(p + strlen(key), NULL) : NAN;
+    if (!p)
+        return NAN;
+    char *end;
+    double v = strtod(p + strlen(key), &end);
+    return end == p + strlen(key) ? NAN : v;
 }
 
 /* `onigpu run` on backend b for a few seconds: spikes against ground truth,

@@ -38,6 +38,7 @@ struct dma_chan {
     int write;              /* 0: card -> buffer, 1: buffer -> card */
     pthread_mutex_t xfer;   /* one transfer of this direction at a time */
     struct gpu_stream *stream;
+    int unsettled;          /* a wait on stream timed out with work queued (atomic): see settle() */
 
     pthread_mutex_t q_lock; /* the job queue */
     pthread_cond_t q_cond, q_idle;
@@ -351,6 +352,22 @@ static int need_stream(struct dma_chan *c)
     return c->stream ? 0 : gpu_stream_create(&c->stream);
 }
 
+/* Wait for the work queued on the channel's stream; the caller holds
+ * c->xfer. A timeout leaves that work running, still reading and writing
+ * its buffers: c->unsettled then says so until a later wait sees it done.
+ * Meanwhile the next transfer of the channel waits for it first, a read
+ * leaves its FIFO span in the card (the generator must not overwrite what
+ * the copy reads; the data is delivered again, not lost), and
+ * emu_dma_idle is false (the daemon keeps the mappings open). */
+static int settle(struct dma_chan *c, uint32_t timeout_ms)
+{
+    int rc = gpu_stream_wait(c->stream, timeout_ms);
+    __atomic_store_n(&c->unsettled, rc == ONI_ETIMEOUT, __ATOMIC_RELAXED);
+    return rc;
+}
+
+static int is_unsettled(struct dma_chan *c) { return __atomic_load_n(&c->unsettled, __ATOMIC_RELAXED); }
+
 /* Write the completion record once the payload is complete: GPU memory by
  * the channel's stream, host memory by the CPU (release order). */
 static int post(struct dma_chan *c, volatile uint32_t *done, int done_gpu, uint32_t seq, uint32_t timeout_ms)
@@ -360,7 +377,7 @@ static int post(struct dma_chan *c, volatile uint32_t *done, int done_gpu, uint3
         return 0;
     }
     int rc = gpu_write_word_async(c->stream, done, seq);
-    return rc ? rc : gpu_stream_wait(c->stream, timeout_ms);
+    return rc ? rc : settle(c, timeout_ms);
 }
 
 /* One card -> buffer transfer; the caller holds ch[0].xfer. done may be NULL. */
@@ -369,7 +386,10 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
 {
     struct dma_chan *c = &d->ch[0];
     struct emu_span sp[2];
-    int rc = emu_card_fifo_peek(d->card, EMU_STREAM_GPU, n, sp, timeout_ms);
+    int rc = is_unsettled(c) ? settle(c, timeout_ms) : 0;
+    if (rc)
+        return rc;
+    rc = emu_card_fifo_peek(d->card, EMU_STREAM_GPU, n, sp, timeout_ms);
     if (rc < 0)
         return rc;
     rc = 0;
@@ -404,14 +424,15 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
             in_stream = 1;
         }
         if (!rc)
-            rc = gpu_stream_wait(c->stream, timeout_ms);
+            rc = settle(c, timeout_ms);
     } else if (!dst_gpu) {
         memcpy(dst, sp[0].p, sp[0].n);
         if (sp[1].n)
             memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
     }
     emu_card_link_delay(d->card, n, oni_now_ns() - t0);
-    emu_card_fifo_consume(d->card, EMU_STREAM_GPU, n);
+    if (!is_unsettled(c))
+        emu_card_fifo_consume(d->card, EMU_STREAM_GPU, n);
     if (rc) {
         count_failure(d);
         return rc == ONI_ETIMEOUT ? rc : ONI_EREADFAILURE;
@@ -429,8 +450,8 @@ static int do_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, v
 {
     struct dma_chan *c = &d->ch[1];
     const void *from = src;
-    int rc = 0;
-    if (src_gpu || done_gpu)
+    int rc = is_unsettled(c) ? settle(c, timeout_ms) : 0; /* before wstage is reused */
+    if (!rc && (src_gpu || done_gpu))
         rc = need_stream(c);
     if (!rc && src_gpu) {
         /* The card reads the GPU buffer into its own (page-locked) memory. */
@@ -457,7 +478,7 @@ static int do_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, v
         if (!rc && !moved)
             rc = gpu_copy_async(c->stream, d->wstage, src, n);
         if (!rc && !moved)
-            rc = gpu_stream_wait(c->stream, timeout_ms);
+            rc = settle(c, timeout_ms);
         from = d->wstage;
     }
     /* emu_card_write applies the link model to the whole transfer. */
@@ -622,10 +643,22 @@ int emu_dma_idle(struct emu_dma *d)
 {
     int idle = 1;
     for (int k = 0; k < 2; k++) {
-        pthread_mutex_lock(&d->ch[k].q_lock);
-        if (d->ch[k].q_count || d->ch[k].busy)
+        struct dma_chan *c = &d->ch[k];
+        pthread_mutex_lock(&c->q_lock);
+        if (c->q_count || c->busy)
             idle = 0;
-        pthread_mutex_unlock(&d->ch[k].q_lock);
+        pthread_mutex_unlock(&c->q_lock);
+        /* Work left by a timed-out wait: done by now? (A running transfer
+         * holds xfer; it waits for that work itself.) */
+        if (is_unsettled(c)) {
+            if (pthread_mutex_trylock(&c->xfer) == 0) {
+                if (is_unsettled(c))
+                    settle(c, 0);
+                pthread_mutex_unlock(&c->xfer);
+            }
+            if (is_unsettled(c))
+                idle = 0;
+        }
     }
     return idle;
 }

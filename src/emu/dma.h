@@ -60,7 +60,8 @@ int emu_dma_submit(struct emu_dma *dma, int write, const onigpu_xfer_t *x, int b
  * reported. */
 int emu_dma_flush(struct emu_dma *dma, uint32_t timeout_ms);
 
-/* 1 when no job is queued or running in either direction (a snapshot). */
+/* 1 when no job is queued or running in either direction and no copy whose
+ * wait timed out is still running (a snapshot). */
 int emu_dma_idle(struct emu_dma *dma);
 
 /* Counters: transfers done, bytes moved, failed jobs, ring bytes page-locked,

@@ -74,13 +74,14 @@ struct session {
     /* GPU memory of the client (CUDA IPC) and the DMA engine that moves the
      * card's GPU streams into it: the GPU and GPUW channels' threads, under
      * gpu_lock. A DMA runs without the lock (the engine keeps the two
-     * directions apart); dma_busy counts those running, and no mapping is
-     * closed while one is. */
+     * directions apart); moving[dir] holds the mappings of the one running
+     * on each channel (buffer, completion word), which gpu_reap keeps open
+     * while it unmaps the other released imports. */
     pthread_mutex_t gpu_lock;
     struct emu_dma *dma;
     struct gpu_import imp[EMUP_GPU_MAXIDS];
     int nimp;
-    int dma_busy;
+    uint8_t *moving[2][2];
     uint32_t next_id;
 };
 
@@ -116,18 +117,28 @@ static void on_signal(int sig)
 
 /* --- GPU memory of the client ------------------------------------------------ */
 
-/* Unmap released imports once no DMA can use them (none running, s->dma
- * idle or gone); a mapping shared with a live import stays. gpu_lock held. */
+/* Is the mapping at base in use by a DMA that a channel is running? */
+static int gpu_moving(const struct session *s, const uint8_t *base)
+{
+    for (int d = 0; d < 2; d++)
+        if (s->moving[d][0] == base || s->moving[d][1] == base)
+            return 1;
+    return 0;
+}
+
+/* Unmap released imports that no DMA can use (not in a running one, and no
+ * queued jobs: s->dma idle or gone); a mapping shared with a live import
+ * stays. gpu_lock held. */
 static void gpu_reap(struct session *s)
 {
     int any = 0;
     for (int i = 0; i < s->nimp; i++)
         any |= s->imp[i].released;
-    if (!any || s->dma_busy || (s->dma && !emu_dma_idle(s->dma)))
+    if (!any || (s->dma && !emu_dma_idle(s->dma)))
         return;
     for (int i = 0; i < s->nimp;) {
         struct gpu_import *e = &s->imp[i];
-        if (!e->released) {
+        if (!e->released || gpu_moving(s, e->base)) {
             i++;
             continue;
         }
@@ -194,8 +205,9 @@ static void gpu_release(struct session *s, uint32_t id)
         e->released = 1;
 }
 
-/* Check rq against the imports and start the engine; gpu_lock held. On
- * success *p and *done point into the client's memory. */
+/* Check rq against the imports, start the engine and mark the mappings as
+ * moving; gpu_lock held. On success *p and *done point into the client's
+ * memory. */
 static int gpu_dma_prepare(struct session *s, const struct emup_gpu_dma *rq, uint8_t **p, uint8_t **done)
 {
     struct gpu_import *b = gpu_find(s, rq->id);
@@ -204,9 +216,14 @@ static int gpu_dma_prepare(struct session *s, const struct emup_gpu_dma *rq, uin
         return ONI_ENOTPINNED;
     if (rq->offset + rq->len > b->size || (dn && rq->done_offset + 4 > dn->size))
         return ONI_EBUFFERSIZE;
+    int rc = s->dma ? 0 : emu_dma_create(s->card, &s->dma);
+    if (rc)
+        return rc;
     *p = b->base + rq->offset;
     *done = dn ? dn->base + rq->done_offset : NULL;
-    return s->dma ? 0 : emu_dma_create(s->card, &s->dma);
+    s->moving[rq->dir][0] = b->base;
+    s->moving[rq->dir][1] = dn ? dn->base : NULL;
+    return 0;
 }
 
 /* Move the block rq names, checked by gpu_dma_prepare; no lock held (the
@@ -231,7 +248,7 @@ static int gpu_dma_move(struct session *s, const struct emup_gpu_dma *rq, uint8_
     return emu_dma_read(s->dma, p, rq->len, 1, timeout);
 }
 
-/* A GPU_DMA: checked under gpu_lock, moved without it (dma_busy keeps its
+/* A GPU_DMA: checked under gpu_lock, moved without it (s->moving keeps its
  * mappings open), then its release flags applied. */
 static int gpu_dma(struct session *s, const struct emup_gpu_dma *rq)
 {
@@ -239,11 +256,10 @@ static int gpu_dma(struct session *s, const struct emup_gpu_dma *rq)
     pthread_mutex_lock(&s->gpu_lock);
     int rc = gpu_dma_prepare(s, rq, &p, &done);
     if (!rc) {
-        s->dma_busy++;
         pthread_mutex_unlock(&s->gpu_lock);
         rc = gpu_dma_move(s, rq, p, done);
         pthread_mutex_lock(&s->gpu_lock);
-        s->dma_busy--;
+        s->moving[rq->dir][0] = s->moving[rq->dir][1] = NULL;
     }
     if (rq->flags & EMUP_DMA_RELEASE_BUF)
         gpu_release(s, rq->id);
