@@ -6,7 +6,8 @@
  * memory), writes, asynchronous jobs with completion records in GPU memory
  * checked before their payload, and the errors: a handle that cannot be
  * imported, unknown ids, sizes beyond the allocation, a daemon killed in the
- * middle of a transfer. Skips without a CUDA device. */
+ * middle of a transfer; and the imports of unpinned writes unmapped while a
+ * read waits on the other channel. Skips without a CUDA device. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
