@@ -115,11 +115,10 @@ static void check_run(const char *backend, const char *seconds)
         fprintf(stderr, "  %s: %g events, recall %.3f, precision %.3f, latency p50 %.1f us, dropped %g\n", backend,
                 events, recall, precision, p50, dropped);
         CHECK(strstr(out, "results in ") != NULL);
-        /* Drops are always counted and reported; none are allowed only where
-         * the CPU keeps real time (TSan on 2 cores once dropped 2.9M frames). */
-        CHECK(!isnan(dropped));
-        if (RUN_REALTIME_BUILD)
-            CHECK(dropped == 0);
+        /* None, in every build: a sanitized loop falls far behind, but the
+         * card's 2 GiB FIFO takes minutes to fill. (Drops here under TSan
+         * were a reader starved of the card lock: emu_card_sleep.) */
+        CHECK(dropped == 0);
         if (dropped != 0)
             fprintf(stderr, "%s\n", out); /* where the drops came from */
         /* The loop also stops when asked: no reader may starve the stop or the

@@ -35,6 +35,28 @@ void emu_card_yield(struct emu_card *c)
     pthread_mutex_lock(&c->lock);
 }
 
+int emu_card_sleep(struct emu_card *c, struct emu_sleeper *s, pthread_cond_t *cv, const struct timespec *ts,
+                   uint64_t deadline)
+{
+    s->asleep++;
+    s->deadline = deadline;
+    int rc = pthread_cond_timedwait(cv, &c->lock, ts);
+    s->asleep--;
+    if (s->counted) {
+        s->counted--;
+        atomic_fetch_sub_explicit(&c->lock_waiters, 1, memory_order_relaxed);
+    }
+    return rc;
+}
+
+void emu_card_rouse(struct emu_card *c, struct emu_sleeper *s, int woke)
+{
+    if (s->asleep > s->counted && (woke || oni_now_ns() >= s->deadline)) {
+        atomic_fetch_add_explicit(&c->lock_waiters, s->asleep - s->counted, memory_order_relaxed);
+        s->counted = s->asleep;
+    }
+}
+
 uint64_t emu_card_now(struct emu_card *c)
 {
     if (c->fast)
@@ -86,7 +108,7 @@ static int sig_read(struct emu_card *c, uint8_t *dst, size_t n, uint64_t deadlin
     deadline_ts(deadline, &ts);
     emu_card_lock(c);
     while (!c->sig_fill) {
-        if (oni_now_ns() >= deadline || pthread_cond_timedwait(&c->sig_cond, &c->lock, &ts) == ETIMEDOUT) {
+        if (oni_now_ns() >= deadline || emu_card_sleep(c, &c->sig_sleeper, &c->sig_cond, &ts, deadline) == ETIMEDOUT) {
             if (c->sig_fill)
                 break;
             pthread_mutex_unlock(&c->lock);
@@ -346,7 +368,7 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
             continue;
         }
         f->want = n;
-        pthread_cond_timedwait(&f->cond, &c->lock, &ts);
+        emu_card_sleep(c, &f->sleeper, &f->cond, &ts, deadline);
         f->want = 0;
     }
     if (f->fill < n) {

@@ -99,6 +99,16 @@ int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz);
  * the caller holds the card lock. Counted as generated or dropped. */
 void emu_dev_emit(struct emu_dev *d, uint64_t time);
 
+/* Threads asleep on one condition of the card lock (a reader waiting for
+ * data or for a signal packet). Once woken, or past its deadline, such a
+ * thread needs the lock back before it can return; emu_card_rouse counts
+ * it among the lock's waiters then, so that emu_card_yield steps back for
+ * it too. All fields: card lock. */
+struct emu_sleeper {
+    unsigned asleep, counted;
+    uint64_t deadline; /* oni_now_ns() time of the latest sleeper's timeout */
+};
+
 /* The FIFO of one read data stream: a ring in lazily committed memory. */
 struct emu_fifo {
     uint8_t *base;
@@ -109,6 +119,7 @@ struct emu_fifo {
     uint64_t dropped_frames, dropped_bytes;
     uint64_t recentres, moved, trims; /* consume(): ring restarts, bytes they moved, page give-backs */
     size_t want;            /* bytes the waiting reader needs; 0 = none waits */
+    struct emu_sleeper sleeper; /* that reader, asleep on cond */
     int busy;               /* a reader holds the stream */
     int keep_pages;         /* never give pages back: the DMA engine may have them page-locked */
     pthread_cond_t cond;
@@ -173,6 +184,7 @@ struct emu_card {
     size_t sig_rd, sig_fill;
     uint64_t sig_dropped;
     pthread_cond_t sig_cond;
+    struct emu_sleeper sig_sleeper;
 
     /* write streams */
     uint64_t bad_wframes;
@@ -197,6 +209,13 @@ void emu_card_lock(struct emu_card *c);
  * once wins the lock back before a woken waiter runs, so a generator that is
  * behind (a slow or loaded machine, a sanitizer) would starve every reader. */
 void emu_card_yield(struct emu_card *c);
+/* Sleep on cv (card lock held) until woken or until ts (= deadline, an
+ * oni_now_ns() time); returns what pthread_cond_timedwait returned. */
+int emu_card_sleep(struct emu_card *c, struct emu_sleeper *s, pthread_cond_t *cv, const struct timespec *ts,
+                   uint64_t deadline);
+/* For a long holder of the card lock, between chunks: count the sleepers of
+ * s as lock waiters if they were woken (woke) or their deadline passed. */
+void emu_card_rouse(struct emu_card *c, struct emu_sleeper *s, int woke);
 /* Acquisition clock now (card lock held). */
 uint64_t emu_card_now(struct emu_card *c);
 /* Record a ground-truth spike (card lock held). */
@@ -217,7 +236,9 @@ uint64_t emu_card_bad_wframes(struct emu_card *c);
 size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes);
 /* Earliest due time of an enabled periodic device, UINT64_MAX if none. */
 uint64_t emu_gen_next_due(struct emu_card *c);
-/* Signal readers whose wanted bytes are there (card lock held). */
+/* Signal readers whose wanted bytes are there, and count every sleeper that
+ * was woken or whose deadline passed as a lock waiter (card lock held; a long
+ * holder calls it before emu_card_yield). */
 void emu_gen_wake(struct emu_card *c);
 /* Restart every schedule at time t. */
 void emu_gen_restart(struct emu_card *c, uint64_t t);

@@ -431,7 +431,10 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
             memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
     }
     emu_card_link_delay(d->card, n, oni_now_ns() - t0);
-    if (!is_unsettled(c))
+    /* A transfer that timed out leaves its data in the card, for the next
+     * read: a copy may still be reading it (see settle), and a timed-out
+     * agent was halted before it finished. */
+    if (rc != ONI_ETIMEOUT)
         emu_card_fifo_consume(d->card, EMU_STREAM_GPU, n);
     if (rc) {
         count_failure(d);

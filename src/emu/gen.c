@@ -131,9 +131,12 @@ void emu_gen_wake(struct emu_card *c)
 {
     for (int s = 0; s < 2; s++) {
         struct emu_fifo *f = &c->fifo[s];
-        if (f->want && f->fill >= f->want)
+        int woke = f->want && f->fill >= f->want;
+        if (woke)
             pthread_cond_signal(&f->cond);
+        emu_card_rouse(c, &f->sleeper, woke);
     }
+    emu_card_rouse(c, &c->sig_sleeper, c->sig_fill > 0); /* sig_push woke it */
 }
 
 /* Realtime: generate what is due by the wall clock, then sleep until the
