@@ -427,3 +427,29 @@ TEST(emu_generator_behind_starves_no_sleeper)
     CHECK(worst_reg < 500000000u);
     emu_card_destroy(c);
 }
+
+/* A flush (RESET, or acquisition starting again) while a consumer holds
+ * spans of the FIFO: the consume that follows drops nothing of the new
+ * stream and the fill stays within the FIFO; the stream is free again. */
+TEST(emu_flush_while_spans_are_held)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=64M;devices=testcore:bytes=4096:route=1");
+    REQUIRE(c);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 1), 0);
+    struct emu_span sp[2];
+    uint8_t b[64];
+    REQUIRE(emu_card_fifo_peek(c, EMU_STREAM_GPU, 4112, sp, TMO) == 0);
+    CHECK_RC(emu_card_fifo_peek(c, EMU_STREAM_GPU, 16, sp, 10), ONI_EBUSY); /* held until consumed */
+    CHECK_RC(emu_card_read(c, EMU_STREAM_GPU, b, sizeof b, 10), ONI_EBUSY);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 1), 0); /* starts over: flushed */
+    CHECK_RC(emu_card_fifo_consume(c, EMU_STREAM_GPU, 4112), 0);
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    CHECK(st.fifo_bytes[1] <= st.fifo_capacity[1]);
+    CHECK_RC(emu_card_read(c, EMU_STREAM_GPU, b, 16, TMO), 16); /* free, and a frame starts the stream */
+    uint32_t sz;
+    memcpy(&sz, b + 12, 4);
+    CHECK_EQ(sz, 4096);
+    emu_card_destroy(c);
+}

@@ -404,12 +404,14 @@ int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, ui
     }
     struct emu_span sp[2];
     emu_fifo_spans(f, n, sp);
+    uint64_t epoch = f->epoch;
     pthread_mutex_unlock(&c->lock);
     uint64_t t0 = oni_now_ns(); /* the transfer starts once the data is there */
     memcpy(dst, sp[0].p, sp[0].n);
     memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
     emu_card_lock(c);
-    emu_fifo_consume(f, n);
+    if (f->epoch == epoch) /* else flushed meanwhile: what was copied predates it */
+        emu_fifo_consume(f, n);
     f->busy = 0;
     pthread_mutex_unlock(&c->lock);
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n));
@@ -426,7 +428,8 @@ int emu_card_fifo_peek(struct emu_card *c, enum emu_stream s, size_t n, struct e
     int rc = wait_fill(c, k, n, deadline_after(timeout_ms));
     if (!rc) {
         emu_fifo_spans(&c->fifo[k], n, span);
-        c->fifo[k].busy = 0; /* the spans stay valid until this consumer consumes */
+        c->fifo[k].busy = 2; /* held, spans valid, until this consumer consumes */
+        c->fifo[k].peek_epoch = c->fifo[k].epoch;
     }
     pthread_mutex_unlock(&c->lock);
     return rc;
@@ -438,13 +441,19 @@ int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
     if (!c || k < 0)
         return ONI_EINVALARG;
     emu_card_lock(c);
+    struct emu_fifo *f = &c->fifo[k];
     int rc = 0;
-    if (c->fifo[k].busy)
-        rc = ONI_EBUSY; /* a reader is copying out of this FIFO */
-    else if (n > c->fifo[k].fill)
-        rc = ONI_EINVALARG;
-    else
-        emu_fifo_consume(&c->fifo[k], n);
+    if (f->busy == 1) {
+        rc = ONI_EBUSY; /* emu_card_read is copying out of this FIFO */
+    } else {
+        if (f->busy == 2 && f->epoch != f->peek_epoch)
+            n = 0; /* flushed since the peek: nothing of it is left */
+        if (n > f->fill)
+            rc = ONI_EINVALARG;
+        else if (n)
+            emu_fifo_consume(f, n);
+        f->busy = 0;
+    }
     pthread_mutex_unlock(&c->lock);
     return rc;
 }

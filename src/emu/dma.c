@@ -399,8 +399,10 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
         rc = need_stream(c);
         if (!rc && dst_gpu)
             rc = grow(&d->bounce, &d->bounce_cap, n);
-        if (rc)
-            return rc; /* nothing consumed: the data stays in the FIFO */
+        if (rc) {
+            emu_card_fifo_consume(d->card, EMU_STREAM_GPU, 0); /* nothing consumed: the data stays */
+            return rc;
+        }
     }
     if (dst_gpu && agent_takes(d, n)) {
         /* The agent writes a GPU record itself when no link time is left to model. */
@@ -431,11 +433,10 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
             memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
     }
     emu_card_link_delay(d->card, n, oni_now_ns() - t0);
-    /* A transfer that timed out leaves its data in the card, for the next
-     * read: a copy may still be reading it (see settle), and a timed-out
-     * agent was halted before it finished. */
-    if (rc != ONI_ETIMEOUT)
-        emu_card_fifo_consume(d->card, EMU_STREAM_GPU, n);
+    /* A transfer that failed or timed out leaves its data in the card, for
+     * the next read: a copy may still be reading it (see settle), and a
+     * timed-out agent was halted before it finished. */
+    emu_card_fifo_consume(d->card, EMU_STREAM_GPU, rc ? 0 : n);
     if (rc) {
         count_failure(d);
         return rc == ONI_ETIMEOUT ? rc : ONI_EREADFAILURE;

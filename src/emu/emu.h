@@ -51,7 +51,10 @@ int emu_card_write(struct emu_card *card, enum emu_stream s, const void *src, si
 
 /* Zero-copy access to a read stream's FIFO, for the card's DMA engine (src/emu/dma*):
  * wait up to timeout_ms until n bytes are available, then return them as up to
- * two contiguous spans (the FIFO is a ring). Consume them afterwards. */
+ * two contiguous spans (the FIFO is a ring). The stream stays held (another
+ * reader gets ONI_EBUSY) until emu_card_fifo_consume, which drops the first n
+ * bytes, or with n = 0 only lets go. Spans peeked before a flush (RESET, a new
+ * start) are not consumed: the stream starts over instead. */
 struct emu_span {
     const uint8_t *p;
     size_t n;

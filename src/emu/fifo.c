@@ -98,5 +98,7 @@ void emu_fifo_consume(struct emu_fifo *f, size_t n)
 
 void emu_fifo_flush(struct emu_fifo *f)
 {
-    f->rd = f->wr = f->fill = 0;
+    f->rd = f->wr;
+    f->fill = 0;
+    f->epoch++;
 }

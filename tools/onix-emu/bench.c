@@ -168,6 +168,7 @@ static int link_one(const struct opts *o, struct bench_report *r, const char *pr
         struct emu_span sp[2];
         if ((rc = emu_card_fifo_peek(c, EMU_STREAM_DATA, n, sp, 5000)) != 0) /* generate it, untimed */
             break;
+        emu_card_fifo_consume(c, EMU_STREAM_DATA, 0); /* let go: emu_card_read takes it */
         uint64_t t0 = bench_now_ns();
         int got = emu_card_read(c, EMU_STREAM_DATA, buf, n, 5000);
         uint64_t dt = bench_now_ns() - t0;

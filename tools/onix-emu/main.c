@@ -477,11 +477,23 @@ static int do_read(struct conn *c, const struct emup_msg *m)
         return reply_status(c, m, ONI_EBUSY, 0);
     uint8_t *dst = s->shm + s->ring[r].offset + start % s->ring[r].cap;
     uint64_t deadline = oni_now_ns() + (uint64_t)rq->timeout_ms * 1000000u;
+    /* Once the session has a DMA engine, the GPU stream has one consumer:
+     * a READ goes through the engine too, after the jobs queued before it. */
+    struct emu_dma *dma = NULL;
+    if (rq->stream == EMU_STREAM_GPU) {
+        pthread_mutex_lock(&s->gpu_lock);
+        dma = s->dma;
+        pthread_mutex_unlock(&s->gpu_lock);
+    }
     int rc;
     for (;;) {
         uint64_t now = oni_now_ns();
         uint32_t left = now < deadline ? (uint32_t)((deadline - now + 999999) / 1000000) : 0;
-        rc = emu_card_read(s->card, (enum emu_stream)rq->stream, dst, (size_t)n, left < SLICE_MS ? left : SLICE_MS);
+        uint32_t slice = left < SLICE_MS ? left : SLICE_MS;
+        if (dma)
+            rc = (rc = emu_dma_read(dma, dst, (size_t)n, 0, slice ? slice : 1)) ? rc : (int)n;
+        else
+            rc = emu_card_read(s->card, (enum emu_stream)rq->stream, dst, (size_t)n, slice);
         if (rc != ONI_ETIMEOUT || !left || closing(s))
             break;
     }
