@@ -132,3 +132,30 @@ TEST(garbage_signal_is_an_error_not_a_hang)
     CHECK_RC(oni_write_reg(ctx, 0x0102, 1, 5), ONI_ECOBSPACK);
     oni_destroy_ctx(ctx);
 }
+
+/* An access that timed out after its trigger is answered later (TRIG back
+ * at 0, its ACK in the stream): the next access takes that answer out of
+ * the way and gets its own, so a refused write fails and a good one
+ * succeeds (they were each given the answer before theirs). */
+TEST(late_answer_is_not_taken_by_the_next_access)
+{
+    oni_ctx ctx = open_ctx(50);
+    REQUIRE(ctx);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0); /* TRIG clears, nothing answers */
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
+    uint8_t pkt[16];
+    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt); /* its late answer */
+    REQUIRE(n > 0);
+    CHECK_RC(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, (size_t)n), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_NACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), ONI_EWRITEFAILURE);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 1), 0);
+    /* an answer that never comes is given up after one more timeout */
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 2), ONI_ETIMEOUT); /* still waiting for it */
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 3), 0);
+    oni_destroy_ctx(ctx);
+}

@@ -125,6 +125,7 @@ struct oni_ctx_impl {
     _Atomic int state;
     int drv_open;              /* the driver's init succeeded */
     _Atomic uint32_t timeout_ms;
+    unsigned reg_owed;         /* answers of register accesses that timed out after TRIG (lock) */
     oni_size_t sysclk_hz, acqclk_hz;
     oni_device_t *devs;        /* sorted by idx */
     size_t ndev;

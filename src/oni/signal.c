@@ -72,6 +72,7 @@ int oni_read_devtable(struct oni_ctx_impl *ctx, oni_device_t **devs, size_t *nde
         if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0)
             return rc;
     } while (type != ONI_SIG_DEVICETABLEACK);
+    ctx->reg_owed = 0; /* whatever was owed came before the ACK, or never comes */
     if (n != 4)
         return ONI_EBADDEVTABLE;
     memcpy(&count, pkt + 4, 4);
@@ -112,9 +113,19 @@ fail:
     return rc;
 }
 
+static int is_reg_answer(uint32_t type)
+{
+    return type == ONI_SIG_CONFIGWACK || type == ONI_SIG_CONFIGWNACK || type == ONI_SIG_CONFIGRACK ||
+           type == ONI_SIG_CONFIGRNACK;
+}
+
 /* Register access as ONI-API.md: refuse while TRIG is pending, write the
  * address registers, trigger, then wait for the matching ACK or NACK. Other
- * packets that come meanwhile (NULLSIG, stale answers) are skipped. */
+ * packets that come meanwhile (NULLSIG, answers of the other kind) are
+ * skipped. An access that timed out after its trigger still gets its answer
+ * later, maybe of the same kind as the next access's: so TRIG back at 0
+ * means it was answered, and the next access first takes that answer
+ * (ctx->reg_owed) out of the stream before it triggers. */
 int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t addr,
                    oni_reg_val_t *value, int write)
 {
@@ -125,6 +136,17 @@ int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t a
         return rc;
     if (trig != 0)
         return ONI_ERETRIG;
+    uint8_t pkt[4 + ONI_SIGMAXPAYLOAD];
+    uint32_t type;
+    size_t n;
+    while (ctx->reg_owed) {
+        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0) {
+            if (rc == ONI_ETIMEOUT)
+                ctx->reg_owed = 0; /* a whole timeout after TRIG cleared: lost, not late */
+            return rc;
+        }
+        ctx->reg_owed -= is_reg_answer(type);
+    }
     if ((rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_DEV_IDX, dev)) < 0 ||
         (rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_REG_ADDR, addr)) < 0 ||
         (write && (rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_REG_VALUE, *value)) < 0) ||
@@ -134,12 +156,11 @@ int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t a
 
     uint32_t ack = write ? ONI_SIG_CONFIGWACK : ONI_SIG_CONFIGRACK;
     uint32_t nack = write ? ONI_SIG_CONFIGWNACK : ONI_SIG_CONFIGRNACK;
-    uint8_t pkt[4 + ONI_SIGMAXPAYLOAD];
-    uint32_t type;
-    size_t n;
     do {
-        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0)
+        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0) {
+            ctx->reg_owed += rc == ONI_ETIMEOUT; /* its answer may still come */
             return rc;
+        }
     } while (type != ack && type != nack);
     if (type == nack)
         return write ? ONI_EWRITEFAILURE : ONI_EREADFAILURE;
