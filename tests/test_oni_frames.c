@@ -455,6 +455,38 @@ TEST(write_frames)
     oni_destroy_frame(b);
 }
 
+/* A write that times out after the driver took part of its frame: the rest
+ * goes out first with the next write, so the stream holds whole frames in
+ * order; a write that finds even that rest stuck sends nothing of its own. */
+TEST(write_cut_short_keeps_whole_frames)
+{
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t ms = 50;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    uint8_t a[8] = {1, 1, 1, 1, 1, 1, 1, 1}, b[8] = {2, 2, 2, 2, 2, 2, 2, 2}, c[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+    oni_frame_t *fa, *fb, *fc;
+    REQUIRE(oni_create_frame(ctx, &fa, 0x300, a, 8) == 0);
+    REQUIRE(oni_create_frame(ctx, &fb, 0x300, b, 8) == 0);
+    REQUIRE(oni_create_frame(ctx, &fc, 0x300, c, 8) == 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_WRITEROOM, 11), 0); /* room for 11 of frame a's 16 bytes */
+    CHECK_RC(oni_write_frame(ctx, fa), ONI_ETIMEOUT);
+    CHECK_RC(oni_write_frame(ctx, fb), ONI_ETIMEOUT); /* a's rest is still stuck: b waits */
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_WRITEROOM, UINT32_MAX), 0);
+    CHECK_RC(oni_write_frame(ctx, fc), 16);
+    uint8_t out[64], want[32];
+    memcpy(want, (uint32_t[2]){0x300, 2}, 8);
+    memcpy(want + 8, a, 8);
+    memcpy(want + 16, (uint32_t[2]){0x300, 2}, 8);
+    memcpy(want + 24, c, 8);
+    CHECK_EQ(written(ctx, out, sizeof out), 32); /* a whole, then c; b was never sent */
+    CHECK(memcmp(out, want, 32) == 0);
+    oni_destroy_frame(fa);
+    oni_destroy_frame(fb);
+    oni_destroy_frame(fc);
+    oni_destroy_ctx(ctx);
+}
+
 TEST(block_size_change_keeps_live_frames)
 {
     static uint8_t s[60 * MAXRFRAME];

@@ -162,6 +162,7 @@ static int reset(struct oni_ctx_impl *ctx)
     ctx->acqclk_hz = acq;
     ctx->max_rframe = ONI_RFRAMEHEADERSZ + rmax;
     ctx->max_wframe = ONI_WFRAMEHEADERSZ + wmax;
+    ctx->wpend_len = 0; /* the hardware was reset: a frame cut short is gone with it */
     /* A block size the user chose survives a reset while it still fits. */
     if (ctx->block_read < ctx->max_rframe)
         ctx->block_read = (oni_size_t)oni_pad4(ctx->max_rframe);
@@ -220,6 +221,7 @@ int oni_destroy_ctx(oni_ctx ctx)
     oni_pool_unref(ctx->pool); /* frames still out keep the pool alive */
     free(ctx->devs);
     free(ctx->hslot);
+    free(ctx->wpend);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->wlock);
     pthread_rwlock_destroy(&ctx->olock);

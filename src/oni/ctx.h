@@ -126,6 +126,8 @@ struct oni_ctx_impl {
     int drv_open;              /* the driver's init succeeded */
     _Atomic uint32_t timeout_ms;
     unsigned reg_owed;         /* answers of register accesses that timed out after TRIG (lock) */
+    uint8_t *wpend;            /* the unsent rest of a frame whose write timed out (wlock) */
+    size_t wpend_len, wpend_cap;
     oni_size_t sysclk_hz, acqclk_hz;
     oni_device_t *devs;        /* sorted by idx */
     size_t ndev;

@@ -1,6 +1,7 @@
 /* frame.c - the data streams: block reads with zero-copy frames, write
  * frames, and the pool that recycles both so the steady state allocates
  * nothing. */
+#include <limits.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -476,8 +477,8 @@ int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_i
         rc = ONI_EDEVIDX;
     else if (d->write_size == 0)
         rc = ONI_ENOTWRITEDEV;
-    else if (data_sz == 0 || data_sz % d->write_size || data_sz > UINT32_MAX - 8)
-        rc = ONI_EWRITESIZE;
+    else if (data_sz == 0 || data_sz % d->write_size || data_sz > INT_MAX - ONI_WFRAMEHEADERSZ - 3)
+        rc = ONI_EWRITESIZE; /* the frame's length must fit oni_write_frame's int answer */
     else if (!(f = take_wframe(ctx, len)))
         rc = ONI_EBADALLOC;
     pthread_mutex_unlock(&ctx->wlock);
@@ -496,6 +497,41 @@ int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_i
     return 0;
 }
 
+/* Hand n bytes at p to the driver by deadline (wlock held); *done says how
+ * many it took, also on an error. */
+static int write_all(struct oni_ctx_impl *ctx, const uint8_t *p, size_t n, uint64_t deadline, size_t *done)
+{
+    unsigned idle = 0;
+    *done = 0;
+    while (*done < n) {
+        int rc = ctx->drv.write_stream(ctx->dctx, ONI_WRITE_STREAM_DATA, (const char *)p + *done, n - *done);
+        if (rc < 0)
+            return rc;
+        if ((size_t)rc > n - *done)
+            return ONI_EWRITEFAILURE; /* driver claims more than asked */
+        if (rc == 0 && (rc = oni_idle_wait(deadline, &idle)) < 0)
+            return rc;
+        *done += (size_t)rc;
+    }
+    return 0;
+}
+
+/* Keep the rest of a frame the driver took only part of (wlock held): the
+ * next write sends it first, so that the stream stays in whole frames. */
+static int keep_rest(struct oni_ctx_impl *ctx, const uint8_t *p, size_t n)
+{
+    if (n > ctx->wpend_cap) {
+        uint8_t *b = realloc(ctx->wpend, n);
+        if (!b)
+            return ONI_EBADALLOC;
+        ctx->wpend = b;
+        ctx->wpend_cap = n;
+    }
+    memmove(ctx->wpend, p, n);
+    ctx->wpend_len = n;
+    return 0;
+}
+
 int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame)
 {
     if (!ctx)
@@ -511,19 +547,16 @@ int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame)
     pthread_mutex_lock(&ctx->wlock);
     uint64_t deadline = oni_deadline(ctx);
     size_t done = 0;
-    unsigned idle = 0;
     int rc = 0;
-    while (done < f->wlen) {
-        rc = ctx->drv.write_stream(ctx->dctx, ONI_WRITE_STREAM_DATA, f->buf + done, f->wlen - done);
-        if (rc < 0)
-            break;
-        if ((size_t)rc > f->wlen - done) {
-            rc = ONI_EWRITEFAILURE; /* driver claims more than asked */
-            break;
-        }
-        if (rc == 0 && (rc = oni_idle_wait(deadline, &idle)) < 0)
-            break;
-        done += (size_t)rc;
+    if (ctx->wpend_len) { /* the rest of an earlier frame comes first */
+        rc = write_all(ctx, ctx->wpend, ctx->wpend_len, deadline, &done);
+        keep_rest(ctx, ctx->wpend + done, ctx->wpend_len - done);
+        done = 0;
+    }
+    if (!rc) {
+        rc = write_all(ctx, (const uint8_t *)f->buf, f->wlen, deadline, &done);
+        if (rc && done && keep_rest(ctx, (const uint8_t *)f->buf + done, f->wlen - done))
+            rc = ONI_EBADALLOC;
     }
     pthread_mutex_unlock(&ctx->wlock);
     return rc < 0 ? rc : (int)done;

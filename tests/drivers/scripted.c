@@ -19,7 +19,7 @@ struct scr {
     struct buf devtable, signal, data;
     uint8_t *written;
     size_t nwritten;
-    uint32_t repeat, chunk, regmode, empty, wchunk;
+    uint32_t repeat, chunk, regmode, empty, wchunk, wroom;
     int32_t init_rc, callback_rc;
     int nullspam;
     size_t nullpos;
@@ -55,6 +55,7 @@ static oni_driver_ctx scr_create(void)
         return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    s->wroom = UINT32_MAX;
     s->st.config[ONI_CONFIG_SYSCLKHZ] = 250000000;
     s->st.config[ONI_CONFIG_ACQCLKHZ] = 250000000;
     return s;
@@ -158,6 +159,10 @@ static int scr_write_stream(oni_driver_ctx c, oni_write_stream_t stream, const c
     pthread_mutex_lock(&s->lock);
     if (s->wchunk && size > s->wchunk)
         size = s->wchunk;
+    if (size > s->wroom)
+        size = s->wroom;
+    if (s->wroom != UINT32_MAX)
+        s->wroom -= (uint32_t)size;
     int rc = ONI_EWRITEFAILURE;
     if (s->nwritten + size <= WRITTEN_CAP) {
         memcpy(s->written + s->nwritten, data, size);
@@ -283,6 +288,7 @@ static int scr_set_opt(oni_driver_ctx c, int opt, const void *v, size_t n)
     case SCR_OPT_INITRC: s->init_rc = (int32_t)u; break;
     case SCR_OPT_WRITECHUNK: s->wchunk = u; break;
     case SCR_OPT_CALLBACKRC: s->callback_rc = (int32_t)u; break;
+    case SCR_OPT_WRITEROOM: s->wroom = u; break;
     default: rc = ONI_EINVALOPT;
     }
     pthread_mutex_unlock(&s->lock);
