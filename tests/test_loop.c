@@ -1,7 +1,13 @@
 /* test_loop.c - the closed-loop engine on the cpu backend, end to end with
  * the in-memory source: MAC results, spike detection at the nominal
  * Neuropixels rate scored against ground truth, stop requests, overload,
- * bad configurations. (test_loop_run.c covers the emulated card.) */
+ * bad configurations, and the emulated card's source never leaving a DMA job
+ * writing into a buffer it let go of. (test_loop_run.c covers the emulated
+ * card end to end.) */
+#include <string.h>
+#include "oniemu.h"
+#include "onigpu.h"
+#include "onix.h"
 #include "realtime.h"
 #include "test_loop_common.h"
 
@@ -124,4 +130,55 @@ TEST(bad_config_and_source_errors)
     CHECK(st.blocks <= 5);
     loop_destroy(lp);
     loop_destroy(NULL);
+}
+
+/* The emulated card's source: a block read given to the card's DMA engine
+ * (READ_ASYNC) is waited for as long as that job may still run (the
+ * context's timeout), whatever the loop's own timeout, so that a buffer the
+ * source let go of is never written afterwards. */
+TEST(cardsrc_never_leaves_a_job_writing)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    const char *spec = "devices=np2:route=1,stim;mode=realtime";
+    uint32_t ms = 500, one = 1, zero = 0;
+    oni_size_t n = 0;
+    size_t sz = sizeof n;
+    oni_device_t t[8];
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    if (!rc)
+        rc = oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms);
+    if (!rc)
+        rc = oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &sz);
+    sz = sizeof t;
+    if (!rc && n <= 8)
+        rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &sz);
+    uint32_t rs = 0;
+    for (oni_size_t i = 0; !rc && i < n && i < 8; i++)
+        if (t[i].id == ONIX_ONIGPU_NEUROPIX2)
+            rs = t[i].read_size;
+    CHECK_RC(rc, 0);
+    REQUIRE(rs > 0);
+    uint32_t block = 3000 * (16 + ((rs + 3) & ~3u)); /* 100 ms of the probe */
+    struct loop_cardsrc cs;
+    struct loop_source src;
+    uint8_t *buf = malloc(block);
+    REQUIRE(buf);
+    CHECK_RC(loop_cardsrc_init(&cs, ctx, block), 0);
+    loop_cardsrc_source(&cs, &src);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+    rc = src.read(src.ctx, buf, block, 5); /* a loop timeout far below the block's 100 ms */
+    CHECK(rc == 0 || rc == ONI_ETIMEOUT);
+    memset(buf, 0x55, block); /* the caller reuses the buffer */
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    size_t changed = 0;
+    for (size_t i = 0; i < block; i++)
+        changed += buf[i] != 0x55;
+    CHECK_EQ(changed, 0);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero), 0);
+    oni_destroy_ctx(ctx);
+    free(buf);
 }

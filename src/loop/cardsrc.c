@@ -15,7 +15,9 @@ int loop_cardsrc_init(struct loop_cardsrc *c, oni_ctx ctx, uint32_t block)
     memset(c, 0, sizeof *c);
     c->ctx = ctx;
     c->block = block;
-    return oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &block, sizeof block);
+    size_t sz = sizeof c->ctx_timeout_ms;
+    int rc = oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &c->ctx_timeout_ms, &sz);
+    return rc ? rc : oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &block, sizeof block);
 }
 
 static int read_sync(struct loop_cardsrc *c, void *buf, size_t len)
@@ -74,9 +76,11 @@ static int card_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
         c->sync_only = 1; /* e.g. a daemon context: no DMA engine in this process */
         return read_sync(c, buf, len);
     }
-    /* The job has its own deadline of timeout_ms from when the engine takes
-     * it; waiting twice that means a job given up on no longer writes buf. */
-    return rc ? rc : wait_done(c, x.seq, 2 * timeout_ms);
+    /* The job has its own deadline, the context's timeout from when the
+     * engine takes it; waiting twice the longer of the two means that a job
+     * given up on no longer writes buf (the caller may free it then). */
+    uint32_t wait = timeout_ms > c->ctx_timeout_ms ? timeout_ms : c->ctx_timeout_ms;
+    return rc ? rc : wait_done(c, x.seq, wait > UINT32_MAX / 2 ? UINT32_MAX : 2 * wait);
 }
 
 static int card_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)

@@ -60,6 +60,7 @@ struct loop_cardsrc {
     uint32_t block;
     uint32_t seq;             /* of the last host read through READ_ASYNC */
     int sync_only;            /* the driver has no READ_ASYNC into host memory */
+    uint32_t ctx_timeout_ms;  /* ONI_OPT_TIMEOUTMS at init: each READ_ASYNC job's own deadline */
     volatile uint32_t done;   /* its completion word */
 };
 
