@@ -518,11 +518,15 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
     uint64_t now = emu_card_now(c);
     if (c->running && !c->fast)
         now = catch_up(c, now);
-    for (size_t off = 0; off < n;) {
+    /* The frames are read again from src: a caller that changed them since
+     * the check gets no more delivered from the first one that changed. */
+    for (size_t off = 0; n - off >= ONI_WFRAMEHEADERSZ;) {
         uint32_t idx, words;
         memcpy(&idx, p + off, 4);
         memcpy(&words, p + off + 4, 4);
         struct emu_dev *d = find_dev(c, idx);
+        if (!d || (uint64_t)words * 4 > n - off - ONI_WFRAMEHEADERSZ)
+            break;
         d->wframes++;
         if (d->type->write)
             d->type->write(d, p + off + ONI_WFRAMEHEADERSZ, (size_t)words * 4, now);

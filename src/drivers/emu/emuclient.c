@@ -29,6 +29,10 @@
  * kept), so this only makes a timeout in the daemon look like one here. */
 #define REPLY_MARGIN_MS 20u
 
+/* a + b milliseconds, saturated: a timeout near UINT32_MAX must not wrap
+ * to a few ms. */
+static uint32_t ms_add(uint32_t a, uint32_t b) { return a > UINT32_MAX - b ? UINT32_MAX : a + b; }
+
 struct seg {
     uint64_t start, len;
 };
@@ -402,7 +406,7 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
             want = INT32_MAX & ~(uint64_t)3;
         struct emup_read rq = {(uint32_t)s, (uint32_t)want, timeout_ms, 0, ring_tail(r)};
         struct emup_read_reply rr;
-        rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, timeout_ms + REPLY_MARGIN_MS);
+        rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, ms_add(timeout_ms, REPLY_MARGIN_MS));
         /* The daemon may send more than asked (what the card already held): kept for later reads. */
         if (!rc && add_segment(r, &rr))
             rc = ONI_EBADFRAME;
@@ -441,7 +445,7 @@ int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uin
         struct emup_status_reply st;
         r->write_pending = 1;
         r->pending_seq = ch->seq + 1; /* the seq call() will use */
-        rc = call(c, ch, EMUP_WRITE, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
+        rc = call(c, ch, EMUP_WRITE, &rq, sizeof rq, &st, sizeof st, ms_add(timeout_ms, REPLY_MARGIN_MS));
         if (rc != ONI_ETIMEOUT)
             r->write_pending = 0;
         if (!rc)
@@ -499,7 +503,7 @@ int emuc_gpu_import(struct emuc *c, int write, const uint8_t *handle, uint64_t s
     struct emup_gpu_import rq = {.size = size};
     memcpy(rq.handle, handle, sizeof rq.handle);
     struct emup_status_reply st;
-    int rc = locked_call(c, gpu_chan(write), EMUP_GPU_IMPORT, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
+    int rc = locked_call(c, gpu_chan(write), EMUP_GPU_IMPORT, &rq, sizeof rq, &st, sizeof st, ms_add(timeout_ms, REPLY_MARGIN_MS));
     if (!rc && !st.value)
         rc = ONI_EBADFRAME;
     if (!rc)
@@ -511,7 +515,7 @@ int emuc_gpu_release(struct emuc *c, int write, uint32_t id, uint32_t timeout_ms
 {
     struct emup_gpu_release rq = {id, 0};
     struct emup_status_reply st;
-    int rc = locked_call(c, gpu_chan(write), EMUP_GPU_RELEASE, &rq, sizeof rq, &st, sizeof st, timeout_ms + REPLY_MARGIN_MS);
+    int rc = locked_call(c, gpu_chan(write), EMUP_GPU_RELEASE, &rq, sizeof rq, &st, sizeof st, ms_add(timeout_ms, REPLY_MARGIN_MS));
     return rc;
 }
 
@@ -550,7 +554,7 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
     /* A synchronous call waits for the jobs queued before it (up to the
      * timeout), then moves its block (up to the timeout); the deadline keeps
      * the daemon from starting it after this side gave up. */
-    uint32_t wait_ms = d->async ? timeout_ms : 2 * timeout_ms;
+    uint32_t wait_ms = d->async ? timeout_ms : ms_add(timeout_ms, timeout_ms);
     if (!d->async)
         rq.deadline_ns = now + (uint64_t)wait_ms * 1000000u;
     struct emup_status_reply st;
@@ -575,7 +579,7 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
             return rc;
         }
     }
-    rc = call(c, ch, EMUP_GPU_DMA, &rq, sizeof rq, &st, sizeof st, wait_ms + REPLY_MARGIN_MS);
+    rc = call(c, ch, EMUP_GPU_DMA, &rq, sizeof rq, &st, sizeof st, ms_add(wait_ms, REPLY_MARGIN_MS));
     pthread_mutex_unlock(&ch->lock);
     return rc;
 }
