@@ -116,6 +116,13 @@ TEST(bad_config_and_source_errors)
     bad = c;
     bad.work = LOOP_WORK_EPHYS; /* no state */
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    /* a state built by hand, not by loop_ephys_init: its layout is checked again */
+    static struct loop_ephys_state hand;
+    hand.lay = (struct loop_ephys_layout){2000, 4096, 16}; /* more channels than the kernels hold */
+    bad.ephys = &hand;
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    hand.lay = (struct loop_ephys_layout){384, 512, 16}; /* samples past the frame's end */
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     bad = c;
     bad.backend = LOOP_NBACKENDS;
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);

@@ -338,7 +338,8 @@ static int check_config(const struct loop_config *c)
             c->in_bytes > UINT32_MAX)
             return ONI_EINVALARG;
     } else if (c->work == LOOP_WORK_EPHYS) {
-        if (!c->ephys || c->ephys->lay.stride == 0 || c->in_bytes % c->ephys->lay.stride)
+        /* the state may come from elsewhere than loop_ephys_init: its layout again */
+        if (!c->ephys || !loop_ephys_layout_ok(&c->ephys->lay) || c->in_bytes % c->ephys->lay.stride)
             return ONI_EINVALARG;
     } else {
         return ONI_EINVALARG;

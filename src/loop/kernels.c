@@ -85,10 +85,15 @@ static void design(float b[3], float a[2], double fc, double fs, int highpass)
     a[1] = (float)((1.0 - alpha) / a0);
 }
 
+int loop_ephys_layout_ok(const struct loop_ephys_layout *lay)
+{
+    return lay && lay->nchan > 0 && lay->nchan <= LOOP_EPHYS_MAXCHAN && lay->stride >= 8 &&
+           lay->stride >= (uint64_t)lay->offset + 2u * lay->nchan && !(lay->offset & 1);
+}
+
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay)
 {
-    if (!st || !p || !lay || lay->nchan == 0 || lay->nchan > LOOP_EPHYS_MAXCHAN ||
-        lay->stride < lay->offset + 2u * lay->nchan || lay->stride < 8 || (lay->offset & 1))
+    if (!st || !p || !loop_ephys_layout_ok(lay))
         return ONI_EINVALARG;
     if (!(p->fs_hz > 0) || !(p->lo_hz > 0) || !(p->hi_hz > p->lo_hz) || !(p->hi_hz < p->fs_hz / 2) || !(p->k > 0) ||
         p->refractory_s < 0 || p->calib_s < 0)

@@ -85,6 +85,9 @@ struct loop_ephys_out {
     struct loop_spike spikes[LOOP_EPHYS_MAXSPIKES];
 };
 
+/* 1 when lay is a layout the ephys kernels can walk: 1..LOOP_EPHYS_MAXCHAN
+ * channels, 16-bit samples at an even offset, all inside each frame. */
+int loop_ephys_layout_ok(const struct loop_ephys_layout *lay);
 /* Fill st from params and layout (zeroed state, designed filters).
  * ONI_EINVALARG for nchan 0 or > LOOP_EPHYS_MAXCHAN, a stride too small, or bad band edges. */
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay);
