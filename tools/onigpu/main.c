@@ -57,7 +57,10 @@ int cli_parse_size(const char *s, uint64_t *out)
         if (*rest && strcmp(rest, "B") && strcmp(rest, "iB"))
             return -1;
     }
-    *out = (uint64_t)(v * mul + 0.5);
+    double x = v * mul + 0.5;
+    if (!(x < 18446744073709551616.0)) /* 2^64; also NaN and infinity */
+        return -1;
+    *out = (uint64_t)x;
     return 0;
 }
 
