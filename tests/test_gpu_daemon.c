@@ -229,10 +229,7 @@ TEST(gpu_daemon_async_records)
 TEST(gpu_daemon_waiting_read_holds_up_no_unpinned_write)
 {
     NEED_GPU();
-    pid_t pid = xd_start(XFER_SPEC(0)); /* the GPU stream stays empty */
-    if (pid == 0)
-        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
-    REQUIRE(pid > 0);
+    XD_START(pid, XFER_SPEC(0)); /* the GPU stream stays empty */
     uint32_t c0 = 0, s0 = 0;
     oni_ctx ctx = xd_open(&c0, &s0);
     if (ctx) {
@@ -265,10 +262,7 @@ static void *read_into_device(void *arg)
 TEST(gpu_daemon_waiting_gpu_read_keeps_no_released_import)
 {
     NEED_GPU();
-    pid_t pid = xd_start(XFER_SPEC(0)); /* the GPU stream stays empty */
-    if (pid == 0)
-        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
-    REQUIRE(pid > 0);
+    XD_START(pid, XFER_SPEC(0)); /* the GPU stream stays empty */
     uint32_t c0 = 0, s0 = 0;
     oni_ctx ctx = xd_open(&c0, &s0);
     CHECK(ctx != NULL);
@@ -318,10 +312,7 @@ TEST(gpu_daemon_waiting_gpu_read_keeps_no_released_import)
 TEST(gpu_daemon_import_errors)
 {
     NEED_GPU();
-    pid_t pid = xd_start(DSPEC);
-    if (pid == 0)
-        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
-    REQUIRE(pid > 0);
+    XD_START(pid, DSPEC);
     int ctrl = -1, gpu = -1;
     CHECK_RC(xd_session(&ctrl, &gpu, NULL), 0);
     struct emup_config run = {ONI_CONFIG_RUNNING, 1}; /* the card makes data as it is read */

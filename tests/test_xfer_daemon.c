@@ -17,10 +17,7 @@
 
 TEST(xfer_daemon_host_buffers)
 {
-    pid_t pid = xd_start(CARD_SPEC);
-    if (pid == 0)
-        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
-    REQUIRE(pid > 0);
+    XD_START(pid, CARD_SPEC);
     uint32_t core = 0, sink = 0;
     oni_ctx ctx = xd_open(&core, &sink);
     if (!ctx) {
@@ -82,10 +79,7 @@ TEST(xfer_daemon_host_buffers)
  * neither a write of results (its own channel, GPUW) nor register access. */
 TEST(xfer_daemon_waiting_read_holds_up_nothing_else)
 {
-    pid_t pid = xd_start(XFER_SPEC(0)); /* the GPU stream stays empty */
-    if (pid == 0)
-        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
-    REQUIRE(pid > 0);
+    XD_START(pid, XFER_SPEC(0)); /* the GPU stream stays empty */
     uint32_t core = 0, sink = 0;
     oni_ctx ctx = xd_open(&core, &sink);
     if (ctx) {
@@ -100,10 +94,7 @@ TEST(xfer_daemon_waiting_read_holds_up_nothing_else)
  * be opened, the wrong channel. The session serves on after each. */
 TEST(xfer_daemon_gpu_messages)
 {
-    pid_t pid = xd_start(CARD_SPEC);
-    if (pid == 0)
-        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");
-    REQUIRE(pid > 0);
+    XD_START(pid, CARD_SPEC);
     int ctrl = -1, gpu = -1, gpuw = -1;
     CHECK_RC(xd_session(&ctrl, &gpu, &gpuw), 0);
     struct emup_gpu_import imp = {.size = 4096};

@@ -68,6 +68,14 @@ static inline pid_t xd_start(const char *spec)
     return -1;
 }
 
+/* In a test: start the daemon on spec into a new pid_t named pid; the test
+ * skips when there is no built daemon and fails when it does not start. */
+#define XD_START(pid, spec)                                                            \
+    pid_t pid = xd_start(spec);                                                        \
+    if (pid == 0)                                                                      \
+        SKIP("no onix-emu: set ONIGPU_BIN to the build directory");                    \
+    REQUIRE(pid > 0)
+
 static inline void xd_stop(pid_t pid)
 {
     kill(pid, SIGTERM);
