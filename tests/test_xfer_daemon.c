@@ -10,6 +10,7 @@
 #include "unit.h"
 #include "xfer_check.h"
 #include "xfer_daemon.h"
+#include "drivers/emu/emuclient.h"
 #include "emu/emu.h" /* stream numbers of the protocol */
 #include "gpu/gpu.h"
 
@@ -88,6 +89,52 @@ TEST(xfer_daemon_waiting_read_holds_up_nothing_else)
     }
     xd_stop(pid);
     CHECK(ctx != NULL);
+}
+
+struct client_read {
+    struct emuc *c;
+    int rc;
+};
+
+static void *client_read_gpu(void *arg)
+{
+    struct client_read *r = arg;
+    uint8_t b[4096];
+    r->rc = emuc_read(r->c, EMU_STREAM_GPU, b, sizeof b, 2000);
+    return NULL;
+}
+
+/* The client: a RESET does not wait for a GPU-stream read that waits for
+ * data (it once took that read's channel lock to drop what it had read
+ * ahead, and held the control channel meanwhile); the read still ends by
+ * its own timeout. (Through liboni a RESET waits for such a read anyway:
+ * the driver options lock, docs/threads.md.) */
+TEST(xfer_daemon_client_reset_beside_a_waiting_read)
+{
+    XD_START(pid, XFER_SPEC(0)); /* the GPU stream stays empty */
+    struct emuc *c = NULL;
+    char err[160] = "";
+    CHECK_RC(emuc_open(xd_sock, XFER_SPEC(0), 2000, &c, err, sizeof err), 0);
+    if (c) {
+        struct client_read r = {c, 0};
+        pthread_t t;
+        int started = pthread_create(&t, NULL, client_read_gpu, &r) == 0;
+        CHECK(started);
+        struct timespec ts = {0, 100000000}; /* the reader is waiting by now */
+        nanosleep(&ts, NULL);
+        uint64_t t0 = oni_now_ns();
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RESET, 1, 2000), 0);
+        uint32_t v = 1;
+        CHECK_RC(emuc_read_config(c, ONI_CONFIG_RUNNING, &v, 2000), 0); /* the control channel serves */
+        uint64_t took = oni_now_ns() - t0;
+        CHECK(took < 1000000000u); /* half the read's timeout */
+        if (started) {
+            pthread_join(t, NULL);
+            CHECK_RC(r.rc, ONI_ETIMEOUT);
+        }
+        emuc_close(c);
+    }
+    xd_stop(pid);
 }
 
 /* The GPU messages, raw: malformed bodies, unknown ids, a handle that cannot

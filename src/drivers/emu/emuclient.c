@@ -45,6 +45,7 @@ struct ring {
     int nseg;
     int discarding;         /* read rings: answers to requests up to discard_upto are dropped (RESET) */
     uint32_t discard_upto;
+    atomic_int reset_seen;  /* read rings: a RESET came, not yet applied (apply_reset) */
     int write_pending;      /* write rings: a WRITE whose answer was not seen yet */
     uint32_t pending_seq;   /* and its sequence number */
 };
@@ -340,17 +341,23 @@ int emuc_read_config(struct emuc *c, oni_config_t reg, uint32_t *value, uint32_t
 }
 
 /* RESET empties the card's FIFOs: what this side holds of them goes too
- * (read-ahead or late answers), as it would had it stayed in the card. */
+ * (read-ahead or late answers), as it would had it stayed in the card. The
+ * channel's next call does that under its own lock (apply_reset): a RESET
+ * must not wait for a read that waits for data. */
 static void drop_read_rings(struct emuc *c)
 {
-    static const int chan[2] = {EMUP_CHAN_DATA, EMUP_CHAN_GPU}, ring[2] = {EMUP_RING_DATA, EMUP_RING_GPU};
-    for (int i = 0; i < 2; i++) {
-        struct chan *ch = &c->ch[chan[i]];
-        pthread_mutex_lock(&ch->lock);
-        c->ring[ring[i]].nseg = 0; /* the tail moves to head */
-        c->ring[ring[i]].discarding = 1; /* and answers still on their way go too */
-        c->ring[ring[i]].discard_upto = ch->seq;
-        pthread_mutex_unlock(&ch->lock);
+    atomic_store(&c->ring[EMUP_RING_DATA].reset_seen, 1);
+    atomic_store(&c->ring[EMUP_RING_GPU].reset_seen, 1);
+}
+
+/* Channel lock held: what drop_read_rings asked of read ring r. A request
+ * in flight at the RESET was answered before this runs. */
+static void apply_reset(struct chan *ch, struct ring *r)
+{
+    if (atomic_exchange(&r->reset_seen, 0)) {
+        r->nseg = 0; /* the tail moves to head */
+        r->discarding = 1; /* and late answers to requests sent before still on their way go too */
+        r->discard_upto = ch->seq;
     }
 }
 
@@ -393,6 +400,7 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
     struct chan *ch = &c->ch[ci];
     struct ring *r = &c->ring[ri];
     pthread_mutex_lock(&ch->lock);
+    apply_reset(ch, r);
     int rc;
     size_t got = drain(r, dst, n);
     if (got) {
@@ -561,6 +569,7 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
     pthread_mutex_lock(&ch->lock);
     int rc = 0;
     if (!d->write) {
+        apply_reset(ch, &c->ring[EMUP_RING_GPU]);
         int held = gpu_drain(&c->ring[EMUP_RING_GPU], d->buf, d->len);
         if (held < 0)
             rc = held;
