@@ -240,6 +240,67 @@ TEST(gpu_daemon_waiting_read_holds_up_no_unpinned_write)
     CHECK(ctx != NULL);
 }
 
+struct pinner {
+    oni_ctx ctx;
+    void *dev;
+    int rc;
+};
+
+static void *pin_device(void *arg)
+{
+    struct pinner *p = arg;
+    onigpu_buf_t b = {p->dev, 4096};
+    p->rc = oni_set_driver_opt(p->ctx, ONI_DRV_PIN, &b, sizeof b);
+    return NULL;
+}
+
+/* A PIN of device memory imports it on the GPU channel, behind a read that
+ * waits for data there; meanwhile a write of results from host memory goes
+ * on (the PIN once held the GPU stream's lock through its import). */
+TEST(gpu_daemon_pin_behind_a_waiting_read_holds_up_no_write)
+{
+    NEED_GPU();
+    XD_START(pid, XFER_SPEC(0)); /* the GPU stream stays empty */
+    uint32_t c0 = 0, s0 = 0;
+    oni_ctx ctx = xd_open(&c0, &s0);
+    CHECK(ctx != NULL);
+    uint32_t ms = 2000, wsz = 4096;
+    uint8_t *blk = calloc(1, wsz), *dev = NULL;
+    if (ctx && blk && !gpu_alloc((void **)&dev, 4096)) {
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, sizeof wsz), 0);
+        xsum_frames(blk, wsz, 1024, s0, 1, XSUM_START);
+        struct xfer_blocked_read r = {ctx, 0};
+        struct pinner p = {ctx, dev, 0};
+        pthread_t tr, tp;
+        int reading = pthread_create(&tr, NULL, xfer_read_nothing, &r) == 0;
+        struct timespec ts = {0, 100000000}; /* the read waits by now */
+        nanosleep(&ts, NULL);
+        int pinning = pthread_create(&tp, NULL, pin_device, &p) == 0;
+        nanosleep(&ts, NULL); /* and the PIN's import behind it */
+        uint64_t t0 = oni_now_ns();
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), 0);
+        uint64_t took = oni_now_ns() - t0;
+        CHECK(took < 500000000u);
+        CHECK(reading && pinning);
+        if (reading)
+            pthread_join(tr, NULL);
+        if (pinning)
+            pthread_join(tp, NULL);
+        CHECK_RC(r.rc, ONI_ETIMEOUT);
+        CHECK_RC(p.rc, 0);
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
+    } else {
+        UNIT_FAIL("no context or buffers");
+    }
+    if (dev)
+        gpu_free(dev);
+    free(blk);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    xd_stop(pid);
+}
+
 /* The reader of gpu_daemon_waiting_gpu_read_*: an ONI_DRV_READ into
  * device memory, which the daemon moves with a GPU_DMA that waits. */
 struct dev_read {

@@ -242,7 +242,26 @@ static int daemon_import(struct gpustream *g, int write, uintptr_t base, size_t 
     return rc ? rc : emuc_gpu_import(g->daemon, write, h, alloc, id, timeout_ms);
 }
 
-static int pin(struct gpustream *g, const void *value, size_t len, uint32_t timeout_ms)
+/* Daemon mode: the import a PIN of device memory at value needs, made before
+ * the PIN takes g->lock (the round trip can wait behind a read that waits
+ * for data on the GPU channel; under the lock it would hold up every
+ * transfer). *id = 0 and *base = 0 when none is needed. */
+static int pin_import(struct gpustream *g, const void *value, size_t len, uint32_t *id, uintptr_t *base,
+                      uint32_t timeout_ms)
+{
+    struct buf b;
+    struct gpu_ptr_info info;
+    *id = 0;
+    *base = 0;
+    if (!g->daemon || parse_buf(value, len, &b) || gpu_query(b.p, &info) || info.kind != GPU_KIND_DEVICE)
+        return 0; /* nothing to import; pin() reports what is wrong */
+    *base = (uintptr_t)info.base;
+    return daemon_import(g, 0, *base, info.len, id, timeout_ms);
+}
+
+/* PIN under g->lock; in daemon mode, device memory comes with its import
+ * (id, base), made by pin_import. */
+static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, uintptr_t base)
 {
     struct buf b;
     int rc = parse_buf(value, len, &b);
@@ -269,10 +288,10 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t time
         e.len = b.explicit_len ? b.len : avail;
         e.buffer_id = info.buffer_id;
         if (g->daemon && info.kind == GPU_KIND_DEVICE) {
-            e.base = (uintptr_t)info.base;
-            rc = daemon_import(g, 0, e.base, info.len, &e.import_id, timeout_ms);
-            if (rc)
-                return rc;
+            if (!id || base != (uintptr_t)info.base)
+                return ONI_EINVALARG; /* the allocation changed since pin_import */
+            e.base = base;
+            e.import_id = id;
         }
     } else {
         if (!host_rw(b.p, b.len ? b.len : 1))
@@ -292,9 +311,12 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t time
     return 0;
 }
 
-static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t timeout_ms)
+/* UNPIN under g->lock; *id: the daemon's import to release once the lock
+ * is given back (0: none). */
+static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t *id)
 {
     struct buf b;
+    *id = 0;
     int rc = parse_buf(value, len, &b);
     if (rc)
         return rc;
@@ -303,8 +325,7 @@ static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t ti
         return ONI_ENOTPINNED;
     if (e->registered)
         rc = gpu_host_unregister(b.p);
-    if (e->import_id)
-        rc = emuc_gpu_release(g->daemon, 0, e->import_id, timeout_ms);
+    *id = e->import_id;
     *e = g->pins[--g->npins];
     return rc;
 }
@@ -561,11 +582,16 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
     return emu_dma_submit(g->dma, write, &job, rt.on_gpu, done.kind == GPU_KIND_DEVICE, timeout_ms);
 }
 
-/* An option that only changes state: under the lock. */
+/* An option that only changes state: under the lock, with the daemon's
+ * round trips of PIN and UNPIN before and after it. */
 static int locked_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
 {
+    uint32_t id = 0;
+    uintptr_t base = 0;
+    int rc = opt == ONI_DRV_PIN ? pin_import(g, value, len, &id, &base, timeout_ms) : 0;
+    if (rc)
+        return rc;
     pthread_mutex_lock(&g->lock);
-    int rc;
     switch (opt) {
     case ONI_DRV_RD_SZ:
         rc = set_size(&g->rd_sz, value, len, 0);
@@ -577,13 +603,20 @@ static int locked_opt(struct gpustream *g, int opt, const void *value, size_t le
         rc = set_size(&g->chunk_sz, value, len, 1);
         break;
     case ONI_DRV_PIN:
-        rc = pin(g, value, len, timeout_ms);
+        rc = pin(g, value, len, id, base);
+        if (!rc)
+            id = 0; /* the pin keeps it */
         break;
     default: /* ONI_DRV_UNPIN */
-        rc = unpin(g, value, len, timeout_ms);
+        rc = unpin(g, value, len, &id);
         break;
     }
     pthread_mutex_unlock(&g->lock);
+    if (id) { /* a PIN's import it did not keep, or an UNPIN's */
+        int r = emuc_gpu_release(g->daemon, 0, id, timeout_ms);
+        if (!rc && opt == ONI_DRV_UNPIN)
+            rc = r;
+    }
     return rc;
 }
 
