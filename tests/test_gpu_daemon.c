@@ -240,17 +240,19 @@ TEST(gpu_daemon_waiting_read_holds_up_no_unpinned_write)
     CHECK(ctx != NULL);
 }
 
-struct pinner {
+/* A driver option set on a thread of its own: one that waits (a read, a PIN). */
+struct opt_call {
     oni_ctx ctx;
-    void *dev;
+    int opt;
+    const void *value;
+    size_t len;
     int rc;
 };
 
-static void *pin_device(void *arg)
+static void *set_opt_thread(void *arg)
 {
-    struct pinner *p = arg;
-    onigpu_buf_t b = {p->dev, 4096};
-    p->rc = oni_set_driver_opt(p->ctx, ONI_DRV_PIN, &b, sizeof b);
+    struct opt_call *o = arg;
+    o->rc = oni_set_driver_opt(o->ctx, o->opt, o->value, o->len);
     return NULL;
 }
 
@@ -271,12 +273,13 @@ TEST(gpu_daemon_pin_behind_a_waiting_read_holds_up_no_write)
         CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, sizeof wsz), 0);
         xsum_frames(blk, wsz, 1024, s0, 1, XSUM_START);
         struct xfer_blocked_read r = {ctx, 0};
-        struct pinner p = {ctx, dev, 0};
+        onigpu_buf_t whole = {dev, 4096};
+        struct opt_call p = {ctx, ONI_DRV_PIN, &whole, sizeof whole, 0};
         pthread_t tr, tp;
         int reading = pthread_create(&tr, NULL, xfer_read_nothing, &r) == 0;
         struct timespec ts = {0, 100000000}; /* the read waits by now */
         nanosleep(&ts, NULL);
-        int pinning = pthread_create(&tp, NULL, pin_device, &p) == 0;
+        int pinning = pthread_create(&tp, NULL, set_opt_thread, &p) == 0;
         nanosleep(&ts, NULL); /* and the PIN's import behind it */
         uint64_t t0 = oni_now_ns();
         CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), 0);
@@ -301,21 +304,6 @@ TEST(gpu_daemon_pin_behind_a_waiting_read_holds_up_no_write)
     xd_stop(pid);
 }
 
-/* The reader of gpu_daemon_waiting_gpu_read_*: an ONI_DRV_READ into
- * device memory, which the daemon moves with a GPU_DMA that waits. */
-struct dev_read {
-    oni_ctx ctx;
-    void *dev;
-    int rc;
-};
-
-static void *read_into_device(void *arg)
-{
-    struct dev_read *r = arg;
-    r->rc = oni_set_driver_opt(r->ctx, ONI_DRV_READ, r->dev, 8);
-    return NULL;
-}
-
 /* While a GPU_DMA into device memory waits for the card's data on the GPU
  * channel, the imports that unpinned writes make on the GPU write channel
  * are still unmapped after each write: more than the session's 1024 imports
@@ -336,9 +324,9 @@ TEST(gpu_daemon_waiting_gpu_read_keeps_no_released_import)
         CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, sizeof wsz), 0);
         xsum_frames(blk, wsz, 1024, s0, 1, XSUM_START);
         CHECK_RC(gpu_copy(wdev, blk, wsz), 0);
-        struct dev_read r = {ctx, rdev, 0};
+        struct opt_call r = {ctx, ONI_DRV_READ, rdev, 8, 0}; /* a GPU_DMA in the daemon, waiting */
         pthread_t t;
-        int started = pthread_create(&t, NULL, read_into_device, &r) == 0;
+        int started = pthread_create(&t, NULL, set_opt_thread, &r) == 0;
         CHECK(started);
         struct timespec ts = {0, 100000000}; /* the read's DMA is waiting by now */
         nanosleep(&ts, NULL);
