@@ -138,4 +138,19 @@ static inline int xd_session(int *ctrl, int *gpu, int *gpuw)
     return rc || !gpuw ? rc : xd_call(*gpuw, EMUP_ATTACH, &at, sizeof at, NULL);
 }
 
+/* In a test: xfer_check_waiting_read through the daemon, on a card whose
+ * GPU stream stays empty (the write from device memory when gpu is set). */
+static inline void xd_check_waiting_read(int gpu)
+{
+    XD_START(pid, XFER_SPEC(0));
+    uint32_t core = 0, sink = 0;
+    oni_ctx ctx = xd_open(&core, &sink);
+    if (ctx) {
+        xfer_check_waiting_read(ctx, sink, gpu);
+        oni_destroy_ctx(ctx);
+    }
+    xd_stop(pid);
+    CHECK(ctx != NULL);
+}
+
 #endif
