@@ -217,7 +217,9 @@ int oni_destroy_ctx(oni_ctx ctx)
     int rc = ctx->drv.destroy_ctx(ctx->dctx);
     if (ctx->dl)
         dlclose(ctx->dl);
+    unsigned rt = oni_rlock(ctx); /* keeps out a bias holder destroying frames (ctx.h) */
     oni_read_release(ctx);
+    oni_runlock(ctx, rt);
     oni_pool_unref(ctx->pool); /* frames still out keep the pool alive */
     free(ctx->devs);
     free(ctx->hslot);

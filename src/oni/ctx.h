@@ -7,9 +7,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "onii.h"
-#ifdef ONI_HAVE_SINGLE_THREADED
-#include <sys/single_threaded.h>
-#endif
 
 /* Limits that bound what a device table may ask of the host (ONI_EBADDEVTABLE beyond). */
 #define ONI_MAXDEVICES 65536u          /* one per RSV.RSV.HUB.IDX hub/device pair */
@@ -21,14 +18,19 @@ enum oni_state { ONI_STATE_UNINIT = 0, ONI_STATE_IDLE, ONI_STATE_RUNNING };
 
 /* A block: BLOCKREADSIZE bytes read from the data stream (plus room for a
  * partial frame carried over from the block before). Frames point into it.
- * refs counts the frames not yet destroyed, plus ONI_BLOCK_BIAS minus the
- * frames handed out while it is the context's current block: so the reader
- * hands out frames without touching refs (it counts them, see handed() in
- * frame.c), a destroy is one atomic subtraction, and whoever brings refs to
- * 0 recycles the block. */
+ * While it is the context's current block (open), refs is ONI_BLOCK_BIAS
+ * minus the frames destroyed by threads other than the bias holder, whose
+ * destroys count in odone instead; the reader counts what it hands out
+ * (handed() in frame.c). When the reader moves on it folds both counts into
+ * refs, which from then on counts the frames not yet destroyed: each destroy
+ * is one atomic subtraction, and whoever brings refs to 0 recycles the
+ * block. So handing out a frame touches no shared counter, and the bias
+ * holder's destroys take no locked instruction. */
 #define ONI_BLOCK_BIAS (1u << 31) /* > frames of any block: (1 GiB + 16 MiB) / 20 bytes */
 struct oni_block {
     atomic_uint refs;
+    unsigned odone;            /* frames of it the bias holder destroyed while open (biased sections) */
+    int open;                  /* it is the context's current block (biased sections) */
     size_t cap;
     struct oni_block *next;
     struct oni_pool *pool;
@@ -83,13 +85,20 @@ struct oni_frame {
  * push onto the ret_* stacks); only the context's reader or writer takes
  * them out, one at a time under its lock, so the stacks never see ABA. The
  * pool lives while the context or any block / pooled write frame taken from
- * it does. */
+ * it does. It also holds the read bias (below), which oni_destroy_frame
+ * reaches through a frame's block. */
 struct oni_pool {
     atomic_uint refs;
     _Atomic(struct oni_block *) ret_blocks;
     _Atomic(struct oni_frame *) ret_wframes; /* pooled write frames given back */
     struct oni_block *blocks;  /* reader's own free blocks (read lock) */
     struct oni_frame *wframes; /* writer's own free write frames (write lock) */
+    _Atomic uintptr_t bias;    /* ONI_BIAS_NONE, ONI_BIAS_OFF, or the holder's oni_self() (| 1: kept out) */
+    unsigned moves;            /* times the bias went to another reader (read lock) */
+    /* Written by the holder on every call: on a line of its own, so that
+     * other threads reading bias do not lose it each time. */
+    _Alignas(64) atomic_uint busy;
+    char pad[64 - sizeof(atomic_uint)];
 };
 
 /* A readable device in the read path's map (open addressing): want is its
@@ -174,64 +183,99 @@ void oni_read_flush(struct oni_ctx_impl *ctx);
 /* Release the current block (context going away or table changing; read lock held). */
 void oni_read_release(struct oni_ctx_impl *ctx);
 
-/* Whether the calling thread is the process's only thread (glibc's
- * __libc_single_threaded; 0 where the C library has no such flag). glibc
- * clears it before any second thread starts, whoever starts it (a driver, the
- * program), so while it is set no other thread can touch our atomics. */
-static inline int oni_one_thread(void)
+/* ---- the read bias (frame.c) -------------------------------------------
+ * The read lock and a block's reference count each cost a locked
+ * instruction per frame, 20 cycles apiece on Intel cores, where the rest of
+ * oni_read_frame + oni_destroy_frame is about as much (docs/benchmarks.md).
+ * Almost always one thread reads a context and destroys what it read, so the
+ * first reader gets the bias: its oni_read_frame takes no lock and its
+ * oni_destroy_frame of a frame of the current block counts in the block's
+ * odone with a plain add. Such a call is a biased section:
+ *
+ *     holder:  busy = 1; compiler fence; if bias == me: work; busy = 0 (release)
+ *
+ * Any other thread that needs the read state takes the ticket lock and keeps
+ * the holder out: bias |= 1, then membarrier(2), which runs a full memory
+ * barrier on every thread of the process, then waits for busy == 0. After
+ * the barrier either the holder's busy = 1 is visible (so we wait for its
+ * busy = 0), or its next look at bias sees the mark (so it takes the lock
+ * too): the holder needs no fence of its own. The lock holder clears the mark
+ * when it gives the lock back. A reader other than the holder moves the bias
+ * to itself, at most ONI_BIAS_MOVES times per context, then turns it off.
+ * Every hand-over is a release store read by an acquire load, so TSan sees
+ * the order too. Off where membarrier is missing or ONIGPU_READ_BIAS=0. */
+#define ONI_BIAS_NONE ((uintptr_t)0) /* no reader yet */
+#define ONI_BIAS_OFF ((uintptr_t)1)  /* never again: the ticket lock and atomics for all */
+#define ONI_BIAS_MOVES 8u
+
+/* An id of the calling thread, unique among live threads, with bit 0 clear:
+ * the thread pointer (one instruction) where the compiler exposes it. */
+#if defined(__has_builtin) && (defined(__x86_64__) || defined(__aarch64__))
+#if __has_builtin(__builtin_thread_pointer)
+#define ONI_HAVE_THREAD_POINTER
+#endif
+#endif
+static inline uintptr_t oni_self(void)
 {
-#ifdef ONI_HAVE_SINGLE_THREADED
-    return __libc_single_threaded;
+#ifdef ONI_HAVE_THREAD_POINTER
+    return (uintptr_t)__builtin_thread_pointer();
 #else
-    return 0;
+    return (uintptr_t)pthread_self() & ~(uintptr_t)1; /* glibc: the thread's aligned descriptor */
 #endif
 }
-/* *a += n; returns the old value. A plain load and store while the process
- * has one thread: a locked instruction costs about 20 cycles on Intel cores,
- * as much as the rest of oni_destroy_frame (docs/benchmarks.md). Mixing the
- * two forms is safe: creating a thread orders everything before it. */
-static inline unsigned oni_fetch_add(atomic_uint *a, unsigned n, memory_order mo)
+
+/* Enter a biased section of pool p; returns 1 if the caller holds the bias
+ * and nobody keeps it out (leave with oni_bias_leave), else 0. */
+static inline int oni_bias_enter(struct oni_pool *p)
 {
-    if (oni_one_thread()) {
-        unsigned old = atomic_load_explicit(a, memory_order_relaxed);
-        atomic_store_explicit(a, old + n, memory_order_relaxed);
-        return old;
-    }
-    return atomic_fetch_add_explicit(a, n, mo);
+    uintptr_t me = oni_self();
+    if (atomic_load_explicit(&p->bias, memory_order_relaxed) != me)
+        return 0;
+    atomic_store_explicit(&p->busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* the store before the load; membarrier does the rest */
+    if (atomic_load_explicit(&p->bias, memory_order_acquire) == me)
+        return 1;
+    atomic_store_explicit(&p->busy, 0, memory_order_release);
+    return 0;
+}
+static inline void oni_bias_leave(struct oni_pool *p)
+{
+    atomic_store_explicit(&p->busy, 0, memory_order_release);
 }
 
 /* The read lock, a ticket lock: take a ticket (one atomic add), go when
  * rserve shows it; give the lock back with a plain release store of the next
- * ticket. An uncontended oni_read_frame pays one locked instruction where a
- * pthread mutex pays two (none while the process has one thread: frame.c
- * skips the lock then), and the lock is taken in turn: a reader that gives
- * it back and asks again at once (a loop of reads that time out) cannot
- * starve a caller that waits for it, as it could with a test-and-set lock.
- * oni_rlock_wait (frame.c) is the contended case: it spins, then yields,
- * then sleeps 20 us between looks; each holder is parsing (nanoseconds) or
- * in a refill that ONI_OPT_TIMEOUTMS bounds, so the wait is bounded too. */
-void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned ticket);
-/* Take a ticket; returns 1 if the lock is ours at once. rserve is read
- * first, so the load is not behind the locked add: had it already shown our
- * ticket, every earlier holder was gone, and it cannot move before we give
- * the lock back. Otherwise the caller waits (oni_rlock_wait). */
-static inline int oni_rticket(struct oni_ctx_impl *ctx, unsigned *t)
-{
-    unsigned serving = atomic_load_explicit(&ctx->rserve, memory_order_acquire);
-    *t = oni_fetch_add(&ctx->rnext, 1, memory_order_relaxed);
-    return serving == *t;
-}
-/* Take the read lock; returns the ticket oni_runlock needs. */
+ * ticket. The lock is taken in turn: a reader that gives it back and asks
+ * again at once (a loop of reads that time out) cannot starve a caller that
+ * waits for it, as it could with a test-and-set lock. Waiting spins, then
+ * yields, then sleeps 20 us between looks (oni_backoff); each holder is
+ * parsing (nanoseconds) or in a refill that ONI_OPT_TIMEOUTMS bounds, so the
+ * wait is bounded too. Taking it also keeps the bias holder out (above). */
+void oni_backoff(unsigned *tries);
+/* The slow parts (frame.c): wait for ticket t; keep out holder b of p. */
+void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned t);
+void oni_bias_keep_out(struct oni_pool *p, uintptr_t b);
+/* Take the read lock; returns the ticket oni_runlock needs. rserve is read
+ * first, so that the load is not behind the locked add: had it already
+ * shown our ticket, every earlier holder was gone. */
 static inline unsigned oni_rlock(struct oni_ctx_impl *ctx)
 {
-    unsigned t;
-    if (!oni_rticket(ctx, &t))
+    unsigned serving = atomic_load_explicit(&ctx->rserve, memory_order_acquire);
+    unsigned t = atomic_fetch_add_explicit(&ctx->rnext, 1, memory_order_relaxed);
+    if (serving != t)
         oni_rlock_wait(ctx, t);
+    uintptr_t b = atomic_load_explicit(&ctx->pool->bias, memory_order_relaxed);
+    if (b != ONI_BIAS_NONE && b != ONI_BIAS_OFF && b != oni_self())
+        oni_bias_keep_out(ctx->pool, b);
     return t;
 }
-/* Give the read lock taken with ticket t to the next one. */
+/* Give the read lock taken with ticket t to the next one, and the bias back
+ * to its holder if oni_rlock kept it out. */
 static inline void oni_runlock(struct oni_ctx_impl *ctx, unsigned t)
 {
+    uintptr_t b = atomic_load_explicit(&ctx->pool->bias, memory_order_relaxed);
+    if (b != ONI_BIAS_OFF && (b & 1))
+        atomic_store_explicit(&ctx->pool->bias, b & ~(uintptr_t)1, memory_order_release);
     atomic_store_explicit(&ctx->rserve, t + 1, memory_order_release);
 }
 

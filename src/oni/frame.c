@@ -11,11 +11,17 @@
 
 /* ---- pool ---------------------------------------------------------------- */
 
+static int bias_allowed(void);
+
 struct oni_pool *oni_pool_new(void)
 {
-    struct oni_pool *p = calloc(1, sizeof *p);
-    if (p)
-        atomic_init(&p->refs, 1);
+    struct oni_pool *p = aligned_alloc(_Alignof(struct oni_pool), sizeof *p);
+    if (!p)
+        return NULL;
+    memset(p, 0, sizeof *p);
+    atomic_init(&p->refs, 1);
+    atomic_init(&p->busy, 0);
+    atomic_init(&p->bias, bias_allowed() ? ONI_BIAS_NONE : ONI_BIAS_OFF);
     return p;
 }
 
@@ -79,11 +85,10 @@ __attribute__((noinline)) static void block_return(struct oni_block *b)
     oni_pool_unref(p);
 }
 
-/* Drop n references to b; the last one gives it back to its pool. Inline:
- * oni_destroy_frame of every frame read comes here. */
+/* Drop n references to b; the last one gives it back to its pool. */
 static inline void block_unref(struct oni_block *b, unsigned n)
 {
-    if (oni_fetch_add(&b->refs, -n, memory_order_acq_rel) == n)
+    if (atomic_fetch_sub_explicit(&b->refs, n, memory_order_acq_rel) == n)
         block_return(b);
 }
 
@@ -127,26 +132,95 @@ static struct oni_block *take_block(struct oni_pool *p, size_t cap)
     }
 out:
     atomic_store_explicit(&b->refs, ONI_BLOCK_BIAS, memory_order_relaxed);
+    b->odone = 0;
+    b->open = 1;
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
     return b;
 }
 
-/* ---- read path ----------------------------------------------------------- */
+/* ---- the read lock and the bias (ctx.h) ----------------------------------- */
 
-__attribute__((noinline)) void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned ticket)
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+static int membarrier_ok;
+static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
+
+static void membarrier_register(void)
 {
-    unsigned tries = 0;
-    while (atomic_load_explicit(&ctx->rserve, memory_order_acquire) != ticket) {
-        if (++tries < 200)
-            continue; /* the holder is most likely parsing: nanoseconds */
-        if (tries < 264) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
-        }
+#if defined(__linux__) && defined(SYS_membarrier)
+    membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#endif
+}
+
+/* Whether new contexts get a read bias: membarrier(2) registered for the
+ * process (Linux 4.14 on), and ONIGPU_READ_BIAS is not "0". */
+static int bias_allowed(void)
+{
+    const char *env = getenv("ONIGPU_READ_BIAS");
+    if (env && strcmp(env, "0") == 0)
+        return 0;
+    pthread_once(&membarrier_once, membarrier_register);
+    return membarrier_ok;
+}
+
+/* A full memory barrier on every running thread of the process. It cannot
+ * fail once the process registered, which bias_allowed made sure of before
+ * any bias was handed out. */
+static void barrier_all(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+    (void)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+#endif
+}
+
+void oni_backoff(unsigned *tries)
+{
+    if (++*tries < 200)
+        return; /* the holder is most likely parsing: nanoseconds */
+    if (*tries < 264) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
     }
 }
+
+void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned t)
+{
+    unsigned tries = 0;
+    while (atomic_load_explicit(&ctx->rserve, memory_order_acquire) != t)
+        oni_backoff(&tries);
+}
+
+/* Keep holder b out of the read state (read lock held; ctx.h says why
+ * this is enough). */
+void oni_bias_keep_out(struct oni_pool *p, uintptr_t b)
+{
+    atomic_store_explicit(&p->bias, b | 1, memory_order_relaxed);
+    barrier_all();
+    unsigned tries = 0;
+    while (atomic_load_explicit(&p->busy, memory_order_acquire))
+        oni_backoff(&tries);
+}
+
+/* A reader under the read lock takes the bias: the first one for nothing,
+ * a later one from the holder it kept out (oni_rlock), until the bias has
+ * moved ONI_BIAS_MOVES times; then nobody gets it again. */
+static void bias_take(struct oni_pool *p)
+{
+    uintptr_t b = atomic_load_explicit(&p->bias, memory_order_relaxed), me = oni_self();
+    if (b == ONI_BIAS_OFF || b == me)
+        return;
+    if (b != ONI_BIAS_NONE && p->moves++ >= ONI_BIAS_MOVES)
+        me = ONI_BIAS_OFF;
+    atomic_store_explicit(&p->bias, me, memory_order_release);
+}
+
+/* ---- read path ----------------------------------------------------------- */
 
 void oni_read_flush(struct oni_ctx_impl *ctx)
 {
@@ -169,10 +243,25 @@ static void use_seg(struct oni_ctx_impl *ctx, struct oni_rseg *s)
     ctx->fend = s->f + ONI_SEGFRAMES;
 }
 
+/* Whether every frame handed out of the current block was destroyed. */
+static int cur_idle(const struct oni_ctx_impl *ctx)
+{
+    const struct oni_block *b = ctx->cur;
+    return atomic_load_explicit(&b->refs, memory_order_acquire) == ONI_BLOCK_BIAS - handed(ctx) + b->odone;
+}
+
+/* Let go of the current block: fold the counts into refs (ctx.h). */
+static void retire_cur(struct oni_ctx_impl *ctx)
+{
+    struct oni_block *b = ctx->cur;
+    b->open = 0;
+    block_unref(b, ONI_BLOCK_BIAS - handed(ctx) + b->odone);
+}
+
 void oni_read_release(struct oni_ctx_impl *ctx)
 {
     if (ctx->cur)
-        block_unref(ctx->cur, ONI_BLOCK_BIAS - handed(ctx));
+        retire_cur(ctx);
     ctx->cur = NULL;
     ctx->seg = NULL;
     ctx->fnext = ctx->fend = NULL;
@@ -192,17 +281,18 @@ static int start_fill(struct oni_ctx_impl *ctx)
 {
     size_t left = ctx->end - ctx->pos;
     struct oni_block *b = ctx->cur;
-    if (b && atomic_load_explicit(&b->refs, memory_order_acquire) == ONI_BLOCK_BIAS - handed(ctx)) {
+    if (b && cur_idle(ctx)) {
         if (left)
             memmove(b->data, b->data + ctx->pos, left);
         atomic_store_explicit(&b->refs, ONI_BLOCK_BIAS, memory_order_relaxed);
+        b->odone = 0;
     } else {
         if (!(b = take_block(ctx->pool, block_cap(ctx))))
             return ONI_EBADALLOC;
         if (left)
             memcpy(b->data, ctx->cur->data + ctx->pos, left);
         if (ctx->cur)
-            block_unref(ctx->cur, ONI_BLOCK_BIAS - handed(ctx));
+            retire_cur(ctx);
         ctx->cur = b;
     }
     use_seg(ctx, b->segs);
@@ -348,25 +438,14 @@ __attribute__((noinline)) static int read_frame_slow(struct oni_ctx_impl *ctx, o
     return hand_out(ctx, f, len, out);
 }
 
-/* read_frame_slow under the read lock of this ticket (waited for here if it
- * is not our turn yet), then the lock to the next ticket. */
-__attribute__((noinline)) static int read_frame_unlock(struct oni_ctx_impl *ctx, oni_frame_t **out,
-                                                      unsigned ticket)
-{
-    oni_rlock_wait(ctx, ticket);
-    int rc = read_frame_slow(ctx, out);
-    oni_runlock(ctx, ticket);
-    return rc;
-}
-
-/* The common case of oni_read_frame, with the read lock held or the process
- * on one thread: a descriptor free in the segment and a known frame wholly
- * in the block whose device sits in its home slot (bytes in the block imply
- * a readable device in the table, so an uninitialized ctx never gets here).
- * Returns 0 for everything else: a refill, a bad header, a new segment. The
- * length comes from the header, not the slot: the next call's position
- * waits for it, and a load from the slot would add to that wait. A header
- * of all ones meets an empty slot's want, but not its length check. */
+/* The common case of oni_read_frame: a descriptor free in the segment and
+ * a known frame wholly in the block whose device sits in its home slot
+ * (bytes in the block imply a readable device in the table, so an
+ * uninitialized ctx never gets here). Returns 0 for everything else: a
+ * refill, a bad header, a new segment. The length comes from the header,
+ * not the slot: the next call's position waits for it, and a load from the
+ * slot would add to that wait. A header of all ones meets an empty slot's
+ * want, but not its length check. */
 static inline int read_frame_fast(struct oni_ctx_impl *ctx, oni_frame_t **out)
 {
     size_t avail = ctx->end - ctx->pos;
@@ -379,15 +458,25 @@ static inline int read_frame_fast(struct oni_ctx_impl *ctx, oni_frame_t **out)
     return hand_out(ctx, ctx->fnext++, (size_t)len, out);
 }
 
-/* oni_read_frame under the read lock. Out of line, so that the registers
- * it needs are saved only here, not on the one-thread fast path. */
-__attribute__((noinline)) static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **frame)
+/* oni_read_frame under the read lock, for a caller without the bias (it
+ * takes it here when it may) or kept out of it. Out of line, so that the
+ * registers it needs are saved only here. */
+__attribute__((noinline)) static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
 {
-    unsigned ticket;
-    int rc;
-    if (!oni_rticket(ctx, &ticket) || !(rc = read_frame_fast(ctx, frame)))
-        return read_frame_unlock(ctx, frame, ticket); /* a tail call */
+    unsigned ticket = oni_rlock(ctx);
+    bias_take(ctx->pool);
+    int rc = read_frame_fast(ctx, out);
+    if (!rc)
+        rc = read_frame_slow(ctx, out);
     oni_runlock(ctx, ticket);
+    return rc;
+}
+
+/* read_frame_slow in the bias holder's section, which it ends. */
+__attribute__((noinline)) static int read_frame_biased(struct oni_ctx_impl *ctx, oni_frame_t **out)
+{
+    int rc = read_frame_slow(ctx, out);
+    oni_bias_leave(ctx->pool);
     return rc;
 }
 
@@ -397,12 +486,13 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
         return ONI_ENULLCTX;
     if (!frame)
         return ONI_EINVALARG;
-    int rc;
-    /* With no other thread in the process, none can hold the read lock
-     * either, and none can start during the fast path (it calls nothing). */
-    if (oni_one_thread() && (rc = read_frame_fast(ctx, frame)) > 0)
-        return rc;
-    return read_frame_locked(ctx, frame);
+    if (!oni_bias_enter(ctx->pool))
+        return read_frame_locked(ctx, frame);
+    int rc = read_frame_fast(ctx, frame);
+    if (!rc)
+        return read_frame_biased(ctx, frame); /* a tail call: the fast path saves no register */
+    oni_bias_leave(ctx->pool);
+    return rc;
 }
 
 /* ---- write path ---------------------------------------------------------- */
@@ -562,6 +652,20 @@ int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame)
     return rc < 0 ? rc : (int)done;
 }
 
+/* A destroy by the bias holder of a frame of an open block: counted in the
+ * block's odone with a plain add. Returns 0 where refs must count it. */
+static inline int destroy_biased(struct oni_block *b)
+{
+    struct oni_pool *p = b->pool;
+    if (!oni_bias_enter(p))
+        return 0;
+    int open = b->open;
+    if (open)
+        b->odone++;
+    oni_bias_leave(p);
+    return open;
+}
+
 void oni_destroy_frame(oni_frame_t *frame)
 {
     if (!frame)
@@ -569,7 +673,9 @@ void oni_destroy_frame(oni_frame_t *frame)
     int kind = ((struct oni_fhead *)frame)->kind;
     if (kind == ONI_FRAME_READ) { /* tested first: the case of every frame read */
         /* The descriptor belongs to the block: nothing else to give back. */
-        block_unref(((struct oni_rframe *)frame)->block, 1);
+        struct oni_block *b = ((struct oni_rframe *)frame)->block;
+        if (!destroy_biased(b))
+            block_unref(b, 1);
         return;
     }
     switch (kind) {

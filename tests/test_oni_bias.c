@@ -1,0 +1,228 @@
+/* test_oni_bias.c - the read bias (src/oni/ctx.h): the thread that reads
+ * takes no lock and counts its destroys plainly, until another thread needs
+ * the read state. White-box: it looks at the pool's bias and counts through
+ * ctx.h, to know which path ran. A holder that is not kept out shows as
+ * torn or lost frames here, as a race under TSan (the threads label runs it
+ * there) and as a leaked block under LSan. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include "ctx.h"
+#include "drivers/fixture.h"
+#include "unit.h"
+
+static const oni_device_t devs[] = {{1, 10, 1, 6, 0}, {2, 10, 1, 20, 0}, {3, 10, 1, 3, 0}};
+
+static uint32_t rsize(uint32_t idx) { return idx == 1 ? 6 : idx == 2 ? 20 : 3; }
+
+#define NFRAMES 40000
+#define NHELD 3000 /* read by the first holder, half of them destroyed by another thread */
+
+static uint8_t stream[NFRAMES * 40];
+static size_t stream_len;
+static oni_frame_t *held[NHELD];
+static atomic_uchar seen[NFRAMES];
+static atomic_int bad;
+static oni_ctx ctx;
+
+static struct oni_pool *pool_of(oni_ctx c) { return ((struct oni_ctx_impl *)c)->pool; }
+static uintptr_t bias_of(oni_ctx c) { return atomic_load(&pool_of(c)->bias); }
+
+/* A context of the three devices reading stream (made once), 256-byte
+ * blocks, so that the frames held span many of them. */
+static oni_ctx open_stream(int repeat)
+{
+    if (!stream_len)
+        for (uint32_t i = 0; i < NFRAMES; i++)
+            stream_len += fx_frame(stream + stream_len, i, 1 + i % 3, rsize(1 + i % 3));
+    uint32_t block = 256;
+    oni_ctx c = fx_open(devs, 3, 1);
+    if (c && (fx_set_u32(c, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT) || fx_set_u32(c, SCR_OPT_REPEAT, repeat) ||
+              oni_set_opt(c, ONI_OPT_BLOCKREADSIZE, &block, 4) ||
+              oni_set_driver_opt(c, SCR_OPT_DATA, stream, stream_len))) {
+        oni_destroy_ctx(c);
+        c = NULL;
+    }
+    return c;
+}
+
+/* Whether f is intact: the frame of its time, as fx_frame wrote it. */
+static int intact(const oni_frame_t *f)
+{
+    uint64_t t = f->time;
+    return t < NFRAMES && fx_check(f, t, 1 + (uint32_t)(t % 3), rsize(1 + (uint32_t)(t % 3)));
+}
+
+/* Check f, count its time as seen and destroy it. */
+static void take(oni_frame_t *f)
+{
+    if (!intact(f))
+        atomic_fetch_add(&bad, 1);
+    else
+        atomic_fetch_add(&seen[f->time], 1);
+    oni_destroy_frame(f);
+}
+
+/* Read and take frames until the stream is over (the scripted driver times out). */
+static void read_rest(void)
+{
+    oni_frame_t *f;
+    int rc;
+    while ((rc = oni_read_frame(ctx, &f)) > 0)
+        take(f);
+    if (rc != ONI_ETIMEOUT)
+        atomic_fetch_add(&bad, 1);
+}
+
+static void *second_reader(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NHELD; i += 2) /* frames of blocks the holder counted plainly */
+        take(held[i]);
+    read_rest();
+    return NULL;
+}
+
+/* One holder, then two readers taking the bias from each other; every
+ * frame exactly once and intact, every block back in the pool. */
+static void two_readers(int biased)
+{
+    memset(seen, 0, sizeof seen);
+    atomic_store(&bad, 0);
+    ctx = open_stream(0);
+    REQUIRE(ctx);
+    struct oni_pool *p = pool_of(ctx);
+    for (int i = 0; i < NHELD; i++)
+        REQUIRE(oni_read_frame(ctx, &held[i]) > 0);
+    for (int i = 1; i < NHELD; i += 2) /* mostly of blocks the reader has left: refs counts them */
+        take(held[i]);
+    if (biased)
+        CHECK_EQ(bias_of(ctx), oni_self());
+    else
+        CHECK_EQ(bias_of(ctx), ONI_BIAS_OFF);
+
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, second_reader, NULL) == 0);
+    read_rest();
+    pthread_join(t, NULL);
+    CHECK_EQ(atomic_load(&bad), 0);
+    int missing, twice;
+    fx_seen(seen, NFRAMES, &missing, &twice);
+    CHECK_EQ(missing, 0);
+    CHECK_EQ(twice, 0);
+    if (biased)
+        CHECK(p->moves >= 1); /* the second reader took the bias at least once */
+    /* Every frame destroyed: the pool is held by the context and its current block only. */
+    CHECK_EQ(atomic_load(&p->refs), 2u);
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+}
+
+TEST(bias_moves_between_two_readers)
+{
+    ctx = open_stream(0);
+    REQUIRE(ctx);
+    uintptr_t b = bias_of(ctx);
+    oni_destroy_ctx(ctx);
+    if (b == ONI_BIAS_OFF)
+        SKIP("no membarrier(2) here (or ONIGPU_READ_BIAS=0): every read takes the lock");
+    two_readers(1);
+}
+
+TEST(bias_off_by_environment)
+{
+    REQUIRE(setenv("ONIGPU_READ_BIAS", "0", 1) == 0);
+    two_readers(0);
+    unsetenv("ONIGPU_READ_BIAS");
+}
+
+/* A reader of a stream that repeats, until told to stop: every frame it
+ * gets must be intact. A flush may leave the driver mid-frame, so the bytes
+ * up to the next frame are skipped (ONI_EBADFRAME) and counted apart. */
+static atomic_int stop;
+static atomic_long nread, nskips;
+static _Atomic uintptr_t reader_id;
+static void *repeat_reader(void *arg)
+{
+    (void)arg;
+    oni_frame_t *f;
+    atomic_store(&reader_id, oni_self());
+    while (!atomic_load(&stop)) {
+        int rc = oni_read_frame(ctx, &f);
+        if (rc == ONI_EBADFRAME) {
+            atomic_fetch_add(&nskips, 1);
+            continue;
+        }
+        if (rc <= 0) {
+            atomic_fetch_add(&bad, 1);
+            break;
+        }
+        if (!intact(f))
+            atomic_fetch_add(&bad, 1);
+        oni_destroy_frame(f);
+        atomic_fetch_add(&nread, 1);
+    }
+    return NULL;
+}
+
+/* Wait until the reader has taken n more frames (or stopped). */
+static void reader_moves_on(long n)
+{
+    long until = atomic_load(&nread) + n;
+    while (atomic_load(&nread) < until && !atomic_load(&bad))
+        sched_yield();
+}
+
+/* ONI_OPT_RUNNING flushes the read state from another thread while the
+ * reader parses: the holder must be out each time, and get the bias back. */
+TEST(running_flushes_beside_the_holder)
+{
+    atomic_store(&bad, 0);
+    atomic_store(&stop, 0);
+    ctx = open_stream(1);
+    REQUIRE(ctx);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, repeat_reader, NULL) == 0);
+    uint32_t one = 1;
+    for (int i = 0; i < 300; i++) {
+        reader_moves_on(100);
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, 4), 0);
+        uintptr_t b = bias_of(ctx);
+        CHECK(b == ONI_BIAS_OFF || (b & 1) == 0); /* the mark is gone with the lock */
+    }
+    reader_moves_on(100);
+    atomic_store(&stop, 1);
+    pthread_join(t, NULL);
+    CHECK_EQ(atomic_load(&bad), 0);
+    if (bias_of(ctx) != ONI_BIAS_OFF)
+        CHECK_EQ(bias_of(ctx), atomic_load(&reader_id)); /* still the reader's: flushes never take it */
+    printf("  %ld frames read, %ld skips after flushes\n", atomic_load(&nread), atomic_load(&nskips));
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+}
+
+/* The holder destroys the frames of the current block while another
+ * thread destroys the context, which folds the block's counts: a count
+ * lost either way leaks the block (LSan) or frees it early (ASan). */
+static void *destroy_held(void *arg)
+{
+    int *n = arg;
+    for (int i = 0; i < *n; i++)
+        oni_destroy_frame(held[i]);
+    return NULL;
+}
+
+TEST(context_destroyed_beside_the_holders_destroys)
+{
+    for (int round = 0; round < 200; round++) {
+        ctx = open_stream(0);
+        REQUIRE(ctx);
+        int n = 0;
+        while (n < 12 && oni_read_frame(ctx, &held[n]) > 0)
+            n++; /* within the first 256-byte block and the next */
+        REQUIRE(n == 12);
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, destroy_held, &n) == 0);
+        CHECK_RC(oni_destroy_ctx(ctx), 0);
+        pthread_join(t, NULL);
+    }
+}
