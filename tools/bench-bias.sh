@@ -4,10 +4,10 @@
 # off (ONIGPU_READ_BIAS=0), the process with one thread and with a second,
 # sleeping one (framerate -t). Optionally also against another build of
 # onigpu's liboni (--old DIR: a build folder holding liboni.so.1), e.g. the
-# tree before a change. Runs are interleaved, so that a shared machine's
-# load hits every variant alike.
+# tree before a change, shown as "old" or as --old-label NAME. Runs are
+# interleaved, so that a shared machine's load hits every variant alike.
 #
-#   tools/bench-bias.sh [--build DIR] [--old DIR] [--blocks "4096 65536"]
+#   tools/bench-bias.sh [--build DIR] [--old DIR [--old-label NAME]] [--blocks "4096 65536"]
 #                       [--reps N] [--seconds S] [--out DIR]
 #
 # Writes DIR/frames-bias-<date>.csv (every run: variant, threads, block,
@@ -17,12 +17,13 @@
 # repetitions of 0.5 s, docs/results.
 set -euo pipefail
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-BUILD=build OLD= BLOCKS="4096 65536" REPS=7 SECS=0.5 OUT=docs/results
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+BUILD=build OLD= OLD_LABEL=old BLOCKS="4096 65536" REPS=7 SECS=0.5 OUT=docs/results
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
     --old) OLD=$2; shift 2 ;;
+    --old-label) OLD_LABEL=$2; shift 2 ;;
     --blocks) BLOCKS=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --seconds) SECS=$2; shift 2 ;;
@@ -48,7 +49,7 @@ CC=${CC:-cc}
 VARIANTS="bias nobias"
 if [[ -n $OLD ]]; then
     "$CC" -O2 -pthread -I"$REPO/include" "$REPO/tools/framerate.c" -L"$OLD" -loni -Wl,-rpath,"$OLD" -o "$TMP/fr_old"
-    VARIANTS="$VARIANTS old"
+    VARIANTS="$VARIANTS $OLD_LABEL"
 fi
 
 mkdir -p "$OUT"
@@ -63,7 +64,7 @@ for ((r = 1; r <= REPS; r++)); do
                 case $v in
                 bias) out=$("$TMP/fr_new" $opt test "$b" "$SECS") ;;
                 nobias) out=$(ONIGPU_READ_BIAS=0 "$TMP/fr_new" $opt test "$b" "$SECS") ;;
-                old) out=$("$TMP/fr_old" $opt test "$b" "$SECS") ;;
+                "$OLD_LABEL") out=$("$TMP/fr_old" $opt test "$b" "$SECS") ;;
                 esac
                 [[ $(field bad <<<"$out") == 0 ]] || { echo "bench-bias: $v misread frames: $out" >&2; exit 1; }
                 echo "$r,$v,$th,$b,$(field fps <<<"$out"),$(field cpufps <<<"$out")" >>"$CSV"

@@ -7,6 +7,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "onii.h"
+#ifdef ONI_HAVE_SINGLE_THREADED
+#include <sys/single_threaded.h>
+#endif
 
 /* Limits that bound what a device table may ask of the host (ONI_EBADDEVTABLE beyond). */
 #define ONI_MAXDEVICES 65536u          /* one per RSV.RSV.HUB.IDX hub/device pair */
@@ -221,6 +224,19 @@ static inline uintptr_t oni_self(void)
     return (uintptr_t)__builtin_thread_pointer();
 #else
     return (uintptr_t)pthread_self() & ~(uintptr_t)1; /* glibc: the thread's aligned descriptor */
+#endif
+}
+
+/* Whether the calling thread is the process's only thread (glibc's
+ * __libc_single_threaded; 0 where the C library has no such flag). glibc
+ * clears it before a second thread starts, whoever starts it, so while it is
+ * set nothing can race with us: the read path then skips even the bias. */
+static inline int oni_one_thread(void)
+{
+#ifdef ONI_HAVE_SINGLE_THREADED
+    return __libc_single_threaded;
+#else
+    return 0;
 #endif
 }
 

@@ -85,10 +85,19 @@ __attribute__((noinline)) static void block_return(struct oni_block *b)
     oni_pool_unref(p);
 }
 
-/* Drop n references to b; the last one gives it back to its pool. */
+/* Drop n references to b; the last one gives it back to its pool. A plain
+ * load and store while the process has one thread (mixing the two forms is
+ * safe: starting a thread orders everything before it). */
 static inline void block_unref(struct oni_block *b, unsigned n)
 {
-    if (atomic_fetch_sub_explicit(&b->refs, n, memory_order_acq_rel) == n)
+    unsigned old;
+    if (oni_one_thread()) {
+        old = atomic_load_explicit(&b->refs, memory_order_relaxed);
+        atomic_store_explicit(&b->refs, old - n, memory_order_relaxed);
+    } else {
+        old = atomic_fetch_sub_explicit(&b->refs, n, memory_order_acq_rel);
+    }
+    if (old == n)
         block_return(b);
 }
 
@@ -486,9 +495,12 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
         return ONI_ENULLCTX;
     if (!frame)
         return ONI_EINVALARG;
+    int rc;
+    if (oni_one_thread() && (rc = read_frame_fast(ctx, frame)) > 0)
+        return rc; /* no other thread: nobody to keep out, nothing to count */
     if (!oni_bias_enter(ctx->pool))
         return read_frame_locked(ctx, frame);
-    int rc = read_frame_fast(ctx, frame);
+    rc = read_frame_fast(ctx, frame);
     if (!rc)
         return read_frame_biased(ctx, frame); /* a tail call: the fast path saves no register */
     oni_bias_leave(ctx->pool);
@@ -674,7 +686,7 @@ void oni_destroy_frame(oni_frame_t *frame)
     if (kind == ONI_FRAME_READ) { /* tested first: the case of every frame read */
         /* The descriptor belongs to the block: nothing else to give back. */
         struct oni_block *b = ((struct oni_rframe *)frame)->block;
-        if (!destroy_biased(b))
+        if (oni_one_thread() || !destroy_biased(b))
             block_unref(b, 1);
         return;
     }
