@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include "ctx.h"
 
 /* ---- pool ---------------------------------------------------------------- */
@@ -148,12 +153,6 @@ out:
 }
 
 /* ---- the read lock and the bias (ctx.h) ----------------------------------- */
-
-#if defined(__linux__)
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 static int membarrier_ok;
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
