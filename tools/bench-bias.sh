@@ -2,7 +2,8 @@
 # bench-bias.sh - what the read bias (docs/threads.md) is worth: frames/s of
 # tools/framerate.c on the test driver with onigpu's liboni, the bias on and
 # off (ONIGPU_READ_BIAS=0), the process with one thread and with a second,
-# sleeping one (framerate -t). Optionally also against another build of
+# sleeping one (framerate -t). With one thread, both take the one-thread
+# path (docs/threads.md): the two then run the same code. Optionally also against another build of
 # onigpu's liboni (--old DIR: a build folder holding liboni.so.1), e.g. the
 # tree before a change, shown as "old" or as --old-label NAME. Runs are
 # interleaved, so that a shared machine's load hits every variant alike.
@@ -17,7 +18,7 @@
 # repetitions of 0.5 s, docs/results.
 set -euo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 BUILD=build OLD= OLD_LABEL=old BLOCKS="4096 65536" REPS=7 SECS=0.5 OUT=docs/results
 while [[ $# -gt 0 ]]; do
     case $1 in

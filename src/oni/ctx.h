@@ -22,8 +22,9 @@ enum oni_state { ONI_STATE_UNINIT = 0, ONI_STATE_IDLE, ONI_STATE_RUNNING };
 /* A block: BLOCKREADSIZE bytes read from the data stream (plus room for a
  * partial frame carried over from the block before). Frames point into it.
  * While it is the context's current block (open), refs is ONI_BLOCK_BIAS
- * minus the frames destroyed by threads other than the bias holder, whose
- * destroys count in odone instead; the reader counts what it hands out
+ * minus the frames destroyed outside a biased section (other threads, the
+ * one-thread path, a holder kept out); the bias holder's destroys in its
+ * sections count in odone instead. The reader counts what it hands out
  * (handed() in frame.c). When the reader moves on it folds both counts into
  * refs, which from then on counts the frames not yet destroyed: each destroy
  * is one atomic subtraction, and whoever brings refs to 0 recycles the
@@ -84,6 +85,14 @@ struct oni_frame {
     _Alignas(16) char buf[];   /* [u32 dev_idx][u32 words][payload] */
 };
 
+/* One holder of the read bias (below): its thread, set once, and its flag
+ * "inside a biased section", which only that thread writes. A line each. */
+struct oni_bias_slot {
+    _Alignas(64) _Atomic uintptr_t owner; /* oni_self() of the holder; 0 in slot 0, "nobody" */
+    atomic_uint busy;
+};
+#define ONI_BIAS_HOLDERS 9 /* holders a context may have; then nobody gets the bias again */
+
 /* Recycled blocks and write frames. Anyone may give things back (lock-free
  * push onto the ret_* stacks); only the context's reader or writer takes
  * them out, one at a time under its lock, so the stacks never see ABA. The
@@ -96,12 +105,13 @@ struct oni_pool {
     _Atomic(struct oni_frame *) ret_wframes; /* pooled write frames given back */
     struct oni_block *blocks;  /* reader's own free blocks (read lock) */
     struct oni_frame *wframes; /* writer's own free write frames (write lock) */
-    _Atomic uintptr_t bias;    /* ONI_BIAS_NONE, ONI_BIAS_OFF, or the holder's oni_self() (| 1: kept out) */
-    unsigned moves;            /* times the bias went to another reader (read lock) */
-    /* Written by the holder on every call: on a line of its own, so that
-     * other threads reading bias do not lose it each time. */
-    _Alignas(64) atomic_uint busy;
-    char pad[64 - sizeof(atomic_uint)];
+    /* The holder's slot (| 1 while a lock holder keeps it out), &slot[0]
+     * when nobody holds the bias. Read on every call: a line of its own,
+     * away from the counts above that every write frame changes. */
+    _Alignas(64) _Atomic uintptr_t bias;
+    unsigned holders; /* slots handed out (read lock) */
+    int off;          /* no new holder: ONIGPU_READ_BIAS=0, no membarrier, or all slots used (read lock) */
+    struct oni_bias_slot slot[1 + ONI_BIAS_HOLDERS];
 };
 
 /* A readable device in the read path's map (open addressing): want is its
@@ -191,25 +201,27 @@ void oni_read_release(struct oni_ctx_impl *ctx);
  * instruction per frame, 20 cycles apiece on Intel cores, where the rest of
  * oni_read_frame + oni_destroy_frame is about as much (docs/benchmarks.md).
  * Almost always one thread reads a context and destroys what it read, so the
- * first reader gets the bias: its oni_read_frame takes no lock and its
- * oni_destroy_frame of a frame of the current block counts in the block's
- * odone with a plain add. Such a call is a biased section:
+ * first reader gets the bias, a slot of its own (struct oni_bias_slot): its
+ * oni_read_frame takes no lock and its oni_destroy_frame of a frame of the
+ * current block counts in the block's odone with a plain add. Such a call is
+ * a biased section:
  *
- *     holder:  busy = 1; compiler fence; if bias == me: work; busy = 0 (release)
+ *     holder: s = bias; if s->owner == me: s->busy = 1; compiler fence;
+ *             if bias == s: work; s->busy = 0 (release)
  *
  * Any other thread that needs the read state takes the ticket lock and keeps
  * the holder out: bias |= 1, then membarrier(2), which runs a full memory
- * barrier on every thread of the process, then waits for busy == 0. After
- * the barrier either the holder's busy = 1 is visible (so we wait for its
- * busy = 0), or its next look at bias sees the mark (so it takes the lock
- * too): the holder needs no fence of its own. The lock holder clears the mark
- * when it gives the lock back. A reader other than the holder moves the bias
- * to itself, at most ONI_BIAS_MOVES times per context, then turns it off.
- * Every hand-over is a release store read by an acquire load, so TSan sees
- * the order too. Off where membarrier is missing or ONIGPU_READ_BIAS=0. */
-#define ONI_BIAS_NONE ((uintptr_t)0) /* no reader yet */
-#define ONI_BIAS_OFF ((uintptr_t)1)  /* never again: the ticket lock and atomics for all */
-#define ONI_BIAS_MOVES 8u
+ * barrier on every thread of the process, then waits for s->busy == 0.
+ * After the barrier either the holder's busy = 1 is visible (so we wait for
+ * its busy = 0), or its look at bias after it sees the mark (so it takes the
+ * lock too): the holder needs no fence of its own. The lock holder clears
+ * the mark when it gives the lock back. A reader other than the holder takes
+ * the bias over with a fresh slot, so a former holder that was about to set
+ * busy when the bias moved writes only its old slot, which nobody waits on.
+ * After ONI_BIAS_HOLDERS holders nobody gets it again. The hand-overs are
+ * release stores read by acquire loads, which TSan sees; the mark's store is
+ * ordered by membarrier alone. Off where membarrier is missing or
+ * ONIGPU_READ_BIAS=0. */
 
 /* An id of the calling thread, unique among live threads, with bit 0 clear:
  * the thread pointer (one instruction) where the compiler exposes it. */
@@ -240,23 +252,33 @@ static inline int oni_one_thread(void)
 #endif
 }
 
-/* Enter a biased section of pool p; returns 1 if the caller holds the bias
- * and nobody keeps it out (leave with oni_bias_leave), else 0. */
-static inline int oni_bias_enter(struct oni_pool *p)
+/* The slot bias points at, with the mark cleared. */
+static inline struct oni_bias_slot *oni_bias_slot(uintptr_t bias)
 {
-    uintptr_t me = oni_self();
-    if (atomic_load_explicit(&p->bias, memory_order_relaxed) != me)
+    return (struct oni_bias_slot *)(bias & ~(uintptr_t)1);
+}
+
+/* Enter a biased section of pool p: returns 1, with the caller's slot in
+ * *slot, if it holds the bias and nobody keeps it out (leave with
+ * oni_bias_leave), else 0. */
+static inline int oni_bias_enter(struct oni_pool *p, struct oni_bias_slot **slot)
+{
+    uintptr_t b = atomic_load_explicit(&p->bias, memory_order_relaxed);
+    struct oni_bias_slot *s = oni_bias_slot(b);
+    if (atomic_load_explicit(&s->owner, memory_order_relaxed) != oni_self())
         return 0;
-    atomic_store_explicit(&p->busy, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->busy, 1, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst); /* the store before the load; membarrier does the rest */
-    if (atomic_load_explicit(&p->bias, memory_order_acquire) == me)
+    if (atomic_load_explicit(&p->bias, memory_order_acquire) == (uintptr_t)s) {
+        *slot = s;
         return 1;
-    atomic_store_explicit(&p->busy, 0, memory_order_release);
+    }
+    atomic_store_explicit(&s->busy, 0, memory_order_release);
     return 0;
 }
-static inline void oni_bias_leave(struct oni_pool *p)
+static inline void oni_bias_leave(struct oni_bias_slot *s)
 {
-    atomic_store_explicit(&p->busy, 0, memory_order_release);
+    atomic_store_explicit(&s->busy, 0, memory_order_release);
 }
 
 /* The read lock, a ticket lock: take a ticket (one atomic add), go when
@@ -270,7 +292,7 @@ static inline void oni_bias_leave(struct oni_pool *p)
 void oni_backoff(unsigned *tries);
 /* The slow parts (frame.c): wait for ticket t; keep out holder b of p. */
 void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned t);
-void oni_bias_keep_out(struct oni_pool *p, uintptr_t b);
+void oni_bias_keep_out(struct oni_pool *p, struct oni_bias_slot *s);
 /* Take the read lock; returns the ticket oni_runlock needs. rserve is read
  * first, so that the load is not behind the locked add: had it already
  * shown our ticket, every earlier holder was gone. */
@@ -280,9 +302,10 @@ static inline unsigned oni_rlock(struct oni_ctx_impl *ctx)
     unsigned t = atomic_fetch_add_explicit(&ctx->rnext, 1, memory_order_relaxed);
     if (serving != t)
         oni_rlock_wait(ctx, t);
-    uintptr_t b = atomic_load_explicit(&ctx->pool->bias, memory_order_relaxed);
-    if (b != ONI_BIAS_NONE && b != ONI_BIAS_OFF && b != oni_self())
-        oni_bias_keep_out(ctx->pool, b);
+    struct oni_bias_slot *s = oni_bias_slot(atomic_load_explicit(&ctx->pool->bias, memory_order_relaxed));
+    uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
+    if (owner && owner != oni_self())
+        oni_bias_keep_out(ctx->pool, s);
     return t;
 }
 /* Give the read lock taken with ticket t to the next one, and the bias back
@@ -290,7 +313,7 @@ static inline unsigned oni_rlock(struct oni_ctx_impl *ctx)
 static inline void oni_runlock(struct oni_ctx_impl *ctx, unsigned t)
 {
     uintptr_t b = atomic_load_explicit(&ctx->pool->bias, memory_order_relaxed);
-    if (b != ONI_BIAS_OFF && (b & 1))
+    if (b & 1)
         atomic_store_explicit(&ctx->pool->bias, b & ~(uintptr_t)1, memory_order_release);
     atomic_store_explicit(&ctx->rserve, t + 1, memory_order_release);
 }

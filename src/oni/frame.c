@@ -25,8 +25,12 @@ struct oni_pool *oni_pool_new(void)
         return NULL;
     memset(p, 0, sizeof *p);
     atomic_init(&p->refs, 1);
-    atomic_init(&p->busy, 0);
-    atomic_init(&p->bias, bias_allowed() ? ONI_BIAS_NONE : ONI_BIAS_OFF);
+    for (int i = 0; i <= ONI_BIAS_HOLDERS; i++) {
+        atomic_init(&p->slot[i].owner, 0);
+        atomic_init(&p->slot[i].busy, 0);
+    }
+    atomic_init(&p->bias, (uintptr_t)&p->slot[0]);
+    p->off = !bias_allowed();
     return p;
 }
 
@@ -160,12 +164,14 @@ static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 static void membarrier_register(void)
 {
 #if defined(__linux__) && defined(SYS_membarrier)
-    membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+                    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
 #endif
 }
 
 /* Whether new contexts get a read bias: membarrier(2) registered for the
- * process (Linux 4.14 on), and ONIGPU_READ_BIAS is not "0". */
+ * process and answering (Linux 4.14 on; a sandbox may refuse it), and
+ * ONIGPU_READ_BIAS is not "0". */
 static int bias_allowed(void)
 {
     const char *env = getenv("ONIGPU_READ_BIAS");
@@ -175,9 +181,9 @@ static int bias_allowed(void)
     return membarrier_ok;
 }
 
-/* A full memory barrier on every running thread of the process. It cannot
- * fail once the process registered, which bias_allowed made sure of before
- * any bias was handed out. */
+/* A full memory barrier on every running thread of the process. The kernel
+ * fails it only for a process that did not register, and bias_allowed
+ * registered and tried it before any bias was handed out. */
 static void barrier_all(void)
 {
 #if defined(__linux__) && defined(SYS_membarrier)
@@ -204,28 +210,34 @@ void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned t)
         oni_backoff(&tries);
 }
 
-/* Keep holder b out of the read state (read lock held; ctx.h says why
- * this is enough). */
-void oni_bias_keep_out(struct oni_pool *p, uintptr_t b)
+/* Keep the holder of slot s out of the read state (read lock held; ctx.h
+ * says why this is enough). */
+void oni_bias_keep_out(struct oni_pool *p, struct oni_bias_slot *s)
 {
-    atomic_store_explicit(&p->bias, b | 1, memory_order_relaxed);
+    atomic_store_explicit(&p->bias, (uintptr_t)s | 1, memory_order_relaxed);
     barrier_all();
     unsigned tries = 0;
-    while (atomic_load_explicit(&p->busy, memory_order_acquire))
+    while (atomic_load_explicit(&s->busy, memory_order_acquire))
         oni_backoff(&tries);
 }
 
-/* A reader under the read lock takes the bias: the first one for nothing,
- * a later one from the holder it kept out (oni_rlock), until the bias has
- * moved ONI_BIAS_MOVES times; then nobody gets it again. */
+/* A reader under the read lock takes the bias, with a fresh slot: the first
+ * one, and each later one from the holder oni_rlock kept out, until
+ * ONI_BIAS_HOLDERS slots are used; then nobody gets it again. */
 static void bias_take(struct oni_pool *p)
 {
-    uintptr_t b = atomic_load_explicit(&p->bias, memory_order_relaxed), me = oni_self();
-    if (b == ONI_BIAS_OFF || b == me)
+    struct oni_bias_slot *s = oni_bias_slot(atomic_load_explicit(&p->bias, memory_order_relaxed));
+    uintptr_t me = oni_self();
+    if (p->off || atomic_load_explicit(&s->owner, memory_order_relaxed) == me)
         return;
-    if (b != ONI_BIAS_NONE && p->moves++ >= ONI_BIAS_MOVES)
-        me = ONI_BIAS_OFF;
-    atomic_store_explicit(&p->bias, me, memory_order_release);
+    if (p->holders == ONI_BIAS_HOLDERS) {
+        p->off = 1;
+        s = &p->slot[0];
+    } else {
+        s = &p->slot[++p->holders];
+        atomic_store_explicit(&s->owner, me, memory_order_relaxed);
+    }
+    atomic_store_explicit(&p->bias, (uintptr_t)s, memory_order_release);
 }
 
 /* ---- read path ----------------------------------------------------------- */
@@ -480,11 +492,12 @@ __attribute__((noinline)) static int read_frame_locked(struct oni_ctx_impl *ctx,
     return rc;
 }
 
-/* read_frame_slow in the bias holder's section, which it ends. */
-__attribute__((noinline)) static int read_frame_biased(struct oni_ctx_impl *ctx, oni_frame_t **out)
+/* read_frame_slow in the bias holder's section (slot s), which it ends. */
+__attribute__((noinline)) static int read_frame_biased(struct oni_ctx_impl *ctx, oni_frame_t **out,
+                                                      struct oni_bias_slot *s)
 {
     int rc = read_frame_slow(ctx, out);
-    oni_bias_leave(ctx->pool);
+    oni_bias_leave(s);
     return rc;
 }
 
@@ -497,12 +510,13 @@ int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
     int rc;
     if (oni_one_thread() && (rc = read_frame_fast(ctx, frame)) > 0)
         return rc; /* no other thread: nobody to keep out, nothing to count */
-    if (!oni_bias_enter(ctx->pool))
+    struct oni_bias_slot *s;
+    if (!oni_bias_enter(ctx->pool, &s))
         return read_frame_locked(ctx, frame);
     rc = read_frame_fast(ctx, frame);
     if (!rc)
-        return read_frame_biased(ctx, frame); /* a tail call: the fast path saves no register */
-    oni_bias_leave(ctx->pool);
+        return read_frame_biased(ctx, frame, s); /* a tail call: the fast path saves no register */
+    oni_bias_leave(s);
     return rc;
 }
 
@@ -667,13 +681,13 @@ int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame)
  * block's odone with a plain add. Returns 0 where refs must count it. */
 static inline int destroy_biased(struct oni_block *b)
 {
-    struct oni_pool *p = b->pool;
-    if (!oni_bias_enter(p))
+    struct oni_bias_slot *s;
+    if (!oni_bias_enter(b->pool, &s))
         return 0;
     int open = b->open;
     if (open)
         b->odone++;
-    oni_bias_leave(p);
+    oni_bias_leave(s);
     return open;
 }
 
