@@ -4,10 +4,16 @@
  * ctx.h, to know which path ran. A holder that is not kept out shows as
  * torn or lost frames here, as a race under TSan (the threads label runs it
  * there) and as a leaked block under LSan. */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include "ctx.h"
 #include "drivers/fixture.h"
 #include "unit.h"
@@ -201,18 +207,21 @@ static void reader_moves_on(long n)
         sched_yield();
 }
 
-/* ONI_OPT_RUNNING flushes the read state from another thread while the
- * reader parses: the holder must be out each time, and get the bias back. */
-TEST(running_flushes_beside_the_holder)
+/* ONI_OPT_RUNNING flushes the read state from another thread nflush times
+ * while a reader parses a stream that repeats: the holder must be out each
+ * time, and get the bias back. Returns the reader's thread (oni_self()). */
+static uintptr_t flush_beside_a_reader(int nflush)
 {
     atomic_store(&bad, 0);
     atomic_store(&stop, 0);
     ctx = open_stream(1);
-    REQUIRE(ctx);
+    if (!ctx)
+        return 0;
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, repeat_reader, NULL) == 0);
+    if (pthread_create(&t, NULL, repeat_reader, NULL) != 0)
+        return 0;
     uint32_t one = 1;
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < nflush; i++) {
         reader_moves_on(100);
         CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, 4), 0);
         CHECK_EQ(bias_of(ctx) & 1, 0u); /* the mark is gone with the lock */
@@ -221,9 +230,16 @@ TEST(running_flushes_beside_the_holder)
     atomic_store(&stop, 1);
     pthread_join(t, NULL);
     CHECK_EQ(atomic_load(&bad), 0);
-    if (bias_here())
-        CHECK_EQ(holder_of(ctx), atomic_load(&reader_id)); /* still the reader's: flushes never take it */
     printf("  %ld frames read, %ld skips after flushes\n", atomic_load(&nread), atomic_load(&nskips));
+    return atomic_load(&reader_id);
+}
+
+TEST(running_flushes_beside_the_holder)
+{
+    uintptr_t reader = flush_beside_a_reader(300);
+    REQUIRE(ctx);
+    if (bias_here())
+        CHECK_EQ(holder_of(ctx), reader); /* still the reader's: flushes never take it */
     CHECK_RC(oni_destroy_ctx(ctx), 0);
 }
 
@@ -263,4 +279,32 @@ TEST(context_destroyed_beside_the_holders_destroys)
     }
     if (bias_here())
         CHECK_EQ(holder_rounds, 200);
+}
+
+/* A program that sandboxes itself after its first context: membarrier(2)
+ * refused from then on. Keeping the holder out must still work (a pause
+ * stands in for the barrier), and new contexts get no bias. Last in this
+ * program: the filter stays for the rest of the process. */
+TEST(membarrier_refused_after_the_first_context)
+{
+    make_threaded();
+    if (!bias_here())
+        SKIP("no membarrier(2) here: nothing to take away");
+    ctx = open_stream(1);
+    REQUIRE(ctx);
+    oni_destroy_ctx(ctx);
+    struct sock_filter refuse[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof refuse / sizeof refuse[0], refuse};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+        SKIP("cannot install a seccomp filter here");
+    uintptr_t reader = flush_beside_a_reader(100); /* the context's bias predates the filter */
+    REQUIRE(ctx);
+    CHECK_EQ(holder_of(ctx), reader);
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+    CHECK(!bias_here()); /* the first failed barrier turned it off for new contexts */
 }

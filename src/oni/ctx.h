@@ -223,8 +223,8 @@ void oni_read_release(struct oni_ctx_impl *ctx);
  * ordered by membarrier alone. Off where membarrier is missing or
  * ONIGPU_READ_BIAS=0. */
 
-/* An id of the calling thread, unique among live threads, with bit 0 clear:
- * the thread pointer (one instruction) where the compiler exposes it. */
+/* An id of the calling thread, unique among live threads and never 0: the
+ * thread pointer (one instruction) where the compiler exposes it. */
 #if defined(__has_builtin) && (defined(__x86_64__) || defined(__aarch64__))
 #if __has_builtin(__builtin_thread_pointer)
 #define ONI_HAVE_THREAD_POINTER
@@ -235,14 +235,16 @@ static inline uintptr_t oni_self(void)
 #ifdef ONI_HAVE_THREAD_POINTER
     return (uintptr_t)__builtin_thread_pointer();
 #else
-    return (uintptr_t)pthread_self() & ~(uintptr_t)1; /* glibc: the thread's aligned descriptor */
+    return (uintptr_t)pthread_self(); /* glibc: the thread's descriptor */
 #endif
 }
 
 /* Whether the calling thread is the process's only thread (glibc's
  * __libc_single_threaded; 0 where the C library has no such flag). glibc
- * clears it before a second thread starts, whoever starts it, so while it is
- * set nothing can race with us: the read path then skips even the bias. */
+ * clears it in pthread_create before a second thread starts, whoever calls
+ * it, so while it is set nothing can race with us: the read path then skips
+ * even the bias. (A thread started by a raw clone, or from a signal handler,
+ * is not covered: docs/threads.md.) */
 static inline int oni_one_thread(void)
 {
 #ifdef ONI_HAVE_SINGLE_THREADED

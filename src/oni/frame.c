@@ -158,37 +158,44 @@ out:
 
 /* ---- the read lock and the bias (ctx.h) ----------------------------------- */
 
-static int membarrier_ok;
+static atomic_int membarrier_ok;
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 
 static void membarrier_register(void)
 {
 #if defined(__linux__) && defined(SYS_membarrier)
-    membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
-                    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+    atomic_store(&membarrier_ok, syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+                                     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0);
 #endif
 }
 
 /* Whether new contexts get a read bias: membarrier(2) registered for the
- * process and answering (Linux 4.14 on; a sandbox may refuse it), and
- * ONIGPU_READ_BIAS is not "0". */
+ * process and answering (Linux 4.14 on; a sandbox may refuse it), it has
+ * not failed since, and ONIGPU_READ_BIAS is not "0". */
 static int bias_allowed(void)
 {
     const char *env = getenv("ONIGPU_READ_BIAS");
     if (env && strcmp(env, "0") == 0)
         return 0;
     pthread_once(&membarrier_once, membarrier_register);
-    return membarrier_ok;
+    return atomic_load(&membarrier_ok);
 }
 
-/* A full memory barrier on every running thread of the process. The kernel
- * fails it only for a process that did not register, and bias_allowed
- * registered and tried it before any bias was handed out. */
+/* A full memory barrier on every running thread of the process. It can
+ * fail although it worked when the bias was handed out (a seccomp filter
+ * installed since): then new contexts get no bias, and this caller pauses
+ * 1 ms instead. That is no barrier in the memory model's terms, but every
+ * CPU makes a store visible long before that (a store buffer drains in
+ * nanoseconds, and a thread switched out drains it on the way). */
 static void barrier_all(void)
 {
 #if defined(__linux__) && defined(SYS_membarrier)
-    (void)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return;
 #endif
+    atomic_store(&membarrier_ok, 0);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
 }
 
 void oni_backoff(unsigned *tries)
