@@ -220,8 +220,8 @@ void oni_read_release(struct oni_ctx_impl *ctx);
  * busy when the bias moved writes only its old slot, which nobody waits on.
  * After ONI_BIAS_HOLDERS holders nobody gets it again. The hand-overs are
  * release stores read by acquire loads, which TSan sees; the mark's store is
- * ordered by membarrier alone. Off where membarrier is missing or
- * ONIGPU_READ_BIAS=0. */
+ * ordered by membarrier alone. Off where membarrier is missing (or fails
+ * later: frame.c, barrier_all) or ONIGPU_READ_BIAS=0. */
 
 /* An id of the calling thread, unique among live threads and never 0: the
  * thread pointer (one instruction) where the compiler exposes it. */
@@ -292,7 +292,7 @@ static inline void oni_bias_leave(struct oni_bias_slot *s)
  * parsing (nanoseconds) or in a refill that ONI_OPT_TIMEOUTMS bounds, so the
  * wait is bounded too. Taking it also keeps the bias holder out (above). */
 void oni_backoff(unsigned *tries);
-/* The slow parts (frame.c): wait for ticket t; keep out holder b of p. */
+/* The slow parts (frame.c): wait for ticket t; keep the holder of slot s out of p. */
 void oni_rlock_wait(struct oni_ctx_impl *ctx, unsigned t);
 void oni_bias_keep_out(struct oni_pool *p, struct oni_bias_slot *s);
 /* Take the read lock; returns the ticket oni_runlock needs. rserve is read
