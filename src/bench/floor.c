@@ -7,6 +7,7 @@
 static const char *const names[FLOOR_NMECH] = {
     "memcpy-query", "memcpy-flag", "memcpy-sync", "drv-memcpy-flag",
     "armed",        "kernel-pull", "doorbell-rtt", "launch-query",
+    "ptr-attrs",    "ptr-id",
 };
 
 const char *floor_mech_name(int mech)

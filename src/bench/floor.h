@@ -27,6 +27,8 @@ enum floor_mech {
     FLOOR_KERNEL_PULL,      /* a persistent kernel polls a mapped doorbell and pulls the block itself */
     FLOOR_DOORBELL_RTT,     /* the same kernel with no payload: doorbell poll + done write round trip */
     FLOOR_LAUNCH_QUERY,     /* an empty kernel launch, spin on cudaStreamQuery (launch reference) */
+    FLOOR_PTR_ATTRS,        /* no transfer: gpu_query of the device block (six pointer attributes) */
+    FLOOR_PTR_ID,           /* no transfer: gpu_buffer_id of the device block (one attribute) */
     FLOOR_NMECH
 };
 

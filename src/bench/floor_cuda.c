@@ -182,6 +182,28 @@ static int t_launch_query(struct fl *f, uint32_t seq, uint64_t *ns)
     return then_query(f, launch_empty, ns);
 }
 
+/* What the driver pays per prepinned transfer to check that the pinned
+ * buffer is still its allocation: six attributes, or the buffer id alone. */
+static int t_ptr_attrs(struct fl *f, uint32_t seq, uint64_t *ns)
+{
+    (void)seq;
+    struct gpu_ptr_info info;
+    uint64_t t0 = bench_now_ns();
+    int rc = gpu_query(f->dbuf, &info);
+    *ns = bench_now_ns() - t0;
+    return rc ? rc : info.kind == GPU_KIND_DEVICE ? 0 : ONI_EREADFAILURE;
+}
+
+static int t_ptr_id(struct fl *f, uint32_t seq, uint64_t *ns)
+{
+    (void)seq;
+    unsigned long long id = 0;
+    uint64_t t0 = bench_now_ns();
+    int rc = gpu_buffer_id(f->dbuf, &id);
+    *ns = bench_now_ns() - t0;
+    return rc ? rc : id ? 0 : ONI_EREADFAILURE;
+}
+
 static int t_memcpy_flag(struct fl *f, uint32_t seq, uint64_t *ns)
 {
     return then_flag(f, copy_rt, W_FLAG, seq, ns);
@@ -359,6 +381,8 @@ static const struct mech mechs[FLOOR_NMECH] = {
     [FLOOR_KERNEL_PULL] = {b_pull, NULL, t_bell, kernel_stop, 1},
     [FLOOR_DOORBELL_RTT] = {b_rtt, NULL, t_bell, kernel_stop, 0},
     [FLOOR_LAUNCH_QUERY] = {NULL, NULL, t_launch_query, NULL, 0},
+    [FLOOR_PTR_ATTRS] = {NULL, NULL, t_ptr_attrs, NULL, 0},
+    [FLOOR_PTR_ID] = {NULL, NULL, t_ptr_id, NULL, 0},
 };
 
 /* ---- slices, rounds ------------------------------------------------------------ */

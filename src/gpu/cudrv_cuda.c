@@ -36,6 +36,7 @@ static void *resolve(const char *name)
 typedef CUresult (*write32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 typedef CUresult (*getattrs_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
 typedef CUresult (*setattr_fn)(const void *, CUpointer_attribute, CUdeviceptr);
+typedef CUresult (*getattr_fn)(void *, CUpointer_attribute, CUdeviceptr);
 typedef CUresult (*errstr_fn)(CUresult, const char **);
 
 CUresult CUDAAPI cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags)
@@ -54,6 +55,12 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute *att
 {
     DRIVER_FN(fn, getattrs_fn, "cuPointerGetAttributes");
     return fn(n, attrs, data, ptr);
+}
+
+CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
+{
+    DRIVER_FN(fn, getattr_fn, "cuPointerGetAttribute");
+    return fn(data, attr, ptr);
 }
 
 CUresult CUDAAPI cuPointerSetAttribute(const void *value, CUpointer_attribute attr, CUdeviceptr ptr)

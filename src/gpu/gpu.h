@@ -51,6 +51,11 @@ const char *gpu_error(void);
  * GPU_KIND_HOST, not an error; without a usable CUDA device every pointer is
  * GPU_KIND_HOST) or ONI_EINVALARG for info == NULL. */
 int gpu_query(const void *p, struct gpu_ptr_info *info);
+/* The CUDA allocation p lies in, as an id unique in the process and never
+ * reused (*id = 0: memory CUDA does not know, e.g. freed). One attribute, so
+ * cheaper than gpu_query: for checking on every transfer that a pinned
+ * buffer is still the allocation it was. 0, or ONI_EINVALARG for a NULL id. */
+int gpu_buffer_id(const void *p, unsigned long long *id);
 
 /* "Pin" device memory for a DMA engine, as GPUDirect RDMA requires: look up
  * the allocation of p (range, buffer id) and turn on synchronous memory

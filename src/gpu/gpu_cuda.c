@@ -151,6 +151,19 @@ int gpu_query(const void *p, struct gpu_ptr_info *info)
     return 0;
 }
 
+int gpu_buffer_id(const void *p, unsigned long long *id)
+{
+    if (!id)
+        return ONI_EINVALARG;
+    *id = 0;
+    if (ready())
+        return 0;
+    /* Memory CUDA does not know fails the call: id 0, as gpu_query's host memory. */
+    if (cuPointerGetAttribute(id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+        *id = 0;
+    return 0;
+}
+
 int gpu_pin_device(const void *p, struct gpu_ptr_info *info)
 {
     int rc = ready();

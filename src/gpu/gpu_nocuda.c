@@ -29,6 +29,15 @@ int gpu_query(const void *p, struct gpu_ptr_info *info)
     return 0;
 }
 
+int gpu_buffer_id(const void *p, unsigned long long *id)
+{
+    (void)p;
+    if (!id)
+        return ONI_EINVALARG;
+    *id = 0;
+    return 0;
+}
+
 int gpu_pin_device(const void *p, struct gpu_ptr_info *info)
 {
     if (info)

@@ -344,11 +344,13 @@ static int resolve(struct gpustream *g, const struct buf *b, size_t n, struct ro
         rt->import_id = e->import_id;
         rt->base = e->base;
         if (e->kind == GPU_KIND_DEVICE || e->kind == GPU_KIND_MANAGED) {
-            /* prepinned: only check that the allocation is still the one pinned */
-            rc = gpu_query(b->p, &info);
+            /* prepinned: only check that the allocation is still the one pinned
+             * (an id is never reused, so the same id is the same allocation) */
+            unsigned long long id;
+            rc = gpu_buffer_id(b->p, &id);
             if (rc)
                 return rc;
-            if (info.kind != e->kind || info.buffer_id != e->buffer_id)
+            if (id != e->buffer_id)
                 return ONI_EPINNED; /* freed (and maybe reallocated) while pinned */
             *on_gpu = 1;
         } else {
