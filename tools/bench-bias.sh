@@ -3,10 +3,11 @@
 # tools/framerate.c on the test driver with onigpu's liboni, the bias on and
 # off (ONIGPU_READ_BIAS=0), the process with one thread and with a second,
 # sleeping one (framerate -t). With one thread, both take the one-thread
-# path (docs/threads.md): the two then run the same code. Optionally also against another build of
-# onigpu's liboni (--old DIR: a build folder holding liboni.so.1), e.g. the
-# tree before a change, shown as "old" or as --old-label NAME. Runs are
-# interleaved, so that a shared machine's load hits every variant alike.
+# path (docs/threads.md): the two then run the same code. Optionally also
+# against another build of onigpu's liboni (--old DIR: a build folder
+# holding liboni.so.1), e.g. the tree before a change, shown as "old" or as
+# --old-label NAME. Runs are interleaved, so that a shared machine's load
+# hits every variant alike.
 #
 #   tools/bench-bias.sh [--build DIR] [--old DIR [--old-label NAME]] [--blocks "4096 65536"]
 #                       [--reps N] [--seconds S] [--out DIR]
