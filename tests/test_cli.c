@@ -351,6 +351,23 @@ TEST(bench_frames_no_results_when_all_blocks_fail)
     CHECK(system(cmd) == 0);
 }
 
+/* `onigpu bench frames --second-thread`: the run says which read path it
+ * measured (docs/threads.md): the one-thread path without the option, the
+ * threaded one with it. */
+TEST(bench_frames_second_thread)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-bf2-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    char cmd[512];
+    CHECK_EQ(RUN("bench", "frames", "--blocks", "4K", "--seconds", "0.05", "--second-thread", "--out", dir), 0);
+    snprintf(cmd, sizeof cmd, "grep -q '\"one_thread_path\": \"no\"' %s/frames-*.json", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    CHECK_EQ(RUN("bench", "frames", "--second-thread=1"), 2);
+}
+
 /* `onigpu bench floor`: usage on bad input (exit 2); with no GPU a clear
  * skip (exit 0, nothing written); with one, a short run that writes its
  * result set. */

@@ -2,6 +2,7 @@
  * latency and heap allocations per frame through oni_read_frame +
  * oni_destroy_frame, for a range of BLOCKREADSIZE values. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,10 +10,16 @@
 #include "bench/bench.h"
 #include "cli.h"
 #include "cli_oni.h"
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define HAVE_SINGLE_THREADED 1
+#endif
+#endif
 
 static int frames_run(int argc, char **argv);
 CLI_COMMAND(bench_frames, "bench frames",
-            "[--driver test] [--blocks 1K,4K,...] [--seconds T] [--out DIR]",
+            "[--driver test] [--blocks 1K,4K,...] [--seconds T] [--second-thread] [--out DIR]",
             "frames/s, MB/s, call latency and heap allocations per frame for each BLOCKREADSIZE",
             frames_run)
 
@@ -102,9 +109,36 @@ static uint64_t alloc_count(void)
 
 #define MAX_BLOCKS 32
 
+/* Whether liboni's one-thread path applies (docs/threads.md): glibc's flag
+ * that the process has never had a second thread; "unknown" without it. */
+static const char *one_thread_path(void)
+{
+#ifdef HAVE_SINGLE_THREADED
+    return __libc_single_threaded ? "yes" : "no";
+#else
+    return "unknown";
+#endif
+}
+
+/* --second-thread: a thread that only waits for the run to end, so that
+ * the process is not single-threaded and liboni takes the path a threaded
+ * program takes (the read bias or the lock). */
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static int idle_done;
+
+static void *idle_thread(void *arg)
+{
+    pthread_mutex_lock(&idle_lock);
+    while (!idle_done)
+        pthread_cond_wait(&idle_cond, &idle_lock);
+    pthread_mutex_unlock(&idle_lock);
+    return arg;
+}
+
 /* Table, CSV/JSON and plots of a finished run. */
 static int write_results(const struct bench_frames_opts *o, const struct bench_frames_result *res,
-                         const char *out_dir, int argc, char **argv)
+                         const char *one_thread, const char *out_dir, int argc, char **argv)
 {
     int rc;
     /* Record the command as typed: "onigpu bench frames ...". */
@@ -123,6 +157,7 @@ static int write_results(const struct bench_frames_opts *o, const struct bench_f
     bench_report_meta(r, "driver", o->driver);
     bench_report_meta_num(r, "seconds_per_block", o->seconds);
     bench_report_meta_num(r, "clock_read_ns", res[0].clock_ns);
+    bench_report_meta(r, "one_thread_path", one_thread);
     int counted = 0;
     for (size_t i = 0; i < o->nblocks; i++)
         counted |= !res[i].rc && res[i].allocs_per_frame >= 0;
@@ -217,18 +252,23 @@ static int frames_run(int argc, char **argv)
                                   .nblocks = sizeof def_blocks / sizeof def_blocks[0],
                                   .seconds = 1, .alloc_count = ALLOC_COUNTER};
     const char *out_dir = "docs/results";
+    int second_thread = 0;
     if (cli_wants_help(argc, argv)) {
         printf("usage: onigpu bench frames [options]\n"
                "  --driver NAME   ONI driver (default test)\n"
                "  --blocks LIST   BLOCKREADSIZE values, e.g. 1K,4K,64K (default 1K,4K,16K,64K,256K,1M)\n"
                "  --seconds T     time per block size, half throughput, half latency (default 1)\n"
+               "  --second-thread start a thread that only waits, so that liboni runs as in a\n"
+               "                  threaded program (the JSON's one_thread_path says which ran)\n"
                "  --out DIR       result directory (default docs/results)\n");
         return 0;
     }
     for (int i = 1; i < argc; i++) {
         const char *v;
         int rc;
-        if ((rc = cli_opt_value("--driver", argc, argv, &i, &v))) {
+        if (!strcmp(argv[i], "--second-thread")) {
+            second_thread = 1;
+        } else if ((rc = cli_opt_value("--driver", argc, argv, &i, &v))) {
             if (rc < 0 || !*v)
                 goto usage;
             o.driver = v;
@@ -253,7 +293,18 @@ static int frames_run(int argc, char **argv)
     }
 
     struct bench_frames_result res[MAX_BLOCKS];
+    pthread_t idle;
+    if (second_thread && pthread_create(&idle, NULL, idle_thread, NULL))
+        return cli_fail("bench frames: second thread", ONI_EBADALLOC);
+    const char *one_thread = one_thread_path();
     int rc = bench_frames_run(&o, res);
+    if (second_thread) {
+        pthread_mutex_lock(&idle_lock);
+        idle_done = 1;
+        pthread_cond_signal(&idle_cond);
+        pthread_mutex_unlock(&idle_lock);
+        pthread_join(idle, NULL);
+    }
     if (rc)
         return cli_fail("bench frames", rc);
     /* Nothing measured: say why for each block size and write no result files. */
@@ -268,5 +319,5 @@ static int frames_run(int argc, char **argv)
                         "no results written to %s\n", o.driver, out_dir);
         return 1;
     }
-    return write_results(&o, res, out_dir, argc, argv);
+    return write_results(&o, res, one_thread, out_dir, argc, argv);
 }
