@@ -6,8 +6,9 @@
  * memory), writes, asynchronous jobs with completion records in GPU memory
  * checked before their payload, and the errors: a handle that cannot be
  * imported, unknown ids, sizes beyond the allocation, a daemon killed in the
- * middle of a transfer; and the imports of unpinned writes unmapped while a
- * read waits on the other channel. Skips without a CUDA device. */
+ * middle of a transfer; the imports of unpinned writes unmapped while a
+ * read waits on the other channel; and a daemon told to stop during a
+ * transfer that waits for data. Skips without a CUDA device. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -429,5 +430,35 @@ TEST(gpu_daemon_killed_mid_transfer)
     waitpid(pid, NULL, 0);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8), ONI_EDISCONNECTED);
     oni_destroy_ctx(ctx);
+    gpu_free(dev);
+}
+
+/* The daemon is stopped (SIGTERM) while a synchronous GPU_DMA waits for data
+ * that never comes (the card is not running), 20 s of its timeout left: the
+ * daemon ends the wait and exits at once, rather than wait out the transfer
+ * (or its own 10 s limit for connections to finish). */
+TEST(gpu_daemon_stop_ends_a_waiting_dma)
+{
+    NEED_GPU();
+    XD_START(pid, DSPEC);
+    int ctrl = -1, gpu = -1;
+    CHECK_RC(xd_session(&ctrl, &gpu, NULL), 0);
+    uint8_t *dev = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, 4096) == 0);
+    struct emup_gpu_import imp = {.size = 4096};
+    CHECK_RC(gpu_ipc_export(dev, imp.handle), 0);
+    uint32_t id = 0;
+    CHECK_RC(xd_call(gpu, EMUP_GPU_IMPORT, &imp, sizeof imp, &id), 0);
+    struct emup_gpu_dma d = {.id = id, .len = 4096, .timeout_ms = 20000};
+    CHECK_RC(emup_send(gpu, EMUP_GPU_DMA, 1, &d, sizeof d, -1), 0);
+    usleep(300000); /* the daemon waits in the card */
+    uint64_t t0 = oni_now_ns();
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    double ms = (double)(oni_now_ns() - t0) / 1e6;
+    CHECK(ms < 3000);
+    printf("  the daemon stopped in %.0f ms\n", ms);
+    close(ctrl);
+    close(gpu);
     gpu_free(dev);
 }

@@ -2,7 +2,8 @@
  * hardware boundary, without a GPU: host-memory transfers out of the real
  * card's GPU stream FIFO (counter continuity, counters), asynchronous jobs and
  * their completion records, a full job queue, write frames into the GPU write
- * stream, and GPU destinations refused without consuming anything. */
+ * stream, GPU destinations refused without consuming anything, and waits
+ * for data ended by emu_dma_abort and destroy. */
 #include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -196,13 +197,14 @@ TEST(dma_writes_frames_to_the_card)
 struct blocked_read {
     struct emu_dma *d;
     int rc;
+    uint32_t timeout_ms;
 };
 
 static void *read_in_thread(void *arg)
 {
     struct blocked_read *b = arg;
     uint8_t buf[256];
-    b->rc = emu_dma_read(b->d, buf, sizeof buf, 0, 600);
+    b->rc = emu_dma_read(b->d, buf, sizeof buf, 0, b->timeout_ms);
     return NULL;
 }
 
@@ -223,7 +225,7 @@ TEST(dma_directions_do_not_wait_for_each_other)
     REQUIRE(sink != 0xFFFFFFFFu);
     uint32_t frame[3] = {sink, 1, 42};
     /* a synchronous read blocked in another thread */
-    struct blocked_read b = {d, 0};
+    struct blocked_read b = {d, 0, 600};
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, read_in_thread, &b) == 0);
     usleep(50000);
@@ -249,5 +251,67 @@ TEST(dma_directions_do_not_wait_for_each_other)
     CHECK_RC(emu_dma_flush(d, 2000), ONI_ETIMEOUT); /* the read job's own timeout, reported once */
     CHECK_EQ(rdone, 0);
     emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
+
+/* emu_dma_abort ends a read's wait for data that never comes (the card's GPU
+ * stream is empty: 5 s of timeout left), ends later waits at once, and still
+ * moves data that is there. */
+TEST(dma_abort_ends_the_wait_for_data)
+{
+    struct emu_card *c = card_open(SPEC(0));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    struct blocked_read b = {d, 0, 5000};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, read_in_thread, &b) == 0);
+    usleep(50000);
+    uint64_t t0 = oni_now_ns();
+    emu_dma_abort(d);
+    pthread_join(t, NULL);
+    CHECK_RC(b.rc, ONI_ETIMEOUT);
+    CHECK(oni_now_ns() - t0 < 1000000000u); /* about 20 ms; the read had 5 s */
+    uint8_t buf[256];
+    t0 = oni_now_ns();
+    CHECK_RC(emu_dma_read(d, buf, sizeof buf, 0, 5000), ONI_ETIMEOUT);
+    CHECK(oni_now_ns() - t0 < 1000000000u);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+
+    c = card_open(SPEC(1));
+    REQUIRE(c);
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    CHECK_RC(emu_dma_read(d, buf, 16, 0, 1000), 0); /* the card has started on the stream */
+    emu_dma_abort(d);
+    CHECK_RC(emu_dma_read(d, buf, sizeof buf, 0, 1000), 0);
+    emu_dma_abort(NULL);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
+
+/* Destroy does not wait out the timeouts of queued jobs whose data never
+ * comes (8 jobs of 5 s each here), and writes none of their records. */
+TEST(dma_destroy_ends_queued_waits)
+{
+    struct emu_card *c = card_open(SPEC(0));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    enum { JOBS = 8 };
+    static uint8_t buf[JOBS][256];
+    static volatile uint32_t done[JOBS];
+    for (int i = 0; i < JOBS; i++) {
+        onigpu_xfer_t x = {buf[i], sizeof buf[i], &done[i], (uint32_t)i + 1, 0};
+        CHECK_RC(emu_dma_submit(d, 0, &x, 0, 0, 5000), 0);
+    }
+    usleep(50000); /* the first job is waiting */
+    uint64_t t0 = oni_now_ns();
+    emu_dma_destroy(d);
+    CHECK(oni_now_ns() - t0 < 2000000000u);
+    int written = 0;
+    for (int i = 0; i < JOBS; i++)
+        written += done[i] != 0;
+    CHECK_EQ(written, 0);
     emu_card_destroy(c);
 }

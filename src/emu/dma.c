@@ -16,6 +16,7 @@
 #define DMA_WINDOW (64u << 20) /* ring memory is page-locked in windows of this size */
 #define AGENT_SEGS 8           /* pieces of one agent transfer: two spans, each split at window ends */
 #define AGENT_STOP_MS 2000     /* how long destroy waits for the agent kernel to stop */
+#define ABORT_SLICE_MS 20      /* a wait for the card's data looks for emu_dma_abort this often */
 
 struct dma_job {
     int buf_gpu, done_gpu;
@@ -63,6 +64,7 @@ struct emu_dma {
     size_t wstage_cap;
     uint64_t writes, bytes_written;
     uint64_t failed;        /* both sides, atomic */
+    int aborted;            /* atomic: emu_dma_abort was called */
     /* the agent (dma_agent.h): set under both channels' xfer locks */
     struct emu_agent *agent;
     size_t agent_max;       /* transfers of at most this many bytes go to the agent; 0 = none */
@@ -88,8 +90,8 @@ static void chan_init(struct emu_dma *d, int write)
     pthread_condattr_destroy(&ca);
 }
 
-/* Let the channel's queued jobs finish (each bounded by its timeout), stop
- * its thread, free its stream. */
+/* Let the channel's queued jobs finish (none waits for data any more: see
+ * emu_dma_abort), stop its thread, free its stream. */
 static void chan_fini(struct dma_chan *c)
 {
     pthread_mutex_lock(&c->q_lock);
@@ -124,10 +126,17 @@ int emu_dma_create(struct emu_card *card, struct emu_dma **out)
     return 0;
 }
 
+void emu_dma_abort(struct emu_dma *d)
+{
+    if (d)
+        __atomic_store_n(&d->aborted, 1, __ATOMIC_RELEASE);
+}
+
 void emu_dma_destroy(struct emu_dma *d)
 {
     if (!d)
         return;
+    emu_dma_abort(d);
     chan_fini(&d->ch[0]);
     chan_fini(&d->ch[1]);
     emu_agent_stop(d->agent, AGENT_STOP_MS); /* says so when the kernel is stuck; never waits longer */
@@ -347,6 +356,27 @@ static int agent_read(struct emu_dma *d, uint8_t *dst, const struct emu_span sp[
     return agent_run(d, dst, sg, k + k2, done, seq, 0, timeout_ms);
 }
 
+/* emu_card_fifo_peek of the GPU stream, its wait cut in slices so that
+ * emu_dma_abort ends it: then the FIFO is looked at once more, without
+ * waiting. The clock is read only after a slice passed empty. */
+static int peek(struct emu_dma *d, size_t n, struct emu_span sp[2], uint32_t timeout_ms)
+{
+    uint64_t end = 0;
+    for (;;) {
+        int aborted = __atomic_load_n(&d->aborted, __ATOMIC_ACQUIRE);
+        uint32_t slice = aborted ? 0 : timeout_ms < ABORT_SLICE_MS ? timeout_ms : ABORT_SLICE_MS;
+        int rc = emu_card_fifo_peek(d->card, EMU_STREAM_GPU, n, sp, slice);
+        if (rc != ONI_ETIMEOUT || aborted)
+            return rc;
+        uint64_t now = oni_now_ns();
+        if (!end)
+            end = now + (uint64_t)(timeout_ms - slice) * 1000000u;
+        if (now >= end)
+            return rc;
+        timeout_ms = (uint32_t)((end - now + 999999) / 1000000);
+    }
+}
+
 static int need_stream(struct dma_chan *c)
 {
     return c->stream ? 0 : gpu_stream_create(&c->stream);
@@ -389,7 +419,7 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     int rc = is_unsettled(c) ? settle(c, timeout_ms) : 0;
     if (rc)
         return rc;
-    rc = emu_card_fifo_peek(d->card, EMU_STREAM_GPU, n, sp, timeout_ms);
+    rc = peek(d, n, sp, timeout_ms);
     if (rc < 0)
         return rc;
     rc = 0;

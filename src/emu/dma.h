@@ -31,9 +31,17 @@ struct emu_dma;
  * Returns 0 or ONI_EBADALLOC. Needs no GPU until a GPU buffer is used. */
 int emu_dma_create(struct emu_card *card, struct emu_dma **out);
 
-/* Wait for queued jobs (each bounded by its own timeout), stop the engine
- * thread, release page-locked ring memory and staging. NULL-safe. */
+/* emu_dma_abort, then wait for the queued jobs (those whose data is in the
+ * card still move it), stop the engine thread, release page-locked ring
+ * memory and staging. NULL-safe. */
 void emu_dma_destroy(struct emu_dma *dma);
+
+/* From now on no transfer waits for the card's data: a read waiting for it
+ * ends within about 20 ms, and later ones at once, with ONI_ETIMEOUT and
+ * nothing consumed (a queued job then writes no record). Data already in the
+ * card still moves. For a consumer that is gone (the daemon's client) or
+ * going (destroy). Cannot be undone; NULL-safe, any thread. */
+void emu_dma_abort(struct emu_dma *dma);
 
 /* Card -> buffer: wait up to timeout_ms for n bytes of the GPU read stream and
  * move them to dst (dst_gpu: device memory, else host memory). Returns 0,

@@ -79,6 +79,7 @@ struct session {
      * while it unmaps the other released imports. */
     pthread_mutex_t gpu_lock;
     struct emu_dma *dma;
+    int dma_stopped; /* session_stop_dma: the engine waits for nothing more, none is made */
     struct gpu_import imp[EMUP_GPU_MAXIDS];
     int nimp;
     uint8_t *moving[2][2];
@@ -216,7 +217,7 @@ static int gpu_dma_prepare(struct session *s, const struct emup_gpu_dma *rq, uin
         return ONI_ENOTPINNED;
     if (rq->offset + rq->len > b->size || (dn && rq->done_offset + 4 > dn->size))
         return ONI_EBUFFERSIZE;
-    int rc = s->dma ? 0 : emu_dma_create(s->card, &s->dma);
+    int rc = s->dma ? 0 : s->dma_stopped ? ONI_EDISCONNECTED : emu_dma_create(s->card, &s->dma);
     if (rc)
         return rc;
     *p = b->base + rq->offset;
@@ -332,6 +333,17 @@ static int session_new(const char *spec, struct session **out, char *err, size_t
     return 0;
 }
 
+/* The session's client is gone or the daemon stops: a GPU_DMA waiting in the
+ * engine for the card's data ends within a few ms (it could otherwise keep
+ * its connection, and the session's card, for the client's whole timeout). */
+static void session_stop_dma(struct session *s)
+{
+    pthread_mutex_lock(&s->gpu_lock);
+    s->dma_stopped = 1;
+    emu_dma_abort(s->dma);
+    pthread_mutex_unlock(&s->gpu_lock);
+}
+
 /* The CTRL connection left: nobody may attach any more, and the session's
  * other connections are told to finish (their threads drop the last refs). */
 static void session_close(struct session *s)
@@ -346,6 +358,7 @@ static void session_close(struct session *s)
         if (c->s == s && c->chan != EMUP_CHAN_CTRL)
             shutdown(c->fd, SHUT_RDWR);
     pthread_mutex_unlock(&g_lock);
+    session_stop_dma(s);
 }
 
 static int closing(struct session *s)
@@ -756,8 +769,11 @@ static void stop_all(void)
     g_quit = 1;
     g_active = NULL;
     pthread_cond_broadcast(&g_gone);
-    for (struct conn *c = g_conns; c; c = c->next)
+    for (struct conn *c = g_conns; c; c = c->next) {
         shutdown(c->fd, SHUT_RDWR);
+        if (c->s)
+            session_stop_dma(c->s); /* gpu_lock is never held while g_lock is taken */
+    }
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += STOP_WAIT_S;
