@@ -781,6 +781,9 @@ TEST(daemon_ring_arithmetic)
     CHECK(!emup_ring_ok(1024, 300, 200, 300, 10));   /* tail after head */
     CHECK(!emup_ring_ok(1024, 0, 1000, 1000, 100));  /* wraps */
     CHECK(emup_ring_ok(1024, 1000, 1000, 1024, 100)); /* the next lap instead */
+    CHECK(emup_ring_ok(1024, 1000, 1000, 1024, 1024)); /* a whole ring, nothing unconsumed */
+    CHECK(!emup_ring_ok(1024, 999, 1000, 1024, 1024)); /* one byte unconsumed */
+    CHECK(!emup_ring_ok(1024, 1000, 1000, 2048, 100)); /* a lap further than needed */
     CHECK(!emup_ring_ok(0, 0, 0, 0, 0));
     CHECK(!emup_ring_ok(1024, 0, 0, UINT64_MAX - 10, 100));
     CHECK_EQ(emup_ring_place(1024, 1000, 24), 1000);

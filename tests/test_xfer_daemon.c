@@ -46,14 +46,16 @@ TEST(xfer_daemon_host_buffers)
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, frames, 8), 0);
     frames[1][0] = 0xDEAD;
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, frames, 8), ONI_EBADFRAME);
-    /* a block of 4 MiB in one frame (larger than the default write ring) */
-    enum { BIG = 4 << 20 };
+    /* blocks of 4 MiB in one frame (larger than the default write ring), then
+     * of 16 MiB, the whole GPU write ring, placed on the ring's next lap */
+    enum { BIG = 16 << 20 };
     uint32_t *big = calloc(1, BIG);
     REQUIRE(big);
-    big[0] = sink, big[1] = (BIG - 8) / 4;
-    wsz = BIG;
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, 4), 0);
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, big, 8), 0);
+    for (wsz = 4 << 20; wsz <= BIG; wsz *= 4) {
+        big[0] = sink, big[1] = (wsz - 8) / 4;
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, 4), 0);
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, big, 8), 0);
+    }
     free(big);
     /* asynchronous jobs on host buffers: not through the daemon */
     volatile uint32_t done = 0;

@@ -128,11 +128,14 @@ int emup_check_reply(const uint8_t *buf, size_t n, uint16_t type, uint32_t seq, 
 
 int emup_ring_ok(uint64_t cap, uint64_t tail, uint64_t head, uint64_t start, uint64_t len)
 {
-    if (!cap || tail > head || head > start || len > cap)
+    if (!cap || tail > head || head > start || len > cap || start - head >= cap)
         return 0;
     if (start % cap + len > cap)
         return 0;
-    return start - tail <= cap - len; /* start + len - tail <= cap, without overflow */
+    /* With nothing unconsumed, the bytes skipped to keep the placement
+     * contiguous ([head, start)) hold nothing either: a block of a whole
+     * ring fits on the next lap. */
+    return tail == head || start - tail <= cap - len; /* start + len - tail <= cap, without overflow */
 }
 
 uint64_t emup_ring_place(uint64_t cap, uint64_t head, uint64_t len)

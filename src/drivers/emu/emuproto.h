@@ -217,8 +217,9 @@ int emup_check_reply(const uint8_t *buf, size_t n, uint16_t type, uint32_t seq, 
 
 /* Is the placement of len bytes at ring offset start valid for a ring of cap
  * bytes whose producer has reached head and whose consumer has reached tail?
- * Valid: tail <= head <= start, contiguous in the ring (start % cap + len <=
- * cap) and within one ring of the tail (start + len - tail <= cap). */
+ * Valid: tail <= head <= start < head + cap, contiguous in the ring (start %
+ * cap + len <= cap) and, while bytes are unconsumed (tail < head), within one
+ * ring of the tail (start + len - tail <= cap). */
 int emup_ring_ok(uint64_t cap, uint64_t tail, uint64_t head, uint64_t start, uint64_t len);
 
 /* Where a producer at head places len contiguous bytes: head, or the start of
