@@ -454,9 +454,11 @@ TEST(gpu_daemon_stop_ends_a_waiting_dma)
     usleep(300000); /* the daemon waits in the card */
     uint64_t t0 = oni_now_ns();
     kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    int status = -1;
+    waitpid(pid, &status, 0);
     double ms = (double)(oni_now_ns() - t0) / 1e6;
     CHECK(ms < 3000);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     printf("  the daemon stopped in %.0f ms\n", ms);
     close(ctrl);
     close(gpu);

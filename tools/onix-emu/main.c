@@ -79,7 +79,7 @@ struct session {
      * while it unmaps the other released imports. */
     pthread_mutex_t gpu_lock;
     struct emu_dma *dma;
-    int dma_stopped; /* session_stop_dma: the engine waits for nothing more, none is made */
+    int dma_stopped; /* atomic: session_stop_dma was called (see there) */
     struct gpu_import imp[EMUP_GPU_MAXIDS];
     int nimp;
     uint8_t *moving[2][2];
@@ -217,9 +217,15 @@ static int gpu_dma_prepare(struct session *s, const struct emup_gpu_dma *rq, uin
         return ONI_ENOTPINNED;
     if (rq->offset + rq->len > b->size || (dn && rq->done_offset + 4 > dn->size))
         return ONI_EBUFFERSIZE;
-    int rc = s->dma ? 0 : s->dma_stopped ? ONI_EDISCONNECTED : emu_dma_create(s->card, &s->dma);
-    if (rc)
-        return rc;
+    if (!s->dma) {
+        struct emu_dma *d;
+        int rc = emu_dma_create(s->card, &d);
+        if (rc)
+            return rc;
+        __atomic_store_n(&s->dma, d, __ATOMIC_SEQ_CST); /* then the flag: see session_stop_dma */
+        if (__atomic_load_n(&s->dma_stopped, __ATOMIC_SEQ_CST))
+            emu_dma_abort(d);
+    }
     *p = b->base + rq->offset;
     *done = dn ? dn->base + rq->done_offset : NULL;
     s->moving[rq->dir][0] = b->base;
@@ -335,13 +341,14 @@ static int session_new(const char *spec, struct session **out, char *err, size_t
 
 /* The session's client is gone or the daemon stops: a GPU_DMA waiting in the
  * engine for the card's data ends within a few ms (it could otherwise keep
- * its connection, and the session's card, for the client's whole timeout). */
+ * its connection, and the session's card, for the client's whole timeout).
+ * Without gpu_lock, which a GPU_IMPORT may hold across slow CUDA calls: the
+ * flag is set before s->dma is read, and gpu_dma_prepare publishes a new
+ * engine before it reads the flag, so one of the two aborts it. */
 static void session_stop_dma(struct session *s)
 {
-    pthread_mutex_lock(&s->gpu_lock);
-    s->dma_stopped = 1;
-    emu_dma_abort(s->dma);
-    pthread_mutex_unlock(&s->gpu_lock);
+    __atomic_store_n(&s->dma_stopped, 1, __ATOMIC_SEQ_CST);
+    emu_dma_abort(__atomic_load_n(&s->dma, __ATOMIC_SEQ_CST));
 }
 
 /* The CTRL connection left: nobody may attach any more, and the session's
@@ -633,14 +640,18 @@ static void conn_end(struct conn *c)
             *p = c->next;
             break;
         }
-    g_nconn--;
-    pthread_cond_broadcast(&g_gone);
     pthread_mutex_unlock(&g_lock);
     if (c->s)
-        session_unref(c->s);
+        session_unref(c->s); /* the last one destroys the card, its DMA engine and GPU mappings */
     close(c->fd);
     free(c->scratch);
     free(c);
+    /* Counted out only now: once none is left, stop_all returns and the
+     * process exits, which must not happen under a thread still in CUDA. */
+    pthread_mutex_lock(&g_lock);
+    g_nconn--;
+    pthread_cond_broadcast(&g_gone);
+    pthread_mutex_unlock(&g_lock);
 }
 
 static void *conn_main(void *arg)
@@ -772,7 +783,7 @@ static void stop_all(void)
     for (struct conn *c = g_conns; c; c = c->next) {
         shutdown(c->fd, SHUT_RDWR);
         if (c->s)
-            session_stop_dma(c->s); /* gpu_lock is never held while g_lock is taken */
+            session_stop_dma(c->s);
     }
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
