@@ -387,11 +387,15 @@ static int header_ok(const struct oni_ctx_impl *ctx, uint64_t k)
     return s->want != 0;
 }
 
-/* Bytes on the stream of a frame whose header has key k. 64-bit, so that
- * the largest data_sz cannot wrap it where size_t is 32-bit. */
+/* Bytes on the stream of a frame whose header has key k: the header and
+ * data_sz padded to a multiple of 4. The header's size being one too, that
+ * is one add and one mask, a cycle less on the path from one frame's
+ * position to the next. 64-bit, so that the largest data_sz cannot wrap it
+ * where size_t is 32-bit. */
+_Static_assert(ONI_RFRAMEHEADERSZ % 4 == 0, "frame_len folds the header into the padding");
 static inline uint64_t frame_len(uint64_t k)
 {
-    return ONI_RFRAMEHEADERSZ + (((k >> 32) + 3) & ~(uint64_t)3);
+    return ((k >> 32) + ONI_RFRAMEHEADERSZ + 3) & ~(uint64_t)3;
 }
 
 /* Not a frame we know at pos: drop words until one starts (frames are
