@@ -334,9 +334,12 @@ static int has_source(struct emu_card *c, int k)
     return 0;
 }
 
-/* Wait (card lock held) until FIFO k holds n bytes; in fast mode generate
- * them in this thread. The stream is marked busy on success. */
-static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
+static uint64_t deadline_after(uint32_t ms) { return oni_now_ns() + (uint64_t)ms * 1000000u; }
+
+/* Wait (card lock held) up to timeout_ms until FIFO k holds n bytes; in fast
+ * mode generate them in this thread. The stream is marked busy on success.
+ * The clock is read only when the bytes are not there yet. */
+static int wait_fill(struct emu_card *c, int k, size_t n, uint32_t timeout_ms)
 {
     struct emu_fifo *f = &c->fifo[k];
     if (n > f->cap)
@@ -344,6 +347,9 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
     if (f->busy)
         return ONI_EBUSY;
     f->busy = 1;
+    if (f->fill >= n)
+        return 0;
+    uint64_t deadline = deadline_after(timeout_ms);
     struct timespec ts;
     deadline_ts(deadline, &ts);
     while (f->fill < n) {
@@ -378,16 +384,13 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint64_t deadline)
     return 0;
 }
 
-static uint64_t deadline_after(uint32_t ms) { return oni_now_ns() + (uint64_t)ms * 1000000u; }
-
 int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
 {
     if (!c || !dst || !n || n > INT_MAX)
         return ONI_EINVALARG;
-    uint64_t deadline = deadline_after(timeout_ms);
     if (s == EMU_STREAM_SIGNAL) {
         uint64_t t0 = oni_now_ns();
-        int rc = sig_read(c, dst, n, deadline);
+        int rc = sig_read(c, dst, n, deadline_after(timeout_ms));
         if (rc > 0)
             emu_wait_until_ns(t0 + emu_link_ns(&c->link, (size_t)rc));
         return rc;
@@ -397,7 +400,7 @@ int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, ui
         return ONI_EINVALARG;
     struct emu_fifo *f = &c->fifo[k];
     emu_card_lock(c);
-    int rc = wait_fill(c, k, n, deadline);
+    int rc = wait_fill(c, k, n, timeout_ms);
     if (rc) {
         pthread_mutex_unlock(&c->lock);
         return rc;
@@ -425,7 +428,7 @@ int emu_card_fifo_peek(struct emu_card *c, enum emu_stream s, size_t n, struct e
     if (!c || !span || !n || k < 0)
         return ONI_EINVALARG;
     emu_card_lock(c);
-    int rc = wait_fill(c, k, n, deadline_after(timeout_ms));
+    int rc = wait_fill(c, k, n, timeout_ms);
     if (!rc) {
         emu_fifo_spans(&c->fifo[k], n, span);
         c->fifo[k].busy = 2; /* held, spans valid, until this consumer consumes */

@@ -423,7 +423,7 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     if (rc < 0)
         return rc;
     rc = 0;
-    uint64_t t0 = oni_now_ns(); /* the link carries the payload from here on */
+    uint64_t t0 = d->link_free ? 0 : oni_now_ns(); /* the link carries the payload from here on */
     int in_stream = 0, moved = 0;
     if (dst_gpu || done_gpu) {
         rc = need_stream(c);
@@ -462,7 +462,8 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
         if (sp[1].n)
             memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
     }
-    emu_card_link_delay(d->card, n, oni_now_ns() - t0);
+    if (!d->link_free)
+        emu_card_link_delay(d->card, n, oni_now_ns() - t0);
     /* A transfer that failed or timed out leaves its data in the card, for
      * the next read: a copy may still be reading it (see settle), and a
      * timed-out agent was halted before it finished. */
@@ -540,9 +541,12 @@ static void deadline_ts(struct timespec *ts, uint32_t ms)
     }
 }
 
-/* Wait until the channel's queue is empty and no job runs; the caller holds q_lock. */
+/* Wait until the channel's queue is empty and no job runs; the caller holds
+ * q_lock. The clock is read only when there is something to wait for. */
 static int wait_idle(struct dma_chan *c, uint32_t timeout_ms)
 {
+    if (!c->q_count && !c->busy)
+        return 0;
     struct timespec ts;
     deadline_ts(&ts, timeout_ms);
     while (c->q_count || c->busy)
