@@ -464,3 +464,113 @@ TEST(gpu_daemon_stop_ends_a_waiting_dma)
     close(gpu);
     gpu_free(dev);
 }
+
+/* A host read of the GPU stream that timed out in the client is answered
+ * late; a GPU_DMA read after it waits for that answer first, whose block
+ * comes before the one the DMA takes (before 2026-11-24 the stream came out
+ * of order). */
+TEST(gpu_daemon_late_read_then_dma_keeps_order)
+{
+    NEED_GPU();
+    pid_t pid;
+    OPEN_DAEMON(ctx, pid);
+    enum { B = 4096 };
+    uint8_t *dev = NULL, *host = malloc(B);
+    REQUIRE(gpu_alloc((void **)&dev, B) == 0);
+    struct xcheck c;
+    xcheck_init(&c, core);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, B), 0);
+    onigpu_buf_t whole = {dev, B};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &whole, sizeof whole), 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, host, 8), 0);
+        xcheck_feed(&c, host, B);
+    }
+    uint32_t t = 100;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
+    kill(pid, SIGSTOP);
+    int st;
+    REQUIRE(waitpid(pid, &st, WUNTRACED) == pid);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, host, 8), ONI_ETIMEOUT);
+    kill(pid, SIGCONT);
+    usleep(100000);
+    int errs0 = (int)c.errors;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8), 0); /* GPU_DMA */
+    CHECK_RC(gpu_copy(host, dev, B), 0);
+    xcheck_feed(&c, host, B);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, host, 8), 0); /* ring */
+    xcheck_feed(&c, host, B);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, host, 8), 0);
+    xcheck_feed(&c, host, B);
+    fprintf(stderr, "  counter errors before %d, after the late read then DMA %d\n", errs0, (int)c.errors);
+    CHECK_EQ(c.errors, 0);
+    gpu_free(dev);
+    free(host);
+    oni_destroy_ctx(ctx);
+    xd_stop(pid);
+}
+
+/* A host-buffer write of the GPU write stream after asynchronous GPU -> card
+ * jobs reaches the card after them, through the daemon as in-process (before
+ * 2026-11-24 the daemon gave it to the card at once). */
+TEST(gpu_daemon_host_write_after_async_jobs_keeps_order)
+{
+    NEED_GPU();
+    static const char *RSPEC = "devices=testcore,stim;mode=fast";
+    enum { N = 4 << 20, F = 4096, J = 8 };
+    uint8_t *frames = malloc(N);
+    REQUIRE(frames);
+    for (int mode = 0; mode < 2; mode++) {
+        pid_t pid = 0;
+        char spec[200];
+        if (mode) {
+            pid = xd_start(RSPEC);
+            if (pid <= 0)
+                SKIP("no daemon");
+            snprintf(spec, sizeof spec, "daemon=%s;%s", xd_sock, RSPEC);
+        } else
+            snprintf(spec, sizeof spec, "%s", RSPEC);
+        oni_ctx ctx = xfer_open(spec, &core, NULL);
+        REQUIRE(ctx);
+        oni_device_t table[16];
+        size_t sz = sizeof table;
+        CHECK_RC(oni_get_opt(ctx, ONI_OPT_DEVICETABLE, table, &sz), 0);
+        uint32_t stim = 0;
+        for (size_t i = 0; i < sz / sizeof *table; i++)
+            if (table[i].id == ONIX_ONIGPU_STIM)
+                stim = table[i].idx;
+        uint8_t *dev = NULL;
+        REQUIRE(gpu_alloc((void **)&dev, (size_t)J * N + 64) == 0);
+        uint32_t *done = (uint32_t *)(dev + (size_t)J * N);
+        CHECK_RC(gpu_memset(done, 0, 64), 0);
+        for (int j = 0; j <= J; j++) {
+            for (int k = 0; k < N / F; k++) {
+                uint32_t hdr[3] = {stim, (F - 8) / 4, j < J ? (uint32_t)j + 1 : 99u};
+                memcpy(frames + (size_t)k * F, hdr, sizeof hdr);
+            }
+            if (j < J)
+                CHECK_RC(gpu_copy(dev + (size_t)j * N, frames, N), 0);
+        }
+        onigpu_buf_t whole = {dev, (size_t)J * N + 64};
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &whole, sizeof whole), 0);
+        CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
+        for (int j = 0; j < J; j++) {
+            onigpu_xfer_t x = {dev + (size_t)j * N, N, done + j, (uint32_t)j + 1, 0};
+            CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE_ASYNC, &x, sizeof x), 0);
+        }
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, frames, 8), 0); /* tag 99, host buffer */
+        for (int j = 0; j < J; j++)
+            CHECK(wait_record(done + j, (uint32_t)j + 1));
+        oni_reg_val_t tag = 0;
+        CHECK_RC(oni_read_reg(ctx, stim, 0x11, &tag), 0);
+        fprintf(stderr, "  %s: last tag the stim received %u (the host write's is 99)\n",
+                mode ? "daemon" : "in-process", tag);
+        CHECK_EQ(tag, 99);
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, dev, 8), 0);
+        gpu_free(dev);
+        oni_destroy_ctx(ctx);
+        if (pid > 0)
+            xd_stop(pid);
+    }
+    free(frames);
+}

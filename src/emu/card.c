@@ -407,7 +407,7 @@ int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, ui
     }
     struct emu_span sp[2];
     emu_fifo_spans(f, n, sp);
-    uint64_t epoch = f->epoch;
+    uint64_t epoch = f->taken_epoch = f->epoch;
     pthread_mutex_unlock(&c->lock);
     uint64_t t0 = oni_now_ns(); /* the transfer starts once the data is there */
     memcpy(dst, sp[0].p, sp[0].n);
@@ -432,10 +432,29 @@ int emu_card_fifo_peek(struct emu_card *c, enum emu_stream s, size_t n, struct e
     if (!rc) {
         emu_fifo_spans(&c->fifo[k], n, span);
         c->fifo[k].busy = 2; /* held, spans valid, until this consumer consumes */
-        c->fifo[k].peek_epoch = c->fifo[k].epoch;
+        c->fifo[k].taken_epoch = c->fifo[k].epoch;
     }
     pthread_mutex_unlock(&c->lock);
     return rc;
+}
+
+uint64_t emu_card_flushes(struct emu_card *c)
+{
+    emu_card_lock(c);
+    uint64_t n = c->fifo[0].epoch; /* both FIFOs are always flushed together */
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+uint64_t emu_card_taken_epoch(struct emu_card *c, enum emu_stream s)
+{
+    int k = fifo_index(s);
+    if (!c || k < 0)
+        return 0;
+    emu_card_lock(c);
+    uint64_t n = c->fifo[k].taken_epoch;
+    pthread_mutex_unlock(&c->lock);
+    return n;
 }
 
 int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
@@ -449,7 +468,7 @@ int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
     if (f->busy == 1) {
         rc = ONI_EBUSY; /* emu_card_read is copying out of this FIFO */
     } else {
-        if (f->busy == 2 && f->epoch != f->peek_epoch)
+        if (f->busy == 2 && f->epoch != f->taken_epoch)
             n = 0; /* flushed since the peek: nothing of it is left */
         if (n > f->fill)
             rc = ONI_EINVALARG;

@@ -122,7 +122,7 @@ struct emu_fifo {
     struct emu_sleeper sleeper; /* that reader, asleep on cond */
     int busy;               /* a reader holds the stream: 1 emu_card_read, 2 a peek until its consume */
     uint64_t epoch;         /* flushes so far: a consume of spans peeked before one consumes nothing */
-    uint64_t peek_epoch;    /* epoch at the held peek */
+    uint64_t taken_epoch;   /* epoch when the last read or peek found its bytes */
     int keep_pages;         /* never give pages back: the DMA engine may have them page-locked */
     pthread_cond_t cond;
 };
@@ -143,7 +143,7 @@ void emu_fifo_spans(const struct emu_fifo *f, size_t n, struct emu_span sp[2]);
 void emu_fifo_consume(struct emu_fifo *f, size_t n);
 /* Forget the contents. The read position moves to the write position, so
  * that spans a reader is still copying are not written over at once, and
- * the epoch moves on (see peek_epoch). */
+ * the epoch moves on (see taken_epoch). */
 void emu_fifo_flush(struct emu_fifo *f);
 
 struct emu_hub {

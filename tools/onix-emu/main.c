@@ -323,8 +323,11 @@ static int session_new(const char *spec, struct session **out, char *err, size_t
         off += ring_cap[i];
     }
     s->shm_size = (size_t)off;
-    s->memfd = memfd_create("onix-emu-rings", MFD_CLOEXEC);
+    /* Sealed at its size: a client that could shrink the file would make the
+     * daemon's next ring access fault (SIGBUS) and end every session. */
+    s->memfd = memfd_create("onix-emu-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (s->memfd < 0 || ftruncate(s->memfd, (off_t)off) ||
+        fcntl(s->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ||
         (s->shm = mmap(NULL, s->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->memfd, 0)) == MAP_FAILED) {
         s->shm = NULL;
         snprintf(err, err_cap, "shared memory: %s", strerror(errno));
@@ -522,7 +525,9 @@ static int do_read(struct conn *c, const struct emup_msg *m)
     if ((uint64_t)rc > n)
         return reply_status(c, m, ONI_EREADFAILURE, 0);
     s->head[r] = start + (uint64_t)rc;
-    struct emup_read_reply rr = {0, (uint32_t)rc, start};
+    struct emup_read_reply rr = {0, (uint32_t)rc, start, 0, 0};
+    if (rq->stream != EMU_STREAM_SIGNAL) /* which side of a flush these bytes come from */
+        rr.epoch = (uint32_t)emu_card_taken_epoch(s->card, (enum emu_stream)rq->stream);
     return emup_send(c->fd, EMUP_READ | EMUP_REPLY, m->seq, &rr, sizeof rr, -1);
 }
 
@@ -540,12 +545,21 @@ static int do_write(struct conn *c, const struct emup_msg *m)
     uint64_t cap = s->ring[r].cap;
     if (!emup_ring_ok(cap, s->head[r], s->head[r], rq->start, rq->len))
         return reply_status(c, m, ONI_EBADFRAME, 0);
+    s->head[r] = rq->start + rq->len; /* taken, as the client counts it, whatever happens next */
     if (!c->scratch && !(c->scratch = malloc((size_t)cap)))
         return reply_status(c, m, ONI_EBADALLOC, 0);
     /* A private copy: the client can still write the ring while the card parses frames. */
     memcpy(c->scratch, s->shm + s->ring[r].offset + rq->start % cap, rq->len);
-    s->head[r] = rq->start + rq->len;
-    int rc = emu_card_write(s->card, (enum emu_stream)stream, c->scratch, rq->len, rq->timeout_ms);
+    /* Once the session has a DMA engine, GPU write frames go through it too,
+     * after the jobs queued before them, as in-process (see do_read). */
+    struct emu_dma *dma = NULL;
+    if (stream == EMU_STREAM_GPU_WRITE) {
+        pthread_mutex_lock(&s->gpu_lock);
+        dma = s->dma;
+        pthread_mutex_unlock(&s->gpu_lock);
+    }
+    int rc = dma ? emu_dma_write(dma, c->scratch, rq->len, 0, rq->timeout_ms)
+                 : emu_card_write(s->card, (enum emu_stream)stream, c->scratch, rq->len, rq->timeout_ms);
     return reply_status(c, m, rc < 0 ? rc : 0, 0);
 }
 
@@ -603,7 +617,12 @@ static int dispatch(struct conn *c, const struct emup_msg *m)
     case EMUP_CONFIG_WRITE:
         if (!ctrl)
             return reply_status(c, m, ONI_EINVALSTATE, 0);
-        return reply_status(c, m, emu_card_write_config(s->card, (oni_config_t)m->u.config.reg, m->u.config.value), 0);
+    {
+        /* value: the card's flush count after the write; the client drops
+         * what it read ahead of a flush, as the card did */
+        int rc = emu_card_write_config(s->card, (oni_config_t)m->u.config.reg, m->u.config.value);
+        return reply_status(c, m, rc, (uint32_t)emu_card_flushes(s->card));
+    }
     case EMUP_STATS: {
         struct emup_stats_reply r = {0};
         emu_card_stats(s->card, &r.stats);

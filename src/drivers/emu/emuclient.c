@@ -35,6 +35,7 @@ static uint32_t ms_add(uint32_t a, uint32_t b) { return a > UINT32_MAX - b ? UIN
 
 struct seg {
     uint64_t start, len;
+    uint32_t epoch; /* the card's flush count when the daemon took these bytes */
 };
 
 struct ring {
@@ -43,10 +44,9 @@ struct ring {
     uint64_t head;          /* end of the last segment produced (or of the last write sent) */
     struct seg seg[MAXSEG]; /* read rings: unconsumed segments, oldest first */
     int nseg;
-    int discarding;         /* read rings: answers to requests up to discard_upto are dropped (RESET) */
-    uint32_t discard_upto;
-    atomic_int reset_seen;  /* read rings: a RESET came, not yet applied (apply_reset) */
+    int flushable;          /* read rings of the card's FIFOs (DATA, GPU): see drop_stale */
     int write_pending;      /* write rings: a WRITE whose answer was not seen yet */
+    int read_pending;       /* read rings: a READ whose answer was not seen yet (it timed out here) */
     uint32_t pending_seq;   /* and its sequence number */
 };
 
@@ -65,6 +65,7 @@ struct emuc {
     uint8_t *shm;
     size_t shm_size;
     atomic_int dead;
+    atomic_uint flushes; /* the card's latest flush count seen (CONFIG_WRITE and READ answers) */
 };
 
 /* The channel and ring of a stream; -1 for a stream that has none. */
@@ -82,14 +83,53 @@ static int stream_route(enum emu_stream s, int *chan, int *ring)
 
 static uint64_t ring_tail(const struct ring *r) { return r->nseg ? r->seg[0].start : r->head; }
 
-/* Take a READ answer into ring r if it is consistent with what we know. */
-static int add_segment(struct ring *r, const struct emup_read_reply *rr)
+/* Flush counts wrap: a is older than b when a - b is negative. */
+static int older(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+/* The card emptied its FIFOs n times (any thread): remember the latest count. */
+static void note_flushes(struct emuc *c, uint32_t n)
+{
+    unsigned cur = atomic_load(&c->flushes);
+    while (older(cur, n) && !atomic_compare_exchange_weak(&c->flushes, &cur, n))
+        ;
+}
+
+/* A RESET, or acquisition starting, empties the card's FIFOs: bytes this side
+ * holds that the daemon took out of them before (read ahead, or a late
+ * answer) go too, as they would had they stayed in the card. Segments are in
+ * stream order, so the stale ones are at the front. Channel lock held. */
+static void drop_stale(struct emuc *c, struct ring *r)
+{
+    uint32_t now = atomic_load(&c->flushes);
+    while (r->flushable && r->nseg && older(r->seg[0].epoch, now))
+        memmove(&r->seg[0], &r->seg[1], --r->nseg * sizeof r->seg[0]);
+}
+
+/* Take a READ answer into ring r if it is consistent with what we know. An
+ * answer that goes on where the last one ended extends it, so the unconsumed
+ * bytes (at most a ring) are at most two segments: one before the ring's end
+ * and one after, however many answers brought them. */
+static int add_segment(struct emuc *c, struct ring *r, const struct emup_read_reply *rr)
 {
     if (!rr->len)
         return 0;
-    if (r->nseg == MAXSEG || !emup_ring_ok(r->cap, ring_tail(r), r->head, rr->start, rr->len))
+    if (!emup_ring_ok(r->cap, ring_tail(r), r->head, rr->start, rr->len))
         return ONI_EBADFRAME;
-    r->seg[r->nseg++] = (struct seg){rr->start, rr->len};
+    if (r->flushable) {
+        note_flushes(c, rr->epoch);
+        drop_stale(c, r);
+        if (older(rr->epoch, atomic_load(&c->flushes))) {
+            r->head = rr->start + rr->len; /* taken before a flush: consumed unseen */
+            return 0;
+        }
+    }
+    struct seg *last = r->nseg ? &r->seg[r->nseg - 1] : NULL;
+    if (last && last->start + last->len == rr->start && rr->start % r->cap && last->epoch == rr->epoch)
+        last->len += rr->len;
+    else if (r->nseg == MAXSEG)
+        return ONI_EBADFRAME;
+    else
+        r->seg[r->nseg++] = (struct seg){rr->start, rr->len, rr->epoch};
     r->head = rr->start + rr->len;
     return 0;
 }
@@ -100,16 +140,13 @@ static void late_answer(struct emuc *c, struct chan *ch, const uint8_t *msg, siz
 {
     struct emup_hdr h;
     memcpy(&h, msg, sizeof h);
+    if (ch->read_ring >= 0 && c->ring[ch->read_ring].read_pending && h.seq == c->ring[ch->read_ring].pending_seq)
+        c->ring[ch->read_ring].read_pending = 0; /* whatever it says: nothing of it is on its way any more */
     if (h.type == (EMUP_READ | EMUP_REPLY) && h.len == sizeof(struct emup_read_reply) && ch->read_ring >= 0) {
         struct emup_read_reply rr;
         memcpy(&rr, msg + sizeof h, sizeof rr);
-        struct ring *r = &c->ring[ch->read_ring];
-        if (rr.rc != 0 || !rr.len || !emup_ring_ok(r->cap, ring_tail(r), r->head, rr.start, rr.len))
-            return;
-        if (r->discarding && (int32_t)(h.seq - r->discard_upto) <= 0)
-            r->head = rr.start + rr.len; /* from before a RESET: consumed unseen */
-        else
-            add_segment(r, &rr);
+        if (rr.rc == 0)
+            add_segment(c, &c->ring[ch->read_ring], &rr); /* an inconsistent one is dropped */
     } else if (h.type == (EMUP_WRITE | EMUP_REPLY) && ch->write_ring >= 0 &&
                h.seq == c->ring[ch->write_ring].pending_seq) {
         c->ring[ch->write_ring].write_pending = 0;
@@ -122,25 +159,38 @@ static int disconnected(struct emuc *c)
     return ONI_EDISCONNECTED;
 }
 
+/* Receive the next message on ch into ch->buf until deadline; its length,
+ * or a transport error. A message shorter than a header is ONI_EBADFRAME. */
+static int receive(struct emuc *c, struct chan *ch, uint64_t deadline, struct emup_hdr *h)
+{
+    int n = emup_recv(ch->fd, ch->buf, sizeof ch->buf, deadline, NULL);
+    if (n == ONI_EDISCONNECTED)
+        return disconnected(c);
+    if (n < 0)
+        return n;
+    if ((size_t)n < sizeof *h)
+        return ONI_EBADFRAME;
+    memcpy(h, ch->buf, sizeof *h);
+    return n;
+}
+
+/* An answer for an earlier request than seq: one that was given up on. */
+static int is_late(const struct emup_hdr *h, uint32_t seq, int n)
+{
+    return h->magic == EMUP_MAGIC && h->seq != seq && h->len == (size_t)n - sizeof *h;
+}
+
 /* Wait for the answer to (type, seq) on ch until deadline; copy its body
  * (body_len bytes) to out. Returns the answer's rc, or a transport error. */
 static int await(struct emuc *c, struct chan *ch, uint16_t type, uint32_t seq, void *out, size_t body_len,
                  uint64_t deadline)
 {
     for (;;) {
-        int n = emup_recv(ch->fd, ch->buf, sizeof ch->buf, deadline, NULL);
-        if (n == ONI_EDISCONNECTED)
-            return disconnected(c);
+        struct emup_hdr h;
+        int n = receive(c, ch, deadline, &h);
         if (n < 0)
             return n;
-        struct emup_hdr h;
-        if ((size_t)n < sizeof h)
-            return ONI_EBADFRAME;
-        memcpy(&h, ch->buf, sizeof h);
-        struct ring *rr = ch->read_ring >= 0 ? &c->ring[ch->read_ring] : NULL;
-        if (rr && rr->discarding && (int32_t)(h.seq - rr->discard_upto) > 0)
-            rr->discarding = 0; /* answers come in order: nothing from before the RESET is left */
-        if (h.magic == EMUP_MAGIC && h.seq != seq && h.len == (size_t)n - sizeof h) {
+        if (is_late(&h, seq, n)) {
             late_answer(c, ch, ch->buf, (size_t)n);
             continue;
         }
@@ -235,6 +285,7 @@ static int map_rings(struct emuc *c, const struct emup_hello_reply *hr, int memf
     for (int i = 0; i < EMUP_NRING; i++) {
         c->ring[i].base = c->shm + hr->ring[i].offset;
         c->ring[i].cap = hr->ring[i].cap;
+        c->ring[i].flushable = i == EMUP_RING_DATA || i == EMUP_RING_GPU;
     }
     return 0;
 }
@@ -340,37 +391,15 @@ int emuc_read_config(struct emuc *c, oni_config_t reg, uint32_t *value, uint32_t
     return rc;
 }
 
-/* RESET empties the card's FIFOs: what this side holds of them goes too
- * (read-ahead or late answers), as it would had it stayed in the card. The
- * channel's next call does that under its own lock (apply_reset): a RESET
- * must not wait for a read that waits for data. */
-static void drop_read_rings(struct emuc *c)
-{
-    atomic_store(&c->ring[EMUP_RING_DATA].reset_seen, 1);
-    atomic_store(&c->ring[EMUP_RING_GPU].reset_seen, 1);
-}
-
-/* Channel lock held: what drop_read_rings asked of read ring r. A request
- * in flight at the RESET was answered before this runs. */
-static void apply_reset(struct chan *ch, struct ring *r)
-{
-    if (atomic_exchange(&r->reset_seen, 0)) {
-        r->nseg = 0; /* the tail moves to head */
-        r->discarding = 1; /* and late answers to requests sent before still on their way go too */
-        r->discard_upto = ch->seq;
-    }
-}
-
 int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t timeout_ms)
 {
     struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     struct emup_config rq = {(uint32_t)reg, value};
-    struct emup_status_reply st;
+    struct emup_status_reply st = {0, 0};
     pthread_mutex_lock(&ch->lock);
     int rc = call(c, ch, EMUP_CONFIG_WRITE, &rq, sizeof rq, &st, sizeof st, timeout_ms);
-    /* a RESET whose answer did not come in time may still have happened */
-    if ((!rc || rc == ONI_ETIMEOUT) && reg == ONI_CONFIG_RESET && value)
-        drop_read_rings(c);
+    if (!rc) /* the answer's value: the card's flush count after the write (see drop_stale) */
+        note_flushes(c, st.value);
     pthread_mutex_unlock(&ch->lock);
     return rc;
 }
@@ -400,26 +429,35 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
     struct chan *ch = &c->ch[ci];
     struct ring *r = &c->ring[ri];
     pthread_mutex_lock(&ch->lock);
-    apply_reset(ch, r);
-    int rc;
-    size_t got = drain(r, dst, n);
-    if (got) {
-        rc = (int)got; /* what a late answer left: return it before asking for more */
-    } else {
+    drop_stale(c, r);
+    /* What a late answer left goes first; else ask, again while the answers
+     * hold only bytes from before a flush (dropped) and time is left. */
+    int rc = (int)drain(r, dst, n);
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    for (uint32_t left = timeout_ms; !rc;) {
         /* The signal stream asks for as much as fits: the host reads it a byte at a time. */
         uint64_t want = s == EMU_STREAM_SIGNAL ? r->cap : n;
         if (want > r->cap)
             want = r->cap;
         if (want > INT32_MAX)
             want = INT32_MAX & ~(uint64_t)3;
-        struct emup_read rq = {(uint32_t)s, (uint32_t)want, timeout_ms, 0, ring_tail(r)};
+        struct emup_read rq = {(uint32_t)s, (uint32_t)want, left, 0, ring_tail(r)};
         struct emup_read_reply rr;
-        rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, ms_add(timeout_ms, REPLY_MARGIN_MS));
+        rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, ms_add(left, REPLY_MARGIN_MS));
+        if (rc == ONI_ETIMEOUT) { /* its answer may still come, with bytes of the stream */
+            r->read_pending = 1;
+            r->pending_seq = ch->seq;
+        }
         /* The daemon may send more than asked (what the card already held): kept for later reads. */
-        if (!rc && add_segment(r, &rr))
+        if (!rc && add_segment(c, r, &rr))
             rc = ONI_EBADFRAME;
-        if (!rc)
-            rc = rr.len ? (int)drain(r, dst, n) : ONI_ETIMEOUT;
+        if (rc)
+            break;
+        rc = rr.len ? (int)drain(r, dst, n) : ONI_ETIMEOUT;
+        uint64_t now = oni_now_ns();
+        if (!rc && now >= deadline)
+            rc = ONI_ETIMEOUT;
+        left = rc ? 0 : (uint32_t)((deadline - now + 999999) / 1000000);
     }
     pthread_mutex_unlock(&ch->lock);
     return rc;
@@ -527,6 +565,23 @@ int emuc_gpu_release(struct emuc *c, int write, uint32_t id, uint32_t timeout_ms
     return rc;
 }
 
+/* A READ of ring r given up on here (it timed out) may still be answered,
+ * with bytes that come before anything the daemon's DMA would take next:
+ * wait for that answer first (up to timeout_ms; ch's lock held). */
+static int settle_read(struct emuc *c, struct chan *ch, struct ring *r, uint32_t timeout_ms)
+{
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    while (r->read_pending) {
+        struct emup_hdr h;
+        int n = receive(c, ch, deadline, &h);
+        if (n < 0)
+            return n;
+        if (is_late(&h, ch->seq + 1, n)) /* nothing was sent after the pending READ yet */
+            late_answer(c, ch, ch->buf, (size_t)n);
+    }
+    return 0;
+}
+
 /* Bytes of the GPU read stream this side already holds (a late READ answer)
  * go first, copied here: the daemon's DMA takes the stream from its card,
  * after them. Returns the bytes moved or an error. */
@@ -569,11 +624,12 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
     pthread_mutex_lock(&ch->lock);
     int rc = 0;
     if (!d->write) {
-        apply_reset(ch, &c->ring[EMUP_RING_GPU]);
-        int held = gpu_drain(&c->ring[EMUP_RING_GPU], d->buf, d->len);
+        drop_stale(c, &c->ring[EMUP_RING_GPU]);
+        rc = settle_read(c, ch, &c->ring[EMUP_RING_GPU], timeout_ms);
+        int held = rc ? 0 : gpu_drain(&c->ring[EMUP_RING_GPU], d->buf, d->len);
         if (held < 0)
             rc = held;
-        else if ((size_t)held == d->len) /* all of it was here: only the record is left */
+        else if (!rc && (size_t)held == d->len) /* all of it was here: only the record is left */
             rc = d->async ? gpu_copy((void *)d->done, &d->seq, sizeof d->seq) : 0;
         else if (held) {
             rq.offset += (uint64_t)held;

@@ -26,7 +26,7 @@
 #include "oniemu.h"
 
 #define EMUP_MAGIC 0x554D454Fu /* "OEMU" in memory on little-endian */
-#define EMUP_VERSION 3u /* 2: onigpu_stream_stats_t.bad_wframes; 3: the GPUW channel */
+#define EMUP_VERSION 4u /* 2: onigpu_stream_stats_t.bad_wframes; 3: the GPUW channel; 4: READ answers and CONFIG_WRITE carry the card's flush count */
 #define EMUP_MAXMSG 1024 /* largest message, header included */
 #define EMUP_MAXSTR 512  /* largest string (spec, path) including its NUL */
 
@@ -169,6 +169,8 @@ struct emup_read_reply {
     int32_t rc;
     uint32_t len;   /* bytes produced at [start, start + len) */
     uint64_t start; /* ring offset */
+    uint32_t epoch; /* data streams: the card's flush count when these bytes left its FIFO */
+    uint32_t pad;
 };
 
 struct emup_stats_reply {
