@@ -195,3 +195,61 @@ TEST(xfer_daemon_gpu_messages)
     close(ctrl);
     xd_stop(pid);
 }
+
+/* A host read of the GPU stream that the daemon answers with ONI_ETIMEOUT
+ * (nothing routed there) leaves nothing pending: a GPU_DMA read after it
+ * gets its own answer at once (here ONI_ENOTPINNED for an id never
+ * imported), not a wait for an answer that already came. */
+TEST(xfer_daemon_read_answered_timeout_leaves_nothing_pending)
+{
+    XD_START(pid, XFER_SPEC(0)); /* the GPU stream stays empty */
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(xd_sock, XFER_SPEC(0), 2000, &c, err, sizeof err), 0);
+    if (c) {
+        static uint8_t buf[4096];
+        CHECK_RC(emuc_read(c, EMU_STREAM_GPU, buf, sizeof buf, 50), ONI_ETIMEOUT);
+        for (int i = 0; i < 3; i++) {
+            struct emuc_dma d = {.write = 0, .id = 777, .len = 8, .buf = buf};
+            uint64_t t0 = oni_now_ns();
+            CHECK_RC(emuc_gpu_dma(c, &d, 300), ONI_ENOTPINNED);
+            CHECK(oni_now_ns() - t0 < 250000000u); /* not the 300 ms timeout */
+        }
+        emuc_close(c);
+    }
+    xd_stop(pid);
+}
+
+/* A RESET whose answer comes too late (the daemon stopped meanwhile) is
+ * still carried out: what the client read ahead before it is dropped, as
+ * in-process, where the card's FIFO is emptied (realtime mode, where the
+ * daemon reads ahead). */
+TEST(xfer_daemon_late_reset_drops_read_ahead)
+{
+    XD_START(pid, "devices=np2");
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
+    if (c) {
+        static uint8_t buf[1 << 16];
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
+        usleep(100000);
+        CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, 16, 1000), 16); /* the daemon reads ahead */
+        kill(pid, SIGSTOP);
+        waitpid(pid, NULL, WUNTRACED);
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RESET, 1, 50), ONI_ETIMEOUT);
+        kill(pid, SIGCONT);
+        usleep(100000);
+        uint32_t run = 9;
+        CHECK_RC(emuc_read_config(c, ONI_CONFIG_RUNNING, &run, 1000), 0);
+        CHECK_EQ(run, 0);
+        size_t total = 0;
+        int rc;
+        while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 100)) > 0)
+            total += (size_t)rc;
+        CHECK_EQ(total, 0);
+        CHECK_RC(rc, ONI_ETIMEOUT);
+        emuc_close(c);
+    }
+    xd_stop(pid);
+}

@@ -150,6 +150,11 @@ static void late_answer(struct emuc *c, struct chan *ch, const uint8_t *msg, siz
     } else if (h.type == (EMUP_WRITE | EMUP_REPLY) && ch->write_ring >= 0 &&
                h.seq == c->ring[ch->write_ring].pending_seq) {
         c->ring[ch->write_ring].write_pending = 0;
+    } else if (h.type == (EMUP_CONFIG_WRITE | EMUP_REPLY) && h.len == sizeof(struct emup_status_reply)) {
+        struct emup_status_reply st;
+        memcpy(&st, msg + sizeof h, sizeof st);
+        if (st.rc == 0)
+            note_flushes(c, st.value); /* a write given up on still emptied the FIFOs, or not */
     }
 }
 
@@ -188,6 +193,11 @@ static int await(struct emuc *c, struct chan *ch, uint16_t type, uint32_t seq, v
     for (;;) {
         struct emup_hdr h;
         int n = receive(c, ch, deadline, &h);
+        if (n == ONI_ETIMEOUT && type == EMUP_READ && ch->read_ring >= 0) {
+            /* given up on here: its answer may still come, with bytes of the stream */
+            c->ring[ch->read_ring].read_pending = 1;
+            c->ring[ch->read_ring].pending_seq = seq;
+        }
         if (n < 0)
             return n;
         if (is_late(&h, seq, n)) {
@@ -400,6 +410,10 @@ int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t
     int rc = call(c, ch, EMUP_CONFIG_WRITE, &rq, sizeof rq, &st, sizeof st, timeout_ms);
     if (!rc) /* the answer's value: the card's flush count after the write (see drop_stale) */
         note_flushes(c, st.value);
+    else if (rc == ONI_ETIMEOUT && reg == ONI_CONFIG_RESET && value)
+        /* Not answered in time, but the daemon will carry it out, and a RESET
+         * always empties the FIFOs: at least one flush more than seen. */
+        note_flushes(c, atomic_load(&c->flushes) + 1);
     pthread_mutex_unlock(&ch->lock);
     return rc;
 }
@@ -444,10 +458,6 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
         struct emup_read rq = {(uint32_t)s, (uint32_t)want, left, 0, ring_tail(r)};
         struct emup_read_reply rr;
         rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, ms_add(left, REPLY_MARGIN_MS));
-        if (rc == ONI_ETIMEOUT) { /* its answer may still come, with bytes of the stream */
-            r->read_pending = 1;
-            r->pending_seq = ch->seq;
-        }
         /* The daemon may send more than asked (what the card already held): kept for later reads. */
         if (!rc && add_segment(c, r, &rr))
             rc = ONI_EBADFRAME;
@@ -576,8 +586,9 @@ static int settle_read(struct emuc *c, struct chan *ch, struct ring *r, uint32_t
         int n = receive(c, ch, deadline, &h);
         if (n < 0)
             return n;
-        if (is_late(&h, ch->seq + 1, n)) /* nothing was sent after the pending READ yet */
-            late_answer(c, ch, ch->buf, (size_t)n);
+        if (!is_late(&h, ch->seq + 1, n)) /* nothing was sent after the pending READ yet */
+            return ONI_EBADFRAME;
+        late_answer(c, ch, ch->buf, (size_t)n);
     }
     return 0;
 }

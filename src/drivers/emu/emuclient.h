@@ -25,8 +25,8 @@ int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct em
 void emuc_close(struct emuc *c);
 
 /* The card's configuration registers, as emu_card_read_config/_write_config.
- * Writing a non-zero RESET also drops what this side holds of the card's
- * FIFOs. Errors: the card's, or ONI_ETIMEOUT, ONI_EDISCONNECTED, ONI_EBADFRAME
+ * A write that empties the card's FIFOs (RESET, acquisition starting) also
+ * drops what this side holds of them (see emuclient.c, drop_stale). Errors: the card's, or ONI_ETIMEOUT, ONI_EDISCONNECTED, ONI_EBADFRAME
  * (a malformed answer). */
 int emuc_read_config(struct emuc *c, oni_config_t reg, uint32_t *value, uint32_t timeout_ms);
 int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t timeout_ms);
