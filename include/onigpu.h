@@ -41,9 +41,11 @@
  * In the GPU write stream a block is whole write frames; with CHUNK_SZ a frame
  * must not straddle a chunk boundary.
  *
- * Errors: ONI_EINVALARG (NULL value, wrong size, bad block size), ONI_EBUFFERSIZE
+ * Errors: ONI_EINVALARG (NULL value, wrong size, bad block size, host memory
+ * the card may not write for a read or read for a write), ONI_EBUFFERSIZE
  * (buffer shorter than the block: from the explicit length or, for CUDA memory,
- * the allocation's range), ONI_EPINNED (pinned twice, or a pinned GPU buffer
+ * the allocation's range), ONI_EPINNED (pinned twice or overlapping a pinned
+ * buffer, or a pinned GPU buffer
  * was freed: its allocation is gone or changed), ONI_ENOTPINNED (unpin of a
  * buffer never pinned), ONI_ENOGPU (GPU memory, but no CUDA build or device),
  * ONI_ETIMEOUT (no block within ONI_OPT_TIMEOUTMS), ONI_EBUSY (async queue full).
@@ -89,7 +91,8 @@ typedef struct {
 /* An asynchronous block transfer of RD_SZ (READ_ASYNC) or WR_SZ (WRITE_ASYNC)
  * bytes; len is the buffer's capacity (0: taken from its CUDA allocation).
  * After the last payload byte is visible at buf (READ) or has been taken by
- * the card (WRITE), the card writes seq to *done. done may be GPU memory
+ * the card (WRITE), the card writes seq to *done, a 4-byte aligned word
+ * (else ONI_EINVALARG). done may be GPU memory
  * (written by the card's copy stream, cuStreamWriteValue32: a kernel or
  * cuStreamWaitValue32 can wait on it) or host memory (written by the card
  * after the payload is complete; for a GPU-side waiter use page-locked,

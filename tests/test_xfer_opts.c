@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "unit.h"
 #include "xfer_check.h"
 #include "onii.h"
@@ -381,4 +382,103 @@ TEST(xfer_pinned_buffer_covers_its_inside)
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, buf, 8), 0);
     oni_destroy_ctx(ctx);
     free(buf);
+}
+
+/* A write only reads its buffer: read-only host memory is fine for it (a
+ * read into it is refused). */
+TEST(xfer_write_from_read_only_memory)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    enum { N = 4096 };
+    uint8_t *blk = mmap(NULL, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(blk != MAP_FAILED);
+    xsum_frames(blk, N, 1024, sink, 1, XSUM_START);
+    CHECK(mprotect(blk, N, PROT_READ) == 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_WR_SZ, N), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, blk, 8), 0);
+    onigpu_buf_t b = {blk, N};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, &b, sizeof b), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, N), 0);
+    CHECK(oni_set_driver_opt(ctx, ONI_DRV_READ, blk, 8) < 0);
+    oni_destroy_ctx(ctx);
+    munmap(blk, N);
+}
+
+/* A pin that would hold a pinned buffer, or start inside one, is refused. */
+TEST(xfer_pins_do_not_overlap)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    uint8_t *buf = malloc(16384);
+    REQUIRE(buf);
+    onigpu_buf_t inner = {buf + 4096, 4096}, outer = {buf, 16384}, tail = {buf + 8000, 100};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &inner, sizeof inner), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &outer, sizeof outer), ONI_EPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &tail, sizeof tail), ONI_EPINNED);
+    onigpu_buf_t before = {buf, 4096}; /* ends where inner starts */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &before, sizeof before), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, buf, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, buf + 4096, 8), 0);
+    oni_destroy_ctx(ctx);
+    free(buf);
+}
+
+/* A completion record must be an aligned word. */
+TEST(xfer_unaligned_completion_word)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    static uint8_t buf[4096];
+    static uint32_t words[4];
+    onigpu_xfer_t x = {buf, sizeof buf, (volatile uint32_t *)((uint8_t *)words + 1), 5, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x), ONI_EINVALARG);
+    oni_destroy_ctx(ctx);
+}
+
+/* A host buffer pinned by its address alone (no length) is checked as an
+ * unpinned one would be: a block longer than its memory is refused, not
+ * written past the end. */
+TEST(xfer_pinned_address_alone_is_checked)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    long pg = sysconf(_SC_PAGESIZE);
+    uint8_t *m = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(m != MAP_FAILED);
+    CHECK(mprotect(m + pg, (size_t)pg, PROT_NONE) == 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, (uint32_t)(2 * pg)), 0);
+    CHECK(oni_set_driver_opt(ctx, ONI_DRV_READ, m, 8) < 0); /* unpinned: refused */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, m, 8), 0);
+    CHECK(oni_set_driver_opt(ctx, ONI_DRV_READ, m, 8) < 0); /* pinned: refused too */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, m, 8), 0);
+    oni_destroy_ctx(ctx);
+    munmap(m, 2 * (size_t)pg);
+}
+
+static void *wait_in_read(void *arg)
+{
+    xfer_read_nothing(arg);
+    return NULL;
+}
+
+/* Reading ONI_DRV_DMA_AGENT does not wait behind a read that waits for data. */
+TEST(xfer_agent_option_not_held_up_by_a_waiting_read)
+{
+    oni_ctx ctx = xfer_open(XFER_SPEC(0), &core, &sink); /* nothing on the GPU stream */
+    REQUIRE(ctx);
+    uint32_t ms = 1500;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    struct xfer_blocked_read r = {ctx, 0};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, wait_in_read, &r) == 0);
+    usleep(100000);
+    uint64_t t0 = oni_now_ns();
+    uint32_t v = 1;
+    size_t sz = sizeof v;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_DMA_AGENT, &v, &sz), 0);
+    CHECK_EQ(v, 0);
+    CHECK(oni_now_ns() - t0 < 500000000u); /* not the read's 1.5 s */
+    pthread_join(t, NULL);
+    oni_destroy_ctx(ctx);
 }

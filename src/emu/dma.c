@@ -67,7 +67,7 @@ struct emu_dma {
     int aborted;            /* atomic: emu_dma_abort was called */
     /* the agent (dma_agent.h): set under both channels' xfer locks */
     struct emu_agent *agent;
-    size_t agent_max;       /* transfers of at most this many bytes go to the agent; 0 = none */
+    size_t agent_max;       /* transfers of at most this many bytes go to the agent; 0 = none (atomic) */
     int agent_dead;         /* atomic: it failed; the copy engine takes over */
     uint8_t *wstage_dev;    /* the device address of wstage (write side) */
     uint64_t agent_reads, agent_writes; /* under the channel's xfer lock */
@@ -732,7 +732,7 @@ int emu_dma_set_agent(struct emu_dma *d, size_t max_bytes)
         d->agent = NULL; /* a stuck kernel's memory stays allocated (said on stderr) */
         __atomic_store_n(&d->agent_dead, 0, __ATOMIC_RELEASE);
     }
-    d->agent_max = rc ? 0 : max_bytes;
+    __atomic_store_n(&d->agent_max, rc ? 0 : max_bytes, __ATOMIC_RELEASE); /* non-zero: d->agent runs */
     pthread_mutex_unlock(&d->ch[1].xfer);
     pthread_mutex_unlock(&d->ch[0].xfer);
     return rc;
@@ -742,8 +742,7 @@ size_t emu_dma_agent(struct emu_dma *d)
 {
     if (!d)
         return 0;
-    pthread_mutex_lock(&d->ch[0].xfer);
-    size_t m = d->agent && !__atomic_load_n(&d->agent_dead, __ATOMIC_ACQUIRE) ? d->agent_max : 0;
-    pthread_mutex_unlock(&d->ch[0].xfer);
-    return m;
+    /* No lock: a read waiting for data holds its channel's for as long. */
+    size_t m = __atomic_load_n(&d->agent_max, __ATOMIC_ACQUIRE);
+    return m && !__atomic_load_n(&d->agent_dead, __ATOMIC_ACQUIRE) ? m : 0;
 }

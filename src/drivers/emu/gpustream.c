@@ -178,9 +178,11 @@ static int parse_buf(const void *value, size_t len, struct buf *b)
     return ONI_EINVALARG;
 }
 
-/* Is [p, p+n) ordinary read-write host memory of this process? CUDA device
- * memory (and anything else) is not. Cached: the mapping last found. */
-static int host_rw(const void *p, size_t n)
+/* Is [p, p+n) ordinary host memory of this process that the card may write
+ * (a read into it) or, with read_only, read (a write from it)? CUDA device
+ * memory (and anything else) is not. Cached per thread: the read-write
+ * mapping last found (one unmapped or protected since is not noticed). */
+static int host_rw(const void *p, size_t n, int read_only)
 {
     static _Thread_local uintptr_t lo, hi;
     uintptr_t a = (uintptr_t)p;
@@ -199,8 +201,10 @@ static int host_rw(const void *p, size_t n)
         if (sscanf(line, "%lx-%lx %4s", &l, &h, perm) != 3)
             continue;
         if (cur >= l && cur < h) {
-            if (perm[0] != 'r' || perm[1] != 'w')
+            if (perm[0] != 'r' || (perm[1] != 'w' && !read_only))
                 break;
+            if (perm[1] != 'w')
+                read_only = 2; /* found, but not for the cache */
             if (cur == a)
                 lo = l;
             hi = h;
@@ -212,9 +216,21 @@ static int host_rw(const void *p, size_t n)
         }
     }
     fclose(f);
-    if (!ok)
+    if (!ok || read_only == 2)
         lo = hi = 0;
     return ok;
+}
+
+/* Does [a, a + n) overlap a pinned buffer? A pin without a length counts as
+ * its first byte. */
+static int overlaps_pin(const struct gpustream *g, uintptr_t a, size_t n)
+{
+    for (int i = 0; i < g->npins; i++) {
+        const struct pin *e = &g->pins[i];
+        if (a < e->addr + (e->len ? e->len : 1) && e->addr < a + (n ? n : 1))
+            return 1;
+    }
+    return 0;
 }
 
 /* The pin whose buffer starts at p (PIN, UNPIN) or, with inside, whose buffer
@@ -286,6 +302,8 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, 
         if (b.explicit_len && b.len > avail)
             return ONI_EBUFFERSIZE;
         e.len = b.explicit_len ? b.len : avail;
+        if (overlaps_pin(g, e.addr, e.len))
+            return ONI_EPINNED; /* it would hold a pinned buffer */
         e.buffer_id = info.buffer_id;
         if (g->daemon && info.kind == GPU_KIND_DEVICE) {
             if (!id || base != (uintptr_t)info.base)
@@ -294,8 +312,10 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, 
             e.import_id = id;
         }
     } else {
-        if (!host_rw(b.p, b.len ? b.len : 1))
+        if (!host_rw(b.p, b.len ? b.len : 1, 0))
             return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
+        if (overlaps_pin(g, e.addr, b.len))
+            return ONI_EPINNED;
         /* The card's DMA into host memory needs nothing. With CUDA and a known
          * length the buffer is page-locked too, so that the user's own copies
          * between it and the GPU are fast. */
@@ -330,9 +350,9 @@ static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t *i
     return rc;
 }
 
-/* Resolve the buffer of a transfer of n bytes: how it is reached (*rt) and
- * whether it is long enough. */
-static int resolve(struct gpustream *g, const struct buf *b, size_t n, struct route *rt)
+/* Resolve the buffer of a transfer of n bytes (write: the card reads it):
+ * how it is reached (*rt) and whether it is long enough. */
+static int resolve(struct gpustream *g, int write, const struct buf *b, size_t n, struct route *rt)
 {
     struct pin *e = find_pin(g, b->p, 1);
     struct gpu_ptr_info info;
@@ -361,6 +381,8 @@ static int resolve(struct gpustream *g, const struct buf *b, size_t n, struct ro
             have = b->len;
         if (have && have < n)
             return ONI_EBUFFERSIZE;
+        if (e->kind == GPU_KIND_HOST && !e->len && !host_rw(b->p, n, write))
+            return ONI_EINVALARG; /* pinned without a length: the memory is checked as unpinned */
         return 0;
     }
     rc = gpu_query(b->p, &info);
@@ -375,7 +397,7 @@ static int resolve(struct gpustream *g, const struct buf *b, size_t n, struct ro
             return rc;
     }
     if (info.kind == GPU_KIND_HOST) {
-        if (!host_rw(b->p, b->explicit_len ? b->len : n))
+        if (!host_rw(b->p, b->explicit_len ? b->len : n, write))
             return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
         *on_gpu = 0;
         return b->explicit_len && b->len < n ? ONI_EBUFFERSIZE : 0;
@@ -473,7 +495,7 @@ static int plan(struct gpustream *g, int write, const struct buf *b, size_t *n, 
     pthread_mutex_lock(&g->lock);
     *n = write ? g->wr_sz : g->rd_sz;
     *chunk = g->chunk_sz;
-    int rc = resolve(g, b, *n, rt);
+    int rc = resolve(g, write, b, *n, rt);
     pthread_mutex_unlock(&g->lock);
     return rc;
 }
@@ -490,7 +512,7 @@ static int done_route(struct gpustream *g, const volatile uint32_t *p, struct ro
     rt->kind = info.kind;
     rt->base = (uintptr_t)info.base;
     rt->alloc = info.len;
-    if (info.kind == GPU_KIND_HOST && !host_rw((const void *)p, sizeof *p))
+    if (info.kind == GPU_KIND_HOST && !host_rw((const void *)p, sizeof *p, 0))
         return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
     pthread_mutex_lock(&g->lock);
     const struct pin *e = find_pin(g, (const void *)p, 1);
@@ -562,8 +584,8 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
     if (!value || len != sizeof(onigpu_xfer_t))
         return ONI_EINVALARG;
     const onigpu_xfer_t *x = value;
-    if (!x->buf || !x->done)
-        return ONI_EINVALARG;
+    if (!x->buf || !x->done || (uintptr_t)x->done % sizeof *x->done)
+        return ONI_EINVALARG; /* a record must be one aligned word: written at once */
     struct buf b = {.p = x->buf, .len = (size_t)x->len, .explicit_len = x->len != 0};
     size_t n;
     uint32_t chunk;
