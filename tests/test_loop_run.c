@@ -20,6 +20,29 @@ TEST(run_rejects_bad_arguments)
     CHECK_EQ(ONIGPU("run", "--bogus", "1"), 2);
     CHECK_EQ(ONIGPU("run", "--emu", "devices=heartbeat", "--backend", "cpu", "--seconds", "1"), 1);
     CHECK(strstr(out, "np2,stim") != NULL); /* says what the card lacks */
+    /* another device's frames on the probe's stream would be misread as the probe's */
+    CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,stim,heartbeat:hz=100:route=1", "--seconds", "1"), 1);
+    CHECK(strstr(out, "routed to the GPU stream too") != NULL);
+}
+
+/* Frames the card dropped while the loop ran make the verdict "NO", and the
+ * count is of those only (the card drops what nobody reads once the loop has
+ * stopped). A FIFO of 16 KiB per stream holds about 0.7 ms of the probe's
+ * data: the card nearly always drops some; whenever it did, the verdict must
+ * say so (before 2026-11-24 it said "yes" beside thousands of drops). */
+TEST(run_verdict_counts_drops)
+{
+    NEED_BIN();
+    int rc = ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--emu", "devices=np2:route=1,stim;mode=realtime;ddr=32K");
+    CHECK_EQ(rc, 0);
+    const char *d = strstr(out, "  dropped ");
+    REQUIRE(d);
+    unsigned long long dropped = strtoull(d + strlen("  dropped "), NULL, 10);
+    const char *v = strstr(out, "keeping up");
+    REQUIRE(v);
+    fprintf(stderr, "  %llu frames dropped while the loop ran\n", dropped);
+    if (dropped)
+        CHECK(strncmp(v, "keeping up         NO (overrun)", 31) == 0);
 }
 
 TEST(run_refuses_unavailable_backend)

@@ -159,7 +159,12 @@ static int find_devices(struct run *r, uint32_t *np2_read)
     sz = ndev * sizeof *t;
     rc = oni_get_opt(r->ctx, ONI_OPT_DEVICETABLE, t, &sz);
     int have_np2 = 0, have_stim = 0;
+    uint32_t shared = 0; /* a device other than the probe on the GPU stream (+1) */
     for (oni_size_t i = 0; !rc && i < ndev; i++) {
+        oni_reg_val_t route = 0;
+        if (t[i].read_size && !shared && (t[i].id != ONIX_ONIGPU_NEUROPIX2 || have_np2) &&
+            oni_read_reg(r->ctx, t[i].idx, ROUTE_REG, &route) == 0 && route == 1)
+            shared = t[i].idx + 1;
         if (t[i].id == ONIX_ONIGPU_NEUROPIX2 && !have_np2) {
             r->np2 = t[i].idx;
             *np2_read = t[i].read_size;
@@ -174,6 +179,12 @@ static int find_devices(struct run *r, uint32_t *np2_read)
     if (!rc && (!have_np2 || !have_stim || !r->stim_wsize)) {
         fprintf(stderr, "onigpu run: the card needs a Neuropixels 2.0 device and a stimulator (devices=np2,stim)\n");
         return ONI_EDEVID;
+    }
+    /* The loop takes the GPU stream as the probe's frames alone. */
+    if (!rc && shared) {
+        fprintf(stderr, "onigpu run: device 0x%x is routed to the GPU stream too; the loop needs it for the "
+                        "first Neuropixels 2.0 alone (route=0 for the others)\n", shared - 1);
+        return ONI_EINVALARG;
     }
     return rc;
 }
@@ -430,9 +441,13 @@ static int run(int argc, char **argv)
     }
     /* What the loop owes the card as it stops: a loop that keeps up owes a
      * block or two; one slower than the probe owes more every second, and
-     * its latency grows with it, long before the 4 GiB FIFO drops anything. */
+     * its latency grows with it, long before the 4 GiB FIFO drops anything.
+     * The drops counted are those up to here, while the loop read: once it
+     * stops, the card drops what nobody reads any more. */
     onigpu_stream_stats_t ss;
-    double owed_ms = card_stats(r, &ss) ? NAN : backlog_ms(&ss, lay.stride, p.fs_hz);
+    int ss_rc = card_stats(r, &ss);
+    double owed_ms = ss_rc ? NAN : backlog_ms(&ss, lay.stride, p.fs_hz);
+    uint64_t dropped = ss_rc ? 0 : ss.dropped_frames[0] + ss.dropped_frames[1];
     loop_stop(lp);
     pthread_join(lth, NULL);
     struct timespec settle = {0, 300000000}; /* the last echoes */
@@ -451,7 +466,6 @@ static int run(int argc, char **argv)
     /* --- summary --------------------------------------------------------------- */
     struct loop_stats ls;
     loop_get_stats(lp, &ls);
-    int ss_rc = card_stats(r, &ss);
     struct loop_truth *tr = NULL;
     size_t ntr = read_truth(truth, r->np2, &tr);
     const struct loop_ephys_state *fin = loop_ephys_final(lp);
@@ -467,7 +481,7 @@ static int run(int argc, char **argv)
     uint64_t frames = ls.blocks * o.block;
     double fps = ls.seconds > 0 ? frames / ls.seconds : 0.0;
     int slow = fps < KEEP_UP_SHARE * p.fs_hz;
-    int behind = slow || owed_ms > OWED_MAX_MS;
+    int behind = slow || owed_ms > OWED_MAX_MS || dropped;
     /* Without the card's statistics the backlog is unknown: only a slow
      * frame rate gives a verdict then. */
     int verdict = behind || !isnan(owed_ms);
@@ -479,7 +493,8 @@ static int run(int argc, char **argv)
         snprintf(left, sizeof left, "%.1f ms of data left in the card at the end", owed_ms);
     printf("  keeping up         %s: %.0f of %.0f frames/s, %s%s\n",
            !verdict ? "unknown" : behind ? "NO (overrun)" : "yes", fps, p.fs_hz, left,
-           behind ? "; latency grows with the backlog, and drops follow once the FIFO is full" : "");
+           dropped  ? "; the card dropped frames"
+           : behind ? "; latency grows with the backlog, and drops follow once the FIFO is full" : "");
     printf("  spikes detected    %llu (%llu not listed: block overflow)\n",
            (unsigned long long)atomic_load(&r->ndet), (unsigned long long)atomic_load(&r->det_overflow));
     printf("  vs ground truth    %llu events scored, recall %.3f, precision %.3f (+-%.1f ms, +-2 channels)\n",
@@ -494,10 +509,13 @@ static int run(int argc, char **argv)
         printf("  dropped            unknown (card statistics: %s), %llu stalled reads\n", oni_error_str(ss_rc),
                (unsigned long long)ls.stalls);
     else
-        printf("  dropped            %llu frames in the card FIFOs, %llu stalled reads\n",
-               (unsigned long long)(ss.dropped_frames[0] + ss.dropped_frames[1]), (unsigned long long)ls.stalls);
-    if (atomic_load(&r->echo_err))
+        printf("  dropped            %llu frames in the card FIFOs while the loop ran, %llu stalled reads\n",
+               (unsigned long long)dropped, (unsigned long long)ls.stalls);
+    if (atomic_load(&r->echo_err)) { /* the latency figures above then miss the echoes not read */
         cli_fail("reading the stimulator's echoes", atomic_load(&r->echo_err));
+        if (!rc)
+            rc = atomic_load(&r->echo_err);
+    }
     if (o.out) {
         int err = 0;
         struct bench_report *rep = bench_report_open(o.out, "run", argc, argv, NULL, &err);
@@ -522,7 +540,7 @@ static int run(int argc, char **argv)
             if (ss_rc)
                 bench_cell_num(rep, "dropped_frames", NAN);
             else
-                bench_cell_int(rep, "dropped_frames", (long long)(ss.dropped_frames[0] + ss.dropped_frames[1]));
+                bench_cell_int(rep, "dropped_frames", (long long)dropped);
             bench_cell_num(rep, "frames_per_s", fps);
             bench_cell_num(rep, "backlog_ms", owed_ms);
             bench_cell_num(rep, "overrun", verdict ? behind : NAN);
@@ -534,10 +552,12 @@ static int run(int argc, char **argv)
             }
             err = bench_report_close(rep);
         }
-        if (err)
+        if (err) {
             cli_fail("writing results", err);
-        else
+            rc = rc ? rc : err;
+        } else {
             printf("  results in %s\n", o.out);
+        }
     }
     free(tr);
     exit_code = rc ? 1 : 0;
