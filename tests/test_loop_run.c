@@ -17,6 +17,11 @@ TEST(run_rejects_bad_arguments)
     CHECK(strstr(out, "unknown backend") != NULL);
     CHECK_EQ(ONIGPU("run", "--seconds", "-1"), 2);
     CHECK_EQ(ONIGPU("run", "--block", "0"), 2);
+    CHECK_EQ(ONIGPU("run", "--block", "1501"), 2); /* over 50 ms: owed at the stop beyond the verdict's limit */
+    CHECK_EQ(ONIGPU("run", "--block", "16.5"), 2);
+    CHECK_EQ(ONIGPU("run", "--seconds", "0.1"), 2);  /* shorter than the detector's calibration */
+    CHECK_EQ(ONIGPU("run", "--seconds", "1", "--out", "/nonexistent/a/b"), 1);
+    CHECK(strstr(out, "cannot create") != NULL);
     CHECK_EQ(ONIGPU("run", "--bogus", "1"), 2);
     CHECK_EQ(ONIGPU("run", "--emu", "devices=heartbeat", "--backend", "cpu", "--seconds", "1"), 1);
     CHECK(strstr(out, "np2,stim") != NULL); /* says what the card lacks */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "bench/bench.h"
 #include "cli.h"
+#include "cli_oni.h"
 #include "oniemu.h"
 #include "onigpu.h"
 #include "onix.h"
@@ -38,6 +39,7 @@ CLI_COMMAND(run, "run",
 #define TOL_S 1e-3      /* spike match tolerance */
 #define OWED_MAX_MS 100.0   /* data left in the card at the end beyond which the loop fell behind */
 #define KEEP_UP_SHARE 0.95  /* ... or a processed frame rate below this share of the probe's */
+#define MAX_BLOCK_MS 50     /* --block at most this long at 30 kHz (1500 frames) */
 
 struct run {
     oni_ctx ctx;
@@ -225,7 +227,6 @@ static int parse(int argc, char **argv, struct opts *o)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t n;
         int bad = !v;
         if (bad) {
         } else if (!strcmp(a, "--backend")) {
@@ -237,10 +238,14 @@ static int parse(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--out")) {
             o->out = v;
         } else if (!strcmp(a, "--block")) {
-            bad = cli_parse_size(v, &n) || n < 1 || n > 30000;
-            o->block = (uint32_t)n;
+            /* A block of at most MAX_BLOCK_MS: more would be owed at the stop
+             * than the backlog a loop that keeps up may leave (OWED_MAX_MS). */
+            uint32_t f = 0;
+            bad = cli_parse_u32(v, &f) || f < 1 || f > MAX_BLOCK_MS * 30;
+            o->block = f;
         } else if (!strcmp(a, "--seconds")) {
-            bad = cli_parse_seconds(v, &o->seconds) || !(o->seconds > 0) || o->seconds > 86400;
+            /* the detector calibrates on the first 0.2 s: shorter runs score nothing */
+            bad = cli_parse_seconds(v, &o->seconds) || !(o->seconds >= 0.5) || o->seconds > 86400;
         } else {
             bad = 1;
         }
@@ -342,7 +347,10 @@ static int run(int argc, char **argv)
     }
     char truth[512];
     if (o.out) {
-        mkdir(o.out, 0777);
+        if (mkdir(o.out, 0777) && errno != EEXIST) {
+            fprintf(stderr, "onigpu run: cannot create %s: %s\n", o.out, strerror(errno));
+            return 1;
+        }
         snprintf(truth, sizeof truth, "%s/truth.csv", o.out);
     } else {
         snprintf(truth, sizeof truth, "/tmp/onigpu-truth-%d.csv", (int)getpid());
@@ -431,7 +439,7 @@ static int run(int argc, char **argv)
     }
     uint64_t last_blocks = 0;
     double last_t = 0;
-    for (int s = 1; s <= (int)ceil(o.seconds); s++) {
+    for (int s = 1; s <= (int)ceil(o.seconds) && !loop_error(lp); s++) {
         double until = s < o.seconds ? s : o.seconds;
         while ((double)(bench_now_ns() - t0) / 1e9 < until && !loop_error(lp)) {
             struct timespec ts = {0, 20000000};
