@@ -6,6 +6,7 @@
  * outlives its timeout losing nothing. Skips without a CUDA device. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "unit.h"
 #include "xfer_check.h"
 #include "gpu/gpu.h"
@@ -386,4 +387,95 @@ TEST(gpu_xfer_timed_out_copy_loses_nothing)
         SKIP("no copy outlived its 1 ms wait in %d tries: nothing to check here", tries);
     fprintf(stderr, "  the read timed out in its copy at try %d; %llu frames in order\n", tries,
             (unsigned long long)c.frames);
+}
+
+/* The same with an asynchronous read whose record is in GPU memory: the
+ * record is queued behind the copy, so once the copy is under way the job
+ * cannot be called back. A job whose copy outlives its wait therefore counts
+ * as done, writes its record when the copy lands, and its data is not
+ * delivered again; a job that reports a failure writes no record. Either
+ * way the counter runs on without a gap or a repeat. */
+TEST(gpu_xfer_async_copy_outliving_its_wait_is_done_once)
+{
+    NEED_GPU();
+    oni_ctx ctx = xfer_open("devices=testcore:bytes=4096:rate=1G:route=1,testsink;mode=realtime;link=unlimited;ddr=2G",
+                            &core, &sink);
+    REQUIRE(ctx);
+    const uint32_t big = 64u << 20, step = 4u << 20;
+    uint8_t *dev = NULL, *dev2 = NULL, *host = malloc(big);
+    uint32_t *word = NULL;
+    struct xcheck c;
+    xcheck_init(&c, core);
+    int failed = 0;
+    if (host && !gpu_alloc((void **)&dev, big) && !gpu_alloc((void **)&dev2, big) && !gpu_alloc((void **)&word, 64)) {
+        uint32_t slow = 5000, fast = 1;
+        for (uint32_t t = 1; t <= 12 && !failed; t++) {
+            CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &slow, sizeof slow), 0);
+            CHECK_RC(read_check(ctx, dev2, step, host, &c, 1), 0); /* moves the job's end */
+            REQUIRE(fifo_holds(ctx, 2ull * big));
+            CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &fast, sizeof fast), 0);
+            CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, big), 0);
+            onigpu_xfer_t x = {dev, big, word, t, 0};
+            CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x), 0);
+            CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &slow, sizeof slow), 0);
+            int rc = oni_set_driver_opt(ctx, ONI_DRV_READ, dev2, 8); /* after the job: its error, or this read */
+            uint32_t w = 0;
+            if (rc == 0) {
+                uint64_t t0 = oni_now_ns();
+                while (w != t && oni_now_ns() - t0 < 2000000000u)
+                    CHECK_RC(gpu_copy(&w, word, 4), 0);
+                CHECK_EQ(w, t);
+                CHECK_RC(gpu_copy(host, dev, big), 0); /* the job's block, then the read's */
+                xcheck_feed(&c, host, big);
+                CHECK_RC(gpu_copy(host, dev2, big), 0);
+                xcheck_feed(&c, host, big);
+            } else {
+                CHECK_RC(rc, ONI_ETIMEOUT); /* failed: no record, and its data stays in the card */
+                usleep(200000);
+                CHECK_RC(gpu_copy(&w, word, 4), 0);
+                CHECK(w != t);
+                failed = 1;
+            }
+        }
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &slow, sizeof slow), 0);
+        CHECK_RC(read_check(ctx, dev2, step, host, &c, 1), 0); /* the stream runs on */
+    } else {
+        UNIT_FAIL("no GPU memory for the test");
+    }
+    CHECK_EQ(c.errors, 0);
+    fprintf(stderr, "  %llu frames in order\n", (unsigned long long)c.frames);
+    gpu_free(dev);
+    gpu_free(dev2);
+    gpu_free(word);
+    free(host);
+    oni_destroy_ctx(ctx);
+}
+
+/* A chunked read waits until the card holds the whole block: one that times
+ * out leaves every byte in the card (before 2026-11-24 the chunks moved
+ * before the timeout were lost). */
+TEST(gpu_xfer_chunked_read_timeout_keeps_the_block)
+{
+    NEED_GPU();
+    oni_ctx ctx = xfer_open("devices=testcore:bytes=4096:rate=100M:route=1;mode=realtime;link=unlimited;ddr=256M",
+                            &core, NULL);
+    REQUIRE(ctx);
+    uint8_t *dev = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, 64u << 20) == 0);
+    REQUIRE(fifo_holds(ctx, 8u << 20));
+    uint32_t off = 0, t = 200;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &off, sizeof off), 0);
+    onigpu_stream_stats_t st = {0};
+    size_t sz = sizeof st;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz), 0);
+    uint64_t before = st.fifo_bytes[1];
+    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 1u << 20), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, (uint32_t)(before & ~3ull) + (4u << 20)), 0); /* more than there is */
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8), ONI_ETIMEOUT);
+    sz = sizeof st;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz), 0);
+    CHECK_EQ(st.fifo_bytes[1], before);
+    gpu_free(dev);
+    oni_destroy_ctx(ctx);
 }

@@ -40,6 +40,7 @@ struct dma_chan {
     pthread_mutex_t xfer;   /* one transfer of this direction at a time */
     struct gpu_stream *stream;
     int unsettled;          /* a wait on stream timed out with work queued (atomic): see settle() */
+    size_t owed;            /* read side: FIFO bytes of a committed transfer, consumed once settled */
 
     pthread_mutex_t q_lock; /* the job queue */
     pthread_cond_t q_cond, q_idle;
@@ -393,13 +394,20 @@ static int settle(struct dma_chan *c, uint32_t timeout_ms)
 {
     int rc = gpu_stream_wait(c->stream, timeout_ms);
     __atomic_store_n(&c->unsettled, rc == ONI_ETIMEOUT, __ATOMIC_RELAXED);
+    if (!rc && c->owed) { /* the copy has read them: the card may have them back */
+        emu_card_fifo_consume(c->d->card, EMU_STREAM_GPU, c->owed);
+        c->owed = 0;
+    }
     return rc;
 }
 
 static int is_unsettled(struct dma_chan *c) { return __atomic_load_n(&c->unsettled, __ATOMIC_RELAXED); }
 
 /* Write the completion record once the payload is complete: GPU memory by
- * the channel's stream, host memory by the CPU (release order). */
+ * the channel's stream, host memory by the CPU (release order). A GPU record
+ * queued in time lands even if the wait for it does not end in time: the
+ * transfer has happened, so that is no failure (the next transfer of the
+ * channel waits for the stream first). */
 static int post(struct dma_chan *c, volatile uint32_t *done, int done_gpu, uint32_t seq, uint32_t timeout_ms)
 {
     if (!done_gpu) {
@@ -407,7 +415,9 @@ static int post(struct dma_chan *c, volatile uint32_t *done, int done_gpu, uint3
         return 0;
     }
     int rc = gpu_write_word_async(c->stream, done, seq);
-    return rc ? rc : settle(c, timeout_ms);
+    if (!rc)
+        rc = settle(c, timeout_ms);
+    return rc == ONI_ETIMEOUT ? 0 : rc;
 }
 
 /* One card -> buffer transfer; the caller holds ch[0].xfer. done may be NULL. */
@@ -453,10 +463,18 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
             rc = copy_from_ring(d, dst, sp[0].n, sp[1].p, sp[1].n);
         if (!rc && done && done_gpu && d->link_free) {
             rc = gpu_write_word_async(c->stream, done, seq);
-            in_stream = 1;
+            in_stream = !rc;
         }
         if (!rc)
             rc = settle(c, timeout_ms);
+        if (rc == ONI_ETIMEOUT && in_stream) {
+            /* The record is queued behind the copy: the transfer will have
+             * happened once the stream gets there, and cannot be called back.
+             * So it counts as done; its bytes leave the card (and the stream
+             * holds them till then) when a later wait sees the copy finish. */
+            c->owed = n;
+            rc = 0;
+        }
     } else if (!dst_gpu) {
         memcpy(dst, sp[0].p, sp[0].n);
         if (sp[1].n)
@@ -467,7 +485,8 @@ static int do_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, volatile
     /* A transfer that failed or timed out leaves its data in the card, for
      * the next read: a copy may still be reading it (see settle), and a
      * timed-out agent was halted before it finished. */
-    emu_card_fifo_consume(d->card, EMU_STREAM_GPU, rc ? 0 : n);
+    if (!c->owed)
+        emu_card_fifo_consume(d->card, EMU_STREAM_GPU, rc ? 0 : n);
     if (rc) {
         count_failure(d);
         return rc == ONI_ETIMEOUT ? rc : ONI_EREADFAILURE;
@@ -580,6 +599,22 @@ int emu_dma_read(struct emu_dma *d, void *dst, size_t n, int dst_gpu, uint32_t t
         return rc;
     rc = do_read(d, dst, n, dst_gpu, NULL, 0, 0, timeout_ms);
     pthread_mutex_unlock(&d->ch[0].xfer);
+    return rc;
+}
+
+int emu_dma_wait_data(struct emu_dma *d, size_t n, uint32_t timeout_ms)
+{
+    if (!d || !n)
+        return ONI_EINVALARG;
+    struct dma_chan *c = &d->ch[0];
+    int rc = sync_begin(c, timeout_ms);
+    if (rc)
+        return rc;
+    rc = is_unsettled(c) ? settle(c, timeout_ms) : 0;
+    struct emu_span sp[2];
+    if (!rc && (rc = peek(d, n, sp, timeout_ms)) == 0)
+        emu_card_fifo_consume(d->card, EMU_STREAM_GPU, 0); /* only looked */
+    pthread_mutex_unlock(&c->xfer);
     return rc;
 }
 

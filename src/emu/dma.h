@@ -49,6 +49,13 @@ void emu_dma_abort(struct emu_dma *dma);
  * copy failed (the bytes are then consumed and lost: counted in stats). */
 int emu_dma_read(struct emu_dma *dma, void *dst, size_t n, int dst_gpu, uint32_t timeout_ms);
 
+/* Wait up to timeout_ms, after the queued read jobs, until the card's GPU
+ * read stream holds n bytes; they stay in the card. For a transfer moved in
+ * pieces (chunked staging): once they are all there, no piece waits for data,
+ * so none can time out after earlier ones left the card. 0, ONI_ETIMEOUT,
+ * ONI_EINVALARG (n larger than the FIFO, or 0). */
+int emu_dma_wait_data(struct emu_dma *dma, size_t n, uint32_t timeout_ms);
+
 /* Buffer -> card: n bytes of write frames from src (src_gpu: device memory)
  * into the GPU write stream. Returns 0 or an error (ONI_EBADFRAME for
  * malformed frames, as emu_card_write). */

@@ -477,6 +477,11 @@ static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32
 {
     pthread_mutex_lock(&g->stage_lock);
     int rc = need_staging(g, chunk);
+    /* A read waits for the whole block first: a chunk that timed out after
+     * earlier chunks left the card would lose them. (Through the daemon the
+     * chunks are host reads of its ring, which cannot wait so.) */
+    if (!rc && !write && g->dma)
+        rc = emu_dma_wait_data(g->dma, n, timeout_ms);
     if (!rc) {
         struct staged st = {g, gpu, timeout_ms};
         struct gpu_pipe_ops rd = {&st, rd_a, NULL, rd_b, wait_ev};
