@@ -482,3 +482,16 @@ TEST(xfer_agent_option_not_held_up_by_a_waiting_read)
     pthread_join(t, NULL);
     oni_destroy_ctx(ctx);
 }
+
+/* A length that runs past the end of the address space is refused, not
+ * taken as a huge buffer (a read then wrote past the real one). */
+TEST(xfer_buffer_length_past_the_address_space)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    static uint8_t buf[4096];
+    onigpu_buf_t b = {buf, (size_t)(0 - (uintptr_t)buf) + 16};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &b, sizeof b), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, &b, sizeof b), ONI_EINVALARG);
+    oni_destroy_ctx(ctx);
+}

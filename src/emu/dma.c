@@ -394,8 +394,10 @@ static int settle(struct dma_chan *c, uint32_t timeout_ms)
 {
     int rc = gpu_stream_wait(c->stream, timeout_ms);
     __atomic_store_n(&c->unsettled, rc == ONI_ETIMEOUT, __ATOMIC_RELAXED);
-    if (!rc && c->owed) { /* the copy has read them: the card may have them back */
-        emu_card_fifo_consume(c->d->card, EMU_STREAM_GPU, c->owed);
+    if (rc != ONI_ETIMEOUT && c->owed) {
+        /* The copy has read them (or the stream failed: then they stay in
+         * the card, delivered again): the card may have them back. */
+        emu_card_fifo_consume(c->d->card, EMU_STREAM_GPU, rc ? 0 : c->owed);
         c->owed = 0;
     }
     return rc;
@@ -607,6 +609,10 @@ int emu_dma_wait_data(struct emu_dma *d, size_t n, uint32_t timeout_ms)
     if (!d || !n)
         return ONI_EINVALARG;
     struct dma_chan *c = &d->ch[0];
+    onigpu_stream_stats_t st;
+    emu_card_stats(d->card, &st);
+    if (n > st.fifo_capacity[1])
+        return 0; /* can never be whole in the card: the pieces wait in turn */
     int rc = sync_begin(c, timeout_ms);
     if (rc)
         return rc;

@@ -168,8 +168,8 @@ static int parse_buf(const void *value, size_t len, struct buf *b)
     }
     if (len == sizeof(onigpu_buf_t)) {
         const onigpu_buf_t *ob = value;
-        if (!ob->addr || !ob->len)
-            return ONI_EINVALARG;
+        if (!ob->addr || !ob->len || ob->len > UINTPTR_MAX - (uintptr_t)ob->addr)
+            return ONI_EINVALARG; /* none, or past the end of the address space */
         b->p = ob->addr;
         b->len = (size_t)ob->len;
         b->explicit_len = 1;
@@ -186,7 +186,9 @@ static int host_rw(const void *p, size_t n, int read_only)
 {
     static _Thread_local uintptr_t lo, hi;
     uintptr_t a = (uintptr_t)p;
-    if (a >= lo && a + n <= hi && a + n >= a)
+    if (a + n < a)
+        return 0;
+    if (a >= lo && a + n <= hi)
         return 1;
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f)
