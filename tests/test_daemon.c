@@ -154,6 +154,19 @@ static oni_device_t *device_table(oni_ctx ctx, size_t *n)
 }
 
 /* The first n frames after starting acquisition, as [header][payload] bytes. */
+/* Append frame f to out (len bytes used of cap) as [dev_idx][data_sz][time]
+ * [data]; the new length, or len when it does not fit. */
+static size_t pack_frame(uint8_t *out, size_t len, size_t cap, const oni_frame_t *f)
+{
+    if (len + 16 + f->data_sz > cap)
+        return len;
+    memcpy(out + len, &f->dev_idx, 4);
+    memcpy(out + len + 4, &f->data_sz, 4);
+    memcpy(out + len + 8, &f->time, 8);
+    memcpy(out + len + 16, f->data, f->data_sz);
+    return len + 16 + f->data_sz;
+}
+
 static size_t capture(oni_ctx ctx, int nframes, uint8_t *out, size_t cap)
 {
     oni_reg_val_t run = 1;
@@ -164,16 +177,11 @@ static size_t capture(oni_ctx ctx, int nframes, uint8_t *out, size_t cap)
         oni_frame_t *f;
         if (oni_read_frame(ctx, &f) <= 0)
             return 0;
-        if (len + 16 + f->data_sz > cap) {
-            oni_destroy_frame(f);
-            break;
-        }
-        memcpy(out + len, &f->dev_idx, 4);
-        memcpy(out + len + 4, &f->data_sz, 4);
-        memcpy(out + len + 8, &f->time, 8);
-        memcpy(out + len + 16, f->data, f->data_sz);
-        len += 16 + f->data_sz;
+        size_t next = pack_frame(out, len, cap, f);
         oni_destroy_frame(f);
+        if (next == len)
+            break;
+        len = next;
     }
     return len;
 }
@@ -961,7 +969,7 @@ TEST(daemon_restart_drops_read_ahead)
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }
 
-/* nframes frames into out, as capture() packs them; bad reads counted. */
+/* nframes frames into out, packed as capture() does; bad reads counted. */
 static size_t frames_into(oni_ctx ctx, int nframes, uint8_t *out, size_t cap, int *bad)
 {
     size_t len = 0;
@@ -977,13 +985,7 @@ static size_t frames_into(oni_ctx ctx, int nframes, uint8_t *out, size_t cap, in
             ++*bad;
             continue;
         }
-        if (len + 16 + f->data_sz <= cap) {
-            memcpy(out + len, &f->dev_idx, 4);
-            memcpy(out + len + 4, &f->data_sz, 4);
-            memcpy(out + len + 8, &f->time, 8);
-            memcpy(out + len + 16, f->data, f->data_sz);
-            len += 16 + f->data_sz;
-        }
+        len = pack_frame(out, len, cap, f);
         oni_destroy_frame(f);
     }
     return len;
@@ -1022,13 +1024,7 @@ TEST(daemon_many_late_reads)
     for (int i = 0; i < 1000 && timeouts < nlate; i++) {
         rc = oni_read_frame(ctx, &f);
         if (rc > 0) {
-            if (nb + 16 + f->data_sz <= sizeof b) {
-                memcpy(b + nb, &f->dev_idx, 4);
-                memcpy(b + nb + 4, &f->data_sz, 4);
-                memcpy(b + nb + 8, &f->time, 8);
-                memcpy(b + nb + 16, f->data, f->data_sz);
-                nb += 16 + f->data_sz;
-            }
+            nb = pack_frame(b, nb, sizeof b, f);
             oni_destroy_frame(f);
         } else if (rc == ONI_ETIMEOUT)
             timeouts++;
