@@ -194,7 +194,7 @@ static int host_rw(const void *p, size_t n, int read_only)
     if (!f)
         return 1; /* cannot tell: trust the caller */
     char line[512];
-    int ok = 0;
+    int ok = 0, writable = 1; /* only a range writable throughout goes to the cache */
     uintptr_t cur = a, end = a + n;
     /* mappings are listed in address order; adjacent rw mappings may cover the range */
     while (fgets(line, sizeof line, f)) {
@@ -205,8 +205,7 @@ static int host_rw(const void *p, size_t n, int read_only)
         if (cur >= l && cur < h) {
             if (perm[0] != 'r' || (perm[1] != 'w' && !read_only))
                 break;
-            if (perm[1] != 'w')
-                read_only = 2; /* found, but not for the cache */
+            writable &= perm[1] == 'w';
             if (cur == a)
                 lo = l;
             hi = h;
@@ -218,7 +217,7 @@ static int host_rw(const void *p, size_t n, int read_only)
         }
     }
     fclose(f);
-    if (!ok || read_only == 2)
+    if (!ok || !writable)
         lo = hi = 0;
     return ok;
 }
