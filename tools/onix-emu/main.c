@@ -446,6 +446,16 @@ static int do_attach(struct conn *c, const struct emup_msg *m)
     return reply_status(c, m, rc, 0);
 }
 
+/* The session's DMA engine, NULL until a GPU_DMA made one; once made it
+ * stays, and the GPU streams' READs and WRITEs go through it too. */
+static struct emu_dma *session_dma(struct session *s)
+{
+    pthread_mutex_lock(&s->gpu_lock);
+    struct emu_dma *d = s->dma;
+    pthread_mutex_unlock(&s->gpu_lock);
+    return d;
+}
+
 /* Where up to want bytes fit contiguously in ring r: sets *start, returns the size (0: full). */
 static uint64_t ring_room(struct session *s, int r, uint64_t want, uint64_t *start)
 {
@@ -502,12 +512,7 @@ static int do_read(struct conn *c, const struct emup_msg *m)
     uint64_t deadline = oni_now_ns() + (uint64_t)rq->timeout_ms * 1000000u;
     /* Once the session has a DMA engine, the GPU stream has one consumer:
      * a READ goes through the engine too, after the jobs queued before it. */
-    struct emu_dma *dma = NULL;
-    if (rq->stream == EMU_STREAM_GPU) {
-        pthread_mutex_lock(&s->gpu_lock);
-        dma = s->dma;
-        pthread_mutex_unlock(&s->gpu_lock);
-    }
+    struct emu_dma *dma = rq->stream == EMU_STREAM_GPU ? session_dma(s) : NULL;
     int rc;
     for (;;) {
         uint64_t now = oni_now_ns();
@@ -552,12 +557,7 @@ static int do_write(struct conn *c, const struct emup_msg *m)
     memcpy(c->scratch, s->shm + s->ring[r].offset + rq->start % cap, rq->len);
     /* Once the session has a DMA engine, GPU write frames go through it too,
      * after the jobs queued before them, as in-process (see do_read). */
-    struct emu_dma *dma = NULL;
-    if (stream == EMU_STREAM_GPU_WRITE) {
-        pthread_mutex_lock(&s->gpu_lock);
-        dma = s->dma;
-        pthread_mutex_unlock(&s->gpu_lock);
-    }
+    struct emu_dma *dma = stream == EMU_STREAM_GPU_WRITE ? session_dma(s) : NULL;
     int rc = dma ? emu_dma_write(dma, c->scratch, rq->len, 0, rq->timeout_ms)
                  : emu_card_write(s->card, (enum emu_stream)stream, c->scratch, rq->len, rq->timeout_ms);
     return reply_status(c, m, rc < 0 ? rc : 0, 0);
