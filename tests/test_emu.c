@@ -527,6 +527,49 @@ TEST(emu_gpu_stream_overflow_is_its_own)
     emu_card_destroy(c);
 }
 
+/* Bytes the DMA engine holds (peeked, a copy may still be reading them) are
+ * not written over when a RESET and a new start empty the FIFO while they are
+ * held: the card fills the rest of the ring, drops what does not fit, and the
+ * holder's consume afterwards drops the old bytes and starts the new data at
+ * a frame. */
+TEST(emu_flush_keeps_held_bytes)
+{
+    struct emu_card *c = card_open("mode=realtime;link=unlimited;ddr=64K;devices=testcore:bytes=1024:rate=10M:route=1");
+    REQUIRE(c);
+    start(c);
+    struct emu_span sp[2];
+    size_t n = 4 * (16 + 1024);
+    REQUIRE(emu_card_fifo_peek(c, EMU_STREAM_GPU, n, sp, TMO) == 0);
+    uint8_t *snap = malloc(n);
+    REQUIRE(snap);
+    memcpy(snap, sp[0].p, sp[0].n);
+    memcpy(snap + sp[0].n, sp[1].p, sp[1].n);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RESET, 1), 0);
+    oni_device_t t[4];
+    uint32_t core = find_id(t, table_read(c, t, 4), ONIX_ONIGPU_TESTCORE), lo = 0, hi = 0;
+    CHECK_EQ(reg_get(c, core, 0x12, &lo), ONI_SIG_CONFIGRACK); /* the next counter value */
+    CHECK_EQ(reg_get(c, core, 0x13, &hi), ONI_SIG_CONFIGRACK);
+    start(c);
+    onigpu_stream_stats_t st;
+    uint64_t deadline = oni_now_ns() + 5000000000ull;
+    do { /* the new acquisition fills the GPU FIFO (32 KiB) until it drops */
+        usleep(2000);
+        emu_card_stats(c, &st);
+    } while (st.dropped_frames[1] < 50 && oni_now_ns() < deadline);
+    CHECK(st.dropped_frames[1] >= 50);
+    CHECK_EQ(memcmp(sp[0].p, snap, sp[0].n), 0);
+    CHECK_EQ(memcmp(sp[1].p, snap + sp[0].n, sp[1].n), 0);
+    CHECK_RC(emu_card_fifo_consume(c, EMU_STREAM_GPU, n), 0);
+    static struct frame f;
+    REQUIRE(frame_read(c, EMU_STREAM_GPU, &f, TMO) == 0);
+    uint64_t w;
+    memcpy(&w, f.data, 8);
+    CHECK_EQ(w, (uint64_t)hi << 32 | lo); /* the first frame of the new acquisition */
+    CHECK_EQ(f.dev, core);
+    free(snap);
+    emu_card_destroy(c);
+}
+
 static int write_frame(struct emu_card *c, enum emu_stream s, uint32_t dev, const uint32_t *w, uint32_t words)
 {
     uint8_t buf[256];

@@ -347,8 +347,10 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint32_t timeout_ms)
     if (f->busy)
         return ONI_EBUSY;
     f->busy = 1;
-    if (f->fill >= n)
+    if (f->fill >= n) {
+        f->held = n;
         return 0;
+    }
     uint64_t deadline = deadline_after(timeout_ms);
     struct timespec ts;
     deadline_ts(deadline, &ts);
@@ -381,7 +383,17 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint32_t timeout_ms)
         f->busy = 0;
         return ONI_ETIMEOUT;
     }
+    f->held = n; /* only now: a flush while waiting must not keep bytes that were not there */
     return 0;
+}
+
+/* End a hold of FIFO f (card lock held): drop the n bytes read, or, if a
+ * flush came meanwhile, the held bytes it kept (they predate it). */
+static void let_go(struct emu_fifo *f, uint64_t epoch, size_t n)
+{
+    emu_fifo_consume(f, f->epoch == epoch ? n : f->held);
+    f->held = 0;
+    f->busy = 0;
 }
 
 int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
@@ -413,9 +425,7 @@ int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, ui
     memcpy(dst, sp[0].p, sp[0].n);
     memcpy((uint8_t *)dst + sp[0].n, sp[1].p, sp[1].n);
     emu_card_lock(c);
-    if (f->epoch == epoch) /* else flushed meanwhile: what was copied predates it */
-        emu_fifo_consume(f, n);
-    f->busy = 0;
+    let_go(f, epoch, n);
     pthread_mutex_unlock(&c->lock);
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n));
     return (int)n;
@@ -468,13 +478,11 @@ int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
     if (f->busy == 1) {
         rc = ONI_EBUSY; /* emu_card_read is copying out of this FIFO */
     } else {
-        if (f->busy == 2 && f->epoch != f->taken_epoch)
-            n = 0; /* flushed since the peek: nothing of it is left */
-        if (n > f->fill)
-            rc = ONI_EINVALARG;
-        else if (n)
-            emu_fifo_consume(f, n);
-        f->busy = 0;
+        if (n > (f->busy == 2 ? f->held : f->fill)) {
+            rc = ONI_EINVALARG; /* more than was peeked: consume nothing, let go */
+            n = 0;
+        }
+        let_go(f, f->busy == 2 ? f->taken_epoch : f->epoch, n);
     }
     pthread_mutex_unlock(&c->lock);
     return rc;

@@ -121,6 +121,7 @@ struct emu_fifo {
     size_t want;            /* bytes the waiting reader needs; 0 = none waits */
     struct emu_sleeper sleeper; /* that reader, asleep on cond */
     int busy;               /* a reader holds the stream: 1 emu_card_read, 2 a peek until its consume */
+    size_t held;            /* that reader copies [rd, rd + held) without the lock: a flush keeps them */
     uint64_t epoch;         /* flushes so far: a consume of spans peeked before one consumes nothing */
     uint64_t taken_epoch;   /* epoch when the last read or peek found its bytes */
     int keep_pages;         /* never give pages back: the DMA engine may have them page-locked */
@@ -141,9 +142,9 @@ void emu_fifo_commit(struct emu_fifo *f, const uint8_t *p, size_t n);
 void emu_fifo_spans(const struct emu_fifo *f, size_t n, struct emu_span sp[2]);
 /* Drop the first n bytes (n <= fill); keeps the used region small (see fifo.c). */
 void emu_fifo_consume(struct emu_fifo *f, size_t n);
-/* Forget the contents. The read position moves to the write position, so
- * that spans a reader is still copying are not written over at once, and
- * the epoch moves on (see taken_epoch). */
+/* Forget the contents and move the epoch on (see taken_epoch). The bytes a
+ * reader still copies ([rd, rd + held)) stay in the ring, out of the
+ * writer's way, until that reader consumes: new data goes after them. */
 void emu_fifo_flush(struct emu_fifo *f);
 
 struct emu_hub {

@@ -53,8 +53,9 @@ int emu_card_write(struct emu_card *card, enum emu_stream s, const void *src, si
  * wait up to timeout_ms until n bytes are available, then return them as up to
  * two contiguous spans (the FIFO is a ring). The stream stays held (another
  * reader gets ONI_EBUSY) until emu_card_fifo_consume, which drops the first n
- * bytes, or with n = 0 only lets go. Spans peeked before a flush (RESET, a new
- * start) are not consumed: the stream starts over instead. */
+ * bytes, or with n = 0 only lets go (n above the bytes held: ONI_EINVALARG, and
+ * it lets go). A flush (RESET, a new start) keeps spans held across it out of
+ * the card's way; their consume drops them all, and the stream starts over. */
 struct emu_span {
     const uint8_t *p;
     size_t n;

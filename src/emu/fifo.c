@@ -98,7 +98,12 @@ void emu_fifo_consume(struct emu_fifo *f, size_t n)
 
 void emu_fifo_flush(struct emu_fifo *f)
 {
-    f->rd = f->wr;
-    f->fill = 0;
+    /* A DMA copy may be reading the held bytes long after the flush (a GPU
+     * copy that outlived its wait): they stay counted in fill, so the
+     * generator cannot write over them, and their reader drops them. */
+    f->wr = f->rd + f->held;
+    if (f->wr >= f->cap)
+        f->wr -= f->cap;
+    f->fill = f->held;
     f->epoch++;
 }
