@@ -2,8 +2,9 @@
  * card -> GPU path for many sizes and offsets (the test core's counter must
  * run on without a gap through GPU memory), GPU -> card writes, the pin/unpin
  * lifecycle and its errors, completion records under stress (payload checked
- * after the record is seen), many randomized transfers, and a copy that
- * outlives its timeout losing nothing. Skips without a CUDA device. */
+ * after the record is seen), many randomized transfers, a copy that outlives
+ * its timeout losing nothing, and reads far into a FIFO of more windows than
+ * the DMA engine locks. Skips without a CUDA device. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -323,8 +324,8 @@ TEST(gpu_xfer_randomized)
     oni_destroy_ctx(ctx);
 }
 
-/* Wait (at most 3 s) until the card's GPU-stream FIFO holds n bytes. */
-static int fifo_holds(oni_ctx ctx, uint64_t n)
+/* Wait (at most ms) until the card's GPU-stream FIFO holds n bytes. */
+static int fifo_holds(oni_ctx ctx, uint64_t n, uint64_t ms)
 {
     onigpu_stream_stats_t st = {0};
     uint64_t t0 = oni_now_ns();
@@ -332,7 +333,7 @@ static int fifo_holds(oni_ctx ctx, uint64_t n)
         size_t sz = sizeof st;
         if (oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz))
             return 0;
-    } while (st.fifo_bytes[1] < n && oni_now_ns() - t0 < 3000000000u);
+    } while (st.fifo_bytes[1] < n && oni_now_ns() - t0 < ms * 1000000u);
     return st.fifo_bytes[1] >= n;
 }
 
@@ -362,7 +363,7 @@ TEST(gpu_xfer_timed_out_copy_loses_nothing)
         for (; tries < 16 && !timed_out; tries++) {
             CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &slow, sizeof slow), 0);
             CHECK_RC(read_check(ctx, dev, step, host, &c, 1), 0); /* moves the next read's end */
-            REQUIRE(fifo_holds(ctx, big));
+            REQUIRE(fifo_holds(ctx, big, 3000));
             CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &fast, sizeof fast), 0);
             CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, big), 0);
             int rc = oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8);
@@ -412,7 +413,7 @@ TEST(gpu_xfer_async_copy_outliving_its_wait_is_done_once)
         for (uint32_t t = 1; t <= 12 && !failed; t++) {
             CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &slow, sizeof slow), 0);
             CHECK_RC(read_check(ctx, dev2, step, host, &c, 1), 0); /* moves the job's end */
-            REQUIRE(fifo_holds(ctx, 2ull * big));
+            REQUIRE(fifo_holds(ctx, 2ull * big, 3000));
             CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &fast, sizeof fast), 0);
             CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, big), 0);
             onigpu_xfer_t x = {dev, big, word, t, 0};
@@ -462,7 +463,7 @@ TEST(gpu_xfer_chunked_read_timeout_keeps_the_block)
     REQUIRE(ctx);
     uint8_t *dev = NULL;
     REQUIRE(gpu_alloc((void **)&dev, 64u << 20) == 0);
-    REQUIRE(fifo_holds(ctx, 8u << 20));
+    REQUIRE(fifo_holds(ctx, 8u << 20, 3000));
     uint32_t off = 0, t = 200;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &off, sizeof off), 0);
     onigpu_stream_stats_t st = {0};
@@ -476,6 +477,54 @@ TEST(gpu_xfer_chunked_read_timeout_keeps_the_block)
     sz = sizeof st;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz), 0);
     CHECK_EQ(st.fifo_bytes[1], before);
+    gpu_free(dev);
+    oni_destroy_ctx(ctx);
+}
+
+/* The DMA engine page-locks the card's ring in 64 windows of 64 MiB at
+ * most; a backlog that reaches past 4 GiB into the GPU stream's FIFO (ddr=16G
+ * gives it 8 GiB) is read through the bounce buffer from there on, not
+ * refused (it was ONI_EBADALLOC). The stream holds only the test core's
+ * 4112-byte frames, so each block's first whole frame is checked against
+ * the counter expected at its offset. */
+TEST(gpu_xfer_reads_past_the_locked_windows)
+{
+    NEED_GPU();
+    oni_ctx ctx = xfer_open("devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=realtime;link=unlimited;ddr=16G",
+                            &core, &sink);
+    REQUIRE(ctx);
+    const uint64_t frame = 16 + 4096, want = (4ull << 30) + (512ull << 20);
+    const uint32_t block = 16u << 20;
+    uint8_t *dev = NULL, hdr[32];
+    REQUIRE(gpu_alloc((void **)&dev, block) == 0);
+    if (!fifo_holds(ctx, want, 20000)) {
+        gpu_free(dev);
+        oni_destroy_ctx(ctx);
+        SKIP("the card did not build a %llu-byte backlog in 20 s", (unsigned long long)want);
+    }
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, block), 0);
+    uint64_t off = 0, c0 = 0, bad = 0;
+    int rc = 0;
+    for (; off < want && !rc; off += block) {
+        if ((rc = oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8)))
+            break;
+        uint64_t first = (off + frame - 1) / frame * frame; /* the block's first whole frame */
+        if ((rc = gpu_copy(hdr, dev + (first - off), sizeof hdr)))
+            break;
+        uint32_t dev_idx, sz;
+        uint64_t w;
+        memcpy(&dev_idx, hdr + 8, 4);
+        memcpy(&sz, hdr + 12, 4);
+        memcpy(&w, hdr + 16, 8);
+        if (!off)
+            c0 = w;
+        bad += dev_idx != core || sz != 4096 || w != c0 + first / frame * (4096 / 8);
+    }
+    CHECK_RC(rc, 0);
+    CHECK_EQ(bad, 0);
+    CHECK(off >= want);
+    fprintf(stderr, "  read %llu MiB in 16 MiB blocks, %llu bad\n", (unsigned long long)(off >> 20),
+            (unsigned long long)bad);
     gpu_free(dev);
     oni_destroy_ctx(ctx);
 }

@@ -59,6 +59,7 @@ struct emu_dma {
     size_t bounce_cap;
     struct locked locked[DMA_MAX_LOCKED];
     int nlocked;
+    struct locked spill;    /* a window beyond locked[]: not locked, looked up anew each time */
     uint64_t reads, bytes_read, locked_bytes, bounced_bytes;
     /* write side, under ch[1].xfer */
     uint8_t *wstage;        /* page-locked: the card's memory for GPU -> card payload */
@@ -179,8 +180,8 @@ static int map_bounds(uintptr_t a, uintptr_t *lo, uintptr_t *hi)
  * would silently detach page-locked pages from the ring; the kernel refuses
  * that for locked memory. Where mlock is not allowed (RLIMIT_MEMLOCK) the
  * window is not used in place: its bytes go through a page-locked bounce
- * buffer (counted in bounced_bytes). Cached for the engine's lifetime; NULL
- * on failure (rc set). */
+ * buffer (counted in bounced_bytes). Cached for the engine's lifetime, up
+ * to DMA_MAX_LOCKED windows; NULL on failure (rc set). */
 static const struct locked *window(struct emu_dma *d, uintptr_t a, int *rc)
 {
     for (int i = 0; i < d->nlocked; i++)
@@ -189,13 +190,16 @@ static const struct locked *window(struct emu_dma *d, uintptr_t a, int *rc)
     uintptr_t lo, hi;
     if ((*rc = map_bounds(a, &lo, &hi)))
         return NULL;
-    if (d->nlocked == DMA_MAX_LOCKED) {
-        *rc = ONI_EBADALLOC;
-        return NULL;
-    }
     uintptr_t wlo = a - (a - lo) % DMA_WINDOW, whi = wlo + DMA_WINDOW;
     if (whi > hi)
         whi = hi;
+    if (d->nlocked == DMA_MAX_LOCKED) {
+        /* Every slot taken (a FIFO of more windows, a backlog far into it):
+         * this window's bytes go through the bounce buffer, as those of
+         * memory that could not be locked do; the agent leaves them alone. */
+        d->spill = (struct locked){wlo, whi, 0, 0, -1, NULL};
+        return &d->spill;
+    }
     struct locked w = {wlo, whi, 1, 0, 0, NULL};
     *rc = gpu_host_register((void *)wlo, whi - wlo);
     if (*rc == ONI_EPINNED) { /* page-locked by its owner already: the owner keeps it in place */
