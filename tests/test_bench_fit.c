@@ -68,6 +68,17 @@ TEST(fit_flat_times)
     CHECK_EQ(f.bw_Bps, 0);
     CHECK_EQ(f.r2, 1);
 
+    /* Any equal time, both weightings: the weighted mean of 5964 is not
+     * exactly 5964, which once gave a bandwidth of 1e39 B/s and R^2 = 0. */
+    int bad = 0;
+    for (int w = 0; w < 2; w++)
+        for (double v = 1; v <= 20000; v += 7) {
+            double tf[4] = {v, v, v, v};
+            CHECK_RC(bench_fit_model(s, tf, 4, w ? BENCH_FIT_RELATIVE : BENCH_FIT_ABSOLUTE, &f), 0);
+            bad += f.bw_Bps != 0 || f.r2 != 1 || f.lat_ns != v;
+        }
+    CHECK_EQ(bad, 0);
+
     /* Time falling with size: no meaningful bandwidth, reported as 0. */
     double t2[4] = {400, 300, 200, 100};
     CHECK_RC(bench_fit_model(s, t2, 4, BENCH_FIT_ABSOLUTE, &f), ONI_ESUCCESS);

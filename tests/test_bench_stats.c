@@ -83,6 +83,34 @@ TEST(stats_percentile_edges)
     CHECK_EQ(bench_percentile_sorted(v, 4, 150), 40);
 }
 
+/* pX is the sample of rank ceil(X/100 * n), also where n is large enough
+ * that a real fraction of a rank (1/1000) is below a fixed 1e-9 * rank:
+ * checked against the same rank in integers, in tenths of a percent. */
+TEST(stats_percentile_rank_for_large_n)
+{
+    static const unsigned tenths[] = {500, 900, 990, 999};
+    uint64_t x = 88172645463325252ull;
+    int bad = 0;
+    for (int k = 0; k < 200000; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = 1 + (size_t)(x % 20000000); /* the sample values are their ranks, but virtual */
+        for (size_t i = 0; i < sizeof tenths / sizeof *tenths; i++) {
+            uint64_t want = ((uint64_t)tenths[i] * n + 999) / 1000;
+            bad += bench_percentile_rank(n, tenths[i] / 10.0) != want;
+        }
+    }
+    CHECK_EQ(bad, 0);
+    enum { N = 1001999 };
+    uint64_t *v = malloc(N * sizeof *v);
+    REQUIRE(v);
+    for (size_t i = 0; i < N; i++)
+        v[i] = i + 1;
+    struct bench_stats st;
+    CHECK_RC(bench_stats_compute(v, N, &st), ONI_ESUCCESS);
+    CHECK_EQ(st.p999, 1000998); /* ceil(1000997.001) */
+    free(v);
+}
+
 TEST(stats_single_and_large_values)
 {
     struct bench_stats s;

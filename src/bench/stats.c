@@ -1,4 +1,5 @@
 /* stats.c - clock, summary statistics, histograms and the sample recorder. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,19 +41,26 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double bench_percentile_sorted(const uint64_t *sorted, size_t n, double p)
+size_t bench_percentile_rank(size_t n, double p)
 {
     if (p <= 0)
-        return (double)sorted[0];
-    /* Nearest rank: ceil(p/100 * n), computed so that exact products such as
-     * 0.5 * 10 are not pushed up by floating-point noise. */
+        return 1;
+    /* Nearest rank: ceil(p/100 * n). The product carries a few ulps of
+     * rounding (p/100 is inexact), which must not push an exact rank such as
+     * 0.999 * 1000 up by one; a fixed margin would be larger than a real
+     * fraction (1/1000 of a rank) once n passes 10^6. */
     double r = p / 100.0 * (double)n;
-    size_t rank = (size_t)ceil(r - 1e-9 * r);
+    size_t rank = (size_t)ceil(r * (1 - 4 * DBL_EPSILON));
     if (rank < 1)
         rank = 1;
     if (rank > n)
         rank = n;
-    return (double)sorted[rank - 1];
+    return rank;
+}
+
+double bench_percentile_sorted(const uint64_t *sorted, size_t n, double p)
+{
+    return (double)sorted[bench_percentile_rank(n, p) - 1];
 }
 
 double bench_mb_per_s(double bytes, double ns)
