@@ -224,6 +224,24 @@ TEST(reset_reads_new_table_and_keeps_old_on_failure)
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
     CHECK_EQ(v, 116); /* the old default no longer fits: new default */
 
+    /* A default follows a table of smaller frames; a size the user chose
+     * stays while it fits. */
+    oni_device_t small[1] = {{1, 10, 1, 8, 0}};
+    len = fx_devtable(sig, sizeof sig, small, 1);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len) == 0);
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 24);
+    v = 400;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    len = fx_devtable(sig, sizeof sig, three, 3);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len) == 0);
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 400);
+
     /* A reset that fails leaves the table as it was. */
     oni_device_t rep[2] = {{4, 10, 1, 4, 0}, {4, 10, 1, 4, 0}};
     len = fx_devtable(sig, sizeof sig, rep, 2);

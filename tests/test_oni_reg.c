@@ -159,3 +159,45 @@ TEST(late_answer_is_not_taken_by_the_next_access)
     CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 3), 0);
     oni_destroy_ctx(ctx);
 }
+
+/* An access that fails after its trigger for another reason than a timeout
+ * (here a malformed packet) still has its answer coming: the next access
+ * must not take that WACK as its own (the hardware NACKs it). */
+TEST(answer_after_a_bad_packet_is_not_taken_by_the_next_access)
+{
+    oni_ctx ctx = open_ctx(100);
+    REQUIRE(ctx);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0); /* TRIG clears, nothing answers */
+    uint8_t junk[] = {0x05, 0x42, 0x00}; /* code 5, but one byte follows */
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, junk, sizeof junk) == 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ECOBSPACK);
+    uint8_t pkt[16];
+    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt); /* its real answer */
+    REQUIRE(n > 0);
+    CHECK_RC(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, (size_t)n), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_NACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), ONI_EWRITEFAILURE);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 1), 0);
+    oni_destroy_ctx(ctx);
+}
+
+/* An answer whose bytes arrive on both sides of a timeout: the part read
+ * before it is kept, so the next access decodes the whole packet (it took
+ * the tail for a malformed packet of its own). */
+TEST(answer_split_across_a_timeout_stays_in_step)
+{
+    oni_ctx ctx = open_ctx(50);
+    REQUIRE(ctx);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT), 0); /* the driver says ETIMEOUT when drained */
+    uint8_t pkt[16];
+    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt);
+    REQUIRE(n == 6);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, 2) == 0); /* its first 2 bytes */
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt + 2, 4) == 0); /* the rest */
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), 0);
+    oni_destroy_ctx(ctx);
+}

@@ -163,13 +163,18 @@ static int reset(struct oni_ctx_impl *ctx)
     ctx->max_rframe = ONI_RFRAMEHEADERSZ + rmax;
     ctx->max_wframe = ONI_WFRAMEHEADERSZ + wmax;
     ctx->wpend_len = 0; /* the hardware was reset: a frame cut short is gone with it */
-    /* A block size the user chose survives a reset while it still fits. */
-    if (ctx->block_read < ctx->max_rframe)
+    /* A block size the user chose survives a reset while it still fits;
+     * a default follows the new table. */
+    if (!ctx->block_read_set || ctx->block_read < ctx->max_rframe) {
         ctx->block_read = (oni_size_t)oni_pad4(ctx->max_rframe);
-    if (ctx->block_write < ctx->max_wframe)
+        ctx->block_read_set = 0;
+    }
+    if (!ctx->block_write_set || ctx->block_write < ctx->max_wframe) {
         ctx->block_write = (oni_size_t)oni_pad4(ctx->max_wframe) > ONI_DEFAULTBLOCKWRITESIZE
                                ? (oni_size_t)oni_pad4(ctx->max_wframe)
                                : ONI_DEFAULTBLOCKWRITESIZE;
+        ctx->block_write_set = 0;
+    }
     oni_read_release(ctx);
     pthread_mutex_unlock(&ctx->wlock);
     oni_runlock(ctx, rt);
@@ -320,22 +325,18 @@ int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size)
 }
 
 /* Start or stop acquisition. Buffered data belongs to the run before, so it
- * is dropped: before starting, and after stopping. */
+ * is dropped, under the read lock together with the driver's write: the
+ * driver drops its frame in progress then, and a reader refilling between
+ * the two would keep the start of a frame whose rest is gone. */
 static int set_running(struct oni_ctx_impl *ctx, int run)
 {
-    if (run) {
-        unsigned rt = oni_rlock(ctx);
-        oni_read_flush(ctx);
-        oni_runlock(ctx, rt);
-    }
+    unsigned rt = oni_rlock(ctx);
     int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, run ? 1 : 0);
+    if (rc >= 0)
+        oni_read_flush(ctx);
+    oni_runlock(ctx, rt);
     if (rc < 0)
         return rc;
-    if (!run) {
-        unsigned rt = oni_rlock(ctx);
-        oni_read_flush(ctx);
-        oni_runlock(ctx, rt);
-    }
     atomic_store(&ctx->state, run ? ONI_STATE_RUNNING : ONI_STATE_IDLE);
     return 0;
 }
@@ -381,6 +382,7 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
             return ONI_EINVALREADSIZE;
         unsigned rt = oni_rlock(ctx);
         ctx->block_read = v;
+        ctx->block_read_set = 1;
         oni_read_release(ctx); /* blocks are sized for the old value */
         oni_runlock(ctx, rt);
         return 0;
@@ -389,6 +391,7 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
             return ONI_EINVALWRITESIZE;
         pthread_mutex_lock(&ctx->wlock);
         ctx->block_write = v;
+        ctx->block_write_set = 1;
         pthread_mutex_unlock(&ctx->wlock);
         return 0;
     case ONI_OPT_DEVICETABLE:

@@ -147,7 +147,12 @@ struct oni_ctx_impl {
     _Atomic int state;
     int drv_open;              /* the driver's init succeeded */
     _Atomic uint32_t timeout_ms;
-    unsigned reg_owed;         /* answers of register accesses that timed out after TRIG (lock) */
+    unsigned reg_owed;         /* answers of register accesses that failed after TRIG (lock) */
+    struct {                   /* a signal packet read in part when its reader gave up (lock) */
+        uint8_t raw[ONI_COBSMAXPACKET];
+        size_t len;
+        int overlong;
+    } sig;
     uint8_t *wpend;            /* the unsent rest of a frame whose write timed out (wlock) */
     size_t wpend_len, wpend_cap;
     oni_size_t sysclk_hz, acqclk_hz;
@@ -157,6 +162,7 @@ struct oni_ctx_impl {
     uint32_t hmask, hshift;
     oni_size_t max_rframe, max_wframe; /* header included */
     oni_size_t block_read, block_write;
+    int block_read_set, block_write_set; /* chosen by the user: kept across resets while they fit */
     struct oni_pool *pool;
     /* Read state (read lock): bytes [pos, end) of cur are unparsed;
      * fill_left bytes of the current refill are still to be read from the

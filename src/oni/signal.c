@@ -7,16 +7,14 @@
 /* Read one signal packet and decode it into buf ([u32 type][payload]);
  * *type and *n (payload bytes) are set. Bytes are read one at a time up to
  * the 0 delimiter, so that it works with any driver, whatever it buffers.
- * Returns 0, ONI_ECOBSPACK for an undecodable packet (the stream stays in
- * step: the bad packet is consumed up to its delimiter), ONI_ETIMEOUT past
- * deadline, or the driver's error. */
+ * A packet cut short by the deadline or a driver error stays in ctx->sig,
+ * and the next call goes on with it: the stream stays in step. Returns 0,
+ * ONI_ECOBSPACK for an undecodable packet (consumed up to its delimiter),
+ * ONI_ETIMEOUT past deadline, or the driver's error. */
 static int read_packet(struct oni_ctx_impl *ctx, uint64_t deadline, uint32_t *type,
                        uint8_t *buf, size_t *n)
 {
-    uint8_t raw[ONI_COBSMAXPACKET];
-    size_t len = 0;
     unsigned idle = 0;
-    int overlong = 0;
     for (;;) {
         uint8_t b;
         int rc = ctx->drv.read_stream(ctx->dctx, ONI_READ_STREAM_SIGNAL, &b, 1);
@@ -27,21 +25,28 @@ static int read_packet(struct oni_ctx_impl *ctx, uint64_t deadline, uint32_t *ty
                 return rc;
             continue;
         }
-        /* A driver may also never stop talking (NULLSIG spam, garbage). */
-        if (oni_now_ns() > deadline)
-            return ONI_ETIMEOUT;
         if (b != 0) {
-            if (len < sizeof raw)
-                raw[len++] = b;
+            if (ctx->sig.len < sizeof ctx->sig.raw)
+                ctx->sig.raw[ctx->sig.len++] = b;
             else
-                overlong = 1;
+                ctx->sig.overlong = 1;
+            /* A driver may also never stop talking (NULLSIG spam, garbage). */
+            if (oni_now_ns() > deadline)
+                return ONI_ETIMEOUT;
             continue;
         }
-        if (len == 0 && !overlong)
+        size_t len = ctx->sig.len;
+        int overlong = ctx->sig.overlong;
+        ctx->sig.len = 0;
+        ctx->sig.overlong = 0;
+        if (len == 0 && !overlong) {
+            if (oni_now_ns() > deadline)
+                return ONI_ETIMEOUT;
             continue; /* stray delimiter: no packet */
+        }
         if (overlong)
             return ONI_ECOBSPACK;
-        int dn = oni_cobs_decode(raw, len, buf, 4 + ONI_SIGMAXPAYLOAD);
+        int dn = oni_cobs_decode(ctx->sig.raw, len, buf, 4 + ONI_SIGMAXPAYLOAD);
         if (dn < 4)
             return ONI_ECOBSPACK;
         memcpy(type, buf, 4);
@@ -122,10 +127,11 @@ static int is_reg_answer(uint32_t type)
 /* Register access as ONI-API.md: refuse while TRIG is pending, write the
  * address registers, trigger, then wait for the matching ACK or NACK. Other
  * packets that come meanwhile (NULLSIG, answers of the other kind) are
- * skipped. An access that timed out after its trigger still gets its answer
- * later, maybe of the same kind as the next access's: so TRIG back at 0
- * means it was answered, and the next access first takes that answer
- * (ctx->reg_owed) out of the stream before it triggers. */
+ * skipped. An access that failed after its trigger (a timeout, a bad
+ * packet, a driver error) may still get its answer later, maybe of the same
+ * kind as the next access's: so TRIG back at 0 means it was answered, and
+ * the next access first takes that answer (ctx->reg_owed) out of the stream
+ * before it triggers. */
 int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t addr,
                    oni_reg_val_t *value, int write)
 {
@@ -140,7 +146,9 @@ int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t a
     uint32_t type;
     size_t n;
     while (ctx->reg_owed) {
-        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0) {
+        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) == ONI_ECOBSPACK)
+            continue; /* not an answer we can count; if it was the owed one, the wait ends in a timeout */
+        if (rc < 0) {
             if (rc == ONI_ETIMEOUT)
                 ctx->reg_owed = 0; /* a whole timeout after TRIG cleared: lost, not late */
             return rc;
@@ -158,7 +166,7 @@ int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t a
     uint32_t nack = write ? ONI_SIG_CONFIGWNACK : ONI_SIG_CONFIGRNACK;
     do {
         if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0) {
-            ctx->reg_owed += rc == ONI_ETIMEOUT; /* its answer may still come */
+            ctx->reg_owed++; /* whatever went wrong here, its answer may still come */
             return rc;
         }
     } while (type != ack && type != nack);
