@@ -286,6 +286,8 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
         break;
     case ONI_CONFIG_RESET:
         if (value) {
+            if (c->running && c->truth_file)
+                fflush(c->truth_file); /* acquisition stops: as RUNNING = 0 does */
             c->running = 0;
             emu_fifo_flush(&c->fifo[0]);
             emu_fifo_flush(&c->fifo[1]);
@@ -336,14 +338,41 @@ static int has_source(struct emu_card *c, int k)
 
 static uint64_t deadline_after(uint32_t ms) { return oni_now_ns() + (uint64_t)ms * 1000000u; }
 
+/* The most bytes one read of FIFO k can wait for (card lock held). Whole
+ * frames fill the FIFO only to within a frame of its end: past cap minus the
+ * largest enabled frame routed there (one larger than the FIFO is always
+ * dropped and never fills it), not always to cap. */
+static size_t read_max(const struct emu_card *c, int k)
+{
+    size_t cap = c->fifo[k].cap, big = 0;
+    for (int i = 0; i < c->ndev; i++) {
+        const struct emu_dev *d = &c->dev[i];
+        size_t f = ONI_RFRAMEHEADERSZ + oni_pad4(d->desc.read_size);
+        if (d->desc.read_size && d->enable && (d->route ? 1 : 0) == k && f <= cap && f > big)
+            big = f;
+    }
+    return big ? cap - big + 4 : cap;
+}
+
+size_t emu_card_read_max(struct emu_card *c, enum emu_stream s)
+{
+    int k = fifo_index(s);
+    if (!c || k < 0)
+        return 0;
+    emu_card_lock(c);
+    size_t n = read_max(c, k);
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
 /* Wait (card lock held) up to timeout_ms until FIFO k holds n bytes; in fast
  * mode generate them in this thread. The stream is marked busy on success.
  * The clock is read only when the bytes are not there yet. */
 static int wait_fill(struct emu_card *c, int k, size_t n, uint32_t timeout_ms)
 {
     struct emu_fifo *f = &c->fifo[k];
-    if (n > f->cap)
-        return ONI_EINVALARG;
+    if (n > read_max(c, k))
+        return ONI_EINVALARG; /* could never be whole */
     if (f->busy)
         return ONI_EBUSY;
     f->busy = 1;
@@ -490,23 +519,31 @@ int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
 
 /* --- write streams ----------------------------------------------------------- */
 
+/* The write frame at p + off of the n bytes at p, if it is whole and valid
+ * (a writable device of the table, a whole number of its write_size): its
+ * device, with its payload's bytes in *bytes; NULL if not. */
+static struct emu_dev *wframe_at(struct emu_card *c, const uint8_t *p, size_t n, size_t off, size_t *bytes)
+{
+    uint32_t idx, words;
+    if (n - off < ONI_WFRAMEHEADERSZ)
+        return NULL;
+    memcpy(&idx, p + off, 4);
+    memcpy(&words, p + off + 4, 4);
+    uint64_t b = (uint64_t)words * 4;
+    struct emu_dev *d = find_dev(c, idx);
+    if (!d || !d->desc.write_size || !words || b % d->desc.write_size || b > n - off - ONI_WFRAMEHEADERSZ)
+        return NULL;
+    *bytes = (size_t)b;
+    return d;
+}
+
 /* Check that src is whole, valid write frames. */
 static int check_wframes(struct emu_card *c, const uint8_t *p, size_t n)
 {
-    size_t off = 0;
-    while (off < n) {
-        uint32_t idx, words;
-        if (n - off < ONI_WFRAMEHEADERSZ)
+    size_t bytes;
+    for (size_t off = 0; off < n; off += ONI_WFRAMEHEADERSZ + bytes)
+        if (!wframe_at(c, p, n, off, &bytes))
             return 0;
-        memcpy(&idx, p + off, 4);
-        memcpy(&words, p + off + 4, 4);
-        uint64_t bytes = (uint64_t)words * 4;
-        struct emu_dev *d = find_dev(c, idx);
-        if (!d || !d->desc.write_size || !words || bytes % d->desc.write_size ||
-            bytes > n - off - ONI_WFRAMEHEADERSZ)
-            return 0;
-        off += ONI_WFRAMEHEADERSZ + (size_t)bytes;
-    }
     return 1;
 }
 
@@ -514,24 +551,28 @@ static int check_wframes(struct emu_card *c, const uint8_t *p, size_t n)
  * write frames) before they are delivered, so an echo never overtakes a frame
  * due before it and each read stream stays in time order. A generator thread
  * that fell behind (a starved machine) may owe more than one chunk: catch up
- * a chunk per hold of the lock. Returns the time to stamp the delivery with:
- * `now`, or the last generated frame's time if the generator thread went past
- * `now` while the lock was free. */
-static uint64_t catch_up(struct emu_card *c, uint64_t now)
+ * a chunk per hold of the lock, until the deadline (then ONI_ETIMEOUT: the
+ * frames are not delivered). Sets *now to the time to stamp the delivery
+ * with: `now`, or the last generated frame's time if the generator thread
+ * went past `now` while the lock was free. */
+static int catch_up(struct emu_card *c, uint64_t *now, uint64_t deadline)
 {
-    while (c->running && emu_gen_until(c, now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK) {
+    while (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK) {
+        if (oni_now_ns() >= deadline)
+            return ONI_ETIMEOUT; /* so far behind that the frames could not go in order in time */
         emu_gen_wake(c);
         emu_card_yield(c);
         uint64_t cur = emu_card_now(c);
-        if (cur < now)
-            now = cur; /* the counter was reset meanwhile */
+        if (cur < *now)
+            *now = cur; /* the counter was reset meanwhile */
     }
-    return c->gen_now > now ? c->gen_now : now;
+    if (c->gen_now > *now)
+        *now = c->gen_now;
+    return 0;
 }
 
 int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms)
 {
-    (void)timeout_ms; /* the card's write side never backs up */
     if (!c || !src || !n || n > INT_MAX || (s != EMU_STREAM_WRITE && s != EMU_STREAM_GPU_WRITE))
         return ONI_EINVALARG;
     uint64_t t0 = oni_now_ns();
@@ -546,21 +587,19 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n)); /* the frames cross the link first */
     emu_card_lock(c);
     uint64_t now = emu_card_now(c);
-    if (c->running && !c->fast)
-        now = catch_up(c, now);
-    /* The frames are read again from src: a caller that changed them since
-     * the check gets no more delivered from the first one that changed. */
-    for (size_t off = 0; n - off >= ONI_WFRAMEHEADERSZ;) {
-        uint32_t idx, words;
-        memcpy(&idx, p + off, 4);
-        memcpy(&words, p + off + 4, 4);
-        struct emu_dev *d = find_dev(c, idx);
-        if (!d || (uint64_t)words * 4 > n - off - ONI_WFRAMEHEADERSZ)
-            break;
+    if (c->running && !c->fast && catch_up(c, &now, deadline_after(timeout_ms)) < 0) {
+        pthread_mutex_unlock(&c->lock);
+        return ONI_ETIMEOUT;
+    }
+    /* The frames are read (and checked) again from src: a caller that
+     * changed them since the check gets no more delivered from the first
+     * one that changed. */
+    size_t bytes;
+    struct emu_dev *d;
+    for (size_t off = 0; off < n && (d = wframe_at(c, p, n, off, &bytes)); off += ONI_WFRAMEHEADERSZ + bytes) {
         d->wframes++;
         if (d->type->write)
-            d->type->write(d, p + off + ONI_WFRAMEHEADERSZ, (size_t)words * 4, now);
-        off += ONI_WFRAMEHEADERSZ + (size_t)words * 4;
+            d->type->write(d, p + off + ONI_WFRAMEHEADERSZ, bytes, now);
     }
     emu_gen_wake(c);
     pthread_mutex_unlock(&c->lock);

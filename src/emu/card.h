@@ -68,7 +68,7 @@ struct emu_devtype {
     /* Parse arguments, set desc.read_size/write_size and the rate
      * (emu_dev_set_rate), allocate priv. 0 or ONI_EINVALARG/EBADALLOC with err. */
     int (*init)(struct emu_dev *d, struct emu_args *a, char *err, size_t cap);
-    void (*fini)(struct emu_dev *d); /* may be NULL */
+    void (*fini)(struct emu_dev *d); /* may be NULL; also runs after a failed init, on what it left */
     /* Fill one read frame payload (desc.read_size bytes) sampled at time. */
     void (*fill)(struct emu_dev *d, uint8_t *payload, uint64_t time);
     /* Device-specific registers: return 1 = ACK, 0 = NACK (unknown, read-only,

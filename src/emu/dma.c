@@ -613,9 +613,7 @@ int emu_dma_wait_data(struct emu_dma *d, size_t n, uint32_t timeout_ms)
     if (!d || !n)
         return ONI_EINVALARG;
     struct dma_chan *c = &d->ch[0];
-    onigpu_stream_stats_t st;
-    emu_card_stats(d->card, &st);
-    if (n > st.fifo_capacity[1])
+    if (n > emu_card_read_max(d->card, EMU_STREAM_GPU))
         return 0; /* can never be whole in the card: the pieces wait in turn */
     int rc = sync_begin(c, timeout_ms);
     if (rc)

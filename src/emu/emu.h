@@ -41,17 +41,26 @@ int emu_card_write_config(struct emu_card *card, oni_config_t reg, uint32_t valu
 /* Read exactly n bytes of a read stream into dst (host memory), waiting up to
  * timeout_ms; the PCIe link model is applied. Returns n, ONI_ETIMEOUT, or an
  * error. The signal stream may return fewer than n bytes (at least 1).
- * One reader per data stream at a time (another gets ONI_EBUSY); n larger
- * than the stream's FIFO can never be satisfied and is ONI_EINVALARG. */
+ * One reader per data stream at a time (another gets ONI_EBUSY); n above
+ * emu_card_read_max can never be satisfied and is ONI_EINVALARG. */
 int emu_card_read(struct emu_card *card, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms);
 
+/* The most bytes one read or peek of data stream s can wait for: whole frames
+ * fill its FIFO only to within the largest enabled frame routed there (the
+ * FIFO's capacity when none is). 0 for a bad argument. */
+size_t emu_card_read_max(struct emu_card *card, enum emu_stream s);
+
 /* Write n bytes of write frames to a write stream; malformed frames are
- * rejected with ONI_EBADFRAME and counted. Returns n or an error. */
+ * rejected with ONI_EBADFRAME and counted. In real time the card first
+ * generates every frame due before the write arrives; when it is so far
+ * behind (a starved machine) that it cannot within timeout_ms, nothing is
+ * delivered and the write is ONI_ETIMEOUT. Returns n or an error. */
 int emu_card_write(struct emu_card *card, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms);
 
 /* Zero-copy access to a read stream's FIFO, for the card's DMA engine (src/emu/dma*):
- * wait up to timeout_ms until n bytes are available, then return them as up to
- * two contiguous spans (the FIFO is a ring). The stream stays held (another
+ * wait up to timeout_ms until n bytes (at most emu_card_read_max) are there,
+ * then return them as up to two contiguous spans (the FIFO is a ring). The
+ * stream stays held (another
  * reader gets ONI_EBUSY) until emu_card_fifo_consume, which drops the first n
  * bytes, or with n = 0 only lets go (n above the bytes held: ONI_EINVALARG, and
  * it lets go). A flush (RESET, a new start) keeps spans held across it out of

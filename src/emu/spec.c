@@ -37,10 +37,18 @@ int emu_parse_u64(const char *s, int si, uint64_t *out)
         return ONI_EINVALARG;
     char *end;
     errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s)
-        return ONI_EINVALARG;
-    double k = si ? 1000.0 : 1024.0, m = 1;
+    /* Whole numbers in integers (a seed has 64 significant bits, a double
+     * 53); a fraction or an exponent ("1.5G", "2e9") through a double. */
+    unsigned long long iv = strtoull(s, &end, 10);
+    int whole = !errno && *end != '.' && *end != 'e' && *end != 'E';
+    double v = 0;
+    if (!whole) {
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s)
+            return ONI_EINVALARG;
+    }
+    uint64_t k = si ? 1000 : 1024, m = 1;
     switch (*end) {
     case 'k': case 'K': m = k; end++; break;
     case 'm': case 'M': m = k * k; end++; break;
@@ -51,8 +59,16 @@ int emu_parse_u64(const char *s, int si, uint64_t *out)
         end++;
     if (*end == 'B' || *end == 'b')
         end++;
-    v *= m;
-    if (*end || v > 1.8e19 || v != v)
+    if (*end)
+        return ONI_EINVALARG;
+    if (whole) {
+        if (iv > UINT64_MAX / m)
+            return ONI_EINVALARG;
+        *out = (uint64_t)iv * m;
+        return 0;
+    }
+    v *= (double)m;
+    if (!(v < 18446744073709551615.0)) /* also NaN */
         return ONI_EINVALARG;
     *out = (uint64_t)(v + 0.5);
     return 0;
@@ -174,8 +190,11 @@ static int add_device(struct emu_card *c, const struct emu_devtype *t, struct em
     d->enable = (uint32_t)enable;
     d->route = (uint32_t)route;
     d->hub_kind = c->hub[hub].kind;
-    if ((rc = t->init(d, a, err, cap)) != 0)
+    if ((rc = t->init(d, a, err, cap)) != 0) {
+        if (t->fini)
+            t->fini(d); /* what init allocated before it failed */
         return rc;
+    }
     c->ndev++; /* from here on destroy() finalizes it */
     for (int i = 0; i < a->n; i++) {
         if (!a->kv[i].used) {

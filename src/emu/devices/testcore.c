@@ -17,9 +17,9 @@ struct tcore {
 static int set_rate(struct emu_dev *d, uint64_t rate_Bps)
 {
     struct tcore *p = d->priv;
-    uint64_t mhz = (uint64_t)((unsigned __int128)rate_Bps * 1000 / d->desc.read_size);
-    if (!mhz || emu_dev_set_rate(d, mhz))
-        return ONI_EINVALARG;
+    unsigned __int128 mhz = (unsigned __int128)rate_Bps * 1000 / d->desc.read_size;
+    if (!mhz || mhz > UINT64_MAX || emu_dev_set_rate(d, (uint64_t)mhz))
+        return ONI_EINVALARG; /* the cast would wrap a rate far above one frame per tick */
     p->rate_Bps = rate_Bps;
     return 0;
 }
