@@ -107,6 +107,9 @@ TEST(info_bad_arguments)
     HAS("usage: onigpu info");
     CHECK_EQ(RUN("info", "--driver"), 2);
     CHECK_EQ(RUN("info", "--driver", "test", "--host", "x"), 2);
+    CHECK_EQ(RUN("info", "--driver", "test", "--host", " 1"), 2);
+    CHECK_EQ(RUN("info", "--driver", "test", "--host", "-2"), 2);
+    CHECK_EQ(RUN("info", "--driver", "test", "--host", "-1"), 0);
     CHECK_EQ(RUN("info", "--help"), 0);
     HAS("usage: onigpu info");
     CHECK_EQ(RUN("info", "--driver", "no_such_driver_xyz"), 1);
@@ -129,6 +132,14 @@ TEST(read_frames_verify)
     HAS("verify: ok");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames=3000", "--block=796", "--verify"), 0);
     HAS("verify: ok");
+}
+
+/* Numbers are decimal or 0x hex (docs/cli.md); --frames read only decimal. */
+TEST(read_frames_hex)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "0x100"), 0);
+    HAS("read 256 frames in");
 }
 
 TEST(read_seconds_prints_live_rate)
@@ -155,6 +166,14 @@ TEST(read_bad_arguments)
     HAS("bad argument '--frames 1x'");
     CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "soon"), 2);
     HAS("bad argument '--seconds soon'");
+    /* found by a review: nan and inf were taken, and the read never ended */
+    CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "nan"), 2);
+    HAS("bad argument '--seconds nan'");
+    CHECK_EQ(RUN("read", "--driver", "test", "--seconds=inf"), 2);
+    /* found by a review: strtoull skipped the space and negated: 2^64 - 5 frames */
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", " -5"), 2);
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "+5"), 2);
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "0x"), 2);
     CHECK_EQ(RUN("read", "--driver", "test", "--block"), 2);
     HAS("bad argument '--block'");
     CHECK_EQ(RUN("read", "--driver", "test", "extra"), 2);
@@ -280,11 +299,17 @@ TEST(bench_emu_both_sides_write_results)
     NEED_BIN();
     char dir[] = "/tmp/onigpu-be-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    CHECK_EQ(RUN("bench", "emu", "--seconds", "0.02", "--out", dir), 0);
+    CHECK_EQ(RUN("bench", "emu", "--seconds=0.02", "--out", dir), 0); /* --opt=VALUE: found by a review */
     HAS("liboni gen2x4");
     HAS("liboni unlimited");
     CHECK(have(dir, "emu-liboni-*.csv") && have(dir, "emu-liboni-*.json"));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench emu --seconds=0.02 --out ' %s/emu-liboni-*.json",
+             dir);
+    CHECK(system(cmd) == 0);
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0"), 2);
+    CHECK_EQ(RUN("bench", "emu", "--seconds=inf"), 2);
+    HAS("bad --seconds 'inf'");
     CHECK_EQ(RUN("bench", "emu", "--only", "gen"), 2); /* the card's parts are onix-emu bench's */
     CHECK_EQ(RUN_EMU("bench", "--seconds", "0.02", "--only", "link,echo", "--out", dir), 0);
     HAS("link gen2x4");
@@ -295,9 +320,46 @@ TEST(bench_emu_both_sides_write_results)
     CHECK_EQ(RUN_EMU("bench", "--seconds", "x"), 2);
     CHECK_EQ(RUN_EMU("bench", "--help"), 0);
     HAS("usage: onix-emu bench");
-    char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
+}
+
+/* The exit status of `onigpu ARGS` (a shell word list) with stdout alone
+ * in *bytes (stderr discarded); -1 if it could not run. */
+static int stdout_bytes(const char *args, long *bytes)
+{
+    char path[64], cmd[4400];
+    snprintf(path, sizeof path, "/tmp/onigpu-test-cli-out-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "'%s/onigpu' %s >%s 2>/dev/null", getenv("ONIGPU_BIN"), args, path);
+    int st = system(cmd);
+    FILE *f = fopen(path, "r");
+    *bytes = -1;
+    if (f && !fseek(f, 0, SEEK_END))
+        *bytes = ftell(f);
+    if (f)
+        fclose(f);
+    remove(path);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Found by a review: `onigpu` alone and an unknown command printed the
+ * command list on stdout beside their exit status 2; a usage error goes to
+ * stderr, the list asked for (--help) to stdout. */
+TEST(usage_errors_print_on_stderr)
+{
+    NEED_BIN();
+    long n;
+    CHECK_EQ(stdout_bytes("", &n), 2);
+    CHECK_EQ(n, 0);
+    CHECK_EQ(stdout_bytes("nosuch", &n), 2);
+    CHECK_EQ(n, 0);
+    CHECK_EQ(stdout_bytes("bench nosuch", &n), 2);
+    CHECK_EQ(n, 0);
+    CHECK_EQ(stdout_bytes("--help", &n), 0);
+    CHECK(n > 0);
+    CHECK_EQ(RUN("nosuch"), 2);
+    HAS("unknown command 'nosuch'");
+    HAS("  bench loop ");
 }
 
 /* `onigpu bench` alone is the group of two-word bench commands: --help lists
@@ -363,6 +425,9 @@ TEST(bench_frames_second_thread)
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K", "--seconds", "0.05", "--second-thread", "--out", dir), 0);
     snprintf(cmd, sizeof cmd, "grep -q '\"one_thread_path\": \"no\"' %s/frames-*.json", dir);
     CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench frames --blocks 4K --seconds 0.05' %s/frames-*.json",
+             dir);
+    CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
     CHECK_EQ(RUN("bench", "frames", "--second-thread=1"), 2);
@@ -390,6 +455,10 @@ TEST(bench_floor_arguments_and_no_gpu)
     else
         CHECK(have(dir, "floor-*.json"));
     char cmd[256];
+    if (!strstr(out, "no GPU: skipped")) { /* the command as typed (it was "floor --reps ...") */
+        snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench floor --reps 20 ' %s/floor-*.json", dir);
+        CHECK(system(cmd) == 0);
+    }
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
@@ -403,8 +472,9 @@ TEST(bench_list_options)
     CHECK_EQ(RUN("bench", "transfer", "--paths", "reference,nosuch"), 2);
     HAS("unknown path 'nosuch'");
     CHECK_EQ(RUN("bench", "transfer", "--paths", ","), 2);
-    CHECK_EQ(RUN("bench", "loop", "--backends", "cpu,nosuch"), 1);
+    CHECK_EQ(RUN("bench", "loop", "--backends", "cpu,nosuch"), 2); /* an unknown name is a bad argument */
     HAS("unknown backend 'nosuch'");
+    HAS("usage: onigpu bench loop");
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,0"), 2);
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,x"), 2);
     CHECK_EQ(RUN("bench", "daemon", "--blocks", "4K,6"), 2); /* not whole words */

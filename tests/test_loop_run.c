@@ -23,6 +23,11 @@ TEST(run_rejects_bad_arguments)
     CHECK_EQ(ONIGPU("run", "--seconds", "1", "--out", "/nonexistent/a/b"), 1);
     CHECK(strstr(out, "cannot create") != NULL);
     CHECK_EQ(ONIGPU("run", "--bogus", "1"), 2);
+    CHECK(strstr(out, "usage: onigpu run") != NULL);
+    CHECK_EQ(ONIGPU("run", "--link", "nosuch"), 2); /* found by a review: the card failed to open, exit 1 */
+    CHECK(strstr(out, "unknown link preset 'nosuch'") != NULL);
+    CHECK_EQ(ONIGPU("run", "--seconds=0.1"), 2);
+    CHECK(strstr(out, "bad argument '--seconds'") != NULL); /* --opt=VALUE is read (it was "'--seconds=0.1'") */
     CHECK_EQ(ONIGPU("run", "--emu", "devices=heartbeat", "--backend", "cpu", "--seconds", "1"), 1);
     CHECK(strstr(out, "np2,stim") != NULL); /* says what the card lacks */
     /* another device's frames on the probe's stream would be misread as the probe's */
@@ -65,12 +70,16 @@ TEST(bench_loop_writes_results)
     NEED_BIN();
     char dir[] = "/tmp/onigpu-bl-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    CHECK_EQ(ONIGPU("bench", "loop", "--sizes", "4kB/4kB,4kB/40kB", "--ai", "0.75", "--backends", "cpu", "--blocks",
+    CHECK_EQ(ONIGPU("bench", "loop", "--sizes=4kB/4kB,4kB/40kB", "--ai", "0.75", "--backends", "cpu", "--blocks",
                     "50", "--seconds", "0.2", "--out", dir),
              0);
     CHECK(strstr(out, "cpu") != NULL && strstr(out, "4kB/40kB") != NULL);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "ls %s/loop-*.csv %s/loop-*.json %s/loop-*-ai0.75.png >/dev/null", dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    /* the command as typed, as every result set records it */
+    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench loop --sizes=4kB/4kB,4kB/40kB --ai' %s/loop-*.json",
+             dir);
     CHECK(system(cmd) == 0);
     /* The result set is a workload for advise: row 1 is the 4kB/40kB scenario. */
     char pat[64];
@@ -98,7 +107,89 @@ TEST(bench_loop_writes_results)
     CHECK_EQ(ONIGPU("bench", "loop", "--source", "fpga"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--sizes", "4kB"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--ai", "-1"), 2);
-    CHECK_EQ(ONIGPU("bench", "loop", "--backends", "nope"), 1);
+    CHECK_EQ(ONIGPU("bench", "loop", "--backends", "nope"), 2); /* unknown: a bad argument */
+}
+
+/* Found by a review: rows named sizes and AIs other than those that ran
+ * (4001 B ran as 4000 B, 6001 B of compute as one pass, AI 0.1 as 0
+ * iterations, 4 B / 16 GiB as 4 B / 4 B: the pass count wrapped). Such
+ * input is refused now, as is a link the run would not use or that is no
+ * preset. */
+TEST(bench_loop_refuses_what_it_cannot_run_as_given)
+{
+    NEED_BIN();
+    char none[] = "/tmp/onigpu-blr-XXXXXX"; /* a directory no run may create */
+    REQUIRE(mkdtemp(none) && rmdir(none) == 0);
+    static const char *const sizes[] = {"4001/6001", "4000/6000", "4/17179869188", "2/2", "2GiB/2GiB", "4kB/2kB"};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int rc = ONIGPU("bench", "loop", "--sizes", sizes[i], "--ai", "1", "--backends", "cpu", "--blocks", "20",
+                        "--seconds", "0.05", "--out", none);
+        if (rc != 2)
+            UNIT_FAIL("--sizes %s: exit %d, want 2:\n%s", sizes[i], rc, out);
+    }
+    CHECK(strstr(out, "data a multiple of 4") != NULL);
+    static const char *const ais[] = {"0.1", "0.3", "0", "inf", "nan", "20000"};
+    for (size_t i = 0; i < sizeof ais / sizeof ais[0]; i++) {
+        int rc = ONIGPU("bench", "loop", "--sizes", "4kB/4kB", "--ai", ais[i], "--backends", "cpu", "--blocks", "20",
+                        "--seconds", "0.05", "--out", none);
+        if (rc != 2)
+            UNIT_FAIL("--ai %s: exit %d, want 2:\n%s", ais[i], rc, out);
+    }
+    CHECK(strstr(out, "multiples of 0.25") != NULL);
+    CHECK_EQ(ONIGPU("bench", "loop", "--seconds", "inf"), 2);
+    CHECK_EQ(ONIGPU("bench", "loop", "--seconds=nan"), 2);
+    CHECK(strstr(out, "bad argument '--seconds nan'") != NULL);
+    /* --link: only through the card, and only a preset of the card */
+    CHECK_EQ(ONIGPU("bench", "loop", "--link", "gen2x4"), 2);
+    CHECK(strstr(out, "--link needs --source emu") != NULL);
+    CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--link", "nosuch"), 2);
+    CHECK(strstr(out, "unknown link preset 'nosuch'") != NULL);
+    CHECK(strstr(out, "usage: onigpu bench loop") != NULL);
+    CHECK(access(none, F_OK) != 0);
+}
+
+/* Found by a review: a huge --seconds made the block count (seconds / 2 /
+ * probe time, cast to an integer) overflow to 0, and the run measured 5
+ * blocks instead of --blocks. */
+TEST(bench_loop_huge_seconds_keeps_blocks)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-bls-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(ONIGPU("bench", "loop", "--sizes", "4kB/4kB", "--ai", "0.75", "--backends", "cpu", "--blocks", "50",
+                    "--seconds", "1e300", "--out", dir),
+             0);
+    CHECK(strstr(out, "(n=45;") != NULL); /* 50 blocks less the 10% warm-up */
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* Found by a review: bench loop exited 0 when configurations failed, even
+ * every one. As bench frames: a failed configuration keeps its row and the
+ * exit status is 1; when none could be measured, no result set is written.
+ * (The card refuses blocks of 4 bytes.) */
+TEST(bench_loop_fails_when_a_configuration_fails)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-blf-XXXXXX", cmd[512];
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--sizes", "4/4", "--ai", "0.75", "--backends", "cpu",
+                    "--blocks", "20", "--seconds", "0.05", "--out", dir),
+             1);
+    CHECK(strstr(out, "no configuration could be measured") != NULL);
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\"", dir);
+    CHECK(system(cmd) == 0);
+    CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--sizes", "4/4,4kB/4kB", "--ai", "0.75", "--backends", "cpu",
+                    "--blocks", "20", "--seconds", "0.05", "--out", dir),
+             1);
+    CHECK(strstr(out, "1 of 2 configurations failed") != NULL);
+    snprintf(cmd, sizeof cmd,
+             "grep -q '^cpu,4B,4B,0.75,3,1,Invalid' %s/loop-*.csv && grep -q '^cpu,4kB,4kB,0.75,3,1,,' %s/loop-*.csv", dir,
+             dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }
 
 /* (advise runs a quick roofline, seconds under TSan: the runs that
@@ -109,6 +200,34 @@ TEST(advise_rejects_bad_arguments)
     CHECK_EQ(ONIGPU("advise", "--data", "4kB", "--compute", "1kB"), 2);
     CHECK_EQ(ONIGPU("advise", "--ai", "zero"), 2);
     CHECK_EQ(ONIGPU("advise", "--row", "-1"), 2);
+    CHECK_EQ(ONIGPU("advise", "--row", " 1"), 2);
+    /* --opt=VALUE as everywhere (found by a review: it was an unknown option) */
+    CHECK_EQ(ONIGPU("advise", "--data=4kB", "--compute=1kB"), 2);
+    CHECK(strstr(out, "--compute must be at least --data") != NULL);
+    CHECK(strstr(out, "usage: onigpu advise") != NULL);
+    /* a link that is no preset: refused before measuring (it ran without a link) */
+    CHECK_EQ(ONIGPU("advise", "--link", "nosuch"), 2);
+    CHECK(strstr(out, "unknown link preset 'nosuch'") != NULL);
+    CHECK_EQ(ONIGPU("roofline", "--link=nosuch"), 2);
+    CHECK(strstr(out, "unknown link preset 'nosuch'") != NULL);
+    CHECK(strstr(out, "usage: onigpu roofline") != NULL);
+    CHECK_EQ(ONIGPU("roofline", "--out"), 2);
+}
+
+/* A result set records the command as typed (found by a review: run,
+ * roofline, bench loop, transfer and floor recorded "run ...", "loop ...";
+ * one helper now gives every command its line; a full roofline is too long
+ * a run for this test). */
+TEST(run_records_the_full_command)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-cmd-XXXXXX", cmd[512];
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds=0.5", "--out", dir), 0);
+    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu run --backend cpu --seconds=0.5 --out ' %s/run-*.json", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }
 
 /* A recorded `onigpu run` workload: the block size and the pipeline's AI

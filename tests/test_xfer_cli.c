@@ -49,7 +49,8 @@ TEST(xfer_cli_bad_arguments)
     char out[64];
     snprintf(out, sizeof out, "/tmp/onigpu-xfer-cli-%d.txt", (int)getpid());
     static const char *bad[] = {"--sizes bogus", "--sizes 16M:64", "--paths nope", "--dir sideways",
-                                "--chunk 3", "--total 0", "--frobnicate 1", "--sizes"};
+                                "--chunk 3", "--total 0", "--frobnicate 1", "--sizes",
+                                "--link gen2x4,nosuch"}; /* a link that is no preset: found by a review */
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = run(bad[i], out);
         if (rc != 2)
@@ -85,6 +86,11 @@ TEST(xfer_cli_runs_or_says_why_not)
         snprintf(pat, sizeof pat, "%s/transfer-unlimited-*-fit.csv", dir);
         CHECK(glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1);
         globfree(&g);
+        /* the command as typed (found by a review: it was "transfer --sizes ...") */
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench transfer --sizes 4K:8K ' %s/transfer-unlimited-*.json",
+                 dir);
+        CHECK_EQ(system(cmd), 0);
     }
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, out);

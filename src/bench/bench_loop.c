@@ -189,7 +189,7 @@ static int measure(int backend, const char *link, int emu, uint64_t data, uint64
                    uint64_t blocks, double *p50_ns)
 {
     data &= ~(uint64_t)3;
-    if (data < 4 || compute < data || !(ai > 0) || blocks < 2 || !p50_ns)
+    if (data < 4 || compute < data || compute / data > UINT32_MAX || !(ai > 0) || blocks < 2 || !p50_ns)
         return ONI_EINVALARG;
     struct card_sink sink = {malloc(data), data};
     if (!sink.mem)
@@ -227,7 +227,51 @@ static void size_name(uint64_t b, char *buf, size_t n)
         snprintf(buf, n, "%lluB", (unsigned long long)b);
 }
 
-int bench_loop_run(const struct bench_loop_opts *o)
+int bench_loop_sizes_ok(uint64_t data, uint64_t compute)
+{
+    return data >= 4 && data <= (1u << 30) && data % 4 == 0 && compute >= data && compute % data == 0 &&
+           compute / data <= UINT32_MAX;
+}
+
+uint32_t bench_loop_iters(double ai)
+{
+    double it = 4.0 * ai;
+    return it >= 1 && it <= 40000 && it == floor(it) ? (uint32_t)it : 0;
+}
+
+/* One configuration (scenario s, AI a, backend b) and what it measured. */
+struct config {
+    int s, a, b, rc;
+    uint32_t iters, passes;
+    struct result lat;
+    double thr_blocks_per_s;
+};
+
+/* The latency run, sized to the time budget from a short probe, then the
+ * pipelined run; c->rc the first error. */
+static void run_config(const struct bench_loop_opts *o, int emu, struct card_sink *sink, struct config *c)
+{
+    uint64_t data = o->data[c->s];
+    struct result probe, thr;
+    int rc = run_one(c->b, o->link, emu, data, c->passes, c->iters, 1, 3, sink, &probe);
+    uint64_t blocks = o->blocks;
+    if (!rc) {
+        /* Compared in double: a huge --seconds over a short block overflows the cast. */
+        double per = probe.total.max / 1e9;
+        double fit = per > 0 ? o->seconds / 2 / per : (double)blocks;
+        if (fit < (double)blocks)
+            blocks = fit < 5 ? 5 : (uint64_t)fit;
+        rc = run_one(c->b, o->link, emu, data, c->passes, c->iters, 1, blocks, sink, &c->lat);
+    }
+    if (!rc)
+        rc = run_one(c->b, o->link, emu, data, c->passes, c->iters, 2, blocks, sink, &thr);
+    c->thr_blocks_per_s = rc ? 0 : thr.blocks_per_s;
+    c->rc = rc;
+}
+
+/* The result set of the configurations cf[0..n): rows, the TARGETS.md
+ * figure, plots; the table on stdout. 0 or an ONI error. */
+static int write_results(const struct bench_loop_opts *o, int emu, const struct config *cf, size_t n)
 {
     int err = 0;
     char gpu[128] = "";
@@ -236,7 +280,6 @@ int bench_loop_run(const struct bench_loop_opts *o)
     struct bench_report *rep = bench_report_open(o->out_dir, "loop", o->argc, o->argv, gpu[0] ? gpu : NULL, &err);
     if (!rep)
         return err;
-    int emu = o->source && !strcmp(o->source, "emu");
     bench_report_meta(rep, "source", emu ? "emu: test core on the GPU data stream -> test sink (ONI_DRV_READ[_ASYNC], "
                                            "ONI_DRV_WRITE), fast mode"
                                          : "mem: in-memory source, unlimited link");
@@ -244,90 +287,52 @@ int bench_loop_run(const struct bench_loop_opts *o)
         bench_report_meta(rep, "link", o->link ? o->link : "card default");
     bench_report_meta(rep, "method", "latency mode: 2 slots, 1 block in flight; "
                                      "throughput: 2 in flight; first 10% of blocks dropped as warm-up");
-    /* p50 per (ai, backend) over compute size, for the plots */
-    static double px[BENCH_LOOP_MAX][LOOP_NBACKENDS][BENCH_LOOP_MAX], py[BENCH_LOOP_MAX][LOOP_NBACKENDS][BENCH_LOOP_MAX];
-    size_t np[BENCH_LOOP_MAX][LOOP_NBACKENDS] = {{0}};
     double staged_p50 = 0, best_p50 = 0, best_p999 = 0;
     const char *best_name = NULL;
-    for (int s = 0; s < o->nscen && !err; s++) {
-        uint64_t data = o->data[s] & ~(uint64_t)3;
-        uint32_t passes = (uint32_t)(o->compute[s] / data ? o->compute[s] / data : 1);
-        struct card_sink sink = {malloc(data), data};
-        if (!sink.mem)
-            return ONI_EBADALLOC;
-        for (int a = 0; a < o->nai && !err; a++) {
-            uint32_t iters = (uint32_t)lround(4.0 * o->ai[a]);
-            for (int b = 0; b < LOOP_NBACKENDS; b++) {
-                if (!(o->backends & (1u << b)))
-                    continue;
-                /* Size the run to the time budget from a short probe. */
-                struct result probe, lat, thr;
-                int rc = run_one(b, o->link, emu, data, passes, iters, 1, 3, &sink, &probe);
-                uint64_t blocks = o->blocks;
-                if (!rc) {
-                    double per = probe.total.max / 1e9;
-                    uint64_t fit = per > 0 ? (uint64_t)(o->seconds / 2 / per) : blocks;
-                    if (fit < blocks)
-                        blocks = fit < 5 ? 5 : fit;
-                    rc = run_one(b, o->link, emu, data, passes, iters, 1, blocks, &sink, &lat);
-                }
-                if (!rc)
-                    rc = run_one(b, o->link, emu, data, passes, iters, 2, blocks, &sink, &thr);
-                char dn[32], cn[32];
-                size_name(o->data[s], dn, sizeof dn);
-                size_name(o->compute[s], cn, sizeof cn);
-                bench_cell_str(rep, "backend", loop_backend_name(b));
-                bench_cell_str(rep, "data", dn);
-                bench_cell_str(rep, "compute", cn);
-                bench_cell_num(rep, "ai", o->ai[a]);
-                bench_cell_int(rep, "iters", iters);
-                bench_cell_int(rep, "passes", passes);
-                if (rc) {
-                    bench_cell_str(rep, "error", oni_error_str(rc));
-                    bench_report_row(rep, NULL);
-                    if (o->log)
-                        fprintf(o->log, "bench loop: %s %s/%s AI %g: %s\n", loop_backend_name(b), dn, cn, o->ai[a],
-                                oni_error_str(rc));
-                    continue;
-                }
-                bench_cell_str(rep, "error", "");
-                bench_cell_stats(rep, "rt_", &lat.total);
-                bench_cell_num(rep, "in_p50_ns", lat.in.p50);
-                bench_cell_num(rep, "compute_p50_ns", lat.compute.p50);
-                bench_cell_num(rep, "out_p50_ns", lat.out.p50);
-                /* persistent kernels: GPU time from the completion word seen to the
-                 * results fenced; the rest of the round trip is host work and the
-                 * two notifications (host -> GPU, GPU -> host). */
-                bench_cell_num(rep, "gpu_p50_ns", lat.gpu.p50);
-                /* launch backends: the part of compute spent waiting for the doorbell
-                 * after the last CUDA call (compute - wait = the calls themselves) */
-                bench_cell_num(rep, "wait_p50_ns", lat.wait.p50);
-                bench_cell_num(rep, "pipelined_blocks_per_s", thr.blocks_per_s);
-                bench_cell_num(rep, "pipelined_MBps", thr.blocks_per_s * (double)data / 1e6);
-                bench_cell_num(rep, "gflops", loop_mac_flops(data / 4, iters, passes) / lat.total.p50);
-                bench_report_row(rep, NULL);
-                if (o->log)
-                    fprintf(o->log, "%-15s %6s/%-6s AI %5.2f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f  max %9.1f us  "
-                                    "(n=%zu; p50 in %.1f compute %.1f wait %.1f gpu %.1f out %.1f)\n",
-                            loop_backend_name(b), dn, cn, o->ai[a], lat.total.p50 / 1e3, lat.total.p99 / 1e3,
-                            lat.total.p999 / 1e3, lat.total.max / 1e3, lat.total.n, lat.in.p50 / 1e3,
-                            lat.compute.p50 / 1e3, lat.wait.p50 / 1e3, lat.gpu.p50 / 1e3, lat.out.p50 / 1e3);
-                size_t k = np[a][b]++;
-                px[a][b][k] = (double)o->compute[s];
-                py[a][b][k] = lat.total.p50 / 1e3;
-                /* The TARGETS.md figure: 4 kB in / AI 0.75 / 4 kB out. */
-                if (o->data[s] <= 4096 && o->compute[s] == o->data[s] && fabs(o->ai[a] - 0.75) < 1e-9) {
-                    if (b == LOOP_GPU_STAGED)
-                        staged_p50 = lat.total.p50;
-                    if (b > LOOP_GPU_STAGED && (!best_name || lat.total.p50 < best_p50)) {
-                        best_p50 = lat.total.p50;
-                        best_p999 = lat.total.p999;
-                        best_name = loop_backend_name(b);
-                    }
-                }
+    for (size_t i = 0; i < n; i++) {
+        const struct config *c = &cf[i];
+        uint64_t data = o->data[c->s], compute = o->compute[c->s];
+        double ai = o->ai[c->a];
+        char dn[32], cn[32];
+        size_name(data, dn, sizeof dn);
+        size_name(compute, cn, sizeof cn);
+        bench_cell_str(rep, "backend", loop_backend_name(c->b));
+        bench_cell_str(rep, "data", dn);
+        bench_cell_str(rep, "compute", cn);
+        bench_cell_num(rep, "ai", ai);
+        bench_cell_int(rep, "iters", c->iters);
+        bench_cell_int(rep, "passes", c->passes);
+        bench_cell_str(rep, "error", c->rc ? oni_error_str(c->rc) : "");
+        if (c->rc) {
+            bench_report_row(rep, NULL);
+            continue;
+        }
+        const struct result *lat = &c->lat;
+        bench_cell_stats(rep, "rt_", &lat->total);
+        bench_cell_num(rep, "in_p50_ns", lat->in.p50);
+        bench_cell_num(rep, "compute_p50_ns", lat->compute.p50);
+        bench_cell_num(rep, "out_p50_ns", lat->out.p50);
+        /* persistent kernels: GPU time from the completion word seen to the
+         * results fenced; the rest of the round trip is host work and the
+         * two notifications (host -> GPU, GPU -> host). */
+        bench_cell_num(rep, "gpu_p50_ns", lat->gpu.p50);
+        /* launch backends: the part of compute spent waiting for the doorbell
+         * after the last CUDA call (compute - wait = the calls themselves) */
+        bench_cell_num(rep, "wait_p50_ns", lat->wait.p50);
+        bench_cell_num(rep, "pipelined_blocks_per_s", c->thr_blocks_per_s);
+        bench_cell_num(rep, "pipelined_MBps", c->thr_blocks_per_s * (double)data / 1e6);
+        bench_cell_num(rep, "gflops", loop_mac_flops(data / 4, c->iters, c->passes) / lat->total.p50);
+        bench_report_row(rep, NULL);
+        /* The TARGETS.md figure: 4 kB in / AI 0.75 / 4 kB out. */
+        if (data <= 4096 && compute == data && fabs(ai - 0.75) < 1e-9) {
+            if (c->b == LOOP_GPU_STAGED)
+                staged_p50 = lat->total.p50;
+            if (c->b > LOOP_GPU_STAGED && (!best_name || lat->total.p50 < best_p50)) {
+                best_p50 = lat->total.p50;
+                best_p999 = lat->total.p999;
+                best_name = loop_backend_name(c->b);
             }
         }
-        free(sink.mem);
     }
     if (best_name) {
         bench_report_meta(rep, "target_best_gpu_backend", best_name);
@@ -339,12 +344,22 @@ int bench_loop_run(const struct bench_loop_opts *o)
             fprintf(o->log, "4 kB / AI 0.75 / 4 kB: best GPU backend %s p50 %.1f us, p99.9 %.1f us; gpu-staged p50 / best = %.2f\n",
                     best_name, best_p50 / 1e3, best_p999 / 1e3, staged_p50 > 0 ? staged_p50 / best_p50 : NAN);
     }
+    /* p50 per backend over compute size, one plot per AI */
     for (int a = 0; a < o->nai; a++) {
+        double px[LOOP_NBACKENDS][BENCH_LOOP_MAX], py[LOOP_NBACKENDS][BENCH_LOOP_MAX];
+        size_t np[LOOP_NBACKENDS] = {0};
+        for (size_t i = 0; i < n; i++) {
+            if (cf[i].a != a || cf[i].rc)
+                continue;
+            size_t k = np[cf[i].b]++;
+            px[cf[i].b][k] = (double)o->compute[cf[i].s];
+            py[cf[i].b][k] = cf[i].lat.total.p50 / 1e3;
+        }
         struct bench_series ser[LOOP_NBACKENDS];
         size_t ns = 0;
         for (int b = 0; b < LOOP_NBACKENDS; b++)
-            if (np[a][b])
-                ser[ns++] = (struct bench_series){loop_backend_name(b), px[a][b], py[a][b], np[a][b], BENCH_LINES_POINTS};
+            if (np[b])
+                ser[ns++] = (struct bench_series){loop_backend_name(b), px[b], py[b], np[b], BENCH_LINES_POINTS};
         if (!ns)
             continue;
         char title[96], tag[32];
@@ -354,6 +369,63 @@ int bench_loop_run(const struct bench_loop_opts *o)
         bench_report_plot(rep, tag, &p);
     }
     bench_report_print(rep, NULL, stdout);
-    int rc = bench_report_close(rep);
-    return err ? err : rc;
+    return bench_report_close(rep);
+}
+
+int bench_loop_run(const struct bench_loop_opts *o, int *failed)
+{
+    *failed = 0;
+    if (o->nscen < 1 || o->nscen > BENCH_LOOP_MAX || o->nai < 1 || o->nai > BENCH_LOOP_MAX || o->blocks < 5 ||
+        !(o->seconds > 0) || !(o->backends & ((1u << LOOP_NBACKENDS) - 1)))
+        return ONI_EINVALARG;
+    /* Refused rather than rounded: each row says what ran (data, passes, iters). */
+    for (int s = 0; s < o->nscen; s++)
+        if (!bench_loop_sizes_ok(o->data[s], o->compute[s]))
+            return ONI_EINVALARG;
+    for (int a = 0; a < o->nai; a++)
+        if (!bench_loop_iters(o->ai[a]))
+            return ONI_EINVALARG;
+    struct config *cf = calloc((size_t)o->nscen * (size_t)o->nai * LOOP_NBACKENDS, sizeof *cf);
+    if (!cf)
+        return ONI_EBADALLOC;
+    int emu = o->source && !strcmp(o->source, "emu"), rc = 0;
+    size_t n = 0;
+    for (int s = 0; s < o->nscen && !rc; s++) {
+        uint64_t data = o->data[s];
+        struct card_sink sink = {malloc(data), data};
+        if (!sink.mem)
+            rc = ONI_EBADALLOC;
+        for (int a = 0; a < o->nai && !rc; a++) {
+            for (int b = 0; b < LOOP_NBACKENDS; b++) {
+                if (!(o->backends & (1u << b)))
+                    continue;
+                struct config *c = &cf[n++];
+                *c = (struct config){.s = s, .a = a, .b = b, .iters = bench_loop_iters(o->ai[a]),
+                                     .passes = (uint32_t)(o->compute[s] / data)};
+                run_config(o, emu, &sink, c);
+                *failed += c->rc != 0;
+                if (!o->log)
+                    continue;
+                char dn[32], cn[32];
+                size_name(data, dn, sizeof dn);
+                size_name(o->compute[s], cn, sizeof cn);
+                const struct bench_stats *t = &c->lat.total;
+                if (c->rc)
+                    fprintf(o->log, "bench loop: %s %s/%s AI %g: %s\n", loop_backend_name(b), dn, cn, o->ai[a],
+                            oni_error_str(c->rc));
+                else
+                    fprintf(o->log, "%-15s %6s/%-6s AI %5.2f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f  max %9.1f us  "
+                                    "(n=%zu; p50 in %.1f compute %.1f wait %.1f gpu %.1f out %.1f)\n",
+                            loop_backend_name(b), dn, cn, o->ai[a], t->p50 / 1e3, t->p99 / 1e3, t->p999 / 1e3,
+                            t->max / 1e3, t->n, c->lat.in.p50 / 1e3, c->lat.compute.p50 / 1e3,
+                            c->lat.wait.p50 / 1e3, c->lat.gpu.p50 / 1e3, c->lat.out.p50 / 1e3);
+            }
+        }
+        free(sink.mem);
+    }
+    /* Nothing measured: no result set (as bench frames). */
+    if (!rc && (size_t)*failed < n)
+        rc = write_results(o, emu, cf, n);
+    free(cf);
+    return rc;
 }

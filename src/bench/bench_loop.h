@@ -12,7 +12,7 @@
 struct bench_loop_opts {
     uint64_t data[BENCH_LOOP_MAX], compute[BENCH_LOOP_MAX]; /* scenario sizes, bytes */
     int nscen;
-    double ai[BENCH_LOOP_MAX];                               /* FLOP/byte; iters = round(4 * ai) */
+    double ai[BENCH_LOOP_MAX];                               /* FLOP/byte; iters = 4 * ai (bench_loop_iters) */
     int nai;
     unsigned backends;                                       /* bit per enum loop_backend */
     uint64_t blocks;                                         /* per configuration (upper bound) */
@@ -31,13 +31,24 @@ struct bench_loop_opts {
  * core on the GPU data stream (ONI_DRV_READ / READ_ASYNC) and results written
  * back to its test sink (ONI_DRV_WRITE), through the card's link model. */
 void bench_loop_defaults(struct bench_loop_opts *o);
+/* Whether a scenario runs as given: data a multiple of 4 in 4 B .. 1 GiB,
+ * compute a multiple of data, at most UINT32_MAX passes (compute / data). */
+int bench_loop_sizes_ok(uint64_t data, uint64_t compute);
+/* The MAC kernel's iterations per element for arithmetic intensity ai
+ * (4 x ai), or 0 when ai is not a multiple of 0.25 in 0.25 .. 10^4. */
+uint32_t bench_loop_iters(double ai);
 /* One configuration in latency mode: round trip p50 (ns) of `blocks` blocks
- * of data bytes, compute bytes, at ai, on backend. 0 or an ONI error. */
+ * of data bytes (rounded down to a multiple of 4), compute / data passes
+ * (rounded down), 4 x ai iterations (rounded, at least 1), on backend. 0 or
+ * an ONI error. */
 int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns);
 /* The same through the emulated card with link preset `link` (NULL = default). */
 int bench_loop_measure_card(int backend, const char *link, uint64_t data, uint64_t compute, double ai,
                             uint64_t blocks, double *p50_ns);
-/* Run every configuration and write the result set. 0 or an ONI error. */
-int bench_loop_run(const struct bench_loop_opts *o);
+/* Run every configuration (scenarios and AIs as bench_loop_sizes_ok and
+ * bench_loop_iters accept, else ONI_EINVALARG) and write the result set: a
+ * configuration that fails has its error in its row, and *failed counts them;
+ * when every one failed no result set is written. 0 or an ONI error. */
+int bench_loop_run(const struct bench_loop_opts *o, int *failed);
 
 #endif

@@ -31,7 +31,7 @@ int cli_wants_help(int argc, char **argv);
 
 /* Parse "4096", "4K", "4KiB", "16M", "1G" (powers of 1024; "kB"/"MB" are powers of 1000). */
 int cli_parse_size(const char *s, uint64_t *out);
-/* Parse "10", "2.5s", "500ms", "100us" into seconds. */
+/* Parse "10", "2.5s", "500ms", "100us" into seconds (finite, >= 0). */
 int cli_parse_seconds(const char *s, double *out);
 /* The option at argv[*i] as *name and *value: "--opt=VALUE" (the name
  * copied into buf, cap bytes) or "--opt VALUE" (*i stepped past the value).
@@ -45,6 +45,15 @@ int cli_parse_names(const char *cmd, const char *what, const char *list, int (*p
 /* A comma-separated list of sizes (cli_parse_size), each in 1..max (max <=
  * UINT32_MAX) and a multiple of mult, into v[0..cap); *n how many. 0 or -1. */
 int cli_parse_sizes(const char *list, uint64_t max, uint64_t mult, uint32_t *v, size_t cap, size_t *n);
+
+/* The command line as typed, "onigpu" first ("onigpu bench loop --sizes
+ * ..."): what a result set records as its command. Returns argc, *argv set. */
+int cli_command_line(char ***argv);
+
+/* Check an emulated card's PCIe link preset (NULL: the card's default, ok)
+ * by opening a small card with it. 0; 2 for a name that is no preset (the
+ * message and cmd's usage on stderr); 1 if the card cannot be opened. */
+int cli_check_link(const struct cli_command *cmd, const char *link);
 
 /* Open and initialize a context for driver `drv` (NULL = "emu"); `emu_spec`
  * (NULL = default) is passed to the emu driver as ONI_DRV_EMU_SPEC. Prints a

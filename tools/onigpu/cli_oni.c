@@ -45,12 +45,13 @@ int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i)
         return rc > 0 && !cli_parse_u32(v, &c->timeout_ms) && c->timeout_ms ? 1 : -1;
     if ((rc = cli_opt_value("--host", argc, argv, i, &v)) <= 0)
         return rc;
-    char *end;
-    errno = 0;
-    long h = strtol(v, &end, 10);
-    if (errno || end == v || *end || h < -1 || h > 1000000)
+    uint32_t h;
+    if (!strcmp(v, "-1")) /* the driver's default, the one signed value */
+        c->host = -1;
+    else if (!cli_parse_u32(v, &h) && h <= 1000000)
+        c->host = (int)h;
+    else
         return -1;
-    c->host = (int)h;
     return 1;
 }
 
@@ -68,9 +69,10 @@ oni_ctx cli_conn_open(const struct cli_conn *c)
     return ctx;
 }
 
-int cli_parse_u32(const char *s, uint32_t *out)
+int cli_parse_u64(const char *s, uint64_t *out)
 {
-    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+    /* strtoull would skip leading space and take a sign ("-5" is 2^64 - 5) */
+    if (!s || *s < '0' || *s > '9')
         return -1;
     char *end;
     errno = 0;
@@ -78,7 +80,16 @@ int cli_parse_u32(const char *s, uint32_t *out)
     /* strtoull's base 0 would read "010" as octal: only decimal and 0x. */
     if (s[0] == '0' && s[1] && s[1] != 'x' && s[1] != 'X')
         v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || v > UINT32_MAX)
+    if (errno || end == s || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_u32(const char *s, uint32_t *out)
+{
+    uint64_t v;
+    if (cli_parse_u64(s, &v) || v > UINT32_MAX)
         return -1;
     *out = (uint32_t)v;
     return 0;

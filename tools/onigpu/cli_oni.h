@@ -31,7 +31,9 @@ oni_ctx cli_conn_open(const struct cli_conn *c);
  * it and return 1; 0 if argv[*i] is another argument; -1 if VALUE is missing. */
 int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value);
 
-/* Parse a whole string as a uint32: decimal or 0x hex. 0 or -1. */
+/* Parse a whole string as a uint64: decimal or 0x hex, no sign or space. 0 or -1. */
+int cli_parse_u64(const char *s, uint64_t *out);
+/* The same for a uint32. */
 int cli_parse_u32(const char *s, uint32_t *out);
 
 /* Parse a device index: a number (decimal or 0x hex) or "hub.dev" (each 0..255). 0 or -1. */

@@ -6,6 +6,7 @@
 #include "oni.h"
 #include "bench/advise.h"
 #include "cli.h"
+#include "cli_oni.h"
 
 static int run(int argc, char **argv);
 
@@ -118,16 +119,18 @@ static int run(int argc, char **argv)
     uint64_t data = 0, compute = 0;
     double ai = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (!strcmp(a, "--serial")) {
+        if (!strcmp(argv[i], "--serial")) {
             o.serial = 1;
             continue;
         }
-        if (!strcmp(a, "--measure")) {
+        if (!strcmp(argv[i], "--measure")) {
             o.measure = 1;
             continue;
         }
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        int bad = 0;
         if (!v) {
             bad = 1;
         } else if (!strcmp(a, "--data")) {
@@ -144,22 +147,24 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--workload")) {
             workload = v;
         } else if (!strcmp(a, "--row")) {
-            char *end;
-            row = strtol(v, &end, 10);
-            bad = *end || row < 0;
+            uint64_t r;
+            bad = cli_parse_u64(v, &r) || r > 1000000;
+            row = (long)r;
         } else if (!strcmp(a, "--link")) {
             o.link = v;
         } else {
             bad = 1;
         }
         if (bad) {
-            fprintf(stderr, "onigpu advise: bad argument '%s'\nusage: onigpu advise " USAGE "\n", a);
-            return 2;
+            fprintf(stderr, "onigpu advise: bad argument '%s'\n", a);
+            return cli_usage(&cli_cmd_advise);
         }
-        i++;
     }
+    int st = cli_check_link(&cli_cmd_advise, o.link);
+    if (st)
+        return st;
     if (workload && read_workload(workload, row, &o))
-        return 2;
+        return cli_usage(&cli_cmd_advise);
     if (given & 1)
         o.data = data;
     if (given & 2)
@@ -168,14 +173,14 @@ static int run(int argc, char **argv)
         o.ai = ai;
     if (isnan(o.ai)) {
         fprintf(stderr, "onigpu advise: %s row %ld has no arithmetic intensity (ai): give --ai\n", workload, row);
-        return 2;
+        return cli_usage(&cli_cmd_advise);
     }
     if (workload)
         printf("workload: %s row %ld: data %llu B, compute %llu B, AI %.3g FLOP/byte\n", workload, row,
                (unsigned long long)o.data, (unsigned long long)o.compute, o.ai);
     if (o.data < 4 || o.data > (1ull << 30) || o.compute < o.data) {
         fprintf(stderr, "onigpu advise: --compute must be at least --data (and data 4 B .. 1 GiB)\n");
-        return 2;
+        return cli_usage(&cli_cmd_advise);
     }
     int rc = advise_run(&o);
     return rc ? cli_fail("advise", rc) : 0;

@@ -346,10 +346,8 @@ static int daemon_bench(int argc, char **argv)
         fprintf(stderr, "onigpu: could not start %s\n", o.bin);
         return 1;
     }
-    char *full[64 + 2] = {"onigpu", "bench"};
-    int nfull = 2;
-    for (int i = 0; i < argc && nfull < 66; i++)
-        full[nfull++] = argv[i];
+    char **full;
+    int nfull = cli_command_line(&full);
     int err;
     struct bench_report *r = bench_report_open(o.out, "daemon", nfull, full, NULL, &err);
     int rc = r ? 0 : cli_fail(o.out, err);

@@ -18,22 +18,23 @@ static int emu_bench_run(int argc, char **argv)
     if (cli_wants_help(argc, argv))
         return cli_usage(&cli_cmd_bench_emu);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
-            if (cli_parse_seconds(argv[++i], &o.seconds) || !(o.seconds > 0) || o.seconds > 3600) {
-                fprintf(stderr, "onigpu bench emu: bad --seconds '%s'\n", argv[i]);
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        if (v && !strcmp(a, "--seconds")) {
+            if (cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600) {
+                fprintf(stderr, "onigpu bench emu: bad --seconds '%s'\n", v);
                 return cli_usage(&cli_cmd_bench_emu);
             }
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-            out = argv[++i];
+        } else if (v && !strcmp(a, "--out")) {
+            out = v;
         } else {
-            fprintf(stderr, "onigpu bench emu: unexpected argument '%s'\n", argv[i]);
+            fprintf(stderr, "onigpu bench emu: unexpected argument '%s'\n", a);
             return cli_usage(&cli_cmd_bench_emu);
         }
     }
-    char *full[64 + 2] = {"onigpu", "bench"};
-    int nfull = 2;
-    for (int i = 0; i < argc && nfull < 66; i++)
-        full[nfull++] = argv[i];
+    char **full;
+    int nfull = cli_command_line(&full);
     int rc;
     struct bench_report *r = bench_report_open(out, "emu-liboni", nfull, full, NULL, &rc);
     if (!r)

@@ -35,8 +35,8 @@ static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
 static int run(int argc, char **argv)
 {
     struct bench_floor_opts o = {.reps = 100000, .size = 4096, .mechs = FLOOR_ALL_MECHS, .rounds = 10,
-                                 .timeout_ms = 1000, .out_dir = "docs/results", .argc = argc, .argv = argv,
-                                 .log = stderr};
+                                 .timeout_ms = 1000, .out_dir = "docs/results", .log = stderr};
+    o.argc = cli_command_line(&o.argv);
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;

@@ -138,14 +138,11 @@ static void *idle_thread(void *arg)
 
 /* Table, CSV/JSON and plots of a finished run. */
 static int write_results(const struct bench_frames_opts *o, const struct bench_frames_result *res,
-                         const char *one_thread, const char *out_dir, int argc, char **argv)
+                         const char *one_thread, const char *out_dir)
 {
     int rc;
-    /* Record the command as typed: "onigpu bench frames ...". */
-    char *full[64 + 2] = {"onigpu", "bench"};
-    int nfull = 2;
-    for (int i = 0; i < argc && nfull < 66; i++)
-        full[nfull++] = argv[i];
+    char **full;
+    int nfull = cli_command_line(&full);
     struct bench_report *r = bench_report_open(out_dir, "frames", nfull, full, NULL, &rc);
     if (!r)
         return cli_fail(out_dir, rc);
@@ -319,5 +316,5 @@ static int frames_run(int argc, char **argv)
                         "no results written to %s\n", o.driver, out_dir);
         return 1;
     }
-    return write_results(&o, res, one_thread, out_dir, argc, argv);
+    return write_results(&o, res, one_thread, out_dir);
 }

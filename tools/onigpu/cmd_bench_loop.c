@@ -22,7 +22,7 @@ static int parse_scen(char *list, struct bench_loop_opts *o)
             return -1;
         *slash = 0;
         if (cli_parse_size(t, &o->data[o->nscen]) || cli_parse_size(slash + 1, &o->compute[o->nscen]) ||
-            o->data[o->nscen] < 4 || o->compute[o->nscen] < o->data[o->nscen])
+            !bench_loop_sizes_ok(o->data[o->nscen], o->compute[o->nscen]))
             return -1;
         o->nscen++;
     }
@@ -35,7 +35,7 @@ static int parse_ai(char *list, struct bench_loop_opts *o)
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char *end;
         double v = strtod(t, &end);
-        if (*end || !(v > 0) || v > 1e4 || o->nai >= BENCH_LOOP_MAX)
+        if (*end || !bench_loop_iters(v) || o->nai >= BENCH_LOOP_MAX)
             return -1;
         o->ai[o->nai++] = v;
     }
@@ -43,18 +43,19 @@ static int parse_ai(char *list, struct bench_loop_opts *o)
 }
 
 /* "all" keeps the defaults (every available backend); a list must name
- * available ones only. */
+ * available ones only. 0; 2: an unknown name (a bad argument); 1: a backend
+ * that cannot run here (the message printed). */
 static int parse_backends(const char *list, struct bench_loop_opts *o)
 {
     if (!strcmp(list, "all"))
         return 0;
     if (cli_parse_names("onigpu bench loop", "backend", list, loop_backend_parse, 0, &o->backends))
-        return -1;
+        return 2;
     for (int b = 0; b < 32; b++) {
         char why[160];
         if ((o->backends >> b & 1) && !loop_backend_available(b, why, sizeof why)) {
             fprintf(stderr, "onigpu bench loop: backend %s is not available: %s\n", loop_backend_name(b), why);
-            return -1;
+            return 1;
         }
     }
     return 0;
@@ -69,54 +70,82 @@ static int parse_list(int (*fn)(char *, struct bench_loop_opts *), const char *v
     return rc;
 }
 
-static int run(int argc, char **argv)
+/* Parse argv into o: 0, or the exit status after a message. */
+static int parse_args(int argc, char **argv, struct bench_loop_opts *o)
 {
-    struct bench_loop_opts o;
-    bench_loop_defaults(&o);
-    o.argc = argc;
-    o.argv = argv;
-    o.log = stderr;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char opt[64];
+        const char *a, *v, *why = NULL;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
         int bad = !v;
         uint64_t n;
         if (bad) {
         } else if (!strcmp(a, "--sizes")) {
-            bad = parse_list(parse_scen, v, &o);
+            bad = parse_list(parse_scen, v, o);
+            why = "each DATA/COMPUTE: data a multiple of 4 in 4 B .. 1 GiB, compute a multiple of data";
         } else if (!strcmp(a, "--ai")) {
-            bad = parse_list(parse_ai, v, &o);
+            bad = parse_list(parse_ai, v, o);
+            why = "multiples of 0.25 in 0.25 .. 10000 (4 x AI MAC iterations per element)";
         } else if (!strcmp(a, "--backends")) {
-            if (parse_backends(v, &o))
+            int rc = parse_backends(v, o);
+            if (rc == 1)
                 return 1;
+            bad = rc;
         } else if (!strcmp(a, "--blocks")) {
             bad = cli_parse_size(v, &n) || n < 5 || n > 10000000;
-            o.blocks = n;
+            o->blocks = n;
         } else if (!strcmp(a, "--seconds")) {
-            bad = cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0);
+            bad = cli_parse_seconds(v, &o->seconds) || !(o->seconds > 0);
         } else if (!strcmp(a, "--out")) {
-            o.out_dir = v;
+            o->out_dir = v;
         } else if (!strcmp(a, "--source")) {
             bad = strcmp(v, "mem") && strcmp(v, "emu");
-            o.source = v;
+            o->source = v;
         } else if (!strcmp(a, "--link")) {
-            o.link = v;
+            o->link = v;
         } else {
             bad = 1;
         }
         if (bad) {
-            fprintf(stderr, "onigpu bench loop: bad argument '%s'\n", a);
-            fprintf(stderr, "usage: onigpu bench loop [--sizes D/C,...] [--ai LIST] [--backends LIST] [--blocks N] "
-                            "[--seconds T] [--source mem|emu] [--link PRESET] [--out DIR]\n");
-            return 2;
+            fprintf(stderr, "onigpu bench loop: bad argument '%s%s%s'%s%s\n", a, v ? " " : "", v ? v : "",
+                    why ? ": " : "", why ? why : "");
+            return cli_usage(&cli_cmd_bench_loop);
         }
-        i++;
     }
+    /* The in-memory source has no link: a preset there would be recorded
+     * beside rows that never went through it. */
+    if (o->link && strcmp(o->source, "emu")) {
+        fprintf(stderr, "onigpu bench loop: --link needs --source emu\n");
+        return cli_usage(&cli_cmd_bench_loop);
+    }
+    return cli_check_link(&cli_cmd_bench_loop, o->link);
+}
+
+static int run(int argc, char **argv)
+{
+    struct bench_loop_opts o;
+    bench_loop_defaults(&o);
+    o.argc = cli_command_line(&o.argv);
+    o.log = stderr;
+    int st = parse_args(argc, argv, &o);
+    if (st)
+        return st;
+    int total = 0;
     for (int b = 0; b < LOOP_NBACKENDS; b++) {
         char why[160];
         if (!loop_backend_available(b, why, sizeof why))
             fprintf(stderr, "onigpu bench loop: %s not available: %s\n", loop_backend_name(b), why);
+        total += o.backends >> b & 1;
     }
-    int rc = bench_loop_run(&o);
-    return rc ? cli_fail("bench loop", rc) : 0;
+    total *= o.nscen * o.nai;
+    int failed = 0, rc = bench_loop_run(&o, &failed);
+    if (rc)
+        return cli_fail("bench loop", rc);
+    if (failed == total)
+        fprintf(stderr, "onigpu bench loop: no configuration could be measured; no results written to %s\n",
+                o.out_dir);
+    else if (failed)
+        fprintf(stderr, "onigpu bench loop: %d of %d configurations failed (the error column says why)\n", failed,
+                total);
+    return failed ? 1 : 0;
 }

@@ -31,8 +31,9 @@ static int run(int argc, char **argv)
     struct xfer_opts o = {.min_size = 64, .max_size = 16u << 20, .total = 256u << 20, .min_reps = 16,
                           .max_reps = 20000, .paths = XFER_ALL_PATHS,
                           .dirs = XFER_DIR_READ | XFER_DIR_WRITE, .chunk = 1u << 20,
-                          .out_dir = "docs/results", .argc = argc, .argv = argv, .log = stderr};
+                          .out_dir = "docs/results", .log = stderr};
     char links_buf[256] = "gen2x4,unlimited";
+    o.argc = cli_command_line(&o.argv);
     if (cli_wants_help(argc, argv)) {
         printf("usage: onigpu bench transfer [options]\n"
                "  --sizes A:B     sizes doubling from A to B bytes (default 64:16M)\n"
@@ -96,6 +97,13 @@ static int run(int argc, char **argv)
     }
     if (o.min_reps > o.max_reps)
         o.min_reps = o.max_reps;
+    char links[sizeof links_buf];
+    strcpy(links, links_buf); /* every preset checked before the first runs */
+    for (char *save = NULL, *link = strtok_r(links, ",", &save); link; link = strtok_r(NULL, ",", &save)) {
+        int st = cli_check_link(&cli_cmd_bench_transfer, link);
+        if (st)
+            return st;
+    }
     int status = 0;
     for (char *save = NULL, *link = strtok_r(links_buf, ",", &save); link; link = strtok_r(NULL, ",", &save)) {
         o.link = link;

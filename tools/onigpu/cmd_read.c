@@ -81,8 +81,7 @@ static int parse_args(int argc, char **argv, struct read_opts *o)
         if (rc)
             continue;
         if ((rc = cli_opt_value("--frames", argc, argv, &i, &v))) {
-            char *end;
-            if (rc < 0 || !*v || *v == '-' || (o->frames = strtoull(v, &end, 10), *end) || !o->frames)
+            if (rc < 0 || cli_parse_u64(v, &o->frames) || !o->frames)
                 return bad_arg(argv, start, i, NULL);
             have_frames = 1;
         } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {

@@ -13,18 +13,23 @@ static int run(int argc, char **argv)
 {
     const char *out = "docs/results", *link = NULL;
     for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v && !strcmp(argv[i], "--out")) {
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        if (v && !strcmp(a, "--out")) {
             out = v;
-        } else if (v && !strcmp(argv[i], "--link")) {
+        } else if (v && !strcmp(a, "--link")) {
             link = v;
         } else {
-            fprintf(stderr, "onigpu roofline: bad argument '%s'\nusage: onigpu roofline [--link PRESET] [--out DIR]\n",
-                    argv[i]);
-            return 2;
+            fprintf(stderr, "onigpu roofline: bad argument '%s'\n", a);
+            return cli_usage(&cli_cmd_roofline);
         }
-        i++;
     }
-    int rc = roofline_run(out, link, argc, argv, stdout);
+    int st = cli_check_link(&cli_cmd_roofline, link);
+    if (st)
+        return st;
+    char **full;
+    int nfull = cli_command_line(&full);
+    int rc = roofline_run(out, link, nfull, full, stdout);
     return rc ? cli_fail("roofline", rc) : 0;
 }

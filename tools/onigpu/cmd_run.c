@@ -226,7 +226,9 @@ struct opts {
 static int parse(int argc, char **argv, struct opts *o)
 {
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
         int bad = !v;
         if (bad) {
         } else if (!strcmp(a, "--backend")) {
@@ -253,7 +255,6 @@ static int parse(int argc, char **argv, struct opts *o)
             fprintf(stderr, "onigpu run: bad argument '%s'\n", a);
             return -1;
         }
-        i++;
     }
     return 0;
 }
@@ -333,13 +334,16 @@ static int run(int argc, char **argv)
 {
     struct opts o = {NULL, NULL, NULL, NULL, 16, 5.0};
     if (parse(argc, argv, &o))
-        return 2;
+        return cli_usage(&cli_cmd_run);
+    int bad_link = cli_check_link(&cli_cmd_run, o.link);
+    if (bad_link)
+        return bad_link;
     int backend = o.backend ? loop_backend_parse(o.backend) : loop_backend_best();
     char why[160];
     if (backend < 0) {
         fprintf(stderr, "onigpu run: unknown backend '%s' (cpu, gpu-staged, gpu-direct, gpu-graph, gpu-flag, "
                         "gpu-persistent, gpu-mapped)\n", o.backend);
-        return 2;
+        return cli_usage(&cli_cmd_run);
     }
     if (!loop_backend_available(backend, why, sizeof why)) {
         fprintf(stderr, "onigpu run: backend %s is not available: %s\n", loop_backend_name(backend), why);
@@ -526,7 +530,9 @@ static int run(int argc, char **argv)
     }
     if (o.out) {
         int err = 0;
-        struct bench_report *rep = bench_report_open(o.out, "run", argc, argv, NULL, &err);
+        char **full;
+        int nfull = cli_command_line(&full);
+        struct bench_report *rep = bench_report_open(o.out, "run", nfull, full, NULL, &err);
         if (rep) {
             bench_cell_str(rep, "backend", loop_backend_name(backend));
             bench_cell_int(rep, "block_frames", o.block);

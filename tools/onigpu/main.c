@@ -1,5 +1,6 @@
 /* main.c - `onigpu`: dispatch to the registered subcommands. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #define MAX_COMMANDS 64
 static const struct cli_command *commands[MAX_COMMANDS];
 static int ncommands;
+static int full_argc;     /* the command line, "onigpu" first (cli_command_line) */
+static char **full_argv;
 
 void cli_register(const struct cli_command *cmd)
 {
@@ -134,12 +137,51 @@ int cli_parse_seconds(const char *s, double *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    if (errno || end == s || !isfinite(v) || v < 0) /* "inf", "nan": a run that never ends */
         return -1;
     if (!*end || !strcmp(end, "s")) *out = v;
     else if (!strcmp(end, "ms")) *out = v / 1e3;
     else if (!strcmp(end, "us")) *out = v / 1e6;
     else return -1;
+    return 0;
+}
+
+int cli_command_line(char ***argv)
+{
+    *argv = full_argv;
+    return full_argc;
+}
+
+int cli_check_link(const struct cli_command *cmd, const char *link)
+{
+    if (!link)
+        return 0;
+    /* The emu driver knows its presets: a small card opened with this one
+     * either starts or says why (it prints the presets it knows). */
+    char spec[128];
+    if (!*link || strchr(link, ';') || strchr(link, '=') ||
+        snprintf(spec, sizeof spec, "devices=testsink;ddr=64K;link=%s", link) >= (int)sizeof spec) {
+        fprintf(stderr, "onigpu %s: bad link preset '%s'\n", cmd->name, link);
+        return cli_usage(cmd);
+    }
+    oni_ctx ctx = oni_create_ctx("emu");
+    if (!ctx) {
+        fprintf(stderr, "onigpu %s: cannot load the emu driver: %s\n", cmd->name, strerror(errno));
+        return 1;
+    }
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    oni_destroy_ctx(ctx);
+    if (rc == ONI_EINVALARG) {
+        fprintf(stderr, "onigpu %s: unknown link preset '%s'\n", cmd->name, link);
+        return cli_usage(cmd);
+    }
+    if (rc) {
+        fprintf(stderr, "onigpu %s: the emulated card cannot be opened with link '%s': %s (%d)\n", cmd->name, link,
+                oni_error_str(rc), rc);
+        return 1;
+    }
     return 0;
 }
 
@@ -165,13 +207,14 @@ oni_ctx cli_open(const char *drv, const char *emu_spec, int host_idx)
     return ctx;
 }
 
-static void print_help(void)
+/* The command list, on stdout when asked for, on stderr after a usage error. */
+static void print_help(FILE *f)
 {
-    printf("onigpu - acquisition-to-GPU stack for closed-loop experiments (ONI API %d.%d.%d)\n\n"
-           "usage: onigpu <command> [options]   (onigpu <command> --help for details)\n\n",
-           ONI_VERSION_MAJOR, ONI_VERSION_MINOR, ONI_VERSION_PATCH);
+    fprintf(f, "onigpu - acquisition-to-GPU stack for closed-loop experiments (ONI API %d.%d.%d)\n\n"
+               "usage: onigpu <command> [options]   (onigpu <command> --help for details)\n\n",
+            ONI_VERSION_MAJOR, ONI_VERSION_MINOR, ONI_VERSION_PATCH);
     for (int i = 0; i < ncommands; i++)
-        printf("  %-16s %s\n", commands[i]->name, commands[i]->help);
+        fprintf(f, "  %-16s %s\n", commands[i]->name, commands[i]->help);
 }
 
 /* Find the command named by argv[1] (and argv[2] for two-word names). */
@@ -221,7 +264,7 @@ static int print_group(FILE *f, const char *word)
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-        print_help();
+        print_help(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     int words = 0;
@@ -241,9 +284,12 @@ int main(int argc, char **argv)
     }
     if (!cmd) {
         fprintf(stderr, "onigpu: unknown command '%s'\n\n", argv[1]);
-        print_help();
+        print_help(stderr);
         return 2;
     }
+    argv[0] = "onigpu"; /* recorded as typed, not as the path of the binary */
+    full_argc = argc;
+    full_argv = argv;
     int sub_argc = argc - words;
     char **sub_argv = argv + words;
     if (cli_wants_help(sub_argc, sub_argv)) {
