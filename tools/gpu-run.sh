@@ -3,7 +3,7 @@
 # for sm_90, run the GPU test label, run every GPU benchmark, and leave logs
 # and results under $OUT (default ./out):
 #   $OUT/gpu-run.log      everything printed, in order
-#   $OUT/ctest-gpu.log    the GPU tests' own output
+#   $OUT/ctest-gpu.log    the GPU tests' own output (all of it: which ran, which skipped)
 #   $OUT/results.tgz      the benchmark result sets (CSV, JSON, PNG), tar of results/
 #   $OUT/summary.txt      the tables the benchmarks printed
 # At most a handful of files, so that a device call brings all of them back.
@@ -83,7 +83,7 @@ start_daemon() { # the card's GPU paths also run through the onix-emu daemon (CU
 DAEMON=()
 
 if want tests; then
-    step gpu-tests 300 ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 240 \
+    step gpu-tests 300 ctest --test-dir "$BUILD" -L gpu -V --timeout 240 \
         >"$OUT/ctest-gpu.log" 2>&1
     # the GPU stream's own tests that also run without a GPU, here with one
     step xfer-tests 240 ctest --test-dir "$BUILD" -R '^test_xfer' --output-on-failure --timeout 200 \
