@@ -3,6 +3,7 @@
  * verified frames for many block sizes, enable and rate registers while
  * running, write frames. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -309,11 +310,15 @@ TEST(concurrent_reader_and_register_writer)
 struct restarts {
     oni_ctx ctx;
     atomic_int stop;
+    atomic_long frames; /* read so far: the restarts begin once the reader is going */
 };
 
 static void *restart_loop(void *arg)
 {
     struct restarts *r = arg;
+    double until = now_s() + 10;
+    while (atomic_load(&r->frames) < 1000 && !atomic_load(&r->stop) && now_s() < until)
+        sched_yield();
     for (int i = 0; i < 100000 && !atomic_load(&r->stop); i++)
         if (set_u32(r->ctx, ONI_OPT_RUNNING, 1))
             break;
@@ -326,7 +331,7 @@ TEST(restart_while_reading_keeps_frames_whole)
     oni_ctx ctx = open_test(1000);
     REQUIRE(ctx);
     CHECK_RC(set_u32(ctx, ONI_OPT_RUNNING, 1), 0);
-    struct restarts r = {ctx, 0};
+    struct restarts r = {ctx, 0, 0};
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, restart_loop, &r) == 0);
     long good = 0, torn = 0, wrong = 0;
@@ -344,12 +349,13 @@ TEST(restart_while_reading_keeps_frames_whole)
             wrong++;
         else
             good++;
+        atomic_fetch_add(&r.frames, 1);
         oni_destroy_frame(f);
     }
     atomic_store(&r.stop, 1);
     pthread_join(th, NULL);
     fprintf(stderr, "  %ld frames whole, %ld torn, %ld wrong\n", good, torn, wrong);
-    CHECK(good > 0);
+    CHECK(good >= 1000);
     CHECK_EQ(torn, 0);
     CHECK_EQ(wrong, 0);
     oni_destroy_ctx(ctx);
