@@ -72,9 +72,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint64_t start = m.type == EMUP_READ ? m.u.read.tail : m.u.write.start;
             uint64_t len = m.type == EMUP_READ ? m.u.read.want : m.u.write.len;
             uint64_t tail = start > 1000 ? start - 1000 : 0;
-            if (emup_ring_ok(cap, tail, tail, start, len) &&
-                (start % cap + len > cap || start + len - tail > cap))
-                abort(); /* accepted a placement outside the ring */
+            /* The block must not wrap, nor reach unconsumed bytes ([tail,
+             * head)) a lap on; with none (head == tail) the skipped bytes
+             * [head, start) are free, and a block of a whole ring fits. */
+            for (int k = 0; k < 2; k++) {
+                uint64_t head = k ? tail + (start - tail) / 2 : tail;
+                if (emup_ring_ok(cap, tail, head, start, len) &&
+                    (start % cap + len > cap || (head != tail && start + len - tail > cap)))
+                    abort(); /* accepted a placement outside the ring */
+            }
             /* placement from a producer's own head (a counter from 0, far from wrapping u64) */
             uint64_t head = start >> 2, n = len > cap ? cap : len;
             uint64_t at = emup_ring_place(cap, head, n);
