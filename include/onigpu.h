@@ -48,7 +48,9 @@
  * buffer, or a pinned GPU buffer
  * was freed: its allocation is gone or changed), ONI_ENOTPINNED (unpin of a
  * buffer never pinned), ONI_ENOGPU (GPU memory, but no CUDA build or device),
- * ONI_ETIMEOUT (no block within ONI_OPT_TIMEOUTMS), ONI_EBUSY (async queue full).
+ * ONI_ETIMEOUT (no block within ONI_OPT_TIMEOUTMS; for UNPIN: the card's DMA
+ * engine still had asynchronous jobs queued or running after it, and the buffer
+ * stays pinned, since one of them may still write it), ONI_EBUSY (async queue full).
  * Freeing host memory while it is pinned cannot be detected: unpin first. */
 #ifndef ONIGPU_H
 #define ONIGPU_H
@@ -64,7 +66,7 @@ enum {
     ONI_DRV_RD_SZ = 0x4F470200, /* GPU read stream block size, bytes (multiple of 4) */
     ONI_DRV_WR_SZ,              /* GPU write stream block size, bytes (multiple of 4) */
     ONI_DRV_PIN,                /* make a buffer reachable by the card's DMA, once */
-    ONI_DRV_UNPIN,              /* undo ONI_DRV_PIN */
+    ONI_DRV_UNPIN,              /* undo ONI_DRV_PIN, once no queued transfer may still use it */
     ONI_DRV_READ,               /* card -> buffer: one block of RD_SZ bytes, returns when complete */
     ONI_DRV_WRITE,              /* buffer -> card: one block of WR_SZ bytes of write frames */
     ONI_DRV_READ_ASYNC,         /* start card -> buffer; completion record written after the payload */

@@ -3,6 +3,8 @@
  * DMA): MAC results equal to the CPU's, spikes at the nominal rate scored
  * against truth, stop requests, overload, and no kernel left running after
  * destroy. Skips without a CUDA device. */
+#include <stdatomic.h>
+#include <unistd.h>
 #include "test_loop_common.h"
 
 static int have(int b)
@@ -121,6 +123,85 @@ TEST(gpu_source_error_every_backend)
         CHECK(st.blocks <= 20);
         CHECK_EQ(ms.bad, 0);
         CHECK_EQ(nthreads(), threads_before);
+        free(ms.in);
+        free(ms.ref);
+        check_mac(b, 4096, 2, 0, 100); /* the device and the backend work after */
+    }
+}
+
+/* A source whose asynchronous read of one block is accepted but never
+ * completes (a card DMA job that timed out writes no completion word): the
+ * run ends with ONI_ETIMEOUT, destroy returns (gpu-flag's wait for that
+ * block stayed queued in its stream, ahead of every later block, and
+ * destroy then waited for the device for good), and the device works on. */
+struct losing {
+    struct loop_source inner;
+    int n, lost;
+};
+
+static int lose_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
+{
+    struct losing *l = ctx;
+    return l->inner.read(l->inner.ctx, buf, len, timeout_ms);
+}
+
+static int lose_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
+{
+    struct losing *l = ctx;
+    if (++l->n == 6) {
+        l->lost = 1;
+        return 0; /* accepted, never done */
+    }
+    return l->inner.read_async(l->inner.ctx, buf, len, done, seq);
+}
+
+struct destroyer {
+    struct loop *lp;
+    atomic_int done;
+};
+
+static void *destroy_thread(void *arg)
+{
+    struct destroyer *d = arg;
+    loop_destroy(d->lp);
+    atomic_store(&d->done, 1);
+    return NULL;
+}
+
+TEST(gpu_lost_block_every_backend)
+{
+    if (!have(LOOP_GPU_DIRECT))
+        SKIP("no CUDA device");
+    EACH_GPU(b) {
+        struct loop_memsrc src;
+        REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
+        struct losing l = {0};
+        loop_memsrc_source(&src, &l.inner);
+        struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
+        struct loop_config c = mac4k_config(b);
+        c.src = (struct loop_source){&l, lose_read, l.inner.read_async ? lose_read_async : NULL, NULL, NULL, NULL};
+        c.timeout_ms = 200;
+        c.blocks = 20;
+        c.sink = (struct loop_sink){&ms, mac_sink_write};
+        struct loop *lp = NULL;
+        CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+        REQUIRE(lp);
+        int run = loop_run(lp);
+        struct destroyer d = {lp, 0};
+        pthread_t th;
+        REQUIRE(pthread_create(&th, NULL, destroy_thread, &d) == 0);
+        uint64_t t0 = oni_now_ns();
+        while (!atomic_load(&d.done) && oni_now_ns() - t0 < 10000000000ull)
+            usleep(10000);
+        double s = (double)(oni_now_ns() - t0) / 1e9;
+        fprintf(stderr, "  %s: run %d, destroy %s after %.2f s\n", loop_backend_name(b), run,
+                atomic_load(&d.done) ? "returned" : "STILL BLOCKED", s);
+        if (!atomic_load(&d.done))
+            UNIT_FAIL("%s: loop_destroy blocked", loop_backend_name(b));
+        REQUIRE(atomic_load(&d.done)); /* else the thread holds the device: nothing more can run */
+        pthread_join(th, NULL);
+        CHECK(l.lost ? run == ONI_ETIMEOUT : run == 0); /* backends that read synchronously lose nothing */
+        loop_memsrc_free(&src);
         free(ms.in);
         free(ms.ref);
         check_mac(b, 4096, 2, 0, 100); /* the device and the backend work after */

@@ -32,9 +32,11 @@ struct gpu {
     uint32_t *ticket;                  /* device: finished blocks per slot [D] */
     struct loop_ephys_state *dst;      /* device copy of the EPHYS state */
     cudaGraphExec_t gx[LOOP_MAXDEPTH];
-    uint32_t queued[LOOP_MAXDEPTH];    /* gpu-flag: seq whose wait is queued, or NONE */
+    uint32_t queued[LOOP_MAXDEPTH];    /* gpu-flag: the seq of a stream wait still queued ... */
+    int waits[LOOP_MAXDEPTH];          /* ... when this is set (any seq may be queued, NONE too) */
     int pinned[LOOP_MAXDEPTH];
     int launched, sm;
+    int stuck;                         /* halt could not drain the GPU: fini leaks rather than blocks */
 };
 
 #define HDONE(g, i) (&(g)->words[(i)])
@@ -176,6 +178,7 @@ static int flag_recv(struct loop *lp, uint32_t slot, uint32_t seq)
     int rc = cud(cuStreamWaitValue32((CUstream)g->s, devptr(&g->ddone[slot]), seq, CU_STREAM_WAIT_VALUE_EQ));
     if (!rc) {
         g->queued[slot] = seq;
+        g->waits[slot] = 1;
         rc = enqueue_block(lp, g, slot, seq);
     }
     if (!rc)
@@ -183,11 +186,16 @@ static int flag_recv(struct loop *lp, uint32_t slot, uint32_t seq)
     return rc;
 }
 
+/* The doorbell of seq. A gpu-flag wait stays marked queued unless the bell
+ * rang: a block whose data never came (a DMA job that timed out writes no
+ * completion word) leaves its wait in the stream, ahead of every later
+ * block, and halt must release it. */
 static int bell_finish(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
     int rc = wait_bell(lp, g, slot, seq);
-    g->queued[slot] = NONE;
+    if (!rc)
+        g->waits[slot] = 0;
     return rc;
 }
 
@@ -246,23 +254,32 @@ static void halt(struct loop *lp)
         return;
     /* gpu-flag: release every queued wait whose data never came (its block
      * is computed on stale data and discarded). */
+    int rc = 0;
     for (uint32_t i = 0; i < lp->cfg.depth; i++)
-        if (g->queued[i] != NONE) {
-            cuStreamWriteValue32((CUstream)g->ctl, devptr(&g->ddone[i]), g->queued[i], 0);
-            g->queued[i] = NONE;
+        if (g->waits[i]) {
+            int r = cud(cuStreamWriteValue32((CUstream)g->ctl, devptr(&g->ddone[i]), g->queued[i], 0));
+            if (!rc)
+                rc = r;
+            g->waits[i] = 0;
         }
-    int rc = drain(g->ctl);
+    int rc_c = drain(g->ctl);
+    if (!rc)
+        rc = rc_c;
     /* gpu-persistent: ask the kernel to leave. */
     *STOPW(g) = 1;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     int rc_s = drain(g->s);
+    g->stuck = rc_c || rc_s;
     if (!rc)
         rc = rc_s;
+    g->launched = 0;
+    if (!g->stuck && lp->cfg.work == LOOP_WORK_EPHYS && g->dst) {
+        int r = cu(cudaMemcpy(lp->ephys, g->dst, sizeof *lp->ephys, cudaMemcpyDeviceToHost));
+        if (!rc)
+            rc = r; /* the caller would read a stale detector state */
+    }
     if (rc)
         loop_fail(lp, rc); /* a kernel that does not stop is an error the caller sees */
-    g->launched = 0;
-    if (lp->cfg.work == LOOP_WORK_EPHYS && g->dst)
-        cudaMemcpy(lp->ephys, g->dst, sizeof *lp->ephys, cudaMemcpyDeviceToHost);
 }
 
 static void fini(struct loop *lp)
@@ -272,29 +289,43 @@ static void fini(struct loop *lp)
         return;
     if (g->launched)
         halt(lp);
+    /* A GPU that did not drain would hold every free below (cudaFree waits
+     * for the whole device) for good: leak instead, the error was reported. */
+    int keep = g->stuck;
     for (uint32_t i = 0; i < lp->cfg.depth; i++) {
-        if (g->gx[i])
+        if (g->gx[i] && !keep)
             cudaGraphExecDestroy(g->gx[i]);
-        if (g->pinned[i] && lp->cfg.src.unpin)
-            lp->cfg.src.unpin(lp->cfg.src.ctx, g->din[i], lp->cfg.in_bytes);
-        if (lp->hin_pinned[i] && lp->cfg.src.unpin)
-            lp->cfg.src.unpin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes);
+        /* A block whose unpin the source refuses (a DMA job may still write
+         * it: ONI_ETIMEOUT) stays allocated: better leaked than written after
+         * it was given back. */
+        int in_use = keep;
+        if (g->pinned[i] && lp->cfg.src.unpin && lp->cfg.src.unpin(lp->cfg.src.ctx, g->din[i], lp->cfg.in_bytes))
+            in_use = 1;
+        if (lp->hin_pinned[i] && lp->cfg.src.unpin && lp->cfg.src.unpin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes))
+            lp->hin[i] = NULL; /* leaked: see above */
         lp->hin_pinned[i] = 0;
-        cudaFree(g->din[i]);
+        if (keep) {
+            lp->out[i] = lp->hin[i] = NULL;
+            continue;
+        }
+        if (!in_use)
+            cudaFree(g->din[i]);
         cudaFree(g->dout[i]);
         cudaFreeHost(lp->out[i]);
         cudaFreeHost(lp->hin[i]);
         lp->out[i] = lp->hin[i] = NULL;
     }
-    cudaFree(g->ddone);
-    cudaFree(g->ticket);
-    cudaFree(g->dst);
-    cudaFreeHost(g->words);
-    cudaFreeHost(g->gpu_ns);
-    if (g->s)
-        cudaStreamDestroy(g->s);
-    if (g->ctl)
-        cudaStreamDestroy(g->ctl);
+    if (!keep) {
+        cudaFree(g->ddone);
+        cudaFree(g->ticket);
+        cudaFree(g->dst);
+        cudaFreeHost(g->words);
+        cudaFreeHost(g->gpu_ns);
+        if (g->s)
+            cudaStreamDestroy(g->s);
+        if (g->ctl)
+            cudaStreamDestroy(g->ctl);
+    }
     free(g);
     lp->gpu = NULL;
 }
@@ -410,14 +441,17 @@ static int init(struct loop *lp)
     memset(g->gpu_ns, 0xFF, LOOP_MAXDEPTH * 8);
     *STOPW(g) = 0;
     *ALIVE(g) = 0;
-    cudaMemset(g->ddone, 0xFF, LOOP_MAXDEPTH * 4);
-    cudaMemset(g->ticket, 0, LOOP_MAXDEPTH * 4);
+    /* On the loop's stream, not the device: another kernel that never ends
+     * (a second persistent loop, the card's DMA agent) must not hold this up. */
+    rc = cu(cudaMemsetAsync(g->ddone, 0xFF, LOOP_MAXDEPTH * 4, g->s));
+    if (!rc)
+        rc = cu(cudaMemsetAsync(g->ticket, 0, LOOP_MAXDEPTH * 4, g->s));
     size_t out_cap = lp->cfg.work == LOOP_WORK_MAC ? lp->cfg.in_bytes : lp->out_len;
     for (uint32_t i = 0; i < lp->cfg.depth && !rc; i++) {
-        g->queued[i] = NONE;
+        g->waits[i] = 0;
         rc = cu(cudaMalloc(&g->din[i], lp->cfg.in_bytes));
         if (!rc)
-            rc = cu(cudaMemset(g->din[i], 0, lp->cfg.in_bytes));
+            rc = cu(cudaMemsetAsync(g->din[i], 0, lp->cfg.in_bytes, g->s));
         if (!rc && !persist)
             rc = cu(cudaMalloc(&g->dout[i], out_cap));
         if (!rc)
@@ -437,7 +471,7 @@ static int init(struct loop *lp)
     if (!rc && lp->cfg.work == LOOP_WORK_EPHYS) {
         rc = cu(cudaMalloc((void **)&g->dst, sizeof *g->dst));
         if (!rc)
-            rc = cu(cudaMemcpy(g->dst, lp->ephys, sizeof *g->dst, cudaMemcpyHostToDevice));
+            rc = cu(cudaMemcpyAsync(g->dst, lp->ephys, sizeof *g->dst, cudaMemcpyHostToDevice, g->s));
     }
     /* Load the kernels' module now (CUDA loads it lazily at the first launch,
      * which would otherwise stall the first block by milliseconds). */
@@ -446,7 +480,7 @@ static int init(struct loop *lp)
     if (!rc && lp->cfg.work == LOOP_WORK_MAC && g->dout[0])
         rc = cu(loop_cu_mac(g->din[0], g->dout[0], 0, 0, 1, 0.0f, g->s));
     if (!rc)
-        rc = cu(cudaDeviceSynchronize());
+        rc = drain(g->s);
     if (!rc && b == LOOP_GPU_GRAPH)
         rc = capture_graphs(lp, g);
     if (!rc && persist)

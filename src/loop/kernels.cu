@@ -69,6 +69,14 @@ __device__ float ephys_threshold(const struct loop_ephys_state *st, uint32_t c)
 
 // One thread block, one thread per channel (blockDim.x >= nchan and >= 32 * CHUNK
 // for the CAR warps). Same steps and order as loop_ephys_cpu.
+/* A frame's timestamp: frames are 4-byte aligned (a stride of 788 is
+ * legal), and a 64-bit load must be 8-byte aligned on the GPU. */
+__device__ static inline uint64_t frame_time(const uint8_t *p)
+{
+    const uint32_t *w = (const uint32_t *)p;
+    return (uint64_t)w[1] << 32 | w[0];
+}
+
 __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes,
                            struct loop_ephys_out *out)
 {
@@ -128,7 +136,7 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
                     st->thr[c] = ephys_threshold(st, c);
                 if (ax > st->thr[c] && idx >= st->last[c]) {
                     st->last[c] = idx + st->refractory;
-                    uint64_t t = *(const uint64_t *)(blk + (size_t)(f0 + f) * stride);
+                    uint64_t t = frame_time(blk + (size_t)(f0 + f) * stride);
                     atomicMin(&tfirst, (unsigned long long)t);
                     uint32_t k = atomicAdd(&nsp, 1);
                     if (k < LOOP_EPHYS_MAXSPIKES) {
@@ -148,7 +156,7 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         out->nspikes = nsp < LOOP_EPHYS_MAXSPIKES ? nsp : LOOP_EPHYS_MAXSPIKES;
         out->overflow = ovf;
         out->t_first = tfirst;
-        out->t_block = nframes ? *(const uint64_t *)(blk + (size_t)(nframes - 1) * stride) : 0;
+        out->t_block = nframes ? frame_time(blk + (size_t)(nframes - 1) * stride) : 0;
     }
 }
 
@@ -211,8 +219,9 @@ __global__ void persistent_kernel(struct loop_persist p)
     __shared__ unsigned long long t_seen;
     if (blockIdx.x == 0 && threadIdx.x == 0)
         *p.alive = 1;
-    for (uint32_t seq = 0;; seq++) {
-        uint32_t slot = seq % p.depth;
+    /* The slot counts on by itself: seq wraps at 2^32, where seq % depth
+     * would part from the host's 64-bit count for a depth not a power of 2. */
+    for (uint32_t seq = 0, slot = 0;; seq++, slot = slot + 1 == p.depth ? 0 : slot + 1) {
         if (threadIdx.x == 0) {
             // Poll the completion queue; the stop word ends the kernel.
             for (;;) {
@@ -263,6 +272,7 @@ __global__ void persistent_kernel(struct loop_persist p)
                 // tagged with seq: the host takes it only when the tag matches.
                 unsigned long long ns = gpu_globaltimer() - t_seen;
                 p.gpu_ns[slot] = (ns > 0xFFFFFFFFull ? 0xFFFFFFFFull : ns) << 32 | seq;
+                __threadfence_system(); // the time before the doorbell
                 p.bell[slot] = seq;
             }
         }

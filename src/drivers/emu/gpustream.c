@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "gpustream.h"
 #include "emuclient.h"
 #include "emu/dma.h"
@@ -612,13 +613,31 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
     return emu_dma_submit(g->dma, write, &job, rt.on_gpu, done.kind == GPU_KIND_DEVICE, timeout_ms);
 }
 
+/* Wait up to timeout_ms until the DMA engine has no job queued or running
+ * and no copy that outlived its wait: a buffer about to be unpinned (and
+ * then freed) may be one they still write. In-process only; the daemon
+ * keeps an import while its transfers use it. */
+static int dma_quiet(struct gpustream *g, uint32_t timeout_ms)
+{
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    while (g->dma && !emu_dma_idle(g->dma)) {
+        if (oni_now_ns() >= deadline)
+            return ONI_ETIMEOUT;
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 /* An option that only changes state: under the lock, with the daemon's
  * round trips of PIN and UNPIN before and after it. */
 static int locked_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
 {
     uint32_t id = 0;
     uintptr_t base = 0;
-    int rc = opt == ONI_DRV_PIN ? pin_import(g, value, len, &id, &base, timeout_ms) : 0;
+    int rc = opt == ONI_DRV_PIN ? pin_import(g, value, len, &id, &base, timeout_ms)
+             : opt == ONI_DRV_UNPIN ? dma_quiet(g, timeout_ms)
+                                    : 0;
     if (rc)
         return rc;
     pthread_mutex_lock(&g->lock);
