@@ -495,3 +495,42 @@ TEST(xfer_buffer_length_past_the_address_space)
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, &b, sizeof b), ONI_EINVALARG);
     oni_destroy_ctx(ctx);
 }
+
+/* UNPIN waits until the DMA engine has no job queued or running (one may
+ * write the buffer), up to ONI_OPT_TIMEOUTMS; past it ONI_ETIMEOUT, and the
+ * buffer stays pinned. A bad argument or a buffer never pinned is answered
+ * at once, whatever is queued. */
+TEST(xfer_unpin_waits_for_queued_jobs)
+{
+    oni_ctx ctx = xfer_open(XFER_SPEC(0), &core, &sink); /* nothing comes on the GPU stream */
+    REQUIRE(ctx);
+    static uint8_t buf[4096], buf2[4096], other[64];
+    static volatile uint32_t done;
+    onigpu_buf_t pb = {buf, sizeof buf}, pb2 = {buf2, sizeof buf2};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &pb, sizeof pb), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &pb2, sizeof pb2), 0);
+    uint32_t ms = 300;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    onigpu_xfer_t x = {buf, sizeof buf, &done, 1, 0};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x), 0); /* waits 300 ms for data */
+    ms = 3000;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, other, 8), ONI_ENOTPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, other, 3), ONI_EINVALARG);
+    CHECK((oni_now_ns() - t0) / 1000000 < 100); /* at once */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, &pb, sizeof pb), 0); /* once the job has ended */
+    double waited = (oni_now_ns() - t0) / 1e6;
+    CHECK(waited >= 150 && waited < 2500);
+    CHECK_EQ(done, 0); /* it found no data: no record */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, &pb, sizeof pb), ONI_ENOTPINNED);
+    /* a job that outlasts the UNPIN's own timeout: the buffer stays pinned */
+    x.seq = 2;
+    (void)oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x); /* may report the first job's ONI_ETIMEOUT */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ_ASYNC, &x, sizeof x), 0); /* waits 3 s */
+    ms = 100;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, &pb2, sizeof pb2), ONI_ETIMEOUT);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &pb2, sizeof pb2), ONI_EPINNED); /* still pinned */
+    oni_destroy_ctx(ctx); /* ends the waiting jobs */
+}

@@ -383,8 +383,8 @@ static int resolve(struct gpustream *g, int write, const struct buf *b, size_t n
             have = b->len;
         if (have && have < n)
             return ONI_EBUFFERSIZE;
-        if (e->kind == GPU_KIND_HOST && !e->len && !host_rw(b->p, n, write))
-            return ONI_EINVALARG; /* pinned without a length: the memory is checked as unpinned */
+        if (((e->kind == GPU_KIND_HOST && !e->len) || e->kind == GPU_KIND_HOST_PINNED) && !host_rw(b->p, n, write))
+            return ONI_EINVALARG; /* pinned without a length, or page-locked (maybe read-only): checked as unpinned */
         return 0;
     }
     rc = gpu_query(b->p, &info);
@@ -407,6 +407,10 @@ static int resolve(struct gpustream *g, int write, const struct buf *b, size_t n
     size_t avail = (size_t)((uintptr_t)info.base + info.len - (uintptr_t)b->p);
     if (avail < n || (b->explicit_len && b->len < n))
         return ONI_EBUFFERSIZE;
+    /* Page-locked host memory may be read-only (cudaHostRegisterReadOnly):
+     * the card's copy into it would crash the engine's thread. */
+    if (info.kind == GPU_KIND_HOST_PINNED && !host_rw(b->p, n, write))
+        return ONI_EINVALARG;
     *on_gpu = info.kind != GPU_KIND_HOST_PINNED;
     return 0;
 }
@@ -629,6 +633,20 @@ static int dma_quiet(struct gpustream *g, uint32_t timeout_ms)
     return 0;
 }
 
+/* Before an UNPIN: a bad argument or a buffer not pinned is answered at
+ * once; a pinned one waits for the DMA engine (dma_quiet). */
+static int unpin_ready(struct gpustream *g, const void *value, size_t len, uint32_t timeout_ms)
+{
+    struct buf b;
+    int rc = parse_buf(value, len, &b);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&g->lock);
+    int pinned = find_pin(g, b.p, 0) != NULL;
+    pthread_mutex_unlock(&g->lock);
+    return pinned ? dma_quiet(g, timeout_ms) : ONI_ENOTPINNED;
+}
+
 /* An option that only changes state: under the lock, with the daemon's
  * round trips of PIN and UNPIN before and after it. */
 static int locked_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
@@ -636,7 +654,7 @@ static int locked_opt(struct gpustream *g, int opt, const void *value, size_t le
     uint32_t id = 0;
     uintptr_t base = 0;
     int rc = opt == ONI_DRV_PIN ? pin_import(g, value, len, &id, &base, timeout_ms)
-             : opt == ONI_DRV_UNPIN ? dma_quiet(g, timeout_ms)
+             : opt == ONI_DRV_UNPIN ? unpin_ready(g, value, len, timeout_ms)
                                     : 0;
     if (rc)
         return rc;
