@@ -449,6 +449,14 @@ extern "C" int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t dea
     }
 }
 
+extern "C" int emu_agent_done(struct emu_agent *a, uint64_t ticket)
+{
+    if (!a)
+        return 0;
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> completed(a->ctl->completed);
+    return completed.load(cuda::memory_order_acquire) >= ticket;
+}
+
 extern "C" uint64_t emu_agent_launches(struct emu_agent *a)
 {
     pthread_mutex_lock(&a->lock);

@@ -60,6 +60,10 @@ int emu_agent_post(struct emu_agent *a, void *dst, const void *src, size_t n, ui
  * until deadline_ns. Returns 0, ONI_ETIMEOUT or ONI_EINIT (relaunch failed). */
 int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t deadline_ns);
 
+/* 1 if the descriptor `ticket` (and all before it) is complete, without
+ * waiting: after a halt, whether the copy it let finish did. */
+int emu_agent_done(struct emu_agent *a, uint64_t ticket);
+
 /* Times the kernel was launched (1 after start; more after idle exits). */
 uint64_t emu_agent_launches(struct emu_agent *a);
 

@@ -18,4 +18,6 @@ int emu_agent_post(struct emu_agent *a, void *dst, const void *src, size_t n, ui
 
 int emu_agent_wait(struct emu_agent *a, uint64_t ticket, uint64_t deadline_ns) { return ONI_ENOGPU; }
 
+int emu_agent_done(struct emu_agent *a, uint64_t ticket) { return 0; }
+
 uint64_t emu_agent_launches(struct emu_agent *a) { return 0; }
