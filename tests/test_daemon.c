@@ -1078,3 +1078,37 @@ TEST(daemon_client_cannot_shrink_the_rings)
     if (gone == 0)
         CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }
+
+/* A card whose FIFO overflowed holds more than one read may take (whole
+ * frames fill it to within a frame of its end): the daemon's read-ahead
+ * takes what is there up to its ring, and reads go on as in-process. It
+ * asked the card for all it held, which the card refused (ONI_EINVALARG),
+ * and every read failed from then on. */
+TEST(daemon_read_ahead_from_a_full_fifo)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    for (int daemon = 0; daemon < 2; daemon++) {
+        int rc;
+        oni_ctx ctx = daemon ? open_daemon("devices=np2;ddr=1M", &rc) : open_spec("devices=np2;ddr=1M", &rc);
+        REQUIRE(ctx);
+        oni_reg_val_t on = 1;
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &on, sizeof on), 0);
+        usleep(300000); /* 512 KiB FIFO, 24 MB/s: full after about 20 ms */
+        int ok = 0, first_err = 0;
+        for (int i = 0; i < 100; i++) {
+            oni_frame_t *f;
+            rc = oni_read_frame(ctx, &f);
+            if (rc > 0) {
+                ok++;
+                oni_destroy_frame(f);
+            } else if (!first_err)
+                first_err = rc;
+        }
+        fprintf(stderr, "  %s: %d of 100 reads gave a frame, first error %d (%s)\n", daemon ? "daemon" : "in-process",
+                ok, first_err, oni_error_str(first_err));
+        CHECK_EQ(ok, 100);
+        oni_destroy_ctx(ctx);
+    }
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}

@@ -425,13 +425,14 @@ static void let_go(struct emu_fifo *f, uint64_t epoch, size_t n)
     f->busy = 0;
 }
 
-int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
+int emu_card_read_some(struct emu_card *c, enum emu_stream s, void *dst, size_t n, size_t most,
+                       uint32_t timeout_ms)
 {
-    if (!c || !dst || !n || n > INT_MAX)
+    if (!c || !dst || !n || most < n || most > INT_MAX)
         return ONI_EINVALARG;
     if (s == EMU_STREAM_SIGNAL) {
         uint64_t t0 = oni_now_ns();
-        int rc = sig_read(c, dst, n, deadline_after(timeout_ms));
+        int rc = sig_read(c, dst, most, deadline_after(timeout_ms));
         if (rc > 0)
             emu_wait_until_ns(t0 + emu_link_ns(&c->link, (size_t)rc));
         return rc;
@@ -446,6 +447,8 @@ int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, ui
         pthread_mutex_unlock(&c->lock);
         return rc;
     }
+    n = f->fill < most ? f->fill : most; /* what is there now, up to most */
+    f->held = n;
     struct emu_span sp[2];
     emu_fifo_spans(f, n, sp);
     uint64_t epoch = f->taken_epoch = f->epoch;
@@ -458,6 +461,11 @@ int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, ui
     pthread_mutex_unlock(&c->lock);
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n));
     return (int)n;
+}
+
+int emu_card_read(struct emu_card *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
+{
+    return emu_card_read_some(c, s, dst, n, n, timeout_ms);
 }
 
 int emu_card_fifo_peek(struct emu_card *c, enum emu_stream s, size_t n, struct emu_span span[2],

@@ -45,6 +45,13 @@ int emu_card_write_config(struct emu_card *card, oni_config_t reg, uint32_t valu
  * emu_card_read_max can never be satisfied and is ONI_EINVALARG. */
 int emu_card_read(struct emu_card *card, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms);
 
+/* The same, reading ahead: wait for n bytes as emu_card_read does, then take
+ * all the stream holds, up to most (>= n). Returns the bytes read (n..most)
+ * or an error. A flush between the call and the data cannot make it wait for
+ * more than n. */
+int emu_card_read_some(struct emu_card *card, enum emu_stream s, void *dst, size_t n, size_t most,
+                       uint32_t timeout_ms);
+
 /* The most bytes one read or peek of data stream s can wait for: whole frames
  * fill its FIFO only to within the largest enabled frame routed there (the
  * FIFO's capacity when none is). 0 for a bad argument. */

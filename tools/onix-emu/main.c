@@ -497,15 +497,9 @@ static int do_read(struct conn *c, const struct emup_msg *m)
      * would change the data, and it must equal the in-process card's. Nor in
      * the GPU stream, whose blocks may also leave the card by DMA (GPU_DMA):
      * bytes read ahead into the ring would be overtaken by such a block. */
-    uint64_t want = rq->want;
-    if (!s->fast && rq->stream == EMU_STREAM_DATA) {
-        onigpu_stream_stats_t st;
-        emu_card_stats(s->card, &st);
-        uint64_t held = st.fifo_bytes[rq->stream == EMU_STREAM_GPU];
-        if (held > want)
-            want = held;
-    }
-    uint64_t start, n = ring_room(s, r, want, &start);
+    int ahead = !s->fast && rq->stream == EMU_STREAM_DATA;
+    uint64_t start, room = ring_room(s, r, ahead ? UINT64_MAX : rq->want, &start);
+    uint64_t n = room < rq->want ? room : rq->want; /* the least this read waits for */
     if (!n)
         return reply_status(c, m, ONI_EBUSY, 0);
     uint8_t *dst = s->shm + s->ring[r].offset + start % s->ring[r].cap;
@@ -521,13 +515,14 @@ static int do_read(struct conn *c, const struct emup_msg *m)
         if (dma)
             rc = (rc = emu_dma_read(dma, dst, (size_t)n, 0, slice ? slice : 1)) ? rc : (int)n;
         else
-            rc = emu_card_read(s->card, (enum emu_stream)rq->stream, dst, (size_t)n, slice);
+            rc = emu_card_read_some(s->card, (enum emu_stream)rq->stream, dst, (size_t)n,
+                                    (size_t)(ahead ? room : n), slice);
         if (rc != ONI_ETIMEOUT || !left || closing(s))
             break;
     }
     if (rc < 0)
         return reply_status(c, m, rc, 0);
-    if ((uint64_t)rc > n)
+    if ((uint64_t)rc > (ahead ? room : n))
         return reply_status(c, m, ONI_EREADFAILURE, 0);
     s->head[r] = start + (uint64_t)rc;
     struct emup_read_reply rr = {0, (uint32_t)rc, start, 0, 0};
