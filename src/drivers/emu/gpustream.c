@@ -58,6 +58,7 @@ struct gpustream {
     uint8_t *slot[GS_SLOTS];
     size_t slot_cap;
     struct gpu_stream *copy;
+    int copy_unsettled; /* a chunked transfer timed out with copies still queued on copy (stage_lock) */
     struct gpu_event *ev[GS_SLOTS];
 };
 
@@ -479,10 +480,21 @@ static int wr_b(void *ctx, int s, size_t off, size_t n)
     return host_write(st->g, st->g->slot[s], n, st->timeout_ms);
 }
 
+/* Wait for the copies a timed-out chunked transfer left queued (stage_lock held). */
+static int settle_copies(struct gpustream *g, uint32_t timeout_ms)
+{
+    int rc = gpu_stream_wait(g->copy, timeout_ms);
+    if (!rc)
+        g->copy_unsettled = 0;
+    return rc;
+}
+
 static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32_t chunk, uint32_t timeout_ms)
 {
     pthread_mutex_lock(&g->stage_lock);
     int rc = need_staging(g, chunk);
+    if (!rc && g->copy_unsettled) /* they may still read or write the slots */
+        rc = settle_copies(g, timeout_ms);
     /* A read waits for the whole block first: a chunk that timed out after
      * earlier chunks left the card would lose them. (Through the daemon the
      * chunks are host reads of its ring, which cannot wait so.) */
@@ -493,6 +505,7 @@ static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32
         struct gpu_pipe_ops rd = {&st, rd_a, NULL, rd_b, wait_ev};
         struct gpu_pipe_ops wr = {&st, wr_a, wait_ev, wr_b, NULL};
         rc = gpu_pipe_run(n, chunk, GS_SLOTS, write ? &wr : &rd);
+        g->copy_unsettled = rc == ONI_ETIMEOUT;
     }
     pthread_mutex_unlock(&g->stage_lock);
     return rc;
@@ -618,9 +631,9 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
 }
 
 /* Wait up to timeout_ms until the DMA engine has no job queued or running
- * and no copy that outlived its wait: a buffer about to be unpinned (and
- * then freed) may be one they still write. In-process only; the daemon
- * keeps an import while its transfers use it. */
+ * and no copy that outlived its wait, nor a chunked transfer's staging copy:
+ * a buffer about to be unpinned (and then freed) may be one they still write.
+ * In-process only; the daemon keeps an import while its transfers use it. */
 static int dma_quiet(struct gpustream *g, uint32_t timeout_ms)
 {
     uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
@@ -630,7 +643,12 @@ static int dma_quiet(struct gpustream *g, uint32_t timeout_ms)
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
-    return 0;
+    uint64_t now = oni_now_ns();
+    uint32_t left = now < deadline ? (uint32_t)((deadline - now) / 1000000u) : 0;
+    pthread_mutex_lock(&g->stage_lock); /* and the staging copies of a chunked transfer */
+    int rc = g->copy_unsettled ? settle_copies(g, left ? left : 1) : 0;
+    pthread_mutex_unlock(&g->stage_lock);
+    return rc;
 }
 
 /* Before an UNPIN: a bad argument or a buffer not pinned is answered at
