@@ -46,7 +46,7 @@ void emu_dma_abort(struct emu_dma *dma);
 /* Card -> buffer: wait up to timeout_ms for n bytes of the GPU read stream and
  * move them to dst (dst_gpu: device memory, else host memory). Returns 0,
  * ONI_ETIMEOUT (nothing consumed), ONI_ENOGPU, or ONI_EREADFAILURE when the
- * copy failed (the bytes are then consumed and lost: counted in stats). */
+ * copy failed (counted in stats; the bytes stay in the card for the next read). */
 int emu_dma_read(struct emu_dma *dma, void *dst, size_t n, int dst_gpu, uint32_t timeout_ms);
 
 /* Wait up to timeout_ms, after the queued read jobs, until the card's GPU
