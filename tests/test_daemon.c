@@ -3,6 +3,7 @@
  * shutdown, and malformed messages. The daemon is the built onix-emu from
  * $ONIGPU_BIN (set by tests/CMakeLists.txt). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -42,6 +44,7 @@ static int sock_connect(void)
 }
 
 static pid_t daemon_pid; /* the daemon start_daemon started last and stop_daemon has not stopped */
+static rlim_t daemon_nofile; /* when not 0: the descriptors start_daemon's daemon may hold (RLIMIT_NOFILE) */
 
 /* Stop a daemon that an earlier test started and did not stop (it failed
  * between start and stop): it would hold the socket path of the next one. */
@@ -77,6 +80,9 @@ static pid_t start_daemon(const char *spec)
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that failed or was killed */
         if (getppid() != parent)
             _exit(127); /* the test died before the line above */
+        struct rlimit nofile = {daemon_nofile, daemon_nofile};
+        if (daemon_nofile && setrlimit(RLIMIT_NOFILE, &nofile))
+            _exit(127);
         execl(exe, exe, "--socket", sock_path, "--spec", spec, (char *)NULL);
         _exit(127);
     }
@@ -656,7 +662,7 @@ TEST(daemon_ring_rules)
     struct emup_config cfg = {ONI_CONFIG_RUNNING, 1};
     CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_WRITE, &cfg, sizeof cfg)), ONI_EINVALSTATE);
     uint64_t wcap = hr.ring[EMUP_RING_WRITE].cap;
-    struct emup_write w = {EMU_STREAM_WRITE, 64, 50, 0, wcap - 32}; /* wraps */
+    struct emup_write w = {EMU_STREAM_WRITE, 64, 50, 0, wcap - 32, 0}; /* wraps */
     CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
     w.start = wcap; /* skipping a whole lap ahead */
     CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
@@ -678,7 +684,7 @@ TEST(daemon_ring_rules)
     REQUIRE(shm != MAP_FAILED);
     uint32_t bogus[4] = {0xDEAD, 100, 0, 0};
     memcpy(shm + hr.ring[EMUP_RING_WRITE].offset, bogus, sizeof bogus);
-    w = (struct emup_write){EMU_STREAM_WRITE, sizeof bogus, 50, 0, 0};
+    w = (struct emup_write){EMU_STREAM_WRITE, sizeof bogus, 50, 0, 0, 0};
     CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
     /* and the same offset again: already taken */
     CHECK_RC(raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w)), ONI_EBADFRAME);
@@ -1062,7 +1068,7 @@ TEST(daemon_client_cannot_shrink_the_rings)
     REQUIRE(wr >= 0);
     CHECK(ftruncate(memfd, 0) != 0); /* sealed */
     uint8_t m[128];
-    struct emup_write w = {EMU_STREAM_WRITE, 16, 50, 0, 0};
+    struct emup_write w = {EMU_STREAM_WRITE, 16, 50, 0, 0, 0};
     int rc = raw_call(wr, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_WRITE, &w, sizeof w));
     usleep(100000);
     int st = 0;
@@ -1110,5 +1116,320 @@ TEST(daemon_read_ahead_from_a_full_fifo)
         CHECK_EQ(ok, 100);
         oni_destroy_ctx(ctx);
     }
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* --- faults a review found (2026-11-25) ---------------------------------- */
+
+/* Read the signal stream of a raw session until it is empty; returns the tail. */
+static uint64_t raw_drain_signal(int ctrl)
+{
+    uint64_t tail = 0;
+    for (int i = 0; i < 100; i++) {
+        uint8_t m[EMUP_MAXMSG];
+        struct emup_read rd = {EMU_STREAM_SIGNAL, 65536, 100, 0, tail};
+        if (send(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd), MSG_NOSIGNAL) < 0)
+            break;
+        int n = emup_recv(ctrl, m, sizeof m, oni_now_ns() + 2000000000ull, NULL);
+        if (n != (int)(sizeof(struct emup_hdr) + sizeof(struct emup_read_reply)))
+            break; /* a status answer: ETIMEOUT, nothing left */
+        struct emup_read_reply rr;
+        memcpy(&rr, m + sizeof(struct emup_hdr), sizeof rr);
+        if (rr.rc)
+            break;
+        tail = rr.start + rr.len;
+    }
+    return tail;
+}
+
+/* A client that leaves while its CTRL connection has a signal READ waiting in
+ * the daemon: the session ends with the client (Sessions, docs/daemon.md),
+ * not when that READ's 20 s timeout passes. Before 2026-11-25 the READ went
+ * on and every new session was refused with ONI_EBUSY until it ended. */
+TEST(daemon_ctrl_read_ends_with_its_client)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int ctrl = sock_connect(), memfd = -1;
+    REQUIRE(ctrl >= 0);
+    struct emup_hello_reply hr;
+    REQUIRE(raw_hello(ctrl, &hr, &memfd) == 0);
+    uint64_t tail = raw_drain_signal(ctrl);
+    uint8_t m[EMUP_MAXMSG];
+    struct emup_read rd = {EMU_STREAM_SIGNAL, 65536, 20000, 0, tail}; /* waits up to 20 s */
+    REQUIRE(send(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd), MSG_NOSIGNAL) > 0);
+    usleep(50000);
+    close(memfd);
+    close(ctrl); /* the client is gone */
+    uint64_t t0 = oni_now_ns();
+    int rc = ONI_EBUSY, tries = 0;
+    oni_ctx ctx = NULL;
+    while (rc == ONI_EBUSY && oni_now_ns() - t0 < 3000000000ull) {
+        ctx = open_daemon("", &rc);
+        tries++;
+    }
+    fprintf(stderr, "  new session after the client left: rc %d (%s) after %.0f ms, %d tries\n", rc,
+            oni_error_str(rc), (oni_now_ns() - t0) / 1e6, tries);
+    CHECK_RC(rc, 0);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+struct spam {
+    oni_ctx ctx;
+    int calls, done;
+    double worst_ms;
+    int last_rc;
+};
+
+static void *spam_stats(void *arg)
+{
+    struct spam *s = arg;
+    for (int i = 0; i < 2000; i++) {
+        onigpu_stream_stats_t st;
+        size_t ss = sizeof st;
+        uint64_t t0 = oni_now_ns();
+        s->last_rc = oni_get_driver_opt(s->ctx, ONI_DRV_STREAM_STATS, &st, &ss);
+        double ms = (oni_now_ns() - t0) / 1e6;
+        if (ms > s->worst_ms)
+            s->worst_ms = ms;
+        __atomic_store_n(&s->calls, i + 1, __ATOMIC_SEQ_CST);
+    }
+    __atomic_store_n(&s->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* With the daemon stopped, every call ends with ONI_ETIMEOUT after its
+ * timeout (Failure behaviour, docs/daemon.md), however many calls are made:
+ * each unanswered request stays in the socket, and once its buffer was full
+ * the next send blocked without end (before 2026-11-25; about 200 calls). */
+TEST(daemon_stopped_daemon_calls_never_hang)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    REQUIRE(ctx);
+    uint32_t timeout = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
+    kill(pid, SIGSTOP);
+    struct spam s = {ctx, 0, 0, 0, 0};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, spam_stats, &s) == 0);
+    uint64_t t0 = oni_now_ns();
+    while (!__atomic_load_n(&s.done, __ATOMIC_SEQ_CST) && oni_now_ns() - t0 < 15000000000ull)
+        usleep(10000);
+    int hung = !__atomic_load_n(&s.done, __ATOMIC_SEQ_CST);
+    int calls = __atomic_load_n(&s.calls, __ATOMIC_SEQ_CST);
+    kill(pid, SIGCONT); /* lets a hung call go on */
+    pthread_join(th, NULL);
+    fprintf(stderr, "  %s after %d calls of 1 ms timeout (worst call %.0f ms, last rc %d)\n",
+            hung ? "HUNG" : "finished", calls, s.worst_ms, s.last_rc);
+    CHECK(!hung);
+    CHECK(s.worst_ms < 1000);
+    CHECK_RC(s.last_rc, ONI_ETIMEOUT);
+    oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* A write frame whose oni_write_frame said ONI_ETIMEOUT (nothing taken:
+ * errors.md) does not reach the device later, when the stopped daemon runs
+ * again: the caller that tries again would send it twice. Before
+ * 2026-11-25 (protocol 4) the daemon delivered it once it ran. */
+TEST(daemon_timed_out_write_not_delivered_later)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("devices=stim;mode=fast", &rc);
+    REQUIRE(ctx);
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    const oni_device_t *w = NULL;
+    for (size_t i = 0; i < n && !w; i++)
+        if (t[i].write_size)
+            w = &t[i];
+    REQUIRE(w);
+    oni_reg_val_t before = 0, after = 0;
+    CHECK_RC(oni_read_reg(ctx, w->idx, 8, &before), 0);
+    uint32_t timeout = 100;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
+    uint8_t payload[256] = {0};
+    oni_frame_t *f = NULL;
+    REQUIRE(oni_create_frame(ctx, &f, w->idx, payload, w->write_size) == 0);
+    kill(pid, SIGSTOP);
+    int wst;
+    waitpid(pid, &wst, WUNTRACED);
+    rc = oni_write_frame(ctx, f);
+    kill(pid, SIGCONT);
+    usleep(200000);
+    CHECK_RC(rc, ONI_ETIMEOUT);
+    int rc2 = oni_write_frame(ctx, f); /* the caller tries again */
+    CHECK(rc2 > 0);
+    CHECK_RC(oni_read_reg(ctx, w->idx, 8, &after), 0);
+    fprintf(stderr, "  write: %d (%s), again: %d; device's write-frame count went up by %u\n", rc,
+            oni_error_str(rc), rc2, after - before);
+    CHECK_EQ(after - before, 1);
+    oni_destroy_frame(f);
+    free(t);
+    oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* A truth file that is a FIFO nobody reads is refused at once
+ * (ONI_EPATHINVALID): opening it for writing blocked the daemon's CTRL
+ * thread for good (before 2026-11-25), so the session never ended and
+ * SIGTERM waited out its 10 s for that thread. */
+TEST(daemon_truth_file_not_a_fifo)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "/tmp/onigpu-test-fifo-%d", (int)getpid());
+    unlink(fifo);
+    REQUIRE(mkfifo(fifo, 0600) == 0);
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    REQUIRE(ctx);
+    uint32_t timeout = 300;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
+    rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, fifo, strlen(fifo) + 1);
+    fprintf(stderr, "  truth file on a FIFO: %d (%s)\n", rc, oni_error_str(rc));
+    CHECK_RC(rc, ONI_EPATHINVALID);
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK); /* with a reader the open would succeed */
+    CHECK(rd >= 0);
+    rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, fifo, strlen(fifo) + 1);
+    fprintf(stderr, "  truth file on a FIFO with a reader: %d (%s)\n", rc, oni_error_str(rc));
+    CHECK_RC(rc, ONI_EPATHINVALID);
+    if (rd >= 0)
+        close(rd);
+    oni_destroy_ctx(ctx);
+    uint64_t t0 = oni_now_ns();
+    rc = ONI_EBUSY;
+    while (rc == ONI_EBUSY && oni_now_ns() - t0 < 3000000000ull) {
+        ctx = open_daemon("", &rc);
+        if (ctx)
+            oni_destroy_ctx(ctx);
+    }
+    fprintf(stderr, "  new session after the client left: %d (%s) after %.0f ms\n", rc, oni_error_str(rc),
+            (oni_now_ns() - t0) / 1e6);
+    CHECK_RC(rc, 0);
+    t0 = oni_now_ns();
+    int st = stop_daemon(pid, SIGTERM);
+    fprintf(stderr, "  SIGTERM: exit after %.1f s\n", (oni_now_ns() - t0) / 1e9);
+    CHECK(oni_now_ns() - t0 < 2000000000ull);
+    CHECK_EQ(st, 0);
+    unlink(fifo);
+}
+
+/* READs the client gave up on (daemon stopped) are answered once it runs
+ * again; the first brings a ring-full read ahead. The reads after them
+ * return frames from what the client holds: the next READ found the ring
+ * full and was answered ONI_EBUSY, which oni_read_frame returned (before
+ * 2026-11-25). */
+TEST(daemon_late_reads_fill_the_ring)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("devices=np2,np2,np2", &rc);
+    REQUIRE(ctx);
+    oni_reg_val_t on = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &on, sizeof on), 0);
+    usleep(400000); /* about 29 MB wait in the card */
+    uint32_t timeout = 50;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
+    kill(pid, SIGSTOP);
+    int st;
+    waitpid(pid, &st, WUNTRACED);
+    oni_frame_t *f;
+    int r1 = oni_read_frame(ctx, &f), r2 = oni_read_frame(ctx, &f);
+    kill(pid, SIGCONT);
+    timeout = 2000;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
+    int errs = 0, first = 0;
+    for (int i = 0; i < 20; i++) {
+        rc = oni_read_frame(ctx, &f);
+        if (rc > 0)
+            oni_destroy_frame(f);
+        else if (!errs++)
+            first = rc;
+    }
+    fprintf(stderr, "  while stopped: %d, %d; then %d errors in 20 reads, first %d (%s)\n", r1, r2, errs, first,
+            oni_error_str(first));
+    CHECK_EQ(errs, 0);
+    oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* CPU seconds process pid has used (utime + stime of /proc/PID/stat); -1 if unknown. */
+static double cpu_seconds(pid_t pid)
+{
+    char p[64], line[1024];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return -1;
+    char *got = fgets(line, sizeof line, f);
+    fclose(f);
+    char *e = got ? strrchr(line, ')') : NULL;
+    unsigned long long ut = 0, st = 0;
+    /* after the name: state and fields 4-13, then utime (14) and stime (15) */
+    if (!e || sscanf(e + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A daemon out of descriptors (EMFILE) with connections waiting to be
+ * accepted pauses accepting rather than spin: the listening socket stays
+ * readable, and poll returned at once, for 100% of a core (before
+ * 2026-11-25). Connections that never send HELLO or ATTACH are closed after
+ * 5 s (HANDSHAKE_S), and once they are gone a client is served. */
+TEST(daemon_out_of_descriptors)
+{
+    daemon_nofile = 24;
+    pid_t pid = start_daemon(CARD_SPEC);
+    daemon_nofile = 0;
+    NEED_DAEMON(pid);
+    int fds[128], n = 0;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+    uint64_t t_conn = oni_now_ns();
+    /* until the daemon accepts no more and its backlog is full (for 300 ms) */
+    for (int full = 0; n < (int)(sizeof fds / sizeof fds[0]) && full < 15;) {
+        int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+        REQUIRE(s >= 0);
+        if (connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
+            fds[n++] = s;
+            full = 0;
+            continue;
+        }
+        close(s);
+        full++;
+        usleep(20000);
+    }
+    usleep(200000); /* it accepts what it can */
+    double cpu0 = cpu_seconds(pid);
+    uint64_t t0 = oni_now_ns();
+    usleep(1000000);
+    double cpu = cpu_seconds(pid) - cpu0, wall = (oni_now_ns() - t0) / 1e9;
+    fprintf(stderr, "  %d connections waiting or idle: the daemon used %.2f s of CPU in %.2f s\n", n, cpu, wall);
+    CHECK(n > 24);
+    CHECK(cpu0 >= 0 && cpu < 0.2 * wall);
+    /* the first connection was accepted, and is closed without a handshake */
+    uint8_t buf[EMUP_MAXMSG];
+    int rc = n ? emup_recv(fds[0], buf, sizeof buf, t_conn + 10000000000ull, NULL) : 0;
+    double idle = (oni_now_ns() - t_conn) / 1e9;
+    fprintf(stderr, "  a connection without HELLO closed after %.1f s: %d (%s)\n", idle, rc, oni_error_str(rc));
+    CHECK_RC(rc, ONI_EDISCONNECTED);
+    CHECK(idle > 4.5 && idle < 9);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    oni_ctx ctx = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    if (ctx)
+        oni_destroy_ctx(ctx);
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }

@@ -178,7 +178,7 @@ TEST(xfer_daemon_gpu_messages)
     CHECK_RC(xd_call(gpuw, EMUP_GPU_IMPORT, &imp, sizeof imp, NULL), gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU);
     struct emup_gpu_release gone = {12345, 0};
     CHECK_RC(xd_call(gpuw, EMUP_GPU_RELEASE, &gone, sizeof gone, NULL), ONI_ENOTPINNED);
-    struct emup_write w = {EMU_STREAM_GPU_WRITE, 8, 100, 0, 0};
+    struct emup_write w = {EMU_STREAM_GPU_WRITE, 8, 100, 0, 0, 0};
     CHECK_RC(xd_call(gpu, EMUP_WRITE, &w, sizeof w, NULL), ONI_EINVALARG);
 
     struct emup_gpu_release rel = {12345, 0};

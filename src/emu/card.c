@@ -4,11 +4,14 @@
  * ground truth. docs/emulator.md describes the behaviour, docs/devices.md the
  * devices and registers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "card.h"
 #include "onii.h"
 
@@ -677,8 +680,19 @@ int emu_card_set_truth_file(struct emu_card *c, const char *path)
         return ONI_EINVALARG;
     FILE *f = NULL;
     if (path) {
-        if (!(f = fopen(path, "a")))
+        /* A regular file only: opening a FIFO for writing waits for a
+         * reader (the daemon's CTRL thread, for good), and a FIFO or device
+         * could block every write of the generator. O_NONBLOCK keeps the
+         * open itself from waiting; writes block again, as to any file. */
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+        struct stat sb;
+        int fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+        if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ||
+            !(f = fdopen(fd, "a"))) {
+            if (fd >= 0)
+                close(fd);
             return ONI_EPATHINVALID;
+        }
         if (fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0)
             fprintf(f, "dev_idx,unit,channel,sample_time\n");
     }

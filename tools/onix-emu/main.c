@@ -35,6 +35,8 @@
 #define SLICE_MS 100u /* longest wait inside the card before checking for shutdown */
 #define STOP_WAIT_S 10
 #define BUSY_WAIT_MS 500 /* a HELLO waits this long for the last session to finish closing */
+#define HANDSHAKE_S 5    /* a connection without HELLO / ATTACH done after this long is closed */
+#define ACCEPT_PAUSE_MS 100 /* out of descriptors: how long new connections wait before the next accept */
 
 /* Ring sizes of a session, bytes. */
 static const uint64_t ring_cap[EMUP_NRING] = {
@@ -233,19 +235,29 @@ static int gpu_dma_prepare(struct session *s, const struct emup_gpu_dma *rq, uin
     return 0;
 }
 
+/* A request's deadline (CLOCK_MONOTONIC ns, 0 = none): ONI_ETIMEOUT once it
+ * has passed (the client stopped waiting: move nothing), else 0 with
+ * *timeout_ms cut to the time left before it. */
+static int before_deadline(uint64_t deadline_ns, uint32_t *timeout_ms)
+{
+    if (!deadline_ns)
+        return 0;
+    uint64_t now = oni_now_ns();
+    if (now >= deadline_ns)
+        return ONI_ETIMEOUT;
+    uint64_t left_ms = (deadline_ns - now + 999999) / 1000000;
+    if (left_ms < *timeout_ms)
+        *timeout_ms = (uint32_t)left_ms;
+    return 0;
+}
+
 /* Move the block rq names, checked by gpu_dma_prepare; no lock held (the
  * engine is thread-safe). */
 static int gpu_dma_move(struct session *s, const struct emup_gpu_dma *rq, uint8_t *p, uint8_t *done)
 {
     uint32_t timeout = rq->timeout_ms;
-    if (rq->deadline_ns) {
-        uint64_t now = oni_now_ns();
-        if (now >= rq->deadline_ns)
-            return ONI_ETIMEOUT; /* the client stopped waiting: move nothing */
-        uint64_t left_ms = (rq->deadline_ns - now + 999999) / 1000000;
-        if (left_ms < timeout)
-            timeout = (uint32_t)left_ms;
-    }
+    if (before_deadline(rq->deadline_ns, &timeout))
+        return ONI_ETIMEOUT;
     if (rq->flags & EMUP_DMA_ASYNC) {
         onigpu_xfer_t x = {p, rq->len, (volatile uint32_t *)done, rq->seq, 0};
         return emu_dma_submit(s->dma, (int)rq->dir, &x, 1, 1, timeout);
@@ -377,6 +389,15 @@ static int closing(struct session *s)
     int c = s->closing || g_quit;
     pthread_mutex_unlock(&g_lock);
     return c;
+}
+
+/* Has the client hung up this connection (or the daemon shut it down)? A
+ * request waiting in the card then ends: nobody takes its answer, and a
+ * session ends only once its CTRL thread sees the hangup. */
+static int hung_up(const struct conn *c)
+{
+    struct pollfd p = {c->fd, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* --- requests ------------------------------------------------------------------ */
@@ -517,7 +538,7 @@ static int do_read(struct conn *c, const struct emup_msg *m)
         else
             rc = emu_card_read_some(s->card, (enum emu_stream)rq->stream, dst, (size_t)n,
                                     (size_t)(ahead ? room : n), slice);
-        if (rc != ONI_ETIMEOUT || !left || closing(s))
+        if (rc != ONI_ETIMEOUT || !left || closing(s) || hung_up(c))
             break;
     }
     if (rc < 0)
@@ -546,15 +567,25 @@ static int do_write(struct conn *c, const struct emup_msg *m)
     if (!emup_ring_ok(cap, s->head[r], s->head[r], rq->start, rq->len))
         return reply_status(c, m, ONI_EBADFRAME, 0);
     s->head[r] = rq->start + rq->len; /* taken, as the client counts it, whatever happens next */
+    /* After its deadline the client has reported ONI_ETIMEOUT, which means
+     * not delivered: delivered now, a retry would duplicate it. */
+    uint32_t timeout = rq->timeout_ms;
+    if (before_deadline(rq->deadline_ns, &timeout))
+        return reply_status(c, m, ONI_ETIMEOUT, 0);
     if (!c->scratch && !(c->scratch = malloc((size_t)cap)))
         return reply_status(c, m, ONI_EBADALLOC, 0);
     /* A private copy: the client can still write the ring while the card parses frames. */
     memcpy(c->scratch, s->shm + s->ring[r].offset + rq->start % cap, rq->len);
     /* Once the session has a DMA engine, GPU write frames go through it too,
-     * after the jobs queued before them, as in-process (see do_read). */
+     * after the jobs queued before them, as in-process (see do_read). It may
+     * wait its timeout for them, then its timeout for the card: half each,
+     * so that the frames reach the card by the deadline (to a ms or two of
+     * rounding, within the client's margin) or not at all. */
     struct emu_dma *dma = stream == EMU_STREAM_GPU_WRITE ? session_dma(s) : NULL;
-    int rc = dma ? emu_dma_write(dma, c->scratch, rq->len, 0, rq->timeout_ms)
-                 : emu_card_write(s->card, (enum emu_stream)stream, c->scratch, rq->len, rq->timeout_ms);
+    if (dma && rq->deadline_ns)
+        timeout = timeout / 2 + 1;
+    int rc = dma ? emu_dma_write(dma, c->scratch, rq->len, 0, timeout)
+                 : emu_card_write(s->card, (enum emu_stream)stream, c->scratch, rq->len, timeout);
     return reply_status(c, m, rc < 0 ? rc : 0, 0);
 }
 
@@ -671,9 +702,13 @@ static void conn_end(struct conn *c)
 static void *conn_main(void *arg)
 {
     struct conn *c = arg;
+    /* Until HELLO or ATTACH succeeds a connection is nobody's: one that
+     * idles holds a descriptor and a thread (a client that died before its
+     * handshake, or a flood of connections), so it has HANDSHAKE_S. */
+    uint64_t handshake = oni_now_ns() + HANDSHAKE_S * 1000000000ull;
     for (;;) {
-        int n = emup_recv(c->fd, c->buf, sizeof c->buf, 0, NULL);
-        if (n == ONI_EDISCONNECTED)
+        int n = emup_recv(c->fd, c->buf, sizeof c->buf, c->s ? 0 : handshake, NULL);
+        if (n == ONI_EDISCONNECTED || n == ONI_ETIMEOUT)
             break;
         struct emup_msg m;
         int rc = n < 0 ? n : emup_parse(c->buf, (size_t)n, &m);
@@ -857,18 +892,31 @@ int main(int argc, char **argv)
     pthread_t gt;
     if (!pthread_create(&gt, NULL, gpu_start, NULL))
         pthread_detach(gt);
+    int paused = 0, short_of_fds = 0;
     while (!g_stop) {
-        struct pollfd p[2] = {{ls, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
-        if (poll(p, 2, -1) < 0) {
+        /* Out of descriptors, a pending connection cannot be accepted and the
+         * listening socket stays readable: it is polled again only after a
+         * pause (poll would return at once, for 100% CPU), while idle
+         * connections time out (HANDSHAKE_S) and sessions end. */
+        struct pollfd p[2] = {{g_wake[0], POLLIN, 0}, {ls, POLLIN, 0}};
+        if (poll(p, paused ? 1 : 2, paused ? ACCEPT_PAUSE_MS : -1) < 0) {
             if (errno == EINTR)
                 continue;
             perror("onix-emu: poll");
             break;
         }
-        if (p[0].revents & POLLIN) {
+        paused = 0;
+        if (p[1].revents & POLLIN) {
             int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0)
+            if (fd >= 0) {
+                short_of_fds = 0;
                 start_conn(fd); /* on failure it has closed fd */
+            } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                if (!short_of_fds)
+                    fprintf(stderr, "onix-emu: cannot accept a connection (%s): new connections wait\n",
+                            strerror(errno));
+                short_of_fds = paused = 1;
+            }
         }
     }
     close(ls);

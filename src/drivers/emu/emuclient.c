@@ -221,16 +221,45 @@ static int await(struct emuc *c, struct chan *ch, uint16_t type, uint32_t seq, v
     }
 }
 
-/* One request on channel ch (its lock held) and its answer. */
-static int call(struct emuc *c, struct chan *ch, uint16_t type, const void *body, size_t len, void *out,
-                size_t out_len, uint32_t wait_ms)
+/* Send one request on channel ch (its lock held), waiting for room in the
+ * socket until deadline; *seq is its sequence number. ONI_ETIMEOUT: the
+ * daemon reads no requests (stopped, and its socket full of those given up
+ * on); nothing was sent, so no answer will come, and the channel is whole. */
+static int request(struct emuc *c, struct chan *ch, uint16_t type, const void *body, size_t len,
+                   uint64_t deadline, uint32_t *seq)
 {
     if (atomic_load(&c->dead))
         return ONI_EDISCONNECTED;
-    uint32_t seq = ++ch->seq;
-    if (emup_send(ch->fd, type, seq, body, len, -1))
-        return disconnected(c);
-    return await(c, ch, type, seq, out, out_len, oni_now_ns() + (uint64_t)wait_ms * 1000000u);
+    *seq = ++ch->seq;
+    int rc = emup_send_until(ch->fd, type, *seq, body, len, -1, deadline);
+    return rc == ONI_EDISCONNECTED ? disconnected(c) : rc;
+}
+
+/* One request on channel ch (its lock held) and its answer, both within wait_ms. */
+static int call(struct emuc *c, struct chan *ch, uint16_t type, const void *body, size_t len, void *out,
+                size_t out_len, uint32_t wait_ms)
+{
+    uint64_t deadline = oni_now_ns() + (uint64_t)wait_ms * 1000000u;
+    uint32_t seq;
+    int rc = request(c, ch, type, body, len, deadline, &seq);
+    return rc ? rc : await(c, ch, type, seq, out, out_len, deadline);
+}
+
+/* Wait until deadline for the answer to a request given up on here (*pending:
+ * a ring's read_pending or write_pending, cleared by late_answer when it
+ * comes); ch's lock held. */
+static int settle(struct emuc *c, struct chan *ch, const int *pending, uint64_t deadline)
+{
+    while (*pending) {
+        struct emup_hdr h;
+        int n = receive(c, ch, deadline, &h);
+        if (n < 0)
+            return n;
+        if (!is_late(&h, ch->seq + 1, n)) /* nothing was sent after the pending request yet */
+            return ONI_EBADFRAME;
+        late_answer(c, ch, ch->buf, (size_t)n);
+    }
+    return 0;
 }
 
 /* call() on channel chan with that channel's lock held for it. */
@@ -307,14 +336,17 @@ static int hello(struct emuc *c, const char *spec, uint32_t timeout_ms, char *er
     if (n > EMUP_MAXSTR)
         return ONI_EINVALARG;
     uint32_t seq = ++ch->seq;
-    if (emup_send(ch->fd, EMUP_HELLO, seq, spec, n, -1))
-        return ONI_EDISCONNECTED;
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    int rc = emup_send_until(ch->fd, EMUP_HELLO, seq, spec, n, -1, deadline);
+    if (rc)
+        return rc;
     int memfd = -1;
-    int len = emup_recv(ch->fd, ch->buf, sizeof ch->buf, oni_now_ns() + (uint64_t)timeout_ms * 1000000u, &memfd);
+    int len = emup_recv(ch->fd, ch->buf, sizeof ch->buf, deadline, &memfd);
     if (len < 0)
         return len;
     struct emup_hello_reply hr;
-    int is_status, rc = emup_check_reply(ch->buf, (size_t)len, EMUP_HELLO, seq, sizeof hr, &is_status);
+    int is_status;
+    rc = emup_check_reply(ch->buf, (size_t)len, EMUP_HELLO, seq, sizeof hr, &is_status);
     if (!rc && is_status) {
         struct emup_status_reply st;
         memcpy(&st, ch->buf + sizeof(struct emup_hdr), sizeof st);
@@ -406,11 +438,16 @@ int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t
     struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     struct emup_config rq = {(uint32_t)reg, value};
     struct emup_status_reply st = {0, 0};
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint32_t seq;
     pthread_mutex_lock(&ch->lock);
-    int rc = call(c, ch, EMUP_CONFIG_WRITE, &rq, sizeof rq, &st, sizeof st, timeout_ms);
+    int rc = request(c, ch, EMUP_CONFIG_WRITE, &rq, sizeof rq, deadline, &seq);
+    int sent = !rc;
+    if (sent)
+        rc = await(c, ch, EMUP_CONFIG_WRITE, seq, &st, sizeof st, deadline);
     if (!rc) /* the answer's value: the card's flush count after the write (see drop_stale) */
         note_flushes(c, st.value);
-    else if (rc == ONI_ETIMEOUT && reg == ONI_CONFIG_RESET && value)
+    else if (rc == ONI_ETIMEOUT && sent && reg == ONI_CONFIG_RESET && value)
         /* Not answered in time, but the daemon will carry it out, and a RESET
          * always empties the FIFOs: at least one flush more than seen. */
         note_flushes(c, atomic_load(&c->flushes) + 1);
@@ -457,13 +494,21 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
             want = INT32_MAX & ~(uint64_t)3;
         struct emup_read rq = {(uint32_t)s, (uint32_t)want, left, 0, ring_tail(r)};
         struct emup_read_reply rr;
+        uint64_t head = r->head;
         rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, ms_add(left, REPLY_MARGIN_MS));
         /* The daemon may send more than asked (what the card already held): kept for later reads. */
         if (!rc && add_segment(c, r, &rr))
             rc = ONI_EBADFRAME;
+        /* Late answers that came before this one brought bytes: they go now,
+         * whatever this one says. They may have filled the ring, so that
+         * this READ, which reported the tail from before them, found no
+         * room (ONI_EBUSY); when all they brought was from before a flush,
+         * the ring has room now and the next READ says so. */
+        if ((rc == ONI_ETIMEOUT || rc == ONI_EBUSY) && r->head != head)
+            rc = 0;
         if (rc)
             break;
-        rc = rr.len ? (int)drain(r, dst, n) : ONI_ETIMEOUT;
+        rc = r->head != head ? (int)drain(r, dst, n) : ONI_ETIMEOUT;
         uint64_t now = oni_now_ns();
         if (!rc && now >= deadline)
             rc = ONI_ETIMEOUT;
@@ -484,26 +529,31 @@ int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uin
         return ONI_EWRITESIZE;
     pthread_mutex_lock(&ch->lock);
     int rc = 0;
-    if (r->write_pending) {
-        /* The last write's answer never came: its bytes may still be in use. */
-        struct emup_status_reply st;
-        rc = await(c, ch, EMUP_WRITE, r->pending_seq, &st, sizeof st, oni_now_ns() + (uint64_t)timeout_ms * 1000000u);
-        if (rc != ONI_ETIMEOUT && rc != ONI_EDISCONNECTED)
-            rc = 0;
-        if (!rc)
-            r->write_pending = 0;
-    }
+    /* The last write's answer never came: its bytes may still be in use.
+     * Whatever it says (the daemon answers ONI_ETIMEOUT to a write that
+     * came after its deadline), it was reported already. */
+    if (r->write_pending)
+        rc = settle(c, ch, &r->write_pending, oni_now_ns() + (uint64_t)timeout_ms * 1000000u);
     if (!rc) {
         uint64_t start = emup_ring_place(r->cap, r->head, n);
         memcpy(r->base + start % r->cap, src, n);
-        r->head = start + n;
-        struct emup_write rq = {(uint32_t)s, (uint32_t)n, timeout_ms, 0, start};
+        /* The daemon delivers nothing after deadline_ns (answering
+         * ONI_ETIMEOUT), so a write that timed out here was not delivered,
+         * as in-process, and a retry does not duplicate it. The answer has
+         * REPLY_MARGIN_MS on its way back. */
+        uint64_t now = oni_now_ns();
+        struct emup_write rq = {(uint32_t)s, (uint32_t)n, timeout_ms, 0, start, now + (uint64_t)timeout_ms * 1000000u};
         struct emup_status_reply st;
-        r->write_pending = 1;
-        r->pending_seq = ch->seq + 1; /* the seq call() will use */
-        rc = call(c, ch, EMUP_WRITE, &rq, sizeof rq, &st, sizeof st, ms_add(timeout_ms, REPLY_MARGIN_MS));
-        if (rc != ONI_ETIMEOUT)
-            r->write_pending = 0;
+        uint32_t seq;
+        rc = request(c, ch, EMUP_WRITE, &rq, sizeof rq, rq.deadline_ns, &seq);
+        if (!rc) { /* sent: the daemon takes [start, start + n), whatever it answers */
+            r->head = start + n;
+            rc = await(c, ch, EMUP_WRITE, seq, &st, sizeof st, now + (uint64_t)ms_add(timeout_ms, REPLY_MARGIN_MS) * 1000000u);
+            if (rc == ONI_ETIMEOUT) {
+                r->write_pending = 1; /* until its answer comes, the daemon may be reading the ring */
+                r->pending_seq = seq;
+            }
+        }
         if (!rc)
             rc = (int)n;
     }
@@ -575,24 +625,6 @@ int emuc_gpu_release(struct emuc *c, int write, uint32_t id, uint32_t timeout_ms
     return rc;
 }
 
-/* A READ of ring r given up on here (it timed out) may still be answered,
- * with bytes that come before anything the daemon's DMA would take next:
- * wait for that answer first (up to timeout_ms; ch's lock held). */
-static int settle_read(struct emuc *c, struct chan *ch, struct ring *r, uint32_t timeout_ms)
-{
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
-    while (r->read_pending) {
-        struct emup_hdr h;
-        int n = receive(c, ch, deadline, &h);
-        if (n < 0)
-            return n;
-        if (!is_late(&h, ch->seq + 1, n)) /* nothing was sent after the pending READ yet */
-            return ONI_EBADFRAME;
-        late_answer(c, ch, ch->buf, (size_t)n);
-    }
-    return 0;
-}
-
 /* Bytes of the GPU read stream this side already holds (a late READ answer)
  * go first, copied here: the daemon's DMA takes the stream from its card,
  * after them. Returns the bytes moved or an error. */
@@ -636,7 +668,10 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
     int rc = 0;
     if (!d->write) {
         drop_stale(c, &c->ring[EMUP_RING_GPU]);
-        rc = settle_read(c, ch, &c->ring[EMUP_RING_GPU], timeout_ms);
+        /* A READ given up on here (it timed out) may still be answered, with
+         * bytes that come before anything the daemon's DMA would take next:
+         * that answer first. */
+        rc = settle(c, ch, &c->ring[EMUP_RING_GPU].read_pending, oni_now_ns() + (uint64_t)timeout_ms * 1000000u);
         int held = rc ? 0 : gpu_drain(&c->ring[EMUP_RING_GPU], d->buf, d->len);
         if (held < 0)
             rc = held;

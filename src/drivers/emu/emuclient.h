@@ -34,7 +34,8 @@ int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t
 /* As emu_card_read / emu_card_write, through the rings, except that a read
  * may return fewer than n bytes (at least 1) when it is served from bytes the
  * daemon sent ahead. A write larger than the stream's ring gives
- * ONI_EWRITESIZE. */
+ * ONI_EWRITESIZE; a write that gives ONI_ETIMEOUT was not delivered (the
+ * daemon refuses it after its deadline), as in-process. */
 int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms);
 int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms);
 

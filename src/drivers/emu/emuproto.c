@@ -1,6 +1,7 @@
 /* emuproto.c - message framing and checks of the emu daemon protocol
  * (emuproto.h, docs/daemon.md). Shared by the driver and tools/onix-emu. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -145,7 +146,20 @@ uint64_t emup_ring_place(uint64_t cap, uint64_t head, uint64_t len)
     return head - head % cap + cap;
 }
 
+/* poll's wait for a deadline still ahead of now: whole ms, rounded up, at most INT_MAX. */
+static int wait_ms(uint64_t deadline, uint64_t now)
+{
+    uint64_t ms = (deadline - now + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
 int emup_send(int sock, uint16_t type, uint32_t seq, const void *body, size_t len, int fd)
+{
+    return emup_send_until(sock, type, seq, body, len, fd, 0);
+}
+
+int emup_send_until(int sock, uint16_t type, uint32_t seq, const void *body, size_t len, int fd,
+                    uint64_t deadline)
 {
     struct emup_hdr h = {EMUP_MAGIC, EMUP_VERSION, type, seq, (uint32_t)len};
     struct iovec iov[2] = {{&h, sizeof h}, {(void *)body, len}};
@@ -166,11 +180,26 @@ int emup_send(int sock, uint16_t type, uint32_t seq, const void *body, size_t le
         c->cmsg_len = CMSG_LEN(sizeof(int));
         memcpy(CMSG_DATA(c), &fd, sizeof fd);
     }
-    ssize_t r;
-    do
-        r = sendmsg(sock, &mh, MSG_NOSIGNAL);
-    while (r < 0 && errno == EINTR);
-    return r == (ssize_t)(sizeof h + len) ? 0 : ONI_EDISCONNECTED;
+    /* With a deadline, never block in sendmsg: MSG_DONTWAIT, and poll for
+     * room until the deadline. On SOCK_SEQPACKET a message is queued whole
+     * or not at all (EAGAIN), so giving up leaves the stream of messages
+     * whole. A short count, which that rules out, would leave the peer
+     * reading part of a message: the connection is then unusable. */
+    for (;;) {
+        ssize_t r = sendmsg(sock, &mh, MSG_NOSIGNAL | (deadline ? MSG_DONTWAIT : 0));
+        if (r >= 0)
+            return r == (ssize_t)(sizeof h + len) ? 0 : ONI_EDISCONNECTED;
+        if (errno == EINTR)
+            continue;
+        if (!deadline || (errno != EAGAIN && errno != EWOULDBLOCK))
+            return ONI_EDISCONNECTED;
+        uint64_t now = oni_now_ns();
+        if (now >= deadline)
+            return ONI_ETIMEOUT;
+        struct pollfd p = {sock, POLLOUT, 0};
+        if (poll(&p, 1, wait_ms(deadline, now)) < 0 && errno != EINTR)
+            return ONI_EDISCONNECTED;
+    }
 }
 
 /* Keep the first passed descriptor in *fd (when wanted), close the rest. */
@@ -196,15 +225,15 @@ int emup_recv(int sock, uint8_t *buf, size_t cap, uint64_t deadline, int *fd)
     if (fd)
         *fd = -1;
     for (;;) {
-        int wait_ms = -1;
+        int wait = -1;
         if (deadline) {
             uint64_t now = oni_now_ns();
             if (now >= deadline)
                 return ONI_ETIMEOUT;
-            wait_ms = (int)((deadline - now + 999999) / 1000000);
+            wait = wait_ms(deadline, now);
         }
         struct pollfd p = {sock, POLLIN, 0};
-        int pr = poll(&p, 1, wait_ms);
+        int pr = poll(&p, 1, wait);
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr < 0)

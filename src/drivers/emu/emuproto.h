@@ -26,7 +26,7 @@
 #include "oniemu.h"
 
 #define EMUP_MAGIC 0x554D454Fu /* "OEMU" in memory on little-endian */
-#define EMUP_VERSION 4u /* 2: onigpu_stream_stats_t.bad_wframes; 3: the GPUW channel; 4: READ answers and CONFIG_WRITE carry the card's flush count */
+#define EMUP_VERSION 5u /* 2: onigpu_stream_stats_t.bad_wframes; 3: the GPUW channel; 4: READ answers and CONFIG_WRITE carry the card's flush count; 5: WRITE carries a deadline */
 #define EMUP_MAXMSG 1024 /* largest message, header included */
 #define EMUP_MAXSTR 512  /* largest string (spec, path) including its NUL */
 
@@ -94,13 +94,18 @@ struct emup_read {
     uint64_t tail;
 };
 
-/* The client has put len bytes of write frames at ring offset start. */
+/* The client has put len bytes of write frames at ring offset start.
+ * deadline_ns: CLOCK_MONOTONIC time (oni_now_ns) when the client stops
+ * waiting for the answer, less its margin for the answer's way back; a write
+ * that would reach the card after it delivers nothing and is answered
+ * ONI_ETIMEOUT (the client said so already), 0 = none. */
 struct emup_write {
     uint32_t stream; /* enum emu_stream: WRITE or GPU_WRITE */
     uint32_t len;
     uint32_t timeout_ms;
     uint32_t pad;
     uint64_t start;
+    uint64_t deadline_ns;
 };
 
 /* GPU memory of the client, reached by the daemon's DMA engine (CUDA IPC).
@@ -228,9 +233,18 @@ int emup_ring_ok(uint64_t cap, uint64_t tail, uint64_t head, uint64_t start, uin
  * the next lap when they would wrap. */
 uint64_t emup_ring_place(uint64_t cap, uint64_t head, uint64_t len);
 
-/* Send one message (header + body), and fd with SCM_RIGHTS when fd >= 0.
+/* Send one message (header + body), and fd with SCM_RIGHTS when fd >= 0,
+ * waiting for room in the socket as long as it takes (the daemon's answers).
  * Returns 0 or ONI_EDISCONNECTED (peer gone or socket error). */
 int emup_send(int sock, uint16_t type, uint32_t seq, const void *body, size_t len, int fd);
+
+/* emup_send waiting for room only until deadline (oni_now_ns() time; 0 =
+ * no deadline): a peer that stopped reading (SIGSTOP) leaves its socket
+ * full. A message goes whole or not at all (SOCK_SEQPACKET), so after
+ * ONI_ETIMEOUT nothing of it was sent and the connection is usable. Returns
+ * 0, ONI_ETIMEOUT or ONI_EDISCONNECTED. */
+int emup_send_until(int sock, uint16_t type, uint32_t seq, const void *body, size_t len, int fd,
+                    uint64_t deadline);
 
 /* Receive one message into buf (cap >= EMUP_MAXMSG), waiting until deadline
  * (oni_now_ns() time; 0 = no deadline). A passed descriptor is stored in
