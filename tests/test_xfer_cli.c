@@ -96,3 +96,29 @@ TEST(xfer_cli_runs_or_says_why_not)
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, out);
     CHECK_EQ(system(cmd), 0);
 }
+
+/* --agent-max: sizes above it are the copy engine's (src/emu/dma.c), so the
+ * agent path skips them and says so instead of timing them as the agent's
+ * (found by a review). Needs a GPU. */
+TEST(xfer_cli_agent_max_skips_larger_sizes)
+{
+    if (!have_cli())
+        SKIP("no onigpu binary: set ONIGPU_BIN to the build directory");
+    if (!gpu_available(NULL, 0))
+        SKIP("no GPU: the agent path needs one");
+    char out[64], dir[64], args[256], cmd[512];
+    snprintf(out, sizeof out, "/tmp/onigpu-xfer-agent-%d.txt", (int)getpid());
+    snprintf(dir, sizeof dir, "/tmp/onigpu-xfer-agent-%d", (int)getpid());
+    snprintf(args, sizeof args, "--sizes 4K:16K --total 64K --max-reps 20 --paths agent --agent-max 4K "
+             "--dir=read --link unlimited --out %s", dir);
+    CHECK_EQ(run(args, out), 0);
+    CHECK(file_has(out, "agent: sizes from 8192 on skipped"));
+    snprintf(cmd, sizeof cmd, "grep -q '^unlimited,card-to-gpu,agent,in-process,4096,' %s/transfer-unlimited-*[0-9].csv", dir);
+    CHECK_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "! grep -q ',agent,in-process,\\(8192\\|16384\\),' %s/transfer-unlimited-*[0-9].csv", dir);
+    CHECK_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "grep -q '\"agent_max_bytes\": 4096' %s/transfer-unlimited-*.json", dir);
+    CHECK_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, out);
+    CHECK_EQ(system(cmd), 0);
+}

@@ -52,7 +52,7 @@ struct bx {
     size_t ring_pos;
     struct bench_rec rec;
     struct bench_rec on_cpu;  /* per transfer: rec's time less what the thread spent off its CPU */
-    struct bench_rec start;   /* per transfer: when it started, ns after the first one */
+    struct bench_rec start;   /* per transfer: when its timed part started, ns after the first one's */
     struct bench_cpu_mark mark; /* the thread's CPU clock where the transfer being timed began */
     int via_daemon;           /* the card is the onix-emu daemon at o->daemon */
     /* per direction and path: stats at 4 KiB and at the largest size, for the targets table */
@@ -224,12 +224,14 @@ static uint64_t timing_start(struct bx *b)
     return bench_now_ns();
 }
 
-/* Time one transfer of n bytes on path p in direction dir: *ns, and *off of
- * it the calling thread spent kept off its CPU (bench_off_cpu_ns). */
-static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns, uint64_t *off)
+/* Time one transfer of n bytes on path p in direction dir: *ns, *off of it
+ * the calling thread spent kept off its CPU (bench_off_cpu_ns), and *at, the
+ * clock where the timed part began (after any untimed FIFO refill). */
+static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns, uint64_t *off, uint64_t *at)
 {
     int rc = 0;
     *ns = *off = 0;
+    *at = bench_now_ns(); /* until the timed part begins (an early failure) */
     uint64_t t0;
     if (p == XFER_RING || p == XFER_RING_THP) {
         if (b->ring_pos + n > RING_BYTES)
@@ -302,6 +304,7 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns, uint64_t *o
     struct bench_cpu_mark end;
     bench_cpu_mark(&end);
     *ns = t1 - t0;
+    *at = t0;
     *off = bench_off_cpu_ns(&b->mark, t0, t1, &end);
     return rc < 0 ? rc : 0;
 }
@@ -349,21 +352,26 @@ static int agent_on(struct bx *b)
 
 static const char *mode_name(const struct bx *b) { return b->via_daemon ? "daemon" : "in-process"; }
 
-/* Open the card and set the driver options of path p (once per path). */
+/* Open the card and set the driver options of path p (once per path). On
+ * failure it leaves nothing behind: the PIN undone, the card closed. */
 static int begin_path(struct bx *b, int p)
 {
-    int rc = 0;
+    int rc = 0, pinned = 0;
+    onigpu_buf_t buf = {b->dev, b->o->max_size};
     if (p == XFER_REFERENCE || p == XFER_ORIGINAL || p == XFER_RING || p == XFER_RING_THP)
         return 0;
     rc = open_card(b, 65536, 1, 0);
-    if (!rc && (p == XFER_PREPINNED || p == XFER_AGENT)) {
-        onigpu_buf_t buf = {b->dev, b->o->max_size};
-        rc = oni_set_driver_opt(b->ctx, ONI_DRV_PIN, &buf, sizeof buf);
-    }
+    if (!rc && (p == XFER_PREPINNED || p == XFER_AGENT))
+        pinned = !(rc = oni_set_driver_opt(b->ctx, ONI_DRV_PIN, &buf, sizeof buf));
     if (!rc && p == XFER_AGENT)
         rc = set_u32(b, ONI_DRV_DMA_AGENT, b->o->agent_max ? b->o->agent_max : ONIGPU_MAX_BLOCK);
     if (!rc && p == XFER_CHUNKED)
         rc = set_u32(b, ONI_DRV_CHUNK_SZ, b->o->chunk);
+    if (rc) {
+        if (pinned)
+            oni_set_driver_opt(b->ctx, ONI_DRV_UNPIN, &buf, sizeof buf);
+        close_card(b);
+    }
     return rc;
 }
 
@@ -417,6 +425,8 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
 {
     const struct xfer_opts *o = b->o;
     const char *dirname = dir == XFER_DIR_READ ? "card-to-gpu" : "gpu-to-card";
+    pts->n = 0; /* what the caller reads even when the path cannot start */
+    memset(fit, 0, sizeof *fit);
     int rc = begin_path(b, p);
     if (rc) {
         logf_(o, "  %s: cannot set up path (%lld): %d %s\n", xfer_path_name(p), 0, rc);
@@ -425,6 +435,15 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
     double sizes[64], med[64];
     size_t npts = 0;
     for (uint64_t n = o->min_size; n <= o->max_size && !rc; n *= 2) {
+        /* Above its limit the card moves a block with the copy engine, not the
+         * agent (src/emu/dma.c, agent_takes): those times are not the agent's. */
+        if (p == XFER_AGENT && o->agent_max && n > o->agent_max) {
+            if (o->log)
+                fprintf(o->log, "  agent: sizes from %llu on skipped: above --agent-max (%u), the card's copy engine moves them\n",
+                        (unsigned long long)n, o->agent_max),
+                    fflush(o->log);
+            break;
+        }
         rc = prepare(b, p, dir, (size_t)n);
         if (rc == ONI_EINVALREADSIZE) {
             logf_(o, "  %s: the test core's frames stop at 1 MiB; sizes from %lld on skipped (%d %s)\n",
@@ -438,18 +457,17 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         if (reps > o->max_reps)
             reps = o->max_reps;
         uint64_t warm = reps / 10 < 10 ? 10 : (reps / 10 > 200 ? 200 : reps / 10);
-        uint64_t ns, off, first = 0;
+        uint64_t ns, off, at, first = 0;
         for (uint64_t i = 0; i < warm && !rc; i++)
-            rc = one(b, p, dir, (size_t)n, &ns, &off);
+            rc = one(b, p, dir, (size_t)n, &ns, &off, &at);
         bench_rec_reset(&b->rec);
         bench_rec_reset(&b->on_cpu);
         bench_rec_reset(&b->start);
         for (uint64_t i = 0; i < reps && !rc; i++) {
-            uint64_t w0 = bench_now_ns();
+            rc = one(b, p, dir, (size_t)n, &ns, &off, &at);
             if (!i)
-                first = w0;
-            bench_rec_add(&b->start, w0 - first);
-            rc = one(b, p, dir, (size_t)n, &ns, &off);
+                first = at;
+            bench_rec_add(&b->start, at - first); /* where the timed part began, not the untimed refill */
             bench_rec_add(&b->rec, ns);
             bench_rec_add(&b->on_cpu, ns > off ? ns - off : 0);
         }
@@ -501,7 +519,6 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         oni_set_driver_opt(b->ctx, ONI_DRV_UNPIN, &buf, sizeof buf);
     }
     close_card(b);
-    memset(fit, 0, sizeof *fit);
     if (!rc && npts >= 2)
         bench_fit_model(sizes, med, npts, BENCH_FIT_RELATIVE, fit);
     return rc;
@@ -707,6 +724,8 @@ int bench_transfer_run(const struct xfer_opts *o)
     bench_report_meta_num(r, "chunk_bytes", o->chunk);
     bench_report_meta_num(r, "max_reps", (double)o->max_reps);
     bench_report_meta(r, "daemon", o->daemon ? o->daemon : "");
+    if (o->paths & (1u << XFER_AGENT)) /* 0: every size */
+        bench_report_meta_num(r, "agent_max_bytes", o->agent_max);
     int first_rc = 0;
     for (int dir = XFER_DIR_READ; dir <= XFER_DIR_WRITE; dir++) {
         if (!(o->dirs & dir))
@@ -717,6 +736,7 @@ int bench_transfer_run(const struct xfer_opts *o)
             "prepinned (daemon)", "chunked (daemon)",  "ring (daemon)",   "ring-thp (daemon)", "agent (daemon)"};
         struct series_pts pts[2][XFER_NPATHS];
         struct bench_series ser[2 * XFER_NPATHS];
+        memset(pts, 0, sizeof pts); /* a path that fails or is skipped has no points */
         size_t nser = 0;
         /* every path in this process; then the card's GPU paths through the daemon */
         for (int k = 0; k < 2 * XFER_NPATHS; k++) {
@@ -766,6 +786,9 @@ int bench_transfer_run(const struct xfer_opts *o)
     b.via_daemon = 0;
     targets(&b, r);
     bench_report_print(r, NULL, stdout);
+    if ((o->paths & (1u << XFER_AGENT)) && o->agent_max && o->agent_max < o->max_size)
+        printf("(agent: sizes above --agent-max = %u bytes not measured; the card moves them with its copy engine)\n",
+               o->agent_max);
     printf("\nfit t = l + s/b (per-size medians, relative weighting):\n");
     bench_report_print(r, "fit", stdout);
     printf("\nwhat pinning costs (ONI_DRV_PIN, ONI_DRV_UNPIN; onigpu_buf_t with the length):\n");
