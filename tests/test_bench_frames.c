@@ -1,10 +1,17 @@
 /* test_bench_frames.c - the frames/s benchmark (bench_frames_run) against the
  * built-in test driver: results are consistent, failures are per block size,
- * allocation counting is used only when it works. */
+ * allocation counting is used only when it works; phase 1's slices, on a
+ * made-up clock. */
 #include <errno.h>
 #include <stdatomic.h>
 #include "bench/bench.h"
 #include "unit.h"
+
+/* The slices are internal to bench_frames.c: its copy here (renamed, so the
+ * tests below still run the library's bench_frames_run) exposes them. */
+#define bench_frames_run bench_frames_run_copy_for_slices
+#include "bench/bench_frames.c"
+#undef bench_frames_run
 
 /* A counting malloc for this program (glibc; sanitizers own malloc there). */
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -113,4 +120,63 @@ TEST(frames_unknown_driver)
     REQUIRE(bench_frames_run(&o, res) == ONI_ESUCCESS);
     CHECK(res[0].rc < 0);
     CHECK(res[1].rc < 0);
+}
+
+/* Feed slices readings of 256 frames every `step` ns from t0 until `until`
+ * (as phase_throughput does: the last reading is the first at or past it),
+ * except none in [gap_from, gap_to): one reading at gap_to instead. */
+static void feed(struct slices *sl, uint64_t t0, uint64_t until, uint64_t step, uint64_t gap_from, uint64_t gap_to)
+{
+    slices_init(sl, t0, until);
+    uint64_t now = t0;
+    do {
+        now += step;
+        if (now > gap_from && now < gap_to)
+            now = gap_to;
+        slices_add(sl, 256, now);
+    } while (now < until);
+    slices_end(sl, now);
+}
+
+TEST(frames_ten_slices_on_a_fixed_grid)
+{
+    /* A reading every 3.3 us that does not divide a slice (0.1 s + 0.7 ns):
+     * with slice ends at "reading + slice length" they drifted and the
+     * tenth slice was never closed (9 slices). */
+    struct slices sl;
+    uint64_t t0 = 1000, step = 3301;
+    feed(&sl, t0, t0 + 1000000007u, step, 0, 0);
+    CHECK_EQ(sl.n, NSLICES);
+    double want = 256e9 / step;
+    for (size_t i = 0; i < sl.n; i++)
+        if (sl.rate[i] < want * 0.999 || sl.rate[i] > want * 1.001)
+            UNIT_FAIL("slice %zu: %llu frames/s, want %.0f", i, (unsigned long long)sl.rate[i], want);
+
+    /* Readings exactly on the grid points: slices of exactly 4 readings. */
+    feed(&sl, t0, t0 + 1000000000u, 25000000u, 0, 0);
+    CHECK_EQ(sl.n, NSLICES);
+    for (size_t i = 0; i < sl.n; i++)
+        CHECK_EQ(sl.rate[i], 256 * 4 * 10);
+}
+
+TEST(frames_slice_over_a_stall)
+{
+    /* No reading from 0.15 s to 0.42 s: slice 1 closes at 0.42 s over all of
+     * that time, slice 2 ends on the grid at 0.5 s, then 5 more: 8 slices,
+     * the slowest the one with the stall. */
+    struct slices sl;
+    uint64_t t0 = 0, ms = 1000000u;
+    feed(&sl, t0, 1000 * ms, 100000u, 150 * ms, 420 * ms);
+    CHECK_EQ(sl.n, 8);
+    CHECK(sl.rate[1] < sl.rate[0] / 2);
+    for (size_t i = 2; i < sl.n; i++)
+        CHECK(sl.rate[i] > sl.rate[1] * 2);
+
+    /* A stall past the phase's end: one slice for it, nothing after. */
+    feed(&sl, t0, 1000 * ms, 100000u, 550 * ms, 1200 * ms);
+    CHECK_EQ(sl.n, 6);
+
+    /* A phase shorter than NSLICES ns (slice length 0): one slice. */
+    feed(&sl, t0, 5, 100000u, 0, 0);
+    CHECK_EQ(sl.n, 1);
 }

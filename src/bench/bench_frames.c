@@ -45,17 +45,71 @@ static int open_ctx(const char *driver, uint32_t block, oni_ctx *out)
     return ONI_ESUCCESS;
 }
 
+/* Phase 1's slices: slice k (0 .. NSLICES - 1) is meant to span
+ * [t0 + k * len, t0 + (k + 1) * len), the last one up to the phase's end.
+ * The clock is read only now and then (every CLOCK_CHECK_EVERY frames), so a
+ * slice closes at the first reading at or past its end on that fixed grid
+ * (the error does not add up from slice to slice), and its rate is the
+ * frames read since the previous close over the time since then. A reading
+ * that passes several grid points (the thread lost its CPU for longer than a
+ * slice) closes one slice over all of that time. The last slice is closed
+ * when the phase ends: every frame of the phase is in exactly one slice. */
+struct slices {
+    uint64_t t0, len;   /* the grid */
+    uint64_t end;       /* where the open slice ends */
+    uint64_t start;     /* the reading where the open slice began */
+    uint64_t frames;    /* frames read in the open slice */
+    uint64_t rate[NSLICES]; /* frames per second of each closed slice, truncated */
+    size_t n;           /* slices closed */
+};
+
+static void slices_init(struct slices *s, uint64_t t0, uint64_t until_ns)
+{
+    s->t0 = s->start = t0;
+    s->len = (until_ns - t0) / NSLICES;
+    s->end = t0 + s->len;
+    s->frames = 0;
+    s->n = 0;
+}
+
+/* Close the open slice at `now` (> its start) and open the next one. */
+static void slices_close(struct slices *s, uint64_t now)
+{
+    s->rate[s->n++] = s->frames * 1000000000u / (now - s->start);
+    s->frames = 0;
+    s->start = now;
+}
+
+/* `frames` more were read; `now` is the clock read after them. All but the
+ * last slice close here; slices_end closes the last. */
+static void slices_add(struct slices *s, uint64_t frames, uint64_t now)
+{
+    s->frames += frames;
+    if (now < s->end || s->n >= NSLICES - 1 || now <= s->start)
+        return;
+    slices_close(s, now);
+    /* the open slice ends at the first grid point after now; from grid
+     * point NSLICES on (the phase's end) it is the last one */
+    uint64_t k = s->len ? (now - s->t0) / s->len + 1 : NSLICES;
+    s->end = k < NSLICES && s->n < NSLICES - 1 ? s->t0 + k * s->len : UINT64_MAX;
+}
+
+/* The phase ended at `now`: close the last slice. */
+static void slices_end(struct slices *s, uint64_t now)
+{
+    if (s->frames && now > s->start && s->n < NSLICES)
+        slices_close(s, now);
+}
+
 /* Read and release frames from t0 until `until_ns`; counts into r. The
  * span is cut in NSLICES slices whose rates are kept too: on a shared
  * machine the median slice shows the rate when nothing else ran. */
 static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
                             struct bench_frames_result *r)
 {
-    uint64_t frames = 0, bytes = 0, sbytes = 0;
-    uint64_t slice_ns = (until_ns - t0) / NSLICES, slice_end = t0 + slice_ns, slice_frames = 0;
-    uint64_t slice_start = t0, now;
-    uint64_t rate[NSLICES]; /* frames per second of each slice, truncated */
-    size_t nrate = 0;
+    uint64_t frames = 0, bytes = 0, sbytes = 0, now;
+    struct slices sl;
+    slices_init(&sl, t0, until_ns);
     do {
         for (int i = 0; i < CLOCK_CHECK_EVERY; i++) {
             oni_frame_t *f;
@@ -67,20 +121,17 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
             oni_destroy_frame(f);
         }
         frames += CLOCK_CHECK_EVERY;
-        slice_frames += CLOCK_CHECK_EVERY;
         now = bench_now_ns();
-        if (now >= slice_end && nrate < NSLICES && now > slice_start) {
-            rate[nrate++] = slice_frames * 1000000000u / (now - slice_start);
-            slice_frames = 0;
-            slice_start = now;
-            slice_end = now + slice_ns;
-        }
+        slices_add(&sl, CLOCK_CHECK_EVERY, now);
     } while (now < until_ns);
+    slices_end(&sl, now);
     r->frames = frames;
     r->bytes = bytes;
     r->stream_bytes = sbytes;
     /* Insertion sort in place: this runs before the allocation count is
      * read, so it must not allocate (bench_stats_compute would). */
+    uint64_t *rate = sl.rate;
+    size_t nrate = sl.n;
     for (size_t i = 1; i < nrate; i++)
         for (size_t j = i; j > 0 && rate[j - 1] > rate[j]; j--) {
             uint64_t t = rate[j];
