@@ -19,7 +19,8 @@
 #     minus -Werror, and says so in the JSON;
 #  2. builds tools/framerate.c (it includes only oni.h) twice: against
 #     upstream's library and against onigpu's (from --build, default
-#     `build`; configured and built there when missing);
+#     `build`: configured there when missing, and always brought up to date
+#     with this tree by `cmake --build DIR --target oni onidriver_test`);
 #  3. runs both on the test driver: upstream loads libonidriver_test.so from a
 #     folder holding only that file (onigpu's liboni.so.1 has the same
 #     soname, so it must not be on the search path), onigpu uses the same
@@ -101,11 +102,17 @@ fi
 [[ -n $UP_COMMIT ]] || UP_COMMIT=$(git -C "$UP" rev-parse --short HEAD 2>/dev/null || echo unknown)
 UP_VERSION=$(awk '/#define ONI_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' "$UP/oni.h")
 
-# 2. onigpu's library and driver
-if [[ ! -f $BUILD/liboni.so.1 || ! -f $BUILD/libonidriver_test.so ]]; then
-    cmake -S "$REPO" -B "$BUILD" >/dev/null
-    cmake --build "$BUILD" -j "$(nproc)" --target oni onidriver_test >/dev/null
-fi
+# 2. onigpu's library and driver, always built from this tree (a no-op when up
+# to date): a stale build would be measured and credited to this commit, and a
+# stale test driver would give upstream a different driver.
+[[ -f $BUILD/CMakeCache.txt ]] || cmake -S "$REPO" -B "$BUILD" >"$TMP/on-build.log" 2>&1 ||
+    { cat "$TMP/on-build.log" >&2; echo "bench-upstream: configuring $BUILD failed" >&2; exit 1; }
+ON_SRC=$(awk -F= '/^CMAKE_HOME_DIRECTORY:/ {print $2}' "$BUILD/CMakeCache.txt")
+[[ $(readlink -f "$ON_SRC") == $(readlink -f "$REPO") ]] ||
+    { echo "bench-upstream: $BUILD is a build of $ON_SRC, not of this tree ($REPO)" >&2; exit 2; }
+cmake --build "$BUILD" -j "$(nproc)" --target oni onidriver_test >>"$TMP/on-build.log" 2>&1 ||
+    { cat "$TMP/on-build.log" >&2; echo "bench-upstream: building onigpu's liboni and test driver failed" >&2; exit 1; }
+ON_BUILD="cmake --build ${BUILD#$REPO/} --target oni onidriver_test, run by this script on this tree"
 ON_LIB=$BUILD
 ON_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ {print $2}' "$ON_LIB/CMakeCache.txt" 2>/dev/null || true)
 ON_TYPE=${ON_TYPE:-RelWithDebInfo (CMakeLists.txt default)}
@@ -205,6 +212,7 @@ json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
         echo "  \"git_commit\": \"$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"onigpu_build_type\": \"$ON_TYPE\","
         echo "  \"uncommitted_changes_in_library\": $([[ -n $(git -C "$REPO" status --porcelain -- src/oni src/drivers/test include tools/framerate.c 2>/dev/null) ]] && echo true || echo false),"
     fi
+    echo "  \"onigpu_build\": \"$(json_str "$ON_BUILD")\", \"onigpu_built_from_current_tree\": true,"
     echo "  \"upstream_commit\": \"$UP_COMMIT\", \"upstream_version\": \"$UP_VERSION\", \"upstream_build\": \"$(json_str "$UP_BUILD")\","
     echo "  \"compiler\": \"$(json_str "$("$CC" --version | head -1)")\", \"driver\": \"test (devices with read_size % 4 != 0${MAXPAY:+ or > $MAXPAY} disabled in both)\","
     echo "  \"second_thread\": $([[ -n $FR_OPT ]] && echo true || echo false),"
