@@ -46,7 +46,7 @@ static int run(int argc, char **argv)
                "  --dir D         read (card->GPU), write (GPU->card) or both (default)\n"
                "  --link LIST     emu link presets, one result set each (default gen2x4,unlimited)\n"
                "  --chunk BYTES   chunk size of the chunked path (default 1M)\n"
-               "  --agent-max BYTES  the agent path's ONI_DRV_DMA_AGENT limit (default: every size)\n"
+               "  --agent-max BYTES  the agent path's ONI_DRV_DMA_AGENT limit (default: every size; larger sizes skipped)\n"
                "  --daemon SOCK   also run the staged, direct, prepinned and chunked paths through\n"
                "                  the onix-emu daemon listening on SOCK (onix-emu --socket SOCK)\n"
                "  --out DIR       result directory (default docs/results)\n");
