@@ -210,7 +210,7 @@ json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
         echo "  \"uncommitted_changes_in_library\": null,"
     else
         echo "  \"git_commit\": \"$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"onigpu_build_type\": \"$ON_TYPE\","
-        echo "  \"uncommitted_changes_in_library\": $([[ -n $(git -C "$REPO" status --porcelain -- src/oni src/drivers/test include tools/framerate.c 2>/dev/null) ]] && echo true || echo false),"
+        echo "  \"uncommitted_changes_in_library\": $([[ -n $(git -C "$REPO" status --porcelain -- src/oni src/drivers src/emu src/gpu include tools/framerate.c 2>/dev/null) ]] && echo true || echo false),"
     fi
     echo "  \"onigpu_build\": \"$(json_str "$ON_BUILD")\", \"onigpu_built_from_current_tree\": true,"
     echo "  \"upstream_commit\": \"$UP_COMMIT\", \"upstream_version\": \"$UP_VERSION\", \"upstream_build\": \"$(json_str "$UP_BUILD")\","
