@@ -179,6 +179,14 @@ TEST(malformed_packets)
     memset(sig, 0x11, 300);
     sig[300] = 0;
     CHECK_RC(init_with(sig, 301), ONI_ECOBSPACK);
+    /* Before a good table (the tail of a packet cut before the reset): skipped. */
+    oni_device_t one[1] = {{1, 10, 1, 8, 0}};
+    len = 0;
+    sig[len++] = 0x09;
+    sig[len++] = 0x20;
+    sig[len++] = 0x00;
+    len += fx_devtable(sig + len, sizeof sig - len, one, 1);
+    CHECK_RC(init_with(sig, len), 0);
 }
 
 TEST(nullsig_and_stale_packets_skipped)

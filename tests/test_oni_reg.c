@@ -201,3 +201,26 @@ TEST(answer_split_across_a_timeout_stays_in_step)
     CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), 0);
     oni_destroy_ctx(ctx);
 }
+
+/* A packet cut by a timeout, then a RESET: the driver empties its signal
+ * stream, and the kept bytes must not be glued to the DEVICETABLEACK (the
+ * reset, and the next access, failed). With a driver that does not empty
+ * it, the packet's tail reads as a malformed packet before the ACK and is
+ * skipped. */
+TEST(reset_after_a_cut_packet)
+{
+    oni_ctx ctx = open_ctx(50);
+    REQUIRE(ctx);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT), 0);
+    uint8_t pkt[16];
+    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt);
+    REQUIRE(n == 6);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, 2) == 0); /* its first 2 bytes */
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
+    uint32_t v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), 0);
+    oni_destroy_ctx(ctx);
+}

@@ -329,7 +329,7 @@ static int agent_run(struct emu_dma *d, uint8_t *dst, const struct seg *sg, int 
                      int host_reader, uint32_t timeout_ms)
 {
     uint64_t end = deadline_ns(timeout_ms), ticket = 0;
-    int rc = 0;
+    int rc = 0, posted = 0;
     for (int i = 0; i < k && !rc; i++) {
         int last = i == k - 1;
         rc = emu_agent_post(d->agent, dst + sg[i].off, sg[i].src, sg[i].n, last ? done : NULL, seq, host_reader,
@@ -338,14 +338,16 @@ static int agent_run(struct emu_dma *d, uint8_t *dst, const struct seg *sg, int 
             agent_fail(d, rc);
             return 1; /* nothing posted: the copy engine takes this one */
         }
+        posted += !rc;
     }
     if (!rc)
         rc = emu_agent_wait(d->agent, ticket, end);
     if (rc) {
         agent_fail(d, rc); /* halts it: a copy it had taken lands first */
         /* Late, but done (its record written too): the transfer happened, and
-         * failing it would deliver its bytes again. */
-        if (ticket && emu_agent_done(d->agent, ticket))
+         * failing it would deliver its bytes again. Only if every piece was
+         * posted: the last one's ticket then covers them all. */
+        if (posted == k && ticket && emu_agent_done(d->agent, ticket))
             rc = 0;
     }
     return rc;

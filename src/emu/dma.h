@@ -53,8 +53,8 @@ int emu_dma_read(struct emu_dma *dma, void *dst, size_t n, int dst_gpu, uint32_t
  * read stream holds n bytes; they stay in the card. For a transfer moved in
  * pieces (chunked staging): once they are all there, no piece waits for data,
  * so none can time out after earlier ones left the card. 0 (also at once
- * for n larger than the FIFO, which can never hold it whole), ONI_ETIMEOUT,
- * ONI_EINVALARG (n = 0). */
+ * for n above emu_card_read_max, which the FIFO can never hold whole),
+ * ONI_ETIMEOUT, ONI_EINVALARG (n = 0). */
 int emu_dma_wait_data(struct emu_dma *dma, size_t n, uint32_t timeout_ms);
 
 /* Buffer -> card: n bytes of write frames from src (src_gpu: device memory)

@@ -162,7 +162,10 @@ void loop_cardsink_free(struct loop_cardsink *c)
         return;
     if (c->pinned) {
         onigpu_buf_t b = {c->stage, c->block};
-        oni_set_driver_opt(c->ctx, ONI_DRV_UNPIN, &b, sizeof b);
+        if (oni_set_driver_opt(c->ctx, ONI_DRV_UNPIN, &b, sizeof b)) {
+            c->stage = NULL; /* still pinned (a job may still read it): leaked, not freed */
+            return;
+        }
     }
     free(c->stage);
     c->stage = NULL;

@@ -63,20 +63,34 @@ static int cmp_idx(const void *a, const void *b)
 
 /* Reset: write ONI_CONFIG_RESET, then expect DEVICETABLEACK (u32 count) and
  * one DEVICEINST per device. Packets before the ACK are stale answers and
- * skipped; after it only DEVICEINST and NULLSIG may come. */
+ * skipped, malformed ones too (ONI_ECOBSPACK if no ACK comes); after it
+ * only DEVICEINST and NULLSIG may come. */
 int oni_read_devtable(struct oni_ctx_impl *ctx, oni_device_t **devs, size_t *ndev)
 {
     uint64_t deadline = oni_deadline(ctx);
     uint8_t pkt[4 + ONI_SIGMAXPAYLOAD];
     uint32_t type, count;
     size_t n;
+    /* A packet cut short before goes with the reset: a driver that empties
+     * its signal stream then sends no rest of it, and one that does not
+     * sends a tail that reads as a malformed packet, skipped below. */
+    ctx->sig.len = 0;
+    ctx->sig.overlong = 0;
     int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESET, 1);
     if (rc < 0)
         return rc;
-    do {
-        if ((rc = read_packet(ctx, deadline, &type, pkt, &n)) < 0)
-            return rc;
-    } while (type != ONI_SIG_DEVICETABLEACK);
+    int bad = 0; /* a malformed packet before the ACK: stale, but the cause if no ACK comes */
+    for (;;) {
+        rc = read_packet(ctx, deadline, &type, pkt, &n);
+        if (rc == ONI_ECOBSPACK) {
+            bad = 1;
+            continue;
+        }
+        if (rc < 0)
+            return bad && rc == ONI_ETIMEOUT ? ONI_ECOBSPACK : rc;
+        if (type == ONI_SIG_DEVICETABLEACK)
+            break;
+    }
     ctx->reg_owed = 0; /* whatever was owed came before the ACK, or never comes */
     if (n != 4)
         return ONI_EBADDEVTABLE;

@@ -492,9 +492,11 @@ static int settle_copies(struct gpustream *g, uint32_t timeout_ms)
 static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32_t chunk, uint32_t timeout_ms)
 {
     pthread_mutex_lock(&g->stage_lock);
-    int rc = need_staging(g, chunk);
-    if (!rc && g->copy_unsettled) /* they may still read or write the slots */
-        rc = settle_copies(g, timeout_ms);
+    /* Copies a timed-out run left queued may still read or write the slots:
+     * settled before the slots are reused, or freed for a larger chunk. */
+    int rc = g->copy_unsettled ? settle_copies(g, timeout_ms) : 0;
+    if (!rc)
+        rc = need_staging(g, chunk);
     /* A read waits for the whole block first: a chunk that timed out after
      * earlier chunks left the card would lose them. (Through the daemon the
      * chunks are host reads of its ring, which cannot wait so.) */
