@@ -102,7 +102,7 @@ TEST(gpu_source_error_every_backend)
         REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
         struct failing f = {0};
         loop_memsrc_source(&src, &f.inner);
-        struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
+        struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0, 0};
         struct loop_config c = mac4k_config(b);
         c.src = (struct loop_source){&f, fail_read, f.inner.read_async ? fail_read_async : NULL,
                                      f.inner.pin ? fail_pin : NULL, f.inner.unpin ? fail_unpin : NULL, NULL};
@@ -177,7 +177,7 @@ TEST(gpu_lost_block_every_backend)
         REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
         struct losing l = {0};
         loop_memsrc_source(&src, &l.inner);
-        struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
+        struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0, 0};
         struct loop_config c = mac4k_config(b);
         c.src = (struct loop_source){&l, lose_read, l.inner.read_async ? lose_read_async : NULL, NULL, NULL, NULL};
         c.timeout_ms = 200;

@@ -29,18 +29,21 @@ struct mac_sink {
     size_t in_bytes;
     float *in, *ref;
     uint64_t blocks, bad;
+    uint64_t badlen; /* results whose length was not out_bytes (== in_bytes) */
 };
 
 static int mac_sink_write(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t timeout_ms)
 {
     struct mac_sink *m = ctx;
     m->blocks++;
+    /* counted here, checked by the test's thread: a short result must not pass */
+    m->badlen += len != m->in_bytes;
     if (!m->check)
         return 0;
     loop_fill_floats(NULL, seq, m->in, m->in_bytes);
     loop_mac_cpu(m->in, m->ref, m->in_bytes / 4, m->iters, m->passes, 0.1f);
     const float *o = out;
-    for (size_t i = 0; i < len / 4; i++)
+    for (size_t i = 0; i < len / 4 && i < m->in_bytes / 4; i++)
         m->bad += !(fabsf(o[i] - m->ref[i]) <= 1e-6f * fabsf(m->ref[i]));
     return 0;
 }
@@ -49,7 +52,7 @@ static int mac_sink_write(void *ctx, uint64_t seq, const void *out, size_t len, 
 static void check_mac(int b, size_t in_bytes, uint32_t depth, uint32_t inflight, uint64_t blocks)
 {
     struct loop_memsrc src;
-    struct mac_sink ms = {1, 3, 2, in_bytes, malloc(in_bytes), malloc(in_bytes), 0, 0};
+    struct mac_sink ms = {1, 3, 2, in_bytes, malloc(in_bytes), malloc(in_bytes), 0, 0, 0};
     REQUIRE(ms.in && ms.ref);
     REQUIRE(loop_memsrc_init(&src, in_bytes, 0, 0, loop_fill_floats, NULL) == 0);
     struct loop_config c = {0};
@@ -76,8 +79,12 @@ static void check_mac(int b, size_t in_bytes, uint32_t depth, uint32_t inflight,
     CHECK_EQ(st.blocks, blocks);
     CHECK_EQ(ms.blocks, blocks);
     CHECK_EQ(ms.bad, 0);
+    CHECK_EQ(ms.badlen, 0);
     CHECK_EQ(st.src_dropped, 0);
+    /* record_cap = blocks (a bounded run), so every block has its record */
+    CHECK_EQ(st.nrecords, blocks);
     const struct loop_record *r = loop_records(lp);
+    REQUIRE(r);
     uint64_t zero = 0;
     for (uint64_t i = 0; i < st.nrecords; i++)
         zero += r[i].t_total_ns == 0 || r[i].t_total_ns < r[i].t_out_ns;
@@ -207,7 +214,7 @@ static void check_stop(int b)
     int threads_before = nthreads();
     struct loop_memsrc src;
     REQUIRE(loop_memsrc_init(&src, 4096, 0, 0, loop_fill_floats, NULL) == 0);
-    struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0};
+    struct mac_sink ms = {1, 3, 1, 4096, malloc(4096), malloc(4096), 0, 0, 0};
     struct loop_config c = mac4k_config(b);
     loop_memsrc_source(&src, &c.src);
     c.sink = (struct loop_sink){&ms, mac_sink_write};
@@ -242,7 +249,7 @@ static void check_overload(int b, uint32_t passes)
 {
     struct loop_memsrc src;
     REQUIRE(loop_memsrc_init(&src, 16384, 10000.0, 4, loop_fill_floats, NULL) == 0);
-    struct mac_sink ms = {0, 400, passes, 16384, malloc(16384), malloc(16384), 0, 0};
+    struct mac_sink ms = {0, 400, passes, 16384, malloc(16384), malloc(16384), 0, 0, 0};
     struct loop_config c = {0};
     c.backend = b;
     c.work = LOOP_WORK_MAC;

@@ -311,6 +311,8 @@ struct restarts {
     oni_ctx ctx;
     atomic_int stop;
     atomic_long frames; /* read so far: the restarts begin once the reader is going */
+    long restarts;      /* RUNNING = 1 calls that returned 0 */
+    int first_err;      /* rc of the first refused restart, 0 if none */
 };
 
 static void *restart_loop(void *arg)
@@ -319,9 +321,14 @@ static void *restart_loop(void *arg)
     double until = now_s() + 10;
     while (atomic_load(&r->frames) < 1000 && !atomic_load(&r->stop) && now_s() < until)
         sched_yield();
-    for (int i = 0; i < 100000 && !atomic_load(&r->stop); i++)
-        if (set_u32(r->ctx, ONI_OPT_RUNNING, 1))
+    for (int i = 0; i < 100000 && !atomic_load(&r->stop); i++) {
+        int rc = set_u32(r->ctx, ONI_OPT_RUNNING, 1);
+        if (rc) {
+            r->first_err = rc;
             break;
+        }
+        r->restarts++;
+    }
     atomic_store(&r->stop, 1);
     return NULL;
 }
@@ -331,10 +338,11 @@ TEST(restart_while_reading_keeps_frames_whole)
     oni_ctx ctx = open_test(1000);
     REQUIRE(ctx);
     CHECK_RC(set_u32(ctx, ONI_OPT_RUNNING, 1), 0);
-    struct restarts r = {ctx, 0, 0};
+    struct restarts r = {ctx, 0, 0, 0, 0};
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, restart_loop, &r) == 0);
     long good = 0, torn = 0, wrong = 0;
+    int read_err = 0; /* a read error other than EBADFRAME ends the run: a failure */
     while (!atomic_load(&r.stop)) {
         oni_frame_t *f = NULL;
         int rc = oni_read_frame(ctx, &f);
@@ -342,8 +350,10 @@ TEST(restart_while_reading_keeps_frames_whole)
             torn++;
             continue;
         }
-        if (rc < 0)
+        if (rc < 0) {
+            read_err = rc;
             break;
+        }
         uint64_t next = 0; /* order is not checked: each restart drops frames */
         if (onitest_check_frame(f, &next) < 0)
             wrong++;
@@ -354,8 +364,11 @@ TEST(restart_while_reading_keeps_frames_whole)
     }
     atomic_store(&r.stop, 1);
     pthread_join(th, NULL);
-    fprintf(stderr, "  %ld frames whole, %ld torn, %ld wrong\n", good, torn, wrong);
+    fprintf(stderr, "  %ld frames whole, %ld torn, %ld wrong, %ld restarts\n", good, torn, wrong, r.restarts);
+    CHECK_RC(r.first_err, 0);
+    CHECK_RC(read_err, 0);
     CHECK(good >= 1000);
+    CHECK(r.restarts >= 1000); /* the reader really ran under many restarts */
     CHECK_EQ(torn, 0);
     CHECK_EQ(wrong, 0);
     oni_destroy_ctx(ctx);
