@@ -256,10 +256,45 @@ TEST(plot_loglog_lines_land_where_data_is)
     /* Far from any data (bottom right of the plot area) nothing of a series. */
     CHECK_RC(bench_plot_pixel(&p, 3e5, 20, &px, &py), ONI_ESUCCESS);
     CHECK(!near_color(&img, px, py, 3, c0) && !near_color(&img, px, py, 3, c1));
-    /* Log axes span whole decades: 1 and 1e7 are the ends of the y axis. */
+    /* Log axes span whole decades: the data's ends (x 1 .. 1e6, y 10 .. 1e7)
+     * are the corners of the plot area, where its frame is drawn. */
     CHECK_RC(bench_plot_pixel(&p, 1, 10, &px, &py), ONI_ESUCCESS);
     CHECK_RC(bench_plot_pixel(&p, 1e6, 1e7, &qx, &qy), ONI_ESUCCESS);
     CHECK(px < qx && py > qy);
+    int ink[4] = {0}, nx = qx - px + 1, ny = py - qy + 1;
+    for (int xx = px; xx <= qx; xx++) {
+        ink[0] += pixel(&img, xx, py) == 0x202020; /* bottom edge */
+        ink[1] += pixel(&img, xx, qy) == 0x202020; /* top edge */
+    }
+    for (int yy = qy; yy <= py; yy++) {
+        ink[2] += pixel(&img, px, yy) == 0x202020; /* left edge */
+        ink[3] += pixel(&img, qx, yy) == 0x202020; /* right edge */
+    }
+    CHECK(ink[0] > nx * 9 / 10 && ink[1] > nx * 9 / 10);
+    CHECK(ink[2] > ny * 9 / 10 && ink[3] > ny * 9 / 10);
+    /* Major ticks (6 px below the frame) on the powers of 10, minor ones
+     * (3 px) on 2..9 times them. */
+    for (int d = 0; d <= 6; d++) {
+        int tx, ty;
+        CHECK_RC(bench_plot_pixel(&p, pow(10, d), 10, &tx, &ty), ONI_ESUCCESS);
+        CHECK_EQ(ty, py);
+        CHECK_EQ(pixel(&img, tx, py + 5), 0x202020);
+        if (d < 6) {
+            CHECK_RC(bench_plot_pixel(&p, 2 * pow(10, d), 10, &tx, &ty), ONI_ESUCCESS);
+            CHECK_EQ(pixel(&img, tx, py + 2), 0x202020);
+            CHECK(pixel(&img, tx, py + 5) != 0x202020);
+        }
+    }
+    /* Data within the decades (x 3 .. 5e5, y 20 .. 3e6) gets the same axes:
+     * they are rounded out to whole decades, not fitted to the data. */
+    double x3[2] = {3, 5e5}, y3[2] = {20, 3e6};
+    struct bench_series s3 = {"inner", x3, y3, 2, BENCH_POINTS};
+    struct bench_plot p3 = {"t", "x", "y", 1, 1, &s3, 1};
+    int rx, ry;
+    CHECK_RC(bench_plot_pixel(&p3, 1, 10, &rx, &ry), ONI_ESUCCESS);
+    CHECK(rx == px && ry == py);
+    CHECK_RC(bench_plot_pixel(&p3, 1e6, 1e7, &rx, &ry), ONI_ESUCCESS);
+    CHECK(rx == qx && ry == qy);
     /* The title is drawn: dark pixels in the top band, centred. */
     int dark = 0;
     for (int yy = 0; yy < 40; yy++)
