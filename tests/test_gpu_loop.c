@@ -200,6 +200,9 @@ TEST(gpu_lost_block_every_backend)
             UNIT_FAIL("%s: loop_destroy blocked", loop_backend_name(b));
         REQUIRE(atomic_load(&d.done)); /* else the thread holds the device: nothing more can run */
         pthread_join(th, NULL);
+        /* direct, graph, flag and persistent read asynchronously: they meet the lost block */
+        int async = b == LOOP_GPU_DIRECT || b == LOOP_GPU_GRAPH || b == LOOP_GPU_FLAG || b == LOOP_GPU_PERSISTENT;
+        CHECK_EQ(l.lost, async);
         CHECK(l.lost ? run == ONI_ETIMEOUT : run == 0); /* backends that read synchronously lose nothing */
         loop_memsrc_free(&src);
         free(ms.in);
