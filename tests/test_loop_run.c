@@ -216,6 +216,23 @@ TEST(advise_rejects_bad_arguments)
     CHECK(strstr(out, "unknown link preset 'nosuch'") != NULL);
     CHECK(strstr(out, "usage: onigpu roofline") != NULL);
     CHECK_EQ(ONIGPU("roofline", "--out"), 2);
+    /* a workload file's numbers get the options' limits (found by a review:
+     * ai 1e9 gave a prediction of 3e9 us, 1e300 bytes became 0 B) */
+    char path[] = "/tmp/onigpu-advise-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    static const char *rows[] = {"{\"results\": [{\"block_bytes\": 12672, \"ai\": 1e9}]}",
+                                 "{\"results\": [{\"block_bytes\": 1e300, \"ai\": 1}]}"};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(path, "w");
+        REQUIRE(f);
+        fputs(rows[i], f);
+        fclose(f);
+        CHECK_EQ(ONIGPU("advise", "--workload", path), 2);
+        CHECK(strstr(out, i ? "block of 1e+300 bytes" : "ai 1e+09 out of range") != NULL);
+    }
+    close(fd);
+    unlink(path);
 }
 
 /* A result set records the command as typed (found by a review: run,

@@ -264,6 +264,8 @@ int roofline_run(const char *out_dir, const char *link, int argc, char **argv, F
             fprintf(log, "  card link: the emulated card could not be opened\n");
     }
     bench_report_print(rep, "points", stdout);
+    if (rc) /* the rows measured are kept; the files say the run did not finish */
+        bench_report_meta(rep, "error", oni_error_str(rc));
     int rc2 = bench_report_close(rep);
     return rc ? rc : rc2;
 }

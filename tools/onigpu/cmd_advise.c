@@ -89,21 +89,33 @@ static int read_workload(const char *path, long row, struct advise_opts *o)
     char d[32], c[32];
     double bytes = NAN, ai = NAN, x, frames = 0, per = 0;
     if (field(p, n, "block_bytes", d, sizeof d, &bytes) == 2) {
-        o->data = o->compute = (uint64_t)bytes;
+        /* the block's bytes, as the row says */
     } else if (field(p, n, "bytes", d, sizeof d, &bytes) == 2 && field(p, n, "frames", d, sizeof d, &frames) == 2 &&
                field(p, n, "block_frames", d, sizeof d, &per) == 2 && frames >= per && per > 0) {
-        o->data = o->compute = (uint64_t)llround(bytes / (frames / per)); /* a run result without block_bytes */
+        bytes = bytes / (frames / per); /* a run result without block_bytes */
     } else if (field(p, n, "data", d, sizeof d, &x) == 1 && field(p, n, "compute", c, sizeof c, &x) == 1) {
         if (cli_parse_size(d, &o->data) || cli_parse_size(c, &o->compute)) {
             fprintf(stderr, "onigpu advise: %s row %ld: sizes '%s' / '%s' not understood\n", path, row, d, c);
             goto out;
         }
+        bytes = NAN; /* the sizes came as strings (a "bytes" field seen above does not count) */
     } else {
         fprintf(stderr, "onigpu advise: %s row %ld: no block size (block_bytes, or data and compute)\n", path, row);
         goto out;
     }
+    if (!isnan(bytes)) { /* a number from the file: in range before it becomes an integer */
+        if (!(bytes >= 4 && bytes <= (double)(1ull << 30))) {
+            fprintf(stderr, "onigpu advise: %s row %ld: block of %g bytes (4 B .. 1 GiB)\n", path, row, bytes);
+            goto out;
+        }
+        o->data = o->compute = (uint64_t)llround(bytes);
+    }
     /* NAN when the row has none (a run result of an older onigpu): --ai must say. */
     o->ai = field(p, n, "ai", d, sizeof d, &ai) == 2 && ai > 0 ? ai : NAN;
+    if (o->ai > 1e4) { /* the limits of --ai; also inf */
+        fprintf(stderr, "onigpu advise: %s row %ld: ai %g out of range (0 .. 10^4)\n", path, row, o->ai);
+        goto out;
+    }
     rc = 0;
 out:
     free(buf);
