@@ -880,6 +880,15 @@ TEST(daemon_reset_drops_read_ahead)
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }
 
+/* The first device of table t (n entries) that takes write frames, or NULL. */
+static const oni_device_t *first_writable(const oni_device_t *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].write_size)
+            return &t[i];
+    return NULL;
+}
+
 /* Write frames through the daemon's write ring reach the device: its count of
  * accepted write frames (register 8, common to every device) moves with them. */
 TEST(daemon_write_frames)
@@ -892,10 +901,7 @@ TEST(daemon_write_frames)
     size_t n = 0;
     oni_device_t *t = device_table(ctx, &n);
     REQUIRE(t);
-    const oni_device_t *w = NULL;
-    for (size_t i = 0; i < n && !w; i++)
-        if (t[i].write_size)
-            w = &t[i];
+    const oni_device_t *w = first_writable(t, n);
     REQUIRE(w);
     oni_reg_val_t before = 0, after = 0;
     CHECK_RC(oni_read_reg(ctx, w->idx, 8, &before), 0);
@@ -1247,10 +1253,7 @@ TEST(daemon_timed_out_write_not_delivered_later)
     size_t n = 0;
     oni_device_t *t = device_table(ctx, &n);
     REQUIRE(t);
-    const oni_device_t *w = NULL;
-    for (size_t i = 0; i < n && !w; i++)
-        if (t[i].write_size)
-            w = &t[i];
+    const oni_device_t *w = first_writable(t, n);
     REQUIRE(w);
     oni_reg_val_t before = 0, after = 0;
     CHECK_RC(oni_read_reg(ctx, w->idx, 8, &before), 0);

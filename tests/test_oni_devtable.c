@@ -214,17 +214,26 @@ TEST(nullsig_and_stale_packets_skipped)
     oni_destroy_ctx(ctx);
 }
 
+/* Reset ctx, the scripted driver answering with table devs: what
+ * ONI_OPT_RESET said (1: the table could not be handed to the driver). */
+static int reset_to(oni_ctx ctx, const oni_device_t *devs, uint32_t n)
+{
+    uint8_t sig[600];
+    size_t len = fx_devtable(sig, sizeof sig, devs, n);
+    if (oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len))
+        return 1;
+    uint32_t v = 1;
+    return oni_set_opt(ctx, ONI_OPT_RESET, &v, 4);
+}
+
 TEST(reset_reads_new_table_and_keeps_old_on_failure)
 {
     oni_ctx ctx = fx_open(two, 2, 1);
     REQUIRE(ctx);
     oni_device_t three[3] = {{1, 10, 1, 100, 0}, {2, 10, 1, 4, 8}, {9, 10, 1, 0, 0}};
-    uint8_t sig[600];
-    size_t len = fx_devtable(sig, sizeof sig, three, 3);
-    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len) == 0);
-    uint32_t v = 1;
+    uint32_t v;
     size_t n = 4;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    CHECK_RC(reset_to(ctx, three, 3), 0);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &v, &n), 0);
     CHECK_EQ(v, 3);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_MAXREADFRAMESIZE, &v, &n), 0);
@@ -235,27 +244,18 @@ TEST(reset_reads_new_table_and_keeps_old_on_failure)
     /* A default follows a table of smaller frames; a size the user chose
      * stays while it fits. */
     oni_device_t small[1] = {{1, 10, 1, 8, 0}};
-    len = fx_devtable(sig, sizeof sig, small, 1);
-    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len) == 0);
-    v = 1;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    CHECK_RC(reset_to(ctx, small, 1), 0);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
     CHECK_EQ(v, 24);
     v = 400;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
-    len = fx_devtable(sig, sizeof sig, three, 3);
-    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len) == 0);
-    v = 1;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    CHECK_RC(reset_to(ctx, three, 3), 0);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
     CHECK_EQ(v, 400);
 
     /* A reset that fails leaves the table as it was. */
     oni_device_t rep[2] = {{4, 10, 1, 4, 0}, {4, 10, 1, 4, 0}};
-    len = fx_devtable(sig, sizeof sig, rep, 2);
-    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DEVTABLE, sig, len) == 0);
-    v = 1;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), ONI_EDEVIDXREPEAT);
+    CHECK_RC(reset_to(ctx, rep, 2), ONI_EDEVIDXREPEAT);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &v, &n), 0);
     CHECK_EQ(v, 3);
     oni_destroy_ctx(ctx);

@@ -182,20 +182,31 @@ TEST(answer_after_a_bad_packet_is_not_taken_by_the_next_access)
     oni_destroy_ctx(ctx);
 }
 
+/* A context whose write access timed out with only the first 2 of the 6
+ * bytes of its WACK read (pkt gets the packet): the driver answers nothing
+ * by itself and says ONI_ETIMEOUT when drained. NULL if that set-up failed. */
+static oni_ctx cut_answer(uint8_t pkt[6])
+{
+    oni_ctx ctx = open_ctx(50);
+    if (!ctx)
+        return NULL;
+    if (fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL) || fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT) ||
+        oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, 6) != 6 ||
+        oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, 2) || oni_write_reg(ctx, 0x0102, 3, 7) != ONI_ETIMEOUT) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
 /* An answer whose bytes arrive on both sides of a timeout: the part read
  * before it is kept, so the next access decodes the whole packet (it took
  * the tail for a malformed packet of its own). */
 TEST(answer_split_across_a_timeout_stays_in_step)
 {
-    oni_ctx ctx = open_ctx(50);
+    uint8_t pkt[6];
+    oni_ctx ctx = cut_answer(pkt);
     REQUIRE(ctx);
-    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0);
-    CHECK_RC(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT), 0); /* the driver says ETIMEOUT when drained */
-    uint8_t pkt[16];
-    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt);
-    REQUIRE(n == 6);
-    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, 2) == 0); /* its first 2 bytes */
-    CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
     REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt + 2, 4) == 0); /* the rest */
     CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
     CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), 0);
@@ -209,15 +220,9 @@ TEST(answer_split_across_a_timeout_stays_in_step)
  * skipped. */
 TEST(reset_after_a_cut_packet)
 {
-    oni_ctx ctx = open_ctx(50);
+    uint8_t pkt[6];
+    oni_ctx ctx = cut_answer(pkt);
     REQUIRE(ctx);
-    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0);
-    CHECK_RC(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_TIMEOUT), 0);
-    uint8_t pkt[16];
-    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt);
-    REQUIRE(n == 6);
-    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, 2) == 0); /* its first 2 bytes */
-    CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
     uint32_t v = 1;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
     CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
