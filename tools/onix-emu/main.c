@@ -521,6 +521,7 @@ static int do_read(struct conn *c, const struct emup_msg *m)
     int ahead = !s->fast && rq->stream == EMU_STREAM_DATA;
     uint64_t start, room = ring_room(s, r, ahead ? UINT64_MAX : rq->want, &start);
     uint64_t n = room < rq->want ? room : rq->want; /* the least this read waits for */
+    uint64_t most = ahead ? room : n;                  /* and the most it takes */
     if (!n)
         return reply_status(c, m, ONI_EBUSY, 0);
     uint8_t *dst = s->shm + s->ring[r].offset + start % s->ring[r].cap;
@@ -536,14 +537,13 @@ static int do_read(struct conn *c, const struct emup_msg *m)
         if (dma)
             rc = (rc = emu_dma_read(dma, dst, (size_t)n, 0, slice ? slice : 1)) ? rc : (int)n;
         else
-            rc = emu_card_read_some(s->card, (enum emu_stream)rq->stream, dst, (size_t)n,
-                                    (size_t)(ahead ? room : n), slice);
+            rc = emu_card_read_some(s->card, (enum emu_stream)rq->stream, dst, (size_t)n, (size_t)most, slice);
         if (rc != ONI_ETIMEOUT || !left || closing(s) || hung_up(c))
             break;
     }
     if (rc < 0)
         return reply_status(c, m, rc, 0);
-    if ((uint64_t)rc > (ahead ? room : n))
+    if ((uint64_t)rc > most)
         return reply_status(c, m, ONI_EREADFAILURE, 0);
     s->head[r] = start + (uint64_t)rc;
     struct emup_read_reply rr = {0, (uint32_t)rc, start, 0, 0};
