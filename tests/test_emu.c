@@ -1109,3 +1109,43 @@ TEST(emu_np1_truth_in_ap_band)
     free(ap), free(times), free(tr);
     emu_card_destroy(c);
 }
+
+/* A rate written during acquisition takes effect at once: the next frame
+ * comes within one new period, not when the old period ends (4 s for the
+ * test core here, 1 s for the heartbeat; up to 1000 s in general). */
+TEST(emu_rate_change_takes_effect_at_once)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1,"
+                                   "testcore:bytes=4096:rate=1k,loadtest:hz=1000");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t hb = find_id(t, n, ONIX_HEARTBEAT), core = find_id(t, n, ONIX_ONIGPU_TESTCORE);
+    start(c);
+    static struct frame f;
+    REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0); /* generation is under way */
+    CHECK_EQ(reg_set(c, hb, EMU_REG_RATE_HZ, 1000), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, core, EMU_REG_DEVICE, 4096), ONI_SIG_CONFIGWACK); /* 1000 frames/s */
+    emu_card_lock(c);
+    uint64_t now = emu_card_now(c);
+    pthread_mutex_unlock(&c->lock);
+    uint64_t first_hb = 0, first_core = 0, prev = f.time;
+    int disorder = 0;
+    for (int i = 0; i < 100000 && (!first_hb || !first_core); i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        disorder += f.time < prev;
+        prev = f.time;
+        if (f.time <= now)
+            continue; /* generated before the writes */
+        if (f.dev == hb && !first_hb)
+            first_hb = f.time;
+        if (f.dev == core && !first_core)
+            first_core = f.time;
+    }
+    CHECK_EQ(disorder, 0);
+    CHECK(first_hb && first_core);
+    if (first_hb - now > 250000 || first_core - now > 250000)
+        UNIT_FAIL("first frames at the new rate %llu and %llu ticks after the write, want <= 250000",
+                  (unsigned long long)(first_hb - now), (unsigned long long)(first_core - now));
+    emu_card_destroy(c);
+}

@@ -23,6 +23,16 @@
 #define IDLE_WAIT_NS 50000000ull
 #define SPIN_MAX_NS 1000000ull /* wake=spin: longest stretch polled with the lock free */
 
+/* A rate changed during acquisition takes effect at once: the next frame is
+ * due within one new period of now, not when the old period ends (which may
+ * be up to 1000 s away). Never before now, so the stream stays in time order. */
+static void pull_in(struct emu_dev *d)
+{
+    uint64_t soon = emu_card_now(d->card) + d->per_q;
+    if (d->next_due > soon)
+        d->next_due = soon;
+}
+
 int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz)
 {
     const uint64_t num = EMU_ACQ_HZ * 1000;
@@ -32,6 +42,8 @@ int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz)
     d->per_q = rate_mhz ? num / rate_mhz : 0;
     d->per_r = rate_mhz ? num % rate_mhz : 0;
     d->rem = 0;
+    if (rate_mhz && d->card->running)
+        pull_in(d);
     return 0;
 }
 
