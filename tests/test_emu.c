@@ -1149,3 +1149,32 @@ TEST(emu_rate_change_takes_effect_at_once)
                   (unsigned long long)(first_hb - now), (unsigned long long)(first_core - now));
     emu_card_destroy(c);
 }
+
+/* Acquisition stopped: a write frame still reaches the stimulator, but no
+ * echo goes into the read stream (it was flushed unread at the next start). */
+TEST(emu_no_echo_while_stopped)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=stim,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t stim = find_id(t, n, ONIX_ONIGPU_STIM), v = 0, w = 41;
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, stim, &w, 1), 12);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 41);
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    CHECK_EQ(st.fifo_bytes[0], 0);
+    uint64_t gen = 1;
+    CHECK_RC(emu_card_dev_counts(c, stim, &gen, NULL, NULL), 0);
+    CHECK_EQ(gen, 0);
+    start(c);
+    w = 42;
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, stim, &w, 1), 12);
+    static struct frame f;
+    REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+    CHECK_EQ(f.dev, stim);
+    memcpy(&v, f.data, 4);
+    CHECK_EQ(v, 42);
+    emu_card_destroy(c);
+}

@@ -74,7 +74,7 @@ static void put_frame(struct emu_card *c, struct emu_dev *d, uint64_t t)
 
 void emu_dev_emit(struct emu_dev *d, uint64_t time)
 {
-    if (d->enable && d->desc.read_size)
+    if (d->enable && d->desc.read_size && d->card->running) /* stopped: no frames, as in the periodic case */
         put_frame(d->card, d, time);
 }
 

@@ -2,7 +2,8 @@
  * Takes write frames of any whole number of 32-bit words; the first word is
  * the tag (e.g. a sequence number or a stimulus pattern). Each write frame is
  * stamped with the acquisition clock when it arrives (after the PCIe link)
- * and, while ECHO is 1, answered by a read frame in the normal read stream:
+ * and, while ECHO is 1 and acquisition runs, answered by a read frame in the
+ * normal read stream:
  * [u32 tag][u32 words received][u64 receipt time], whose header time is the
  * receipt time too, so the host measures its closed loop end to end.
  * Registers: 0x10 ECHO (rw, default 1), 0x11 LAST_TAG, 0x12/0x13 LAST_TIME
