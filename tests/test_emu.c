@@ -23,6 +23,7 @@ TEST(emu_spec_errors)
         "devices=testcore:rate=1", /* under a frame in 1000 s: refused after init allocated (no leak: ASan) */
         "devices=testcore:bytes=8:rate=147573952589676416", /* x1000/8 wrapped past 2^64 to a small rate */
         "seed=18446744073709551616", "seed=0x10",
+        "devices=:np2", /* strtok_r skipped the empty name: the card got an np2 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct emu_card *c = (struct emu_card *)1;
@@ -32,6 +33,12 @@ TEST(emu_spec_errors)
         if (!err[0])
             UNIT_FAIL("no message for spec \"%s\"", bad[i]);
     }
+    /* a repeated argument is named as such (the message was "np2 has no argument 'units'") */
+    char err[200] = "";
+    struct emu_card *dup = NULL;
+    CHECK_RC(emu_card_create("devices=np2:units=1:units=2", &dup, err, sizeof err), ONI_EINVALARG);
+    if (!strstr(err, "given twice"))
+        UNIT_FAIL("repeated argument: \"%s\"", err);
     CHECK_RC(emu_card_create(NULL, NULL, NULL, 0), ONI_EINVALARG);
     struct emu_card *c = NULL;
     CHECK_RC(emu_card_create(NULL, &c, NULL, 0), 0); /* defaults */

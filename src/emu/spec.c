@@ -100,6 +100,14 @@ int emu_arg_u64(struct emu_args *a, const char *key, uint64_t def, uint64_t lo, 
     return 0;
 }
 
+static int has_key(const struct emu_args *a, const char *kv, size_t len)
+{
+    for (int i = 0; i < a->n; i++)
+        if (strlen(a->kv[i].key) == len && !memcmp(a->kv[i].key, kv, len))
+            return 1;
+    return 0;
+}
+
 /* Split "name:k=v:k=v" into name and args. */
 static int split_device(char *tok, char **name, struct emu_args *a, char *err, size_t cap)
 {
@@ -110,9 +118,9 @@ static int split_device(char *tok, char **name, struct emu_args *a, char *err, s
         return ONI_EINVALARG;
     }
     char *save = NULL;
-    *name = strtok_r(tok, ":", &save);
+    *name = tok[0] == ':' ? NULL : strtok_r(tok, ":", &save); /* strtok_r would skip the ':' */
     if (!*name || !**name) {
-        snprintf(err, cap, "empty device name");
+        snprintf(err, cap, "empty device name in '%s'", tok);
         return ONI_EINVALARG;
     }
     for (char *kv; (kv = strtok_r(NULL, ":", &save));) {
@@ -120,6 +128,10 @@ static int split_device(char *tok, char **name, struct emu_args *a, char *err, s
         if (!eq || eq == kv || a->n == EMU_MAX_ARGS || (size_t)(eq - kv) >= sizeof a->kv[0].key ||
             strlen(eq + 1) >= sizeof a->kv[0].val) {
             snprintf(err, cap, "bad argument '%s' of device %s", kv, *name);
+            return ONI_EINVALARG;
+        }
+        if (has_key(a, kv, (size_t)(eq - kv))) {
+            snprintf(err, cap, "argument '%s' of device %s given twice", kv, *name);
             return ONI_EINVALARG;
         }
         memcpy(a->kv[a->n].key, kv, (size_t)(eq - kv));
