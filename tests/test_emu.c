@@ -24,6 +24,7 @@ TEST(emu_spec_errors)
         "devices=testcore:bytes=8:rate=147573952589676416", /* x1000/8 wrapped past 2^64 to a small rate */
         "seed=18446744073709551616", "seed=0x10",
         "devices=:np2", /* strtok_r skipped the empty name: the card got an np2 */
+        "devices=heartbeat:hz=0.6", "devices=np2:units=2.5", /* no whole number: were rounded to 1 and 3 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct emu_card *c = (struct emu_card *)1;
@@ -40,6 +41,9 @@ TEST(emu_spec_errors)
     if (!strstr(err, "given twice"))
         UNIT_FAIL("repeated argument: \"%s\"", err);
     CHECK_RC(emu_card_create(NULL, NULL, NULL, 0), ONI_EINVALARG);
+    struct emu_card *frac = card_open("devices=heartbeat:hz=1.1k;ddr=0.5G"); /* whole after the suffix */
+    CHECK(frac != NULL);
+    emu_card_destroy(frac);
     struct emu_card *c = NULL;
     CHECK_RC(emu_card_create(NULL, &c, NULL, 0), 0); /* defaults */
     REQUIRE(c);

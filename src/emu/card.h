@@ -96,7 +96,8 @@ struct emu_dev {
  * ONI_EINVALARG if one frame per acquisition tick would be exceeded. */
 int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz);
 /* Emit one read frame of d now (event devices, e.g. the stimulator's echo);
- * the caller holds the card lock. Counted as generated or dropped. */
+ * the caller holds the card lock. Counted as generated or dropped; nothing
+ * is emitted while acquisition is stopped. */
 void emu_dev_emit(struct emu_dev *d, uint64_t time);
 
 /* Threads asleep on one condition of the card lock (a reader waiting for

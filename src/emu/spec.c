@@ -6,6 +6,7 @@
  * none); "hub=N" overrides. A MEMUSAGE device is always present on hub 0. */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,12 @@ int emu_parse_u64(const char *s, int si, uint64_t *out)
     v *= (double)m;
     if (!(v < 18446744073709551615.0)) /* also NaN */
         return ONI_EINVALARG;
-    *out = (uint64_t)(v + 0.5);
+    /* "1.5k" is 1500; "0.6" is no whole number, refused rather than rounded
+     * (the tolerance covers the decimal fraction's binary error, "1.1k"). */
+    double r = floor(v + 0.5);
+    if (fabs(v - r) > (v > 1e6 ? v * 1e-12 : 1e-6))
+        return ONI_EINVALARG;
+    *out = (uint64_t)r;
     return 0;
 }
 
