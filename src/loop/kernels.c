@@ -201,8 +201,10 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
             for (uint32_t c = 0; c < nchan; c++)
                 row[c] = row[c] - m;
         }
-        for (uint32_t c = 0; c < nchan; c++) {
-            for (uint32_t f = 0; f < nf; f++) {
+        /* Frame by frame, so spikes are listed by frame, then channel (each
+         * channel's state is its own: the order changes nothing else). */
+        for (uint32_t f = 0; f < nf; f++) {
+            for (uint32_t c = 0; c < nchan; c++) {
                 uint64_t idx = st->nsamples + f;
                 float ax = fabsf(buf[f][c]);
                 if (idx < st->calib) {
