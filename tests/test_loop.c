@@ -123,6 +123,13 @@ TEST(bad_config_and_source_errors)
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     hand.lay = (struct loop_ephys_layout){384, 512, 16}; /* samples past the frame's end */
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    /* more frames than a block's frame count holds (uint32): the host
+     * blocks' rounded size wrapped to 0 and the cpu backend cleared 2^64 bytes */
+    hand.lay = (struct loop_ephys_layout){1, 8, 0};
+    bad.in_bytes = SIZE_MAX - 7;
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
+    bad.in_bytes = ((size_t)UINT32_MAX + 1) * 8;
+    CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     bad = c;
     bad.backend = LOOP_NBACKENDS;
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);

@@ -341,7 +341,8 @@ static int check_config(const struct loop_config *c)
             return ONI_EINVALARG;
     } else if (c->work == LOOP_WORK_EPHYS) {
         /* the state may come from elsewhere than loop_ephys_init: its layout again */
-        if (!c->ephys || !loop_ephys_layout_ok(&c->ephys->lay) || c->in_bytes % c->ephys->lay.stride)
+        if (!c->ephys || !loop_ephys_layout_ok(&c->ephys->lay) || c->in_bytes % c->ephys->lay.stride ||
+            c->in_bytes / c->ephys->lay.stride > UINT32_MAX) /* frames per block are counted in 32 bits */
             return ONI_EINVALARG;
     } else {
         return ONI_EINVALARG;
