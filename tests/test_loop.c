@@ -146,6 +146,25 @@ TEST(bad_config_and_source_errors)
     loop_destroy(NULL);
 }
 
+/* The in-memory source's rate: NaN, infinite or absurd rates are refused
+ * (they were taken, and the first read counted 2^63 dropped blocks). */
+TEST(memsrc_rejects_bad_rates)
+{
+    struct loop_memsrc m;
+    const double bad[] = {NAN, INFINITY, -1.0, 1e300, 1e-300};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_RC(loop_memsrc_init(&m, 64, bad[i], 4, loop_fill_floats, NULL), ONI_EINVALARG);
+    CHECK_RC(loop_memsrc_init(&m, 64, 0, 0, loop_fill_floats, NULL), ONI_ESUCCESS);
+    CHECK_RC(loop_memsrc_init(&m, 64, LOOP_MEMSRC_MAX_RATE, 4, loop_fill_floats, NULL), ONI_ESUCCESS);
+    struct loop_source src;
+    float buf[16];
+    loop_memsrc_source(&m, &src);
+    for (int i = 0; i < 3; i++)
+        CHECK_RC(src.read(src.ctx, buf, sizeof buf, 100), ONI_ESUCCESS);
+    CHECK(src.dropped(src.ctx) < 1000000000ull); /* at most a second's worth */
+    loop_memsrc_free(&m);
+}
+
 /* The emulated card's source: a block read given to the card's DMA engine
  * (READ_ASYNC) is waited for as long as that job may still run (the
  * context's timeout), whatever the loop's own timeout, so that a buffer the

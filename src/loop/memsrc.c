@@ -7,7 +7,10 @@
 
 int loop_memsrc_init(struct loop_memsrc *m, size_t len, double rate, uint32_t fifo_blocks, loop_fill_fn fill, void *arg)
 {
-    if (!m || !len || !fill || rate < 0 || (rate > 0 && fifo_blocks == 0))
+    /* NaN and infinite rates, or rates so extreme that the pacing's block
+     * counts leave 64 bits, would count garbage drops. */
+    int rate_ok = rate == 0 || (rate >= LOOP_MEMSRC_MIN_RATE && rate <= LOOP_MEMSRC_MAX_RATE);
+    if (!m || !len || !fill || !rate_ok || (rate > 0 && fifo_blocks == 0))
         return ONI_EINVALARG;
     memset(m, 0, sizeof *m);
     m->len = len;

@@ -36,7 +36,11 @@ struct loop_memsrc {
     uint32_t next_staging;
 };
 
-/* Set up m (rate 0 = unpaced; fifo_blocks >= 1). ONI_EINVALARG for len 0 or no fill. */
+#define LOOP_MEMSRC_MIN_RATE 1e-3
+#define LOOP_MEMSRC_MAX_RATE 1e9
+
+/* Set up m (rate 0 = unpaced, else LOOP_MEMSRC_MIN_RATE .. MAX_RATE; fifo_blocks
+ * >= 1). ONI_EINVALARG for len 0, no fill, or another rate. */
 int loop_memsrc_init(struct loop_memsrc *m, size_t len, double rate, uint32_t fifo_blocks, loop_fill_fn fill, void *arg);
 /* The engine's view of m (read_async only in CUDA builds with a GPU). */
 void loop_memsrc_source(struct loop_memsrc *m, struct loop_source *src);
