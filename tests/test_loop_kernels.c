@@ -118,6 +118,24 @@ TEST(init_rejects_bad_parameters)
     lay = (struct loop_ephys_layout){384, 784, 16};
     p.hi_hz = 16000; /* above Nyquist */
     CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    /* windows whose samples do not fit the state's 32-bit counts, and NaN or
+     * infinite parameters (taken before: a 2e5 s calibration became 1705032704
+     * samples, 56840 s; a NaN refractory period 0 samples) */
+    const double huge_s = 2e5;
+    double *fields[] = {&p.calib_s, &p.refractory_s, &p.k, &p.fs_hz, &p.lo_hz};
+    const double bad[] = {huge_s, NAN, INFINITY};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            if (f >= 2 && bad[i] == huge_s)
+                continue; /* a large k or rate is no overflow */
+            loop_ephys_defaults(&p);
+            *fields[f] = bad[i];
+            if (loop_ephys_init(st, &p, &lay) != ONI_EINVALARG) {
+                fprintf(stderr, "  field %zu = %g taken (calib %u, refractory %u samples)\n", f, bad[i], st->calib,
+                        st->refractory);
+                CHECK(0);
+            }
+        }
     free(st);
 }
 

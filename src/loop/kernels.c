@@ -91,12 +91,19 @@ int loop_ephys_layout_ok(const struct loop_ephys_layout *lay)
            lay->stride >= (uint64_t)lay->offset + 2u * lay->nchan && !(lay->offset & 1);
 }
 
+/* A window of s seconds counts its samples in 32 bits (false for NaN too). */
+static int samples_ok(double s, double fs)
+{
+    return s >= 0 && s * fs <= (double)UINT32_MAX;
+}
+
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay)
 {
     if (!st || !p || !loop_ephys_layout_ok(lay))
         return ONI_EINVALARG;
-    if (!(p->fs_hz > 0) || !(p->lo_hz > 0) || !(p->hi_hz > p->lo_hz) || !(p->hi_hz < p->fs_hz / 2) || !(p->k > 0) ||
-        p->refractory_s < 0 || p->calib_s < 0)
+    if (!(p->fs_hz > 0) || !isfinite(p->fs_hz) || !(p->lo_hz > 0) || !(p->hi_hz > p->lo_hz) ||
+        !(p->hi_hz < p->fs_hz / 2) || !(p->k > 0) || !isfinite(p->k) || !samples_ok(p->refractory_s, p->fs_hz) ||
+        !samples_ok(p->calib_s, p->fs_hz))
         return ONI_EINVALARG;
     memset(st, 0, sizeof *st);
     st->lay = *lay;

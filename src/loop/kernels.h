@@ -89,7 +89,8 @@ struct loop_ephys_out {
  * channels, 16-bit samples at an even offset, all inside each frame. */
 int loop_ephys_layout_ok(const struct loop_ephys_layout *lay);
 /* Fill st from params and layout (zeroed state, designed filters).
- * ONI_EINVALARG for nchan 0 or > LOOP_EPHYS_MAXCHAN, a stride too small, or bad band edges. */
+ * ONI_EINVALARG for nchan 0 or > LOOP_EPHYS_MAXCHAN, a stride too small, bad band edges, a
+ * NaN or infinite parameter, or a refractory or calibration window over 2^32 - 1 samples. */
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay);
 /* Default parameters (300-6000 Hz at 30 kHz, k = 5, 1 ms refractory, 0.2 s calibration). */
 void loop_ephys_defaults(struct loop_ephys_params *p);
