@@ -33,6 +33,9 @@ TEST(run_rejects_bad_arguments)
     /* another device's frames on the probe's stream would be misread as the probe's */
     CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,stim,heartbeat:hz=100:route=1", "--seconds", "1"), 1);
     CHECK(strstr(out, "routed to the GPU stream too") != NULL);
+    /* a card whose clock follows the reads: it ran, exit 0, with latencies of seconds */
+    CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,stim;mode=fast", "--backend", "cpu", "--seconds", "1"), 2);
+    CHECK(strstr(out, "mode=realtime") != NULL);
 }
 
 /* Frames the card dropped while the loop ran make the verdict "NO", and the

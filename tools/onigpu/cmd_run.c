@@ -288,6 +288,17 @@ static oni_ctx open_card(const struct opts *o, const char *truth)
     return ctx;
 }
 
+/* 1 when the card runs in fast mode: its acquisition clock then follows the
+ * reads, not wall time, so neither the latency (acquisition clock) nor the
+ * keeping-up verdict (frames per wall second) would mean anything. A driver
+ * that cannot say is taken as realtime. */
+static int card_is_fast(oni_ctx ctx)
+{
+    uint32_t fast = 0;
+    size_t sz = sizeof fast;
+    return oni_get_driver_opt(ctx, ONI_DRV_EMU_MODE, &fast, &sz) == 0 && fast;
+}
+
 /* Data waiting in the card's GPU-stream FIFO (the probe's route), in ms of
  * acquisition: what the loop owes the card. */
 static double backlog_ms(const onigpu_stream_stats_t *ss, size_t stride, double fs_hz)
@@ -374,6 +385,12 @@ static int run(int argc, char **argv)
     uint32_t np2_read = 0, one = 1;
     if (rc || !(r->ctx = open_card(&o, truth)))
         goto done;
+    if (card_is_fast(r->ctx)) {
+        fprintf(stderr, "onigpu run: the card's mode=fast has no real-time clock to close the loop against "
+                        "(latency and keeping up need mode=realtime)\n");
+        exit_code = 2;
+        goto done;
+    }
     uint32_t hz = 0;
     rc = find_devices(r, &np2_read);
     if (!rc)
