@@ -146,6 +146,63 @@ TEST(bad_config_and_source_errors)
     loop_destroy(NULL);
 }
 
+/* A source whose unpin is refused (ONI_ETIMEOUT: a DMA job may still write
+ * the block) keeps the block: the cpu backend leaks it, as the GPU backends
+ * and the card sink do, rather than free memory a job may write. The test
+ * plays that job's owner and frees the block itself afterwards: had the loop
+ * freed it too, glibc would abort on the double free. */
+struct stuck_src {
+    void *kept;
+    int pins, unpins;
+};
+
+static int stuck_read(void *ctx, void *buf, size_t len, uint32_t t)
+{
+    memset(buf, 0, len);
+    return 0;
+}
+
+static int stuck_pin(void *ctx, void *buf, size_t len)
+{
+    ((struct stuck_src *)ctx)->pins++;
+    return 0;
+}
+
+static int stuck_unpin(void *ctx, void *buf, size_t len)
+{
+    struct stuck_src *s = ctx;
+    if (s->unpins++)
+        return 0;
+    s->kept = buf; /* the first block's job never finished */
+    return ONI_ETIMEOUT;
+}
+
+TEST(cpu_keeps_a_block_whose_unpin_is_refused)
+{
+    struct stuck_src ss = {NULL, 0, 0};
+    struct loop_config c = {0};
+    c.backend = LOOP_CPU;
+    c.work = LOOP_WORK_MAC;
+    c.in_bytes = c.out_bytes = 512;
+    c.depth = 2;
+    c.blocks = 10;
+    c.timeout_ms = 1000;
+    c.mac_iters = 1;
+    c.mac_passes = 1;
+    c.src = (struct loop_source){&ss, stuck_read, NULL, stuck_pin, stuck_unpin, NULL};
+    c.sink.write = null_write;
+    struct loop *lp = NULL;
+    CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+    REQUIRE(lp);
+    CHECK_RC(loop_run(lp), ONI_ESUCCESS);
+    loop_destroy(lp);
+    CHECK_EQ(ss.pins, 2);
+    CHECK_EQ(ss.unpins, 2);
+    REQUIRE(ss.kept);
+    memset(ss.kept, 0x55, 512); /* the late job's write */
+    free(ss.kept);
+}
+
 /* The in-memory source's rate: NaN, infinite or absurd rates are refused
  * (they were taken, and the first read counted 2^63 dropped blocks). */
 TEST(memsrc_rejects_bad_rates)

@@ -315,8 +315,10 @@ static int cpu_init(struct loop *lp)
 static void cpu_fini(struct loop *lp)
 {
     for (uint32_t i = 0; i < lp->cfg.depth; i++) {
-        if (lp->hin_pinned[i] && lp->cfg.src.unpin)
-            lp->cfg.src.unpin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes);
+        /* A block whose unpin the source refuses (a DMA job may still write
+         * it) is leaked, not freed. */
+        if (lp->hin_pinned[i] && lp->cfg.src.unpin && lp->cfg.src.unpin(lp->cfg.src.ctx, lp->hin[i], lp->cfg.in_bytes))
+            lp->hin[i] = NULL;
         lp->hin_pinned[i] = 0;
         free(lp->hin[i]);
         free(lp->out[i]);
