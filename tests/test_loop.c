@@ -142,6 +142,9 @@ TEST(bad_config_and_source_errors)
     struct loop_stats st;
     loop_get_stats(lp, &st);
     CHECK(st.blocks <= 5);
+    loop_get_stats(lp, NULL); /* nowhere to write: nothing written (it wrote through NULL) */
+    loop_get_stats(NULL, &st);
+    CHECK_EQ(st.blocks, 0);
     loop_destroy(lp);
     loop_destroy(NULL);
 }

@@ -461,6 +461,8 @@ int loop_error(const struct loop *lp)
 
 void loop_get_stats(const struct loop *lp, struct loop_stats *st)
 {
+    if (!st)
+        return;
     memset(st, 0, sizeof *st);
     if (!lp)
         return;

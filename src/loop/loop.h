@@ -125,7 +125,8 @@ int loop_run(struct loop *lp);
 void loop_stop(struct loop *lp);
 /* The first error of a running or finished loop (0: none so far). Thread-safe. */
 int loop_error(const struct loop *lp);
-/* Counters and timing records (valid during and after loop_run). */
+/* Counters and timing records (valid during and after loop_run). loop_get_stats
+ * writes zeros for a NULL lp and nothing for a NULL st. */
 void loop_get_stats(const struct loop *lp, struct loop_stats *st);
 const struct loop_record *loop_records(const struct loop *lp);
 /* Final EPHYS state (filters, thresholds) after loop_run; NULL for MAC. */
