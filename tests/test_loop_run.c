@@ -143,6 +143,14 @@ TEST(bench_loop_refuses_what_it_cannot_run_as_given)
             UNIT_FAIL("--ai %s: exit %d, want 2:\n%s", ais[i], rc, out);
     }
     CHECK(strstr(out, "multiples of 0.25") != NULL);
+    /* a block count is a whole number: 5.5 ran as 6 blocks, 2kB as 2000, 1e3 as 1000 */
+    static const char *const counts[] = {"5.5", "20.4", "2kB", "1e3", "4"};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        int rc = ONIGPU("bench", "loop", "--sizes", "4kB/4kB", "--ai", "1", "--backends", "cpu", "--blocks", counts[i],
+                        "--seconds", "0.05", "--out", none);
+        if (rc != 2)
+            UNIT_FAIL("--blocks %s: exit %d, want 2:\n%s", counts[i], rc, out);
+    }
     CHECK_EQ(ONIGPU("bench", "loop", "--seconds", "inf"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--seconds=nan"), 2);
     CHECK(strstr(out, "bad argument '--seconds nan'") != NULL);

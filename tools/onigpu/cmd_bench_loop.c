@@ -4,6 +4,7 @@
 #include <string.h>
 #include "bench/bench_loop.h"
 #include "cli.h"
+#include "cli_oni.h"
 #include "loop/loop.h"
 
 static int run(int argc, char **argv);
@@ -92,7 +93,8 @@ static int parse_args(int argc, char **argv, struct bench_loop_opts *o)
                 return 1;
             bad = rc;
         } else if (!strcmp(a, "--blocks")) {
-            bad = cli_parse_size(v, &n) || n < 5 || n > 10000000;
+            bad = cli_parse_u64(v, &n) || n < 5 || n > 10000000; /* a count: no fraction, no unit */
+            why = "a whole number of blocks, 5 .. 10000000";
             o->blocks = n;
         } else if (!strcmp(a, "--seconds")) {
             bad = cli_parse_seconds(v, &o->seconds) || !(o->seconds > 0);
