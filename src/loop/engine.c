@@ -184,11 +184,6 @@ struct loop_record *loop_record_of(struct loop *lp, uint64_t seq)
     return lp->rec && seq < lp->cfg.record_cap ? &lp->rec[seq] : NULL;
 }
 
-static uint32_t ns32(uint64_t ns)
-{
-    return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-}
-
 static void *recv_main(void *p)
 {
     struct loop *lp = p;
@@ -212,7 +207,7 @@ static void *recv_main(void *p)
         struct loop_record *r = loop_record_of(lp, seq);
         if (r) {
             r->t_start = t0;
-            r->t_in_ns = ns32(loop_now_ns() - t0);
+            r->t_in_ns = loop_ns32(loop_now_ns() - t0);
         }
         atomic_fetch_add(&lp->bytes_in, lp->cfg.in_bytes);
         atomic_store(&lp->started, seq + 1);
@@ -239,7 +234,7 @@ static void *process_main(void *p)
             }
             struct loop_record *r = loop_record_of(lp, seq);
             if (r)
-                r->t_compute_ns = ns32(loop_now_ns() - t0);
+                r->t_compute_ns = loop_ns32(loop_now_ns() - t0);
         }
         atomic_store_explicit(&lp->state[slot], SLOT_DONE, memory_order_release);
     }
@@ -265,8 +260,8 @@ static void *send_main(void *p)
         uint64_t t1 = loop_now_ns();
         struct loop_record *r = loop_record_of(lp, seq);
         if (r) {
-            r->t_out_ns = ns32(t1 - t0);
-            r->t_total_ns = ns32(t1 - r->t_start);
+            r->t_out_ns = loop_ns32(t1 - t0);
+            r->t_total_ns = loop_ns32(t1 - r->t_start);
         }
         atomic_store_explicit(&lp->state[slot], SLOT_FREE, memory_order_release);
         atomic_store_explicit(&lp->sent, seq + 1, memory_order_release);

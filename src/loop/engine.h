@@ -52,6 +52,11 @@ int loop_gpu_available(int backend, char *why, size_t cap);
 
 /* Monotonic clock, ns. */
 uint64_t loop_now_ns(void);
+/* A duration for a 32-bit record field: capped at UINT32_MAX ns (4.3 s), never wrapped. */
+static inline uint32_t loop_ns32(uint64_t ns)
+{
+    return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
 /* The timing record of block seq, or NULL (not kept). */
 struct loop_record *loop_record_of(struct loop *lp, uint64_t seq);
 /* Record the first error and stop every thread. */

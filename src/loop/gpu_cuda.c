@@ -124,7 +124,7 @@ static int timed_bell(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t se
     int rc = wait_bell(lp, g, slot, seq);
     struct loop_record *r = loop_record_of(lp, seq);
     if (r)
-        r->t_wait_ns = (uint32_t)(loop_now_ns() - t0);
+        r->t_wait_ns = loop_ns32(loop_now_ns() - t0);
     return rc;
 }
 
@@ -526,6 +526,8 @@ int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uin
 {
     if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
         return ONI_ENOGPU;
+    if (!in || !out || !n || n > SIZE_MAX / 8)
+        return ONI_EINVALARG;
     float *d = NULL;
     int rc = cu(cudaMalloc((void **)&d, 2 * n * 4));
     if (!rc)
@@ -614,6 +616,8 @@ int loop_gpu_time_mac(size_t n, uint32_t iters, uint32_t passes, int reps, doubl
 {
     if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
         return ONI_ENOGPU;
+    if (!n || n > SIZE_MAX / 8 || !best_s)
+        return ONI_EINVALARG;
     struct mac_job j = {NULL, n, iters, passes};
     int rc = cu(cudaMalloc((void **)&j.d, 2 * n * 4));
     if (!rc)

@@ -79,8 +79,13 @@ void loop_memsrc_source(struct loop_memsrc *m, struct loop_source *src)
     memset(src, 0, sizeof *src);
     src->ctx = m;
     src->read = mem_read;
-    /* The GPU path only where a GPU and its staging buffers are there. */
-    src->read_async = loop_memsrc_gpu_ok() && !loop_memsrc_gpu_init(m) ? loop_memsrc_read_async : NULL;
+    /* The GPU path only where there is a GPU; a direct backend's pin of its
+     * GPU buffers sets up the staging. */
+    if (loop_memsrc_gpu_ok()) {
+        src->read_async = loop_memsrc_read_async;
+        src->pin = loop_memsrc_pin;
+        src->unpin = loop_memsrc_unpin;
+    }
     src->dropped = mem_dropped;
 }
 

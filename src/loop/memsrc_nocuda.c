@@ -19,3 +19,13 @@ int loop_memsrc_gpu_init(struct loop_memsrc *m)
 {
     return ONI_ENOGPU;
 }
+
+int loop_memsrc_pin(void *ctx, void *buf, size_t len)
+{
+    return ONI_ENOGPU;
+}
+
+int loop_memsrc_unpin(void *ctx, void *buf, size_t len)
+{
+    return ONI_ENOGPU;
+}

@@ -55,6 +55,9 @@ int loop_memsrc_next(struct loop_memsrc *m, void *buf, uint32_t timeout_ms);
 int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq);
 int loop_memsrc_gpu_ok(void);
 int loop_memsrc_gpu_init(struct loop_memsrc *m);
+/* The source's pin: sets up the GPU path's staging for a GPU buffer (ONI_EUNIMPL for host memory). */
+int loop_memsrc_pin(void *ctx, void *buf, size_t len);
+int loop_memsrc_unpin(void *ctx, void *buf, size_t len);
 void loop_memsrc_gpu_free(struct loop_memsrc *m);
 
 /* cardsrc: blocks of the GPU data stream of an initialized ONI context
