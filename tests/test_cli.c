@@ -1,5 +1,6 @@
 /* test_cli.c - the built `onigpu` binary's info, read and reg commands with
- * the test driver: exit codes and output for good and bad arguments. */
+ * the test driver, and advise's reading of a workload file: exit codes and
+ * output for good and bad arguments. */
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -478,4 +479,97 @@ TEST(bench_list_options)
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,x"), 2);
     CHECK_EQ(RUN("bench", "daemon", "--blocks", "4K,6"), 2); /* not whole words */
     CHECK_EQ(RUN("bench", "daemon", "--blocks", "16M"), 2);  /* above 8 MiB */
+}
+
+/* A workload file for advise holding text; its path in path (a mkstemp template). */
+static int workload(char *path, const char *text)
+{
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* advise on the workload text; its exit status, the output in out. */
+static int advise_on(const char *text, const char *row)
+{
+    char path[] = "/tmp/onigpu-wl-XXXXXX";
+    if (workload(path, text))
+        return -1;
+    int rc = RUN("advise", "--workload", path, "--row", row);
+    unlink(path);
+    return rc;
+}
+
+/* Found by a review: advise read the result file by text search, so a ']'
+ * in a string ended the results early and a '{' in one was taken for the
+ * start of the next row (row 1 here read row 0's block_bytes, 100). */
+TEST(advise_workload_strings_are_strings)
+{
+    NEED_BIN();
+    static const char *text =
+        "{\"meta\": {\"command\": \"onigpu run --note \\\"results\\\": [{\\\"block_bytes\\\": 64}] }\"},\n"
+        " \"results\": [\n"
+        "  {\"backend\": \"a{b]\", \"block_bytes\": 100, \"ai\": 1},\n"
+        "  {\"backend\": \"\\\"}\\\\\", \"block_bytes\": 12672, \"ai\": 5, \"note\": \"]}\\u00e9\"}\n"
+        " ]}\n";
+    CHECK_EQ(advise_on(text, "1"), 0);
+    HAS("data 12672 B, compute 12672 B, AI ");
+    CHECK_EQ(advise_on(text, "0"), 0);
+    HAS("data 100 B, compute 100 B, AI ");
+}
+
+/* Rows that are not there, and files that are no result set, are named. */
+TEST(advise_workload_missing_rows)
+{
+    NEED_BIN();
+    CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 4096, \"ai\": 1}]}", "1"), 2);
+    HAS("has no result row 1 (it has 1)");
+    CHECK_EQ(advise_on("{\"results\": []}", "0"), 2);
+    HAS("has no result row 0 (it has 0)");
+    CHECK_EQ(advise_on("{\"results\": {\"block_bytes\": 4096}}", "0"), 2);
+    HAS("has no \"results\" array");
+    CHECK_EQ(advise_on("[{\"results\": []}]", "0"), 2);
+    HAS("has no \"results\" array");
+    CHECK_EQ(advise_on("{\"results\": [[4096]]}", "0"), 2);
+    HAS("row 0 is not an object: array");
+    CHECK_EQ(advise_on("{\"results\": [{\"backend\": \"cpu\"}]}", "0"), 2);
+    HAS("row 0: no block size (block_bytes, or data and compute)");
+    HAS("usage: onigpu advise");
+}
+
+/* A value of the wrong type is named, not skipped (a string block_bytes was
+ * passed over for the next way of finding the size). */
+TEST(advise_workload_wrong_types)
+{
+    NEED_BIN();
+    CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": \"12672\", \"ai\": 1}]}", "0"), 2);
+    HAS("row 0: block_bytes is not a number: string");
+    CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": \"9.74\"}]}", "0"), 2);
+    HAS("row 0: ai is not a number: string");
+    CHECK_EQ(advise_on("{\"results\": [{\"data\": 4000, \"compute\": \"4kB\", \"ai\": 1}]}", "0"), 2);
+    HAS("row 0: data is not a string: number");
+    CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": -1}]}", "0"), 2);
+    HAS("row 0: ai -1 out of range");
+    /* null is "not recorded": the AI must then be given */
+    CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": null}]}", "0"), 2);
+    HAS("has no arithmetic intensity (ai): give --ai");
+}
+
+/* Text that is no JSON is refused with the place and the reason. */
+TEST(advise_workload_malformed)
+{
+    NEED_BIN();
+    CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": 1}", "0"), 2);
+    HAS("line 1, column 45: unexpected end of text, expected ',' or ']'");
+    CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": nan}]}", "0"), 2);
+    HAS("unexpected 'n', expected a value");
+    CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": 1}]} trailing", "0"), 2);
+    HAS("expected the end of the text");
+    CHECK_EQ(advise_on("", "0"), 2);
+    HAS("unexpected end of text, expected a value");
+    CHECK_EQ(RUN("advise", "--workload", "/nonexistent/w.json"), 2);
+    HAS("/nonexistent/w.json: cannot open: No such file or directory");
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "oni.h"
 #include "bench/advise.h"
+#include "bench/json.h"
 #include "cli.h"
 #include "cli_oni.h"
 
@@ -17,108 +18,116 @@ CLI_COMMAND(advise, "advise", USAGE,
             "thesis figure 6.1 with measured numbers: recommend a backend, predicted (and measured) round trip", run)
 
 /* --- a recorded workload ---------------------------------------------------------
- * The JSON result sets of `onigpu run --out` and `onigpu bench loop` hold one
- * result row per line, flat objects of strings and numbers (bench/report.c).
- * A run row gives block_bytes and ai (the ephys pipeline's FLOP per byte;
- * older ones only bytes, frames and block_frames); a bench loop row gives
- * data, compute ("4kB", "10MB") and ai. */
+ * The JSON result sets of `onigpu run --out` and `onigpu bench loop`
+ * (bench/report.c), read with bench/json.h. A run row gives block_bytes and
+ * ai (the ephys pipeline's FLOP per byte; older ones only bytes, frames and
+ * block_frames); a bench loop row gives data, compute ("4kB", "10MB") and ai. */
 
-/* The value of "key" in the flat object row[0..len): a string copied to str
- * (returns 1), or a number in *num (returns 2); 0 if absent. */
-static int field(const char *row, size_t len, const char *key, char *str, size_t cap, double *num)
+/* The number under key in row: 1 and *out, 0 when absent or null, -1 (after
+ * saying why in msg) when it is of another type. */
+static int num_field(const struct bench_json *row, const char *key, double *out, char *msg, size_t len)
 {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    size_t pl = strlen(pat);
-    for (const char *p = row; p + pl <= row + len; p++) {
-        if (memcmp(p, pat, pl))
-            continue;
-        p += pl;
-        if (*p == '"') {
-            const char *e = memchr(p + 1, '"', (size_t)(row + len - p - 1));
-            if (!e || (size_t)(e - p - 1) >= cap)
-                return 0;
-            memcpy(str, p + 1, (size_t)(e - p - 1));
-            str[e - p - 1] = 0;
-            return 1;
-        }
-        char *end;
-        *num = strtod(p, &end);
-        return end > p ? 2 : 0;
+    const struct bench_json *v = bench_json_get(row, key);
+    if (!v || v->type == BENCH_JSON_NULL)
+        return 0;
+    if (v->type != BENCH_JSON_NUM) {
+        snprintf(msg, len, "%s is not a number: %s", key, bench_json_type_name(v));
+        return -1;
     }
+    *out = v->num;
+    return 1;
+}
+
+/* The string under key in row, NULL when absent or null; *bad (and msg)
+ * when it is of another type. */
+static const char *str_field(const struct bench_json *row, const char *key, int *bad, char *msg, size_t len)
+{
+    const struct bench_json *v = bench_json_get(row, key);
+    if (!v || v->type == BENCH_JSON_NULL)
+        return NULL;
+    if (v->type != BENCH_JSON_STR) {
+        snprintf(msg, len, "%s is not a string: %s", key, bench_json_type_name(v));
+        *bad = 1;
+        return NULL;
+    }
+    return v->str;
+}
+
+/* o->data and o->compute from the row: block_bytes, bytes / frames x
+ * block_frames (a run result without block_bytes), or data and compute. */
+static int row_sizes(const struct bench_json *row, struct advise_opts *o, char *msg, size_t len)
+{
+    double bytes = NAN, frames = 0, per = 0;
+    int bad = 0, b = num_field(row, "block_bytes", &bytes, msg, len);
+    if (b < 0)
+        return -1;
+    if (!b) {
+        if (num_field(row, "bytes", &bytes, msg, len) < 0 || num_field(row, "frames", &frames, msg, len) < 0 ||
+            num_field(row, "block_frames", &per, msg, len) < 0)
+            return -1;
+        b = !isnan(bytes) && frames >= per && per > 0;
+        bytes = b ? bytes / (frames / per) : NAN;
+    }
+    if (!b) {
+        const char *d = str_field(row, "data", &bad, msg, len), *c = bad ? NULL : str_field(row, "compute", &bad, msg, len);
+        if (bad)
+            return -1;
+        if (!d || !c) {
+            snprintf(msg, len, "no block size (block_bytes, or data and compute)");
+            return -1;
+        }
+        if (cli_parse_size(d, &o->data) || cli_parse_size(c, &o->compute)) {
+            snprintf(msg, len, "sizes '%.40s' / '%.40s' not understood", d, c);
+            return -1;
+        }
+        return 0;
+    }
+    if (!(bytes >= 4 && bytes <= (double)(1ull << 30))) { /* in range before it becomes an integer */
+        snprintf(msg, len, "block of %g bytes (4 B .. 1 GiB)", bytes);
+        return -1;
+    }
+    o->data = o->compute = (uint64_t)llround(bytes);
     return 0;
 }
 
-static char *slurp(const char *path, size_t *len)
+/* Fill o->data, o->compute and o->ai (NAN if absent) from the row. */
+static int row_workload(const struct bench_json *row, struct advise_opts *o, char *msg, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
-    if (n >= 0 && n < (1l << 30) && !fseek(f, 0, SEEK_SET) && (buf = malloc((size_t)n + 1))) {
-        *len = fread(buf, 1, (size_t)n, f);
-        buf[*len] = 0;
-    }
-    fclose(f);
-    return buf;
-}
-
-/* Fill o->data, o->compute and o->ai (NAN if absent) from row `row` of the
- * result set. 0, or -1 after saying why. */
-static int read_workload(const char *path, long row, struct advise_opts *o)
-{
-    size_t len = 0;
-    char *buf = slurp(path, &len);
-    if (!buf) {
-        fprintf(stderr, "onigpu advise: cannot read %s\n", path);
+    if (row_sizes(row, o, msg, len))
+        return -1;
+    double ai = NAN;
+    if (num_field(row, "ai", &ai, msg, len) < 0)
+        return -1;
+    /* NAN when the row has none (a run result of an older onigpu): --ai must say. */
+    if (!isnan(ai) && !(ai > 0 && ai <= 1e4)) { /* the limits of --ai */
+        snprintf(msg, len, "ai %g out of range (0 .. 10^4)", ai);
         return -1;
     }
+    o->ai = ai;
+    return 0;
+}
+
+/* Fill o from row `row` of the result set at path. 0, or -1 after saying why. */
+static int read_workload(const char *path, long row, struct advise_opts *o)
+{
+    char msg[256];
+    struct bench_json *doc = NULL;
+    if (bench_json_load(path, &doc, msg, sizeof msg)) {
+        fprintf(stderr, "onigpu advise: %s: %s\n", path, msg);
+        return -1;
+    }
+    const struct bench_json *res = bench_json_get(doc, "results"), *r = bench_json_at(res, (size_t)row);
     int rc = -1;
-    const char *p = strstr(buf, "\"results\": [");
-    const char *end = p ? strchr(p, ']') : NULL;
-    for (long i = 0; p && end && (p = memchr(p + 1, '{', (size_t)(end - p - 1))) && i < row; i++)
-        ;
-    const char *q = p ? memchr(p, '}', (size_t)(end - p)) : NULL;
-    if (!q) {
-        fprintf(stderr, "onigpu advise: %s has no result row %ld (not a result set of onigpu run or bench loop?)\n",
-                path, row);
-        goto out;
-    }
-    size_t n = (size_t)(q - p);
-    char d[32], c[32];
-    double bytes = NAN, ai = NAN, x, frames = 0, per = 0;
-    if (field(p, n, "block_bytes", d, sizeof d, &bytes) == 2) {
-        /* the block's bytes, as the row says */
-    } else if (field(p, n, "bytes", d, sizeof d, &bytes) == 2 && field(p, n, "frames", d, sizeof d, &frames) == 2 &&
-               field(p, n, "block_frames", d, sizeof d, &per) == 2 && frames >= per && per > 0) {
-        bytes = bytes / (frames / per); /* a run result without block_bytes */
-    } else if (field(p, n, "data", d, sizeof d, &x) == 1 && field(p, n, "compute", c, sizeof c, &x) == 1) {
-        if (cli_parse_size(d, &o->data) || cli_parse_size(c, &o->compute)) {
-            fprintf(stderr, "onigpu advise: %s row %ld: sizes '%s' / '%s' not understood\n", path, row, d, c);
-            goto out;
-        }
-        bytes = NAN; /* the sizes came as strings (a "bytes" field seen above does not count) */
-    } else {
-        fprintf(stderr, "onigpu advise: %s row %ld: no block size (block_bytes, or data and compute)\n", path, row);
-        goto out;
-    }
-    if (!isnan(bytes)) { /* a number from the file: in range before it becomes an integer */
-        if (!(bytes >= 4 && bytes <= (double)(1ull << 30))) {
-            fprintf(stderr, "onigpu advise: %s row %ld: block of %g bytes (4 B .. 1 GiB)\n", path, row, bytes);
-            goto out;
-        }
-        o->data = o->compute = (uint64_t)llround(bytes);
-    }
-    /* NAN when the row has none (a run result of an older onigpu): --ai must say. */
-    o->ai = field(p, n, "ai", d, sizeof d, &ai) == 2 && ai > 0 ? ai : NAN;
-    if (o->ai > 1e4) { /* the limits of --ai; also inf */
-        fprintf(stderr, "onigpu advise: %s row %ld: ai %g out of range (0 .. 10^4)\n", path, row, o->ai);
-        goto out;
-    }
-    rc = 0;
-out:
-    free(buf);
+    if (!res || res->type != BENCH_JSON_ARR)
+        fprintf(stderr, "onigpu advise: %s has no \"results\" array (not a result set of onigpu run or bench loop?)\n",
+                path);
+    else if (!r)
+        fprintf(stderr, "onigpu advise: %s has no result row %ld (it has %zu)\n", path, row, res->n);
+    else if (r->type != BENCH_JSON_OBJ)
+        fprintf(stderr, "onigpu advise: %s row %ld is not an object: %s\n", path, row, bench_json_type_name(r));
+    else if ((rc = row_workload(r, o, msg, sizeof msg)))
+        fprintf(stderr, "onigpu advise: %s row %ld: %s\n", path, row, msg);
+    bench_json_free(doc);
     return rc;
 }
 
