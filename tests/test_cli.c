@@ -573,3 +573,19 @@ TEST(advise_workload_malformed)
     CHECK_EQ(RUN("advise", "--workload", "/nonexistent/w.json"), 2);
     HAS("/nonexistent/w.json: cannot open: No such file or directory");
 }
+
+/* A run row's ai is the ephys pipeline's FLOP per byte of block read;
+ * advise's model (the MAC kernel) counts its AI per byte read and written,
+ * so the row's figure is halved for it (found by a review: it was taken as
+ * it is, and the model computed twice the pipeline's FLOPs). A bench loop
+ * row's ai is the MAC's already and stays. */
+TEST(advise_workload_run_ai_counted_once)
+{
+    NEED_BIN();
+    CHECK_EQ(advise_on("{\"results\": [{\"block_frames\": 16, \"block_bytes\": 12672, \"ai\": 9.74}]}", "0"), 0);
+    HAS("AI 9.74 FLOP/byte of block read, 4.87 per byte read and written (the model's)");
+    HAS("for 12672 B in / 12672 B compute / AI 4.87:");
+    CHECK_EQ(advise_on("{\"results\": [{\"data\": \"4kB\", \"compute\": \"40kB\", \"ai\": 0.75}]}", "0"), 0);
+    HAS("data 4000 B, compute 40000 B, AI 0.75 FLOP/byte\n");
+    HAS("for 4000 B in / 40000 B compute / AI 0.75:");
+}

@@ -54,7 +54,8 @@ static const char *str_field(const struct bench_json *row, const char *key, int 
 }
 
 /* o->data and o->compute from the row: block_bytes, bytes / frames x
- * block_frames (a run result without block_bytes), or data and compute. */
+ * block_frames (a run result without block_bytes: returns 1), or data and
+ * compute (a bench loop result: 0). */
 static int row_sizes(const struct bench_json *row, struct advise_opts *o, char *msg, size_t len)
 {
     double bytes = NAN, frames = 0, per = 0;
@@ -87,13 +88,15 @@ static int row_sizes(const struct bench_json *row, struct advise_opts *o, char *
         return -1;
     }
     o->data = o->compute = (uint64_t)llround(bytes);
-    return 0;
+    return 1;
 }
 
-/* Fill o->data, o->compute and o->ai (NAN if absent) from the row. */
-static int row_workload(const struct bench_json *row, struct advise_opts *o, char *msg, size_t len)
+/* Fill o->data, o->compute and o->ai (NAN if absent) from the row; a run
+ * row's own ai in *run_ai (NAN for other rows). */
+static int row_workload(const struct bench_json *row, struct advise_opts *o, double *run_ai, char *msg, size_t len)
 {
-    if (row_sizes(row, o, msg, len))
+    int run_row = row_sizes(row, o, msg, len);
+    if (run_row < 0)
         return -1;
     double ai = NAN;
     if (num_field(row, "ai", &ai, msg, len) < 0)
@@ -103,12 +106,16 @@ static int row_workload(const struct bench_json *row, struct advise_opts *o, cha
         snprintf(msg, len, "ai %g out of range (0 .. 10^4)", ai);
         return -1;
     }
-    o->ai = ai;
+    /* A run row's ai is the pipeline's FLOP per byte of block, each byte read
+     * once; advise's AI is the MAC kernel's, per byte read and written
+     * (2 * compute bytes): as it is, every FLOP would count twice. */
+    *run_ai = run_row ? ai : NAN;
+    o->ai = run_row ? ai / 2 : ai;
     return 0;
 }
 
 /* Fill o from row `row` of the result set at path. 0, or -1 after saying why. */
-static int read_workload(const char *path, long row, struct advise_opts *o)
+static int read_workload(const char *path, long row, struct advise_opts *o, double *run_ai)
 {
     char msg[256];
     struct bench_json *doc = NULL;
@@ -125,7 +132,7 @@ static int read_workload(const char *path, long row, struct advise_opts *o)
         fprintf(stderr, "onigpu advise: %s has no result row %ld (it has %zu)\n", path, row, res->n);
     else if (r->type != BENCH_JSON_OBJ)
         fprintf(stderr, "onigpu advise: %s row %ld is not an object: %s\n", path, row, bench_json_type_name(r));
-    else if ((rc = row_workload(r, o, msg, sizeof msg)))
+    else if ((rc = row_workload(r, o, run_ai, msg, sizeof msg)))
         fprintf(stderr, "onigpu advise: %s row %ld: %s\n", path, row, msg);
     bench_json_free(doc);
     return rc;
@@ -184,7 +191,8 @@ static int run(int argc, char **argv)
     int st = cli_check_link(&cli_cmd_advise, o.link);
     if (st)
         return st;
-    if (workload && read_workload(workload, row, &o))
+    double run_ai = NAN;
+    if (workload && read_workload(workload, row, &o, &run_ai))
         return cli_usage(&cli_cmd_advise);
     if (given & 1)
         o.data = data;
@@ -196,7 +204,11 @@ static int run(int argc, char **argv)
         fprintf(stderr, "onigpu advise: %s row %ld has no arithmetic intensity (ai): give --ai\n", workload, row);
         return cli_usage(&cli_cmd_advise);
     }
-    if (workload)
+    if (workload && !(given & 4) && !isnan(run_ai))
+        printf("workload: %s row %ld: data %llu B, compute %llu B, AI %.3g FLOP/byte of block read, "
+               "%.3g per byte read and written (the model's)\n",
+               workload, row, (unsigned long long)o.data, (unsigned long long)o.compute, run_ai, o.ai);
+    else if (workload)
         printf("workload: %s row %ld: data %llu B, compute %llu B, AI %.3g FLOP/byte\n", workload, row,
                (unsigned long long)o.data, (unsigned long long)o.compute, o.ai);
     if (o.data < 4 || o.data > (1ull << 30) || o.compute < o.data) {
