@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bench/bench.h"
+#include "bench/json.h"
 #include "unit.h"
 
 /* ---- a minimal JSON checker: validates the grammar and finds top-level keys */
@@ -361,4 +362,61 @@ TEST(json_checker_rejects_bad_json)
     CHECK(!json_valid("{\"a\": nan}"));
     CHECK(!json_valid("{\"a\": \"tab\there\"}"));
     CHECK(!json_valid("{} x"));
+}
+
+/* A result set in a new directory: its command line argv, one results row
+ * filled by fill; the JSON read back (NULL after a failed check), the main
+ * CSV's text in *csv (free it). The directory is removed. */
+static struct bench_json *write_and_read(int argc, char **argv, void (*fill)(struct bench_report *), char **csv)
+{
+    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512], err[256];
+    *csv = NULL;
+    if (!mkdtemp(dir))
+        return NULL;
+    int e = 0;
+    struct bench_report *r = bench_report_open(dir, "t", argc, argv, NULL, &e);
+    struct bench_json *v = NULL;
+    if (r) {
+        fill(r);
+        CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+        CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    }
+    if (find_file(dir, ".json", path, sizeof path) && bench_json_load(path, &v, err, sizeof err))
+        UNIT_FAIL("%s is not valid JSON: %s", path, err);
+    if (find_file(dir, ".csv", path, sizeof path))
+        *csv = slurp(path);
+    rm_dir(dir);
+    return v;
+}
+
+/* The value of column col in row 0 of the results. */
+static const struct bench_json *cell(const struct bench_json *v, const char *col)
+{
+    return bench_json_get(bench_json_at(bench_json_get(v, "results"), 0), col);
+}
+
+static char long_str[3001];
+
+static void fill_long(struct bench_report *r)
+{
+    /* "\xc3\xa9" (e acute) across the old 1023-byte cut */
+    memset(long_str, 'x', sizeof long_str - 1);
+    memcpy(long_str + 1022, "\xc3\xa9", 2);
+    bench_cell_str(r, "s", long_str);
+}
+
+/* Found by a review: a string cell went through a 1024-byte buffer, so a
+ * longer one was cut short in the CSV and the JSON without a word, and the
+ * cut could split a UTF-8 character (the JSON was then no UTF-8). */
+TEST(report_long_strings_kept_whole)
+{
+    char *csv;
+    struct bench_json *v = write_and_read(0, NULL, fill_long, &csv);
+    REQUIRE(v && csv);
+    const struct bench_json *s = cell(v, "s");
+    CHECK(s && s->type == BENCH_JSON_STR && !strcmp(s->str, long_str));
+    size_t n = strlen(long_str);
+    CHECK(!strncmp(csv, "s\n", 2) && !strncmp(csv + 2, long_str, n) && !strcmp(csv + 2 + n, "\n"));
+    bench_json_free(v);
+    free(csv);
 }

@@ -602,10 +602,11 @@ static int write_csv(const struct bench_report *r, const struct table *t)
         for (size_t c = 0; c < t->ncols; c++) {
             if (c)
                 fputc(',', f);
-            cell_text(&t->cells[i * t->ncols + c], buf, sizeof buf, 1);
-            if (t->cells[i * t->ncols + c].type == CELL_EMPTY)
+            const struct cell *cl = &t->cells[i * t->ncols + c];
+            cell_text(cl, buf, sizeof buf, 1);
+            if (cl->type == CELL_EMPTY)
                 buf[0] = 0;
-            csv_field(f, buf);
+            csv_field(f, cl->type == CELL_STR ? cl->s : buf); /* a string whole, however long */
         }
         fputc('\n', f);
     }
@@ -626,7 +627,7 @@ static void json_rows(FILE *f, const struct table *t)
             fputs(": ", f);
             cell_text(cl, buf, sizeof buf, 1);
             if (cl->type == CELL_STR)
-                json_string(f, buf);
+                json_string(f, cl->s); /* whole, however long */
             else
                 fputs(buf, f);
         }
