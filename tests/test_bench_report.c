@@ -420,3 +420,42 @@ TEST(report_long_strings_kept_whole)
     bench_json_free(v);
     free(csv);
 }
+
+static const double exact[] = {12345678901.0, 0.1, 1.0 / 3, 1e-300, 4.0e15 + 1, -2.5, 123456789.123456789};
+
+static void fill_numbers(struct bench_report *r)
+{
+    char col[8];
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        snprintf(col, sizeof col, "n%zu", i);
+        bench_cell_num(r, col, exact[i]);
+    }
+    bench_report_meta_num(r, "m", exact[0]);
+}
+
+/* Found by a review: numbers were written with 10 significant digits, so a
+ * total of 12345678901 ns came back as 12345678900 (and 1/3 as 0.3333333333);
+ * each is now written with the fewest digits that read back exactly. */
+TEST(report_numbers_read_back_exactly)
+{
+    char *csv;
+    struct bench_json *v = write_and_read(0, NULL, fill_numbers, &csv);
+    REQUIRE(v && csv);
+    char col[8];
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        snprintf(col, sizeof col, "n%zu", i);
+        const struct bench_json *n = cell(v, col);
+        if (!n || n->type != BENCH_JSON_NUM || n->num != exact[i])
+            UNIT_FAIL("%s: %.17g came back as %.17g", col, exact[i], n ? n->num : NAN);
+    }
+    const struct bench_json *m = bench_json_get(bench_json_get(v, "meta"), "m");
+    CHECK(m && m->type == BENCH_JSON_NUM && m->num == exact[0]);
+    /* the CSV's text too, and short where short is exact */
+    const char *row = strchr(csv, '\n');
+    REQUIRE(row);
+    char *end;
+    CHECK(strtod(row + 1, &end) == exact[0] && *end == ',');
+    CHECK(!strncmp(end, ",0.1,", 5));
+    bench_json_free(v);
+    free(csv);
+}

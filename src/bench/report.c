@@ -121,12 +121,22 @@ int bench_report_meta(struct bench_report *r, const char *key, const char *value
     return add_meta(r, key, value, 0);
 }
 
+/* The shortest %g text of finite v that reads back as v (15 to 17 digits). */
+static void num_text(char *buf, size_t len, double v)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
 int bench_report_meta_num(struct bench_report *r, const char *key, double value)
 {
     char buf[64];
     if (!isfinite(value))
         return add_meta(r, key, "null", 1);
-    snprintf(buf, sizeof buf, "%.10g", value);
+    num_text(buf, sizeof buf, value);
     return add_meta(r, key, buf, 1);
 }
 
@@ -537,13 +547,19 @@ out:
 
 /* ---- output ---------------------------------------------------------------- */
 
-/* Text of a cell for CSV and the text table ("" for empty). */
+/* Text of a cell for the files (json: numbers exact, empty "null") or the
+ * text table (numbers to 6 digits, empty ""). */
 static void cell_text(const struct cell *c, char *buf, size_t len, int json)
 {
     switch (c->type) {
     case CELL_STR: snprintf(buf, len, "%s", c->s); break;
     case CELL_INT: snprintf(buf, len, "%lld", c->i); break;
-    case CELL_NUM: snprintf(buf, len, json ? "%.10g" : "%.6g", c->d); break;
+    case CELL_NUM:
+        if (json)
+            num_text(buf, len, c->d);
+        else
+            snprintf(buf, len, "%.6g", c->d);
+        break;
     default: snprintf(buf, len, "%s", json ? "null" : ""); break;
     }
 }
