@@ -459,3 +459,27 @@ TEST(report_numbers_read_back_exactly)
     bench_json_free(v);
     free(csv);
 }
+
+static void fill_bytes(struct bench_report *r)
+{
+    bench_cell_str(r, "s", "a\xff\xc3 \xc3\xa9\xf0\x9f\x98\x80 \xed\xa0\x80");
+}
+
+/* Found by a review: a string's bytes went to the JSON as they were, so a
+ * command line with a Latin-1 file name (or any byte that is no UTF-8) made
+ * a file that is not JSON (RFC 8259: UTF-8), and advise could not read it.
+ * Each byte of no well-formed UTF-8 becomes U+FFFD; UTF-8 stays as it is. */
+TEST(report_json_is_utf8_whatever_the_bytes)
+{
+    char *argv[] = {"onigpu", "run", "--out", "caf\xe9"};
+    char *csv;
+    struct bench_json *v = write_and_read(4, argv, fill_bytes, &csv);
+    REQUIRE(v && csv);
+    const struct bench_json *cmd = bench_json_get(bench_json_get(v, "meta"), "command");
+    CHECK(cmd && !strcmp(cmd->str, "onigpu run --out caf\xef\xbf\xbd"));
+    const struct bench_json *s = cell(v, "s");
+    CHECK(s && !strcmp(s->str, "a\xef\xbf\xbd\xef\xbf\xbd \xc3\xa9\xf0\x9f\x98\x80 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"));
+    CHECK(strstr(csv, "a\xff\xc3 ") != NULL); /* the CSV keeps the bytes */
+    bench_json_free(v);
+    free(csv);
+}

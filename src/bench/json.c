@@ -98,10 +98,11 @@ static int buf_put(struct parser *p, struct buf *b, const unsigned char *c, size
     return 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..n), 0 if there is none
- * (overlong forms, surrogates and code points past U+10FFFF are not). */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t bench_json_utf8(const char *text, size_t n)
 {
+    const unsigned char *s = (const unsigned char *)text;
+    if (!n)
+        return 0;
     unsigned char c = s[0];
     if (c < 0x80)
         return 1;
@@ -235,7 +236,7 @@ static int string(struct parser *p, char **out)
                 break;
             continue;
         }
-        size_t n = utf8_seq(p->s + p->pos, p->len - p->pos);
+        size_t n = bench_json_utf8((const char *)p->s + p->pos, p->len - p->pos);
         if (!n) {
             fail(p, "invalid UTF-8 byte 0x%02x in a string", c);
             break;

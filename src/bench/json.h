@@ -41,6 +41,10 @@ const struct bench_json *bench_json_get(const struct bench_json *v, const char *
 /* Item i of array v; NULL when out of range or v is no array. */
 const struct bench_json *bench_json_at(const struct bench_json *v, size_t i);
 
+/* Length of the well-formed UTF-8 sequence at text[0..n) (1 to 4), 0 if there
+ * is none: overlong forms, surrogates and code points past U+10FFFF are not. */
+size_t bench_json_utf8(const char *text, size_t n);
+
 /* The name of v's type for messages: "null", "boolean", "number", "string", "array", "object". */
 const char *bench_json_type_name(const struct bench_json *v);
 

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench.h"
+#include "json.h"
 
 enum { CELL_EMPTY, CELL_STR, CELL_INT, CELL_NUM };
 #define MAX_COLS 64
@@ -579,20 +580,29 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* s as a JSON string. JSON is UTF-8: a byte that begins no well-formed
+ * UTF-8 sequence (a Latin-1 file name on a command line) becomes U+FFFD. */
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        size_t n = c < 0x80 ? 1 : bench_json_utf8(s + i, len - i);
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
             fputs("\\n", f);
-        else if (*p == '\t')
+        else if (c == '\t')
             fputs("\\t", f);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else if (!n)
+            fputs("\\ufffd", f);
+        else {
+            fwrite(s + i, 1, n, f);
+            i += n - 1;
+        }
     }
     fputc('"', f);
 }

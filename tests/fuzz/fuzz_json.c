@@ -15,7 +15,7 @@ static void check_string(const char *s)
 {
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+        size_t k = bench_json_utf8(s + i, n - i);
         if (!k)
             abort();
         i += k;
