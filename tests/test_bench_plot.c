@@ -422,3 +422,37 @@ TEST(plot_tiny_spread_terminates)
     free(img.rgb);
     unlink(path);
 }
+
+/* Found by a review: the legend box was as wide as its longest name, so a
+ * long name drew past the plot area to the canvas edge, and the search for
+ * the emptiest corner read pixels outside the box's rows - past the end of
+ * the canvas for a name of 10000 characters (ASan: heap-buffer-overflow).
+ * The box now stays inside the plot area and names are cut to fit. */
+TEST(plot_long_legend_stays_in_the_area)
+{
+    static char name[10001];
+    memset(name, 'M', sizeof name - 1);
+    double x[2] = {1, 2}, y[2] = {1, 2};
+    struct bench_series s[2] = {{name, x, y, 2, BENCH_LINES}, {"short", x, y, 2, BENCH_POINTS}};
+    struct bench_plot p = {"long legend", "x", "y", 0, 0, s, 2};
+    char path[64];
+    tmp_path(path, sizeof path);
+    REQUIRE(bench_plot_png(path, &p) == ONI_ESUCCESS);
+    struct image img = {0};
+    REQUIRE(png_read(path, &img) == 0);
+    /* the right margin (plot.c: the area ends 20 pixels from the edge),
+     * beside the area, holds no ink */
+    int ink = 0;
+    for (int yy = 50; yy < BENCH_PLOT_H - 80; yy++)
+        for (int xx = BENCH_PLOT_W - 18; xx < BENCH_PLOT_W; xx++)
+            ink += pixel(&img, xx, yy) != 0xFFFFFF;
+    CHECK_EQ(ink, 0);
+    /* the legend is still drawn: the first series' colour key is there */
+    int key = 0;
+    for (int yy = 0; yy < BENCH_PLOT_H; yy++)
+        for (int xx = 0; xx < BENCH_PLOT_W; xx++)
+            key += pixel(&img, xx, yy) == bench_series_color(1);
+    CHECK(key > 0);
+    free(img.rgb);
+    unlink(path);
+}

@@ -523,15 +523,27 @@ static int busy_pixels(const struct canvas *c, int x0, int y0, int x1, int y1)
     return n;
 }
 
+/* The widest legend text: the box (40 pixels more) stays inside the plot
+ * area with 10 pixels to spare on each side. */
+#define LEGEND_TEXT_W (AREA_X1 - AREA_X0 - 20 - 40)
+
+/* name cut to the characters that fit in LEGEND_TEXT_W at scale 2. */
+static void legend_name(char *out, size_t len, const char *name)
+{
+    int fit = (LEGEND_TEXT_W / 2 + 1) / CHAR_W;
+    snprintf(out, len, "%.*s", fit, name ? name : "");
+}
+
 /* The legend goes in the corner of the plot area where it hides the least
  * of the data already drawn. */
 static void draw_legend(struct canvas *c, const struct bench_plot *p)
 {
+    char names[BENCH_MAX_SERIES][LEGEND_TEXT_W / CHAR_W];
     int w = 0;
     for (size_t s = 0; s < p->nseries; s++) {
-        const char *name = p->series[s].name ? p->series[s].name : "";
-        if (text_w(name, 2) > w)
-            w = text_w(name, 2);
+        legend_name(names[s], sizeof names[s], p->series[s].name);
+        if (text_w(names[s], 2) > w)
+            w = text_w(names[s], 2);
     }
     int bw = 40 + w, bh = 8 + (int)p->nseries * 20;
     int best = -1, x0 = 0, y0 = 0;
@@ -554,7 +566,7 @@ static void draw_legend(struct canvas *c, const struct bench_plot *p)
     for (size_t s = 0; s < p->nseries; s++) {
         int y = y0 + 6 + (int)s * 20;
         fill_rect(c, x0 + 6, y + 4, x0 + 28, y + 9, bench_series_color(s));
-        text(c, x0 + 34, y, p->series[s].name ? p->series[s].name : "", 2, INK, 0);
+        text(c, x0 + 34, y, names[s], 2, INK, 0);
     }
 }
 
