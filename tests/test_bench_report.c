@@ -267,7 +267,7 @@ TEST(report_writes_csv_and_json)
     CHECK(strstr(json, "\"kernel\": \"") != NULL);
     CHECK(strstr(json, "\"loadavg\": \"") != NULL);
     CHECK(strstr(json, "\"gpu\": \"Test GPU\"") != NULL);
-    CHECK(strstr(json, "\"command\": \"onigpu bench frames --label a \\\"quoted\\\" word\"") != NULL);
+    CHECK(strstr(json, "\"command\": \"onigpu bench frames --label 'a \\\"quoted\\\" word'\"") != NULL);
     CHECK(strstr(json, "\"date\": \"20") != NULL);
     CHECK(strstr(json, "\"driver\": \"test2\"") != NULL);
     CHECK(strstr(json, "\"seconds\": 2.5") != NULL);
@@ -476,10 +476,33 @@ TEST(report_json_is_utf8_whatever_the_bytes)
     struct bench_json *v = write_and_read(4, argv, fill_bytes, &csv);
     REQUIRE(v && csv);
     const struct bench_json *cmd = bench_json_get(bench_json_get(v, "meta"), "command");
-    CHECK(cmd && !strcmp(cmd->str, "onigpu run --out caf\xef\xbf\xbd"));
+    CHECK(cmd && !strcmp(cmd->str, "onigpu run --out 'caf\xef\xbf\xbd'"));
     const struct bench_json *s = cell(v, "s");
     CHECK(s && !strcmp(s->str, "a\xef\xbf\xbd\xef\xbf\xbd \xc3\xa9\xf0\x9f\x98\x80 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"));
     CHECK(strstr(csv, "a\xff\xc3 ") != NULL); /* the CSV keeps the bytes */
+    bench_json_free(v);
+    free(csv);
+}
+
+static void fill_one(struct bench_report *r)
+{
+    bench_cell_int(r, "a", 1);
+}
+
+/* Found by a review: the command was the arguments joined with spaces, so
+ * where one argument ended was lost ("--out my dir" read as two words) and
+ * the recorded command did not run again as given. An argument with
+ * anything but letters, digits and _@%+=:,./- is now shell-quoted. */
+TEST(report_command_keeps_argument_boundaries)
+{
+    char *argv[] = {"onigpu", "run", "--seconds=0.5", "--out", "my dir", "--label", "it's", "", "a\"b\\c"};
+    char *csv;
+    struct bench_json *v = write_and_read(9, argv, fill_one, &csv);
+    REQUIRE(v);
+    const struct bench_json *cmd = bench_json_get(bench_json_get(v, "meta"), "command");
+    REQUIRE(cmd && cmd->type == BENCH_JSON_STR);
+    if (strcmp(cmd->str, "onigpu run --seconds=0.5 --out 'my dir' --label 'it'\\''s' '' 'a\"b\\c'"))
+        UNIT_FAIL("command recorded as <%s>", cmd->str);
     bench_json_free(v);
     free(csv);
 }

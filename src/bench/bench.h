@@ -158,8 +158,9 @@ int bench_fit_model(const double *size, const double *t_ns, size_t n, int weight
  *                                                "tables": {"<table>": [rows]}, "plots": [files]}
  * meta holds: hostname, cpu (model from /proc/cpuinfo), cores, kernel, gpu
  * (when given), loadavg (/proc/loadavg at open: the machine may be shared),
- * command (the argv joined), date (UTC, ISO 8601), git commit
- * (from .git of the working directory or a parent, when found), plus the
+ * command (the argv, each argument one shell word: quoted when it needs
+ * it), date (UTC, ISO 8601), git commit (from .git of the working
+ * directory or a parent, when found), plus the
  * caller's bench_report_meta entries. Times in the date are UTC. */
 struct bench_report;
 

@@ -1,5 +1,6 @@
 /* report.c - result sets: tables of rows written as CSV and JSON with the
  * machine's metadata, and an aligned text table for stdout. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -237,6 +238,39 @@ static int git_commit(char *out, size_t len)
     return found;
 }
 
+/* Whether arg reads as one shell word as it is. */
+static int plain_word(const char *arg)
+{
+    if (!*arg)
+        return 0;
+    for (; *arg; arg++)
+        if (!isalnum((unsigned char)*arg) && !strchr("_@%+=:,./-", *arg))
+            return 0;
+    return 1;
+}
+
+/* Append arg to cmd as one shell word: as it is, or in single quotes (a '
+ * inside as '\''), so that the recorded command runs again as given. */
+static void append_word(char *cmd, const char *arg)
+{
+    char *o = cmd + strlen(cmd);
+    if (plain_word(arg)) {
+        strcpy(o, arg);
+        return;
+    }
+    *o++ = '\'';
+    for (; *arg; arg++) {
+        if (*arg == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *arg;
+        }
+    }
+    *o++ = '\'';
+    *o = 0;
+}
+
 static int collect_meta(struct bench_report *r, int argc, char **argv, const char *gpu)
 {
     char buf[512];
@@ -262,14 +296,14 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
 
     size_t need = 1;
     for (int i = 0; i < argc; i++)
-        need += strlen(argv[i]) + 1;
+        need += 4 * strlen(argv[i]) + 3; /* every byte a quote ('\'') + the quotes + a space */
     char *cmd = calloc(need, 1);
     if (!cmd)
         return ONI_EBADALLOC;
     for (int i = 0; i < argc; i++) {
         if (i)
             strcat(cmd, " ");
-        strcat(cmd, argv[i]);
+        append_word(cmd, argv[i]);
     }
     rc |= add_meta(r, "command", cmd, 0);
     free(cmd);
