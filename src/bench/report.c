@@ -641,6 +641,14 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Close a file written with stdio: an error on any earlier write (a full disk
+ * that had room again by the last flush) fails it too, not only the flush. */
+static int close_written(FILE *f)
+{
+    int bad = ferror(f);
+    return fclose(f) == 0 && !bad ? ONI_ESUCCESS : ONI_EPATHINVALID;
+}
+
 static int write_csv(const struct bench_report *r, const struct table *t)
 {
     char *path = strcmp(t->name, "results") ? fmt_str("%s-%s.csv", r->base, t->name)
@@ -670,7 +678,7 @@ static int write_csv(const struct bench_report *r, const struct table *t)
         }
         fputc('\n', f);
     }
-    return fclose(f) == 0 ? ONI_ESUCCESS : ONI_EPATHINVALID;
+    return close_written(f);
 }
 
 static void json_rows(FILE *f, const struct table *t)
@@ -739,7 +747,7 @@ static int write_json(const struct bench_report *r)
         json_string(f, r->plots[i]);
     }
     fputs("]\n}\n", f);
-    return fclose(f) == 0 ? ONI_ESUCCESS : ONI_EPATHINVALID;
+    return close_written(f);
 }
 
 void bench_report_print(const struct bench_report *r, const char *table, FILE *f)
