@@ -82,6 +82,10 @@ struct loop_ephys_out {
     uint32_t overflow;  /* spikes found but not listed */
     uint64_t t_first;   /* time of the earliest spike of the block (valid if nspikes) */
     uint64_t t_block;   /* time of the block's last frame */
+    /* The CPU lists spikes by frame, then channel; the GPU by chunks of
+     * LOOP_EPHYS_CHUNK frames in order, in arrival order within a chunk. So
+     * the two find the same spikes, but a block that overflows may list
+     * different ones (nspikes, overflow and t_first agree). */
     struct loop_spike spikes[LOOP_EPHYS_MAXSPIKES];
 };
 
@@ -94,7 +98,7 @@ int loop_ephys_layout_ok(const struct loop_ephys_layout *lay);
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay);
 /* Default parameters (300-6000 Hz at 30 kHz, k = 5, 1 ms refractory, 0.2 s calibration). */
 void loop_ephys_defaults(struct loop_ephys_params *p);
-/* Process nframes frames of block; fills out (spikes ordered by frame, then channel). */
+/* Process nframes frames of block on the CPU; fills out (spikes ordered by frame, then channel). */
 void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out);
 
 /* Per-sample helpers, shared by the CPU pipeline and the unit tests. */
