@@ -143,7 +143,9 @@ static int card_write(void *ctx, uint64_t seq, const void *out, size_t len, uint
     struct loop_cardsink *c = ctx;
     uint32_t hdr[2] = {c->dev, (c->block - 8) / 4};
     memcpy(c->stage, hdr, sizeof hdr);
-    memcpy(c->stage + 8, out, len < c->block - 8 ? len : c->block - 8);
+    size_t n = len < c->block - 8 ? len : c->block - 8;
+    memcpy(c->stage + 8, out, n);
+    memset(c->stage + 8 + n, 0, c->block - 8 - n); /* not the last result's tail */
     onigpu_buf_t b = {c->stage, c->block};
     int rc = oni_set_driver_opt(c->ctx, ONI_DRV_WRITE, &b, sizeof b);
     sched_yield(); /* see card_read */
