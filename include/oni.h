@@ -39,22 +39,7 @@ typedef struct {
     char *data;
 } oni_frame_t;
 
-/* Context options: the value is the enum position (upstream numbering). */
-enum {
-    ONI_OPT_DEVICETABLE = 0,
-    ONI_OPT_NUMDEVICES,
-    ONI_OPT_RUNNING,
-    ONI_OPT_RESET,
-    ONI_OPT_SYSCLKHZ,
-    ONI_OPT_ACQCLKHZ,
-    ONI_OPT_RESETACQCOUNTER,
-    ONI_OPT_HWADDRESS,
-    ONI_OPT_MAXREADFRAMESIZE,
-    ONI_OPT_MAXWRITEFRAMESIZE,
-    ONI_OPT_BLOCKREADSIZE,
-    ONI_OPT_BLOCKWRITESIZE,
-    ONI_OPT_CUSTOMBEGIN
-};
+/* Context options ONI_OPT_*: onidefs.h, where upstream declares them. */
 
 /* onigpu extension: per-context timeout for every blocking call, in
  * milliseconds (uint32_t, read/write in any initialized or uninitialized

@@ -23,6 +23,45 @@ typedef uint32_t oni_reg_val_t;
 typedef uint32_t oni_fifo_dat_t;
 typedef uint64_t oni_fifo_time_t;
 
+/* Bytes of a read frame's header [u64 time][u32 dev_idx][u32 data_sz], and of
+ * a register value (upstream's names; drivers use them). */
+#define ONI_FRAMEHEADERSZ (2 * sizeof(oni_fifo_dat_t) + sizeof(oni_fifo_time_t))
+#define ONI_REGSZ sizeof(oni_reg_val_t)
+
+/* Context options: the value is the enum position (upstream numbering). */
+enum {
+    ONI_OPT_DEVICETABLE = 0,
+    ONI_OPT_NUMDEVICES,
+    ONI_OPT_RUNNING,
+    ONI_OPT_RESET,
+    ONI_OPT_SYSCLKHZ,
+    ONI_OPT_ACQCLKHZ,
+    ONI_OPT_RESETACQCOUNTER,
+    ONI_OPT_HWADDRESS,
+    ONI_OPT_MAXREADFRAMESIZE,
+    ONI_OPT_MAXWRITEFRAMESIZE,
+    ONI_OPT_BLOCKREADSIZE,
+    ONI_OPT_BLOCKWRITESIZE,
+    ONI_OPT_CUSTOMBEGIN
+};
+
+/* Config registers of the driver ABI (onidriver.h); custom option n maps to
+ * ONI_CONFIG_CUSTOMBEGIN + n. */
+typedef enum {
+    ONI_CONFIG_DEV_IDX = 0,
+    ONI_CONFIG_REG_ADDR,
+    ONI_CONFIG_REG_VALUE,
+    ONI_CONFIG_RW,
+    ONI_CONFIG_TRIG,
+    ONI_CONFIG_RUNNING,
+    ONI_CONFIG_RESET,
+    ONI_CONFIG_SYSCLKHZ,
+    ONI_CONFIG_ACQCLKHZ,
+    ONI_CONFIG_RESETACQCOUNTER,
+    ONI_CONFIG_HWADDRESS,
+    ONI_CONFIG_CUSTOMBEGIN
+} oni_config_t;
+
 typedef struct {
     const char *name;
     const int major;

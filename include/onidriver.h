@@ -10,25 +10,15 @@
 extern "C" {
 #endif
 
+/* Upstream marks the driver entry points with this; drivers may use it on their definitions. */
+#define ONI_DRIVER_EXPORT ONI_EXPORT
+
 typedef void *oni_driver_ctx;
 
 typedef enum { ONI_READ_STREAM_DATA = 0, ONI_READ_STREAM_SIGNAL } oni_read_stream_t;
 typedef enum { ONI_WRITE_STREAM_DATA = 0 } oni_write_stream_t;
 
-typedef enum {
-    ONI_CONFIG_DEV_IDX = 0,
-    ONI_CONFIG_REG_ADDR,
-    ONI_CONFIG_REG_VALUE,
-    ONI_CONFIG_RW,
-    ONI_CONFIG_TRIG,
-    ONI_CONFIG_RUNNING,
-    ONI_CONFIG_RESET,
-    ONI_CONFIG_SYSCLKHZ,
-    ONI_CONFIG_ACQCLKHZ,
-    ONI_CONFIG_RESETACQCOUNTER,
-    ONI_CONFIG_HWADDRESS,
-    ONI_CONFIG_CUSTOMBEGIN
-} oni_config_t;
+/* Config registers oni_config_t: onidefs.h, where upstream declares them. */
 
 /* Signal stream packet types (bit flags), COBS-encoded, 0-terminated, <= 255 bytes. */
 typedef enum {
