@@ -20,8 +20,10 @@ typedef enum { ONI_WRITE_STREAM_DATA = 0 } oni_write_stream_t;
 
 /* Config registers oni_config_t: onidefs.h, where upstream declares them. */
 
-/* Signal stream packet types (bit flags), COBS-encoded, 0-terminated, <= 255 bytes. */
-typedef enum {
+/* Signal stream packet types (bit flags), COBS-encoded, 0-terminated, <= 255 bytes.
+ * Deliberately an unnamed enum: upstream's headers declare no signal type, and
+ * drivers written for upstream name their own (oni_signal_t, enum oni_signal). */
+enum {
     ONI_SIG_NULL = 1,
     ONI_SIG_CONFIGWACK = 2,
     ONI_SIG_CONFIGWNACK = 4,
@@ -29,7 +31,7 @@ typedef enum {
     ONI_SIG_CONFIGRNACK = 16,
     ONI_SIG_DEVICETABLEACK = 32,
     ONI_SIG_DEVICEINST = 64
-} oni_signal_t;
+};
 
 /* How the core (liboni) calls a driver, for every function below:
  * - Returns: int functions return >= 0 on success (read_stream/write_stream: a

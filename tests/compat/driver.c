@@ -8,9 +8,15 @@
  * The hardware it pretends to be: one device (idx 0, id 10, 4-byte read
  * frames, not writable); frame k of a run is time k, payload the uint32 k.
  * Driver option 0 reads back the last option number set_opt_callback was
- * told of, option 1 its 32-bit value. */
+ * told of, option 1 its 32-bit value. Like upstream's drivers, it names its
+ * own signal packet type oni_signal_t (the public headers leave it free). */
 #include <string.h>
 #include <onidriver.h>
+
+typedef enum oni_signal {
+    COMPAT_DEVICETABLEACK = 32,
+    COMPAT_DEVICEINST = 64
+} oni_signal_t;
 
 #define PAYLOAD 4
 #define FRAME_LEN (ONI_FRAMEHEADERSZ + PAYLOAD)
@@ -32,12 +38,14 @@ static void put_u32(unsigned char *p, oni_reg_val_t v)
     memcpy(p, &v, sizeof v);
 }
 
-/* Queue n bytes (n < 254) as one COBS packet with its 0 delimiter. */
-static void queue_packet(struct compat_drv *d, const unsigned char *src, size_t n)
+/* Queue a packet of type and n bytes (4 + n < 254) as COBS with its 0 delimiter. */
+static void queue_packet(struct compat_drv *d, oni_signal_t type, unsigned char *src, size_t n)
 {
     unsigned char *out = d->sig + d->sig_len;
     size_t code_at = 0, o = 1, i;
     unsigned char code = 1;
+    put_u32(src, (oni_reg_val_t)type);
+    n += 4;
     for (i = 0; i < n; i++) {
         if (src[i] == 0) {
             out[code_at] = code;
@@ -58,16 +66,14 @@ static void queue_table(struct compat_drv *d)
 {
     unsigned char p[4 + 5 * ONI_REGSZ];
     d->sig_len = d->sig_pos = 0;
-    put_u32(p, 32);
     put_u32(p + 4, 1);
-    queue_packet(d, p, 8);
-    put_u32(p, 64);
+    queue_packet(d, COMPAT_DEVICETABLEACK, p, 4);
     put_u32(p + 4, 0);       /* idx */
     put_u32(p + 8, 10);      /* id */
     put_u32(p + 12, 1);      /* version */
     put_u32(p + 16, PAYLOAD); /* read_size */
     put_u32(p + 20, 0);      /* write_size */
-    queue_packet(d, p, sizeof p);
+    queue_packet(d, COMPAT_DEVICEINST, p, sizeof p - 4);
 }
 
 ONI_DRIVER_EXPORT oni_driver_ctx oni_driver_create_ctx(void)
