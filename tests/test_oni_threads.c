@@ -286,3 +286,52 @@ TEST(read_lock_taken_in_turn)
     CHECK_EQ(atomic_load(&errors), 0);
     oni_destroy_ctx(ctx);
 }
+
+/* A host written for upstream liboni keeps a reader thread in oni_read_frame
+ * while its command loop pauses and resumes acquisition (upstream's own
+ * example host does). With the hardware stopped the driver has nothing to
+ * give (it answers 0 bytes), so the reader waits inside a refill, holding
+ * the read state; starting acquisition needs that state to flush. The start
+ * must not wait for the reader's deadline, the very data it waits for only
+ * comes after the start: the reader gives way, and then gets the new run's
+ * first frame instead of ONI_ETIMEOUT. */
+static atomic_int waiter_rc;
+
+static void *waiting_reader(void *p)
+{
+    oni_ctx ctx = p;
+    oni_frame_t *f = NULL;
+    int rc = oni_read_frame(ctx, &f);
+    if (rc > 0) {
+        if (!fx_check(f, 7, 2, 20))
+            rc = -1000;
+        oni_destroy_frame(f);
+    }
+    atomic_store(&waiter_rc, rc);
+    return NULL;
+}
+
+TEST(start_while_a_reader_waits_for_data_is_not_held_up)
+{
+    oni_ctx ctx = fx_open(devs, 4, 1);
+    REQUIRE(ctx);
+    uint32_t timeout = 3000;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout) == 0);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_EMPTY, SCR_EMPTY_ZERO) == 0);
+    atomic_store(&waiter_rc, 0);
+    pthread_t r;
+    REQUIRE(pthread_create(&r, NULL, waiting_reader, ctx) == 0);
+    usleep(100 * 1000); /* the reader waits in its refill by now */
+    uint64_t t0 = oni_now_ns();
+    uint32_t run = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run), 0);
+    double ms = (double)(oni_now_ns() - t0) / 1e6;
+    uint8_t frame[64];
+    size_t len = fx_frame(frame, 7, 2, 20);
+    CHECK_RC(oni_set_driver_opt(ctx, SCR_OPT_DATA, frame, len), 0);
+    pthread_join(r, NULL);
+    fprintf(stderr, "  start took %.1f ms while a reader waited (reader timeout %u ms)\n", ms, timeout);
+    CHECK(ms < timeout / 2.0);
+    CHECK_EQ(atomic_load(&waiter_rc), (int)len); /* not ONI_ETIMEOUT: the new run's frame */
+    oni_destroy_ctx(ctx);
+}

@@ -149,7 +149,7 @@ static int reset(struct oni_ctx_impl *ctx)
         if (devs[i].write_size > wmax)
             wmax = devs[i].write_size;
     }
-    unsigned rt = oni_rlock(ctx);
+    unsigned rt = oni_rlock_opt(ctx);
     pthread_mutex_lock(&ctx->wlock);
     free(ctx->devs);
     free(ctx->hslot);
@@ -177,7 +177,7 @@ static int reset(struct oni_ctx_impl *ctx)
     }
     oni_read_release(ctx);
     pthread_mutex_unlock(&ctx->wlock);
-    oni_runlock(ctx, rt);
+    oni_runlock_opt(ctx, rt);
     return 0;
 }
 
@@ -330,11 +330,11 @@ int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size)
  * the two would keep the start of a frame whose rest is gone. */
 static int set_running(struct oni_ctx_impl *ctx, int run)
 {
-    unsigned rt = oni_rlock(ctx);
+    unsigned rt = oni_rlock_opt(ctx);
     int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, run ? 1 : 0);
     if (rc >= 0)
         oni_read_flush(ctx);
-    oni_runlock(ctx, rt);
+    oni_runlock_opt(ctx, rt);
     if (rc < 0)
         return rc;
     atomic_store(&ctx->state, run ? ONI_STATE_RUNNING : ONI_STATE_IDLE);
@@ -380,11 +380,11 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
             return ONI_EINVALSTATE;
         if (v < ctx->max_rframe || v % 4 || v > ONI_MAXBLOCKSIZE)
             return ONI_EINVALREADSIZE;
-        unsigned rt = oni_rlock(ctx);
+        unsigned rt = oni_rlock_opt(ctx);
         ctx->block_read = v;
         ctx->block_read_set = 1;
         oni_read_release(ctx); /* blocks are sized for the old value */
-        oni_runlock(ctx, rt);
+        oni_runlock_opt(ctx, rt);
         return 0;
     case ONI_OPT_BLOCKWRITESIZE:
         if (v < ctx->max_wframe || v % 4 || v > ONI_MAXBLOCKSIZE)

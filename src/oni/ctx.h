@@ -144,6 +144,7 @@ struct oni_ctx_impl {
     pthread_mutex_t lock, wlock;
     pthread_rwlock_t olock;
     atomic_uint rnext, rserve;
+    atomic_uint rwant;         /* callers in oni_rlock_opt: a refill waiting for data gives way */
     _Atomic int state;
     int drv_open;              /* the driver's init succeeded */
     _Atomic uint32_t timeout_ms;
@@ -197,6 +198,10 @@ int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t a
 /* frame.c: the pool and the read-path state. */
 struct oni_pool *oni_pool_new(void);
 void oni_pool_unref(struct oni_pool *pool);
+/* The read path's private answer when a refill that waits for data gave way
+ * to a caller of oni_rlock_opt; oni_read_frame reads again, users never see it. */
+#define ONI_EYIELD (-1000)
+
 /* Drop buffered data (read lock held). */
 void oni_read_flush(struct oni_ctx_impl *ctx);
 /* Release the current block (context going away or table changing; read lock held). */
@@ -324,6 +329,23 @@ static inline void oni_runlock(struct oni_ctx_impl *ctx, unsigned t)
     if (b & 1)
         atomic_store_explicit(&ctx->pool->bias, b & ~(uintptr_t)1, memory_order_release);
     atomic_store_explicit(&ctx->rserve, t + 1, memory_order_release);
+}
+
+/* oni_rlock for a call that changes what the read path sees (ONI_OPT_RUNNING,
+ * ONI_OPT_RESET, ONI_OPT_BLOCKREADSIZE): a reader whose refill waits for data
+ * sees rwant and gives the lock up (frame.c, refill), so the call is not held
+ * up until that reader's deadline when the data may only come after it (a
+ * start while a reader waits, as upstream hosts do). A driver that blocks
+ * inside read_stream still holds it up until that call returns. */
+static inline unsigned oni_rlock_opt(struct oni_ctx_impl *ctx)
+{
+    atomic_fetch_add_explicit(&ctx->rwant, 1, memory_order_relaxed);
+    return oni_rlock(ctx);
+}
+static inline void oni_runlock_opt(struct oni_ctx_impl *ctx, unsigned t)
+{
+    atomic_fetch_sub_explicit(&ctx->rwant, 1, memory_order_relaxed);
+    oni_runlock(ctx, t);
 }
 
 #endif

@@ -352,6 +352,10 @@ static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
         ctx->end += (size_t)rc;
         ctx->fill_left -= (size_t)rc;
         if (rc == 0) {
+            /* Nothing yet: give way to a call that needs the read state
+             * (oni_rlock_opt, ctx.h); it may be the start the data waits for. */
+            if (atomic_load_explicit(&ctx->rwant, memory_order_relaxed))
+                return ONI_EYIELD;
             if (!*deadline)
                 *deadline = oni_deadline(ctx);
             if ((rc = oni_idle_wait(*deadline, &idle)) < 0)
@@ -489,10 +493,8 @@ static inline int read_frame_fast(struct oni_ctx_impl *ctx, oni_frame_t **out)
     return hand_out(ctx, ctx->fnext++, (size_t)len, out);
 }
 
-/* oni_read_frame under the read lock, for a caller without the bias (it
- * takes it here when it may) or kept out of it. Out of line, so that the
- * registers it needs are saved only here. */
-__attribute__((noinline)) static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
+/* One oni_read_frame under the read lock; may return ONI_EYIELD. */
+static int read_frame_locked_once(struct oni_ctx_impl *ctx, oni_frame_t **out)
 {
     unsigned ticket = oni_rlock(ctx);
     bias_take(ctx->pool);
@@ -503,13 +505,37 @@ __attribute__((noinline)) static int read_frame_locked(struct oni_ctx_impl *ctx,
     return rc;
 }
 
+/* A refill gave way (ONI_EYIELD, the read state released): let the caller
+ * that wanted it go first (it queues on the ticket lock, or is about to),
+ * then read again, with a deadline of its own since that caller changed
+ * what the stream holds (a start, a reset, a block size). */
+__attribute__((noinline)) static int read_frame_after_yield(struct oni_ctx_impl *ctx, oni_frame_t **out)
+{
+    unsigned tries = 0;
+    int rc;
+    do {
+        oni_backoff(&tries);
+        rc = read_frame_locked_once(ctx, out);
+    } while (rc == ONI_EYIELD);
+    return rc;
+}
+
+/* oni_read_frame under the read lock, for a caller without the bias (it
+ * takes it here when it may) or kept out of it. Out of line, so that the
+ * registers it needs are saved only here. */
+__attribute__((noinline)) static int read_frame_locked(struct oni_ctx_impl *ctx, oni_frame_t **out)
+{
+    int rc = read_frame_locked_once(ctx, out);
+    return rc == ONI_EYIELD ? read_frame_after_yield(ctx, out) : rc;
+}
+
 /* read_frame_slow in the bias holder's section (slot s), which it ends. */
 __attribute__((noinline)) static int read_frame_biased(struct oni_ctx_impl *ctx, oni_frame_t **out,
                                                       struct oni_bias_slot *s)
 {
     int rc = read_frame_slow(ctx, out);
     oni_bias_leave(s);
-    return rc;
+    return rc == ONI_EYIELD ? read_frame_after_yield(ctx, out) : rc;
 }
 
 int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame)
