@@ -1,5 +1,6 @@
 /* test_bench_plot.c - PNG plots of src/bench: files decode (chunk CRCs, zlib
  * stored blocks, Adler-32, filters) and pixels are where the data says. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -454,5 +455,95 @@ TEST(plot_long_legend_stays_in_the_area)
             key += pixel(&img, xx, yy) == bench_series_color(1);
     CHECK(key > 0);
     free(img.rgb);
+    unlink(path);
+}
+
+/* True if (x, y) is inside the plot area drawn by bench_plot_png (plot.c:
+ * AREA_X0 = 100 .. W - 20, AREA_Y0 = 44 .. H - 70). */
+static int in_area(int x, int y)
+{
+    return x >= 100 && x <= BENCH_PLOT_W - 20 && y >= 44 && y <= BENCH_PLOT_H - 70;
+}
+
+/* Found by a review: data near DBL_MAX made a log axis end at
+ * pow(10, 309) = inf and a linear axis' max - min overflow; a point's
+ * position was then (x - lo) / inf = 0 or inf / inf = NaN, so the largest
+ * value was drawn at the bottom of the plot, or every point at one place.
+ * Positions now come from the decades (log) or half-ranges (linear), which
+ * stay finite for any finite data, and are clamped before they become ints. */
+TEST(plot_extreme_values_land_in_the_area)
+{
+    char path[64];
+    tmp_path(path, sizeof path);
+    double x[3] = {1, 2, 3}, big[3] = {1, 1e300, DBL_MAX}, lin[3] = {-DBL_MAX, 0, DBL_MAX};
+    double tiny[3] = {4.9e-324, 1, 10};
+    const double *ys[3] = {big, lin, tiny};
+    int logy[3] = {1, 0, 1};
+    for (int c = 0; c < 3; c++) {
+        struct bench_series s = {"extreme", x, ys[c], 3, BENCH_LINES_POINTS};
+        struct bench_plot p = {"extreme", "x", "y", 0, logy[c], &s, 1};
+        int py[3];
+        for (int i = 0; i < 3; i++) {
+            int px;
+            CHECK_RC(bench_plot_pixel(&p, x[i], ys[c][i], &px, &py[i]), ONI_ESUCCESS);
+            CHECK(in_area(px, py[i]));
+        }
+        CHECK(py[0] > py[1] && py[1] > py[2]); /* larger values higher up */
+        CHECK_RC(bench_plot_png(path, &p), ONI_ESUCCESS);
+        struct image img = {0};
+        REQUIRE(png_read(path, &img) == 0);
+        int px2, py2;
+        CHECK_RC(bench_plot_pixel(&p, x[2], ys[c][2], &px2, &py2), ONI_ESUCCESS);
+        CHECK(near_color(&img, px2, py2, 1, bench_series_color(0)));
+        free(img.rgb);
+    }
+    /* the same on the x axis, with its extremes at the plot area's ends */
+    double y[2] = {1, 2}, xs[2] = {-DBL_MAX, DBL_MAX};
+    struct bench_series s = {"wide", xs, y, 2, BENCH_LINES};
+    struct bench_plot p = {"wide", "x", "y", 0, 0, &s, 1};
+    int ax, ay, bx, by;
+    CHECK_RC(bench_plot_pixel(&p, xs[0], y[0], &ax, &ay), ONI_ESUCCESS);
+    CHECK_RC(bench_plot_pixel(&p, xs[1], y[1], &bx, &by), ONI_ESUCCESS);
+    CHECK(in_area(ax, ay) && in_area(bx, by) && bx - ax > 600);
+    CHECK_RC(bench_plot_png(path, &p), ONI_ESUCCESS);
+    unlink(path);
+}
+
+/* Degenerate series: NaN/inf points and non-positive values on a log axis
+ * are skipped, an empty series is allowed beside others, one point and
+ * all-equal values give a plot with the point inside the area. */
+TEST(plot_degenerate_series)
+{
+    char path[64];
+    tmp_path(path, sizeof path);
+    double x[4] = {1, NAN, 3, INFINITY}, y[4] = {5, 6, -7, 8};
+    double one_x = 5, one_y = 5, eq_x[3] = {2, 2, 2}, eq_y[3] = {1e-310, 1e-310, 1e-310};
+    struct bench_series s[4] = {
+        {"nan", x, y, 4, BENCH_LINES_POINTS},
+        {"empty", NULL, NULL, 0, BENCH_LINES},
+        {"one", &one_x, &one_y, 1, BENCH_POINTS},
+        {"equal", eq_x, eq_y, 3, BENCH_LINES_POINTS},
+    };
+    for (int logy = 0; logy < 2; logy++) {
+        struct bench_plot p = {"degenerate", "x", "y", 0, logy, s, 4};
+        CHECK_RC(bench_plot_png(path, &p), ONI_ESUCCESS);
+        int px, py;
+        CHECK_RC(bench_plot_pixel(&p, 2, 1e-310, &px, &py), ONI_ESUCCESS);
+        CHECK(in_area(px, py));
+        CHECK_RC(bench_plot_pixel(&p, 5, 5, &px, &py), ONI_ESUCCESS);
+        CHECK(in_area(px, py));
+        CHECK_RC(bench_plot_pixel(&p, NAN, 5, &px, &py), ONI_EINVALARG);
+        CHECK_RC(bench_plot_pixel(&p, 3, -7, &px, &py), logy ? ONI_EINVALARG : ONI_ESUCCESS);
+    }
+    /* only the equal series: a zero-width range on both axes */
+    struct bench_plot q = {"equal", "x", "y", 0, 0, &s[3], 1};
+    int px, py;
+    CHECK_RC(bench_plot_pixel(&q, 2, 1e-310, &px, &py), ONI_ESUCCESS);
+    CHECK(in_area(px, py));
+    CHECK_RC(bench_plot_png(path, &q), ONI_ESUCCESS);
+    /* a histogram with a non-finite range is refused, not drawn */
+    uint64_t cnt[2] = {1, 2};
+    struct bench_hist h = {2, 0, 0, NAN, cnt, 0, 0};
+    CHECK_RC(bench_hist_png(path, "t", "x", &h), ONI_EINVALARG);
     unlink(path);
 }

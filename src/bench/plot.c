@@ -1,6 +1,7 @@
 /* plot.c - line/scatter plots and histograms as PNG files, in plain C: an RGB
  * canvas, a 5x7 bitmap font, axes (linear or log with decade ticks) and an
  * uncompressed PNG writer (stored deflate blocks, CRC-32, Adler-32). */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,9 +299,11 @@ static void text(struct canvas *c, int x, int y, const char *s, int scale, uint3
 
 /* ---- axes ------------------------------------------------------------------ */
 
+/* On a log axis lo and hi are decades (exponents of 10), so that the range
+ * of any positive finite data stays finite (DBL_MAX is below 10^309). */
 struct axis {
     int log;
-    double lo, hi; /* data range shown */
+    double lo, hi; /* range shown: data values (linear) or decades (log) */
     int p0, p1;    /* pixels of lo and hi */
 };
 
@@ -309,36 +312,57 @@ static double axis_t(const struct axis *a, double v)
     return a->log ? log10(v) : v;
 }
 
-static double axis_px(const struct axis *a, double v)
+/* Pixel of t, a value already on the axis' scale (a decade on a log axis).
+ * Halves: hi - lo of data near +-DBL_MAX would overflow. */
+static double axis_px_t(const struct axis *a, double t)
 {
-    double t0 = axis_t(a, a->lo), t1 = axis_t(a, a->hi);
-    return a->p0 + (axis_t(a, v) - t0) / (t1 - t0) * (a->p1 - a->p0);
+    double f = (t / 2 - a->lo / 2) / (a->hi / 2 - a->lo / 2);
+    return a->p0 + f * (a->p1 - a->p0);
 }
 
-/* Range [mn, mx] of the data made presentable: whole decades on a log axis,
- * 5% margins on a linear one; never empty. */
+static double axis_px(const struct axis *a, double v)
+{
+    return axis_px_t(a, axis_t(a, v));
+}
+
+/* A pixel coordinate as an int: NaN or far off the canvas are clamped, so
+ * the conversion is defined and lines stay short. */
+static int px_int(double p)
+{
+    const double lim = 4 * BENCH_PLOT_W;
+    if (!(p > -lim))
+        return (int)-lim;
+    return p > lim ? (int)lim : (int)lround(p);
+}
+
+/* Range [mn, mx] of finite data made presentable: whole decades on a log
+ * axis, 5% margins on a linear one; never empty, never infinite. */
 static void axis_range(struct axis *a, double mn, double mx)
 {
     if (a->log) {
-        a->lo = pow(10, floor(log10(mn) + 1e-9));
-        a->hi = pow(10, ceil(log10(mx) - 1e-9));
+        a->lo = floor(log10(mn) + 1e-9);
+        a->hi = ceil(log10(mx) - 1e-9);
         if (a->hi <= a->lo)
-            a->hi = a->lo * 10;
+            a->hi = a->lo + 1;
         return;
     }
-    double pad = (mx - mn) * 0.05;
+    double pad = mx * 0.05 - mn * 0.05;
     if (pad == 0)
         pad = mn != 0 ? fabs(mn) * 0.1 : 1;
-    a->lo = mn - pad;
-    a->hi = mx + pad;
+    a->lo = fmax(mn - pad, -DBL_MAX);
+    a->hi = fmin(mx + pad, DBL_MAX);
+    if (!(a->hi > a->lo)) { /* equal subnormal values: 10% of them is 0 */
+        a->lo = mn - DBL_MIN;
+        a->hi = mx + DBL_MIN;
+    }
     if (mn >= 0 && a->lo < 0)
         a->lo = 0; /* do not show negative room for data that cannot be negative */
 }
 
 /* Step of about 5 linear ticks: 1, 2 or 5 times a power of ten. */
-static double nice_step(double span)
+static double nice_step(double lo, double hi)
 {
-    double raw = span / 5, p = pow(10, floor(log10(raw)));
+    double raw = (hi / 2 - lo / 2) / 2.5, p = pow(10, floor(log10(raw)));
     double m = raw / p;
     return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
@@ -370,14 +394,13 @@ static void draw_axis(struct canvas *c, const struct axis *a, int horiz, int oth
     /* Decades always fall on the range of a log axis; label each of them,
      * or every k-th when there are too many to fit. */
     if (a->log) {
-        int d0 = (int)lround(log10(a->lo)), d1 = (int)lround(log10(a->hi));
+        int d0 = (int)a->lo, d1 = (int)a->hi;
         int every = (d1 - d0 + 9) / 10;
         if (every < 1)
             every = 1;
         for (int d = d0; d <= d1; d++) {
             for (int m = 1; m < 10 && (m == 1 || d < d1); m++) {
-                double v = m * pow(10, d);
-                int p = (int)lround(axis_px(a, v));
+                int p = px_int(axis_px_t(a, d + log10(m)));
                 int major = m == 1, len = major ? 6 : 3;
                 if (horiz) {
                     if (major)
@@ -403,11 +426,11 @@ static void draw_axis(struct canvas *c, const struct axis *a, int horiz, int oth
     }
     /* Ticks by integer index, never by adding the step: a step below the
      * values' resolution would not advance. At most 20 ticks are drawn. */
-    double step = nice_step(a->hi - a->lo);
+    double step = nice_step(a->lo, a->hi);
     double k0 = ceil(a->lo / step - 1e-9), k1 = floor(a->hi / step + 1e-9);
     for (int k = 0; k <= 20 && k0 + k <= k1; k++) {
         double v = (k0 + k) * step;
-        int p = (int)lround(axis_px(a, v));
+        int p = px_int(axis_px(a, v));
         fmt_num(buf, sizeof buf, v);
         int w = text_w(buf, 2);
         if (horiz) {
@@ -505,8 +528,8 @@ int bench_plot_pixel(const struct bench_plot *p, double x, double y, int *px, in
         return rc;
     if (!px || !py || !plottable(p, x, y))
         return ONI_EINVALARG;
-    *px = (int)lround(axis_px(&ax, x));
-    *py = (int)lround(axis_px(&ay, y));
+    *px = px_int(axis_px(&ax, x));
+    *py = px_int(axis_px(&ay, y));
     return ONI_ESUCCESS;
 }
 
@@ -589,7 +612,7 @@ int bench_plot_png(const char *path, const struct bench_plot *p)
         for (size_t i = 0; i < se->n; i++) {
             if (!plottable(p, se->x[i], se->y[i]))
                 continue;
-            int x = (int)lround(axis_px(&ax, se->x[i])), y = (int)lround(axis_px(&ay, se->y[i]));
+            int x = px_int(axis_px(&ax, se->x[i])), y = px_int(axis_px(&ay, se->y[i]));
             if (se->style != BENCH_POINTS && have_prev)
                 line(&c, qx, qy, x, y, 2, col, AREA_X0, AREA_Y0, AREA_X1, AREA_Y1);
             if (se->style != BENCH_LINES)
@@ -610,7 +633,8 @@ int bench_plot_png(const char *path, const struct bench_plot *p)
 int bench_hist_png(const char *path, const char *title, const char *xlabel,
                    const struct bench_hist *h)
 {
-    if (!path || !h || !h->count || !h->nbins || (h->log_bins && h->lo <= 0))
+    if (!path || !h || !h->count || !h->nbins || !isfinite(h->lo) || !isfinite(h->hi) ||
+        (h->log_bins && h->lo <= 0))
         return ONI_EINVALARG;
     uint64_t mx = 0;
     for (size_t i = 0; i < h->nbins; i++)
@@ -634,8 +658,8 @@ int bench_hist_png(const char *path, const char *title, const char *xlabel,
         double e0 = bench_hist_edge(h, i), e1 = bench_hist_edge(h, i + 1);
         if (e1 <= e0)
             e1 = hi; /* a zero-width range: one bar across it */
-        int x0 = (int)lround(axis_px(&ax, e0)), x1 = (int)lround(axis_px(&ax, e1)) - 1;
-        int y = (int)lround(axis_px(&ay, (double)h->count[i]));
+        int x0 = px_int(axis_px(&ax, e0)), x1 = px_int(axis_px(&ax, e1)) - 1;
+        int y = px_int(axis_px(&ay, (double)h->count[i]));
         if (x1 < x0)
             x1 = x0;
         fill_rect(&c, x0, y, x1, AREA_Y1 - 1, col);
