@@ -547,3 +547,49 @@ TEST(plot_degenerate_series)
     CHECK_RC(bench_hist_png(path, "t", "x", &h), ONI_EINVALARG);
     unlink(path);
 }
+
+/* Columns of the first and last dark pixel in rows y0..y1 (-1: none). */
+static void ink_span(const struct image *img, int y0, int y1, int *first, int *last)
+{
+    *first = *last = -1;
+    for (int x = 0; x < img->w; x++)
+        for (int y = y0; y <= y1; y++)
+            if (pixel(img, x, y) == 0x202020) {
+                if (*first < 0)
+                    *first = x;
+                *last = x;
+            }
+}
+
+/* Found by a review: text was drawn byte by byte, so "µs" (3 bytes in
+ * UTF-8) came out as two boxes and an s, and its width was counted as 3
+ * characters. A multi-byte character is now one glyph (µ has its own). */
+TEST(plot_utf8_label_is_one_glyph_per_character)
+{
+    double x[2] = {1, 2}, y[2] = {1, 2};
+    struct bench_series s = {"a", x, y, 2, BENCH_LINES};
+    const char *labels[2] = {"time (us)", "time (\xc2\xb5s)"};
+    int first[2], last[2], box_rows[2];
+    char path[64];
+    tmp_path(path, sizeof path);
+    for (int k = 0; k < 2; k++) {
+        struct bench_plot p = {"t", labels[k], "y", 0, 0, &s, 1};
+        REQUIRE(bench_plot_png(path, &p) == ONI_ESUCCESS);
+        struct image img = {0};
+        REQUIRE(png_read(path, &img) == 0);
+        ink_span(&img, BENCH_PLOT_H - 30, BENCH_PLOT_H - 1, &first[k], &last[k]);
+        /* the 'u' or 'µ' is the 7th glyph: 12 pixels per glyph at scale 2;
+         * a box would have ink in its top row */
+        int gx = first[k] + 6 * 12, top = 0;
+        for (int xx = gx; xx < gx + 10; xx++)
+            top += pixel(&img, xx, BENCH_PLOT_H - 24) == 0x202020;
+        box_rows[k] = top;
+        free(img.rgb);
+    }
+    CHECK(first[0] >= 0 && first[1] >= 0);
+    CHECK_EQ(first[1], first[0]);
+    CHECK_EQ(last[1], last[0]);
+    CHECK_EQ(box_rows[0], 0);
+    CHECK_EQ(box_rows[1], 0);
+    unlink(path);
+}

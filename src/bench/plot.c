@@ -256,21 +256,54 @@ static const uint8_t font[95][7] = {
     {0x00, 0x00, 0x08, 0x15, 0x02, 0x00, 0x00}, /* ~ */
 };
 
-static const uint8_t *glyph(char ch)
+/* One UTF-8 character of s (s[0] != 0): its code point, or -1 for a byte
+ * that does not start a well-formed sequence; *len is the bytes it takes
+ * (1 for a bad byte, so that a bad byte is one glyph). */
+static long utf8_char(const char *s, int *len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    int n = u[0] < 0x80 ? 1 : u[0] >= 0xC2 && u[0] < 0xE0 ? 2 : u[0] >= 0xE0 && u[0] < 0xF0 ? 3
+          : u[0] >= 0xF0 && u[0] < 0xF5 ? 4 : 0;
+    *len = 1;
+    if (n == 0)
+        return -1;
+    long cp = n == 1 ? u[0] : u[0] & (0x7F >> n);
+    for (int i = 1; i < n; i++) {
+        if ((u[i] & 0xC0) != 0x80)
+            return -1; /* also stops at the terminating 0 */
+        cp = cp << 6 | (u[i] & 0x3F);
+    }
+    *len = n;
+    return cp;
+}
+
+/* Glyph of a code point: printable ASCII, micro (U+00B5, U+03BC), else a box. */
+static const uint8_t *glyph(long cp)
 {
     static const uint8_t box[7] = {0x1F, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1F};
-    unsigned char u = (unsigned char)ch;
-    if (u < 32 || u > 126)
+    static const uint8_t micro[7] = {0x00, 0x00, 0x11, 0x11, 0x13, 0x1D, 0x10};
+    if (cp == 0xB5 || cp == 0x3BC)
+        return micro;
+    if (cp < 32 || cp > 126)
         return box;
-    return font[u - 32];
+    return font[cp - 32];
 }
 
 #define CHAR_W 6 /* 5 pixels + 1 space, times the scale */
 #define CHAR_H 7
 
+/* Characters (not bytes) in s. */
+static int text_len(const char *s)
+{
+    int n = 0, len;
+    for (; *s; s += len, n++)
+        utf8_char(s, &len);
+    return n;
+}
+
 static int text_w(const char *s, int scale)
 {
-    int n = (int)strlen(s);
+    int n = text_len(s);
     return n ? (n * CHAR_W - 1) * scale : 0;
 }
 
@@ -279,8 +312,9 @@ static int text_w(const char *s, int scale)
  * bottom-left corner). */
 static void text(struct canvas *c, int x, int y, const char *s, int scale, uint32_t col, int rot)
 {
-    for (int i = 0; s[i]; i++) {
-        const uint8_t *g = glyph(s[i]);
+    int len;
+    for (int i = 0; *s; i++, s += len) {
+        const uint8_t *g = glyph(utf8_char(s, &len));
         for (int r = 0; r < CHAR_H; r++)
             for (int k = 0; k < 5; k++) {
                 if (!(g[r] >> (4 - k) & 1))
@@ -550,21 +584,30 @@ static int busy_pixels(const struct canvas *c, int x0, int y0, int x1, int y1)
  * area with 10 pixels to spare on each side. */
 #define LEGEND_TEXT_W (AREA_X1 - AREA_X0 - 20 - 40)
 
-/* name cut to the characters that fit in LEGEND_TEXT_W at scale 2. */
-static void legend_name(char *out, size_t len, const char *name)
+#define LEGEND_CHARS ((LEGEND_TEXT_W / 2 + 1) / CHAR_W)
+
+/* name cut to the characters that fit in LEGEND_TEXT_W at scale 2, never
+ * inside a multi-byte character; out has room for 4 bytes a character. */
+static void legend_name(char *out, const char *name)
 {
-    int fit = (LEGEND_TEXT_W / 2 + 1) / CHAR_W;
-    snprintf(out, len, "%.*s", fit, name ? name : "");
+    size_t bytes = 0;
+    int len;
+    for (int n = 0; name && name[bytes] && n < LEGEND_CHARS; n++) {
+        utf8_char(name + bytes, &len);
+        bytes += (size_t)len;
+    }
+    memcpy(out, name ? name : "", bytes);
+    out[bytes] = 0;
 }
 
 /* The legend goes in the corner of the plot area where it hides the least
  * of the data already drawn. */
 static void draw_legend(struct canvas *c, const struct bench_plot *p)
 {
-    char names[BENCH_MAX_SERIES][LEGEND_TEXT_W / CHAR_W];
+    char names[BENCH_MAX_SERIES][4 * LEGEND_CHARS + 1];
     int w = 0;
     for (size_t s = 0; s < p->nseries; s++) {
-        legend_name(names[s], sizeof names[s], p->series[s].name);
+        legend_name(names[s], p->series[s].name);
         if (text_w(names[s], 2) > w)
             w = text_w(names[s], 2);
     }
