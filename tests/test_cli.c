@@ -589,3 +589,15 @@ TEST(advise_workload_run_ai_counted_once)
     HAS("data 4000 B, compute 40000 B, AI 0.75 FLOP/byte\n");
     HAS("for 4000 B in / 40000 B compute / AI 0.75:");
 }
+
+/* Found by a review: bench transfer read its repetition counts as sizes, so
+ * "--max-reps 1.5" ran 2 per size and "--min-reps 2.5k" 2560; counts are
+ * whole numbers, as bench loop's --blocks. */
+TEST(bench_transfer_counts_are_whole_numbers)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "1.5", "--out", "/nonexistent-dir"), 2);
+    HAS("bad option or value: --max-reps 1.5");
+    CHECK_EQ(RUN("bench", "transfer", "--min-reps", "2.5k", "--out", "/nonexistent-dir"), 2);
+    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "16K", "--out", "/nonexistent-dir"), 2);
+}

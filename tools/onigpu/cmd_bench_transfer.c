@@ -4,6 +4,7 @@
 #include <string.h>
 #include "bench/bench_transfer.h"
 #include "cli.h"
+#include "cli_oni.h"
 
 static int run(int argc, char **argv);
 
@@ -63,10 +64,10 @@ static int run(int argc, char **argv)
             bad = parse_sizes(v, &o.min_size, &o.max_size) || !o.min_size || o.min_size > o.max_size;
         } else if (!strcmp(a, "--total")) {
             bad = cli_parse_size(v, &o.total) || !o.total;
-        } else if (!strcmp(a, "--min-reps")) {
-            bad = cli_parse_size(v, &o.min_reps);
+        } else if (!strcmp(a, "--min-reps")) { /* counts: no fraction, no unit */
+            bad = cli_parse_u64(v, &o.min_reps);
         } else if (!strcmp(a, "--max-reps")) {
-            bad = cli_parse_size(v, &o.max_reps) || !o.max_reps;
+            bad = cli_parse_u64(v, &o.max_reps) || !o.max_reps;
         } else if (!strcmp(a, "--paths")) {
             bad = cli_parse_names("onigpu bench transfer", "path", v, xfer_path_parse, XFER_ALL_PATHS, &o.paths);
         } else if (!strcmp(a, "--dir")) {
