@@ -601,3 +601,13 @@ TEST(bench_transfer_counts_are_whole_numbers)
     CHECK_EQ(RUN("bench", "transfer", "--min-reps", "2.5k", "--out", "/nonexistent-dir"), 2);
     CHECK_EQ(RUN("bench", "transfer", "--max-reps", "16K", "--out", "/nonexistent-dir"), 2);
 }
+
+/* Found by a review: "--link ," (or "--link ''") named no preset, so bench
+ * transfer measured nothing and exited 0, as if it had succeeded. */
+TEST(bench_transfer_empty_link_list)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("bench", "transfer", "--link", ",", "--out", "/nonexistent-dir"), 2);
+    HAS("--link names no preset");
+    CHECK_EQ(RUN("bench", "transfer", "--link", "", "--out", "/nonexistent-dir"), 2);
+}

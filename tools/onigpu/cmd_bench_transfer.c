@@ -100,10 +100,16 @@ static int run(int argc, char **argv)
         o.min_reps = o.max_reps;
     char links[sizeof links_buf];
     strcpy(links, links_buf); /* every preset checked before the first runs */
+    int nlinks = 0;
     for (char *save = NULL, *link = strtok_r(links, ",", &save); link; link = strtok_r(NULL, ",", &save)) {
         int st = cli_check_link(&cli_cmd_bench_transfer, link);
         if (st)
             return st;
+        nlinks++;
+    }
+    if (!nlinks) {
+        fprintf(stderr, "onigpu bench transfer: --link names no preset: %s\n", links_buf);
+        return cli_usage(&cli_cmd_bench_transfer);
     }
     int status = 0;
     for (char *save = NULL, *link = strtok_r(links_buf, ",", &save); link; link = strtok_r(NULL, ",", &save)) {
