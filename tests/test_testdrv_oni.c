@@ -228,6 +228,43 @@ TEST(not_running_read_times_out)
     oni_destroy_ctx(ctx);
 }
 
+struct waiting_reader {
+    oni_ctx ctx;
+    int rc;
+};
+
+static void *read_one(void *p)
+{
+    struct waiting_reader *w = p;
+    oni_frame_t *f = NULL;
+    w->rc = oni_read_frame(w->ctx, &f);
+    if (w->rc > 0)
+        oni_destroy_frame(f);
+    return NULL;
+}
+
+/* Hosts written for upstream keep a thread in oni_read_frame while another
+ * starts acquisition. The driver waits inside its read (for a slice at a
+ * time, onii.h), so the start waited for the reader's whole timeout (3 s
+ * here) and the reader got ONI_ETIMEOUT instead of the new run's frame. */
+TEST(start_while_a_reader_waits_in_the_driver)
+{
+    oni_ctx ctx = open_test(3000);
+    REQUIRE(ctx);
+    struct waiting_reader w = {ctx, 0};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, read_one, &w) == 0);
+    struct timespec pause = {0, 50 * 1000000L};
+    nanosleep(&pause, NULL); /* the reader is in the driver's read by now */
+    double t0 = now_s();
+    CHECK_RC(set_u32(ctx, ONI_OPT_RUNNING, 1), 0);
+    double took = now_s() - t0;
+    pthread_join(th, NULL);
+    CHECK(took < 1.0);
+    CHECK(w.rc > 0);
+    oni_destroy_ctx(ctx);
+}
+
 TEST(write_frames_through_oni)
 {
     oni_ctx ctx = open_test(200);

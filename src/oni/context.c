@@ -324,14 +324,17 @@ int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size)
     return rc;
 }
 
-/* Start or stop acquisition. Buffered data belongs to the run before, so it
- * is dropped, under the read lock together with the driver's write: the
- * driver drops its frame in progress then, and a reader refilling between
- * the two would keep the start of a frame whose rest is gone. */
-static int set_running(struct oni_ctx_impl *ctx, int run)
+/* Start or stop acquisition (with reset_counter: ONI_CONFIG_RESETACQCOUNTER
+ * = 2 first, the driver's reset-and-run). Buffered data belongs to the run
+ * before, so it is dropped, under the read lock together with the driver's
+ * writes: the driver drops its frame in progress then, and a reader
+ * refilling between the two would keep the start of a frame whose rest is gone. */
+static int set_running(struct oni_ctx_impl *ctx, int run, int reset_counter)
 {
     unsigned rt = oni_rlock_opt(ctx);
-    int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, run ? 1 : 0);
+    int rc = reset_counter ? ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESETACQCOUNTER, 2) : 0;
+    if (rc >= 0)
+        rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, run ? 1 : 0);
     if (rc >= 0)
         oni_read_flush(ctx);
     oni_runlock_opt(ctx, rt);
@@ -355,7 +358,7 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
         return ONI_EINVALSTATE;
     switch (opt) {
     case ONI_OPT_RUNNING:
-        return set_running(ctx, v != 0);
+        return set_running(ctx, v != 0, 0);
     case ONI_OPT_RESET:
         if (state != ONI_STATE_IDLE)
             return ONI_EINVALSTATE;
@@ -368,10 +371,13 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
     case ONI_OPT_RESETACQCOUNTER:
         if (v != 1 && v != 2)
             return ONI_EINVALARG;
-        if ((rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESETACQCOUNTER, v)) < 0)
-            return rc;
-        /* 2 = reset and run; say RUNNING too, for drivers that only know 1. */
-        return v == 2 ? set_running(ctx, 1) : 0;
+        /* 2 = reset and run: a start, so under the read lock like RUNNING (a
+         * reader must not meet the new run's bytes before the flush), and
+         * RUNNING said too, for drivers that only know 1. */
+        if (v == 2)
+            return set_running(ctx, 1, 1);
+        rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESETACQCOUNTER, v);
+        return rc < 0 ? rc : 0;
     case ONI_OPT_HWADDRESS:
         rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_HWADDRESS, v);
         return rc < 0 ? rc : 0;

@@ -44,6 +44,12 @@ oni_ctx oni_create_ctx_driver(const struct oni_driver *drv);
 /* Environment variable naming an extra directory searched for libonidriver_<name>.so. */
 #define ONI_DRIVER_PATH_ENV "ONI_DRIVER_PATH"
 
+/* The longest a built-in driver's data-stream read waits before it answers
+ * 0 bytes: liboni waits out ONI_OPT_TIMEOUTMS across such answers, and
+ * between two of them gives the read state to a thread that must change it
+ * (starting acquisition while a reader waits for its data; docs/threads.md). */
+#define ONI_READ_SLICE_MS 10u
+
 /* Wire format sizes. */
 #define ONI_RFRAMEHEADERSZ 16 /* [u64 time][u32 dev_idx][u32 data_sz] */
 #define ONI_WFRAMEHEADERSZ 8  /* [u32 dev_idx][u32 payload words] */

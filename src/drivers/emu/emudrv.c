@@ -46,11 +46,10 @@ uint32_t emudrv_timeout_ms(struct emudrv *d) { return atomic_load(&d->timeout_ms
 
 struct gpustream **emudrv_gpustream(struct emudrv *d) { return &d->gpu; }
 
-static int read_once(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
+static int read_once(struct emudrv *d, enum emu_stream s, void *dst, size_t n, uint32_t t)
 {
     if (n > MAX_READ)
         n = MAX_READ;
-    uint32_t t = atomic_load(&d->timeout_ms);
     return d->daemon ? emuc_read(d->daemon, s, dst, n, t) : emu_card_read(d->card, s, dst, n, t);
 }
 
@@ -62,13 +61,14 @@ int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
         return ONI_EINVALSTATE;
     if (s != EMU_STREAM_DATA && s != EMU_STREAM_SIGNAL && s != EMU_STREAM_GPU)
         return ONI_EINVALARG;
+    uint32_t t = atomic_load(&d->timeout_ms);
     if (s == EMU_STREAM_SIGNAL)
-        return read_once(d, s, dst, n);
+        return read_once(d, s, dst, n, t);
     /* The daemon's rings may deliver a block in pieces; the caller gets all or an error
      * (bytes already taken stay taken, as with a card read that failed midway). */
     size_t got = 0;
     while (got < n) {
-        int rc = read_once(d, s, (uint8_t *)dst + got, n - got);
+        int rc = read_once(d, s, (uint8_t *)dst + got, n - got, t);
         if (rc < 0)
             return rc;
         got += (size_t)rc;
@@ -245,10 +245,13 @@ static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t stream, void *d
         return ONI_EINVALSTATE;
     if (!size)
         return 0;
-    if (stream == ONI_READ_STREAM_DATA)
-        return read_once(d, EMU_STREAM_DATA, data, size);
+    uint32_t t = atomic_load(&d->timeout_ms);
+    if (stream == ONI_READ_STREAM_DATA) { /* waits a slice at most (onii.h), then 0 bytes */
+        int rc = read_once(d, EMU_STREAM_DATA, data, size, t < ONI_READ_SLICE_MS ? t : ONI_READ_SLICE_MS);
+        return rc == ONI_ETIMEOUT ? 0 : rc;
+    }
     if (stream == ONI_READ_STREAM_SIGNAL)
-        return read_once(d, EMU_STREAM_SIGNAL, data, size);
+        return read_once(d, EMU_STREAM_SIGNAL, data, size, t);
     return ONI_EINVALARG;
 }
 

@@ -8,8 +8,11 @@
  * docs/devices-test.md.
  *
  * Every entry point takes the context mutex, so the driver is safe whatever
- * locking the host does; a read with nothing to deliver waits on a condition
- * variable until ONI_OPT_TIMEOUTMS passes, then returns ONI_ETIMEOUT. */
+ * locking the host does. A signal read with nothing to deliver waits on a
+ * condition variable until ONI_OPT_TIMEOUTMS passes, then returns
+ * ONI_ETIMEOUT; a data read waits at most ONI_READ_SLICE_MS of that, then
+ * returns 0 bytes (the host waits out its timeout, and may hand the read
+ * state to a thread that starts acquisition in between: docs/threads.md). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -336,15 +339,15 @@ static inline __attribute__((always_inline)) void put_frame(struct tdev *v, uint
     }
 }
 
-/* Wait until pred(d) holds or the timeout passes; lock held. */
-static int wait_for(struct tdrv *d, int (*pred)(const struct tdrv *))
+/* Wait until pred(d) holds or ms pass; lock held. */
+static int wait_for(struct tdrv *d, int (*pred)(const struct tdrv *), uint32_t ms)
 {
     if (pred(d))
         return ONI_ESUCCESS;
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += d->timeout_ms / 1000;
-    until.tv_nsec += (long)(d->timeout_ms % 1000) * 1000000L;
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
@@ -440,8 +443,10 @@ static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t stream, void *d
     } else if (!size) {
         rc = 0;
     } else if (stream == ONI_READ_STREAM_DATA) {
-        rc = wait_for(d, can_emit);
-        if (!rc) {
+        rc = wait_for(d, can_emit, d->timeout_ms < ONI_READ_SLICE_MS ? d->timeout_ms : ONI_READ_SLICE_MS);
+        if (rc == ONI_ETIMEOUT)
+            rc = 0;
+        else if (!rc) {
             /* A stage left over from a schedule that is now empty still drains. */
             if (!d->nsched && d->stage_len - d->stage_off < size)
                 size = d->stage_len - d->stage_off;
@@ -449,7 +454,7 @@ static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t stream, void *d
             rc = (int)size;
         }
     } else {
-        rc = wait_for(d, sig_pending);
+        rc = wait_for(d, sig_pending, d->timeout_ms);
         if (!rc) {
             size_t n = d->sig_tail - d->sig_head;
             if (n > size)
