@@ -1436,3 +1436,43 @@ TEST(daemon_out_of_descriptors)
         oni_destroy_ctx(ctx);
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }
+
+/* A connection that sends requests before HELLO and reads none of the
+ * answers is closed after the handshake time like any idle one (HANDSHAKE_S,
+ * 5 s): before 2026-11-25 its thread blocked in sending an answer once the
+ * socket was full, and kept its descriptor and thread for good (enough such
+ * connections, and the daemon accepted no client any more). */
+TEST(daemon_unread_answers_before_hello)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int s = sock_connect();
+    REQUIRE(s >= 0);
+    uint64_t t0 = oni_now_ns();
+    uint8_t m[64];
+    size_t n = msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_STATS, NULL, 0);
+    /* until both directions are full: the daemon's answers wait in its send */
+    int sent = 0;
+    for (uint64_t last = oni_now_ns(); oni_now_ns() - last < 300000000ull;) {
+        if (send(s, m, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n) {
+            sent++;
+            last = oni_now_ns();
+        } else {
+            usleep(1000);
+        }
+    }
+    struct pollfd p = {s, POLLRDHUP, 0};
+    while (oni_now_ns() - t0 < 15000000000ull && !(poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP))))
+        ;
+    double secs = (oni_now_ns() - t0) / 1e9;
+    int closed = (p.revents & (POLLRDHUP | POLLHUP)) != 0;
+    fprintf(stderr, "  %d requests sent, no answer read: %s after %.1f s\n", sent, closed ? "closed" : "still open", secs);
+    CHECK(closed);
+    close(s);
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}

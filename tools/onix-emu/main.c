@@ -92,6 +92,7 @@ struct conn {
     int fd;
     int chan; /* -1 until HELLO / ATTACH */
     struct session *s;
+    uint64_t handshake; /* until HELLO / ATTACH is answered: when the connection is closed (ns), else 0 */
     uint8_t *scratch; /* private copy of write frames */
     struct conn *next;
     uint8_t buf[EMUP_MAXMSG];
@@ -402,10 +403,18 @@ static int hung_up(const struct conn *c)
 
 /* --- requests ------------------------------------------------------------------ */
 
+/* Send a reply on c. Before its handshake a connection is nobody's, and
+ * one whose client reads no answers must not keep its thread in a blocking
+ * send past the handshake deadline: it would never be closed. */
+static int conn_send(struct conn *c, uint16_t type, uint32_t seq, const void *body, size_t len, int fd)
+{
+    return emup_send_until(c->fd, type, seq, body, len, fd, c->handshake);
+}
+
 static int reply_status(struct conn *c, const struct emup_msg *m, int rc, uint32_t value)
 {
     struct emup_status_reply st = {rc, value};
-    return emup_send(c->fd, (uint16_t)(m->type | EMUP_REPLY), m->seq, &st, sizeof st, -1);
+    return conn_send(c, (uint16_t)(m->type | EMUP_REPLY), m->seq, &st, sizeof st, -1);
 }
 
 static int do_hello(struct conn *c, const struct emup_msg *m)
@@ -428,7 +437,7 @@ static int do_hello(struct conn *c, const struct emup_msg *m)
     struct session *s;
     hr.rc = session_new(m->u.str, &s, hr.err, sizeof hr.err);
     if (hr.rc)
-        return emup_send(c->fd, EMUP_HELLO | EMUP_REPLY, m->seq, &hr, sizeof hr, -1);
+        return conn_send(c, EMUP_HELLO | EMUP_REPLY, m->seq, &hr, sizeof hr, -1);
     pthread_mutex_lock(&g_lock);
     if (g_active) { /* another HELLO won meanwhile */
         pthread_mutex_unlock(&g_lock);
@@ -445,7 +454,9 @@ static int do_hello(struct conn *c, const struct emup_msg *m)
     hr.token = s->token;
     hr.shm_size = s->shm_size;
     memcpy(hr.ring, s->ring, sizeof hr.ring);
-    return emup_send(c->fd, EMUP_HELLO | EMUP_REPLY, m->seq, &hr, sizeof hr, s->memfd);
+    int rc = conn_send(c, EMUP_HELLO | EMUP_REPLY, m->seq, &hr, sizeof hr, s->memfd);
+    c->handshake = 0;
+    return rc;
 }
 
 static int do_attach(struct conn *c, const struct emup_msg *m)
@@ -464,7 +475,10 @@ static int do_attach(struct conn *c, const struct emup_msg *m)
         c->chan = (int)m->u.attach.chan;
     }
     pthread_mutex_unlock(&g_lock);
-    return reply_status(c, m, rc, 0);
+    int sent = reply_status(c, m, rc, 0);
+    if (!rc)
+        c->handshake = 0;
+    return sent;
 }
 
 /* The session's DMA engine, NULL until a GPU_DMA made one; once made it
@@ -549,7 +563,7 @@ static int do_read(struct conn *c, const struct emup_msg *m)
     struct emup_read_reply rr = {0, (uint32_t)rc, start, 0, 0};
     if (rq->stream != EMU_STREAM_SIGNAL) /* which side of a flush these bytes come from */
         rr.epoch = (uint32_t)emu_card_taken_epoch(s->card, (enum emu_stream)rq->stream);
-    return emup_send(c->fd, EMUP_READ | EMUP_REPLY, m->seq, &rr, sizeof rr, -1);
+    return conn_send(c, EMUP_READ | EMUP_REPLY, m->seq, &rr, sizeof rr, -1);
 }
 
 static int do_write(struct conn *c, const struct emup_msg *m)
@@ -652,12 +666,12 @@ static int dispatch(struct conn *c, const struct emup_msg *m)
     case EMUP_STATS: {
         struct emup_stats_reply r = {0};
         emu_card_stats(s->card, &r.stats);
-        return emup_send(c->fd, EMUP_STATS | EMUP_REPLY, m->seq, &r, sizeof r, -1);
+        return conn_send(c, EMUP_STATS | EMUP_REPLY, m->seq, &r, sizeof r, -1);
     }
     case EMUP_LINK: {
         struct emup_link_reply r = {0};
         emu_card_link(s->card, &r.link);
-        return emup_send(c->fd, EMUP_LINK | EMUP_REPLY, m->seq, &r, sizeof r, -1);
+        return conn_send(c, EMUP_LINK | EMUP_REPLY, m->seq, &r, sizeof r, -1);
     }
     case EMUP_MODE:
         return reply_status(c, m, 0, (uint32_t)s->fast);
@@ -705,9 +719,9 @@ static void *conn_main(void *arg)
     /* Until HELLO or ATTACH succeeds a connection is nobody's: one that
      * idles holds a descriptor and a thread (a client that died before its
      * handshake, or a flood of connections), so it has HANDSHAKE_S. */
-    uint64_t handshake = oni_now_ns() + HANDSHAKE_S * 1000000000ull;
+    c->handshake = oni_now_ns() + HANDSHAKE_S * 1000000000ull;
     for (;;) {
-        int n = emup_recv(c->fd, c->buf, sizeof c->buf, c->s ? 0 : handshake, NULL);
+        int n = emup_recv(c->fd, c->buf, sizeof c->buf, c->handshake, NULL);
         if (n == ONI_EDISCONNECTED || n == ONI_ETIMEOUT)
             break;
         struct emup_msg m;
