@@ -1476,3 +1476,56 @@ TEST(daemon_unread_answers_before_hello)
         oni_destroy_ctx(ctx);
     CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
 }
+
+/* A second daemon started on the socket of a running one refuses to start
+ * (exit status 1) at once, even when that one is stopped with its backlog
+ * full: before 2026-11-25 its check for a stale socket was a blocking
+ * connect, which waited for good. The running daemon keeps its socket. */
+TEST(daemon_second_daemon_beside_a_stopped_one)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    kill(pid, SIGSTOP);
+    int fds[64], n = 0;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+    while (n < (int)(sizeof fds / sizeof fds[0])) { /* until its backlog is full */
+        int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+        REQUIRE(s >= 0);
+        if (connect(s, (struct sockaddr *)&a, sizeof a)) {
+            close(s);
+            break;
+        }
+        fds[n++] = s;
+    }
+    pid_t second = fork();
+    if (second == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char exe[4096];
+        snprintf(exe, sizeof exe, "%s/onix-emu", getenv("ONIGPU_BIN"));
+        execl(exe, exe, "--socket", sock_path, (char *)NULL);
+        _exit(127);
+    }
+    REQUIRE(second > 0);
+    uint64_t t0 = oni_now_ns();
+    int status = 0, exited = 0;
+    while (!exited && oni_now_ns() - t0 < 10000000000ull) /* a hang, not a slow start */
+        if (!(exited = waitpid(second, &status, WNOHANG) == second))
+            usleep(10000);
+    fprintf(stderr, "  %d connections waiting; the second daemon %s after %.0f ms\n", n,
+            exited ? "exited" : "still running", (oni_now_ns() - t0) / 1e6);
+    if (!exited) {
+        kill(second, SIGKILL);
+        waitpid(second, NULL, 0);
+    }
+    CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    kill(pid, SIGCONT);
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}

@@ -774,6 +774,19 @@ static int start_conn(int fd)
 
 /* --- main ------------------------------------------------------------------------- */
 
+/* Is nobody listening on the socket at a (connection refused)? The probe
+ * does not wait: a daemon that is stopped with its backlog full would keep
+ * a blocking connect waiting for good (EAGAIN: in use). */
+static int socket_dead(const struct sockaddr_un *a)
+{
+    int p = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (p < 0)
+        return 0;
+    int dead = connect(p, (const struct sockaddr *)a, sizeof *a) != 0 && errno == ECONNREFUSED;
+    close(p);
+    return dead;
+}
+
 static int listen_on(const char *path)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -790,16 +803,13 @@ static int listen_on(const char *path)
     struct stat sb;
     if (lstat(path, &sb) == 0) {
         /* A socket left by a daemon that died may be replaced; a live one, or anything else, not. */
-        if (!S_ISSOCK(sb.st_mode) || connect(s, (struct sockaddr *)&a, sizeof a) == 0 || errno != ECONNREFUSED) {
+        if (!S_ISSOCK(sb.st_mode) || !socket_dead(&a)) {
             fprintf(stderr, "onix-emu: %s exists and is %s\n", path,
                     S_ISSOCK(sb.st_mode) ? "in use by a running daemon" : "not a socket");
             close(s);
             return -1;
         }
-        close(s);
         unlink(path);
-        if ((s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0)
-            return -1;
     }
     /* Only the daemon's own user may connect: a client can make the daemon
      * write (ground-truth files) wherever the daemon may. */
