@@ -704,7 +704,8 @@ TEST(daemon_ring_rules)
 
 /* --- a lying daemon: the driver checks what it is told ---------------------- */
 
-enum { LIE_GARBAGE, LIE_VERSION, LIE_NO_FD, LIE_RING_OUTSIDE, LIE_SHORT_FILE };
+enum { LIE_GARBAGE, LIE_VERSION, LIE_NO_FD, LIE_RING_OUTSIDE, LIE_SHORT_FILE, LIE_SLOW };
+#define LIE_SLOW_MS 600 /* LIE_SLOW: each answer of the handshake comes this late */
 
 struct liar {
     int lie, listen_fd;
@@ -733,6 +734,8 @@ static void *liar_main(void *arg)
             fd = -1;
         if (l->lie == LIE_RING_OUTSIDE)
             hr.ring[2].offset = (1 << 20) - 100;
+        if (l->lie == LIE_SLOW)
+            usleep(LIE_SLOW_MS * 1000);
         if (l->lie == LIE_GARBAGE)
             send(conn[0], "nonsense-nonsense", 17, MSG_NOSIGNAL);
         else if (l->lie == LIE_VERSION) {
@@ -744,6 +747,14 @@ static void *liar_main(void *arg)
             emup_send(conn[0], EMUP_HELLO | EMUP_REPLY, h.seq, &hr, sizeof hr, l->lie == LIE_NO_FD ? -1 : fd);
         if (fd >= 0)
             close(fd);
+        for (int i = 1; l->lie == LIE_SLOW && i < EMUP_NCHAN; i++) { /* every ATTACH answered, late */
+            if (emup_recv(conn[i], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL) <= 0)
+                break;
+            memcpy(&h, buf, sizeof h);
+            usleep(LIE_SLOW_MS * 1000);
+            struct emup_status_reply st = {0, 0};
+            emup_send(conn[i], EMUP_ATTACH | EMUP_REPLY, h.seq, &st, sizeof st, -1);
+        }
         emup_recv(conn[0], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL); /* until the client hangs up */
     }
     for (int i = 0; i < n; i++)
@@ -779,6 +790,42 @@ TEST(daemon_lying_daemon)
         pthread_join(th, NULL);
         close(l.listen_fd);
     }
+    unlink(sock_path);
+    sock_path[0] = 0; /* the next daemon test picks its own path again */
+}
+
+/* A daemon that answers each step of the handshake (HELLO, then an ATTACH
+ * per channel) just within the timeout: oni_init_ctx still ends by the
+ * timeout, ONI_ETIMEOUT (Failure behaviour, docs/daemon.md). Before
+ * 2026-11-25 each step had a whole timeout of its own, and init took five
+ * timeouts and more. */
+TEST(daemon_slow_handshake_within_the_timeout)
+{
+    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
+    unlink(sock_path);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+    struct liar l = {LIE_SLOW, socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    REQUIRE(l.listen_fd >= 0);
+    REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    char spec[600];
+    snprintf(spec, sizeof spec, "daemon=%s", sock_path);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1), 0);
+    uint32_t timeout = 1000; /* each answer comes after LIE_SLOW_MS: the second one after the timeout */
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
+    uint64_t t0 = oni_now_ns();
+    int rc = oni_init_ctx(ctx, -1);
+    double ms = (oni_now_ns() - t0) / 1e6;
+    fprintf(stderr, "  init: %d (%s) after %.0f ms, timeout %u ms\n", rc, oni_error_str(rc), ms, timeout);
+    CHECK_RC(rc, ONI_ETIMEOUT);
+    CHECK(ms < 2 * timeout); /* before: 5 x LIE_SLOW_MS and more */
+    oni_destroy_ctx(ctx);
+    pthread_join(th, NULL);
+    close(l.listen_fd);
     unlink(sock_path);
     sock_path[0] = 0; /* the next daemon test picks its own path again */
 }

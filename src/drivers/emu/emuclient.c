@@ -235,14 +235,20 @@ static int request(struct emuc *c, struct chan *ch, uint16_t type, const void *b
     return rc == ONI_EDISCONNECTED ? disconnected(c) : rc;
 }
 
-/* One request on channel ch (its lock held) and its answer, both within wait_ms. */
-static int call(struct emuc *c, struct chan *ch, uint16_t type, const void *body, size_t len, void *out,
-                size_t out_len, uint32_t wait_ms)
+/* One request on channel ch (its lock held) and its answer, both by deadline. */
+static int call_until(struct emuc *c, struct chan *ch, uint16_t type, const void *body, size_t len, void *out,
+                      size_t out_len, uint64_t deadline)
 {
-    uint64_t deadline = oni_now_ns() + (uint64_t)wait_ms * 1000000u;
     uint32_t seq;
     int rc = request(c, ch, type, body, len, deadline, &seq);
     return rc ? rc : await(c, ch, type, seq, out, out_len, deadline);
+}
+
+/* call_until within wait_ms from now. */
+static int call(struct emuc *c, struct chan *ch, uint16_t type, const void *body, size_t len, void *out,
+                size_t out_len, uint32_t wait_ms)
+{
+    return call_until(c, ch, type, body, len, out, out_len, oni_now_ns() + (uint64_t)wait_ms * 1000000u);
 }
 
 /* Wait until deadline for the answer to a request given up on here (*pending:
@@ -329,14 +335,15 @@ static int map_rings(struct emuc *c, const struct emup_hello_reply *hr, int memf
     return 0;
 }
 
-static int hello(struct emuc *c, const char *spec, uint32_t timeout_ms, char *err, size_t err_cap)
+/* HELLO on CTRL, then ATTACH on each other channel, all by deadline (the
+ * one of the whole open: a slow daemon must not get a timeout per step). */
+static int hello(struct emuc *c, const char *spec, uint64_t deadline, char *err, size_t err_cap)
 {
     struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     size_t n = strlen(spec) + 1;
     if (n > EMUP_MAXSTR)
         return ONI_EINVALARG;
     uint32_t seq = ++ch->seq;
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
     int rc = emup_send_until(ch->fd, EMUP_HELLO, seq, spec, n, -1, deadline);
     if (rc)
         return rc;
@@ -371,7 +378,7 @@ static int hello(struct emuc *c, const char *spec, uint32_t timeout_ms, char *er
             struct emup_attach at = {hr.token, (uint32_t)i, 0};
             struct emup_status_reply st;
             pthread_mutex_lock(&c->ch[i].lock);
-            rc = call(c, &c->ch[i], EMUP_ATTACH, &at, sizeof at, &st, sizeof st, timeout_ms);
+            rc = call_until(c, &c->ch[i], EMUP_ATTACH, &at, sizeof at, &st, sizeof st, deadline);
             pthread_mutex_unlock(&c->ch[i].lock);
         }
     }
@@ -399,7 +406,7 @@ int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct em
     for (int i = 0; i < EMUP_NCHAN && !rc; i++)
         rc = connect_to(path, &c->ch[i].fd, deadline);
     if (!rc)
-        rc = hello(c, spec ? spec : "", timeout_ms, err, err_cap);
+        rc = hello(c, spec ? spec : "", deadline, err, err_cap);
     if (rc) {
         emuc_close(c);
         return rc;

@@ -14,7 +14,7 @@ struct emuc;
 
 /* Connect to the daemon at socket path, open a session with a card made from
  * spec (NULL or "": the daemon's own spec), map the rings and attach every
- * channel, waiting up to timeout_ms for each answer. Returns 0,
+ * channel, all within timeout_ms (one deadline, however slowly each answer comes). Returns 0,
  * ONI_EPATHINVALID (no daemon at path), ONI_EBUSY (it serves another
  * session), ONI_EINVALARG (bad spec; why in err), ONI_EPROTCONFIG (other
  * protocol version), ONI_ETIMEOUT or ONI_EDISCONNECTED. */
