@@ -159,15 +159,14 @@ TEST(emu_config_registers)
     struct frame f;
     CHECK_RC(frame_read(c, EMU_STREAM_DATA, &f, TMO), 0);
     CHECK_EQ(f.time, 0);
+    usleep(2000); /* more frames wait in the FIFO */
     CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
-    /* stopped: what was generated stays readable, then nothing comes, and the wait ends */
+    /* stopped: the default stream's FIFO is emptied with the host's buffers
+     * (it kept the rest of a frame the host had dropped the start of), then
+     * nothing comes, and the wait ends */
     onigpu_stream_stats_t st;
     emu_card_stats(c, &st);
-    uint8_t *rest = malloc(st.fifo_bytes[0] + 1);
-    REQUIRE(rest);
-    if (st.fifo_bytes[0])
-        CHECK_EQ(emu_card_read(c, EMU_STREAM_DATA, rest, (size_t)st.fifo_bytes[0], 50), (int)st.fifo_bytes[0]);
-    free(rest);
+    CHECK_EQ(st.fifo_bytes[0], 0);
     uint64_t t0 = oni_now_ns();
     uint8_t b[16];
     CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, b, 16, 50), ONI_ETIMEOUT);

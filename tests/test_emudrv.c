@@ -312,6 +312,36 @@ TEST(emudrv_start_while_a_reader_waits)
     }
 }
 
+/* Pause and resume while a thread reads (upstream hosts do): the card kept
+ * its FIFO at a stop while the host flushed its buffer, so the rest of a
+ * frame whose start was flushed began the next read (14 torn in 20 cycles). */
+TEST(emudrv_pause_resume_while_reading)
+{
+    oni_ctx ctx = open_emu("seed=4");
+    REQUIRE(ctx);
+    uint32_t t = 1000;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
+    struct reader r = {.ctx = ctx};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, read_until_stopped, &r) == 0);
+    for (int i = 0; i < 20; i++) {
+        oni_reg_val_t v = 1;
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, sizeof v), 0);
+        usleep(20000);
+        v = 0;
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, sizeof v), 0);
+        usleep(5000);
+    }
+    atomic_store(&r.stop, 1);
+    oni_reg_val_t v = 1; /* the reader's last wait ends with data */
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, sizeof v), 0);
+    pthread_join(th, NULL);
+    CHECK(atomic_load(&r.frames) > 1000);
+    CHECK_EQ(atomic_load(&r.bad), 0);
+    CHECK_EQ(atomic_load(&r.errors), 0);
+    oni_destroy_ctx(ctx);
+}
+
 TEST(emudrv_timeout)
 {
     const struct oni_driver *drv = &onidrv_emu;

@@ -283,6 +283,11 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
             start(c, c->fast && c->gen_now ? c->gen_now + 1 : emu_card_now(c));
         else if (!value && c->running) {
             c->running = 0;
+            /* The host flushes what it buffered of the default stream now
+             * (ONI_OPT_RUNNING flushes buffers), so its FIFO goes too: the
+             * rest of a frame the host had only part of would start its next
+             * read. The GPU stream's blocks stay readable until the next start. */
+            emu_fifo_flush(&c->fifo[0]);
             if (c->truth_file)
                 fflush(c->truth_file);
         }
