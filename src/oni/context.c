@@ -363,12 +363,14 @@ static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
         if (state != ONI_STATE_IDLE)
             return ONI_EINVALSTATE;
         if (v == 0)
-            return ONI_EINVALARG;
+            return 0; /* nothing to do, as upstream answers: host programs write 0 */
         pthread_rwlock_wrlock(&ctx->olock);
         rc = reset(ctx);
         pthread_rwlock_unlock(&ctx->olock);
         return rc;
     case ONI_OPT_RESETACQCOUNTER:
+        if (v == 0)
+            return 0; /* as RESET = 0 */
         if (v != 1 && v != 2)
             return ONI_EINVALARG;
         /* 2 = reset and run: a start, so under the read lock like RUNNING (a
