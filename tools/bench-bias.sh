@@ -38,10 +38,15 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 abs() { [[ $1 == /* ]] && echo "$1" || echo "$REPO/$1"; }
 BUILD=$(abs "$BUILD") OUT=$(abs "$OUT")
 [[ -z $OLD ]] || OLD=$(abs "$OLD")
-if [[ ! -f $BUILD/liboni.so.1 ]]; then
-    cmake -S "$REPO" -B "$BUILD" >/dev/null
-    cmake --build "$BUILD" -j "$(nproc)" --target oni >/dev/null
-fi
+# The library is always built from this tree (a no-op when up to date): a
+# stale one would be measured as this tree's.
+[[ -f $BUILD/CMakeCache.txt ]] || cmake -S "$REPO" -B "$BUILD" >/dev/null ||
+    { echo "bench-bias: configuring $BUILD failed" >&2; exit 1; }
+SRC=$(awk -F= '/^CMAKE_HOME_DIRECTORY:/ {print $2}' "$BUILD/CMakeCache.txt")
+[[ $(readlink -f "$SRC") == $(readlink -f "$REPO") ]] ||
+    { echo "bench-bias: $BUILD is a build of $SRC, not of this tree ($REPO)" >&2; exit 2; }
+cmake --build "$BUILD" -j "$(nproc)" --target oni >/dev/null ||
+    { echo "bench-bias: building liboni in $BUILD failed" >&2; exit 1; }
 [[ -z $OLD || -f $OLD/liboni.so.1 ]] || { echo "bench-bias: $OLD/liboni.so.1 missing" >&2; exit 2; }
 
 TMP=$(mktemp -d)
