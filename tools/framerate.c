@@ -115,9 +115,15 @@ int main(int argc, char **argv)
         }
     }
     const char *drv = argv[1];
-    oni_size_t block = (oni_size_t)strtoul(argv[2], NULL, 0);
-    char *unit;
+    char *rest, *unit;
+    unsigned long bl = strtoul(argv[2], &rest, 0);
     double secs = strtod(argv[3], &unit);
+    if (*rest || !bl || bl > UINT32_MAX || !(secs > 0 && secs < 1e9) || (*unit && strcmp(unit, "f"))) {
+        fprintf(stderr, "framerate: BLOCKREADSIZE must be a positive number of bytes, SECONDS a positive "
+                        "time or Nf a frame count\n");
+        return 2;
+    }
+    oni_size_t block = (oni_size_t)bl;
     unsigned long long count = 0; /* frames to read in the Nf form */
     if (*unit == 'f')
         count = (unsigned long long)secs;
