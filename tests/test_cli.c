@@ -611,3 +611,17 @@ TEST(bench_transfer_empty_link_list)
     HAS("--link names no preset");
     CHECK_EQ(RUN("bench", "transfer", "--link", "", "--out", "/nonexistent-dir"), 2);
 }
+
+/* --sizes A:B doubles from A: a B off that doubling (whose target row and
+ * histograms were then silently missing) or above a GPU block is refused,
+ * and sizes that miss 4096 say there is no 4 KiB target row. */
+TEST(bench_transfer_sizes_on_the_doubling)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:10M", "--out", "/nonexistent-dir"), 2);
+    CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:2G", "--out", "/nonexistent-dir"), 2);
+    CHECK_EQ(RUN("bench", "transfer", "--sizes", "100:4K", "--out", "/nonexistent-dir"), 2);
+    CHECK(RUN("bench", "transfer", "--sizes", "8K:16K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
+              "--out", "/nonexistent-dir") != 2);
+    HAS("no 4 KiB target row");
+}
