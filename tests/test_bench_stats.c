@@ -100,6 +100,10 @@ TEST(stats_percentile_rank_for_large_n)
         }
     }
     CHECK_EQ(bad, 0);
+    /* out of range and NaN (a cast of NaN to size_t is undefined: UBSan) */
+    CHECK_EQ(bench_percentile_rank(10, NAN), 1);
+    CHECK_EQ(bench_percentile_rank(10, -5), 1);
+    CHECK_EQ(bench_percentile_rank(10, 1e300), 10);
     enum { N = 1001999 };
     uint64_t *v = malloc(N * sizeof *v);
     REQUIRE(v);

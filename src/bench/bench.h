@@ -60,7 +60,7 @@ int bench_stats_compute(const uint64_t *ns, size_t n, struct bench_stats *out);
 /* Nearest-rank percentile p (0..100) of n >= 1 sorted samples (p <= 0 gives
  * the minimum). The caller guarantees sorted ascending. */
 double bench_percentile_sorted(const uint64_t *sorted, size_t n, double p);
-/* Its 1-based rank, ceil(p/100 * n) clamped to 1..n (n >= 1). */
+/* Its 1-based rank, ceil(p/100 * n) clamped to 1..n (n >= 1; p NaN or <= 0: 1). */
 size_t bench_percentile_rank(size_t n, double p);
 
 /* How many of the n samples are above limit (0 for NULL): e.g. the

@@ -43,8 +43,10 @@ static int cmp_u64(const void *a, const void *b)
 
 size_t bench_percentile_rank(size_t n, double p)
 {
-    if (p <= 0)
+    if (!(p > 0)) /* NaN too: a cast of NaN to size_t is undefined */
         return 1;
+    if (p >= 100)
+        return n;
     /* Nearest rank: ceil(p/100 * n). The product carries a few ulps of
      * rounding (p/100 is inexact), which must not push an exact rank such as
      * 0.999 * 1000 up by one; a fixed margin would be larger than a real
