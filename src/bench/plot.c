@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench.h"
+#include "json.h"
 
 /* ---- PNG ------------------------------------------------------------------- */
 
@@ -257,23 +258,19 @@ static const uint8_t font[95][7] = {
 };
 
 /* One UTF-8 character of s (s[0] != 0): its code point, or -1 for a byte
- * that does not start a well-formed sequence; *len is the bytes it takes
- * (1 for a bad byte, so that a bad byte is one glyph). */
+ * that does not start a well-formed sequence (bench_json_utf8 decides);
+ * *len is the bytes it takes (1 for a bad byte: one glyph). */
 static long utf8_char(const char *s, int *len)
 {
     const unsigned char *u = (const unsigned char *)s;
-    int n = u[0] < 0x80 ? 1 : u[0] >= 0xC2 && u[0] < 0xE0 ? 2 : u[0] >= 0xE0 && u[0] < 0xF0 ? 3
-          : u[0] >= 0xF0 && u[0] < 0xF5 ? 4 : 0;
+    size_t n = bench_json_utf8(s, strnlen(s, 4));
     *len = 1;
     if (n == 0)
         return -1;
     long cp = n == 1 ? u[0] : u[0] & (0x7F >> n);
-    for (int i = 1; i < n; i++) {
-        if ((u[i] & 0xC0) != 0x80)
-            return -1; /* also stops at the terminating 0 */
+    for (size_t i = 1; i < n; i++)
         cp = cp << 6 | (u[i] & 0x3F);
-    }
-    *len = n;
+    *len = (int)n;
     return cp;
 }
 
