@@ -335,3 +335,56 @@ TEST(start_while_a_reader_waits_for_data_is_not_held_up)
     CHECK_EQ(atomic_load(&waiter_rc), (int)len); /* not ONI_ETIMEOUT: the new run's frame */
     oni_destroy_ctx(ctx);
 }
+
+/* Frames read by a thread that waits for acquisition to start; after the
+ * first it waits until the call that started it has returned. */
+#define NSTART 8
+static atomic_int start_done, start_frames;
+
+static void *start_reader(void *p)
+{
+    oni_ctx ctx = p;
+    for (int got = 0; got < NSTART;) {
+        oni_frame_t *f;
+        int rc = oni_read_frame(ctx, &f);
+        if (rc == ONI_ETIMEOUT && !atomic_load(&start_done))
+            continue;
+        if (rc <= 0)
+            return NULL;
+        if (fx_check(f, (uint64_t)got, 1 + (uint32_t)(got % 3), rsize(1 + (uint32_t)(got % 3))))
+            atomic_fetch_add(&start_frames, 1);
+        oni_destroy_frame(f);
+        while (++got == 1 && !atomic_load(&start_done))
+            usleep(1000);
+    }
+    return NULL;
+}
+
+/* RESETACQCOUNTER = 2 starts the hardware at once. A reader already waiting
+ * may take the first frames of the new run; the flush that setting RUNNING
+ * implies must not drop the rest of them (it dropped the rest of that
+ * refill when the counter reset was written before the read lock was taken). */
+TEST(reset_counter_and_run_keeps_the_first_frames)
+{
+    make_stream();
+    oni_ctx ctx = fx_open(devs, 4, 1);
+    REQUIRE(ctx);
+    uint32_t block = 4096, timeout = 300, two = 2;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, 4) == 0);
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, 4) == 0);
+    REQUIRE(fx_set_u32(ctx, SCR_OPT_RUNGATE, 1) == 0);
+    size_t len = 0;
+    for (uint32_t i = 0; i < NSTART; i++)
+        len += fx_frame(stream + len, i, 1 + i % 3, rsize(1 + i % 3));
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, stream, len) == 0);
+    atomic_store(&start_done, 0);
+    atomic_store(&start_frames, 0);
+    pthread_t r;
+    REQUIRE(pthread_create(&r, NULL, start_reader, ctx) == 0);
+    usleep(50000); /* the reader waits in a refill */
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &two, 4), 0);
+    atomic_store(&start_done, 1);
+    pthread_join(r, NULL);
+    CHECK_EQ(atomic_load(&start_frames), NSTART);
+    oni_destroy_ctx(ctx);
+}

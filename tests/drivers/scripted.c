@@ -19,7 +19,7 @@ struct scr {
     struct buf devtable, signal, data;
     uint8_t *written;
     size_t nwritten;
-    uint32_t repeat, chunk, regmode, empty, wchunk, wroom;
+    uint32_t repeat, chunk, regmode, empty, wchunk, wroom, rungate;
     int32_t init_rc, callback_rc;
     int nullspam;
     size_t nullpos;
@@ -123,7 +123,9 @@ static int read_data(struct scr *s, uint8_t *dst, size_t size)
     struct buf *b = &s->data;
     if (s->chunk && size > s->chunk)
         size = s->chunk;
-    if (b->len == 0 || (!s->repeat && b->pos == b->len))
+    int gated = s->rungate && !s->st.config[ONI_CONFIG_RUNNING] &&
+                s->st.config[ONI_CONFIG_RESETACQCOUNTER] != 2;
+    if (gated || b->len == 0 || (!s->repeat && b->pos == b->len))
         return drained(s);
     size_t done = 0;
     while (done < size) {
@@ -289,6 +291,7 @@ static int scr_set_opt(oni_driver_ctx c, int opt, const void *v, size_t n)
     case SCR_OPT_WRITECHUNK: s->wchunk = u; break;
     case SCR_OPT_CALLBACKRC: s->callback_rc = (int32_t)u; break;
     case SCR_OPT_WRITEROOM: s->wroom = u; break;
+    case SCR_OPT_RUNGATE: s->rungate = u; break;
     default: rc = ONI_EINVALOPT;
     }
     pthread_mutex_unlock(&s->lock);

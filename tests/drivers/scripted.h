@@ -20,8 +20,10 @@ enum {
     SCR_OPT_WRITTEN,               /* get: the bytes received on the write stream so far */
     SCR_OPT_WRITECHUNK,            /* set u32: most bytes one write_stream call takes (0 = all) */
     SCR_OPT_CALLBACKRC,            /* set int32: what set_opt_callback returns (it still records) */
-    SCR_OPT_WRITEROOM              /* set u32: bytes the write stream takes from now before it is full
+    SCR_OPT_WRITEROOM,             /* set u32: bytes the write stream takes from now before it is full
                                       (write_stream returns 0); UINT32_MAX = no limit (the default) */
+    SCR_OPT_RUNGATE                /* set u32: 1 = the data stream reads as drained until config
+                                      RUNNING is non-zero or RESETACQCOUNTER was written 2 */
 };
 
 enum {
