@@ -388,3 +388,99 @@ TEST(reset_counter_and_run_keeps_the_first_frames)
     CHECK_EQ(atomic_load(&start_frames), NSTART);
     oni_destroy_ctx(ctx);
 }
+
+/* A RESET on a thread of its own, whose device table the scripted driver
+ * sends late (SCR_OPT_TABLEDELAY), so that writes happen while the hardware
+ * is reset. */
+static void *late_reset(void *p)
+{
+    oni_ctx ctx = p;
+    uint32_t one = 1;
+    int rc = oni_set_opt(ctx, ONI_OPT_RESET, &one, sizeof one);
+    if (rc != 0) {
+        fprintf(stderr, "  RESET: %s\n", oni_error_str(rc));
+        atomic_fetch_add(&errors, 1);
+    }
+    return NULL;
+}
+
+static int write8(oni_ctx ctx, uint8_t fill)
+{
+    uint8_t d[8];
+    memset(d, fill, sizeof d);
+    oni_frame_t *f;
+    int rc = oni_create_frame(ctx, &f, 4, d, sizeof d);
+    if (rc)
+        return rc;
+    rc = oni_write_frame(ctx, f);
+    oni_destroy_frame(f);
+    return rc;
+}
+
+/* The write stream since the hardware's last reset holds exactly the frames
+ * (device 4, 8 bytes each) filled with fill[0..n). */
+static void check_since_reset(oni_ctx ctx, const uint8_t *fill, int n)
+{
+    static uint8_t out[4096];
+    size_t len = sizeof out;
+    REQUIRE(oni_get_driver_opt(ctx, SCR_OPT_WRITTEN, out, &len) == 0);
+    size_t at = fx_stats(ctx).reset_written;
+    REQUIRE(at <= len);
+    CHECK_EQ(len - at, 16 * (size_t)n);
+    for (int i = 0; i < n && at + 16 * (size_t)(i + 1) <= len; i++) {
+        uint8_t want[16];
+        memcpy(want, (uint32_t[2]){4, 2}, 8);
+        memset(want + 8, fill[i], 8);
+        CHECK(memcmp(out + at + 16 * (size_t)i, want, 16) == 0);
+    }
+}
+
+/* A frame cut short before a RESET goes with the hardware's reset, also
+ * when the next write comes while the reset is under way (the rest was sent
+ * to the fresh hardware ahead of that write, tearing its stream). */
+TEST(write_beside_a_reset_drops_the_old_rest)
+{
+    oni_ctx ctx = fx_open(devs, 4, 1);
+    REQUIRE(ctx);
+    atomic_store(&errors, 0);
+    uint32_t timeout = 100;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, 4), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_WRITEROOM, 11), 0);
+    CHECK_RC(write8(ctx, 0xA), ONI_ETIMEOUT); /* 11 of 16 bytes out, the rest kept */
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_WRITEROOM, UINT32_MAX), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_TABLEDELAY, 300), 0);
+    timeout = 2000;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, 4), 0);
+    pthread_t r;
+    REQUIRE(pthread_create(&r, NULL, late_reset, ctx) == 0);
+    usleep(50000); /* the hardware is reset; its table has not come yet */
+    CHECK_RC(write8(ctx, 0xB), 16);
+    pthread_join(r, NULL);
+    CHECK_EQ(atomic_load(&errors), 0);
+    check_since_reset(ctx, (const uint8_t[]){0xB}, 1);
+    oni_destroy_ctx(ctx);
+}
+
+/* A frame cut short after the hardware was reset belongs to the new stream:
+ * the end of the RESET must not drop its rest (it did, and the next frame
+ * followed its first part). */
+TEST(write_beside_a_reset_keeps_a_new_rest)
+{
+    oni_ctx ctx = fx_open(devs, 4, 1);
+    REQUIRE(ctx);
+    atomic_store(&errors, 0);
+    uint32_t timeout = 1000;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, 4), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_TABLEDELAY, 200), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_WRITEROOM, 11), 0);
+    pthread_t r;
+    REQUIRE(pthread_create(&r, NULL, late_reset, ctx) == 0);
+    usleep(50000); /* the hardware is reset */
+    CHECK_RC(write8(ctx, 0xC), ONI_ETIMEOUT); /* 11 bytes out; the reset ends meanwhile */
+    pthread_join(r, NULL);
+    CHECK_EQ(atomic_load(&errors), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_WRITEROOM, UINT32_MAX), 0);
+    CHECK_RC(write8(ctx, 0xD), 16);
+    check_since_reset(ctx, (const uint8_t[]){0xC, 0xD}, 2);
+    oni_destroy_ctx(ctx);
+}

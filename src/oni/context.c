@@ -162,7 +162,6 @@ static int reset(struct oni_ctx_impl *ctx)
     ctx->acqclk_hz = acq;
     ctx->max_rframe = ONI_RFRAMEHEADERSZ + rmax;
     ctx->max_wframe = ONI_WFRAMEHEADERSZ + wmax;
-    ctx->wpend_len = 0; /* the hardware was reset: a frame cut short is gone with it */
     /* A block size the user chose survives a reset while it still fits;
      * a default follows the new table. */
     if (!ctx->block_read_set || ctx->block_read < ctx->max_rframe) {

@@ -190,7 +190,8 @@ int oni_load_driver(const char *name, struct oni_driver *drv, void **dl);
 uint64_t oni_deadline(const struct oni_ctx_impl *ctx);
 int oni_idle_wait(uint64_t deadline, unsigned *idle);
 
-/* signal.c: reset the hardware and read its device table into ctx (lock held). */
+/* signal.c: reset the hardware and read its device table into ctx (lock held;
+ * takes wlock around the driver's RESET, where a write's kept rest is dropped). */
 int oni_read_devtable(struct oni_ctx_impl *ctx, oni_device_t **devs, size_t *ndev);
 /* signal.c: one register access (lock held). */
 int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t addr, oni_reg_val_t *value, int write);

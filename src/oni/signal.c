@@ -76,7 +76,14 @@ int oni_read_devtable(struct oni_ctx_impl *ctx, oni_device_t **devs, size_t *nde
      * sends a tail that reads as a malformed packet, skipped below. */
     ctx->sig.len = 0;
     ctx->sig.overlong = 0;
+    /* The hardware drops a write frame cut short when it resets: the rest
+     * the host kept goes at that moment too (write lock), not before or
+     * after, so that writes beside a reset leave whole frames. */
+    pthread_mutex_lock(&ctx->wlock);
     int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESET, 1);
+    if (rc >= 0)
+        ctx->wpend_len = 0;
+    pthread_mutex_unlock(&ctx->wlock);
     if (rc < 0)
         return rc;
     int bad = 0; /* a malformed packet before the ACK: stale, but the cause if no ACK comes */

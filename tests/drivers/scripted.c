@@ -19,7 +19,8 @@ struct scr {
     struct buf devtable, signal, data;
     uint8_t *written;
     size_t nwritten;
-    uint32_t repeat, chunk, regmode, empty, wchunk, wroom, rungate;
+    uint32_t repeat, chunk, regmode, empty, wchunk, wroom, rungate, table_delay;
+    uint64_t quiet_until; /* oni_now_ns() before which the signal stream reads as drained */
     int32_t init_rc, callback_rc;
     int nullspam;
     size_t nullpos;
@@ -102,6 +103,8 @@ static int drained(struct scr *s)
 static int read_signal(struct scr *s, uint8_t *dst, size_t size)
 {
     static const uint8_t nullsig[] = {0x02, 0x01, 0x01, 0x01, 0x01, 0x00}; /* type 1, COBS */
+    if (oni_now_ns() < s->quiet_until)
+        return drained(s);
     if (s->signal.pos < s->signal.len) {
         size_t n = s->signal.len - s->signal.pos < size ? s->signal.len - s->signal.pos : size;
         memcpy(dst, s->signal.p + s->signal.pos, n);
@@ -248,6 +251,8 @@ static int scr_write_config(oni_driver_ctx c, oni_config_t k, oni_reg_val_t v)
         rc = trigger(s);
     if (k == ONI_CONFIG_RESET && v) {
         s->st.resets++;
+        s->st.reset_written = (uint32_t)s->nwritten;
+        s->quiet_until = oni_now_ns() + (uint64_t)s->table_delay * 1000000u;
         s->nullspam = 0;
         rc = set_bytes(&s->signal, s->devtable.p, s->devtable.len, 1);
     }
@@ -292,6 +297,7 @@ static int scr_set_opt(oni_driver_ctx c, int opt, const void *v, size_t n)
     case SCR_OPT_CALLBACKRC: s->callback_rc = (int32_t)u; break;
     case SCR_OPT_WRITEROOM: s->wroom = u; break;
     case SCR_OPT_RUNGATE: s->rungate = u; break;
+    case SCR_OPT_TABLEDELAY: s->table_delay = u; break;
     default: rc = ONI_EINVALOPT;
     }
     pthread_mutex_unlock(&s->lock);

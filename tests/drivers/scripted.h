@@ -22,8 +22,9 @@ enum {
     SCR_OPT_CALLBACKRC,            /* set int32: what set_opt_callback returns (it still records) */
     SCR_OPT_WRITEROOM,             /* set u32: bytes the write stream takes from now before it is full
                                       (write_stream returns 0); UINT32_MAX = no limit (the default) */
-    SCR_OPT_RUNGATE                /* set u32: 1 = the data stream reads as drained until config
+    SCR_OPT_RUNGATE,               /* set u32: 1 = the data stream reads as drained until config
                                       RUNNING is non-zero or RESETACQCOUNTER was written 2 */
+    SCR_OPT_TABLEDELAY             /* set u32: ms the signal stream reads as drained after each RESET */
 };
 
 enum {
@@ -47,6 +48,7 @@ struct scr_stats {
     int32_t last_callback;     /* the option of the last one */
     uint32_t inits, resets;
     uint32_t config[SCR_NCONFIG]; /* current config register values */
+    uint32_t reset_written;    /* bytes the write stream had taken at the last RESET */
 };
 
 extern const struct oni_driver onifix_scripted;
