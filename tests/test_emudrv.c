@@ -164,6 +164,7 @@ TEST(emudrv_options)
     CHECK_EQ(sz, strlen(FAST_SPEC) + 1);
     sz = 3;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_SPEC, buf, &sz), ONI_EBUFFERSIZE);
+    CHECK_EQ(sz, strlen(FAST_SPEC) + 1); /* what it takes, as oni_get_opt says */
     oniemu_link_t link;
     sz = sizeof link;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, &sz), ONI_EINVALSTATE);
@@ -181,6 +182,7 @@ TEST(emudrv_options)
     CHECK(link.name[0] != 0);
     sz = sizeof link - 1;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, &sz), ONI_EBUFFERSIZE);
+    CHECK_EQ(sz, sizeof link);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_LINK, &link, sizeof link), ONI_EREADONLY);
     sz = sizeof mode;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_MODE, &mode, &sz), 0);
@@ -190,6 +192,7 @@ TEST(emudrv_options)
     onigpu_stream_stats_t st;
     sz = sizeof st - 8;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz), ONI_EBUFFERSIZE);
+    CHECK_EQ(sz, sizeof st);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, sizeof st), ONI_EREADONLY);
     CHECK_RC(oni_set_driver_opt(ctx, 0x4F4703FF, buf, 4), ONI_EINVALOPT);
     sz = sizeof buf;

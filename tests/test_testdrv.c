@@ -353,6 +353,7 @@ TEST(frames_verify_across_odd_read_sizes)
     CHECK(st.frames >= frames && st.frames <= frames + 1);
     len = 4;
     CHECK_RC(D.get_opt(c, ONITEST_OPT_STATS, &st, &len), ONI_EBUFFERSIZE);
+    CHECK_EQ(len, sizeof st); /* what it takes */
     D.destroy_ctx(c);
 }
 

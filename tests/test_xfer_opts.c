@@ -50,6 +50,7 @@ TEST(xfer_block_size_options)
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, NULL, 4), ONI_EINVALARG);
     sz = 2;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &v, &sz), ONI_EBUFFERSIZE);
+    CHECK_EQ(sz, 4); /* what it takes */
     sz = 4;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &v, &sz), 0);
     CHECK_EQ(v, 65536);

@@ -137,7 +137,7 @@ static int put_string(const char *s, void *value, size_t *len)
         return ONI_EINVALARG;
     size_t n = strlen(s) + 1;
     if (*len < n)
-        return ONI_EBUFFERSIZE;
+        return emudrv_short(len, n);
     memcpy(value, s, n);
     *len = n;
     return 0;
@@ -364,7 +364,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     case ONI_DRV_EMU_LINK: {
         oniemu_link_t link;
         if (*len < sizeof link)
-            return ONI_EBUFFERSIZE;
+            return emudrv_short(len, sizeof link);
         if (!d->initialized)
             return ONI_EINVALSTATE;
         if (d->daemon) {
@@ -380,7 +380,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     case ONI_DRV_EMU_MODE: {
         uint32_t fast = (uint32_t)emu_card_fast(d->card);
         if (*len < sizeof fast)
-            return ONI_EBUFFERSIZE;
+            return emudrv_short(len, sizeof fast);
         if (!d->initialized)
             return ONI_EINVALSTATE;
         if (d->daemon && (rc = emuc_mode(d->daemon, &fast, t)) != 0)
@@ -392,7 +392,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     case ONI_DRV_STREAM_STATS: {
         onigpu_stream_stats_t st;
         if (*len < sizeof st)
-            return ONI_EBUFFERSIZE;
+            return emudrv_short(len, sizeof st);
         if (!d->initialized)
             return ONI_EINVALSTATE;
         if (d->daemon) {

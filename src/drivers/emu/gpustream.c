@@ -139,7 +139,7 @@ static int put_u32(void *value, size_t *len, uint32_t v)
     if (!value || !len)
         return ONI_EINVALARG;
     if (*len < sizeof v)
-        return ONI_EBUFFERSIZE;
+        return emudrv_short(len, sizeof v);
     memcpy(value, &v, sizeof v);
     *len = sizeof v;
     return 0;

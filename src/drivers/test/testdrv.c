@@ -652,8 +652,10 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
         need = sizeof(uint32_t);
     else
         return ONI_EINVALOPT;
-    if (*len < need)
+    if (*len < need) {
+        *len = need; /* what it takes, as oni_get_opt says */
         return ONI_EBUFFERSIZE;
+    }
     pthread_mutex_lock(&d->lock);
     memcpy(value, opt == ONITEST_OPT_STATS ? (const void *)&d->stats : (const void *)&d->hold_ack, need);
     pthread_mutex_unlock(&d->lock);
