@@ -334,3 +334,36 @@ TEST(create_errors)
     CHECK(oni_create_ctx_driver(&incomplete) == NULL);
     CHECK_EQ(errno, EINVAL);
 }
+
+/* A driver (the built-in test driver) that claims one byte more than it was
+ * asked for on one stream. */
+static oni_read_stream_t lie_on;
+
+static int lying_read(oni_driver_ctx c, oni_read_stream_t s, void *data, size_t size)
+{
+    int rc = onidrv_test.read_stream(c, s, data, size);
+    return s == lie_on && rc == (int)size ? rc + 1 : rc;
+}
+
+/* A read answer larger than the buffer is the driver's fault, and the core
+ * says so (ONI_EREADFAILURE) on both read streams; the signal stream took
+ * one byte of it and went on. */
+TEST(driver_claiming_more_than_asked)
+{
+    struct oni_driver liar = onidrv_test;
+    liar.read_stream = lying_read;
+    lie_on = ONI_READ_STREAM_SIGNAL;
+    oni_ctx ctx = oni_create_ctx_driver(&liar);
+    REQUIRE(ctx);
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EREADFAILURE);
+    oni_destroy_ctx(ctx);
+    lie_on = ONI_READ_STREAM_DATA;
+    ctx = oni_create_ctx_driver(&liar);
+    REQUIRE(ctx);
+    CHECK_RC(oni_init_ctx(ctx, -1), 0);
+    uint32_t run = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run), 0);
+    oni_frame_t *f = NULL;
+    CHECK_RC(oni_read_frame(ctx, &f), ONI_EREADFAILURE);
+    oni_destroy_ctx(ctx);
+}

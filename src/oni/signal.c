@@ -20,6 +20,8 @@ static int read_packet(struct oni_ctx_impl *ctx, uint64_t deadline, uint32_t *ty
         int rc = ctx->drv.read_stream(ctx->dctx, ONI_READ_STREAM_SIGNAL, &b, 1);
         if (rc < 0)
             return rc;
+        if (rc > 1)
+            return ONI_EREADFAILURE; /* driver claims more than asked */
         if (rc == 0) {
             if ((rc = oni_idle_wait(deadline, &idle)) < 0)
                 return rc;
