@@ -283,6 +283,24 @@ static void *read_until_stopped(void *p)
     return NULL;
 }
 
+/* A context of spec with a 1 s timeout and a thread reading it; NULL on failure. */
+static oni_ctx start_reading(const char *spec, struct reader *r, pthread_t *th)
+{
+    oni_ctx ctx = open_emu(spec);
+    uint32_t t = 1000;
+    if (!ctx || oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t)) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    if (pthread_create(th, NULL, read_until_stopped, r)) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
 /* A thread already reading when another starts the card (upstream hosts do
  * both): the start is not held up by the waiting reader, and the reader gets
  * the new run's frames whole. RESETACQCOUNTER = 2 started the card outside
@@ -290,13 +308,10 @@ static void *read_until_stopped(void *p)
 TEST(emudrv_start_while_a_reader_waits)
 {
     for (int trial = 0; trial < 4; trial++) {
-        oni_ctx ctx = open_emu("seed=3");
-        REQUIRE(ctx);
-        uint32_t t = 1000;
-        CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
-        struct reader r = {.ctx = ctx};
+        struct reader r;
         pthread_t th;
-        REQUIRE(pthread_create(&th, NULL, read_until_stopped, &r) == 0);
+        oni_ctx ctx = start_reading("seed=3", &r, &th);
+        REQUIRE(ctx);
         usleep(50000); /* the reader waits in the driver */
         int opt = trial % 2 ? ONI_OPT_RUNNING : ONI_OPT_RESETACQCOUNTER;
         oni_reg_val_t v = trial % 2 ? 1 : 2;
@@ -320,13 +335,10 @@ TEST(emudrv_start_while_a_reader_waits)
  * frame whose start was flushed began the next read (14 torn in 20 cycles). */
 TEST(emudrv_pause_resume_while_reading)
 {
-    oni_ctx ctx = open_emu("seed=4");
-    REQUIRE(ctx);
-    uint32_t t = 1000;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
-    struct reader r = {.ctx = ctx};
+    struct reader r;
     pthread_t th;
-    REQUIRE(pthread_create(&th, NULL, read_until_stopped, &r) == 0);
+    oni_ctx ctx = start_reading("seed=4", &r, &th);
+    REQUIRE(ctx);
     for (int i = 0; i < 20; i++) {
         oni_reg_val_t v = 1;
         CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, sizeof v), 0);
