@@ -479,7 +479,10 @@ TEST(emu_overflow_counted_exactly)
             delivered_mu++;
         }
     }
-    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    /* the devices stop, not acquisition: a stop would empty the FIFO, and
+     * what a slow reader had not read yet would be neither read nor dropped */
+    CHECK_EQ(reg_set(c, core, EMU_REG_ENABLE, 0), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, mu, EMU_REG_ENABLE, 0), ONI_SIG_CONFIGWACK);
     while (frame_read(c, EMU_STREAM_DATA, &f, 100) == 0) { /* drain */
         if (f.dev == core) {
             uint64_t w;
