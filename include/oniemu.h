@@ -37,6 +37,28 @@ enum {
 };
 /* The FIFO ("DDR") capacity is fifo_capacity of ONI_DRV_STREAM_STATS (onigpu.h). */
 
+/* Registers the emulated card adds to every device but the hub managers
+ * (docs/devices.md). They sit in one block at 0x4F4704xx (onigpu's "OG"
+ * prefix, as its private device ids and driver options), which no ONIX map
+ * uses: the device maps are small (0.. and, for DS90UB9x, 0x8000..), and
+ * the raw I2C encoding ((reg << 7) | i2c address, bytes - 1 in bits 28-29,
+ * 16-bit registers in bit 31) leaves bit 30 clear. So each device keeps its
+ * real ONIX registers at their real addresses, ENABLE at 0 for all. The
+ * base itself is reserved. */
+enum {
+    ONIEMU_REG_BASE = 0x4F470400,
+    ONIEMU_REG_ROUTE = 0x4F470401,      /* rw, readable devices: data stream, 0 default, 1 GPU */
+    ONIEMU_REG_READSIZE = 0x4F470402,   /* ro */
+    ONIEMU_REG_WRITESIZE = 0x4F470403,  /* ro */
+    ONIEMU_REG_FRAMES_LO = 0x4F470404,  /* ro: frames generated (delivered + dropped) */
+    ONIEMU_REG_FRAMES_HI = 0x4F470405,
+    ONIEMU_REG_DROPPED_LO = 0x4F470406, /* ro: frames dropped because the route's FIFO was full */
+    ONIEMU_REG_DROPPED_HI = 0x4F470407,
+    ONIEMU_REG_WFRAMES = 0x4F470408,    /* ro: write frames accepted, low 32 bits */
+    ONIEMU_REG_RATE_HZ = 0x4F470409,    /* frames per second (rounded); rw where docs/devices.md says so */
+    ONIEMU_REG_DEVICE = 0x4F470410      /* first of the emulator's device-specific registers */
+};
+
 typedef struct {
     char name[16];
     double bandwidth_Bps; /* 0 = unlimited */

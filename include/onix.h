@@ -81,6 +81,27 @@ enum {
     ONIX_HUB_CLKRATEHZ = 4,
     ONIX_HUB_DELAYNS = 5
 };
+/* Registers of host-hub devices, from the ONIX datasheets (open-ephys
+ * onix-docs, "Hardware Guide/Datasheets"). CLK_HZ is the clock that CLK_DIV
+ * divides: frames per second = CLK_HZ / CLK_DIV. */
+enum {
+    ONIX_HEARTBEAT_ENABLE = 0,
+    ONIX_HEARTBEAT_CLK_DIV = 1,
+    ONIX_HEARTBEAT_CLK_HZ = 2 /* ro */
+};
+enum {
+    ONIX_LOADTEST_ENABLE = 0,
+    ONIX_LOADTEST_CLK_DIV = 1,
+    ONIX_LOADTEST_CLK_HZ = 2,     /* ro */
+    ONIX_LOADTEST_FRAME_WORDS = 3 /* 16-bit words after the hub clock in each frame; on reset */
+};
+enum {
+    ONIX_MEMUSAGE_ENABLE = 0,
+    ONIX_MEMUSAGE_CLK_DIV = 1,
+    ONIX_MEMUSAGE_CLK_HZ = 2,    /* ro */
+    ONIX_MEMUSAGE_MEM_WORDS = 3, /* ro: memory for frames, 32-bit words */
+    ONIX_MEMUSAGE_MEM_USAGE = 4  /* ro: 32-bit words in use, as in the frames */
+};
 /* Earlier onigpu names of the same; removed once no caller uses them. */
 #define ONIX_HUBMGR_IDX ONIX_HUB_DEV_IDX
 #define ONIX_HUBMGR_HARDWAREID ONIX_HUB_HARDWAREID

@@ -951,7 +951,7 @@ TEST(daemon_write_frames)
     const oni_device_t *w = first_writable(t, n);
     REQUIRE(w);
     oni_reg_val_t before = 0, after = 0;
-    CHECK_RC(oni_read_reg(ctx, w->idx, 8, &before), 0);
+    CHECK_RC(oni_read_reg(ctx, w->idx, ONIEMU_REG_WFRAMES, &before), 0);
     uint8_t payload[256] = {0};
     REQUIRE(w->write_size <= sizeof payload);
     for (int i = 0; i < 100; i++) {
@@ -962,7 +962,7 @@ TEST(daemon_write_frames)
             CHECK(oni_write_frame(ctx, f) > 0);
         oni_destroy_frame(f);
     }
-    CHECK_RC(oni_read_reg(ctx, w->idx, 8, &after), 0);
+    CHECK_RC(oni_read_reg(ctx, w->idx, ONIEMU_REG_WFRAMES, &after), 0);
     CHECK_EQ(after - before, 100);
     free(t);
     oni_destroy_ctx(ctx);
@@ -1303,7 +1303,7 @@ TEST(daemon_timed_out_write_not_delivered_later)
     const oni_device_t *w = first_writable(t, n);
     REQUIRE(w);
     oni_reg_val_t before = 0, after = 0;
-    CHECK_RC(oni_read_reg(ctx, w->idx, 8, &before), 0);
+    CHECK_RC(oni_read_reg(ctx, w->idx, ONIEMU_REG_WFRAMES, &before), 0);
     uint32_t timeout = 100;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
     uint8_t payload[256] = {0};
@@ -1318,7 +1318,7 @@ TEST(daemon_timed_out_write_not_delivered_later)
     CHECK_RC(rc, ONI_ETIMEOUT);
     int rc2 = oni_write_frame(ctx, f); /* the caller tries again */
     CHECK(rc2 > 0);
-    CHECK_RC(oni_read_reg(ctx, w->idx, 8, &after), 0);
+    CHECK_RC(oni_read_reg(ctx, w->idx, ONIEMU_REG_WFRAMES, &after), 0);
     fprintf(stderr, "  write: %d (%s), again: %d; device's write-frame count went up by %u\n", rc,
             oni_error_str(rc), rc2, after - before);
     CHECK_EQ(after - before, 1);

@@ -194,6 +194,21 @@ TEST(emu_device_registers)
     CHECK_EQ(reg_get(c, hb, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 250);
     CHECK_EQ(reg_set(c, hb, EMU_REG_RATE_HZ, 0), ONI_SIG_CONFIGWNACK);
+    /* the ONIX heartbeat's own registers: CLK_DIV (1), CLK_HZ (2) */
+    CHECK_EQ(reg_get(c, hb, ONIX_HEARTBEAT_CLK_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 250000000);
+    CHECK_EQ(reg_get(c, hb, ONIX_HEARTBEAT_CLK_DIV, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 250000000 / 250);
+    CHECK_EQ(reg_set(c, hb, ONIX_HEARTBEAT_CLK_DIV, 2500000), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_get(c, hb, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 100);
+    CHECK_EQ(reg_set(c, hb, ONIX_HEARTBEAT_CLK_DIV, 0), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, hb, ONIX_HEARTBEAT_CLK_DIV, 249), ONI_SIG_CONFIGWNACK); /* above 10^6 Hz */
+    CHECK_EQ(reg_set(c, hb, ONIX_HEARTBEAT_CLK_DIV, 250000001), ONI_SIG_CONFIGWNACK); /* below 1 Hz */
+    CHECK_EQ(reg_set(c, hb, ONIX_HEARTBEAT_CLK_HZ, 1), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_get(c, hb, ONIX_HEARTBEAT_CLK_DIV, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 2500000);
+    CHECK_EQ(reg_get(c, hb, 9, &v), ONI_SIG_CONFIGRNACK); /* where RATE_HZ was until 2026-11-25 */
     CHECK_EQ(reg_get(c, hb, EMU_REG_READSIZE, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 8);
     /* read-only registers, bad values, unknown addresses and devices: NACK */
@@ -338,8 +353,8 @@ TEST(emu_rates_and_timestamps_fast)
 /* Check the test core's counter across reads that cut frames anywhere. */
 struct cont {
     uint32_t dev; /* the test core; other devices' frames are skipped */
-    uint8_t hdr[16];
-    size_t hdr_have, left, pad;
+    uint8_t hdr[16], word[8]; /* a read may cut a header or a word anywhere */
+    size_t hdr_have, word_have, left, pad;
     uint64_t next, words, errors, frames;
     int started;
 };
@@ -364,18 +379,23 @@ static void cont_feed(struct cont *k, const uint8_t *p, size_t n)
             }
             continue;
         }
-        if (k->left) { /* payload: 8-byte aligned words within the frame */
-            if (k->left % 8 || n < 8) {
+        if (k->left) { /* payload: whole 8-byte words */
+            if (k->left % 8) {
                 k->errors++;
                 return;
             }
+            size_t m = 8 - k->word_have < n ? 8 - k->word_have : n;
+            memcpy(k->word + k->word_have, p, m);
+            k->word_have += m, p += m, n -= m;
+            if (k->word_have < 8)
+                continue;
             uint64_t w;
-            memcpy(&w, p, 8);
+            memcpy(&w, k->word, 8);
             if (k->started && w != k->next && k->errors++ < 3)
                 fprintf(stderr, "  counter %llu, want %llu (word %llu)\n", (unsigned long long)w,
                         (unsigned long long)k->next, (unsigned long long)k->words);
             k->started = 1, k->next = w + 1, k->words++;
-            p += 8, n -= 8, k->left -= 8;
+            k->word_have = 0, k->left -= 8;
             continue;
         }
         size_t m = k->pad < n ? k->pad : n;
@@ -472,8 +492,9 @@ TEST(emu_overflow_counted_exactly)
             delivered_core++;
             t_resume = f.time;
         } else if (f.dev == mu) {
-            uint64_t fill;
-            memcpy(&fill, f.data, 8);
+            uint16_t w[6]; /* [u64 hub clock][words used, high half first] */
+            memcpy(w, f.data, sizeof w);
+            uint64_t fill = 4 * ((uint64_t)w[4] << 16 | w[5]);
             if (fill > max_fill)
                 max_fill = fill;
             delivered_mu++;
@@ -511,7 +532,7 @@ TEST(emu_overflow_counted_exactly)
     CHECK_EQ(gap_words + (core_next - next), drop_core * (1024 / 8));
     emu_card_stats(c, &st);
     CHECK_EQ(st.dropped_frames[0], drop_core + drop_mu);
-    CHECK_EQ(st.dropped_bytes[0], drop_core * (16 + 1024) + drop_mu * (16 + 40));
+    CHECK_EQ(st.dropped_bytes[0], drop_core * (16 + 1024) + drop_mu * (16 + 12));
     CHECK_EQ(st.fifo_bytes[0], 0);
     CHECK(max_fill > 16384); /* MEMUSAGE saw the FIFO full */
     uint32_t v = 0;
@@ -595,8 +616,8 @@ TEST(emu_flush_keeps_held_bytes)
     CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RESET, 1), 0);
     oni_device_t t[4];
     uint32_t core = find_id(t, table_read(c, t, 4), ONIX_ONIGPU_TESTCORE), lo = 0, hi = 0;
-    CHECK_EQ(reg_get(c, core, 0x12, &lo), ONI_SIG_CONFIGRACK); /* the next counter value */
-    CHECK_EQ(reg_get(c, core, 0x13, &hi), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, core, EMU_REG_DEVICE + 2, &lo), ONI_SIG_CONFIGRACK); /* the next counter value */
+    CHECK_EQ(reg_get(c, core, EMU_REG_DEVICE + 3, &hi), ONI_SIG_CONFIGRACK);
     start(c);
     onigpu_stream_stats_t st;
     uint64_t deadline = oni_now_ns() + 5000000000ull;

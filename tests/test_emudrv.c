@@ -101,6 +101,119 @@ TEST(emudrv_registers)
     oni_destroy_ctx(ctx);
 }
 
+/* The register sequence of Open Ephys' onix-loadtest (liboni), with its
+ * defaults: the clocks read at CLK_HZ (2), ENABLE (0) set on both devices,
+ * the memory monitor's CLK_DIV (1) for 1 Hz, the load tester's FRAME_WORDS
+ * (3) and CLK_DIV; then a reset, the start, and MEMUSAGE frames read with
+ * the usage taken from 16-bit words 4 (high half) and 5 (low half), in
+ * 32-bit words. Here the load tester goes to the GPU stream, which nobody
+ * reads, so that the usage grows past 16 bits and the halves tell. Until
+ * 2026-11-25 the card had its own registers at 1..9 and the CLK_DIV write
+ * failed, as onix-loadtest did on it. */
+#define LT_WORDS 100
+#define LT_HZ 1000
+
+static const oni_device_t *find_dev(const oni_device_t *t, size_t n, oni_dev_id_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].id == id)
+            return &t[i];
+    return NULL;
+}
+
+/* The usage of a MEMUSAGE frame as onix-loadtest decodes it. */
+static uint32_t loadtest_usage(const oni_frame_t *f)
+{
+    uint16_t w[6];
+    memcpy(w, f->data, sizeof w);
+    return (uint32_t)w[4] << 16 | w[5];
+}
+
+/* Configure as onix-loadtest does; 0 or the first failing call's code. */
+static int loadtest_configure(oni_ctx ctx, oni_dev_idx_t lt, oni_dev_idx_t mu, oni_reg_val_t *clk)
+{
+    oni_reg_val_t mu_clk = 0, one = 1;
+    int rc;
+    if ((rc = oni_set_opt(ctx, ONI_OPT_RESET, &one, sizeof one)) || (rc = oni_read_reg(ctx, lt, 2, clk)) ||
+        (rc = oni_read_reg(ctx, mu, 2, &mu_clk)) || (rc = oni_write_reg(ctx, lt, 0, 1)) ||
+        (rc = oni_write_reg(ctx, mu, 0, 1)) || (rc = oni_write_reg(ctx, mu, 1, mu_clk / 1)) ||
+        (rc = oni_write_reg(ctx, lt, 3, LT_WORDS)) || (rc = oni_write_reg(ctx, lt, 1, *clk / LT_HZ)))
+        return rc;
+    oni_size_t block = 2048;
+    if ((rc = oni_set_opt(ctx, ONI_OPT_RESET, &one, sizeof one)) ||
+        (rc = oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, sizeof block)))
+        return rc;
+    return 0;
+}
+
+TEST(emudrv_onix_loadtest_sequence)
+{
+    oni_ctx ctx = open_emu("devices=loadtest;mode=fast;link=unlimited;ddr=4M");
+    REQUIRE(ctx);
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    const oni_device_t *ltd = find_dev(t, n, ONIX_LOADTEST), *mud = find_dev(t, n, ONIX_MEMUSAGE);
+    REQUIRE(ltd && mud);
+    oni_dev_idx_t lt = ltd->idx, mu = mud->idx;
+    free(t);
+    CHECK_RC(oni_write_reg(ctx, lt, ONIEMU_REG_ROUTE, 1), 0);
+    oni_reg_val_t clk = 0, v = 0;
+    REQUIRE(loadtest_configure(ctx, lt, mu, &clk) == 0);
+    CHECK_EQ(clk, 250000000);
+    /* FRAME_WORDS took effect with the reset: the new table says so */
+    t = device_table(ctx, &n);
+    REQUIRE(t && find_dev(t, n, ONIX_LOADTEST));
+    CHECK_EQ(find_dev(t, n, ONIX_LOADTEST)->read_size, 8 + 2 * LT_WORDS);
+    CHECK_EQ(find_dev(t, n, ONIX_MEMUSAGE)->read_size, 12);
+    free(t);
+    CHECK_RC(oni_read_reg(ctx, lt, ONIX_LOADTEST_CLK_DIV, &v), 0);
+    CHECK_EQ(v, clk / LT_HZ);
+    CHECK_RC(oni_read_reg(ctx, lt, ONIEMU_REG_RATE_HZ, &v), 0);
+    CHECK_EQ(v, LT_HZ);
+    oni_reg_val_t mem_words = 0;
+    CHECK_RC(oni_read_reg(ctx, mu, ONIX_MEMUSAGE_MEM_WORDS, &mem_words), 0);
+    CHECK_EQ(mem_words, (4u << 20) / 4);
+    oni_reg_val_t run = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run), 0);
+    /* each load-test frame takes 16 + 208 bytes = 56 words of the GPU
+     * stream's FIFO (2 MiB) until it is full; the default stream holds up to
+     * a block (2048 bytes) of memusage frames generated ahead (7 words each) */
+    const uint64_t per_frame = (16 + 8 + 2 * LT_WORDS) / 4, cap_words = mem_words / 2;
+    const uint64_t ahead = 7 * (2048 / 28 + 1);
+    uint32_t last = 0;
+    int frames = 0, bad_clock = 0;
+    while (frames < 12) {
+        oni_frame_t *f = NULL;
+        REQUIRE(oni_read_frame(ctx, &f) > 0);
+        if (f->dev_idx != mu) {
+            oni_destroy_frame(f);
+            continue;
+        }
+        uint64_t hub_clock;
+        memcpy(&hub_clock, f->data, 8);
+        bad_clock += hub_clock != f->time;
+        uint32_t usage = loadtest_usage(f);
+        uint64_t due = f->time / (clk / LT_HZ) + 1, want = due * per_frame;
+        if (want > cap_words)
+            want = cap_words - per_frame; /* full: a frame does not fit whole */
+        CHECK(usage >= want && usage <= want + per_frame + ahead);
+        CHECK(usage >= last);
+        last = usage;
+        frames++;
+        oni_destroy_frame(f);
+    }
+    CHECK_EQ(bad_clock, 0);
+    CHECK(last > 0x10000); /* both halves were used */
+    /* what onix-loadtest meets when it raises the rate past the device's range */
+    CHECK_RC(oni_write_reg(ctx, lt, ONIX_LOADTEST_CLK_DIV, 2), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_write_reg(ctx, lt, ONIX_LOADTEST_CLK_DIV, 0), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_write_reg(ctx, mu, ONIX_MEMUSAGE_CLK_HZ, 1), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_read_reg(ctx, lt, ONIEMU_REG_DROPPED_LO, &v), 0);
+    CHECK(v > 0); /* the GPU stream's FIFO filled */
+    oni_destroy_ctx(ctx);
+}
+
 TEST(emudrv_streaming)
 {
     oni_ctx ctx = open_emu(FAST_SPEC);

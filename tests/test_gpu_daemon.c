@@ -563,7 +563,7 @@ TEST(gpu_daemon_host_write_after_async_jobs_keeps_order)
         for (int j = 0; j < J; j++)
             CHECK(wait_record(done + j, (uint32_t)j + 1));
         oni_reg_val_t tag = 0;
-        CHECK_RC(oni_read_reg(ctx, stim, 0x11, &tag), 0);
+        CHECK_RC(oni_read_reg(ctx, stim, ONIEMU_REG_DEVICE + 1, &tag), 0); /* LAST_TAG */
         fprintf(stderr, "  %s: last tag the stim received %u (the host write's is 99)\n",
                 mode ? "daemon" : "in-process", tag);
         CHECK_EQ(tag, 99);

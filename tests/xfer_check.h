@@ -107,10 +107,10 @@ static inline void xcheck_feed(struct xcheck *c, const uint8_t *p, size_t n)
 #define XFER_SPEC(route) \
     "devices=testcore:bytes=4096:rate=1G:route=" #route ",testsink:hash=1;mode=fast;link=unlimited;ddr=64M"
 
-/* What the test sink's register 0x12 holds after receiving these payload
+/* What the test sink's register HASH (ONIEMU_REG_DEVICE + 2) holds after receiving these payload
  * bytes (FNV-1a, 32-bit, in order; start from XSUM_START). */
 #define XSUM_START 2166136261u
-#define XSUM_REG 0x12
+#define XSUM_REG (ONIEMU_REG_DEVICE + 2)
 static inline uint32_t xsum(uint32_t h, const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -193,7 +193,7 @@ static int common_write(struct emu_card *c, struct emu_dev *d, uint32_t addr, ui
     case EMU_REG_RATE_HZ:
         break; /* writable only where the device says so */
     default:
-        if (addr < EMU_REG_DEVICE)
+        if (addr >= EMU_REG_BASE && addr < EMU_REG_DEVICE)
             return 0; /* read-only */
     }
     int ack = d->type->reg_write ? d->type->reg_write(d, addr, v) : 0;
@@ -299,6 +299,9 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
             c->running = 0;
             emu_fifo_flush(&c->fifo[0]);
             emu_fifo_flush(&c->fifo[1]);
+            for (int i = 0; i < c->ndev; i++)
+                if (c->dev[i].type->reset)
+                    c->dev[i].type->reset(&c->dev[i]);
             push_table(c);
         }
         break;

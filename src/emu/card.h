@@ -23,19 +23,22 @@
 #define EMU_MAX_READ (1u << 20) /* largest read_size a device may have */
 #define EMU_GEN_CHUNK (256u << 10) /* bytes generated per hold of the card lock */
 
-/* Register addresses common to every device but the hub managers (docs/devices.md). */
+/* Register addresses common to every device but the hub managers
+ * (docs/devices.md): ENABLE is ONIX's own; the rest are the emulator's
+ * block of include/oniemu.h, clear of the real ONIX maps. */
 enum {
-    EMU_REG_ENABLE = 0,    /* rw: 0 = emits nothing, writes still accepted */
-    EMU_REG_ROUTE = 1,     /* rw, readable devices: 0 default data stream, 1 GPU stream */
-    EMU_REG_READSIZE = 2,  /* ro */
-    EMU_REG_WRITESIZE = 3, /* ro */
-    EMU_REG_FRAMES_LO = 4, /* ro: frames generated (delivered + dropped) */
-    EMU_REG_FRAMES_HI = 5,
-    EMU_REG_DROPPED_LO = 6, /* ro: frames dropped because the route's FIFO was full */
-    EMU_REG_DROPPED_HI = 7,
-    EMU_REG_WFRAMES = 8,   /* ro: write frames accepted, low 32 bits */
-    EMU_REG_RATE_HZ = 9,   /* frames per second (rounded); rw where the device says so */
-    EMU_REG_DEVICE = 0x10  /* first device-specific register */
+    EMU_REG_ENABLE = 0, /* rw: 0 = emits nothing, writes still accepted */
+    EMU_REG_BASE = ONIEMU_REG_BASE,
+    EMU_REG_ROUTE = ONIEMU_REG_ROUTE,
+    EMU_REG_READSIZE = ONIEMU_REG_READSIZE,
+    EMU_REG_WRITESIZE = ONIEMU_REG_WRITESIZE,
+    EMU_REG_FRAMES_LO = ONIEMU_REG_FRAMES_LO,
+    EMU_REG_FRAMES_HI = ONIEMU_REG_FRAMES_HI,
+    EMU_REG_DROPPED_LO = ONIEMU_REG_DROPPED_LO,
+    EMU_REG_DROPPED_HI = ONIEMU_REG_DROPPED_HI,
+    EMU_REG_WFRAMES = ONIEMU_REG_WFRAMES,
+    EMU_REG_RATE_HZ = ONIEMU_REG_RATE_HZ,
+    EMU_REG_DEVICE = ONIEMU_REG_DEVICE
 };
 
 /* Spec arguments of one device ("np2:units=8:route=1"). */
@@ -77,6 +80,9 @@ struct emu_devtype {
     int (*reg_write)(struct emu_dev *d, uint32_t addr, uint32_t v);
     /* A write frame's payload (n bytes, a multiple of write_size) arrived at time. May be NULL. */
     void (*write)(struct emu_dev *d, const uint8_t *p, size_t n, uint64_t time);
+    /* The card was reset (RESET): settings that take effect on reset apply
+     * now, before the new device table is sent. May be NULL. */
+    void (*reset)(struct emu_dev *d);
 };
 
 struct emu_dev {
@@ -88,6 +94,7 @@ struct emu_dev {
     uint64_t rate_mhz;
     uint64_t per_q, per_r, rem, next_due;
     uint64_t frames, dropped, wframes;
+    uint32_t clk_div; /* ONIX CLK_DIV of a device that has one (emu_dev_clk_*) */
     uint32_t hub_kind;
     void *priv;
 };
@@ -95,6 +102,20 @@ struct emu_dev {
 /* Set a periodic device's frame rate in millihertz (0 = not periodic).
  * ONI_EINVALARG if one frame per acquisition tick would be exceeded. */
 int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz);
+/* Clock of d's hub, Hz (the ONIX CLK_HZ register of its periodic devices). */
+uint32_t emu_dev_hub_hz(const struct emu_dev *d);
+/* Hub clock count at acquisition time t (the "hub clock counter" of ONIX payloads). */
+uint64_t emu_dev_hub_clock(const struct emu_dev *d, uint64_t t);
+/* ONIX CLK_DIV: one frame per div hub clock cycles. ONI_EINVALARG (nothing
+ * changed) when div is 0 or the rate is below 1 Hz or above max_hz. */
+int emu_dev_set_clk_div(struct emu_dev *d, uint32_t div, uint64_t max_hz);
+/* Frames per second hz (1..max_hz), CLK_DIV following. 0 or ONI_EINVALARG. */
+int emu_dev_set_hz(struct emu_dev *d, uint64_t hz, uint64_t max_hz);
+/* The ONIX rate registers of heartbeat, loadtest, memusage: CLK_DIV (1, rw)
+ * and CLK_HZ (2, ro), with the emulator's RATE_HZ (rw, 1..max_hz). For a
+ * device's reg_read / reg_write: 1 = ACK, 0 = not one of them or refused. */
+int emu_dev_clk_read(struct emu_dev *d, uint32_t addr, uint32_t *v);
+int emu_dev_clk_write(struct emu_dev *d, uint32_t addr, uint32_t v, uint64_t max_hz);
 /* Emit one read frame of d now (event devices, e.g. the stimulator's echo);
  * the caller holds the card lock. Counted as generated or dropped; nothing
  * is emitted while acquisition is stopped. */

@@ -47,6 +47,56 @@ int emu_dev_set_rate(struct emu_dev *d, uint64_t rate_mhz)
     return 0;
 }
 
+uint32_t emu_dev_hub_hz(const struct emu_dev *d)
+{
+    return d->card->hub[d->desc.idx >> 8].clk_hz;
+}
+
+uint64_t emu_dev_hub_clock(const struct emu_dev *d, uint64_t t)
+{
+    return (uint64_t)((unsigned __int128)t * emu_dev_hub_hz(d) / EMU_ACQ_HZ);
+}
+
+int emu_dev_set_clk_div(struct emu_dev *d, uint32_t div, uint64_t max_hz)
+{
+    uint64_t num = (uint64_t)emu_dev_hub_hz(d) * 1000;
+    if (div == 0 || num / div < 1000 || num / div > max_hz * 1000)
+        return ONI_EINVALARG;
+    int rc = emu_dev_set_rate(d, (num + div / 2) / div);
+    if (!rc)
+        d->clk_div = div;
+    return rc;
+}
+
+int emu_dev_set_hz(struct emu_dev *d, uint64_t hz, uint64_t max_hz)
+{
+    if (hz < 1 || hz > max_hz)
+        return ONI_EINVALARG;
+    int rc = emu_dev_set_rate(d, hz * 1000);
+    if (!rc)
+        d->clk_div = (uint32_t)(emu_dev_hub_hz(d) / hz);
+    return rc;
+}
+
+int emu_dev_clk_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
+{
+    /* the same addresses in the heartbeat, loadtest and memusage maps */
+    switch (addr) {
+    case ONIX_HEARTBEAT_CLK_DIV: *v = d->clk_div; return 1;
+    case ONIX_HEARTBEAT_CLK_HZ: *v = emu_dev_hub_hz(d); return 1;
+    }
+    return 0;
+}
+
+int emu_dev_clk_write(struct emu_dev *d, uint32_t addr, uint32_t v, uint64_t max_hz)
+{
+    if (addr == ONIX_HEARTBEAT_CLK_DIV)
+        return emu_dev_set_clk_div(d, v, max_hz) == 0;
+    if (addr == EMU_REG_RATE_HZ)
+        return emu_dev_set_hz(d, v, max_hz) == 0;
+    return 0;
+}
+
 /* Generate one frame of d at time t into its route's FIFO, or count it dropped. */
 static void put_frame(struct emu_card *c, struct emu_dev *d, uint64_t t)
 {

@@ -18,10 +18,6 @@ CLI_COMMAND(read, "read",
             "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE]",
             "stream frames: live rate, per-device counts, frames/s, MB/s, drops, content verification", read_run)
 
-/* Registers every device of the emu card has (docs/devices.md). */
-#define EMU_REG_DROPPED_LO 6
-#define EMU_REG_DROPPED_HI 7
-
 struct dev_stat {
     uint32_t idx, read_size;
     uint64_t frames, bytes;
@@ -200,8 +196,8 @@ static int read_dropped(oni_ctx ctx, struct dev_stat *s, oni_size_t n)
     int any = 0;
     for (oni_size_t i = 0; i < n; i++) {
         oni_reg_val_t lo, hi;
-        if (!s[i].read_size || oni_read_reg(ctx, s[i].idx, EMU_REG_DROPPED_LO, &lo) ||
-            oni_read_reg(ctx, s[i].idx, EMU_REG_DROPPED_HI, &hi))
+        if (!s[i].read_size || oni_read_reg(ctx, s[i].idx, ONIEMU_REG_DROPPED_LO, &lo) ||
+            oni_read_reg(ctx, s[i].idx, ONIEMU_REG_DROPPED_HI, &hi))
             continue;
         s[i].dropped = (uint64_t)hi << 32 | lo;
         s[i].have_dropped = any = 1;

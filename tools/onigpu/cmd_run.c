@@ -32,7 +32,6 @@ CLI_COMMAND(run, "run",
             run)
 
 #define NP2_CHANNELS 384
-#define ROUTE_REG 1     /* docs/devices.md: ROUTE, 1 = GPU data stream */
 #define TAGS 65536      /* stimulation tags remembered for the echo */
 #define MAX_DET (1u << 22)
 #define MAX_LAT (1u << 22)
@@ -170,7 +169,7 @@ static int find_devices(struct run *r, uint32_t *np2_read)
     for (oni_size_t i = 0; !rc && i < ndev; i++) {
         oni_reg_val_t route = 0;
         if (t[i].read_size && !shared && (t[i].id != ONIX_ONIGPU_NEUROPIX2 || have_np2) &&
-            oni_read_reg(r->ctx, t[i].idx, ROUTE_REG, &route) == 0 && route == 1)
+            oni_read_reg(r->ctx, t[i].idx, ONIEMU_REG_ROUTE, &route) == 0 && route == 1)
             shared = t[i].idx + 1;
         if (t[i].id == ONIX_ONIGPU_NEUROPIX2 && !have_np2) {
             r->np2 = t[i].idx;
@@ -413,7 +412,7 @@ static int run(int argc, char **argv)
         fprintf(stderr, "onigpu run: Neuropixels frames of %u bytes hold no %d channels\n", np2_read, NP2_CHANNELS);
         goto done;
     }
-    rc = oni_write_reg(r->ctx, r->np2, ROUTE_REG, 1);
+    rc = oni_write_reg(r->ctx, r->np2, ONIEMU_REG_ROUTE, 1);
     if (rc) {
         cli_fail("routing the probe to the GPU stream", rc);
         goto done;

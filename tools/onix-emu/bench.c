@@ -47,13 +47,13 @@ struct gen_case {
 };
 
 /* Stream bytes per second of np2 at 30 kHz (792-byte frames) etc., with the
- * card's MEMUSAGE (100 Hz x 56 bytes) that is always there. */
+ * card's MEMUSAGE (100 Hz x 28 bytes) that is always there. */
 static const struct gen_case gen_cases[] = {
-    {"testcore", "testcore:bytes=4096:rate=2G", 2e9 * 4112 / 4096 + 5600},
-    {"np2", "np2", 30000 * 792.0 + 5600},
-    {"np1", "np1", 2500 * (16 + 9992.0) + 5600},
-    {"rhd2164", "rhd2164", 30000 * (16 + 144.0) + 5600},
-    {"np2x4", "np2,np2,np2,np2", 4 * 30000 * 792.0 + 5600},
+    {"testcore", "testcore:bytes=4096:rate=2G", 2e9 * 4112 / 4096 + 2800},
+    {"np2", "np2", 30000 * 792.0 + 2800},
+    {"np1", "np1", 2500 * (16 + 9992.0) + 2800},
+    {"rhd2164", "rhd2164", 30000 * (16 + 144.0) + 2800},
+    {"np2x4", "np2,np2,np2,np2", 4 * 30000 * 792.0 + 2800},
 };
 
 static const char *const presets[] = {"gen2x4", "gen3x8", "gen4x8", "gen4x16", "gen5x16", "unlimited"};

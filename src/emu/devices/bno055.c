@@ -42,5 +42,5 @@ static void bno_fill(struct emu_dev *d, uint8_t *out, uint64_t t)
 }
 
 const struct emu_devtype emu_dev_bno055 = {
-    "bno055", ONIX_BNO055, ONIX_HUB_HS64, bno_init, bno_fini, bno_fill, NULL, NULL, NULL,
+    "bno055", ONIX_BNO055, ONIX_HUB_HS64, bno_init, bno_fini, bno_fill, NULL, NULL, NULL, NULL,
 };

@@ -60,5 +60,5 @@ static int brk_reg_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
 }
 
 const struct emu_devtype emu_dev_breakout = {
-    "breakout", ONIX_BREAKDIG1R3, 0, brk_init, brk_fini, brk_fill, brk_reg_read, NULL, brk_write,
+    "breakout", ONIX_BREAKDIG1R3, 0, brk_init, brk_fini, brk_fill, brk_reg_read, NULL, brk_write, NULL,
 };

@@ -69,5 +69,5 @@ static int np1_reg_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
 }
 
 const struct emu_devtype emu_dev_np1 = {
-    "np1", ONIX_NEUROPIX1R0, ONIX_HUB_HSNP1ET, np1_init, np1_fini, np1_fill, np1_reg_read, NULL, NULL,
+    "np1", ONIX_NEUROPIX1R0, ONIX_HUB_HSNP1ET, np1_init, np1_fini, np1_fill, np1_reg_read, NULL, NULL, NULL,
 };

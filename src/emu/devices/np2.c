@@ -58,5 +58,5 @@ static int np2_reg_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
 }
 
 const struct emu_devtype emu_dev_np2 = {
-    "np2", ONIX_ONIGPU_NEUROPIX2, ONIX_HUB_HSNP2E, np2_init, np2_fini, np2_fill, np2_reg_read, NULL, NULL,
+    "np2", ONIX_ONIGPU_NEUROPIX2, ONIX_HUB_HSNP2E, np2_init, np2_fini, np2_fill, np2_reg_read, NULL, NULL, NULL,
 };

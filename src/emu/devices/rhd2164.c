@@ -61,5 +61,5 @@ static int rhd_reg_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
 }
 
 const struct emu_devtype emu_dev_rhd2164 = {
-    "rhd2164", ONIX_RHD2164, ONIX_HUB_HS64, rhd_init, rhd_fini, rhd_fill, rhd_reg_read, NULL, NULL,
+    "rhd2164", ONIX_RHD2164, ONIX_HUB_HS64, rhd_init, rhd_fini, rhd_fill, rhd_reg_read, NULL, NULL, NULL,
 };

@@ -74,5 +74,5 @@ static int stim_reg_write(struct emu_dev *d, uint32_t addr, uint32_t v)
 }
 
 const struct emu_devtype emu_dev_stim = {
-    "stim", ONIX_ONIGPU_STIM, 0, stim_init, stim_fini, stim_fill, stim_reg_read, stim_reg_write, stim_write,
+    "stim", ONIX_ONIGPU_STIM, 0, stim_init, stim_fini, stim_fill, stim_reg_read, stim_reg_write, stim_write, NULL,
 };

@@ -79,5 +79,5 @@ static int tc_reg_write(struct emu_dev *d, uint32_t addr, uint32_t v)
 }
 
 const struct emu_devtype emu_dev_testcore = {
-    "testcore", ONIX_ONIGPU_TESTCORE, 0, tc_init, tc_fini, tc_fill, tc_reg_read, tc_reg_write, NULL,
+    "testcore", ONIX_ONIGPU_TESTCORE, 0, tc_init, tc_fini, tc_fill, tc_reg_read, tc_reg_write, NULL, NULL,
 };

@@ -69,5 +69,5 @@ static void ts_write(struct emu_dev *d, const uint8_t *p, size_t n, uint64_t t)
 }
 
 const struct emu_devtype emu_dev_testsink = {
-    "testsink", ONIX_ONIGPU_TESTSINK, 0, ts_init, ts_fini, ts_fill, ts_reg_read, NULL, ts_write,
+    "testsink", ONIX_ONIGPU_TESTSINK, 0, ts_init, ts_fini, ts_fill, ts_reg_read, NULL, ts_write, NULL,
 };
