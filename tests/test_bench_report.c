@@ -164,7 +164,7 @@ static void rm_dir(const char *dir)
     if (!d)
         return;
     struct dirent *e;
-    char p[512];
+    char p[1536]; /* a directory name and an entry's */
     while ((e = readdir(d)))
         if (e->d_name[0] != '.') {
             snprintf(p, sizeof p, "%s/%s", dir, e->d_name);

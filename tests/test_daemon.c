@@ -475,7 +475,7 @@ TEST(daemon_gpu_stream_host_read)
     pid_t pid = start_daemon("");
     NEED_DAEMON(pid);
     const char *spec = "devices=testcore:route=1;mode=fast;seed=3";
-    int rc;
+    int rc = -1; /* each open sets it */
     oni_ctx a = open_spec(spec, &rc);
     CHECK_RC(rc, 0);
     oni_ctx b = open_daemon(spec, &rc);
