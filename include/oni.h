@@ -44,7 +44,10 @@ typedef struct {
 /* onigpu extension: per-context timeout for every blocking call, in
  * milliseconds (uint32_t, read/write in any initialized or uninitialized
  * state). 0 is refused: there is no "wait forever". Default
- * ONI_DEFAULT_TIMEOUTMS. Expiry returns ONI_ETIMEOUT. The core checks the
+ * ONI_DEFAULT_TIMEOUTMS, or the environment variable ONI_TIMEOUTMS (ms) when
+ * set: a program written for upstream cannot set the option, and one that
+ * keeps a reader waiting through a pause longer than 2 s needs it (a bad
+ * value makes oni_create_ctx fail, EINVAL). Expiry returns ONI_ETIMEOUT. The core checks the
  * deadline between driver calls and passes the value to the driver through
  * set_opt_callback; a driver that blocks inside one of its own calls without
  * honouring it can still block longer (docs/threads.md). The number lies in

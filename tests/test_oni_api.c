@@ -367,3 +367,35 @@ TEST(driver_claiming_more_than_asked)
     CHECK_RC(oni_read_frame(ctx, &f), ONI_EREADFAILURE);
     oni_destroy_ctx(ctx);
 }
+
+/* ONI_TIMEOUTMS sets new contexts' ONI_OPT_TIMEOUTMS (for programs written
+ * for upstream, which cannot set it); a value that is not 1 .. 2^32 - 1 ms
+ * makes context creation fail with EINVAL rather than be ignored. */
+TEST(timeout_from_the_environment)
+{
+    REQUIRE(setenv("ONI_TIMEOUTMS", "60000", 1) == 0);
+    oni_ctx ctx = oni_create_ctx_driver(&onidrv_test);
+    REQUIRE(ctx);
+    uint32_t v = 0;
+    size_t n = sizeof v;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &v, &n), 0);
+    CHECK_EQ(v, 60000);
+    oni_destroy_ctx(ctx);
+    static const char *bad[] = {"0", "", "abc", "12ms", "-5", "4294967296", " 5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        REQUIRE(setenv("ONI_TIMEOUTMS", bad[i], 1) == 0);
+        errno = 0;
+        ctx = oni_create_ctx_driver(&onidrv_test);
+        if (ctx) {
+            UNIT_FAIL("ONI_TIMEOUTMS=\"%s\" was taken", bad[i]);
+            oni_destroy_ctx(ctx);
+        }
+        CHECK_EQ(errno, EINVAL);
+    }
+    unsetenv("ONI_TIMEOUTMS");
+    ctx = oni_create_ctx_driver(&onidrv_test);
+    REQUIRE(ctx);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &v, &n), 0);
+    CHECK_EQ(v, ONI_DEFAULT_TIMEOUTMS);
+    oni_destroy_ctx(ctx);
+}

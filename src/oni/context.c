@@ -1,4 +1,5 @@
 /* context.c - context lifecycle, context options and driver options. */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
@@ -38,9 +39,33 @@ static int complete(const struct oni_driver *d)
            d->info;
 }
 
+/* The default ONI_OPT_TIMEOUTMS: ONI_TIMEOUTMS_ENV when set (so that a
+ * program written for upstream, which has no such option, can pause longer
+ * than the default), else ONI_DEFAULT_TIMEOUTMS. -1 if the variable is not a
+ * number of milliseconds, 1 .. 2^32 - 1. */
+static int64_t default_timeout(void)
+{
+    const char *s = getenv(ONI_TIMEOUTMS_ENV);
+    if (!s)
+        return ONI_DEFAULT_TIMEOUTMS;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!isdigit((unsigned char)*s) || *end || errno || v == 0 || v > UINT32_MAX)
+        return -1;
+    return (int64_t)v;
+}
+
 /* Shared by oni_create_ctx and oni_create_ctx_driver; takes over dl. */
 static oni_ctx create(const struct oni_driver *drv, void *dl)
 {
+    int64_t timeout = default_timeout();
+    if (timeout < 0) {
+        if (dl)
+            dlclose(dl);
+        errno = EINVAL;
+        return NULL;
+    }
     struct oni_ctx_impl *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         goto nomem;
@@ -48,7 +73,7 @@ static oni_ctx create(const struct oni_driver *drv, void *dl)
     ctx->dl = dl;
     if (!(ctx->pool = oni_pool_new()))
         goto nomem;
-    atomic_init(&ctx->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
+    atomic_init(&ctx->timeout_ms, (uint32_t)timeout);
     atomic_init(&ctx->state, ONI_STATE_UNINIT);
     atomic_init(&ctx->rnext, 0);
     atomic_init(&ctx->rserve, 0);

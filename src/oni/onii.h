@@ -43,6 +43,8 @@ oni_ctx oni_create_ctx_driver(const struct oni_driver *drv);
 
 /* Environment variable naming an extra directory searched for libonidriver_<name>.so. */
 #define ONI_DRIVER_PATH_ENV "ONI_DRIVER_PATH"
+/* Environment variable giving new contexts' ONI_OPT_TIMEOUTMS (ms, 1 .. 2^32 - 1). */
+#define ONI_TIMEOUTMS_ENV "ONI_TIMEOUTMS"
 
 /* The longest a built-in driver's data-stream read waits before it answers
  * 0 bytes: liboni waits out ONI_OPT_TIMEOUTMS across such answers, and
