@@ -66,9 +66,9 @@ static int reg_run(int argc, char **argv)
         fprintf(stderr, "onigpu reg: bad device '%s' (a number or hub.dev)\n", pos[1]);
         return cli_usage(&cli_cmd_reg);
     }
-    if (cli_parse_u32(pos[2], &addr) || (set && cli_parse_u32(pos[3], &value))) {
-        fprintf(stderr, "onigpu reg: bad number '%s' (decimal or 0x hex, 32 bits)\n",
-                cli_parse_u32(pos[2], &addr) ? pos[2] : pos[3]);
+    const char *bad = cli_parse_u32(pos[2], &addr) ? pos[2] : set && cli_parse_u32(pos[3], &value) ? pos[3] : NULL;
+    if (bad) {
+        fprintf(stderr, "onigpu reg: bad number '%s' (decimal or 0x hex, 32 bits)\n", bad);
         return cli_usage(&cli_cmd_reg);
     }
     oni_ctx ctx = cli_conn_open(&conn);

@@ -377,8 +377,11 @@ static int run(int argc, char **argv)
     remove(truth);
     struct run *r = calloc(1, sizeof *r);
     struct loop_ephys_state *st = calloc(1, sizeof *st);
-    if (!r || !st)
+    if (!r || !st) {
+        free(r);
+        free(st);
         return cli_fail("run", ONI_EBADALLOC);
+    }
     r->det = malloc(MAX_DET * sizeof *r->det);
     r->lat = malloc(MAX_LAT * sizeof *r->lat);
     r->lat_tag = malloc(MAX_LAT * sizeof *r->lat_tag);
