@@ -253,3 +253,29 @@ TEST(xfer_daemon_late_reset_drops_read_ahead)
     }
     xd_stop(pid);
 }
+
+/* A stop empties only the card's default-stream FIFO; the GPU stream stays
+ * readable, and reads on after the next start. Through the daemon the
+ * client once compared every ring with the default FIFO's flush count, so
+ * after one pause every GPU-stream answer read as taken before a flush and
+ * was dropped unseen: the GPU stream gave nothing until the timeout. */
+TEST(xfer_daemon_gpu_stream_reads_on_after_a_pause)
+{
+    const char *spec = "devices=testcore:bytes=1024:route=1;mode=fast;link=unlimited";
+    XD_START(pid, spec);
+    struct emuc *c = NULL;
+    char err[160] = "";
+    CHECK_RC(emuc_open(xd_sock, spec, 2000, &c, err, sizeof err), 0);
+    if (c) {
+        static uint8_t buf[4096];
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
+        CHECK(emuc_read(c, EMU_STREAM_GPU, buf, sizeof buf, 1000) > 0);
+        for (int i = 0; i < 2; i++) {
+            CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 0, 1000), 0);
+            CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
+            CHECK(emuc_read(c, EMU_STREAM_GPU, buf, sizeof buf, 1000) > 0);
+        }
+        emuc_close(c);
+    }
+    xd_stop(pid);
+}

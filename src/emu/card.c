@@ -499,7 +499,7 @@ int emu_card_fifo_peek(struct emu_card *c, enum emu_stream s, size_t n, struct e
 uint64_t emu_card_flushes(struct emu_card *c)
 {
     emu_card_lock(c);
-    uint64_t n = c->fifo[0].epoch; /* both FIFOs are always flushed together */
+    uint64_t n = c->fifo[0].epoch; /* every flush empties the default FIFO */
     pthread_mutex_unlock(&c->lock);
     return n;
 }
@@ -510,7 +510,10 @@ uint64_t emu_card_taken_epoch(struct emu_card *c, enum emu_stream s)
     if (!c || k < 0)
         return 0;
     emu_card_lock(c);
-    uint64_t n = c->fifo[k].taken_epoch;
+    /* In emu_card_flushes' count: a stop empties the default FIFO alone, so
+     * the GPU FIFO's own count lags it by the stops since, which leave its
+     * bytes readable (else its bytes would all read as stale after one). */
+    uint64_t n = c->fifo[k].taken_epoch + (c->fifo[0].epoch - c->fifo[k].epoch);
     pthread_mutex_unlock(&c->lock);
     return n;
 }

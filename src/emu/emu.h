@@ -79,8 +79,9 @@ struct emu_span {
 int emu_card_fifo_peek(struct emu_card *card, enum emu_stream s, size_t n, struct emu_span span[2], uint32_t timeout_ms);
 int emu_card_fifo_consume(struct emu_card *card, enum emu_stream s, size_t n);
 
-/* How many times the card has emptied its read FIFOs (a RESET, acquisition
- * starting); and the count when the last emu_card_read or emu_card_fifo_peek
+/* How many times the card has emptied its default-stream FIFO (a RESET,
+ * acquisition starting or stopping; the GPU stream's FIFO is emptied by the
+ * first two only); and, in that count, the count when the last emu_card_read or emu_card_fifo_peek
  * of data stream s found its bytes (ask from the stream's one reader, after
  * its read). A consumer that holds bytes read ahead drops those taken before
  * the count it last saw: they predate a flush, as if they had stayed in the
