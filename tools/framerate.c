@@ -118,7 +118,9 @@ int main(int argc, char **argv)
     char *rest, *unit;
     unsigned long bl = strtoul(argv[2], &rest, 0);
     double secs = strtod(argv[3], &unit);
-    if (*rest || !bl || bl > UINT32_MAX || !(secs > 0 && secs < 1e9) || (*unit && strcmp(unit, "f"))) {
+    int frames_form = !strcmp(unit, "f");
+    if (*rest || !bl || bl > UINT32_MAX || !(secs > 0 && secs < 1e9) || (*unit && !frames_form) ||
+        (frames_form && (secs < 1 || secs != (double)(unsigned long long)secs))) {
         fprintf(stderr, "framerate: BLOCKREADSIZE must be a positive number of bytes, SECONDS a positive "
                         "time or Nf a frame count\n");
         return 2;
