@@ -143,6 +143,17 @@ static oni_ctx open_daemon(const char *card_spec, int *rc)
     return open_spec(spec, rc);
 }
 
+/* The daemon at pid still opens a session for a new client; then stop it (SIGTERM, clean exit). */
+static void serves_then_stops(pid_t pid)
+{
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc);
+    CHECK_RC(rc, 0);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
 static oni_device_t *device_table(oni_ctx ctx, size_t *n)
 {
     oni_size_t num = 0;
@@ -694,12 +705,7 @@ TEST(daemon_ring_rules)
     close(wr);
     close(ctrl);
     /* the session ended with CTRL: a proper client is served */
-    int rc;
-    oni_ctx ctx = open_daemon("", &rc);
-    CHECK_RC(rc, 0);
-    if (ctx)
-        oni_destroy_ctx(ctx);
-    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+    serves_then_stops(pid);
 }
 
 /* --- a lying daemon: the driver checks what it is told ---------------------- */
@@ -1477,11 +1483,7 @@ TEST(daemon_out_of_descriptors)
     CHECK(idle > 4.5 && idle < 9);
     for (int i = 0; i < n; i++)
         close(fds[i]);
-    oni_ctx ctx = open_daemon("", &rc);
-    CHECK_RC(rc, 0);
-    if (ctx)
-        oni_destroy_ctx(ctx);
-    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+    serves_then_stops(pid);
 }
 
 /* A connection that sends requests before HELLO and reads none of the
@@ -1516,12 +1518,7 @@ TEST(daemon_unread_answers_before_hello)
     fprintf(stderr, "  %d requests sent, no answer read: %s after %.1f s\n", sent, closed ? "closed" : "still open", secs);
     CHECK(closed);
     close(s);
-    int rc;
-    oni_ctx ctx = open_daemon("", &rc);
-    CHECK_RC(rc, 0);
-    if (ctx)
-        oni_destroy_ctx(ctx);
-    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+    serves_then_stops(pid);
 }
 
 /* A second daemon started on the socket of a running one refuses to start
@@ -1569,10 +1566,5 @@ TEST(daemon_second_daemon_beside_a_stopped_one)
     for (int i = 0; i < n; i++)
         close(fds[i]);
     kill(pid, SIGCONT);
-    int rc;
-    oni_ctx ctx = open_daemon("", &rc);
-    CHECK_RC(rc, 0);
-    if (ctx)
-        oni_destroy_ctx(ctx);
-    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+    serves_then_stops(pid);
 }
