@@ -448,12 +448,28 @@ TEST(plot_long_legend_stays_in_the_area)
         for (int xx = BENCH_PLOT_W - 18; xx < BENCH_PLOT_W; xx++)
             ink += pixel(&img, xx, yy) != 0xFFFFFF;
     CHECK_EQ(ink, 0);
-    /* the legend is still drawn: the first series' colour key is there */
-    int key = 0;
-    for (int yy = 0; yy < BENCH_PLOT_H; yy++)
-        for (int xx = 0; xx < BENCH_PLOT_W; xx++)
-            key += pixel(&img, xx, yy) == bench_series_color(1);
-    CHECK(key > 0);
+    /* the legend is still drawn, and its box lies inside the plot area
+     * (plot.c: AREA_X0 = 100 .. W - 20) on both sides: the first series'
+     * colour key is a run of 20 pixels or more (its line has no such run),
+     * the box's left edge is 6 pixels before the key and its top edge 10
+     * rows above it; that top edge runs in ink to the box's right edge. (A
+     * check of the right margin alone passed with a box too wide for the
+     * area placed right-aligned: it spilled over the left margin.) */
+    int kx = -1, ky = -1;
+    for (int yy = 0; yy < BENCH_PLOT_H && kx < 0; yy++)
+        for (int xx = 0, run = 0; xx < BENCH_PLOT_W; xx++) {
+            run = pixel(&img, xx, yy) == bench_series_color(0) ? run + 1 : 0;
+            if (run == 20) {
+                kx = xx - 19, ky = yy;
+                break;
+            }
+        }
+    REQUIRE(kx >= 0 && ky >= 10);
+    int bx0 = kx - 6, bx1 = bx0;
+    while (bx1 + 1 < BENCH_PLOT_W && pixel(&img, bx1 + 1, ky - 10) == 0x202020)
+        bx1++;
+    if (bx0 <= 100 || bx1 >= BENCH_PLOT_W - 20 || bx1 - bx0 < 100)
+        UNIT_FAIL("legend box x %d .. %d, want inside the area 100 .. %d", bx0, bx1, BENCH_PLOT_W - 20);
     free(img.rgb);
     unlink(path);
 }
