@@ -133,6 +133,20 @@ TEST(garbage_signal_is_an_error_not_a_hang)
     oni_destroy_ctx(ctx);
 }
 
+/* The WACK owed to a failed write arrives late: the next write, which the
+ * hardware NACKs, must not take it as its own, and the one after is served. */
+static void late_wack_is_not_taken(oni_ctx ctx)
+{
+    uint8_t pkt[16];
+    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt);
+    REQUIRE(n > 0);
+    CHECK_RC(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, (size_t)n), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_NACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), ONI_EWRITEFAILURE);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 1), 0);
+}
+
 /* An access that timed out after its trigger is answered later (TRIG back
  * at 0, its ACK in the stream): the next access takes that answer out of
  * the way and gets its own, so a refused write fails and a good one
@@ -143,14 +157,7 @@ TEST(late_answer_is_not_taken_by_the_next_access)
     REQUIRE(ctx);
     CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0); /* TRIG clears, nothing answers */
     CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
-    uint8_t pkt[16];
-    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt); /* its late answer */
-    REQUIRE(n > 0);
-    CHECK_RC(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, (size_t)n), 0);
-    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_NACK), 0);
-    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), ONI_EWRITEFAILURE);
-    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
-    CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 1), 0);
+    late_wack_is_not_taken(ctx);
     /* an answer that never comes is given up after one more timeout */
     CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0);
     CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
@@ -171,14 +178,7 @@ TEST(answer_after_a_bad_packet_is_not_taken_by_the_next_access)
     uint8_t junk[] = {0x05, 0x42, 0x00}; /* code 5, but one byte follows */
     REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, junk, sizeof junk) == 0);
     CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ECOBSPACK);
-    uint8_t pkt[16];
-    int n = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, pkt, sizeof pkt); /* its real answer */
-    REQUIRE(n > 0);
-    CHECK_RC(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, pkt, (size_t)n), 0);
-    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_NACK), 0);
-    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), ONI_EWRITEFAILURE);
-    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
-    CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 1), 0);
+    late_wack_is_not_taken(ctx);
     oni_destroy_ctx(ctx);
 }
 
