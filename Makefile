@@ -17,6 +17,10 @@ all: build
 deps:
 	@tools/deps.sh
 
+# Run the tests of build dir $(1) (more ctest arguments: $(2)); when one fails,
+# tools/test-failures.sh prints why, briefly (whole outputs: LastTest.log).
+run_tests = $(CTEST) --test-dir $(1) -j $(JOBS) $(2) || { tools/test-failures.sh $(1); exit 1; }
+
 build: deps
 	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	$(CMAKE) --build build -j $(JOBS)
@@ -27,24 +31,24 @@ run: build
 test: test-plain test-asan test-tsan test-fuzz
 
 test-plain: build
-	$(CTEST) --test-dir build --output-on-failure -j $(JOBS)
+	$(call run_tests,build)
 
 # Sanitizer builds skip CUDA: the CUDA runtime and ASan disagree about the
 # address space, and the GPU tests only skip here anyway.
 test-asan: deps
 	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_SANITIZE=address,undefined
 	$(CMAKE) --build build-asan -j $(JOBS)
-	$(CTEST) --test-dir build-asan --output-on-failure -j $(JOBS)
+	$(call run_tests,build-asan)
 
 test-tsan: deps
 	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_SANITIZE=thread
 	$(CMAKE) --build build-tsan -j $(JOBS)
-	$(CTEST) --test-dir build-tsan --output-on-failure -j $(JOBS) -L threads
+	$(call run_tests,build-tsan,-L threads)
 
 test-fuzz: deps
 	CC=$(CLANG) $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_FUZZ=ON
 	$(CMAKE) --build build-fuzz -j $(JOBS)
-	$(CTEST) --test-dir build-fuzz --output-on-failure -j $(JOBS) -L fuzz
+	$(call run_tests,build-fuzz,-L fuzz)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
