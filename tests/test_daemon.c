@@ -25,6 +25,7 @@
 #include "onigpu.h"
 #include "onii.h"
 #include "oniemu.h"
+#include "signals.h"
 #include "unit.h"
 
 #define CARD_SPEC "mode=fast;seed=11"
@@ -1567,4 +1568,36 @@ TEST(daemon_second_daemon_beside_a_stopped_one)
         close(fds[i]);
     kill(pid, SIGCONT);
     serves_then_stops(pid);
+}
+
+/* A SIGTERM that lands on one of the daemon's other threads (a process's
+ * signal goes to any thread that does not block it) stops it like one on
+ * main: exit status 0, at once. The handler's flag was a volatile
+ * sig_atomic_t, safe only on the thread that reads it; TSan reported the
+ * race, and the daemon exited 66, in about 1 in 6 loaded runs of this suite
+ * (before 2026-11-25). tgkill picks the thread here, so TSan sees it always. */
+TEST(daemon_sigterm_on_another_thread)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("", &rc); /* a session: connection threads */
+    REQUIRE(ctx);
+    pid_t tid = other_thread_taking(pid, SIGTERM);
+    REQUIRE(tid > 0);
+    uint64_t t0 = oni_now_ns();
+    CHECK(send_to_thread(pid, tid, SIGTERM) == 0);
+    int status = -1, exited = 0;
+    while (!exited && oni_now_ns() - t0 < 10000000000ull)
+        if (!(exited = waitpid(pid, &status, WNOHANG) == pid))
+            usleep(10000);
+    fprintf(stderr, "  SIGTERM to thread %d of %d: %s after %.0f ms, status %d\n", (int)tid, (int)pid,
+            exited ? "exited" : "still running", (oni_now_ns() - t0) / 1e6, status);
+    if (!exited)
+        stop_daemon(pid, SIGKILL);
+    else
+        daemon_pid = 0;
+    CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(oni_now_ns() - t0 < 3000000000ull);
+    oni_destroy_ctx(ctx);
 }

@@ -3,6 +3,7 @@
  * driver), per-device drops and rates in acquisition-clock time (emu driver)
  * and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS). */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,9 @@ struct read_opts {
     const char *truth; /* --truth: ground-truth CSV (emu driver) */
 };
 
-static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+/* Atomic: with the emu driver the handler may run on one of the card's threads. */
+static atomic_int interrupted;
+static void on_sigint(int sig) { (void)sig; atomic_store(&interrupted, 1); }
 
 static double now_s(void)
 {
@@ -262,7 +264,7 @@ static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, co
     uint64_t total = 0, last_total = 0, mask = 0, bytes = 0, last_bytes = 0, calls = 0;
     double t0 = now_s(), last = t0, now = t0;
     int rc = 0;
-    while (!interrupted) {
+    while (!atomic_load(&interrupted)) {
         oni_frame_t *f;
         rc = oni_read_frame(ctx, &f);
         if (rc == ONI_EBADFRAME) {

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,14 +105,16 @@ static struct conn *g_conns;
 static int g_nconn;
 static struct session *g_active; /* the session new channels may attach to */
 static unsigned g_sessions;      /* sessions started (g_lock) */
-static volatile sig_atomic_t g_stop; /* set by the signal handler, read by main only */
+/* Set by the signal handler, read by main. Atomic, not volatile sig_atomic_t:
+ * the handler runs on whichever thread the signal finds, often not main. */
+static atomic_int g_stop;
 static int g_quit;                    /* stopping: read by connection threads (g_lock) */
 static const char *g_spec = "";
 static int g_wake[2] = {-1, -1};
 
 static void on_signal(int sig)
 {
-    g_stop = 1;
+    atomic_store(&g_stop, 1);
     int saved = errno;
     if (write(g_wake[1], "x", 1) < 0) {
         /* nothing to do: the flag is set */
@@ -917,7 +920,7 @@ int main(int argc, char **argv)
     if (!pthread_create(&gt, NULL, gpu_start, NULL))
         pthread_detach(gt);
     int paused = 0, short_of_fds = 0;
-    while (!g_stop) {
+    while (!atomic_load(&g_stop)) {
         /* Out of descriptors, a pending connection cannot be accepted and the
          * listening socket stays readable: it is polled again only after a
          * pause (poll would return at once, for 100% CPU), while idle
