@@ -431,7 +431,8 @@ TEST(emudrv_start_while_a_reader_waits)
         uint64_t t0 = oni_now_ns();
         CHECK_RC(oni_set_opt(ctx, opt, &v, sizeof v), 0);
         CHECK((oni_now_ns() - t0) / 1e6 < 500);
-        usleep(100000);
+        while (atomic_load(&r.frames) <= 100 && oni_now_ns() - t0 < 5000000000ull)
+            usleep(10000); /* about 10 ms; more on a loaded machine under TSan */
         atomic_store(&r.stop, 1);
         v = 0;
         CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, sizeof v), 0);
