@@ -668,20 +668,29 @@ static int write_all(struct oni_ctx_impl *ctx, const uint8_t *p, size_t n, uint6
     return 0;
 }
 
-/* Keep the rest of a frame the driver took only part of (wlock held): the
- * next write sends it first, so that the stream stays in whole frames. */
-static int keep_rest(struct oni_ctx_impl *ctx, const uint8_t *p, size_t n)
+/* Room to keep the unsent rest of a frame of n bytes (wlock held). Made
+ * before a write starts: a frame the driver takes only part of is never torn
+ * for want of memory. Returns 0 or ONI_EBADALLOC (nothing sent). */
+static int reserve_rest(struct oni_ctx_impl *ctx, size_t n)
 {
-    if (n > ctx->wpend_cap) {
-        uint8_t *b = realloc(ctx->wpend, n);
-        if (!b)
-            return ONI_EBADALLOC;
-        ctx->wpend = b;
-        ctx->wpend_cap = n;
-    }
+    if (n <= ctx->wpend_cap)
+        return 0;
+    if (n < ctx->block_write)
+        n = ctx->block_write; /* every pooled frame fits from now on */
+    uint8_t *b = realloc(ctx->wpend, n);
+    if (!b)
+        return ONI_EBADALLOC;
+    ctx->wpend = b;
+    ctx->wpend_cap = n;
+    return 0;
+}
+
+/* Keep the rest of a frame the driver took only part of (wlock held, room
+ * reserved): the next write sends it first, so the stream stays in whole frames. */
+static void keep_rest(struct oni_ctx_impl *ctx, const uint8_t *p, size_t n)
+{
     memmove(ctx->wpend, p, n);
     ctx->wpend_len = n;
-    return 0;
 }
 
 int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame)
@@ -699,16 +708,16 @@ int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame)
     pthread_mutex_lock(&ctx->wlock);
     uint64_t deadline = oni_deadline(ctx);
     size_t done = 0;
-    int rc = 0;
-    if (ctx->wpend_len) { /* the rest of an earlier frame comes first */
+    int rc = reserve_rest(ctx, f->wlen);
+    if (!rc && ctx->wpend_len) { /* the rest of an earlier frame comes first */
         rc = write_all(ctx, ctx->wpend, ctx->wpend_len, deadline, &done);
         keep_rest(ctx, ctx->wpend + done, ctx->wpend_len - done);
         done = 0;
     }
     if (!rc) {
         rc = write_all(ctx, (const uint8_t *)f->buf, f->wlen, deadline, &done);
-        if (rc && done && keep_rest(ctx, (const uint8_t *)f->buf + done, f->wlen - done))
-            rc = ONI_EBADALLOC;
+        if (rc && done)
+            keep_rest(ctx, (const uint8_t *)f->buf + done, f->wlen - done);
     }
     pthread_mutex_unlock(&ctx->wlock);
     return rc < 0 ? rc : (int)done;
