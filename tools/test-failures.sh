@@ -24,7 +24,7 @@ function flush(   i, from) {
 /^Test Failed\.|^Test Passed\./ { failed = /Failed/; next }
 inout {
     out[++n] = $0
-    if (nwhy < 40 && ($0 ~ /^\[ FAIL \]|^  [^ ]+:[0-9]+: |Sanitizer|^SUMMARY|runtime error|Assertion|Segmentation|HUNG/))
+    if (nwhy < 40 && ($0 ~ /^\[ FAIL \]|^  [^ ]+:[0-9]+: |Sanitizer|^SUMMARY|ERROR|runtime error|Assertion|Segmentation|HUNG/))
         why[++nwhy] = $0
 }
 END { flush(); printf "\n(whole outputs: %s)\n", file }
