@@ -24,6 +24,7 @@ TEST(emu_spec_errors)
         "devices=testcore:bytes=8:rate=147573952589676416", /* x1000/8 wrapped past 2^64 to a small rate */
         "seed=18446744073709551616", "seed=0x10",
         "devices=:np2", /* strtok_r skipped the empty name: the card got an np2 */
+        "devices=np2,,stim", "devices=,np2", "devices=np2,", "devices=", /* so did strtok_r at ',' */
         "devices=heartbeat:hz=0.6", "devices=np2:units=2.5", /* no whole number: were rounded to 1 and 3 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -235,8 +235,18 @@ static int parse_devices(struct emu_card *c, const char *list, char *err, size_t
     if (!copy)
         return ONI_EBADALLOC;
     int rc = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+    /* Split at every comma: strtok_r would skip an empty name (",," or a
+     * comma at either end), and the card would silently lack a device. */
+    for (char *tok = copy, *next; tok && !rc; tok = next) {
+        char *comma = strchr(tok, ',');
+        next = comma ? comma + 1 : NULL;
+        if (comma)
+            *comma = 0;
+        if (!*tok) {
+            snprintf(err, cap, "empty device name in devices=%s", list);
+            rc = ONI_EINVALARG;
+            break;
+        }
         char *name;
         struct emu_args a;
         if ((rc = split_device(tok, &name, &a, err, cap)) != 0)
