@@ -434,6 +434,8 @@ TEST(bench_group_help_lists_subcommands)
     HAS("  transfer ");
     CHECK_EQ(RUN("bench", "frames", "--help"), 0);
     HAS("usage: onigpu bench frames");
+    CHECK_EQ(RUN("bench", "daemon", "--help"), 0); /* the option the daemon bench takes to find onix-emu */
+    HAS("[--daemon-bin PATH]");
     CHECK_EQ(RUN("--help"), 0);
     static const char *const all[] = {"  info ", "  read ", "  reg ", "  bench frames ", "  bench emu ",
                                       "  bench transfer ", "  bench loop ", "  bench daemon ", "  bench floor "};

@@ -21,7 +21,7 @@
 #include "oniemu.h"
 
 static int daemon_bench(int argc, char **argv);
-CLI_COMMAND(bench_daemon, "bench daemon", "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--out DIR]",
+CLI_COMMAND(bench_daemon, "bench daemon", "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--daemon-bin PATH] [--out DIR]",
             "in-process card vs onix-emu daemon: register latency, block reads, stream throughput", daemon_bench)
 
 #define MAX_BLOCKS 16
@@ -278,7 +278,7 @@ static int default_bin(char *path, size_t cap)
 static int daemon_bench(int argc, char **argv)
 {
     static const struct cli_command self = {"bench daemon",
-                                            "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--out DIR]",
+                                            "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--daemon-bin PATH] [--out DIR]",
                                             "in-process card vs onix-emu daemon", NULL};
     struct opts o = {.regs = 2000, .reads = 1000, .blocks = {4096, 65536, 1 << 20}, .nblocks = 3,
                      .seconds = 1, .stream_block = 65536, .out = "docs/results"};
