@@ -72,7 +72,7 @@ enum {
 };
 
 /* Each hub's manager device sits at index (hub << 8) | ONIX_HUB_DEV_IDX and
- * answers these read-only registers. */
+ * answers these registers, read-only but DELAYNS (read/write; docs/devices.md). */
 #define ONIX_HUB_DEV_IDX 254
 enum {
     ONIX_HUB_HARDWAREID = 0,
