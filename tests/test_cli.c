@@ -239,6 +239,10 @@ TEST(read_bad_arguments)
     CHECK_EQ(RUN("read", "--driver", "test", "--block", "100", "--frames", "10"), 1);
     HAS("block size 100 refused");
     HAS("792");
+    /* above ONI_OPT_BLOCKREADSIZE's ceiling: the hint named only the lower bounds */
+    CHECK_EQ(RUN("read", "--driver", "test", "--block", "0x40000004", "--frames", "10"), 1);
+    HAS("block size 1073741828 refused");
+    HAS("at most 1 GiB");
 }
 
 TEST(read_verify_skipped_for_other_drivers)

@@ -24,11 +24,11 @@ const char *oni_error_str(int err)
     case ONI_ECLOSEFAIL: return "File descriptor close failure";
     case ONI_EREADONLY: return "Attempt to write to a read-only object";
     case ONI_EUNIMPL: return "Specified, but unimplemented, feature";
-    case ONI_EINVALREADSIZE: return "Block read size is smaller than the maximal read frame size or not a multiple of 4";
+    case ONI_EINVALREADSIZE: return "Block read size is smaller than the maximal read frame size, not a multiple of 4, or above 1 GiB";
     case ONI_ENOREADDEV: return "Frame read attempted when there are no readable devices";
     case ONI_EINIT: return "Hardware initialization failed";
     case ONI_EWRITEONLY: return "Attempt to read from a write-only object";
-    case ONI_EINVALWRITESIZE: return "Block write size is smaller than the maximal write frame size or not a multiple of 4";
+    case ONI_EINVALWRITESIZE: return "Block write size is smaller than the maximal write frame size, not a multiple of 4, or above 1 GiB";
     case ONI_ENOTWRITEDEV: return "Frame allocation attempted for a non-writable device";
     case ONI_EDEVIDXREPEAT: return "Device table contains a repeated device index";
     case ONI_EPROTCONFIG: return "Attempt to directly read or write a protected configuration option";

@@ -329,7 +329,7 @@ static int read_run(int argc, char **argv)
             oni_size_t max = 0;
             size_t len = sizeof max;
             oni_get_opt(ctx, ONI_OPT_MAXREADFRAMESIZE, &max, &len);
-            fprintf(stderr, "onigpu read: block size %u refused: %s (it must be a multiple of 4 and at least the max read frame, %u)\n",
+            fprintf(stderr, "onigpu read: block size %u refused: %s (it must be a multiple of 4, at least the max read frame, %u, and at most 1 GiB)\n",
                     b, oni_error_str(rc), max);
             goto out;
         }
