@@ -440,6 +440,11 @@ TEST(bench_group_help_lists_subcommands)
     HAS("usage: onigpu bench frames");
     CHECK_EQ(RUN("bench", "daemon", "--help"), 0); /* the option the daemon bench takes to find onix-emu */
     HAS("[--daemon-bin PATH]");
+    HAS("  --daemon-bin P   onix-emu to start"); /* and its option-by-option help, */
+    CHECK_EQ(RUN("bench", "transfer", "--help"), 0); /* never printed before 2026-11-25 */
+    HAS("  --chunk BYTES   chunk size of the chunked path");
+    CHECK_EQ(RUN("bench", "frames", "-h"), 0);
+    HAS("  --second-thread start a thread that only waits");
     CHECK_EQ(RUN("--help"), 0);
     static const char *const all[] = {"  info ", "  read ", "  reg ", "  bench frames ", "  bench emu ",
                                       "  bench transfer ", "  bench loop ", "  bench daemon ", "  bench floor "};

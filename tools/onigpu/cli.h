@@ -15,19 +15,18 @@ struct cli_command {
     const char *name;  /* "info", "bench frames" */
     const char *usage; /* one line: arguments */
     const char *help;  /* one line: what it does */
+    const char *options; /* --help: lines of "  --opt ARG  what, default", or NULL */
     int (*run)(int argc, char **argv); /* argv[0] is the command's last word */
 };
 
 void cli_register(const struct cli_command *cmd);
 
-#define CLI_COMMAND(ident, name_, usage_, help_, fn)                                   \
-    static const struct cli_command cli_cmd_##ident = {name_, usage_, help_, fn};       \
+#define CLI_COMMAND(ident, name_, usage_, help_, options_, fn)                         \
+    static const struct cli_command cli_cmd_##ident = {name_, usage_, help_, options_, fn}; \
     __attribute__((constructor)) static void cli_reg_##ident(void) { cli_register(&cli_cmd_##ident); }
 
 /* Print "usage: onigpu <name> <usage>" and the help line to stderr; returns 2. */
 int cli_usage(const struct cli_command *cmd);
-/* True if argv has -h or --help. */
-int cli_wants_help(int argc, char **argv);
 
 /* Parse "4096", "4K", "4KiB", "16M", "1G" (powers of 1024; "kB"/"MB" are powers of 1000). */
 int cli_parse_size(const char *s, uint64_t *out);

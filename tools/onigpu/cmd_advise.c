@@ -15,7 +15,7 @@ static int run(int argc, char **argv);
               "[--link PRESET]"
 
 CLI_COMMAND(advise, "advise", USAGE,
-            "thesis figure 6.1 with measured numbers: recommend a backend, predicted (and measured) round trip", run)
+            "thesis figure 6.1 with measured numbers: recommend a backend, predicted (and measured) round trip", NULL, run)
 
 /* --- a recorded workload ---------------------------------------------------------
  * The JSON result sets of `onigpu run --out` and `onigpu bench loop`

@@ -21,8 +21,19 @@
 #include "oniemu.h"
 
 static int daemon_bench(int argc, char **argv);
+/* Card: the test core on the GPU stream, another on the default stream, emulated time, no link model. */
+#define CARD "devices=testcore:route=1,testcore;mode=fast;link=unlimited;seed=1"
+static const char options[] =
+    "  --regs N         register reads per mode (default 2000)\n"
+    "  --blocks LIST    GPU-stream block sizes, multiples of 4 up to 8M (default 4K,64K,1M)\n"
+    "  --reads N        blocks per size and mode (default 1000)\n"
+    "  --seconds T      default-stream throughput time per mode (default 1)\n"
+    "  --stream-block B BLOCKREADSIZE of the stream test (default 64K)\n"
+    "  --daemon-bin P   onix-emu to start (default: next to onigpu)\n"
+    "  --out DIR        result directory (default docs/results)\n"
+    "card: " CARD "\n";
 CLI_COMMAND(bench_daemon, "bench daemon", "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--daemon-bin PATH] [--out DIR]",
-            "in-process card vs onix-emu daemon: register latency, block reads, stream throughput", daemon_bench)
+            "in-process card vs onix-emu daemon: register latency, block reads, stream throughput", options, daemon_bench)
 
 #define MAX_BLOCKS 16
 #define MODES 2
@@ -38,8 +49,6 @@ struct opts {
 
 static const char *const mode_name[MODES] = {"in-process", "daemon"};
 
-/* Card: the test core on the GPU stream, another on the default stream, emulated time, no link model. */
-#define CARD "devices=testcore:route=1,testcore;mode=fast;link=unlimited;seed=1"
 
 static pid_t start_daemon(const char *bin, const char *sock)
 {
@@ -277,57 +286,42 @@ static int default_bin(char *path, size_t cap)
 
 static int daemon_bench(int argc, char **argv)
 {
-    static const struct cli_command self = {"bench daemon",
-                                            "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--daemon-bin PATH] [--out DIR]",
-                                            "in-process card vs onix-emu daemon", NULL};
     struct opts o = {.regs = 2000, .reads = 1000, .blocks = {4096, 65536, 1 << 20}, .nblocks = 3,
                      .seconds = 1, .stream_block = 65536, .out = "docs/results"};
     char bin[PATH_MAX];
-    if (cli_wants_help(argc, argv)) {
-        printf("usage: onigpu bench daemon [options]\n"
-               "  --regs N         register reads per mode (default 2000)\n"
-               "  --blocks LIST    GPU-stream block sizes, multiples of 4 up to 8M (default 4K,64K,1M)\n"
-               "  --reads N        blocks per size and mode (default 1000)\n"
-               "  --seconds T      default-stream throughput time per mode (default 1)\n"
-               "  --stream-block B BLOCKREADSIZE of the stream test (default 64K)\n"
-               "  --daemon-bin P   onix-emu to start (default: next to onigpu)\n"
-               "  --out DIR        result directory (default docs/results)\n"
-               "card: " CARD "\n");
-        return 0;
-    }
     for (int i = 1; i < argc; i++) {
         const char *v;
         int rc;
         uint32_t u;
         if ((rc = cli_opt_value("--regs", argc, argv, &i, &v))) {
             if (rc < 0 || cli_parse_u32(v, &u) || !u || u > 10000000)
-                return cli_usage(&self);
+                return cli_usage(&cli_cmd_bench_daemon);
             o.regs = u;
         } else if ((rc = cli_opt_value("--reads", argc, argv, &i, &v))) {
             if (rc < 0 || cli_parse_u32(v, &u) || !u || u > 10000000)
-                return cli_usage(&self);
+                return cli_usage(&cli_cmd_bench_daemon);
             o.reads = u;
         } else if ((rc = cli_opt_value("--blocks", argc, argv, &i, &v))) {
             if (rc < 0 || cli_parse_sizes(v, 8u << 20, 4, o.blocks, MAX_BLOCKS, &o.nblocks))
-                return cli_usage(&self);
+                return cli_usage(&cli_cmd_bench_daemon);
         } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
             if (rc < 0 || cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600)
-                return cli_usage(&self);
+                return cli_usage(&cli_cmd_bench_daemon);
         } else if ((rc = cli_opt_value("--stream-block", argc, argv, &i, &v))) {
             uint64_t b;
             if (rc < 0 || cli_parse_size(v, &b) || !b || b % 4 || b > (64u << 20))
-                return cli_usage(&self);
+                return cli_usage(&cli_cmd_bench_daemon);
             o.stream_block = (uint32_t)b;
         } else if ((rc = cli_opt_value("--daemon-bin", argc, argv, &i, &v))) {
             if (rc < 0 || !*v)
-                return cli_usage(&self);
+                return cli_usage(&cli_cmd_bench_daemon);
             o.bin = v;
         } else if ((rc = cli_opt_value("--out", argc, argv, &i, &v))) {
             if (rc < 0 || !*v)
-                return cli_usage(&self);
+                return cli_usage(&cli_cmd_bench_daemon);
             o.out = v;
         } else {
-            return cli_usage(&self);
+            return cli_usage(&cli_cmd_bench_daemon);
         }
     }
     if (!o.bin) {

@@ -9,14 +9,12 @@
 static int emu_bench_run(int argc, char **argv);
 CLI_COMMAND(bench_emu, "bench emu", "[--seconds T] [--out DIR]",
             "the emulated card's test core through liboni, MB/s per PCIe link preset (card itself: onix-emu bench)",
-            emu_bench_run)
+            NULL, emu_bench_run)
 
 static int emu_bench_run(int argc, char **argv)
 {
     struct bench_emu_opts o = {1.0, 0};
     const char *out = "docs/results";
-    if (cli_wants_help(argc, argv))
-        return cli_usage(&cli_cmd_bench_emu);
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;

@@ -12,7 +12,7 @@ static int run(int argc, char **argv);
 CLI_COMMAND(bench_floor, "bench floor",
             "[--reps 100000] [--size 4096] [--mechs all|memcpy-query,memcpy-flag,memcpy-sync,drv-memcpy-flag,"
             "armed,kernel-pull,doorbell-rtt,launch-query,ptr-attrs,ptr-id] [--rounds 10] [--timeout-ms 1000] [--out docs/results]",
-            "latency floor of host -> GPU copy-and-know mechanisms, interleaved; CSV, JSON", run)
+            "latency floor of host -> GPU copy-and-know mechanisms, interleaved; CSV, JSON", NULL, run)
 
 static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
 {

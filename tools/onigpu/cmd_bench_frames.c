@@ -18,10 +18,17 @@
 #endif
 
 static int frames_run(int argc, char **argv);
+static const char options[] =
+    "  --driver NAME   ONI driver (default test)\n"
+    "  --blocks LIST   BLOCKREADSIZE values, e.g. 1K,4K,64K (default 1K,4K,16K,64K,256K,1M)\n"
+    "  --seconds T     time per block size, half throughput, half latency (default 1)\n"
+    "  --second-thread start a thread that only waits, so that liboni runs as in a\n"
+    "                  threaded program (the JSON's one_thread_path says which ran)\n"
+    "  --out DIR       result directory (default docs/results)\n";
 CLI_COMMAND(bench_frames, "bench frames",
             "[--driver test] [--blocks 1K,4K,...] [--seconds T] [--second-thread] [--out DIR]",
             "frames/s, MB/s, call latency and heap allocations per frame for each BLOCKREADSIZE",
-            frames_run)
+            options, frames_run)
 
 /* Counting allocator for the whole onigpu program: every malloc family call
  * is counted, then served by glibc. It costs one relaxed atomic add per
@@ -250,16 +257,6 @@ static int frames_run(int argc, char **argv)
                                   .seconds = 1, .alloc_count = ALLOC_COUNTER};
     const char *out_dir = "docs/results";
     int second_thread = 0;
-    if (cli_wants_help(argc, argv)) {
-        printf("usage: onigpu bench frames [options]\n"
-               "  --driver NAME   ONI driver (default test)\n"
-               "  --blocks LIST   BLOCKREADSIZE values, e.g. 1K,4K,64K (default 1K,4K,16K,64K,256K,1M)\n"
-               "  --seconds T     time per block size, half throughput, half latency (default 1)\n"
-               "  --second-thread start a thread that only waits, so that liboni runs as in a\n"
-               "                  threaded program (the JSON's one_thread_path says which ran)\n"
-               "  --out DIR       result directory (default docs/results)\n");
-        return 0;
-    }
     for (int i = 1; i < argc; i++) {
         const char *v;
         int rc;

@@ -12,7 +12,7 @@ static int run(int argc, char **argv);
 CLI_COMMAND(bench_loop, "bench loop",
             "[--sizes 4kB/4kB,4kB/400kB,10MB/10MB,10MB/1GB] [--ai 0.75,10] [--backends all|LIST] "
             "[--blocks 2000] [--seconds 2] [--source mem|emu] [--link PRESET] [--out docs/results]",
-            "closed-loop round trip per backend (read -> MAC compute -> send back); CSV, JSON, PNG", run)
+            "closed-loop round trip per backend (read -> MAC compute -> send back); CSV, JSON, PNG", NULL, run)
 
 static int parse_scen(char *list, struct bench_loop_opts *o)
 {

@@ -19,11 +19,26 @@ static int sizes_ok(uint64_t lo, uint64_t hi)
 
 static int run(int argc, char **argv);
 
+static const char options[] =
+    "  --sizes A:B     sizes doubling from A to B bytes, B = A x 2^k <= 1 GiB (default 64:16M)\n"
+    "  --total BYTES   bytes moved per size (default 256M; thesis: 8.6G)\n"
+    "  --min-reps N, --max-reps N   bounds on repetitions per size (16, 20000)\n"
+    "  --paths LIST    all, or some of reference,original,staged,direct,prepinned,chunked;\n"
+    "                  not in all: ring, ring-thp (the reference copy walking a 64 MiB host\n"
+    "                  ring in 4 KiB or huge pages, as the card's DMA walks its FIFO), agent\n"
+    "                  (prepinned with the card's GPU-resident DMA agent on, ONI_DRV_DMA_AGENT)\n"
+    "  --dir D         read (card->GPU), write (GPU->card) or both (default)\n"
+    "  --link LIST     emu link presets, one result set each (default gen2x4,unlimited)\n"
+    "  --chunk BYTES   chunk size of the chunked path (default 1M)\n"
+    "  --agent-max BYTES  the agent path's ONI_DRV_DMA_AGENT limit (default: every size; larger sizes skipped)\n"
+    "  --daemon SOCK   also run the staged, direct, prepinned and chunked paths through\n"
+    "                  the onix-emu daemon listening on SOCK (onix-emu --socket SOCK)\n"
+    "  --out DIR       result directory (default docs/results)\n";
 CLI_COMMAND(bench_transfer, "bench transfer",
             "[--sizes 64:16M] [--total 256M] [--paths all|reference,original,staged,direct,prepinned,chunked] "
             "[--dir read|write|both] [--link gen2x4,unlimited] [--chunk 1M] [--agent-max BYTES] [--max-reps 20000] "
             "[--min-reps 16] [--daemon SOCKET] [--out docs/results]",
-            "time every card<->GPU transfer path per size; t = l + s/b fits; CSV, JSON, PNG", run)
+            "time every card<->GPU transfer path per size; t = l + s/b fits; CSV, JSON, PNG", options, run)
 
 static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
 {
@@ -46,24 +61,6 @@ static int run(int argc, char **argv)
                           .out_dir = "docs/results", .log = stderr};
     char links_buf[256] = "gen2x4,unlimited";
     o.argc = cli_command_line(&o.argv);
-    if (cli_wants_help(argc, argv)) {
-        printf("usage: onigpu bench transfer [options]\n"
-               "  --sizes A:B     sizes doubling from A to B bytes, B = A x 2^k <= 1 GiB (default 64:16M)\n"
-               "  --total BYTES   bytes moved per size (default 256M; thesis: 8.6G)\n"
-               "  --min-reps N, --max-reps N   bounds on repetitions per size (16, 20000)\n"
-               "  --paths LIST    all, or some of reference,original,staged,direct,prepinned,chunked;\n"
-               "                  not in all: ring, ring-thp (the reference copy walking a 64 MiB host\n"
-               "                  ring in 4 KiB or huge pages, as the card's DMA walks its FIFO), agent\n"
-               "                  (prepinned with the card's GPU-resident DMA agent on, ONI_DRV_DMA_AGENT)\n"
-               "  --dir D         read (card->GPU), write (GPU->card) or both (default)\n"
-               "  --link LIST     emu link presets, one result set each (default gen2x4,unlimited)\n"
-               "  --chunk BYTES   chunk size of the chunked path (default 1M)\n"
-               "  --agent-max BYTES  the agent path's ONI_DRV_DMA_AGENT limit (default: every size; larger sizes skipped)\n"
-               "  --daemon SOCK   also run the staged, direct, prepinned and chunked paths through\n"
-               "                  the onix-emu daemon listening on SOCK (onix-emu --socket SOCK)\n"
-               "  --out DIR       result directory (default docs/results)\n");
-        return 0;
-    }
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;

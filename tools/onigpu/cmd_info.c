@@ -12,7 +12,7 @@
 
 static int info_run(int argc, char **argv);
 CLI_COMMAND(info, "info", "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS]",
-            "driver, ONI version, clocks, frame/block sizes, device table and hub managers", info_run)
+            "driver, ONI version, clocks, frame/block sizes, device table and hub managers", NULL, info_run)
 
 /* Print a uint32 context option as "label value unit", or the error. */
 static void print_opt(oni_ctx ctx, const char *label, int opt, const char *unit)

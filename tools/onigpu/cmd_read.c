@@ -17,7 +17,7 @@
 static int read_run(int argc, char **argv);
 CLI_COMMAND(read, "read",
             "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE]",
-            "stream frames: live rate, per-device counts, frames/s, MB/s, drops, content verification", read_run)
+            "stream frames: live rate, per-device counts, frames/s, MB/s, drops, content verification", NULL, read_run)
 
 struct dev_stat {
     uint32_t idx, read_size;

@@ -7,7 +7,7 @@
 static int run(int argc, char **argv);
 
 CLI_COMMAND(roofline, "roofline", "[--link PRESET] [--out docs/results]",
-            "measure CPU/GPU compute and memory ceilings and the card link; plot the MAC kernel against them", run)
+            "measure CPU/GPU compute and memory ceilings and the card link; plot the MAC kernel against them", NULL, run)
 
 static int run(int argc, char **argv)
 {

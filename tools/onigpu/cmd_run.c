@@ -29,7 +29,7 @@ static int run(int argc, char **argv);
 CLI_COMMAND(run, "run",
             "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]",
             "closed loop on the emulated card: Neuropixels -> spike detection -> stimulator; latency and accuracy",
-            run)
+            NULL, run)
 
 #define NP2_CHANNELS 384
 #define TAGS 65536      /* stimulation tags remembered for the echo */

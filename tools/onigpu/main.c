@@ -25,7 +25,8 @@ int cli_usage(const struct cli_command *cmd)
     return 2;
 }
 
-int cli_wants_help(int argc, char **argv)
+/* True if argv has -h or --help. */
+static int wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
@@ -292,8 +293,10 @@ int main(int argc, char **argv)
     full_argv = argv;
     int sub_argc = argc - words;
     char **sub_argv = argv + words;
-    if (cli_wants_help(sub_argc, sub_argv)) {
+    if (wants_help(sub_argc, sub_argv)) {
         printf("usage: onigpu %s %s\n  %s\n", cmd->name, cmd->usage, cmd->help);
+        if (cmd->options)
+            printf("options:\n%s", cmd->options);
         return 0;
     }
     return cmd->run(sub_argc, sub_argv);
