@@ -6,7 +6,13 @@ DEVICEINST packets, both as raw COBS signal bytes (first byte even) and in
 fuzz_signal's packetized form (first byte odd, then [n][n bytes] per packet).
 
 fuzz_json: a result set as bench/report.c writes it (meta, results, tables,
-plots), with a command line of quotes, brackets, escapes and non-ASCII."""
+plots), with a command line of quotes, brackets, escapes and non-ASCII.
+
+fuzz_api: call sequences in fuzz_api's encoding (an op byte, op % 20, then
+its arguments): init, frames on the data stream read and kept, a write
+frame made and sent, registers, RUNNING on and off, RESET, every option
+got, a write cut short and its rest sent first, and the context destroyed
+while frames are alive."""
 import struct
 
 ACK, INST = 32, 64  # ONI_SIG_DEVICETABLEACK, ONI_SIG_DEVICEINST (include/onidriver.h)
@@ -55,3 +61,28 @@ import json, os
 json.loads(result_set)  # a valid seed
 os.makedirs("fuzz_json", exist_ok=True)
 open("fuzz_json/result_set", "w", encoding="utf-8").write(result_set)
+
+# fuzz_api ops (tests/fuzz/fuzz_api.c, step): byte values of op % 20.
+DESTROY, INIT, GET, SET, DATA, SIGNAL, DEVTABLE, KNOB = 0, 1, 3, 5, 8, 9, 10, 11
+RREG, WREG, READ, DFRAME, CFRAME, WFRAME, MISC = 12, 13, 14, 16, 17, 18, 19
+RUNNING, RESET, BLOCKREAD = 2, 3, 10
+init = bytes([INIT, 0])
+frames = bytes([DATA, 2 * 7]) + bytes(b for i in range(8) for b in (i % 5, i))  # 8 frames
+read_keep = bytes([READ, 0x80 | 7])
+write = bytes([CFRAME, 1, 1, WFRAME, 8])
+regs = bytes([WREG, 5]) + struct.pack("<I", 0xDEADBEEF) + bytes([RREG, 5, 0, 0, 0, 0])
+run = lambda v: bytes([SET, RUNNING, v, 2, 1])
+reset = bytes([SET, RESET, 1, 2, 1])
+gets = b"".join(bytes([GET, opt, size, 1]) for opt in range(12) for size in (2, 200))
+os.makedirs("fuzz_api", exist_ok=True)
+seeds = {
+    "frames_kept": init + frames + read_keep + bytes([DFRAME, 2]) + bytes([DESTROY]),
+    "write_regs": init + write + regs + write,
+    "run_reset": init + frames + run(1) + read_keep + run(0) + reset + read_keep,
+    "options": init + gets + bytes([SET, BLOCKREAD, 2, 2, 1, MISC, 1, 2, 3, 4, 5]),
+    # a write the driver takes 4 bytes of (WRITEROOM 4), then room again: the rest goes first
+    "write_cut_short": init + bytes([CFRAME, 1, 1, KNOB, 7, 4, WFRAME, 0, KNOB, 7, 1, WFRAME, 0]),
+    "knobs": bytes([KNOB, 1, 3, KNOB, 5, 3, KNOB, 3, 2]) + init + frames + read_keep + write,
+}
+for name, data in seeds.items():
+    open("fuzz_api/" + name, "wb").write(bytes([1]) + data)  # flags 1: destroyed before the frames
