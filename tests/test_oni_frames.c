@@ -525,3 +525,96 @@ TEST(block_size_change_keeps_live_frames)
     }
     oni_destroy_ctx(ctx);
 }
+
+/* Garbage one word longer than BLOCKREADSIZE before a good frame: a call
+ * drops at most a block's worth of bytes and says so (ONI_EBADFRAME), so
+ * that a stream of garbage cannot keep one call busy for ever: two errors
+ * here, then the frame. Guards the skip's bound (skipped < block_read; with
+ * <= one call dropped the extra word too and reported one error). */
+TEST(garbage_longer_than_a_block_is_reported_per_block)
+{
+    enum { BLOCK = 256 };
+    uint8_t s[BLOCK + 4 + MAXRFRAME];
+    memset(s, 0xEE, BLOCK + 4);
+    size_t len = BLOCK + 4 + fx_frame(s + BLOCK + 4, 42, 3, 6);
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t block = BLOCK;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, 4) == 0);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, len) == 0);
+    expect(ctx, ONI_EBADFRAME, 0, 0); /* the first BLOCK bytes */
+    expect(ctx, ONI_EBADFRAME, 0, 0); /* the word after them */
+    expect(ctx, 16 + 8, 42, 3);
+    expect(ctx, ONI_ETIMEOUT, 0, 0);
+    oni_destroy_ctx(ctx);
+}
+
+/* A header of a device that is in the table but reads nothing (write-only,
+ * read_size 0) with data_sz 0 is not a frame: such devices stay out of the
+ * read path's map (context.c build_map skips them; if it did not, this
+ * 16-byte header came out as an empty frame of device 0x300). */
+TEST(empty_frame_of_a_write_only_device_is_bad)
+{
+    uint8_t s[2 * MAXRFRAME];
+    size_t len = fx_frame(s, 1, 0x300, 0);
+    len += fx_frame(s + len, 2, 0x102, 3);
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t block = 4096;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, 4) == 0);
+    REQUIRE(oni_set_driver_opt(ctx, SCR_OPT_DATA, s, len) == 0);
+    expect(ctx, ONI_EBADFRAME, 0, 0);
+    expect(ctx, 16 + 4, 2, 0x102);
+    oni_destroy_ctx(ctx);
+}
+
+/* The padding of a write frame is zero on the wire also when the pooled
+ * frame it reuses held other bytes there before (the frame of 12 bytes
+ * leaves 0xFF where the 6-byte frame's 2 pad bytes go). Guards the memset
+ * in oni_create_frame: a fresh frame's padding is often zero by luck. */
+TEST(write_padding_is_zero_in_a_reused_frame)
+{
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint8_t ff[12], six[6] = {1, 2, 3, 4, 5, 6}, out[64];
+    memset(ff, 0xFF, sizeof ff);
+    oni_frame_t *a, *b;
+    REQUIRE(oni_create_frame(ctx, &a, 0x301, ff, 12) == 0);
+    oni_destroy_frame(a);
+    REQUIRE(oni_create_frame(ctx, &b, 0x301, six, 6) == 0);
+    CHECK(a == b); /* the pool gave the same frame back: the test needs it */
+    CHECK_RC(oni_write_frame(ctx, b), 16);
+    oni_destroy_frame(b);
+    REQUIRE(written(ctx, out, sizeof out) == 16);
+    CHECK(memcmp(out + 8, six, 6) == 0);
+    CHECK(out[14] == 0 && out[15] == 0);
+    oni_destroy_ctx(ctx);
+}
+
+/* A write that times out before the driver took any byte of its frame sent
+ * nothing, and keeps nothing: the next write sends only its own frame. (Had
+ * it kept the whole frame as a rest, the next write would send that frame
+ * after its caller was told ONI_ETIMEOUT, and a caller that retries would
+ * see it twice.) Guards the "rc && done" in oni_write_frame. */
+TEST(write_that_sent_nothing_keeps_nothing)
+{
+    oni_ctx ctx = open_ctx();
+    REQUIRE(ctx);
+    uint32_t ms = 50;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    uint8_t a[8] = {1, 1, 1, 1, 1, 1, 1, 1}, c[8] = {3, 3, 3, 3, 3, 3, 3, 3}, out[64], want[16];
+    oni_frame_t *fa, *fc;
+    REQUIRE(oni_create_frame(ctx, &fa, 0x300, a, 8) == 0);
+    REQUIRE(oni_create_frame(ctx, &fc, 0x300, c, 8) == 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_WRITEROOM, 0), 0); /* the stream takes nothing */
+    CHECK_RC(oni_write_frame(ctx, fa), ONI_ETIMEOUT);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_WRITEROOM, UINT32_MAX), 0);
+    CHECK_RC(oni_write_frame(ctx, fc), 16);
+    memcpy(want, (uint32_t[2]){0x300, 2}, 8);
+    memcpy(want + 8, c, 8);
+    CHECK_EQ(written(ctx, out, sizeof out), 16); /* c alone */
+    CHECK(memcmp(out, want, 16) == 0);
+    oni_destroy_frame(fa);
+    oni_destroy_frame(fc);
+    oni_destroy_ctx(ctx);
+}
