@@ -399,3 +399,85 @@ TEST(timeout_from_the_environment)
     CHECK_EQ(v, ONI_DEFAULT_TIMEOUTMS);
     oni_destroy_ctx(ctx);
 }
+
+/* ONI_TIMEOUTMS takes the whole range 1 .. 2^32 - 1 ms (docs/errors.md):
+ * the ends are accepted as they are. Guards the upper bound (v > UINT32_MAX;
+ * with >= the largest value made context creation fail). */
+TEST(timeout_from_the_environment_edges)
+{
+    static const char *good[] = {"1", "4294967295"};
+    static const uint32_t want[] = {1, 4294967295u};
+    for (size_t i = 0; i < 2; i++) {
+        REQUIRE(setenv("ONI_TIMEOUTMS", good[i], 1) == 0);
+        oni_ctx ctx = oni_create_ctx_driver(&onidrv_test);
+        if (!ctx) {
+            UNIT_FAIL("ONI_TIMEOUTMS=\"%s\" was refused", good[i]);
+            continue;
+        }
+        uint32_t v = 0;
+        size_t n = sizeof v;
+        CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &v, &n), 0);
+        CHECK_EQ(v, want[i]);
+        oni_destroy_ctx(ctx);
+    }
+    unsetenv("ONI_TIMEOUTMS");
+}
+
+/* BLOCKREADSIZE and BLOCKWRITESIZE go up to 1 GiB inclusive (ONI_MAXBLOCKSIZE,
+ * docs/errors.md), one word more is refused. Setting them allocates nothing
+ * (blocks are made at the next read or write, which this test does not do).
+ * Guards both ceilings' comparisons. */
+TEST(block_sizes_up_to_one_gib)
+{
+    oni_ctx ctx = fx_open(devs3, 3, 1);
+    REQUIRE(ctx);
+    uint32_t v = 1u << 30;
+    size_t n = sizeof v;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 1u << 30);
+    v = (1u << 30) + 4;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), ONI_EINVALREADSIZE);
+    v = 1u << 30;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, &n), 0);
+    CHECK_EQ(v, 1u << 30);
+    v = (1u << 30) + 4;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), ONI_EINVALWRITESIZE);
+    oni_destroy_ctx(ctx);
+}
+
+/* The test driver, refusing to start (config RUNNING) while refuse_running is set. */
+static int refuse_running;
+
+static int refusing_write_config(oni_driver_ctx c, oni_config_t k, oni_reg_val_t v)
+{
+    if (refuse_running && k == ONI_CONFIG_RUNNING)
+        return ONI_EWRITEFAILURE;
+    return onidrv_test.write_config(c, k, v);
+}
+
+/* A start the driver refuses fails with the driver's error and leaves the
+ * context as it was: ONI_OPT_RUNNING still reads 0, and BLOCKREADSIZE and
+ * RESET (idle only) still work. Guards set_running's early return (without
+ * it the state said running although the hardware never started). */
+TEST(running_refused_by_the_driver_keeps_the_state)
+{
+    struct oni_driver drv = onidrv_test;
+    drv.write_config = refusing_write_config;
+    oni_ctx ctx = oni_create_ctx_driver(&drv);
+    REQUIRE(ctx);
+    REQUIRE(oni_init_ctx(ctx, -1) == 0);
+    refuse_running = 1;
+    uint32_t v = 1;
+    size_t n = sizeof v;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), ONI_EWRITEFAILURE);
+    refuse_running = 0;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
+    CHECK_EQ(v, 0);
+    v = 4096;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    oni_destroy_ctx(ctx);
+}
