@@ -276,3 +276,103 @@ TEST(init_retry_after_bad_table)
     CHECK_EQ(fx_stats(ctx).resets, 2);
     oni_destroy_ctx(ctx);
 }
+
+/* The limits of a device table are inclusive: 65536 devices (ONI_MAXDEVICES)
+ * and frames of 16 MiB (ONI_MAXFRAMEPAYLOAD) are allowed, one more is not
+ * (oversized_tables). A DEVICETABLEACK of 65536 with no devices after it is
+ * taken, so the reset waits for them and times out instead of calling the
+ * table malformed. Guards both comparisons (> for >=). */
+TEST(largest_tables_are_accepted)
+{
+    uint8_t sig[600];
+    uint32_t count = 65536;
+    size_t len = pack(sig, ONI_SIG_DEVICETABLEACK, &count, 4);
+    CHECK_RC(init_with(sig, len), ONI_ETIMEOUT);
+    oni_device_t big[2] = {{1, 10, 1, 16u << 20, 0}, {2, 10, 1, 4, 16u << 20}};
+    len = fx_devtable(sig, sizeof sig, big, 2);
+    CHECK_RC(init_with(sig, len), 0);
+}
+
+/* A DEVICETABLEACK carries exactly a u32 count: a longer payload is a
+ * malformed table, not a count followed by junk (the table after it is
+ * otherwise good). Guards the n != 4 check (n < 4 took it). */
+TEST(device_count_payload_of_eight_bytes)
+{
+    uint8_t sig[600];
+    uint32_t count[2] = {1, 0};
+    size_t len = pack(sig, ONI_SIG_DEVICETABLEACK, count, 8);
+    len += pack(sig + len, ONI_SIG_DEVICEINST, &two[0], 20);
+    CHECK_RC(init_with(sig, len), ONI_EBADDEVTABLE);
+}
+
+/* Signal packets are at most 255 encoded bytes (ONI_COBSMAXPACKET): a
+ * 256-byte one is malformed even though it would decode (0xFF, 254 bytes,
+ * then a final code 1: 254 decoded bytes). It comes before any ACK, so the
+ * reset skips it, and says ONI_ECOBSPACK when no table follows. Guards
+ * read_packet's bound (sig.len < sizeof raw; with <= the packet was kept in
+ * raw's padding byte, decoded and skipped as a stale packet: ONI_ETIMEOUT). */
+TEST(packet_of_256_bytes_is_malformed)
+{
+    uint8_t sig[300];
+    sig[0] = 0xFF;
+    memset(sig + 1, 0x11, 254);
+    sig[255] = 0x01;
+    sig[256] = 0;
+    CHECK_RC(init_with(sig, 257), ONI_ECOBSPACK);
+    /* The same bytes less one are a packet of 255: well-formed, skipped. */
+    sig[254] = 0x01;
+    sig[255] = 0;
+    CHECK_RC(init_with(sig, 256), ONI_ETIMEOUT);
+}
+
+/* A packet that decodes to 3 bytes is shorter than its u32 type: malformed
+ * (ONI_ECOBSPACK), never a packet of some type (malformed_packets has one
+ * of 2 bytes). Guards read_packet's dn < 4. */
+TEST(packet_of_three_bytes_is_malformed)
+{
+    const uint8_t sig[] = {0x04, 0x20, 0x01, 0x02, 0x00};
+    CHECK_RC(init_with(sig, sizeof sig), ONI_ECOBSPACK);
+}
+
+/* A BLOCKREADSIZE the user chose stays across resets while it fits; one
+ * equal to the new largest frame fits. Here 28 = the largest frame of
+ * `two`: a reset to the same table keeps it as chosen, so a later table of
+ * smaller frames (24) keeps it too. Guards reset's block_read < max_rframe
+ * (with <= the choice was dropped for the default, which is also 28 here,
+ * and the next table's default 24 replaced it). */
+TEST(chosen_block_size_equal_to_the_largest_frame_stays)
+{
+    oni_ctx ctx = fx_open(two, 2, 1);
+    REQUIRE(ctx);
+    uint32_t v = 28;
+    size_t n = 4;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    CHECK_RC(reset_to(ctx, two, 2), 0);
+    oni_device_t small[1] = {{1, 10, 1, 8, 0}};
+    CHECK_RC(reset_to(ctx, small, 1), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 28);
+    oni_destroy_ctx(ctx);
+}
+
+/* A chosen BLOCKREADSIZE that a table of larger frames no longer fits is
+ * replaced by the default, and from then on it is a default: it follows the
+ * next table down again. Guards reset's block_read_set = 0 (without it the
+ * old table's default stayed as if chosen). */
+TEST(replaced_block_size_follows_later_tables)
+{
+    oni_device_t small[1] = {{1, 10, 1, 8, 0}};
+    oni_device_t large[1] = {{1, 10, 1, 100, 0}};
+    oni_ctx ctx = fx_open(small, 1, 1);
+    REQUIRE(ctx);
+    uint32_t v = 64;
+    size_t n = 4;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    CHECK_RC(reset_to(ctx, large, 1), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 116);
+    CHECK_RC(reset_to(ctx, small, 1), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
+    CHECK_EQ(v, 24);
+    oni_destroy_ctx(ctx);
+}
