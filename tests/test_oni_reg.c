@@ -229,3 +229,68 @@ TEST(reset_after_a_cut_packet)
     CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), 0);
     oni_destroy_ctx(ctx);
 }
+
+/* The answer owed to an access that timed out comes after a NULLSIG: only
+ * an ACK or NACK pays the debt, so the next write, which the hardware
+ * NACKs, still skips the late WACK and fails. Guards the count-down in
+ * oni_reg_access (reg_owed -= is_reg_answer(type)): counting any packet, or
+ * clearing the count at the first one, made the NULLSIG pay and the write
+ * take the stale WACK as its own. */
+TEST(nullsig_before_a_late_answer_does_not_pay_for_it)
+{
+    oni_ctx ctx = open_ctx(50);
+    REQUIRE(ctx);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_EXTERNAL), 0); /* TRIG clears, nothing answers */
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 3, 7), ONI_ETIMEOUT);
+    uint8_t sig[32];
+    int n = oni_signal_pack(ONI_SIG_NULL, NULL, 0, sig, sizeof sig);
+    REQUIRE(n > 0);
+    int m = oni_signal_pack(ONI_SIG_CONFIGWACK, NULL, 0, sig + n, sizeof sig - (size_t)n);
+    REQUIRE(m > 0);
+    CHECK_RC(oni_set_driver_opt(ctx, SCR_OPT_SIGNAL, sig, (size_t)(n + m)), 0);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_NACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 4, 9), ONI_EWRITEFAILURE);
+    CHECK_RC(fx_set_u32(ctx, SCR_OPT_REGMODE, SCR_REG_ACK), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 5, 1), 0);
+    oni_destroy_ctx(ctx);
+}
+
+/* The test driver, whose signal stream holds only 0 bytes once zeros_since
+ * is set (its oni_now_ns()); 2 s after that it answers ONI_ETIMEOUT, so that
+ * a core that never looks at the clock still comes back. */
+static uint64_t zeros_since;
+
+static int zero_signal(oni_driver_ctx c, oni_read_stream_t s, void *data, size_t size)
+{
+    if (s != ONI_READ_STREAM_SIGNAL || !zeros_since)
+        return onidrv_test.read_stream(c, s, data, size);
+    if (oni_now_ns() - zeros_since > 2000000000ull)
+        return ONI_ETIMEOUT;
+    memset(data, 0, size);
+    return (int)size;
+}
+
+/* A driver that sends nothing but packet delimiters (stray zeros, no
+ * packet) cannot hold a register access past ONI_OPT_TIMEOUTMS (100 ms
+ * here; docs/threads.md: a driver that keeps sending cannot hold a call past
+ * its deadline). Guards the deadline check on stray delimiters in
+ * read_packet (without it the access returned only when the driver gave up,
+ * after 2 s). */
+TEST(endless_delimiters_time_out)
+{
+    struct oni_driver drv = onidrv_test;
+    drv.read_stream = zero_signal;
+    oni_ctx ctx = oni_create_ctx_driver(&drv);
+    REQUIRE(ctx);
+    uint32_t ms = 100;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, 4) == 0);
+    REQUIRE(oni_init_ctx(ctx, -1) == 0);
+    zeros_since = oni_now_ns();
+    oni_reg_val_t v;
+    uint64_t t0 = oni_now_ns();
+    CHECK_RC(oni_read_reg(ctx, 0, 0, &v), ONI_ETIMEOUT);
+    uint64_t el = ms_since(t0);
+    CHECK(el >= 95 && el < 1000);
+    zeros_since = 0;
+    oni_destroy_ctx(ctx);
+}
