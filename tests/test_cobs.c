@@ -111,3 +111,42 @@ TEST(signal_pack_round_trip)
     CHECK_RC(oni_signal_pack(ONI_SIG_NULL, NULL, 0, pkt, 3), ONI_EBUFFERSIZE);
     CHECK_RC(oni_signal_pack(ONI_SIG_NULL, NULL, 0, pkt, 0), ONI_EBUFFERSIZE);
 }
+
+/* For every length around the 254-byte runs, with no zeros (the most code
+ * bytes), encoding into exactly the bytes it needs succeeds and into one
+ * less returns -1 without writing past the capacity. Guards the capacity
+ * bound of oni_cobs_encode ((n + 253) / 254 code bytes: with n + 252, 255
+ * bytes were let into 256 and the encoder wrote a 257th). */
+TEST(cobs_exact_capacity_every_length)
+{
+    static const size_t lens[] = {1, 2, 253, 254, 255, 256, 507, 508, 509, 762, 763, 1000};
+    uint8_t src[1000], enc[1100];
+    memset(src, 0x5A, sizeof src);
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        size_t n = lens[k], need = n + (n + 253) / 254;
+        memset(enc, 0xCC, sizeof enc);
+        CHECK_EQ(oni_cobs_encode(src, n, enc, need - 1), -1);
+        if (enc[need - 1] != 0xCC)
+            UNIT_FAIL("n %zu: byte %zu written past a capacity of %zu", n, need - 1, need - 1);
+        CHECK_EQ(oni_cobs_encode(src, n, enc, need), (int)need);
+    }
+}
+
+/* oni_signal_pack needs room for the packet and its 0 delimiter: a buffer
+ * one byte short is refused (ONI_EBUFFERSIZE) and not written past. Guards
+ * the dst_cap - 1 given to the encoder (with dst_cap the delimiter landed one
+ * byte beyond the buffer). */
+TEST(signal_pack_exact_capacity)
+{
+    uint8_t payload[ONI_SIGMAXPAYLOAD], pkt[300];
+    memset(payload, 0xAB, sizeof payload);
+    memset(pkt, 0xCC, sizeof pkt);
+    CHECK_RC(oni_signal_pack(0x01010101u, payload, ONI_SIGMAXPAYLOAD, pkt, 255), ONI_EBUFFERSIZE);
+    CHECK_EQ(pkt[255], 0xCC);
+    CHECK_EQ(oni_signal_pack(0x01010101u, payload, ONI_SIGMAXPAYLOAD, pkt, 256), 256);
+    /* A short packet: [u32 type] encodes in 5 bytes, 6 with the delimiter. */
+    memset(pkt, 0xCC, sizeof pkt);
+    CHECK_RC(oni_signal_pack(ONI_SIG_DEVICETABLEACK, NULL, 0, pkt, 5), ONI_EBUFFERSIZE);
+    CHECK_EQ(pkt[5], 0xCC);
+    CHECK_EQ(oni_signal_pack(ONI_SIG_DEVICETABLEACK, NULL, 0, pkt, 6), 6);
+}
