@@ -1213,3 +1213,35 @@ TEST(emu_no_echo_while_stopped)
     CHECK_EQ(v, 42);
     emu_card_destroy(c);
 }
+
+/* --- mutation testing 2026-11-25 (docs/results/mutation-emu-20261125.md) --- */
+
+/* CLK_DIV = 254 on the 250 MHz host hub: a frame every 254 ticks exactly,
+ * stamped 254k after the first, as the card's clock divider makes them. The
+ * rate kept in mHz (250e9 / 254 = 984251968.5) must not be rounded up: a
+ * period a hair under 254 ticks put every frame one tick early (253, 507,
+ * ...) until 2026-11-25. Guards emu_dev_set_clk_div's num / div. */
+TEST(emu_clock_divider_stamps_exact_multiples)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[4];
+    uint32_t hb = find_id(t, table_read(c, t, 4), ONIX_HEARTBEAT);
+    CHECK_EQ(reg_set(c, hb, ONIX_HEARTBEAT_CLK_DIV, 254), ONI_SIG_CONFIGWACK);
+    uint32_t v = 0;
+    CHECK_EQ(reg_get(c, hb, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 984252);
+    start(c);
+    static struct frame f;
+    uint64_t first = 0;
+    for (int k = 0; k < 1000; k++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (!k)
+            first = f.time;
+        else if (f.time != first + 254u * (uint64_t)k) {
+            UNIT_FAIL("frame %d at %llu ticks after the first, want %d", k, (unsigned long long)(f.time - first), 254 * k);
+            break;
+        }
+    }
+    emu_card_destroy(c);
+}

@@ -62,7 +62,9 @@ int emu_dev_set_clk_div(struct emu_dev *d, uint32_t div, uint64_t max_hz)
     uint64_t num = (uint64_t)emu_dev_hub_hz(d) * 1000;
     if (div == 0 || num / div < 1000 || num / div > max_hz * 1000)
         return ONI_EINVALARG;
-    int rc = emu_dev_set_rate(d, (num + div / 2) / div);
+    /* Rounded down, never up: a rate a hair high makes the period a hair
+     * under div ticks, and floor() stamped every frame one tick early. */
+    int rc = emu_dev_set_rate(d, num / div);
     if (!rc)
         d->clk_div = div;
     return rc;
