@@ -1216,6 +1216,142 @@ TEST(emu_no_echo_while_stopped)
 
 /* --- mutation testing 2026-11-25 (docs/results/mutation-emu-20261125.md) --- */
 
+/* A frame that fills the FIFO to the last byte goes in: in a 4 KiB FIFO,
+ * four 1 KiB frames (16 + 1008 bytes) fit and only the rest of the burst is
+ * dropped. Guards emu_fifo_reserve's room check (cap - fill < n, not <=). */
+TEST(emu_frame_that_fills_the_fifo_exactly_is_kept)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=8K;devices=testcore:bytes=1008:rate=1G,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[4];
+    uint32_t core = find_id(t, table_read(c, t, 4), ONIX_ONIGPU_TESTCORE);
+    start(c);
+    uint8_t h[16];
+    REQUIRE(emu_card_read(c, EMU_STREAM_DATA, h, sizeof h, TMO) == 16); /* generates one chunk */
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    CHECK_EQ(st.fifo_capacity[0], 4096);
+    CHECK_EQ(st.fifo_bytes[0], 4096 - 16);
+    uint64_t gen = 0, dropped = 0;
+    REQUIRE(emu_card_dev_counts(c, core, &gen, &dropped, NULL) == 0);
+    CHECK_EQ(gen - dropped, 4);
+    CHECK_EQ(st.dropped_frames[0], dropped);
+    emu_card_destroy(c);
+}
+
+/* A ring only a little larger than the size at which it restarts at its
+ * start (32 MiB + 128 KiB) wraps with bytes in flight across its end: the
+ * ring must not restart then (it would move bytes from past its end). Guards
+ * emu_fifo_consume's rd + fill <= cap condition. */
+TEST(emu_ring_wrapping_near_the_restart_size_stays_intact)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=65792K;devices=testcore:bytes=4096:rate=2G");
+    REQUIRE(c);
+    REQUIRE(c->fifo[0].cap == (32u << 20) + (128u << 10));
+    oni_device_t t[4];
+    struct cont k = {0};
+    k.dev = find_id(t, table_read(c, t, 4), ONIX_ONIGPU_TESTCORE);
+    start(c);
+    size_t blk = 64 << 10; /* a read leaves 128-320 KiB in flight (fast mode generates 256 KiB at a time) */
+    uint8_t *buf = malloc(blk);
+    REQUIRE(buf);
+    for (int i = 0; i < 160 * 16; i++) { /* 160 MiB: the ring goes round several times */
+        REQUIRE(emu_card_read(c, EMU_STREAM_DATA, buf, blk - 8, TMO) == (int)(blk - 8));
+        cont_feed(&k, buf, blk - 8);
+    }
+    CHECK_EQ(k.errors, 0);
+    CHECK(k.words > (150ull << 20) / 8);
+    free(buf);
+    emu_card_destroy(c);
+}
+
+/* Held bytes that a flush kept are dropped by their holder however much it
+ * consumes: a DMA transfer that failed lets go with n = 0, and the next read
+ * starts at the first frame of the new acquisition, not in the old bytes.
+ * Guards emu_fifo_flush's epoch++ (let_go tells a flush by the epoch). */
+TEST(emu_let_go_after_a_flush_drops_the_held_bytes)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=1M;devices=testcore:bytes=1024:rate=1G:route=1");
+    REQUIRE(c);
+    oni_device_t t[4];
+    uint32_t core = find_id(t, table_read(c, t, 4), ONIX_ONIGPU_TESTCORE), lo = 0, hi = 0;
+    start(c);
+    struct emu_span sp[2];
+    REQUIRE(emu_card_fifo_peek(c, EMU_STREAM_GPU, 4 * (16 + 1024), sp, TMO) == 0);
+    uint64_t flushes = emu_card_flushes(c);
+    REQUIRE(table_read(c, t, 4) > 0); /* RESET: a flush */
+    CHECK_EQ(reg_get(c, core, EMU_REG_DEVICE + 2, &lo), ONI_SIG_CONFIGRACK); /* the next counter value */
+    CHECK_EQ(reg_get(c, core, EMU_REG_DEVICE + 3, &hi), ONI_SIG_CONFIGRACK);
+    start(c); /* and another */
+    CHECK_EQ(emu_card_flushes(c), flushes + 2);
+    CHECK_RC(emu_card_fifo_consume(c, EMU_STREAM_GPU, 0), 0); /* a failed transfer lets go */
+    static struct frame f;
+    REQUIRE(frame_read(c, EMU_STREAM_GPU, &f, TMO) == 0);
+    uint64_t w;
+    memcpy(&w, f.data, 8);
+    CHECK_EQ(f.dev, core);
+    CHECK_EQ(w, (uint64_t)hi << 32 | lo);
+    emu_card_destroy(c);
+}
+
+/* The fastest rate a device may have, one frame per acquisition tick (a
+ * test core of 8-byte frames at 2 GB/s), is accepted and its frames are
+ * stamped at consecutive ticks; one byte/s more is refused. Guards
+ * emu_dev_set_rate's bound (rate > one per tick, not >=). */
+TEST(emu_one_frame_per_tick_is_the_fastest_rate)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=testcore:bytes=8:rate=2G,memusage:enable=0");
+    REQUIRE(c);
+    start(c);
+    static struct frame f;
+    uint64_t prev = 0;
+    for (int i = 0; i < 100; i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (i)
+            CHECK_EQ(f.time, prev + 1);
+        prev = f.time;
+    }
+    emu_card_destroy(c);
+    CHECK(!card_open("mode=fast;devices=testcore:bytes=8:rate=2000000008"));
+}
+
+/* A rate change during acquisition starts the new schedule afresh: the k-th
+ * frame after the change is at floor(k * 250e6 / hz) ticks after the first,
+ * whatever fraction of a tick the old schedule had carried (hz=7 carries
+ * five sevenths of a tick per frame; the first chunk leaves one seventh).
+ * Guards emu_dev_set_rate's rem = 0 and the carry in advance(). */
+TEST(emu_rate_change_starts_an_exact_schedule)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=7,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[4];
+    uint32_t hb = find_id(t, table_read(c, t, 4), ONIX_HEARTBEAT);
+    start(c);
+    static struct frame f;
+    REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0); /* generates a chunk: ~10000 frames at 7 Hz */
+    CHECK_EQ(reg_set(c, hb, EMU_REG_RATE_HZ, 3), ONI_SIG_CONFIGWACK);
+    /* the frame already due at the old rate comes first; from there, 3 Hz */
+    uint64_t prev = f.time, first = 0;
+    int k = -1;
+    for (int i = 0; i < 30000 && k < 200; i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (k < 0 && f.time - prev > 250000000u / 5) /* the second frame at the new rate */
+            k = 1, first = prev;
+        if (k >= 0) {
+            uint64_t want = first + (uint64_t)k * 250000000u / 3;
+            if (f.time != want) {
+                UNIT_FAIL("frame %d after the change at %llu, want %llu", k, (unsigned long long)f.time,
+                          (unsigned long long)want);
+                break;
+            }
+            k++;
+        }
+        prev = f.time;
+    }
+    CHECK_EQ(k, 200);
+    emu_card_destroy(c);
+}
+
 /* CLK_DIV = 254 on the 250 MHz host hub: a frame every 254 ticks exactly,
  * stamped 254k after the first, as the card's clock divider makes them. The
  * rate kept in mHz (250e9 / 254 = 984251968.5) must not be rounded up: a
@@ -1243,5 +1379,334 @@ TEST(emu_clock_divider_stamps_exact_multiples)
             break;
         }
     }
+    emu_card_destroy(c);
+}
+
+/* A heartbeat's largest rate (1 MHz) is accepted from the spec and through
+ * RATE_HZ; one more is refused. Guards emu_dev_set_hz's hz > max_hz. */
+TEST(emu_largest_heartbeat_rate_is_accepted)
+{
+    struct emu_card *c = card_open("mode=fast;devices=heartbeat:hz=1M");
+    REQUIRE(c);
+    oni_device_t t[4];
+    uint32_t hb = find_id(t, table_read(c, t, 4), ONIX_HEARTBEAT), v = 0;
+    CHECK_EQ(reg_get(c, hb, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1000000);
+    CHECK_EQ(reg_set(c, hb, EMU_REG_RATE_HZ, 10), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, hb, EMU_REG_RATE_HZ, 1000000), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, hb, EMU_REG_RATE_HZ, 1000001), ONI_SIG_CONFIGWNACK);
+    emu_card_destroy(c);
+}
+
+/* Padding after a payload that is not a whole number of words is zero,
+ * also where the ring reuses memory that held other frames' bytes (a load
+ * tester of 10-byte payloads, 28-byte frames, in a 4 KiB FIFO, so the
+ * padding lands on old headers and payload). Guards put_frame's memset. */
+TEST(emu_frame_padding_is_zero_in_reused_memory)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=8K;devices=loadtest:bytes=10:hz=1M,memusage:enable=0");
+    REQUIRE(c);
+    start(c);
+    static struct frame f;
+    int nonzero = 0;
+    for (int i = 0; i < 2000; i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        REQUIRE(f.sz == 10);
+        nonzero += f.data[10] || f.data[11];
+    }
+    CHECK_EQ(nonzero, 0);
+    emu_card_destroy(c);
+}
+
+/* Frames due at the same tick come in device-table order, also when the
+ * later device of the table had a run of frames just before the tie (two
+ * heartbeats at 1 and 2 kHz tie every millisecond; the 2 kHz one is second
+ * in the table and due in between). Guards emu_gen_until's choice of the
+ * earliest device (< best, ties to the first) and the end of a run at the
+ * next device's due time (< second). */
+TEST(emu_ties_come_in_table_order)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1000,heartbeat:hz=2000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    REQUIRE(table_read(c, t, 8) >= 2 && t[0].id == ONIX_HEARTBEAT && t[1].id == ONIX_HEARTBEAT);
+    start(c);
+    static struct frame f;
+    uint64_t prev_time = 0;
+    uint32_t prev_dev = 0;
+    int ties = 0, bad = 0;
+    for (int i = 0; i < 3000; i++) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (i && f.time == prev_time) {
+            ties++;
+            bad += f.dev != t[1].idx || prev_dev != t[0].idx;
+        }
+        prev_time = f.time, prev_dev = f.dev;
+    }
+    CHECK(ties >= 900);
+    CHECK_EQ(bad, 0);
+    emu_card_destroy(c);
+}
+
+/* A start after a stop begins every schedule afresh: the k-th frame is at
+ * floor(k * 250e6 / hz) ticks after the first, whatever fraction of a tick
+ * the old run had carried (hz=7: five sevenths a frame). Guards
+ * emu_gen_restart's rem = 0. */
+TEST(emu_restart_starts_an_exact_schedule)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=7,memusage:enable=0");
+    REQUIRE(c);
+    static struct frame f;
+    for (int run = 0; run < 3; run++) {
+        start(c);
+        uint64_t first = 0;
+        for (int k = 0; k < 50 + run; k++) {
+            REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+            if (!k)
+                first = f.time;
+            else if (f.time - first != (uint64_t)k * 250000000u / 7) {
+                UNIT_FAIL("run %d, frame %d at %llu ticks after the first, want %llu", run, k,
+                          (unsigned long long)(f.time - first), (unsigned long long)k * 250000000u / 7);
+                break;
+            }
+        }
+        CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    }
+    emu_card_destroy(c);
+}
+
+/* The signal queue (64 KiB) takes a packet that fills it to the last byte;
+ * only the next one is dropped and counted. Guards sig_push's room check
+ * (EMU_SIGQ_CAP - fill < len, not <=). */
+TEST(emu_signal_packet_that_fills_the_queue_is_kept)
+{
+    struct emu_card *c = card_open("mode=fast;devices=heartbeat");
+    REQUIRE(c);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_DEV_IDX, 0xABCDEF), 0); /* no such device: NACKs */
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RW, 1), 0);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_TRIG, 1), 0);
+    size_t nack = c->sig_fill;
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RESET, 1), 0);
+    size_t table = c->sig_fill - nack;
+    REQUIRE(nack > 0 && table > 0);
+    /* tables then NACKs, to exactly EMU_SIGQ_CAP bytes */
+    int tables = 0;
+    while ((EMU_SIGQ_CAP - c->sig_fill - tables * table) % nack)
+        REQUIRE(++tables < 100);
+    for (int i = 0; i < tables; i++)
+        CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RESET, 1), 0);
+    while (c->sig_fill < EMU_SIGQ_CAP && !c->sig_dropped)
+        CHECK_RC(emu_card_write_config(c, ONI_CONFIG_TRIG, 1), 0);
+    CHECK_EQ(c->sig_fill, EMU_SIGQ_CAP);
+    CHECK_EQ(c->sig_dropped, 0);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_TRIG, 1), 0);
+    CHECK_EQ(c->sig_dropped, 1);
+    emu_card_destroy(c);
+}
+
+/* The hub manager of a hub the card does not have (hub 1 of a card with
+ * the host hub only) answers nothing: reads and writes are NACKed. Guards
+ * hub_access's hub >= nhub. */
+TEST(emu_missing_hub_manager_nacks)
+{
+    struct emu_card *c = card_open("mode=fast;devices=heartbeat");
+    REQUIRE(c);
+    REQUIRE(c->nhub == 1);
+    uint32_t v = 0, mgr1 = (1u << 8) | ONIX_HUBMGR_IDX;
+    CHECK_EQ(reg_get(c, ONIX_HUBMGR_IDX, ONIX_HUBMGR_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, mgr1, ONIX_HUBMGR_HARDWAREID, &v), ONI_SIG_CONFIGRNACK);
+    CHECK_EQ(reg_set(c, mgr1, ONIX_HUBMGR_DELAYNS, 5), ONI_SIG_CONFIGWNACK);
+    emu_card_destroy(c);
+}
+
+/* Fast mode: a stop and a new start move the clock on past the last frame,
+ * so a reader that read every frame of one run sees the next run's first
+ * frame later, never at the same tick. Guards the start at gen_now + 1. */
+TEST(emu_fast_restart_moves_past_the_last_frame)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1000,memusage:enable=0");
+    REQUIRE(c);
+    start(c);
+    static struct frame f;
+    onigpu_stream_stats_t st;
+    int frames = 0;
+    do { /* every frame generated so far */
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        emu_card_stats(c, &st);
+        REQUIRE(++frames < 100000);
+    } while (st.fifo_bytes[0]);
+    uint64_t last = f.time;
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    start(c);
+    REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+    CHECK(f.time > last);
+    emu_card_destroy(c);
+}
+
+/* RESET empties both data FIFOs, the GPU stream's too (a stop alone keeps
+ * the GPU stream's frames readable). Guards the RESET's flush of fifo[1]. */
+TEST(emu_reset_empties_the_gpu_stream)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=1M;devices=testcore:bytes=1024:rate=1G:route=1");
+    REQUIRE(c);
+    start(c);
+    uint8_t h[16];
+    REQUIRE(emu_card_read(c, EMU_STREAM_GPU, h, sizeof h, TMO) == 16);
+    onigpu_stream_stats_t st;
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    emu_card_stats(c, &st);
+    CHECK(st.fifo_bytes[1] > 0); /* a stop keeps them */
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RESET, 1), 0);
+    emu_card_stats(c, &st);
+    CHECK_EQ(st.fifo_bytes[1], 0);
+    CHECK_EQ(st.fifo_bytes[0], 0);
+    emu_card_destroy(c);
+}
+
+/* A device whose frame is exactly the FIFO's size counts in the read limit
+ * (one such frame fills the FIFO, and one word left behind by a read stops
+ * the next from going in: 4 bytes is all a read may wait for); one larger
+ * than the FIFO, always dropped, does not. Guards read_max's f <= cap. */
+TEST(emu_read_max_with_a_frame_as_large_as_the_fifo)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=8K;devices=testcore:bytes=4080:rate=1M,"
+                                   "testcore:bytes=4088:rate=1M:route=1");
+    REQUIRE(c);
+    CHECK_EQ(emu_card_read_max(c, EMU_STREAM_DATA), 4);
+    CHECK_EQ(emu_card_read_max(c, EMU_STREAM_GPU), 4096);
+    emu_card_destroy(c);
+}
+
+/* emu_card_read_some refuses a range whose most is below its least (n). */
+TEST(emu_read_some_refuses_most_below_n)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=testcore:bytes=1024:rate=1G");
+    REQUIRE(c);
+    start(c);
+    uint8_t buf[64];
+    CHECK_RC(emu_card_read_some(c, EMU_STREAM_DATA, buf, 16, 8, TMO), ONI_EINVALARG);
+    CHECK_RC(emu_card_read_some(c, EMU_STREAM_DATA, buf, 16, 16, TMO), 16);
+    emu_card_destroy(c);
+}
+
+/* The GPU stream's FIFO keeps its pages after a backlog drained (the DMA
+ * engine may have them page-locked), and the default stream's gives its
+ * pages back once per drained backlog, not again at every later restart of
+ * the ring. Guards emu_fifo_consume's keep_pages check and its
+ * hiwater = KEEP_LOW after a trim. */
+TEST(emu_backlog_pages_given_back_once_and_never_by_the_gpu_stream)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=512M;devices=testcore:bytes=4096:rate=1G,"
+                                   "testcore:bytes=4096:rate=1G:route=1");
+    REQUIRE(c);
+    start(c);
+    size_t blk = 1 << 20;
+    uint8_t *buf = malloc(blk);
+    REQUIRE(buf);
+    for (int s = 0; s < 2; s++) { /* a backlog in one stream while the other is read, then drained */
+        enum emu_stream pile = s ? EMU_STREAM_DATA : EMU_STREAM_GPU, other = s ? EMU_STREAM_GPU : EMU_STREAM_DATA;
+        for (int i = 0; i < 100; i++)
+            REQUIRE(emu_card_read(c, other, buf, blk, TMO) == (int)blk);
+        onigpu_stream_stats_t st;
+        emu_card_stats(c, &st);
+        REQUIRE(st.fifo_bytes[s ? 0 : 1] > (90ull << 20));
+        for (uint64_t left = st.fifo_bytes[s ? 0 : 1]; left >= blk; left -= blk)
+            REQUIRE(emu_card_read(c, pile, buf, blk, TMO) == (int)blk);
+    }
+    CHECK_EQ(c->fifo[1].trims, 0);
+    CHECK(c->fifo[1].hiwater > (64u << 20));
+    uint64_t trims = c->fifo[0].trims;
+    CHECK_EQ(trims, 1);
+    for (int i = 0; i < 128; i++) /* four more restarts of the ring, nothing piled up */
+        REQUIRE(emu_card_read(c, EMU_STREAM_DATA, buf, blk, TMO) == (int)blk);
+    CHECK_EQ(c->fifo[0].trims, trims);
+    free(buf);
+    emu_card_destroy(c);
+}
+
+/* Spec edges: the largest card memory (ddr=64G) is accepted; a spec of 512
+ * bytes (the card keeps 511) is refused, not cut short; a number whose
+ * suffix takes it past 2^64 is refused, not wrapped. Guards the ddr bound
+ * (> 64G, not >=), the spec length check (>= sizeof spec, not >) and
+ * emu_parse_u64's iv > UINT64_MAX / m. */
+TEST(emu_spec_edges)
+{
+    struct emu_card *c = card_open("mode=fast;ddr=64G;devices=heartbeat");
+    REQUIRE(c);
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    CHECK_EQ(st.fifo_capacity[0], 32ull << 30);
+    emu_card_destroy(c);
+    char spec[513];
+    memset(spec, ';', sizeof spec);
+    memcpy(spec, "mode=fast", 9);
+    spec[511] = 0; /* 511 bytes: the longest spec */
+    c = card_open(spec);
+    CHECK(c != NULL);
+    emu_card_destroy(c);
+    spec[511] = ';';
+    spec[512] = 0;
+    c = (struct emu_card *)1;
+    CHECK_RC(emu_card_create(spec, &c, NULL, 0), ONI_EINVALARG);
+    CHECK(c == NULL);
+    uint64_t v = 0;
+    CHECK_RC(emu_parse_u64("18446744073709551k", 1, &v), 0);
+    CHECK_EQ(v, 18446744073709551000ull);
+    CHECK_RC(emu_parse_u64("18446744073709552k", 1, &v), ONI_EINVALARG);
+    CHECK_RC(emu_parse_u64("17179869184G", 0, &v), ONI_EINVALARG); /* 2^34 * 2^30 */
+}
+
+/* A bno055 with no headstage to join gets a hub of its own (hub 1, with its
+ * hub manager), not the host hub. Guards place()'s nhub > 1. */
+TEST(emu_lone_bno055_gets_its_own_hub)
+{
+    struct emu_card *c = card_open("mode=fast;devices=heartbeat,bno055");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t bno = find_id(t, n, ONIX_BNO055), hb = find_id(t, n, ONIX_HEARTBEAT);
+    CHECK_EQ(hb >> 8, 0);
+    CHECK_EQ(bno >> 8, 1);
+    CHECK_EQ(c->nhub, 2);
+    emu_card_destroy(c);
+}
+
+/* The link presets are the figures docs/emulator.md gives (bandwidth within
+ * 0.5%, latency exact), and emu_link_ns is latency + n / bandwidth rounded
+ * to the nearest ns: 3 us + 1328 B at 1.6 GB/s is 3830 ns, not 3829 (the
+ * double comes out a hair under). A DMA copy that took all but 1 us of a
+ * transfer's model time waits that 1 us, not the whole time again. Guards
+ * the presets' 128b/130b factor, emu_link_ns's + 0.5 and
+ * emu_card_link_delay's need - spent. */
+TEST(emu_link_presets_and_model_exact)
+{
+    static const struct {
+        const char *name;
+        double gbps, latency_us;
+    } want[] = {{"gen2x4", 1.6, 3}, {"gen3x8", 7.88, 1}, {"gen4x8", 15.75, 1}, {"gen4x16", 31.5, 1}, {"gen5x16", 63.0, 1}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        oniemu_link_t l;
+        CHECK_RC(emu_link_preset(want[i].name, &l), 0);
+        if (fabs(l.bandwidth_Bps / (want[i].gbps * 1e9) - 1) > 0.005 || l.latency_s != want[i].latency_us * 1e-6)
+            UNIT_FAIL("%s: %.4g B/s, %.3g s", want[i].name, l.bandwidth_Bps, l.latency_s);
+    }
+    oniemu_link_t l;
+    CHECK_RC(emu_link_preset("gen2x4", &l), 0);
+    CHECK_EQ(emu_link_ns(&l, 4096), 5560);
+    CHECK_EQ(emu_link_ns(&l, 65536), 43960);
+    CHECK_EQ(emu_link_ns(&l, 1 << 20), 658360);
+    CHECK_EQ(emu_link_ns(&l, 1328), 3830);
+    CHECK_RC(emu_link_preset("gen9x9", &l), ONI_EINVALARG);
+    struct emu_card *c = card_open("mode=fast;link=gen2x4;devices=heartbeat");
+    REQUIRE(c);
+    size_t n = 1u << 30;
+    uint64_t model = emu_link_ns(&l, n), best = UINT64_MAX; /* 671 ms */
+    for (int i = 0; i < 3 && best >= model / 2; i++) { /* a loaded machine may stall one try */
+        uint64_t t0 = oni_now_ns();
+        emu_card_link_delay(c, n, model - 1000);
+        uint64_t took = oni_now_ns() - t0;
+        best = took < best ? took : best;
+    }
+    CHECK(best < model / 2);
     emu_card_destroy(c);
 }
