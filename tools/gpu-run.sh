@@ -22,6 +22,11 @@
 #   loop-target  4 KiB / AI 0.75 and 10 over 20000 blocks, every
 #                backend, TARGET_REPEAT times (default 1)             ~1 min each
 #   run          onigpu run on every backend, advise on its workload ~1 min
+#   mutate       tools/mutate.sh on MUTANTS (default tests/mutants/gpu.txt;
+#                MUTATE_ONLY picks ids): do the GPU tests catch each
+#                mutation? -> $OUT/mutate-results.tsv   ~0.5 min per mutant
+#                (MUTATE_STEP_S: the stage's deadline; cut by it, the file
+#                being mutated is restored and the results so far are kept)
 # The build (~1.5 min) always runs first. A full run does not fit one 600 s
 # call: split it, e.g. STAGES="tests xfer-tail" then STAGES="loop-target run".
 #
@@ -66,7 +71,7 @@ if ! step configure 120 cmake -S . -B "$BUILD" -DONIGPU_CUDA=ON -DCMAKE_CUDA_ARC
     exit 1
 fi
 
-STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run}
+STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run} # mutate only when named
 want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 pack() { tar czf "$OUT/results.tgz" -C "$(dirname "$RES")" results; } # after every stage: a call cut off keeps what ran
 
@@ -166,6 +171,12 @@ if want run; then
         [ -f "$f" ] && step "advise workload" 120 "$BUILD/onigpu" advise --workload "$f" --measure > >(tee -a "$SUM")
     done
     pack
+fi
+
+if want mutate; then
+    # fewer randomized transfers per mutant than the tests stage's 10^6
+    step mutate "${MUTATE_STEP_S:-590}" env ONIGPU_XFER_RANDOM="${ONIGPU_XFER_RANDOM:-20000}" MUTATE_TIMEOUT=120 \
+        tools/mutate.sh "${MUTANTS:-tests/mutants/gpu.txt}" "$BUILD" "$OUT/mutate-results.tsv"
 fi
 
 echo "=== done, status $status; results in $OUT"
