@@ -17,9 +17,10 @@
 #include "emu/dma_agent.h"
 #include "gpu/gpu.h"
 #include "onii.h"
+#include "test_emu_util.h"
 #include "xfer_check.h"
 
-#define SPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=fast;link=unlimited;ddr=256M"
+#define SPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink:hash=1;mode=fast;link=unlimited;ddr=256M"
 #define LIMIT 65536u
 
 static char why[200];
@@ -30,14 +31,11 @@ static char why[200];
             SKIP("%s", why);                                                           \
     } while (0)
 
-static struct emu_card *card_open(void)
+static struct emu_card *running_card(const char *spec)
 {
-    struct emu_card *c = NULL;
-    char err[200] = "";
-    if (emu_card_create(SPEC, &c, err, sizeof err)) {
-        fprintf(stderr, "  emu_card_create: %s\n", err);
+    struct emu_card *c = card_open(spec);
+    if (!c)
         return NULL;
-    }
     if (emu_card_write_config(c, ONI_CONFIG_RUNNING, 1)) {
         emu_card_destroy(c);
         return NULL;
@@ -52,6 +50,15 @@ static uint64_t rnd(uint64_t *s)
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return *s;
+}
+
+/* The test sink's hash h extended by the payloads of the write frames in
+ * words[0, n) (each: device index, payload words, payload). */
+static uint32_t payload_xsum(uint32_t h, const uint32_t *words, size_t n)
+{
+    for (size_t at = 0; at + 2 <= n; at += 2 + words[at + 1])
+        h = xsum(h, (const uint8_t *)(words + at + 2), 4 * (size_t)words[at + 1]);
+    return h;
 }
 
 /* The checker, started on the stream's first frame header (read to host memory). */
@@ -117,7 +124,7 @@ TEST(gpu_agent_copies_every_alignment_both_ways)
 TEST(gpu_agent_reads_keep_the_counter_across_the_limit)
 {
     NEED_GPU();
-    struct emu_card *c = card_open();
+    struct emu_card *c = running_card(SPEC);
     REQUIRE(c);
     struct emu_dma *d = NULL;
     REQUIRE(emu_dma_create(c, &d) == 0);
@@ -157,10 +164,57 @@ TEST(gpu_agent_reads_keep_the_counter_across_the_limit)
     emu_card_destroy(c);
 }
 
+/* A FIFO of 512 KiB (ddr=1M) wraps every few dozen reads (it restarts at
+ * its start only past 32 MiB): a read across its end is two spans, and the
+ * agent must land the second right after the first. The read position is
+ * counted here (the FIFO starts at 0 and never restarts early), so the test
+ * knows how many reads crossed. */
+TEST(gpu_agent_reads_across_the_fifo_end)
+{
+    NEED_GPU();
+    struct emu_card *c =
+        running_card("devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=fast;link=unlimited;ddr=1M");
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    CHECK_RC(emu_dma_set_agent(d, LIMIT), 0);
+    const size_t cap = (1u << 20) / 2;
+    uint8_t *dev = NULL, *host = malloc(LIMIT);
+    REQUIRE(gpu_alloc((void **)&dev, LIMIT) == 0);
+    struct xcheck chk;
+    REQUIRE(checker_start(d, &chk) == 0);
+    size_t pos = 16; /* checker_start's header */
+    uint64_t seed = 11;
+    int reads = 0, crossed = 0;
+    while (pos < 40 * cap) {
+        size_t n = 4 + 4 * (rnd(&seed) % (LIMIT / 4));
+        int rc = emu_dma_read(d, dev, n, 1, 2000);
+        if (!rc)
+            rc = gpu_copy(host, dev, n);
+        if (rc) {
+            UNIT_FAIL("read %d (%zu bytes): %s", reads, n, oni_error_str(rc));
+            break;
+        }
+        xcheck_feed(&chk, host, n);
+        crossed += pos % cap + n > cap;
+        pos += n, reads++;
+    }
+    CHECK_EQ(chk.errors, 0);
+    CHECK(crossed >= 30);
+    struct emu_dma_stats st;
+    emu_dma_stats(d, &st);
+    CHECK_EQ(st.agent_reads, (uint64_t)reads); /* every one by the agent */
+    CHECK_EQ(st.agent_failed, 0);
+    gpu_free(dev);
+    free(host);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
+
 TEST(gpu_agent_writes_frames_to_the_card)
 {
     NEED_GPU();
-    struct emu_card *c = card_open();
+    struct emu_card *c = running_card(SPEC);
     REQUIRE(c);
     struct emu_dma *d = NULL;
     REQUIRE(emu_dma_create(c, &d) == 0);
@@ -187,7 +241,12 @@ TEST(gpu_agent_writes_frames_to_the_card)
         w += 2 + k, nframes++;
     }
     frames[w] = sink, frames[w + 1] = (uint32_t)(N / 4 - w - 2);
+    for (size_t at = 0; at < N / 4; at += 2 + frames[at + 1]) /* payloads the sink's hash can tell apart */
+        for (uint32_t j = 0; j < frames[at + 1]; j++)
+            frames[at + 2 + j] = (uint32_t)rnd(&seed);
     CHECK_RC(gpu_copy(dev, frames, N), 0);
+    /* Growing sizes: the card's page-locked staging is reallocated on the way
+     * (4 KiB, then LIMIT), and what arrives must be these frames. */
     static const uint32_t sizes[] = {12, 4096, LIMIT, N};
     int ok = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
@@ -197,13 +256,22 @@ TEST(gpu_agent_writes_frames_to_the_card)
             at += 2 + frames[at + 1], end = at * 4;
         if (!end)
             continue;
+        uint32_t h = 0, want;
+        CHECK_EQ(reg_get(c, sink, XSUM_REG, &h), ONI_SIG_CONFIGRACK);
+        want = payload_xsum(h, frames, end / 4);
         CHECK_RC(emu_dma_write(d, dev, end, 1, 2000), 0);
-        ok++;
+        CHECK_EQ(reg_get(c, sink, XSUM_REG, &h), ONI_SIG_CONFIGRACK);
+        if (h != want)
+            UNIT_FAIL("write of %zu bytes: the sink's hash is %08x, want %08x", end, h, want);
+        ok += h == want;
     }
     CHECK_EQ(ok, 4);
-    uint32_t bad[2] = {0xDEAD, 1};
+    uint32_t bad[2] = {0xDEAD, 1}, before = 0, after = 1;
     CHECK_RC(gpu_copy(dev, bad, 8), 0);
+    CHECK_EQ(reg_get(c, sink, XSUM_REG, &before), ONI_SIG_CONFIGRACK);
     CHECK_RC(emu_dma_write(d, dev, 4096, 1, 2000), ONI_EBADFRAME);
+    CHECK_EQ(reg_get(c, sink, XSUM_REG, &after), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(after, before); /* refused whole */
     CHECK_RC(gpu_copy(dev, frames, 8), 0);
     CHECK_RC(gpu_memset(done, 0, 4), 0);
     size_t end = 0, at = 0;
@@ -214,6 +282,8 @@ TEST(gpu_agent_writes_frames_to_the_card)
     CHECK_RC(emu_dma_flush(d, 5000), 0);
     CHECK_RC(gpu_copy(&seen, done, 4), 0);
     CHECK_EQ(seen, 42);
+    CHECK_EQ(reg_get(c, sink, XSUM_REG, &after), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(after, payload_xsum(before, frames, end / 4));
     struct emu_dma_stats st;
     emu_dma_stats(d, &st);
     CHECK_EQ(st.agent_writes, 3 + 1 + 1); /* up to LIMIT; the malformed block (refused by the card); the async one */
@@ -233,7 +303,7 @@ TEST(gpu_agent_completion_record_after_payload_randomized)
     NEED_GPU();
     const char *env = getenv("ONIGPU_AGENT_RANDOM");
     long total = env ? atol(env) : 100000;
-    struct emu_card *c = card_open();
+    struct emu_card *c = running_card(SPEC);
     REQUIRE(c);
     struct emu_dma *d = NULL;
     REQUIRE(emu_dma_create(c, &d) == 0);
@@ -318,7 +388,7 @@ TEST(gpu_agent_completion_record_after_payload_randomized)
 TEST(gpu_agent_leaves_when_idle_and_comes_back)
 {
     NEED_GPU();
-    struct emu_card *c = card_open();
+    struct emu_card *c = running_card(SPEC);
     REQUIRE(c);
     struct emu_dma *d = NULL;
     REQUIRE(emu_dma_create(c, &d) == 0);
@@ -360,7 +430,7 @@ TEST(gpu_agent_leaves_when_idle_and_comes_back)
 TEST(gpu_agent_stop_and_destroy_with_jobs_queued)
 {
     NEED_GPU();
-    struct emu_card *c = card_open();
+    struct emu_card *c = running_card(SPEC);
     REQUIRE(c);
     enum { JOBS = 200, BLK = 8192 };
     uint8_t *dev = NULL;

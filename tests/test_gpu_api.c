@@ -183,6 +183,29 @@ TEST(gpu_wait_has_a_deadline)
     gpu_host_free(out);
 }
 
+/* A stream's completion word goes back to a list when the stream is
+ * destroyed, holding the last value it waited for; the next stream takes the
+ * same word, and its waits must still wait for its own work. */
+TEST(gpu_wait_on_a_recycled_word_waits)
+{
+    NEED_GPU();
+    uint32_t *gate = NULL;
+    REQUIRE(gpu_host_alloc((void **)&gate, 4) == 0);
+    *gate = 0;
+    struct gpu_stream *s = NULL;
+    REQUIRE(gpu_stream_create(&s) == 0);
+    for (int i = 0; i < 1000; i++) /* the word climbs to 1000 */
+        CHECK_RC(gpu_stream_wait(s, 2000), 0);
+    gpu_stream_destroy(s);
+    REQUIRE(gpu_stream_create(&s) == 0); /* the word just given back (the list is LIFO) */
+    CHECK_RC(gpu_wait_word_async(s, gate, 1), 0);
+    CHECK_RC(gpu_stream_wait(s, 20), ONI_ETIMEOUT);
+    __atomic_store_n(gate, 1u, __ATOMIC_RELEASE);
+    CHECK_RC(gpu_stream_wait(s, 2000), 0);
+    gpu_stream_destroy(s);
+    gpu_host_free(gate);
+}
+
 /* Several threads copy and wait on one stream at once: each wait ends when
  * its own copy has landed, never with a false timeout (the values the
  * stream writes for the waiters must go up in the order they are queued). */

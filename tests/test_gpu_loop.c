@@ -29,6 +29,16 @@ TEST(gpu_mac_every_backend)
     }
 }
 
+/* A paced source: the GPU work for a block is queued (gpu-flag: behind a
+ * wait for the block's completion word) well before the block's data comes,
+ * so work that started early computes on the slot's stale data. */
+TEST(gpu_mac_paced_every_backend)
+{
+    if (!have(LOOP_GPU_DIRECT))
+        SKIP("no CUDA device");
+    EACH_GPU(b) check_mac_at(b, 4096, 4, 0, 40, 500);
+}
+
 TEST(gpu_ephys_every_backend)
 {
     if (!have(LOOP_GPU_DIRECT))

@@ -182,6 +182,18 @@ TEST(gpu_xfer_pin_lifecycle)
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, gone, 8), ONI_EPINNED);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, gone, 8), 0);
     CHECK_RC(read_check(ctx, a, 4096, host, &c, 1), 0);
+    /* freed while pinned, nothing allocated since: the address is no
+     * allocation at all now (CUDA knows no buffer id for it) */
+    uint8_t *lost = NULL;
+    REQUIRE(gpu_alloc((void **)&lost, 8 << 20) == 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, lost, 8), 0);
+    gpu_free(lost);
+    unsigned long long id = 1;
+    CHECK_RC(gpu_buffer_id(lost, &id), 0);
+    CHECK_EQ(id, 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, lost, 8), ONI_EPINNED);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, lost, 8), 0);
+    CHECK_RC(read_check(ctx, a, 4096, host, &c, 1), 0);
     CHECK_EQ(c.errors, 0);
     gpu_free(again);
     gpu_free(a);

@@ -36,6 +36,7 @@ TEST(cpu_mac_latency_mode_and_deep_ring)
 {
     check_mac(LOOP_CPU, 4096, 1, 1, 200);
     check_mac(LOOP_CPU, 40960, 8, 4, 200);
+    check_mac_at(LOOP_CPU, 4096, 4, 0, 40, 500); /* a paced source, as test_gpu_loop's */
 }
 
 TEST(cpu_ephys_at_nominal_rate)

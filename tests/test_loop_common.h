@@ -49,13 +49,15 @@ static int mac_sink_write(void *ctx, uint64_t seq, const void *out, size_t len, 
     return 0;
 }
 
-/* Run `blocks` MAC blocks through backend b; checks results, records, shutdown. */
-static void check_mac(int b, size_t in_bytes, uint32_t depth, uint32_t inflight, uint64_t blocks)
+/* Run `blocks` MAC blocks through backend b, the source making `rate`
+ * blocks/s (0: as fast as read); checks results, records, shutdown. */
+static void check_mac_at(int b, size_t in_bytes, uint32_t depth, uint32_t inflight, uint64_t blocks, double rate)
 {
     struct loop_memsrc src;
     struct mac_sink ms = {1, 3, 2, in_bytes, malloc(in_bytes), malloc(in_bytes), 0, 0, 0};
     REQUIRE(ms.in && ms.ref);
-    REQUIRE(loop_memsrc_init(&src, in_bytes, 0, 0, loop_fill_floats, NULL) == 0);
+    /* paced: a FIFO as long as the run, so nothing is dropped */
+    REQUIRE(loop_memsrc_init(&src, in_bytes, rate, rate > 0 ? (uint32_t)blocks : 0, loop_fill_floats, NULL) == 0);
     struct loop_config c = {0};
     c.backend = b;
     c.work = LOOP_WORK_MAC;
@@ -94,6 +96,11 @@ static void check_mac(int b, size_t in_bytes, uint32_t depth, uint32_t inflight,
     loop_memsrc_free(&src);
     free(ms.in);
     free(ms.ref);
+}
+
+static void check_mac(int b, size_t in_bytes, uint32_t depth, uint32_t inflight, uint64_t blocks)
+{
+    check_mac_at(b, in_bytes, depth, inflight, blocks, 0);
 }
 
 /* EPHYS: synthetic frames through the engine, spikes scored against truth. */

@@ -54,7 +54,7 @@ build() { cmake --build "$B" -j "$JOBS" >"$TMP/build.log" 2>&1; }
 
 echo "mutate: building $B"
 build || { tail -n 30 "$TMP/build.log"; echo "mutate: the clean tree does not build" >&2; exit 1; }
-all=$(grep -vE '^(#|$)' "$LIST" | cut -f3 | sort -u | paste -sd'|')
+all=$(grep -vE '^(#|$)' "$LIST" | cut -f3 | tr '|' '\n' | sort -u | paste -sd'|')
 echo "mutate: clean tree's tests: $all"
 if [ "${MUTATE_BASELINE:-1}" = 0 ]; then
     echo "mutate: not run (MUTATE_BASELINE=0)"

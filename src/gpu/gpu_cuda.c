@@ -308,8 +308,12 @@ int gpu_ipc_close(void *p)
 /* Completion words: 64-byte slots of page-locked, mapped pages that are
  * never freed. cudaFreeHost waits for the whole device (it took 299 ms
  * behind a running kernel on the H100), so a stream's word goes back to
- * this list instead. A free slot holds the next free one. */
+ * this list instead. A free slot holds the next free one at FLAG_LINK,
+ * beside the word: the word keeps its last stream's value, which flag_take
+ * clears (left, it would end a new stream's first waits early; test_gpu_api
+ * gpu_wait_on_a_recycled_word_waits). */
 #define FLAG_SLOT 64
+#define FLAG_LINK(slot) ((void **)((uint8_t *)(slot) + 8))
 static pthread_mutex_t flag_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *flag_free;
 
@@ -324,12 +328,12 @@ static uint32_t *flag_take(void)
             return NULL;
         }
         for (size_t off = 0; off < 4096; off += FLAG_SLOT) {
-            *(void **)(page + off) = flag_free;
+            *FLAG_LINK(page + off) = flag_free;
             flag_free = page + off;
         }
     }
     uint32_t *w = flag_free;
-    flag_free = *(void **)flag_free;
+    flag_free = *FLAG_LINK(w);
     pthread_mutex_unlock(&flag_lock);
     *w = 0;
     return w;
@@ -338,7 +342,7 @@ static uint32_t *flag_take(void)
 static void flag_give(uint32_t *w)
 {
     pthread_mutex_lock(&flag_lock);
-    *(void **)w = flag_free;
+    *FLAG_LINK(w) = flag_free;
     flag_free = w;
     pthread_mutex_unlock(&flag_lock);
 }
