@@ -20,7 +20,8 @@
 # MUTATE_BASELINE=0 (skip the clean tree's run: it passed on this build
 # directory already, e.g. in an earlier call on the same machine), JOBS.
 # Output: RESULTS_TSV (default mutate-results.tsv): id, file, result
-# (killed | survived | skipped | build-error | bad-line), failing tests, seconds.
+# (killed | survived | skipped | build-error | bad-line), failing test programs
+# and their failed cases (":case"), seconds.
 set -u
 LIST=${1:?usage: tools/mutate.sh LIST BUILD_DIR [RESULTS_TSV]}
 B=${2:?usage: tools/mutate.sh LIST BUILD_DIR [RESULTS_TSV]}
@@ -38,12 +39,14 @@ restore() { [ -n "$SAVED" ] && cp "$TMP/orig" "$SAVED"; SAVED=; }
 trap 'restore; rm -rf "$TMP"' EXIT
 trap 'exit 130' INT TERM
 
-# run_tests REGEX: ctest on the build; prints failing test names; status 0
+# run_tests REGEX: ctest on the build; prints the failing programs and cases; status 0
 # pass, 1 fail (or cut by the timeout), 2 something was skipped or not run
 run_tests() {
     timeout "$((T + 30))" ctest --test-dir "$B" -R "$1" --timeout "$T" -V >"$TMP/ctest.log" 2>&1
     local rc=$?
     sed -n '/tests FAILED/,$p' "$TMP/ctest.log" | grep -oE '(test|fuzz)_[A-Za-z0-9_]+' | sort -u | tr '\n' ' '
+    # and the failed cases (tests/unit.h), as ctest -V prints them: "N: [ FAIL ] name"
+    sed -n 's/^.*\[ FAIL \] \([A-Za-z0-9_]*\).*$/\1/p' "$TMP/ctest.log" | sort -u | sed 's/^/:/' | tr '\n' ' '
     [ $rc -ne 0 ] && return 1
     # a program that skipped all its tests (exit 77), or some of them (tests/unit.h's [ SKIP ])
     grep -qE '\*\*\*Skipped|Not Run|No tests were found|\[ SKIP \]' "$TMP/ctest.log" && return 2
