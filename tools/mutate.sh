@@ -12,7 +12,7 @@
 # where old is an exact text of one line of file that occurs exactly once in
 # it, replaced by new. Lines starting with # and empty lines are skipped.
 # BUILD_DIR must be configured already. The clean tree's tests (the union of
-# the lists' regexes) run first: they must pass, and pass without skipping
+# the list's regexes) run first: they must pass, and pass without skipping
 # (a GPU test skips without a GPU, and then every mutant would "survive").
 #
 # Environment: MUTATE_TIMEOUT (s per mutant's tests, default 300; a test cut
