@@ -416,6 +416,20 @@ TEST(usage_errors_print_on_stderr)
     HAS("  bench loop ");
 }
 
+/* `onigpu --version`: the build's version, the ONI API the library speaks,
+ * and what GPU it sees (here none, or one; either way a line). */
+TEST(version_names_build_api_and_gpu)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("--version"), 0);
+    HAS("onigpu 0.1.0\n");
+    HAS("ONI API 4.6.0 (liboni.so.1)\n");
+    HAS("GPU: ");
+    long n;
+    CHECK_EQ(stdout_bytes("--version", &n), 0);
+    CHECK(n > 0);
+}
+
 /* `onigpu bench` alone is the group of two-word bench commands: --help lists
  * them (exit 0); nothing or an unknown second word lists them too (exit 2). */
 TEST(bench_group_help_lists_subcommands)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "gpu/gpu.h"
 #include "oniemu.h"
 
 #define MAX_COMMANDS 64
@@ -212,10 +213,26 @@ oni_ctx cli_open(const char *drv, const char *emu_spec, int host_idx)
 static void print_help(FILE *f)
 {
     fprintf(f, "onigpu - acquisition-to-GPU stack for closed-loop experiments (ONI API %d.%d.%d)\n\n"
-               "usage: onigpu <command> [options]   (onigpu <command> --help for details)\n\n",
+               "usage: onigpu <command> [options]   (onigpu <command> --help for details; onigpu --version)\n\n",
             ONI_VERSION_MAJOR, ONI_VERSION_MINOR, ONI_VERSION_PATCH);
     for (int i = 0; i < ncommands; i++)
         fprintf(f, "  %-16s %s\n", commands[i]->name, commands[i]->help);
+}
+
+/* `onigpu --version`: what a bug report needs to say about this build. */
+static int print_version(void)
+{
+    int major, minor, patch;
+    oni_version(&major, &minor, &patch);
+    printf("onigpu %s\nONI API %d.%d.%d (liboni.so.1)\n", ONIGPU_VERSION, major, minor, patch);
+    char why[200] = "";
+    if (!gpu_available(why, sizeof why)) /* says whether CUDA was built in */
+        printf("GPU: %s\n", why);
+    else if (gpu_name(why, sizeof why) == 0)
+        printf("GPU: device 0: %s\n", why);
+    else
+        printf("GPU: device 0 (no name: %s)\n", gpu_error());
+    return 0;
 }
 
 /* Find the command named by argv[1] (and argv[2] for two-word names). */
@@ -268,6 +285,8 @@ int main(int argc, char **argv)
         print_help(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (!strcmp(argv[1], "--version"))
+        return print_version();
     int words = 0;
     const struct cli_command *cmd = find(argc, argv, &words);
     if (!cmd && argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) &&
