@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "drivers/emu/emuclient.h"
 #include "drivers/emu/emuproto.h"
 #include "emu/emu.h" /* stream numbers of the protocol */
 #include "oni.h"
@@ -711,7 +712,8 @@ TEST(daemon_ring_rules)
 
 /* --- a lying daemon: the driver checks what it is told ---------------------- */
 
-enum { LIE_GARBAGE, LIE_VERSION, LIE_NO_FD, LIE_RING_OUTSIDE, LIE_SHORT_FILE, LIE_SLOW };
+enum { LIE_GARBAGE, LIE_VERSION, LIE_NO_FD, LIE_RING_OUTSIDE, LIE_SHORT_FILE, LIE_SLOW, LIE_SEQ, LIE_RING_ONE_PAST,
+       LIE_READ_OUTSIDE };
 #define LIE_SLOW_MS 600 /* LIE_SLOW: each answer of the handshake comes this late */
 
 struct liar {
@@ -741,6 +743,10 @@ static void *liar_main(void *arg)
             fd = -1;
         if (l->lie == LIE_RING_OUTSIDE)
             hr.ring[2].offset = (1 << 20) - 100;
+        if (l->lie == LIE_RING_ONE_PAST) /* the last ring ends one byte past the file */
+            hr.ring[EMUP_NRING - 1].offset = (1 << 20) - (1 << 16) + 1;
+        if (l->lie == LIE_SEQ) /* the answer to another request */
+            h.seq++;
         if (l->lie == LIE_SLOW)
             usleep(LIE_SLOW_MS * 1000);
         if (l->lie == LIE_GARBAGE)
@@ -754,13 +760,23 @@ static void *liar_main(void *arg)
             emup_send(conn[0], EMUP_HELLO | EMUP_REPLY, h.seq, &hr, sizeof hr, l->lie == LIE_NO_FD ? -1 : fd);
         if (fd >= 0)
             close(fd);
-        for (int i = 1; l->lie == LIE_SLOW && i < EMUP_NCHAN; i++) { /* every ATTACH answered, late */
+        int attach = l->lie == LIE_SLOW || l->lie == LIE_READ_OUTSIDE;
+        for (int i = 1; attach && i < EMUP_NCHAN; i++) { /* every ATTACH answered (LIE_SLOW: late) */
             if (emup_recv(conn[i], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL) <= 0)
                 break;
             memcpy(&h, buf, sizeof h);
-            usleep(LIE_SLOW_MS * 1000);
+            if (l->lie == LIE_SLOW)
+                usleep(LIE_SLOW_MS * 1000);
             struct emup_status_reply st = {0, 0};
             emup_send(conn[i], EMUP_ATTACH | EMUP_REPLY, h.seq, &st, sizeof st, -1);
+        }
+        /* LIE_READ_OUTSIDE: a DATA READ answered with bytes a whole ring
+         * past anything produced */
+        if (l->lie == LIE_READ_OUTSIDE &&
+            emup_recv(conn[EMUP_CHAN_DATA], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL) > 0) {
+            memcpy(&h, buf, sizeof h);
+            struct emup_read_reply rr = {0, 64, 1 << 16, 0, 0};
+            emup_send(conn[EMUP_CHAN_DATA], EMUP_READ | EMUP_REPLY, h.seq, &rr, sizeof rr, -1);
         }
         emup_recv(conn[0], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL); /* until the client hangs up */
     }
@@ -777,7 +793,9 @@ TEST(daemon_lying_daemon)
                  {LIE_VERSION, ONI_EPROTCONFIG},
                  {LIE_NO_FD, ONI_EBADFRAME},
                  {LIE_RING_OUTSIDE, ONI_EBADFRAME},
-                 {LIE_SHORT_FILE, ONI_EBADFRAME}};
+                 {LIE_SHORT_FILE, ONI_EBADFRAME},
+                 {LIE_SEQ, ONI_EBADFRAME},
+                 {LIE_RING_ONE_PAST, ONI_EBADFRAME}};
     snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         unlink(sock_path);
@@ -831,6 +849,33 @@ TEST(daemon_slow_handshake_within_the_timeout)
     CHECK_RC(rc, ONI_ETIMEOUT);
     CHECK(ms < 2 * timeout); /* before: 5 x LIE_SLOW_MS and more */
     oni_destroy_ctx(ctx);
+    pthread_join(th, NULL);
+    close(l.listen_fd);
+    unlink(sock_path);
+    sock_path[0] = 0; /* the next daemon test picks its own path again */
+}
+
+/* A READ answer that places its bytes a whole ring past anything produced
+ * is refused (ONI_EBADFRAME), not copied out of the ring. */
+TEST(daemon_lying_read_answer)
+{
+    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
+    unlink(sock_path);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+    struct liar l = {LIE_READ_OUTSIDE, socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    REQUIRE(l.listen_fd >= 0);
+    REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(sock_path, "", 2000, &c, err, sizeof err), 0);
+    if (c) {
+        uint8_t buf[64];
+        CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 1000), ONI_EBADFRAME);
+        emuc_close(c);
+    }
     pthread_join(th, NULL);
     close(l.listen_fd);
     unlink(sock_path);
@@ -1600,4 +1645,392 @@ TEST(daemon_sigterm_on_another_thread)
     CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK(oni_now_ns() - t0 < 3000000000ull);
     oni_destroy_ctx(ctx);
+}
+
+/* --- edges found by mutation testing (docs/results/mutation-daemon-20261125.md) --- */
+
+/* Exact fits of the ring rules: a piece that ends exactly at the consumer's
+ * tail one lap on, one that ends exactly at the ring's end, and one that
+ * starts a whole lap past head. */
+TEST(daemon_ring_arithmetic_exact_fits)
+{
+    CHECK(emup_ring_ok(1024, 1000, 1024, 1024, 1000));  /* ends at tail + cap */
+    CHECK(!emup_ring_ok(1024, 1000, 1024, 1024, 1001)); /* one byte over it */
+    CHECK(emup_ring_ok(1024, 0, 0, 1000, 24));          /* ends at the ring's end */
+    CHECK(!emup_ring_ok(1024, 0, 0, 1024, 100));        /* a whole lap past head */
+    CHECK(emup_ring_ok(1024, 0, 0, 1023, 1));           /* the last byte before it */
+}
+
+/* The answer to a raw READ on s that waits up to timeout_ms in the daemon:
+ * 1 with *rr filled, or a status rc. */
+static int raw_read(int s, uint32_t stream, uint32_t want, uint64_t tail, uint32_t timeout_ms,
+                    struct emup_read_reply *rr)
+{
+    uint8_t m[128], buf[EMUP_MAXMSG];
+    struct emup_read rd = {stream, want, timeout_ms, 0, tail};
+    size_t n = msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd);
+    if (send(s, m, n, MSG_NOSIGNAL) != (ssize_t)n)
+        return ONI_EDISCONNECTED;
+    int r = emup_recv(s, buf, sizeof buf, oni_now_ns() + (timeout_ms + 2000ull) * 1000000u, NULL);
+    if (r < 0)
+        return r;
+    if ((size_t)r == sizeof(struct emup_hdr) + sizeof *rr) {
+        memcpy(rr, buf + sizeof(struct emup_hdr), sizeof *rr);
+        return 1;
+    }
+    struct emup_status_reply st;
+    if ((size_t)r != sizeof(struct emup_hdr) + sizeof st)
+        return 2;
+    memcpy(&st, buf + sizeof(struct emup_hdr), sizeof st);
+    return st.rc;
+}
+
+/* Requests just outside what the daemon takes, each next to one just inside:
+ * a packet longer than its header says, a string one byte too long, a packet
+ * larger than EMUP_MAXMSG (cut short on receipt), ATTACH
+ * to channel EMUP_NCHAN or CTRL, a READ of no bytes or with no time, a
+ * configuration or truth-file request off CTRL, a second HELLO, and a READ
+ * whose tail goes back. */
+TEST(daemon_request_edges)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int ctrl = sock_connect(), memfd = -1;
+    REQUIRE(ctrl >= 0);
+    struct emup_hello_reply hr;
+    REQUIRE(raw_hello(ctrl, &hr, &memfd) == 0);
+    if (memfd >= 0)
+        close(memfd);
+    int data = raw_attach(hr.token, EMUP_CHAN_DATA);
+    REQUIRE(data >= 0);
+    uint8_t m[EMUP_MAXMSG];
+    struct emup_config cfg[2] = {{ONI_CONFIG_RUNNING, 0}, {0, 0}};
+    size_t n = msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_READ, cfg, sizeof cfg);
+    ((struct emup_hdr *)m)->len = sizeof cfg[0]; /* the header counts one config of the two sent */
+    CHECK_RC(raw_call(ctrl, m, n), ONI_EBADFRAME);
+    CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_READ, cfg, sizeof cfg[0])), 0);
+
+    /* strings of EMUP_MAXSTR bytes (NUL included) are taken, longer ones not */
+    char path[EMUP_MAXSTR + 1];
+    memset(path, 'x', sizeof path);
+    memcpy(path, "/nonexistent-onigpu-dir/", 24);
+    path[EMUP_MAXSTR - 1] = 0;
+    CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_TRUTH, path, EMUP_MAXSTR)), ONI_EPATHINVALID);
+    path[EMUP_MAXSTR - 1] = 'x';
+    path[EMUP_MAXSTR] = 0;
+    CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_TRUTH, path, EMUP_MAXSTR + 1)), ONI_EBADFRAME);
+
+    /* ATTACH names a channel other than CTRL, below EMUP_NCHAN */
+    int s = sock_connect();
+    REQUIRE(s >= 0);
+    struct emup_attach at = {hr.token, EMUP_NCHAN, 0};
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_ATTACH, &at, sizeof at)), ONI_EBADFRAME);
+    at.chan = EMUP_CHAN_CTRL;
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_ATTACH, &at, sizeof at)), ONI_EBADFRAME);
+    close(s);
+
+    /* a packet larger than any message: answered, then the connection is closed */
+    s = sock_connect();
+    REQUIRE(s >= 0);
+    static uint8_t big[2 * EMUP_MAXMSG];
+    struct emup_hdr bh = {EMUP_MAGIC, EMUP_VERSION, EMUP_STATS, 1, sizeof big - sizeof bh};
+    memcpy(big, &bh, sizeof bh);
+    CHECK_RC(raw_call(s, big, sizeof big), ONI_EBADFRAME);
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_STATS, NULL, 0)), ONI_EDISCONNECTED);
+    close(s);
+
+    /* a READ wants bytes and has time to wait */
+    struct emup_read rd = {EMU_STREAM_DATA, 0, 100, 0, 0};
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd)), ONI_EBADFRAME);
+    rd.want = 64;
+    rd.timeout_ms = 0;
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd)), ONI_EBADFRAME);
+
+    /* configuration and the truth file only on CTRL; HELLO only once */
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_READ, cfg, sizeof cfg[0])), ONI_EINVALSTATE);
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_TRUTH, "", 1)), ONI_EINVALSTATE);
+    CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, "", 1)), ONI_EINVALSTATE);
+    CHECK_RC(raw_call(data, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, "", 1)), ONI_EINVALSTATE);
+
+    /* the tail a READ reports never goes back */
+    cfg[0] = (struct emup_config){ONI_CONFIG_RUNNING, 1};
+    CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_WRITE, cfg, sizeof cfg[0])), 0);
+    struct emup_read_reply rr = {0};
+    CHECK_RC(raw_read(data, EMU_STREAM_DATA, 64, 0, 5000, &rr), 1);
+    CHECK_EQ(rr.len, 64);
+    uint64_t end = rr.start + rr.len;
+    CHECK_RC(raw_read(data, EMU_STREAM_DATA, 64, end, 5000, &rr), 1);
+    CHECK_RC(raw_read(data, EMU_STREAM_DATA, 64, 0, 5000, &rr), ONI_EBADFRAME);
+    close(data);
+    close(ctrl);
+    serves_then_stops(pid);
+}
+
+/* When CTRL closes, the daemon shuts the session's other connections down:
+ * a client still on DATA sees the end at once, not at its next request. */
+TEST(daemon_session_end_shuts_its_channels)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int ctrl = sock_connect(), memfd = -1;
+    REQUIRE(ctrl >= 0);
+    struct emup_hello_reply hr;
+    REQUIRE(raw_hello(ctrl, &hr, &memfd) == 0);
+    if (memfd >= 0)
+        close(memfd);
+    int data = raw_attach(hr.token, EMUP_CHAN_DATA);
+    REQUIRE(data >= 0);
+    close(ctrl);
+    uint8_t buf[EMUP_MAXMSG];
+    CHECK_RC(emup_recv(data, buf, sizeof buf, oni_now_ns() + 5000000000ull, NULL), ONI_EDISCONNECTED);
+    close(data);
+    serves_then_stops(pid);
+}
+
+/* The handshake's 5 s limit ends with the handshake: an idle session is not
+ * cut when it passes (CTRL and the other channels). */
+TEST(daemon_idle_session_outlives_the_handshake_limit)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    int rc;
+    oni_ctx ctx = open_daemon("devices=np2;mode=fast", &rc);
+    REQUIRE(ctx);
+    usleep(5500 * 1000); /* past the daemon's HANDSHAKE_S */
+    oni_reg_val_t v;
+    CHECK_RC(oni_read_reg(ctx, 0xFE, 0, &v), 0);
+    oni_reg_val_t run = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run), 0);
+    oni_frame_t *f = NULL;
+    CHECK(oni_read_frame(ctx, &f) > 0);
+    if (f)
+        oni_destroy_frame(f);
+    oni_destroy_ctx(ctx);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* Only the daemon's user may connect: the socket has no group or other bits. */
+TEST(daemon_socket_is_private)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    struct stat sb;
+    CHECK(stat(sock_path, &sb) == 0);
+    CHECK_EQ(sb.st_mode & 077, 0);
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* A signal-stream READ takes all the daemon has (the host reads the signal
+ * stream a byte at a time): the next bytes come from the ring, even with the
+ * daemon stopped. */
+TEST(daemon_signal_bytes_served_from_the_ring)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(sock_path, "", 2000, &c, err, sizeof err), 0);
+    if (c) {
+        uint8_t b[2];
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RESET, 1, 2000), 0); /* the device table comes as signal packets */
+        CHECK_RC(emuc_read(c, EMU_STREAM_SIGNAL, b, 1, 2000), 1);
+        kill(pid, SIGSTOP);
+        waitpid(pid, NULL, WUNTRACED);
+        CHECK_RC(emuc_read(c, EMU_STREAM_SIGNAL, b + 1, 1, 200), 1);
+        kill(pid, SIGCONT);
+        emuc_close(c);
+    }
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+struct start_later {
+    struct emuc *c;
+    int rc;
+};
+
+static void *start_after_a_while(void *arg)
+{
+    struct start_later *s = arg;
+    usleep(200000); /* the reader waits meanwhile: longer than a wrapped timeout would let it */
+    s->rc = emuc_write_config(s->c, ONI_CONFIG_RUNNING, 1, 2000);
+    return NULL;
+}
+
+/* A timeout near UINT32_MAX ms does not wrap to a few ms when the reply
+ * margin is added: the read waits for the data. */
+TEST(daemon_longest_timeout_does_not_wrap)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(sock_path, "devices=np2", 2000, &c, err, sizeof err), 0);
+    if (c) {
+        struct start_later s = {c, -1};
+        pthread_t th;
+        REQUIRE(pthread_create(&th, NULL, start_after_a_while, &s) == 0);
+        uint8_t buf[64];
+        CHECK(emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, UINT32_MAX) > 0);
+        pthread_join(th, NULL);
+        CHECK_RC(s.rc, 0);
+        emuc_close(c);
+    }
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* A HELLO that comes while the last session is still closing waits for it
+ * (up to 0.5 s): here the old CTRL thread is inside a signal READ, which
+ * looks for its client's hangup every 100 ms, when its client hangs up and
+ * a new client says HELLO at once. */
+TEST(daemon_hello_waits_for_a_closing_session)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int ctrl = sock_connect(), memfd = -1;
+    REQUIRE(ctrl >= 0);
+    struct emup_hello_reply hr;
+    REQUIRE(raw_hello(ctrl, &hr, &memfd) == 0);
+    if (memfd >= 0)
+        close(memfd);
+    struct emup_read_reply rr;
+    uint64_t tail = 0;
+    int rc;
+    while ((rc = raw_read(ctrl, EMU_STREAM_SIGNAL, 4096, tail, 100, &rr)) == 1) /* empty the signal stream */
+        tail = rr.start + rr.len;
+    CHECK_RC(rc, ONI_ETIMEOUT);
+    uint8_t m[128];
+    struct emup_read rd = {EMU_STREAM_SIGNAL, 4096, 5000, 0, tail};
+    size_t n = msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_READ, &rd, sizeof rd);
+    CHECK(send(ctrl, m, n, MSG_NOSIGNAL) == (ssize_t)n); /* waits in the card */
+    int next = sock_connect();
+    REQUIRE(next >= 0);
+    close(ctrl);
+    memfd = -1;
+    CHECK_RC(raw_hello(next, &hr, &memfd), 0);
+    if (memfd >= 0)
+        close(memfd);
+    close(next);
+    serves_then_stops(pid);
+}
+
+/* A relative truth-file path names a file in the client's working directory,
+ * not in the daemon's: here the client moves to another directory after the
+ * daemon started. */
+TEST(daemon_truth_file_relative_to_the_client)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    char dir[] = "/tmp/onigpu-truth-XXXXXX", cwd[4096], want[128];
+    REQUIRE(getcwd(cwd, sizeof cwd) && mkdtemp(dir));
+    snprintf(want, sizeof want, "%s/t.csv", dir);
+    REQUIRE(chdir(dir) == 0);
+    int rc;
+    oni_ctx ctx = open_daemon("devices=np2;mode=fast", &rc);
+    CHECK_RC(rc, 0);
+    if (ctx) {
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, "t.csv", 6), 0); /* created at once */
+        oni_destroy_ctx(ctx);
+    }
+    CHECK(chdir(cwd) == 0);
+    struct stat sb;
+    CHECK(stat(want, &sb) == 0);
+    unlink(want);
+    rmdir(dir);
+    unlink("t.csv"); /* where a daemon that took the path as given would have put it */
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* A piece that ends exactly at the ring's end does not wrap: it goes at the
+ * producer's position, not on the next lap (fast mode: exactly what is asked). */
+TEST(daemon_piece_ending_at_the_ring_end_stays)
+{
+    pid_t pid = start_daemon(CARD_SPEC);
+    NEED_DAEMON(pid);
+    int ctrl = sock_connect(), memfd = -1;
+    REQUIRE(ctrl >= 0);
+    struct emup_hello_reply hr;
+    REQUIRE(raw_hello(ctrl, &hr, &memfd) == 0);
+    if (memfd >= 0)
+        close(memfd);
+    int data = raw_attach(hr.token, EMUP_CHAN_DATA);
+    REQUIRE(data >= 0);
+    uint8_t m[128];
+    struct emup_config run = {ONI_CONFIG_RUNNING, 1};
+    CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_WRITE, &run, sizeof run)), 0);
+    uint64_t cap = hr.ring[EMUP_RING_DATA].cap, piece = cap / 4, tail = 0;
+    for (int i = 0; i < 4; i++) {
+        struct emup_read_reply rr = {0};
+        CHECK_RC(raw_read(data, EMU_STREAM_DATA, (uint32_t)piece, tail, 5000, &rr), 1);
+        CHECK_EQ(rr.start, tail); /* the last one ends at cap */
+        CHECK_EQ(rr.len, piece);
+        tail = rr.start + rr.len;
+    }
+    close(data);
+    close(ctrl);
+    serves_then_stops(pid);
+}
+
+/* A GPU-stream block larger than the daemon's GPU ring (8 MiB) comes through
+ * the ring in pieces: the driver read returns it whole, the same bytes as
+ * in-process. */
+TEST(daemon_gpu_stream_block_larger_than_the_ring)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    const char *spec = "devices=testcore:route=1;mode=fast;seed=3";
+    enum { BLOCK = 12 << 20 };
+    int rc = -1;
+    oni_ctx ctx[2] = {open_spec(spec, &rc), open_daemon(spec, &rc)};
+    uint8_t *buf[2] = {malloc(BLOCK), malloc(BLOCK)};
+    for (int k = 0; k < 2; k++) {
+        REQUIRE(ctx[k] && buf[k]);
+        memset(buf[k], 0xEE, BLOCK);
+        uint32_t sz = BLOCK;
+        oni_reg_val_t run = 1;
+        onigpu_buf_t ob = {buf[k], BLOCK};
+        CHECK_RC(oni_set_driver_opt(ctx[k], ONI_DRV_RD_SZ, &sz, sizeof sz), 0);
+        CHECK_RC(oni_set_opt(ctx[k], ONI_OPT_RUNNING, &run, sizeof run), 0);
+        CHECK_RC(oni_set_driver_opt(ctx[k], ONI_DRV_READ, &ob, sizeof ob), 0);
+    }
+    CHECK(!memcmp(buf[0], buf[1], BLOCK));
+    for (int k = 0; k < 2; k++) {
+        free(buf[k]);
+        oni_destroy_ctx(ctx[k]);
+    }
+    CHECK_EQ(stop_daemon(pid, SIGTERM), 0);
+}
+
+/* In real-time mode the daemon reads the default stream ahead, never the GPU
+ * stream, whose blocks may leave the card by DMA instead: a GPU-stream READ
+ * takes what it asks for, even with more in the card's FIFO. */
+TEST(daemon_gpu_stream_not_read_ahead)
+{
+    pid_t pid = start_daemon("");
+    NEED_DAEMON(pid);
+    int ctrl = sock_connect(), memfd = -1;
+    REQUIRE(ctrl >= 0);
+    uint8_t m[128], buf[EMUP_MAXMSG];
+    static const char spec[] = "devices=testcore:bytes=256:rate=10k:route=1";
+    struct emup_hello_reply hr;
+    REQUIRE(send(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, spec, sizeof spec), MSG_NOSIGNAL) > 0);
+    REQUIRE(emup_recv(ctrl, buf, sizeof buf, oni_now_ns() + 2000000000ull, &memfd) ==
+            (int)(sizeof(struct emup_hdr) + sizeof hr));
+    memcpy(&hr, buf + sizeof(struct emup_hdr), sizeof hr);
+    REQUIRE(hr.rc == 0);
+    if (memfd >= 0)
+        close(memfd);
+    int gpu = raw_attach(hr.token, EMUP_CHAN_GPU);
+    REQUIRE(gpu >= 0);
+    struct emup_config run = {ONI_CONFIG_RUNNING, 1};
+    CHECK_RC(raw_call(ctrl, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_WRITE, &run, sizeof run)), 0);
+    struct emup_read_reply rr = {0};
+    CHECK_RC(raw_read(gpu, EMU_STREAM_GPU, 64, 0, 5000, &rr), 1);
+    CHECK_EQ(rr.len, 64);
+    usleep(50000); /* about 500 more frames in the FIFO */
+    uint64_t tail = rr.start + rr.len;
+    CHECK_RC(raw_read(gpu, EMU_STREAM_GPU, 64, tail, 5000, &rr), 1);
+    CHECK_EQ(rr.len, 64);
+    close(gpu);
+    close(ctrl);
+    serves_then_stops(pid);
 }
