@@ -254,6 +254,142 @@ TEST(xfer_daemon_late_reset_drops_read_ahead)
     xd_stop(pid);
 }
 
+/* A stop (RUNNING 0) whose answer comes too late also empties the card's
+ * default FIFO: once its answer comes, with the card's flush count, what the
+ * client read ahead before the stop is dropped. Unlike a RESET, a late stop
+ * is not counted before its answer comes. */
+TEST(xfer_daemon_late_stop_drops_read_ahead)
+{
+    XD_START(pid, "devices=np2");
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
+    if (c) {
+        static uint8_t buf[1 << 16];
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
+        usleep(100000);
+        CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, 16, 1000), 16); /* the daemon reads ahead */
+        kill(pid, SIGSTOP);
+        waitpid(pid, NULL, WUNTRACED);
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 0, 50), ONI_ETIMEOUT);
+        kill(pid, SIGCONT);
+        uint32_t run = 9;
+        CHECK_RC(emuc_read_config(c, ONI_CONFIG_RUNNING, &run, 2000), 0); /* after the late answer */
+        CHECK_EQ(run, 0);
+        size_t total = 0;
+        int rc;
+        while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 100)) > 0)
+            total += (size_t)rc;
+        CHECK_EQ(total, 0);
+        CHECK_RC(rc, ONI_ETIMEOUT);
+        emuc_close(c);
+    }
+    xd_stop(pid);
+}
+
+/* A late READ answer carries the flush count from when its bytes left the
+ * card: received after a RESET, it must not lower the count the client
+ * keeps, and its bytes, from before the RESET, are dropped. */
+TEST(xfer_daemon_late_read_after_a_reset_is_dropped)
+{
+    XD_START(pid, "devices=np2");
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
+    if (c) {
+        static uint8_t buf[1 << 16];
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
+        usleep(100000); /* frames in the card's FIFO */
+        kill(pid, SIGSTOP);
+        waitpid(pid, NULL, WUNTRACED);
+        CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, 16, 50), ONI_ETIMEOUT); /* answered once the daemon runs */
+        kill(pid, SIGCONT);
+        usleep(100000); /* the answer, with what the FIFO held, is sent before the RESET below */
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RESET, 1, 2000), 0);
+        size_t total = 0;
+        int rc;
+        while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 100)) > 0)
+            total += (size_t)rc;
+        CHECK_EQ(total, 0);
+        CHECK_RC(rc, ONI_ETIMEOUT);
+        emuc_close(c);
+    }
+    xd_stop(pid);
+}
+
+/* A late READ answer that ends exactly at the ring's end, then the answer
+ * to the next READ, which starts the next lap: two pieces, never one read
+ * across the ring's end (that would copy bytes of the next ring). */
+TEST(xfer_daemon_late_answer_at_the_ring_end)
+{
+    uint32_t core = 0;
+    oni_ctx local = xfer_open(XFER_SPEC(1), &core, NULL); /* the core's dev_idx */
+    REQUIRE(local);
+    oni_destroy_ctx(local);
+    XD_START(pid, XFER_SPEC(1));
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(xd_sock, XFER_SPEC(1), 2000, &c, err, sizeof err), 0);
+    enum { MB = 1 << 20, RING = 8 * MB }; /* the GPU ring (docs/daemon.md) */
+    uint8_t *buf = malloc(2 * MB);
+    if (c && buf) {
+        struct xcheck x;
+        xcheck_init(&x, core);
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 2000), 0);
+        for (int i = 0; i < RING / MB - 1; i++) { /* fast mode: exactly what is asked */
+            CHECK_RC(emuc_read(c, EMU_STREAM_GPU, buf, MB, 2000), MB);
+            xcheck_feed(&x, buf, MB);
+        }
+        kill(pid, SIGSTOP);
+        waitpid(pid, NULL, WUNTRACED);
+        CHECK_RC(emuc_read(c, EMU_STREAM_GPU, buf, MB, 50), ONI_ETIMEOUT); /* answered late: up to RING */
+        kill(pid, SIGCONT);
+        size_t got = 0;
+        while (got < 3 * MB) {
+            int rc = emuc_read(c, EMU_STREAM_GPU, buf, 2 * MB, 2000);
+            CHECK(rc > 0);
+            if (rc <= 0)
+                break;
+            xcheck_feed(&x, buf, (size_t)rc);
+            got += (size_t)rc;
+        }
+        CHECK_EQ(x.errors, 0);
+        CHECK(x.words > 0);
+    }
+    free(buf);
+    emuc_close(c);
+    xd_stop(pid);
+}
+
+/* The same with the data read first, before any call on the control
+ * channel has received the RESET's late answer: a RESET not answered in time
+ * already counts as a flush, so what was read ahead before it is dropped. */
+TEST(xfer_daemon_unanswered_reset_drops_read_ahead)
+{
+    XD_START(pid, "devices=np2");
+    struct emuc *c = NULL;
+    char err[200] = "";
+    CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
+    if (c) {
+        static uint8_t buf[1 << 16];
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
+        usleep(100000);
+        CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, 16, 1000), 16); /* the daemon reads ahead */
+        kill(pid, SIGSTOP);
+        waitpid(pid, NULL, WUNTRACED);
+        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RESET, 1, 50), ONI_ETIMEOUT);
+        kill(pid, SIGCONT);
+        size_t total = 0;
+        int rc;
+        while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 100)) > 0)
+            total += (size_t)rc;
+        CHECK_EQ(total, 0);
+        CHECK_RC(rc, ONI_ETIMEOUT);
+        emuc_close(c);
+    }
+    xd_stop(pid);
+}
+
 /* A stop empties only the card's default-stream FIFO; the GPU stream stays
  * readable, and reads on after the next start. Through the daemon the
  * client once compared every ring with the default FIFO's flush count, so
