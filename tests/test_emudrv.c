@@ -372,6 +372,40 @@ TEST(emudrv_env_spec)
     oni_destroy_ctx(ctx);
 }
 
+/* A spec (here from ONIGPU_EMU, which has no length limit of its own) of
+ * up to 511 characters is taken; 512 are refused, not cut. */
+TEST(emudrv_longest_spec)
+{
+    char spec[600];
+    for (size_t len = 511; len <= 512; len++) {
+        memset(spec, ';', len); /* empty keys, skipped */
+        memcpy(spec, "mode=fast", 9);
+        spec[len] = 0;
+        setenv(ONIGPU_EMU_ENV, spec, 1);
+        oni_ctx ctx = oni_create_ctx("emu");
+        REQUIRE(ctx);
+        CHECK_RC(oni_init_ctx(ctx, -1), len < 512 ? 0 : ONI_EINVALARG);
+        oni_destroy_ctx(ctx);
+    }
+    unsetenv(ONIGPU_EMU_ENV);
+}
+
+/* A string option's size is its length + 1: a NUL inside is refused, and a
+ * truth file set before init that cannot be opened fails the init. */
+TEST(emudrv_string_options_checked)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    static const char inner[] = "mode=fast\0x"; /* sizeof: 12, with the NUL at the end */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, inner, sizeof inner), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, inner, sizeof inner), ONI_EINVALARG);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, FAST_SPEC, strlen(FAST_SPEC) + 1), 0);
+    const char *bad = "/nonexistent-onigpu-dir/truth.csv";
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, bad, strlen(bad) + 1), 0); /* opened at init */
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EPATHINVALID);
+    oni_destroy_ctx(ctx);
+}
+
 /* Driver-level: every wait honours ONI_OPT_TIMEOUTMS. */
 struct reader {
     oni_ctx ctx;
