@@ -107,3 +107,41 @@ TEST(fit_two_points_and_bad_input)
     double tn[2] = {NAN, 10};
     CHECK_RC(bench_fit_model(s, tn, 2, BENCH_FIT_ABSOLUTE, &f), ONI_EINVALARG);
 }
+
+/* The weighted least squares of a few noisy points against the normal
+ * equations solved directly (small numbers: the raw sums are exact enough):
+ * a fit with the wrong weights somewhere still recovers an exact model, so
+ * only noisy points tell. */
+static void oracle(const double *s, const double *t, size_t n, int relative, double *lat, double *nspb, double *r2)
+{
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) {
+        double w = relative ? 1 / (t[i] * t[i]) : 1;
+        sw += w, sx += w * s[i], sy += w * t[i], sxx += w * s[i] * s[i], sxy += w * s[i] * t[i];
+    }
+    *nspb = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
+    *lat = (sy - *nspb * sx) / sw;
+    double ym = sy / sw, res = 0, tot = 0;
+    for (size_t i = 0; i < n; i++) {
+        double w = relative ? 1 / (t[i] * t[i]) : 1, r = t[i] - (*lat + *nspb * s[i]);
+        res += w * r * r;
+        tot += w * (t[i] - ym) * (t[i] - ym);
+    }
+    *r2 = 1 - res / tot;
+}
+
+TEST(fit_matches_the_normal_equations)
+{
+    double s[5] = {1000, 2000, 4000, 8000, 16000}, t[5] = {3000, 4100, 5900, 10200, 17500};
+    for (int w = BENCH_FIT_ABSOLUTE; w <= BENCH_FIT_RELATIVE; w++) {
+        struct bench_fit f;
+        double lat, nspb, r2;
+        oracle(s, t, 5, w == BENCH_FIT_RELATIVE, &lat, &nspb, &r2);
+        CHECK_RC(bench_fit_model(s, t, 5, w, &f), ONI_ESUCCESS);
+        CHECK(REL(f.lat_ns, lat, 1e-9));
+        CHECK(REL(f.ns_per_byte, nspb, 1e-9));
+        CHECK(REL(f.bw_Bps, 1e9 / nspb, 1e-9));
+        CHECK(REL(f.r2, r2, 1e-9));
+        CHECK(f.r2 < 0.9999); /* noisy enough for a wrong weight to show */
+    }
+}

@@ -1,5 +1,6 @@
 /* test_bench_stats.c - statistics, histograms and the sample recorder of src/bench. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <time.h>
 #include <pthread.h>
@@ -104,6 +105,8 @@ TEST(stats_percentile_rank_for_large_n)
     CHECK_EQ(bench_percentile_rank(10, NAN), 1);
     CHECK_EQ(bench_percentile_rank(10, -5), 1);
     CHECK_EQ(bench_percentile_rank(10, 1e300), 10);
+    /* a p so small that p/100 * n is 0: still the first sample, not rank 0 */
+    CHECK_EQ(bench_percentile_rank(10, DBL_TRUE_MIN), 1);
     enum { N = 1001999 };
     uint64_t *v = malloc(N * sizeof *v);
     REQUIRE(v);
@@ -203,6 +206,86 @@ TEST(hist_log_and_range)
     uint64_t same[5] = {7, 7, 7, 7, 7};
     CHECK_RC(bench_hist_make(&h, same, 5, 8, 1, 0, 0), ONI_ESUCCESS);
     CHECK_EQ(h.count[0], 5);
+    bench_hist_free(&h);
+}
+
+/* Bins as documented, [edge(i), edge(i + 1)) and the last one closed, for
+ * samples on or next to the edges, also where (x - lo) / (hi - lo) * nbins
+ * rounds to a hair under an edge's index (45 of [0, 66] in 22 bins gives
+ * 14.999..., and 45 is edge 15 exactly). Checked against bench_hist_edge. */
+static int hist_by_edges_bad(uint64_t *v, size_t n, size_t nb, int log_bins, double lo, double hi)
+{
+    struct bench_hist h;
+    if (bench_hist_make(&h, v, n, nb, log_bins, lo, hi) != ONI_ESUCCESS)
+        return 1;
+    uint64_t want[64] = {0};
+    for (size_t k = 0; k < n; k++) {
+        size_t b = 0;
+        while (b + 1 < nb && (double)v[k] >= bench_hist_edge(&h, b + 1))
+            b++;
+        want[b]++;
+    }
+    int bad = 0;
+    for (size_t b = 0; b < nb; b++)
+        bad += h.count[b] != want[b];
+    bench_hist_free(&h);
+    return bad;
+}
+
+TEST(hist_values_on_edges)
+{
+    int bad = 0;
+    uint64_t v[200];
+    for (size_t nb = 1; nb < 60; nb++) {
+        size_t n = 0;
+        for (size_t i = 0; i <= nb; i++) /* 3i - 1, 3i, 3i + 1 round edge i of [0, 3 nb] */
+            for (int d = -1; d <= 1; d++)
+                if ((i || d >= 0) && (i < nb || d <= 0))
+                    v[n++] = 3 * i + (uint64_t)(int64_t)d;
+        bad += hist_by_edges_bad(v, n, nb, 0, 0, (double)(3 * nb));
+    }
+    CHECK_EQ(bad, 0);
+    for (size_t nb = 2; nb <= 8; nb++) { /* decades: 1, 10, ..., 10^nb, and their neighbours */
+        size_t n = 0;
+        uint64_t p = 1;
+        for (size_t i = 0; i <= nb; i++, p *= 10) {
+            v[n++] = p;
+            if (i)
+                v[n++] = p - 1;
+            if (i < nb)
+                v[n++] = p + 1;
+        }
+        bad += hist_by_edges_bad(v, n, nb, 1, 1, (double)(p / 10));
+    }
+    CHECK_EQ(bad, 0);
+    /* the case itself: 45 of [0, 66] in 22 bins is in bin 15 */
+    uint64_t one = 45;
+    struct bench_hist h;
+    REQUIRE(bench_hist_make(&h, &one, 1, 22, 0, 0, 66) == ONI_ESUCCESS);
+    CHECK_EQ(h.count[15], 1);
+    bench_hist_free(&h);
+}
+
+/* Log bins over the data's range start at 1: a 0 (a clock that did not move)
+ * is counted under the range, not binned through log(0). */
+TEST(hist_log_auto_range_with_zeros)
+{
+    uint64_t v[] = {0, 0, 1, 10, 100};
+    struct bench_hist h;
+    CHECK_RC(bench_hist_make(&h, v, 5, 2, 1, 0, 0), ONI_ESUCCESS);
+    CHECK_EQ(h.lo, 1);
+    CHECK_EQ(h.hi, 100);
+    CHECK_EQ(h.under, 2);
+    CHECK_EQ(h.count[0], 1); /* 1 */
+    CHECK_EQ(h.count[1], 2); /* 10, 100 */
+    CHECK_EQ(h.over, 0);
+    bench_hist_free(&h);
+    /* only zeros: an empty range at 1, every sample under it */
+    uint64_t z[3] = {0, 0, 0};
+    CHECK_RC(bench_hist_make(&h, z, 3, 4, 1, 0, 0), ONI_ESUCCESS);
+    CHECK_EQ(h.lo, 1);
+    CHECK_EQ(h.hi, 1);
+    CHECK_EQ(h.under, 3);
     bench_hist_free(&h);
 }
 
