@@ -110,11 +110,36 @@ TEST(json_refuses_malformed_text)
     REFUSED("[\"\xed\xa0\x80\"]", "invalid UTF-8 byte 0xed");   /* a surrogate */
     REFUSED("[\"\xf4\x90\x80\x80\"]", "invalid UTF-8 byte 0xf4"); /* past U+10FFFF */
     REFUSED("[\"\xe2\x82\"]", "invalid UTF-8 byte 0xe2");       /* cut short */
+    REFUSED("[\"\xf5\x80\x80\x80\"]", "invalid UTF-8 byte 0xf5"); /* no lead byte past F4 */
+    REFUSED("[\"\x1f\"]", "control character 0x1f in a string"); /* the last one */
     char many[200];
     memset(many, '1', sizeof many);
     many[0] = '[';
     many[sizeof many - 1] = ']';
     refused(many, sizeof many, "a number of 198 characters (at most 127)");
+    /* the bound itself: 127 digits are a number, 128 are not */
+    many[129] = ']';
+    refused(many, 130, "a number of 128 characters (at most 127)");
+    many[128] = ']';
+    struct bench_json *v = NULL;
+    CHECK_EQ(bench_json_parse(many, 129, &v, err, sizeof err), 0);
+    CHECK(v && v->n == 1 && v->items[0].num > 1e125);
+    bench_json_free(v);
+}
+
+/* The edges of each UTF-8 length, from \u escapes and as raw bytes, and the
+ * last code point through a surrogate pair. */
+TEST(json_utf8_edges)
+{
+    struct bench_json *v = parse("[\"\\u007f\", \"\\u0080\", \"\\u07ff\", \"\\u0800\", \"\\uffff\", "
+                                 "\"\\ud800\\udc00\", \"\\udbff\\udfff\", \"\xf4\x8f\xbf\xbf\", \"\xed\x9f\xbf\"]");
+    REQUIRE(v && v->n == 9);
+    static const char *want[] = {"\x7f", "\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xef\xbf\xbf",
+                                 "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"};
+    for (size_t i = 0; i < 9; i++)
+        if (strcmp(v->items[i].str, want[i]))
+            UNIT_FAIL("item %zu decoded wrong", i);
+    bench_json_free(v);
 }
 
 TEST(json_limits_depth_and_size)

@@ -506,3 +506,46 @@ TEST(report_command_keeps_argument_boundaries)
     bench_json_free(v);
     free(csv);
 }
+
+/* Every control byte is escaped in the JSON (0x1f, the last, too), a CR
+ * makes a CSV field quoted, a quote in it is doubled, and several extra tables are a valid object. */
+TEST(report_control_bytes_and_several_tables)
+{
+    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512], err[256];
+    REQUIRE(mkdtemp(dir));
+    int e = 0;
+    struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &e);
+    REQUIRE(r);
+    bench_cell_str(r, "s", "a\x1f" "b");
+    bench_cell_str(r, "cr", "c\rd");
+    bench_cell_str(r, "q", "say \"hi\"");
+    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    const char *names[] = {"one", "two", "three"};
+    for (int i = 0; i < 3; i++) {
+        bench_cell_int(r, "k", i);
+        CHECK_RC(bench_report_row(r, names[i]), ONI_ESUCCESS);
+    }
+    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    struct bench_json *v = NULL;
+    REQUIRE(find_file(dir, ".json", path, sizeof path));
+    if (bench_json_load(path, &v, err, sizeof err))
+        UNIT_FAIL("%s is not valid JSON: %s", path, err);
+    const struct bench_json *row = bench_json_at(bench_json_get(v, "results"), 0);
+    const struct bench_json *s = bench_json_get(row, "s"), *cr = bench_json_get(row, "cr");
+    CHECK(s && s->type == BENCH_JSON_STR && !strcmp(s->str, "a\x1f" "b"));
+    CHECK(cr && cr->type == BENCH_JSON_STR && !strcmp(cr->str, "c\rd"));
+    const struct bench_json *tables = bench_json_get(v, "tables");
+    CHECK(tables && tables->n == 3);
+    for (int i = 0; i < 3; i++) {
+        const struct bench_json *k = bench_json_get(bench_json_at(bench_json_get(tables, names[i]), 0), "k");
+        CHECK(k && k->type == BENCH_JSON_NUM && k->num == i);
+    }
+    bench_json_free(v);
+    /* the main CSV: the one that is no -<table>.csv */
+    strcpy(path + strlen(path) - 5, ".csv");
+    char *csv = slurp(path);
+    REQUIRE(csv);
+    CHECK(!strcmp(csv, "s,cr,q\na\x1f" "b,\"c\rd\",\"say \"\"hi\"\"\"\n")); /* quotes doubled */
+    free(csv);
+    rm_dir(dir);
+}
