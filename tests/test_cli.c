@@ -699,4 +699,8 @@ TEST(bench_transfer_sizes_on_the_doubling)
     CHECK(RUN("bench", "transfer", "--sizes", "8K:16K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
               "--out", "/nonexistent-dir") != 2);
     HAS("no 4 KiB target row");
+    /* one size (A = B) is a run: the benchmark takes it as the CLI does */
+    CHECK(RUN("bench", "transfer", "--sizes", "8K:8K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
+              "--out", "/nonexistent-dir") != 2);
+    CHECK(strstr(out, "Invalid function argument") == NULL);
 }

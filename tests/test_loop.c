@@ -4,6 +4,8 @@
  * bad configurations, and the emulated card's source never leaving a DMA job
  * writing into a buffer it let go of. (test_loop_run.c covers the emulated
  * card end to end.) */
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include "oniemu.h"
 #include "onigpu.h"
@@ -275,4 +277,230 @@ TEST(cardsrc_never_leaves_a_job_writing)
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero), 0);
     oni_destroy_ctx(ctx);
     free(buf);
+}
+
+/* --inflight bounds the blocks between read start and send end, and a wait
+ * for that bound is no stall (a stall is a wait for a busy slot). The sink
+ * holds block 0 until a read past the bound happens or 200 ms pass, so a
+ * receive thread that breaks the bound is caught doing it; on a correct
+ * engine the wait simply runs out. Records: as many as blocks ran. */
+struct flight {
+    atomic_int reads, sent, max_ahead;
+    int inflight;
+};
+
+static int flight_read(void *ctx, void *buf, size_t len, uint32_t t)
+{
+    struct flight *f = ctx;
+    int ahead = atomic_fetch_add(&f->reads, 1) + 1 - atomic_load(&f->sent);
+    int max = atomic_load(&f->max_ahead);
+    while (ahead > max && !atomic_compare_exchange_weak(&f->max_ahead, &max, ahead))
+        ;
+    memset(buf, 0, len);
+    return 0;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int flight_write(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t t)
+{
+    struct flight *f = ctx;
+    uint64_t t0 = now_ns();
+    while (seq == 0 && atomic_load(&f->reads) <= f->inflight && now_ns() - t0 < 200000000u)
+        sched_yield();
+    atomic_fetch_add(&f->sent, 1);
+    return 0;
+}
+
+static void check_inflight(uint32_t depth, uint32_t inflight)
+{
+    struct flight f = {0};
+    f.inflight = (int)(inflight ? inflight : depth);
+    struct loop_config c = {0};
+    c.backend = LOOP_CPU;
+    c.work = LOOP_WORK_MAC;
+    c.in_bytes = c.out_bytes = 256;
+    c.depth = depth;
+    c.inflight = inflight;
+    c.blocks = 20;
+    c.timeout_ms = 2000;
+    c.mac_iters = 1;
+    c.mac_passes = 1;
+    c.record_cap = 100; /* more than the blocks */
+    c.src = (struct loop_source){&f, flight_read, NULL, NULL, NULL, NULL};
+    c.sink = (struct loop_sink){&f, flight_write};
+    struct loop *lp = NULL;
+    CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+    REQUIRE(lp);
+    CHECK_RC(loop_run(lp), ONI_ESUCCESS);
+    struct loop_stats st;
+    loop_get_stats(lp, &st);
+    CHECK_EQ(st.blocks, 20);
+    CHECK_EQ(st.nrecords, 20);
+    if (atomic_load(&f.max_ahead) > f.inflight)
+        UNIT_FAIL("depth %u inflight %u: %d blocks in flight", depth, inflight, atomic_load(&f.max_ahead));
+    if (inflight && inflight < depth)
+        CHECK_EQ(st.stalls, 0); /* the slots were free: every wait was for the bound */
+    loop_destroy(lp);
+}
+
+TEST(cpu_inflight_bounds_the_pipeline)
+{
+    check_inflight(4, 1);
+    check_inflight(4, 2);
+    check_inflight(3, 0); /* 0: the depth */
+}
+
+/* The edges of the configuration that are allowed. */
+TEST(config_edges_accepted)
+{
+    struct flight f = {0};
+    struct loop_config c = {0};
+    c.backend = LOOP_CPU;
+    c.work = LOOP_WORK_MAC;
+    c.in_bytes = c.out_bytes = 256;
+    c.depth = LOOP_MAXDEPTH;
+    c.inflight = LOOP_MAXDEPTH; /* = depth */
+    c.blocks = 40;
+    c.timeout_ms = 2000;
+    c.mac_passes = 1;
+    c.record_cap = 10; /* fewer than the blocks: the rest are not recorded */
+    c.src = (struct loop_source){&f, flight_read, NULL, NULL, NULL, NULL};
+    c.sink = (struct loop_sink){&f, flight_write};
+    f.inflight = LOOP_MAXDEPTH;
+    struct loop *lp = NULL;
+    CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+    REQUIRE(lp);
+    CHECK_RC(loop_run(lp), ONI_ESUCCESS);
+    struct loop_stats st;
+    loop_get_stats(lp, &st);
+    CHECK_EQ(st.blocks, 40);
+    CHECK_EQ(st.nrecords, 10);
+    loop_destroy(lp);
+    /* a block of frames and a bit: no whole number of frames */
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    struct loop_ephys_layout lay = {32, 80, 16};
+    static struct loop_ephys_state es;
+    REQUIRE(loop_ephys_init(&es, &p, &lay) == ONI_ESUCCESS);
+    c.work = LOOP_WORK_EPHYS;
+    c.ephys = &es;
+    c.depth = 2;
+    c.inflight = 0;
+    c.in_bytes = 80 * 100;
+    CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+    loop_destroy(lp);
+    c.in_bytes = 80 * 100 + 4;
+    CHECK_RC(loop_create(&c, &lp), ONI_EINVALARG);
+}
+
+/* The in-memory source: the lowest rate is allowed, a paced source needs a
+ * FIFO, and a read must be of the block's length. */
+TEST(memsrc_edges)
+{
+    struct loop_memsrc m;
+    CHECK_RC(loop_memsrc_init(&m, 64, LOOP_MEMSRC_MIN_RATE, 4, loop_fill_floats, NULL), ONI_ESUCCESS);
+    CHECK_RC(loop_memsrc_init(&m, 64, 1000, 0, loop_fill_floats, NULL), ONI_EINVALARG);
+    CHECK_RC(loop_memsrc_init(&m, 64, 0, 0, loop_fill_floats, NULL), ONI_ESUCCESS);
+    struct loop_source src;
+    float buf[32];
+    loop_memsrc_source(&m, &src);
+    CHECK_RC(src.read(src.ctx, buf, 128, 100), ONI_EBUFFERSIZE);
+    CHECK_RC(src.read(src.ctx, buf, 32, 100), ONI_EBUFFERSIZE);
+    CHECK_RC(src.read(src.ctx, buf, 64, 100), ONI_ESUCCESS);
+    loop_memsrc_free(&m);
+}
+
+/* The card source's and sink's sizes, and the sink's frames: a header of
+ * the device and the payload's word count, the result, zeros after it (not
+ * the tail of a longer earlier result). */
+TEST(cardsrc_and_cardsink_frames)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    const char *spec = "devices=stim;mode=fast";
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    CHECK_RC(rc, 0);
+    struct loop_cardsrc cs;
+    CHECK_RC(loop_cardsrc_init(&cs, ctx, 4098), ONI_EINVALARG);
+    CHECK_RC(loop_cardsrc_init(&cs, ctx, 4096), 0);
+    struct loop_cardsink k;
+    CHECK_RC(loop_cardsink_init(&k, ctx, 0, 8), ONI_EINVALARG); /* no room for a payload */
+    CHECK_RC(loop_cardsink_init(&k, ctx, 7, 64), 0);
+    struct loop_sink sink;
+    loop_cardsink_sink(&k, &sink);
+    uint8_t res[40];
+    memset(res, 0xAA, sizeof res);
+    sink.write(sink.ctx, 0, res, 40, 100);
+    memset(res, 0x11, 8);
+    sink.write(sink.ctx, 1, res, 8, 100);
+    uint32_t hdr[2];
+    memcpy(hdr, k.stage, 8);
+    CHECK_EQ(hdr[0], 7);
+    CHECK_EQ(hdr[1], (64 - 8) / 4);
+    size_t stale = 0;
+    for (size_t i = 8; i < 64; i++)
+        stale += k.stage[i] != (i < 16 ? 0x11 : 0);
+    CHECK_EQ(stale, 0);
+    loop_cardsink_free(&k);
+    oni_destroy_ctx(ctx);
+}
+
+/* A read cut short by a stop request is no error: the source's read of
+ * block 3 waits until the test has asked the loop to stop, then fails as a
+ * read interrupted by the stop would. */
+struct stop_src {
+    atomic_int reached, stopped;
+};
+
+static int stop_read(void *ctx, void *buf, size_t len, uint32_t t)
+{
+    struct stop_src *s = ctx;
+    memset(buf, 0, len);
+    if (atomic_fetch_add(&s->reached, 1) < 3)
+        return 0;
+    while (!atomic_load(&s->stopped))
+        sched_yield();
+    return ONI_ETIMEOUT;
+}
+
+static void *run_thread(void *lp)
+{
+    return (void *)(intptr_t)loop_run(lp);
+}
+
+TEST(cpu_read_cut_short_by_stop_is_no_error)
+{
+    struct stop_src ss;
+    atomic_init(&ss.reached, 0);
+    atomic_init(&ss.stopped, 0);
+    struct loop_config c = {0};
+    c.backend = LOOP_CPU;
+    c.work = LOOP_WORK_MAC;
+    c.in_bytes = c.out_bytes = 256;
+    c.depth = 2;
+    c.timeout_ms = 1000;
+    c.mac_passes = 1;
+    c.src = (struct loop_source){&ss, stop_read, NULL, NULL, NULL, NULL};
+    c.sink.write = null_write;
+    struct loop *lp = NULL;
+    CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+    REQUIRE(lp);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, run_thread, lp) == 0);
+    while (atomic_load(&ss.reached) < 4)
+        sched_yield();
+    loop_stop(lp);
+    atomic_store(&ss.stopped, 1);
+    void *rc;
+    pthread_join(th, &rc);
+    CHECK_RC((int)(intptr_t)rc, ONI_ESUCCESS);
+    loop_destroy(lp);
 }

@@ -350,6 +350,204 @@ TEST(scoring_counts_matches)
     CHECK_EQ(sc.true_pos, 1);
 }
 
+/* The edges of scoring, each inclusive (synth.h): a truth row at t_hi, a
+ * detection up to tol before t_lo, tol ticks either side of a row, and
+ * chan_radius channels away. */
+static int scored(uint64_t tt, uint32_t tc, uint64_t dt, uint32_t dc, uint64_t lo, uint64_t hi)
+{
+    struct loop_truth t = {tt, tc, 1};
+    struct loop_spike d = {dt, dc, 0};
+    struct loop_score sc;
+    loop_score_spikes(&t, 1, &d, 1, 100, 2, lo, hi, &sc);
+    return (int)(sc.events * 1000 + sc.recalled * 100 + sc.detections * 10 + sc.true_pos);
+}
+
+TEST(scoring_edges_are_inclusive)
+{
+    CHECK_EQ(scored(2000, 5, 2000, 5, 0, 2000), 1111);    /* truth at t_hi */
+    CHECK_EQ(scored(2001, 5, 2001, 5, 0, 2000), 10);      /* past it: a detection in the tolerance only */
+    CHECK_EQ(scored(1000, 5, 900, 5, 1000, 5000), 1111);  /* detection tol before t_lo */
+    CHECK_EQ(scored(1000, 5, 899, 5, 1000, 5000), 1000);  /* one tick further: outside */
+    CHECK_EQ(scored(1000, 5, 1100, 5, 0, 5000), 1111);    /* tol after the row */
+    CHECK_EQ(scored(1000, 5, 1101, 5, 0, 5000), 1010);
+    CHECK_EQ(scored(1100, 5, 1000, 5, 0, 5000), 1111);    /* tol before the row */
+    CHECK_EQ(scored(1101, 5, 1000, 5, 0, 5000), 1010);
+    CHECK_EQ(scored(1000, 5, 1000, 7, 0, 5000), 1111);    /* chan_radius away */
+    CHECK_EQ(scored(1000, 5, 1000, 8, 0, 5000), 1010);
+    CHECK_EQ(scored(1000, 7, 1000, 5, 0, 5000), 1111);
+}
+
+/* Without noise and hum the synthetic signal is the spikes alone: each truth
+ * row's channel has the trough at the peak and the rebound's last sample
+ * 15 samples later (the waveform window is +-15), before the next spike is
+ * drawn. Frames are padded to whole 32-bit words. */
+TEST(synth_spike_waveform_is_whole)
+{
+    struct loop_synth *sy = calloc(1, sizeof *sy);
+    REQUIRE(sy);
+    REQUIRE(loop_synth_init(sy, 5, 300.0, 7) == 0);
+    CHECK_EQ(sy->lay.stride, 16 + 12); /* 10 bytes of samples, padded */
+    sy->noise_sd = 0;
+    sy->hum_amp = 0;
+    enum { N = 30000 };
+    uint8_t *blk = malloc((size_t)N * sy->lay.stride);
+    REQUIRE(blk);
+    loop_synth_block(sy, blk, N);
+    REQUIRE(sy->ntruth > 100);
+    int bad = 0;
+    for (size_t i = 0; i < sy->ntruth; i++) {
+        uint64_t k = sy->truth[i].time / sy->ticks_per_sample;
+        REQUIRE(k + 15 < N);
+        int16_t peak, last;
+        memcpy(&peak, blk + k * sy->lay.stride + 16 + 2 * sy->truth[i].chan, 2);
+        memcpy(&last, blk + (k + 15) * sy->lay.stride + 16 + 2 * sy->truth[i].chan, 2);
+        bad += peak > -200 || last < 50;
+    }
+    CHECK_EQ(bad, 0);
+    free(blk);
+    free(sy);
+}
+
+/* Two channels (CAR needs two): small noise through calibration, then a
+ * 3 kHz sine of amplitude 2000 on channel 0 from its peak at sample `from`
+ * (channel 1 silent: after CAR it carries minus half of channel 0). The sine
+ * repeats every 10 samples, so channel 0 is over its threshold at the same
+ * phase every refractory period (30 samples) and fires exactly that far apart.
+ * dead: a state whose calibration saw nothing (its histograms empty, as a
+ * state made elsewhere than loop_ephys_init may be): no channel has a noise
+ * level, and none fires. Returns the number of
+ * channel-0 spikes in n samples; first and the smallest gap through *first, *gap. */
+static int sine_spikes(int dead, uint64_t from, uint64_t n, struct loop_ephys_state *st, uint64_t *first, uint64_t *gap)
+{
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    p.calib_s = 0; /* the least: 100 samples */
+    struct loop_ephys_layout lay = {2, 20, 16};
+    struct loop_ephys_out *out = calloc(1, sizeof *out);
+    if (!out || loop_ephys_init(st, &p, &lay))
+        return -1;
+    if (dead)
+        st->nsamples = st->calib;
+    uint8_t blk[50 * 20];
+    uint64_t seed = 11, last = 0;
+    int spikes = 0;
+    *first = *gap = UINT64_MAX;
+    for (uint64_t i = 0; i < n; i += 50) {
+        for (uint64_t f = 0; f < 50; f++) {
+            uint64_t k = i + f;
+            uint8_t *fr = blk + f * 20;
+            memcpy(fr, &k, 8);
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            int16_t v0 = (int16_t)((int)(seed >> 58) - 32), v1 = 0;
+            if (k >= from)
+                v0 = (int16_t)lround(2000 * cos(2 * M_PI * (double)(k - from) / 10));
+            memcpy(fr + 16, &v0, 2);
+            memcpy(fr + 18, &v1, 2);
+        }
+        loop_ephys_cpu(st, blk, 50, out);
+        for (uint32_t j = 0; j < out->nspikes; j++) {
+            if (out->spikes[j].chan != 0)
+                continue;
+            uint64_t t = out->spikes[j].time;
+            if (spikes && t - last < *gap)
+                *gap = t - last;
+            if (!spikes)
+                *first = t;
+            last = t;
+            spikes++;
+        }
+    }
+    free(out);
+    return spikes;
+}
+
+TEST(detection_starts_right_after_calibration_and_refires_after_refractory)
+{
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    REQUIRE(st);
+    uint64_t first, gap;
+    int n = sine_spikes(0, 100, 3000, st, &first, &gap);
+    CHECK_EQ(st->calib, 100);
+    CHECK_EQ(st->refractory, 30);
+    CHECK(n >= 90); /* about one per 30 samples over 2900 */
+    CHECK_EQ(first, st->calib); /* the first sample past calibration, at the sine's peak */
+    CHECK_EQ(gap, st->refractory);
+    /* no calibration samples: every channel dead, none fires */
+    CHECK_EQ(sine_spikes(1, 100, 3000, st, &first, &gap), 0);
+    free(st);
+}
+
+/* More spikes in a block than the list holds: the list is full, the rest
+ * counted. */
+TEST(spike_list_overflow_is_counted)
+{
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    p.calib_s = 0;
+    enum { C = 64, F = 200 };
+    struct loop_ephys_layout lay = {C, 16 + 2 * C, 16};
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    struct loop_ephys_out *out = calloc(1, sizeof *out);
+    uint8_t *blk = malloc((size_t)F * lay.stride);
+    REQUIRE(st && out && blk);
+    REQUIRE(loop_ephys_init(st, &p, &lay) == 0);
+    uint64_t seed = 3;
+    uint64_t listed = 0, overflow = 0;
+    for (uint64_t b = 0; b < 5; b++) {
+        for (uint64_t f = 0; f < F; f++) {
+            uint64_t k = b * F + f;
+            uint8_t *fr = blk + f * lay.stride;
+            memcpy(fr, &k, 8);
+            for (int c = 0; c < C; c++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                int16_t v = (int16_t)((int)(seed >> 58) - 32);
+                if (k >= 100 && c % 2 == 0) /* half the channels oscillate: CAR leaves them */
+                    v = (int16_t)lround(2000 * cos(2 * M_PI * (double)(k - 100) / 10));
+                memcpy(fr + 16 + 2 * c, &v, 2);
+            }
+        }
+        loop_ephys_cpu(st, blk, F, out);
+        CHECK(out->nspikes <= LOOP_EPHYS_MAXSPIKES);
+        listed += out->nspikes;
+        overflow += out->overflow;
+    }
+    CHECK(overflow > 0);
+    CHECK(listed >= 4 * LOOP_EPHYS_MAXSPIKES);
+    free(st);
+    free(out);
+    free(blk);
+}
+
+/* The kernels' parameter and layout edges, and the median of a few samples. */
+TEST(ephys_edges)
+{
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    REQUIRE(st);
+    struct loop_ephys_layout lay = {4, 25, 17}; /* an odd offset: samples are 16-bit */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    lay = (struct loop_ephys_layout){4, 24, 16}; /* the samples end at the stride */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_ESUCCESS);
+    p.hi_hz = p.fs_hz / 2; /* Nyquist itself */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    free(st);
+    uint32_t hist[LOOP_EPHYS_BINS] = {0};
+    CHECK(loop_ephys_hist_median(hist, 0) == 0.0f); /* nothing counted */
+    hist[loop_ephys_bin(1.0f)]++;
+    hist[loop_ephys_bin(2.0f)]++;
+    hist[loop_ephys_bin(4.0f)]++;
+    CHECK(loop_ephys_hist_median(hist, 3) == loop_ephys_bin_value(loop_ephys_bin(2.0f)));
+    /* the first value past the last bin's own range is still in the last bin */
+    uint32_t bits = (LOOP_EPHYS_BINS + ((127u - 16u) << 3)) << 20;
+    float past;
+    memcpy(&past, &bits, 4);
+    CHECK_EQ(loop_ephys_bin(past), LOOP_EPHYS_BINS - 1);
+    bits -= 1u << 20;
+    memcpy(&past, &bits, 4);
+    CHECK_EQ(loop_ephys_bin(past), LOOP_EPHYS_BINS - 1);
+}
+
 TEST(gpu_kernels_match_cpu)
 {
     struct loop_score sc;

@@ -289,3 +289,13 @@ TEST(advise_reads_run_workload)
     CHECK_EQ(ONIGPU("advise", "--workload", "/nonexistent.json"), 2);
     remove(path);
 }
+
+/* Figure 6.1's step 2 asks for more than ~1 MB: exactly 1 MB is not. */
+TEST(advise_one_megabyte_is_not_more)
+{
+    NEED_BIN();
+    CHECK_EQ(ONIGPU("advise", "--data", "500kB", "--compute", "500kB"), 0);
+    CHECK(strstr(out, "data + algorithm > ~1 MB?   no (1000 kB)") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--data", "500kB", "--compute", "500001"), 0);
+    CHECK(strstr(out, "data + algorithm > ~1 MB?   yes (1000 kB)") != NULL);
+}
