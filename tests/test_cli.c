@@ -184,9 +184,12 @@ TEST(read_interrupted_on_another_thread)
     int fd;
     pid_t pid = spawn_prog("onigpu", (const char *const[]){"read", "--driver", "emu", "--seconds", "60", NULL}, &fd);
     REQUIRE(pid > 0);
-    for (int i = 0; i < 1000 && !sig_bit(proc_sigmask(pid, pid, "SigCgt"), SIGINT); i++)
-        usleep(10000); /* until its handler is in place: reading has begun */
-    pid_t tid = other_thread_taking(pid, SIGINT);
+    /* until its handler is in place and the card's threads run (under load
+     * the handler came first: no other thread to send to, once) */
+    pid_t tid = 0;
+    for (int i = 0; i < 1000 && !(sig_bit(proc_sigmask(pid, pid, "SigCgt"), SIGINT) &&
+                                  (tid = other_thread_taking(pid, SIGINT)) > 0); i++)
+        usleep(10000);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int sent = tid > 0 ? send_to_thread(pid, tid, SIGINT) : -1;
