@@ -220,6 +220,32 @@ TEST(xfer_daemon_read_answered_timeout_leaves_nothing_pending)
     xd_stop(pid);
 }
 
+/* With the np2 session c through daemon pid: start, read a little (the
+ * daemon reads ahead), then write config reg = value while the daemon is
+ * stopped, so the client gives up (ONI_ETIMEOUT) before the answer comes.
+ * The daemon runs again on return. */
+static void late_config_write(pid_t pid, struct emuc *c, uint32_t reg, uint32_t value, uint8_t *buf)
+{
+    CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
+    usleep(100000);
+    CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, 16, 1000), 16); /* the daemon reads ahead */
+    kill(pid, SIGSTOP);
+    waitpid(pid, NULL, WUNTRACED);
+    CHECK_RC(emuc_write_config(c, reg, value, 50), ONI_ETIMEOUT);
+    kill(pid, SIGCONT);
+}
+
+/* The default stream gives nothing more: what the client held was dropped. */
+static void check_read_ahead_dropped(struct emuc *c, uint8_t *buf, size_t cap)
+{
+    size_t total = 0;
+    int rc;
+    while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, cap, 100)) > 0)
+        total += (size_t)rc;
+    CHECK_EQ(total, 0);
+    CHECK_RC(rc, ONI_ETIMEOUT);
+}
+
 /* A RESET whose answer comes too late (the daemon stopped meanwhile) is
  * still carried out: what the client read ahead before it is dropped, as
  * in-process, where the card's FIFO is emptied (realtime mode, where the
@@ -232,23 +258,12 @@ TEST(xfer_daemon_late_reset_drops_read_ahead)
     CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
     if (c) {
         static uint8_t buf[1 << 16];
-        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
-        usleep(100000);
-        CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, 16, 1000), 16); /* the daemon reads ahead */
-        kill(pid, SIGSTOP);
-        waitpid(pid, NULL, WUNTRACED);
-        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RESET, 1, 50), ONI_ETIMEOUT);
-        kill(pid, SIGCONT);
+        late_config_write(pid, c, ONI_CONFIG_RESET, 1, buf);
         usleep(100000);
         uint32_t run = 9;
         CHECK_RC(emuc_read_config(c, ONI_CONFIG_RUNNING, &run, 1000), 0);
         CHECK_EQ(run, 0);
-        size_t total = 0;
-        int rc;
-        while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 100)) > 0)
-            total += (size_t)rc;
-        CHECK_EQ(total, 0);
-        CHECK_RC(rc, ONI_ETIMEOUT);
+        check_read_ahead_dropped(c, buf, sizeof buf);
         emuc_close(c);
     }
     xd_stop(pid);
@@ -266,22 +281,11 @@ TEST(xfer_daemon_late_stop_drops_read_ahead)
     CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
     if (c) {
         static uint8_t buf[1 << 16];
-        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
-        usleep(100000);
-        CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, 16, 1000), 16); /* the daemon reads ahead */
-        kill(pid, SIGSTOP);
-        waitpid(pid, NULL, WUNTRACED);
-        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 0, 50), ONI_ETIMEOUT);
-        kill(pid, SIGCONT);
+        late_config_write(pid, c, ONI_CONFIG_RUNNING, 0, buf);
         uint32_t run = 9;
         CHECK_RC(emuc_read_config(c, ONI_CONFIG_RUNNING, &run, 2000), 0); /* after the late answer */
         CHECK_EQ(run, 0);
-        size_t total = 0;
-        int rc;
-        while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 100)) > 0)
-            total += (size_t)rc;
-        CHECK_EQ(total, 0);
-        CHECK_RC(rc, ONI_ETIMEOUT);
+        check_read_ahead_dropped(c, buf, sizeof buf);
         emuc_close(c);
     }
     xd_stop(pid);
@@ -306,12 +310,7 @@ TEST(xfer_daemon_late_read_after_a_reset_is_dropped)
         kill(pid, SIGCONT);
         usleep(100000); /* the answer, with what the FIFO held, is sent before the RESET below */
         CHECK_RC(emuc_write_config(c, ONI_CONFIG_RESET, 1, 2000), 0);
-        size_t total = 0;
-        int rc;
-        while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 100)) > 0)
-            total += (size_t)rc;
-        CHECK_EQ(total, 0);
-        CHECK_RC(rc, ONI_ETIMEOUT);
+        check_read_ahead_dropped(c, buf, sizeof buf);
         emuc_close(c);
     }
     xd_stop(pid);
@@ -372,19 +371,8 @@ TEST(xfer_daemon_unanswered_reset_drops_read_ahead)
     CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
     if (c) {
         static uint8_t buf[1 << 16];
-        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
-        usleep(100000);
-        CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, 16, 1000), 16); /* the daemon reads ahead */
-        kill(pid, SIGSTOP);
-        waitpid(pid, NULL, WUNTRACED);
-        CHECK_RC(emuc_write_config(c, ONI_CONFIG_RESET, 1, 50), ONI_ETIMEOUT);
-        kill(pid, SIGCONT);
-        size_t total = 0;
-        int rc;
-        while ((rc = emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 100)) > 0)
-            total += (size_t)rc;
-        CHECK_EQ(total, 0);
-        CHECK_RC(rc, ONI_ETIMEOUT);
+        late_config_write(pid, c, ONI_CONFIG_RESET, 1, buf);
+        check_read_ahead_dropped(c, buf, sizeof buf);
         emuc_close(c);
     }
     xd_stop(pid);
