@@ -1715,3 +1715,324 @@ TEST(emu_link_presets_and_model_exact)
     CHECK(best < model / 2);
     emu_card_destroy(c);
 }
+
+/* --- mutation testing of the devices 2026-11-25 (docs/results/mutation-devices-20261125.md) --- */
+
+/* The next frame of device dev on the default stream (others skipped). */
+static int dev_frame(struct emu_card *c, uint32_t dev, struct frame *f)
+{
+    for (int i = 0; i < 100000; i++) {
+        int rc = frame_read(c, EMU_STREAM_DATA, f, TMO);
+        if (rc || f->dev == dev)
+            return rc;
+    }
+    return ONI_ETIMEOUT;
+}
+
+static uint16_t median_u16(const uint8_t *p, int n)
+{
+    uint16_t v[384];
+    memcpy(v, p, (size_t)n * 2);
+    qsort(v, (size_t)n, 2, cmp_u16);
+    return v[n / 2];
+}
+
+/* np2, rhd2164 and np1 frames as docs/devices.md lays them out: sizes, a
+ * sample (frame) counter counting 0, 1, 2, ... in the first 8 bytes, the
+ * channels around their offset-binary zero, rhd2164's aux ramps after its 64
+ * channels, np1's 12 AP blocks after the LFP block, and the read-only
+ * CHANNELS/UNITS/AP_HZ/LFP_HZ registers. */
+TEST(emu_neural_frame_layouts)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=np2,rhd2164,np1,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[16];
+    int n = table_read(c, t, 16);
+    uint32_t np2 = find_id(t, n, ONIX_ONIGPU_NEUROPIX2), rhd = find_id(t, n, ONIX_RHD2164);
+    uint32_t np1 = find_id(t, n, ONIX_NEUROPIX1R0), v = 0;
+    CHECK_EQ(reg_get(c, rhd, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 64);
+    CHECK_EQ(reg_get(c, rhd, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 8); /* rhd2164's default units */
+    CHECK_EQ(reg_get(c, np1, EMU_REG_DEVICE + 2, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 30000);
+    CHECK_EQ(reg_get(c, np1, EMU_REG_DEVICE + 3, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 2500);
+    start(c);
+    static struct frame f;
+    uint64_t count, first = 0; /* each device's frames are read in turn: count from the first one seen */
+    for (uint64_t k = 0; k < 3; k++) {
+        REQUIRE(dev_frame(c, np2, &f) == 0);
+        CHECK_EQ(f.sz, 776);
+        memcpy(&count, f.data, 8);
+        first = k ? first : count;
+        CHECK_EQ(count, first + k);
+    }
+    for (uint64_t k = 0; k < 3; k++) {
+        REQUIRE(dev_frame(c, np1, &f) == 0);
+        CHECK_EQ(f.sz, 9992);
+        memcpy(&count, f.data, 8);
+        first = k ? first : count;
+        CHECK_EQ(count, first + k);
+        uint16_t lfp = median_u16(f.data + 8, 384), ap11 = median_u16(f.data + 8 + 12 * 768, 384);
+        CHECK(lfp > 462 && lfp < 562);
+        CHECK(ap11 > 502 && ap11 < 522); /* AP noise SD 3 LSB: the last AP block is written */
+    }
+    for (uint64_t k = 0; k <= 100; k++) {
+        REQUIRE(dev_frame(c, rhd, &f) == 0);
+        CHECK_EQ(f.sz, 142);
+        memcpy(&count, f.data, 8);
+        first = k ? first : count;
+        CHECK_EQ(count, first + k);
+        uint16_t mid = median_u16(f.data + 8, 64), aux[3];
+        CHECK(mid > 32768 - 100 && mid < 32768 + 100);
+        memcpy(aux, f.data + 8 + 128, 6);
+        CHECK_EQ(aux[0], 32768 + count / 16); /* slow ramps */
+        CHECK_EQ(aux[1], 32768 - count / 32);
+        CHECK_EQ(aux[2], 32768);
+    }
+    emu_card_destroy(c);
+}
+
+/* BNO055 fusion frames: the head turns at 36 deg/s, so frame k (100 Hz)
+ * has heading 0.36 k deg in 1/16 deg and the quaternion of that turn about
+ * the vertical (w = cos(h/2), z = sin(h/2), 1 = 2^14); gravity 9.81 m/s^2
+ * on z, 25 C and every calibration status bit set. */
+TEST(emu_bno055_frame_fields)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=bno055,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t bno = find_id(t, n, ONIX_BNO055);
+    start(c);
+    static struct frame f;
+    for (int k = 0; k <= 100; k++) {
+        REQUIRE(dev_frame(c, bno, &f) == 0);
+        CHECK_EQ(f.sz, 28);
+        int16_t v[13];
+        memcpy(v, f.data, sizeof v);
+        double h = 0.36 * k, half = h * M_PI / 360;
+        CHECK(abs(v[0] - (int)lrint(h * 16)) <= 1);
+        CHECK(abs(v[3] - (int)lrint(cos(half) * 16384)) <= 1);
+        CHECK(abs(v[6] - (int)lrint(sin(half) * 16384)) <= 1);
+        CHECK_EQ(v[12], 981);
+        CHECK_EQ((int8_t)f.data[26], 25);
+        CHECK_EQ(f.data[27], 0xFF);
+    }
+    emu_card_destroy(c);
+}
+
+/* heartbeat: 100 Hz by default; its payload is its hub's clock, which on a
+ * headstage hub (HSNP2E, 50 MHz) is a fifth of the 250 MHz frame time. */
+TEST(emu_heartbeat_default_rate_and_hub_clock)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=np2,heartbeat:hub=1,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t hb = find_id(t, n, ONIX_HEARTBEAT), v = 0;
+    CHECK_EQ(hb >> 8, 1);
+    CHECK_EQ(reg_get(c, hb, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 100);
+    CHECK_EQ(reg_get(c, hb, ONIX_HEARTBEAT_CLK_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 50000000);
+    start(c);
+    static struct frame f;
+    for (int k = 0; k < 3; k++) {
+        REQUIRE(dev_frame(c, hb, &f) == 0);
+        uint64_t clock;
+        memcpy(&clock, f.data, 8);
+        CHECK_EQ(clock, f.time / 5);
+    }
+    CHECK(f.time > 0);
+    emu_card_destroy(c);
+}
+
+/* breakout: a frame per edge of the square wave on digital input 0
+ * (inputs 1, 0, 1, ...), buttons 0, link state 3; PULSE_HZ reads hz; hz is
+ * 1..10^4. */
+TEST(emu_breakout_frames_and_range)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=breakout:hz=7,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t brk = find_id(t, n, ONIX_BREAKDIG1R3), v = 0;
+    CHECK_EQ(reg_get(c, brk, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 7);
+    start(c);
+    static struct frame f;
+    for (int k = 0; k < 4; k++) {
+        REQUIRE(dev_frame(c, brk, &f) == 0);
+        uint16_t w[4];
+        memcpy(w, f.data, 8);
+        CHECK_EQ(w[0], k % 2 ? 0 : 1);
+        CHECK_EQ(w[1], 0);
+        CHECK_EQ(w[2], 3);
+        CHECK_EQ(w[3], 0);
+    }
+    emu_card_destroy(c);
+    struct emu_card *bad = NULL;
+    char err[200];
+    CHECK_RC(emu_card_create("devices=breakout:hz=10001", &bad, err, sizeof err), ONI_EINVALARG);
+    REQUIRE((c = card_open("devices=breakout:hz=10000")));
+    emu_card_destroy(c);
+}
+
+/* stim: ECHO takes only 0 and 1; LAST_TAG and LAST_TIME are read-only;
+ * LAST_TIME's two halves are the echo's receipt time. */
+TEST(emu_stim_registers)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=stim,heartbeat:hz=1000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t stim = find_id(t, n, ONIX_ONIGPU_STIM), hb = find_id(t, n, ONIX_HEARTBEAT), v = 0;
+    CHECK_EQ(reg_set(c, stim, EMU_REG_DEVICE, 2), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, stim, EMU_REG_DEVICE + 1, 1), ONI_SIG_CONFIGWNACK); /* values ECHO would take */
+    CHECK_EQ(reg_set(c, stim, EMU_REG_DEVICE + 2, 0), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1);
+    start(c);
+    static struct frame f;
+    for (int k = 0; k < 10; k++) /* 10 ms of acquisition: past 2^16 ticks */
+        REQUIRE(dev_frame(c, hb, &f) == 0);
+    uint32_t w = 77, lo = 0, hi = 1;
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, stim, &w, 1), 12);
+    REQUIRE(dev_frame(c, stim, &f) == 0);
+    uint64_t rt;
+    memcpy(&rt, f.data + 8, 8);
+    CHECK(rt > 65536);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE + 2, &lo), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE + 3, &hi), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(((uint64_t)hi << 32) | lo, rt);
+    emu_card_destroy(c);
+}
+
+/* testcore: RATE_KBPS saturates at 2^32 - 1 for rates above that many kB/s
+ * (1 MiB frames, 5 TB/s: 4.8 M frames/s, under one per tick). */
+TEST(emu_testcore_rate_register_saturates)
+{
+    struct emu_card *c = card_open("mode=fast;devices=testcore:bytes=1048576:rate=5000000000000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t core = find_id(t, n, ONIX_ONIGPU_TESTCORE), v = 0;
+    CHECK_EQ(reg_get(c, core, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, UINT32_MAX);
+    emu_card_destroy(c);
+}
+
+/* testsink: HASH is FNV-1a (32-bit, basis 2166136261) of the payload bytes
+ * in order, NACKed without hash=1; the words-received count is 64-bit (low
+ * and high registers). */
+TEST(emu_testsink_hash_and_word_count)
+{
+    struct emu_card *c = card_open("mode=fast;devices=testsink:hash=1,testsink,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t hashed = UINT32_MAX, plain = UINT32_MAX, v = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i].id == ONIX_ONIGPU_TESTSINK)
+            *(hashed == UINT32_MAX ? &hashed : &plain) = t[i].idx;
+    REQUIRE(plain != UINT32_MAX);
+    uint32_t w[60] = {0x04030201u, 0x08070605u};
+    CHECK_RC(write_frame(c, EMU_STREAM_WRITE, hashed, w, 2), 16);
+    CHECK_EQ(reg_get(c, hashed, EMU_REG_DEVICE + 2, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 671377293u); /* FNV-1a of the bytes 1..8 */
+    CHECK_EQ(reg_get(c, plain, EMU_REG_DEVICE + 2, &v), ONI_SIG_CONFIGRNACK);
+    uint64_t words = 0;
+    while (words < 70000) {
+        CHECK_RC(write_frame(c, EMU_STREAM_WRITE, plain, w, 60), 8 + 240);
+        words += 60;
+    }
+    CHECK_EQ(reg_get(c, plain, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, words);
+    CHECK_EQ(reg_get(c, plain, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    emu_card_destroy(c);
+}
+
+/* loadtest: FRAME_WORDS starts at (bytes - 8) / 2 and reads back what was
+ * written at once, but the frames keep their size, every word 42, until the
+ * next RESET; its largest value is accepted; hz goes up to 2.5x10^7. */
+TEST(emu_loadtest_frame_words_and_payload)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=loadtest:bytes=64:hz=25000000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t lt = find_id(t, n, ONIX_LOADTEST), v = 0;
+    CHECK_EQ(reg_get(c, lt, ONIX_LOADTEST_FRAME_WORDS, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 28);
+    CHECK_EQ(reg_get(c, lt, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 25000000);
+    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 524284), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 524285), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 4), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_get(c, lt, ONIX_LOADTEST_FRAME_WORDS, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 4);
+    start(c);
+    static struct frame f;
+    for (int k = 0; k < 3; k++) {
+        REQUIRE(dev_frame(c, lt, &f) == 0);
+        CHECK_EQ(f.sz, 64);
+        for (int i = 0; i < 28; i++) {
+            uint16_t w;
+            memcpy(&w, f.data + 8 + 2 * i, 2);
+            CHECK_EQ(w, 42);
+        }
+    }
+    emu_card_destroy(c);
+}
+
+/* memusage: MEM_WORDS saturates at 2^32 - 1 (ddr=64G: 16 Gi words); hz is
+ * 1..10^5; FILL_GPU_KIB and DROPPED_GPU are the GPU stream's. */
+TEST(emu_memusage_registers_per_stream)
+{
+    struct emu_card *c = card_open("mode=fast;ddr=64G;devices=memusage");
+    REQUIRE(c);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t mu = find_id(t, n, ONIX_MEMUSAGE), v = 0;
+    CHECK_EQ(reg_get(c, mu, ONIX_MEMUSAGE_MEM_WORDS, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, UINT32_MAX);
+    CHECK_EQ(reg_set(c, mu, EMU_REG_RATE_HZ, 100000), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, mu, EMU_REG_RATE_HZ, 100001), ONI_SIG_CONFIGWNACK);
+    emu_card_destroy(c);
+    struct emu_card *bad = NULL;
+    char err[200];
+    CHECK_RC(emu_card_create("devices=memusage:hz=100001", &bad, err, sizeof err), ONI_EINVALARG);
+}
+
+/* memusage's device block: FILL_DATA_KIB/FILL_GPU_KIB and
+ * DROPPED_DATA/DROPPED_GPU are each stream's own (the GPU stream here fills
+ * its FIFO and drops; the default stream is read). */
+TEST(emu_memusage_fill_and_drops_per_stream)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=64K;devices=testcore:bytes=1024:rate=100M:route=1,"
+                                   "heartbeat:hz=1000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t mu = find_id(t, n, ONIX_MEMUSAGE), hb = find_id(t, n, ONIX_HEARTBEAT), v = 0;
+    start(c);
+    static struct frame f;
+    for (int k = 0; k < 50; k++) /* 50 ms: the test core makes ~4900 frames of 1 KiB for the GPU stream */
+        REQUIRE(dev_frame(c, hb, &f) == 0);
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    REQUIRE(st.dropped_frames[1] > 0);
+    CHECK(st.fifo_bytes[1] >= 16384); /* most of its 32 KiB FIFO (ddr is both FIFOs') */
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, st.fifo_bytes[0] >> 10);
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, st.fifo_bytes[1] >> 10);
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE + 3, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, st.dropped_frames[0]);
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE + 4, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, (uint32_t)st.dropped_frames[1]);
+    emu_card_destroy(c);
+}
