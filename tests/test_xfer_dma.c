@@ -315,3 +315,153 @@ TEST(dma_destroy_ends_queued_waits)
     CHECK_EQ(written, 0);
     emu_card_destroy(c);
 }
+
+/* --- mutation testing of the devices and DMA engine 2026-11-25 (docs/results/mutation-devices-20261125.md) --- */
+
+/* Host reads out of a 1 MiB GPU-stream FIFO: below the ring's restart size,
+ * so reads keep wrapping round its end (fast mode generates 256 KiB ahead:
+ * nothing dropped); the second span lands after the first in the buffer and
+ * the counter runs on. */
+TEST(dma_host_reads_across_the_ring_end)
+{
+    struct emu_card *c = card_open("devices=testcore:bytes=1024:route=1;mode=fast;link=unlimited;ddr=1M");
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    enum { BLK = 3000, READS = 1000 }; /* 3 MB: about three laps */
+    uint8_t *buf = malloc(BLK);
+    REQUIRE(buf);
+    struct xcheck chk;
+    for (int i = 0; i < READS; i++) {
+        REQUIRE(emu_dma_read(d, buf, BLK, 0, 1000) == 0);
+        if (!i)
+            xcheck_init(&chk, first_dev(buf));
+        xcheck_feed(&chk, buf, BLK);
+    }
+    CHECK_EQ(chk.errors, 0);
+    CHECK(chk.frames > 2800);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+    free(buf);
+}
+
+/* More jobs than the queue's 256 slots, queued while the first waits for
+ * data (the card stopped): every accepted job runs, in order, and writes its
+ * record; a submit to the full queue is refused (ONI_EBUSY), never written
+ * over a queued job. */
+TEST(dma_full_queue_keeps_every_job_in_order)
+{
+    struct emu_card *c = card_open(SPEC(1));
+    REQUIRE(c);
+    REQUIRE(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0) == 0);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    enum { JOBS = 300, BLK = 1040 };
+    uint8_t *buf = malloc((size_t)JOBS * BLK);
+    REQUIRE(buf);
+    static volatile uint32_t done[JOBS];
+    int queued = 0, busy = 0;
+    for (int i = 0; i < JOBS && !busy; i++) {
+        onigpu_xfer_t x = {buf + (size_t)i * BLK, BLK, &done[i], (uint32_t)i + 1, 0};
+        int rc = emu_dma_submit(d, 0, &x, 0, 0, 10000);
+        busy = rc == ONI_EBUSY;
+        queued += rc == 0;
+        REQUIRE(rc == 0 || busy);
+    }
+    CHECK(busy);
+    CHECK(queued >= 256 && queued <= 257); /* 256 queued, and the one running if the engine took it */
+    REQUIRE(emu_card_write_config(c, ONI_CONFIG_RUNNING, 1) == 0);
+    CHECK_RC(emu_dma_flush(d, 10000), 0);
+    int missing = 0;
+    for (int i = 0; i < queued; i++)
+        missing += done[i] != (uint32_t)i + 1;
+    CHECK_EQ(missing, 0);
+    struct xcheck chk;
+    xcheck_init(&chk, first_dev(buf));
+    xcheck_feed(&chk, buf, (size_t)queued * BLK);
+    CHECK_EQ(chk.errors, 0);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+    free(buf);
+}
+
+/* Failed jobs: the first one's error is reported, once, by whichever call
+ * comes next in that direction (a flush or a synchronous transfer). */
+TEST(dma_first_job_error_reported_once)
+{
+    struct emu_card *c = card_open(SPEC(0)); /* nothing on the GPU stream */
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    size_t too_big = emu_card_read_max(c, EMU_STREAM_GPU) + 4; /* could never be whole: ONI_EINVALARG */
+    uint8_t *buf = malloc(too_big);
+    REQUIRE(buf);
+    static volatile uint32_t done[2];
+    onigpu_xfer_t big = {buf, too_big, &done[0], 1, 0}, small = {buf, 64, &done[1], 2, 0};
+    CHECK_RC(emu_dma_submit(d, 0, &big, 0, 0, 10), 0);
+    CHECK_RC(emu_dma_submit(d, 0, &small, 0, 0, 1), 0); /* times out */
+    CHECK_RC(emu_dma_flush(d, 5000), ONI_EINVALARG);
+    CHECK_RC(emu_dma_flush(d, 10), 0);
+    CHECK_RC(emu_dma_submit(d, 0, &big, 0, 0, 10), 0);
+    CHECK_RC(emu_dma_read(d, buf, 64, 0, 10), ONI_EINVALARG); /* the job's error, not the read's timeout */
+    CHECK_RC(emu_dma_read(d, buf, 64, 0, 10), ONI_ETIMEOUT);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+    free(buf);
+}
+
+/* emu_dma_wait_data: a wait for exactly emu_card_read_max bytes waits (here
+ * until its timeout: nothing on the GPU stream); one for more returns at
+ * once (the pieces wait in turn); a wait that found its data leaves it all
+ * for the read. */
+TEST(dma_wait_data_bounds_and_leaves_the_data)
+{
+    struct emu_card *c = card_open(SPEC(0));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    size_t max = emu_card_read_max(c, EMU_STREAM_GPU);
+    CHECK_RC(emu_dma_wait_data(d, max, 20), ONI_ETIMEOUT);
+    CHECK_RC(emu_dma_wait_data(d, max + 1, 20), 0);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+
+    REQUIRE((c = card_open(SPEC(1))));
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    CHECK_RC(emu_dma_wait_data(d, 64, 1000), 0);
+    uint8_t buf[4096];
+    CHECK_RC(emu_dma_read(d, buf, sizeof buf, 0, 1000), 0);
+    struct xcheck chk;
+    xcheck_init(&chk, first_dev(buf));
+    xcheck_feed(&chk, buf, sizeof buf);
+    CHECK_EQ(chk.errors, 0);
+    CHECK(chk.frames >= 3);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
+
+/* The engine is not idle while a job runs (waits for data), only once the
+ * queue is empty and no job runs. */
+TEST(dma_not_idle_while_a_job_runs)
+{
+    struct emu_card *c = card_open(SPEC(0));
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    CHECK(emu_dma_idle(d));
+    uint8_t buf[64];
+    static volatile uint32_t done;
+    onigpu_xfer_t x = {buf, sizeof buf, &done, 1, 0};
+    CHECK_RC(emu_dma_submit(d, 0, &x, 0, 0, 10000), 0);
+    int idle = 0;
+    for (int i = 0; i < 200 && !idle; i++) { /* the job waits 10 s: it runs all this time */
+        idle = emu_dma_idle(d);
+        usleep(1000);
+    }
+    CHECK(!idle);
+    emu_dma_abort(d);
+    CHECK_RC(emu_dma_flush(d, 5000), ONI_ETIMEOUT);
+    CHECK(emu_dma_idle(d));
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
