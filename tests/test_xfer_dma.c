@@ -386,7 +386,9 @@ TEST(dma_full_queue_keeps_every_job_in_order)
 }
 
 /* Failed jobs: the first one's error is reported, once, by whichever call
- * comes next in that direction (a flush or a synchronous transfer). */
+ * comes next in that direction (a flush or a synchronous transfer). The
+ * first job waits for data (5 s) until emu_dma_abort ends it, so the second,
+ * which fails at once, is queued behind it. */
 TEST(dma_first_job_error_reported_once)
 {
     struct emu_card *c = card_open(SPEC(0)); /* nothing on the GPU stream */
@@ -397,10 +399,11 @@ TEST(dma_first_job_error_reported_once)
     uint8_t *buf = malloc(too_big);
     REQUIRE(buf);
     static volatile uint32_t done[2];
-    onigpu_xfer_t big = {buf, too_big, &done[0], 1, 0}, small = {buf, 64, &done[1], 2, 0};
+    onigpu_xfer_t waits = {buf, 64, &done[0], 1, 0}, big = {buf, too_big, &done[1], 2, 0};
+    CHECK_RC(emu_dma_submit(d, 0, &waits, 0, 0, 5000), 0);
     CHECK_RC(emu_dma_submit(d, 0, &big, 0, 0, 10), 0);
-    CHECK_RC(emu_dma_submit(d, 0, &small, 0, 0, 1), 0); /* times out */
-    CHECK_RC(emu_dma_flush(d, 5000), ONI_EINVALARG);
+    emu_dma_abort(d); /* the first job times out now */
+    CHECK_RC(emu_dma_flush(d, 5000), ONI_ETIMEOUT);
     CHECK_RC(emu_dma_flush(d, 10), 0);
     CHECK_RC(emu_dma_submit(d, 0, &big, 0, 0, 10), 0);
     CHECK_RC(emu_dma_read(d, buf, 64, 0, 10), ONI_EINVALARG); /* the job's error, not the read's timeout */
