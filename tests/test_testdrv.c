@@ -455,6 +455,155 @@ TEST(write_frame_validation)
     D.destroy_ctx(c);
 }
 
+/* RATE takes effect at once (no ENABLE write needed), up to ONITEST_MAX_RATE. */
+TEST(rate_alone_changes_the_schedule)
+{
+    oni_driver_ctx c = open_drv();
+    REQUIRE(c);
+    set_timeout(c, 50);
+    uint32_t v = ONITEST_MAX_RATE;
+    CHECK_EQ(reg(c, 0x000, ONITEST_REG_RATE, 1, &v), ONI_SIG_CONFIGWACK);
+    v = 0;
+    CHECK_EQ(reg(c, 0x000, ONITEST_REG_RATE, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, ONITEST_MAX_RATE);
+    v = 8;
+    CHECK_EQ(reg(c, 0x000, ONITEST_REG_RATE, 1, &v), ONI_SIG_CONFIGWACK);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_RUNNING, 1), 0);
+    static uint8_t buf[1 << 18];
+    REQUIRE(D.read_stream(c, ONI_READ_STREAM_DATA, buf, sizeof buf) == (int)sizeof buf);
+    static struct seen s;
+    memset(&s, 0, sizeof s);
+    parse(buf, sizeof buf, &s);
+    /* HEARTBEAT at 8 against TESTCORE at 4: twice as many, give or take a round */
+    CHECK(s.count[0x001] > 100);
+    CHECK(s.count[0x000] + 8 >= 2 * s.count[0x001] && s.count[0x000] <= 2 * s.count[0x001] + 8);
+    D.destroy_ctx(c);
+}
+
+/* FRAMES_HI is the high word; RESET zeroes FRAMES_LO/HI and WFRAMES, and
+ * frames start again at counter 0. */
+TEST(reset_zeroes_the_frame_counters)
+{
+    oni_driver_ctx c = open_drv();
+    REQUIRE(c);
+    set_timeout(c, 50);
+    CHECK_EQ(wframe(c, 0x102, 2, 16), 16);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_RUNNING, 1), 0);
+    static uint8_t buf[8192];
+    REQUIRE(D.read_stream(c, ONI_READ_STREAM_DATA, buf, sizeof buf) == (int)sizeof buf);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_RUNNING, 0), 0);
+    uint32_t v = 0;
+    CHECK_EQ(reg(c, 0x000, ONITEST_REG_FRAMES_LO, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK(v > 0);
+    v = 9;
+    CHECK_EQ(reg(c, 0x000, ONITEST_REG_FRAMES_HI, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0); /* far from 2^32 frames */
+    v = 0;
+    CHECK_EQ(reg(c, 0x102, ONITEST_REG_WFRAMES, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_RESET, 1), 0);
+    uint32_t type;
+    uint8_t pl[ONI_SIGMAXPAYLOAD];
+    while (read_packet(c, &type, pl, sizeof pl) >= 0) /* the device table, until the timeout */
+        ;
+    v = 9;
+    CHECK_EQ(reg(c, 0x000, ONITEST_REG_FRAMES_LO, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    v = 9;
+    CHECK_EQ(reg(c, 0x000, ONITEST_REG_FRAMES_HI, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    v = 9;
+    CHECK_EQ(reg(c, 0x102, ONITEST_REG_WFRAMES, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_RUNNING, 1), 0);
+    REQUIRE(D.read_stream(c, ONI_READ_STREAM_DATA, buf, sizeof buf) == (int)sizeof buf);
+    static struct seen s;
+    memset(&s, 0, sizeof s); /* every device's expected counter 0 */
+    CHECK(parse(buf, sizeof buf, &s) > 5);
+    CHECK_EQ(s.bad, 0);
+    CHECK_EQ(s.out_of_order, 0);
+    D.destroy_ctx(c);
+}
+
+/* READSIZE and WRITESIZE of a device that has both; driver option sizes are
+ * exact on set and reported back on get (docs/devices-test.md). */
+TEST(size_registers_and_option_lengths)
+{
+    oni_driver_ctx c = open_drv();
+    REQUIRE(c);
+    set_timeout(c, 50);
+    uint32_t v = 0;
+    CHECK_EQ(reg(c, 0x202, ONITEST_REG_READSIZE, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 16);
+    CHECK_EQ(reg(c, 0x202, ONITEST_REG_WRITESIZE, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 12);
+    uint32_t hold[2] = {0, 0};
+    CHECK_RC(D.set_opt(c, ONITEST_OPT_HOLD_ACK, hold, sizeof hold), ONI_EINVALARG);
+    size_t len = sizeof hold;
+    CHECK_RC(D.get_opt(c, ONITEST_OPT_HOLD_ACK, hold, &len), 0);
+    CHECK_EQ(len, sizeof(uint32_t));
+    onitest_stats_t st[2];
+    len = sizeof st;
+    CHECK_RC(D.get_opt(c, ONITEST_OPT_STATS, st, &len), 0);
+    CHECK_EQ(len, sizeof st[0]);
+    D.destroy_ctx(c);
+}
+
+/* Only setting HOLD_ACK back to 0 completes a held access; setting it to 1
+ * again leaves the access pending. */
+TEST(held_access_stays_held_when_hold_is_set_again)
+{
+    oni_driver_ctx c = open_drv();
+    REQUIRE(c);
+    set_timeout(c, 30);
+    uint32_t hold = 1, v = 9;
+    CHECK_RC(D.set_opt(c, ONITEST_OPT_HOLD_ACK, &hold, sizeof hold), 0);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_DEV_IDX, 0x000), 0);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_REG_ADDR, ONITEST_REG_RATE), 0);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_RW, 0), 0);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_TRIG, 1), 0);
+    CHECK_RC(D.set_opt(c, ONITEST_OPT_HOLD_ACK, &hold, sizeof hold), 0);
+    CHECK_RC(D.read_config(c, ONI_CONFIG_TRIG, &v), 0);
+    CHECK_EQ(v, 1);
+    uint32_t type;
+    uint8_t pl[8];
+    CHECK_RC(read_packet(c, &type, pl, sizeof pl), ONI_ETIMEOUT); /* no answer queued */
+    hold = 0;
+    CHECK_RC(D.set_opt(c, ONITEST_OPT_HOLD_ACK, &hold, sizeof hold), 0);
+    CHECK_EQ(read_packet(c, &type, pl, sizeof pl), 0);
+    CHECK_EQ(type, ONI_SIG_CONFIGRACK);
+    D.destroy_ctx(c);
+}
+
+/* After a gap the checker expects the frame after the one it saw, not the
+ * one it expected before the gap. */
+TEST(checker_resyncs_after_a_gap)
+{
+    oni_driver_ctx c = open_drv();
+    REQUIRE(c);
+    CHECK_RC(D.write_config(c, ONI_CONFIG_RUNNING, 1), 0);
+    static uint8_t buf[8192];
+    REQUIRE(D.read_stream(c, ONI_READ_STREAM_DATA, buf, sizeof buf) == (int)sizeof buf);
+    size_t at[2];
+    int n = 0;
+    for (size_t off = 0; n < 2 && off + 16 + 64 <= sizeof buf;) {
+        uint32_t idx, sz;
+        memcpy(&idx, buf + off + 8, 4);
+        memcpy(&sz, buf + off + 12, 4);
+        if (idx == 0x001) /* TESTCORE: two consecutive frames of one device */
+            at[n++] = off + 16;
+        off += 16 + oni_pad4(sz);
+    }
+    REQUIRE(n == 2);
+    oni_frame_t f0 = {0, 0x001, 64, (char *)buf + at[0]};
+    oni_frame_t f1 = {0, 0x001, 64, (char *)buf + at[1]};
+    uint64_t exp = 5; /* as if frames 0 to 4 were expected, say */
+    CHECK_EQ(onitest_check_frame(&f0, &exp), 1); /* frame 0: out of order */
+    CHECK_EQ(exp, 1);
+    CHECK_EQ(onitest_check_frame(&f1, &exp), 0); /* frame 1 follows it */
+    D.destroy_ctx(c);
+}
+
 TEST(checker_catches_corruption)
 {
     oni_driver_ctx c = open_drv();
@@ -529,6 +678,26 @@ TEST(shared_library_exports_the_driver_abi)
     memset(&s, 0, sizeof s);
     CHECK(parse(b, sizeof b, &s) > 5);
     CHECK_EQ(s.bad, 0);
+    /* The forwarders pass every argument: a host index the driver refuses,
+     * a timeout of 0 it refuses, an option read with its size. */
+    int (*cb)(oni_driver_ctx, int, const void *, size_t) =
+        (int (*)(oni_driver_ctx, int, const void *, size_t))dlsym(h, "oni_driver_set_opt_callback");
+    int (*gopt)(oni_driver_ctx, int, void *, size_t *) =
+        (int (*)(oni_driver_ctx, int, void *, size_t *))dlsym(h, "oni_driver_get_opt");
+    REQUIRE(cb && gopt);
+    uint32_t ms = 0;
+    CHECK_RC(cb(c, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), ONI_EINVALARG);
+    ms = 20;
+    CHECK_RC(cb(c, ONI_OPT_TIMEOUTMS, &ms, sizeof ms), 0);
+    onitest_stats_t st;
+    size_t len = sizeof st;
+    CHECK_RC(gopt(c, ONITEST_OPT_STATS, &st, &len), 0);
+    CHECK_EQ(len, sizeof st);
+    CHECK_EQ(st.bytes, sizeof b);
+    CHECK_RC(destroy(c), 0);
+    c = create();
+    REQUIRE(c);
+    CHECK_RC(init(c, 7), ONI_EPATHINVALID);
     CHECK_RC(destroy(c), 0);
     dlclose(h);
 }
