@@ -1,8 +1,10 @@
 /* test_loader.c - finding drivers: built-in first, then libonidriver_<name>.so
  * in $ONI_DRIVER_PATH or on the library search path; every failure. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
+#include "ctx.h"
 #include "drivers/fixture.h"
 #include "unit.h"
 
@@ -106,4 +108,72 @@ TEST(bad_names)
     errno = 0;
     CHECK(oni_create_ctx(NULL) == NULL);
     CHECK_EQ(errno, EINVAL);
+}
+
+/* Names up to 64 characters are names (not found here: ENOENT); 65 are not. */
+TEST(longest_name)
+{
+    char name[66];
+    memset(name, 'a', 64);
+    name[64] = 0;
+    errno = 0;
+    CHECK(oni_create_ctx(name) == NULL);
+    CHECK_EQ(errno, ENOENT);
+    name[64] = 'a';
+    name[65] = 0;
+    errno = 0;
+    CHECK(oni_create_ctx(name) == NULL);
+    CHECK_EQ(errno, EINVAL);
+}
+
+/* Built-ins come first, even where ONI_DRIVER_PATH holds a library of the
+ * same name (the build directory holds libonidriver_test.so). */
+TEST(builtin_wins_over_the_driver_path)
+{
+    if (!driver_dir())
+        SKIP("ONI_DRIVER_PATH not set (run through ctest)");
+    struct oni_driver drv;
+    void *dl = (void *)&drv;
+    CHECK_RC(oni_load_driver("test", &drv, &dl), 0);
+    CHECK(dl == NULL);
+    CHECK(drv.name && strcmp(drv.name, "test") == 0);
+}
+
+/* Without ONI_DRIVER_PATH the bare file name goes to dlopen's own search. The
+ * library search path is fixed at start-up, but dlopen also finds a library
+ * already loaded under that soname: load the fixture by its full path first. */
+TEST(library_search_path_after_the_driver_path)
+{
+    if (!driver_dir())
+        SKIP("ONI_DRIVER_PATH not set (run through ctest)");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libonidriver_scripted.so", driver_dir());
+    void *held = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(held);
+    char *saved = strdup(driver_dir());
+    unsetenv(ONI_DRIVER_PATH_ENV);
+    oni_ctx ctx = oni_create_ctx("scripted");
+    CHECK(ctx != NULL);
+    if (ctx)
+        CHECK_RC(oni_destroy_ctx(ctx), 0);
+    setenv(ONI_DRIVER_PATH_ENV, saved, 1);
+    free(saved);
+    dlclose(held);
+}
+
+/* Every one of the 11 symbols is required: a library lacking any one is
+ * refused with EINVAL (driver_missing_a_symbol covers oni_driver_info). */
+TEST(library_lacking_any_symbol)
+{
+    if (!driver_dir())
+        SKIP("ONI_DRIVER_PATH not set (run through ctest)");
+    static const char *lacks[] = {"create_ctx", "destroy_ctx", "init", "read_stream", "write_stream",
+                                  "read_config", "write_config", "set_opt_callback", "set_opt", "get_opt"};
+    for (size_t i = 0; i < sizeof lacks / sizeof lacks[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "lacks_%s", lacks[i]);
+        errno = 0;
+        if (oni_create_ctx(name) != NULL || errno != EINVAL)
+            UNIT_FAIL("%s: not refused with EINVAL (errno %d)", name, errno);
+    }
 }
