@@ -96,6 +96,9 @@ TEST(info_prints_table_clocks_and_hubs)
     HAS("ONI API          4.6.0");
     HAS("acq clock        250000000 Hz");
     HAS("max read frame   792 B");
+    HAS("max write frame  24 B"); /* STIM: 16-byte header, 12-byte sample */
+    HAS("block read       792 B");
+    HAS("block write      4096 B");
     HAS("devices          14");
     HAS("2.0       0x4f470001  NEUROPIX2");
     HAS("1.0       3           RHD2164");
@@ -248,6 +251,63 @@ TEST(read_bad_arguments)
     HAS("at most 1 GiB");
 }
 
+/* Sizes: K, M, G are powers of 1024 with or without "iB", "kB" powers of 1000,
+ * fractions rounded; numbers decimal or 0x hex, never octal; durations in s,
+ * ms or us (docs/cli.md). The block size read back shows what was parsed. */
+TEST(read_sizes_numbers_and_durations)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--block", "64K"), 0);
+    HAS("block 65536 B");
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--block", "64KiB"), 0);
+    HAS("block 65536 B");
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--block", "64kB"), 0);
+    HAS("block 64000 B");
+    /* 0.001 GiB = 1073741.824 B: rounded to 1073742, not a multiple of 4, refused by liboni */
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--block", "0.001G"), 1);
+    HAS("block size 1073742 refused");
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "010"), 0);
+    HAS("read 10 frames in");
+    CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "200ms"), 0);
+    HAS("reading for 0.2 s");
+}
+
+/* Limits the parser must refuse itself: 0 s would mean no limit, 4 GiB does
+ * not fit ONI_OPT_BLOCKREADSIZE (it would wrap to 0). */
+TEST(read_limits_out_of_range)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "0"), 2);
+    HAS("bad argument '--seconds 0'");
+    CHECK_EQ(RUN("read", "--driver", "test", "--block", "4G"), 2);
+    HAS("bad argument '--block 4G'");
+}
+
+/* No --frames or --seconds: one second. Only readable devices get a row. */
+TEST(read_defaults_to_one_second)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("read", "--driver", "test"), 0);
+    HAS("reading for 1 s from driver test");
+    HAS("\n  1.0 ");
+    CHECK(!strstr(out, "\n  0.3 ")); /* DOUTPUT32: write-only */
+    CHECK(!strstr(out, "\n  0.254 ")); /* the hub manager: neither */
+}
+
+/* The connection options: a missing value is not the next option, a longer
+ * name is not the option, an empty driver name and a host past 10^6 are
+ * usage errors (exit 2), not failures to open (exit 1). */
+TEST(connection_option_edges)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("info", "--driver", "--verbose"), 2);
+    HAS("bad argument '--driver'");
+    CHECK_EQ(RUN("info", "--drivers", "test"), 2);
+    CHECK_EQ(RUN("info", "--driver="), 2);
+    CHECK_EQ(RUN("info", "--driver", "test", "--host", "2000000"), 2);
+    CHECK_EQ(RUN("info", "--driver", "test", "--host", "4294967295"), 2);
+}
+
 TEST(read_verify_skipped_for_other_drivers)
 {
     NEED_BIN();
@@ -339,6 +399,30 @@ TEST(reg_bad_arguments)
     CHECK_EQ(RUN("reg", "get", "1.0", "2", "--timeout", "soon", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "--help"), 0);
     HAS("usage: onigpu reg");
+}
+
+/* 32-bit values to the last one; hub.dev parts are 8 bits each; an index
+ * above 16 bits is printed in hex, not as hub.dev. */
+TEST(reg_number_edges)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("reg", "set", "1.0", "1", "0xffffffff", "--driver", "test"), 0);
+    HAS("1.0 reg 0x1 <- 0xffffffff (4294967295)");
+    CHECK_EQ(RUN("reg", "get", "1.256", "2", "--driver", "test"), 2);
+    HAS("bad device '1.256'");
+    CHECK_EQ(RUN("reg", "get", "0x10000", "2", "--driver", "test"), 1);
+    HAS("device 0x10000 refused (NACK)");
+}
+
+/* A command that fails after its arguments were good exits 1 (cli_fail):
+ * here bench frames cannot create its results directory. */
+TEST(failure_after_good_arguments_exits_1)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("bench", "frames", "--driver", "test", "--blocks", "4K", "--seconds", "0.02", "--out",
+                 "/dev/null/sub"),
+             1);
+    HAS("onigpu: /dev/null/sub: ");
 }
 
 /* Is there a file matching the shell pattern? */
