@@ -22,6 +22,8 @@
 
 #define SPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink:hash=1;mode=fast;link=unlimited;ddr=256M"
 #define LIMIT 65536u
+/* a GPU-stream FIFO of 512 KiB: it wraps (see gpu_agent_reads_across_the_fifo_end) */
+#define SPEC_1M "devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=fast;link=unlimited;ddr=1M"
 
 static char why[200];
 
@@ -172,8 +174,7 @@ TEST(gpu_agent_reads_keep_the_counter_across_the_limit)
 TEST(gpu_agent_reads_across_the_fifo_end)
 {
     NEED_GPU();
-    struct emu_card *c =
-        running_card("devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=fast;link=unlimited;ddr=1M");
+    struct emu_card *c = running_card(SPEC_1M);
     REQUIRE(c);
     struct emu_dma *d = NULL;
     REQUIRE(emu_dma_create(c, &d) == 0);
@@ -207,6 +208,74 @@ TEST(gpu_agent_reads_across_the_fifo_end)
     CHECK_EQ(st.agent_failed, 0);
     gpu_free(dev);
     free(host);
+    emu_dma_destroy(d);
+    emu_card_destroy(c);
+}
+
+/* A read across the FIFO's end is moved in pieces, one agent descriptor
+ * each, and its completion record must come with the last. A stream waits
+ * on the GPU for the record (in GPU memory) and copies the block out the
+ * moment it lands, so a record that came with an earlier piece shows as
+ * bytes the agent had not written yet (the block is 0xEE before each read):
+ * a host that polls the record and then copies is too late to see that. */
+TEST(gpu_agent_record_of_a_split_read_comes_last)
+{
+    NEED_GPU();
+    struct emu_card *c = running_card(SPEC_1M);
+    REQUIRE(c);
+    struct emu_dma *d = NULL;
+    REQUIRE(emu_dma_create(c, &d) == 0);
+    CHECK_RC(emu_dma_set_agent(d, LIMIT), 0);
+    const size_t cap = (1u << 20) / 2;
+    uint8_t *dev = NULL, *snap = NULL;
+    uint32_t *done = NULL;
+    struct gpu_stream *s = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, LIMIT) == 0);
+    REQUIRE(gpu_alloc((void **)&done, 4) == 0);
+    REQUIRE(gpu_host_alloc((void **)&snap, LIMIT) == 0);
+    REQUIRE(gpu_stream_create(&s) == 0);
+    CHECK_RC(gpu_memset(done, 0, 4), 0);
+    struct xcheck chk;
+    REQUIRE(checker_start(d, &chk) == 0);
+    size_t pos = 16; /* checker_start's header */
+    uint64_t seed = 5;
+    uint32_t seq = 0;
+    int crossed = 0;
+    while (pos < 40 * cap && !chk.errors) {
+        size_t n = 4 + 4 * (rnd(&seed) % (LIMIT / 4));
+        onigpu_xfer_t x = {dev, n, done, ++seq, 0};
+        int rc = gpu_memset(dev, 0xEE, n);
+        if (!rc)
+            rc = gpu_wait_word_async(s, done, seq);
+        if (!rc)
+            rc = gpu_copy_async(s, snap, dev, n);
+        if (!rc)
+            rc = emu_dma_submit(d, 0, &x, 1, 1, 2000);
+        if (!rc)
+            rc = gpu_stream_wait(s, 2000);
+        if (!rc)
+            rc = emu_dma_flush(d, 2000); /* the job is over before the block is refilled */
+        if (rc) {
+            UNIT_FAIL("read %u (%zu bytes): %s", seq, n, oni_error_str(rc));
+            break;
+        }
+        xcheck_feed(&chk, snap, n);
+        if (chk.errors)
+            UNIT_FAIL("read %u (%zu bytes at FIFO offset %zu): bytes missing when its record came", seq, n,
+                      pos % cap);
+        crossed += pos % cap + n > cap;
+        pos += n;
+    }
+    CHECK_EQ(chk.errors, 0);
+    CHECK(crossed >= 30);
+    struct emu_dma_stats st;
+    emu_dma_stats(d, &st);
+    CHECK_EQ(st.agent_reads, (uint64_t)seq);
+    CHECK_EQ(st.agent_failed, 0);
+    gpu_stream_destroy(s);
+    gpu_host_free(snap);
+    gpu_free(done);
+    gpu_free(dev);
     emu_dma_destroy(d);
     emu_card_destroy(c);
 }
