@@ -22,7 +22,7 @@
 
 #define SPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink:hash=1;mode=fast;link=unlimited;ddr=256M"
 #define LIMIT 65536u
-/* a GPU-stream FIFO of 512 KiB: it wraps (see gpu_agent_reads_across_the_fifo_end) */
+/* a GPU-stream FIFO of 512 KiB, which wraps (struct wrap below) */
 #define SPEC_1M "devices=testcore:bytes=4096:rate=2G:route=1,testsink;mode=fast;link=unlimited;ddr=1M"
 
 static char why[200];
@@ -166,50 +166,84 @@ TEST(gpu_agent_reads_keep_the_counter_across_the_limit)
     emu_card_destroy(c);
 }
 
-/* A FIFO of 512 KiB (ddr=1M) wraps every few dozen reads (it restarts at
- * its start only past 32 MiB): a read across its end is two spans, and the
- * agent must land the second right after the first. The read position is
- * counted here (the FIFO starts at 0 and never restarts early), so the test
- * knows how many reads crossed. */
+/* The FIFO-end tests: a FIFO of 512 KiB (ddr=1M) wraps every few dozen
+ * reads (it restarts at its start only past 32 MiB), so a read across its
+ * end is two spans, moved by the agent in two pieces. The read position is
+ * counted (the FIFO starts at 0 and never restarts early), so a test knows
+ * how many reads crossed. */
+#define WRAP_CAP ((1u << 20) / 2)
+#define WRAP_BYTES (40 * WRAP_CAP) /* bytes each test reads: 40 times round */
+
+struct wrap {
+    struct emu_card *c;
+    struct emu_dma *d;
+    struct xcheck chk;
+    size_t pos; /* bytes read so far */
+    uint64_t seed;
+    int reads, crossed;
+};
+
+/* The card running, the agent on, the checker started; 0 or -1. */
+static int wrap_open(struct wrap *w, uint64_t seed)
+{
+    memset(w, 0, sizeof *w);
+    w->seed = seed;
+    if (!(w->c = running_card(SPEC_1M)))
+        return -1;
+    if (emu_dma_create(w->c, &w->d) || emu_dma_set_agent(w->d, LIMIT) || checker_start(w->d, &w->chk))
+        return -1;
+    w->pos = 16; /* checker_start's header */
+    return 0;
+}
+
+/* The size of the next read: 4 .. LIMIT bytes, a multiple of 4. */
+static size_t wrap_size(struct wrap *w) { return 4 + 4 * (rnd(&w->seed) % (LIMIT / 4)); }
+
+/* Read n bytes (their copy in host memory at p) done: check and count them. */
+static void wrap_read(struct wrap *w, const uint8_t *p, size_t n)
+{
+    xcheck_feed(&w->chk, p, n);
+    w->crossed += w->pos % WRAP_CAP + n > WRAP_CAP;
+    w->pos += n, w->reads++;
+}
+
+/* The counter unbroken, enough reads across the end, every one by the agent. */
+static void wrap_close(struct wrap *w)
+{
+    CHECK_EQ(w->chk.errors, 0);
+    CHECK(w->crossed >= 30);
+    if (w->d) {
+        struct emu_dma_stats st;
+        emu_dma_stats(w->d, &st);
+        CHECK_EQ(st.agent_reads, (uint64_t)w->reads);
+        CHECK_EQ(st.agent_failed, 0);
+        emu_dma_destroy(w->d);
+    }
+    emu_card_destroy(w->c);
+}
+
+/* The agent lands a read's second span right after the first. */
 TEST(gpu_agent_reads_across_the_fifo_end)
 {
     NEED_GPU();
-    struct emu_card *c = running_card(SPEC_1M);
-    REQUIRE(c);
-    struct emu_dma *d = NULL;
-    REQUIRE(emu_dma_create(c, &d) == 0);
-    CHECK_RC(emu_dma_set_agent(d, LIMIT), 0);
-    const size_t cap = (1u << 20) / 2;
+    struct wrap w;
     uint8_t *dev = NULL, *host = malloc(LIMIT);
-    REQUIRE(gpu_alloc((void **)&dev, LIMIT) == 0);
-    struct xcheck chk;
-    REQUIRE(checker_start(d, &chk) == 0);
-    size_t pos = 16; /* checker_start's header */
-    uint64_t seed = 11;
-    int reads = 0, crossed = 0;
-    while (pos < 40 * cap) {
-        size_t n = 4 + 4 * (rnd(&seed) % (LIMIT / 4));
-        int rc = emu_dma_read(d, dev, n, 1, 2000);
+    REQUIRE(wrap_open(&w, 11) == 0);
+    REQUIRE(host && gpu_alloc((void **)&dev, LIMIT) == 0);
+    while (w.pos < WRAP_BYTES) {
+        size_t n = wrap_size(&w);
+        int rc = emu_dma_read(w.d, dev, n, 1, 2000);
         if (!rc)
             rc = gpu_copy(host, dev, n);
         if (rc) {
-            UNIT_FAIL("read %d (%zu bytes): %s", reads, n, oni_error_str(rc));
+            UNIT_FAIL("read %d (%zu bytes): %s", w.reads, n, oni_error_str(rc));
             break;
         }
-        xcheck_feed(&chk, host, n);
-        crossed += pos % cap + n > cap;
-        pos += n, reads++;
+        wrap_read(&w, host, n);
     }
-    CHECK_EQ(chk.errors, 0);
-    CHECK(crossed >= 30);
-    struct emu_dma_stats st;
-    emu_dma_stats(d, &st);
-    CHECK_EQ(st.agent_reads, (uint64_t)reads); /* every one by the agent */
-    CHECK_EQ(st.agent_failed, 0);
+    wrap_close(&w);
     gpu_free(dev);
     free(host);
-    emu_dma_destroy(d);
-    emu_card_destroy(c);
 }
 
 /* A read across the FIFO's end is moved in pieces, one agent descriptor
@@ -221,63 +255,45 @@ TEST(gpu_agent_reads_across_the_fifo_end)
 TEST(gpu_agent_record_of_a_split_read_comes_last)
 {
     NEED_GPU();
-    struct emu_card *c = running_card(SPEC_1M);
-    REQUIRE(c);
-    struct emu_dma *d = NULL;
-    REQUIRE(emu_dma_create(c, &d) == 0);
-    CHECK_RC(emu_dma_set_agent(d, LIMIT), 0);
-    const size_t cap = (1u << 20) / 2;
+    struct wrap w;
     uint8_t *dev = NULL, *snap = NULL;
     uint32_t *done = NULL;
     struct gpu_stream *s = NULL;
+    REQUIRE(wrap_open(&w, 5) == 0);
     REQUIRE(gpu_alloc((void **)&dev, LIMIT) == 0);
     REQUIRE(gpu_alloc((void **)&done, 4) == 0);
     REQUIRE(gpu_host_alloc((void **)&snap, LIMIT) == 0);
     REQUIRE(gpu_stream_create(&s) == 0);
     CHECK_RC(gpu_memset(done, 0, 4), 0);
-    struct xcheck chk;
-    REQUIRE(checker_start(d, &chk) == 0);
-    size_t pos = 16; /* checker_start's header */
-    uint64_t seed = 5;
-    uint32_t seq = 0;
-    int crossed = 0;
-    while (pos < 40 * cap && !chk.errors) {
-        size_t n = 4 + 4 * (rnd(&seed) % (LIMIT / 4));
-        onigpu_xfer_t x = {dev, n, done, ++seq, 0};
+    while (w.pos < WRAP_BYTES && !w.chk.errors) {
+        size_t n = wrap_size(&w);
+        uint32_t seq = (uint32_t)w.reads + 1;
+        onigpu_xfer_t x = {dev, n, done, seq, 0};
         int rc = gpu_memset(dev, 0xEE, n);
         if (!rc)
             rc = gpu_wait_word_async(s, done, seq);
         if (!rc)
             rc = gpu_copy_async(s, snap, dev, n);
         if (!rc)
-            rc = emu_dma_submit(d, 0, &x, 1, 1, 2000);
+            rc = emu_dma_submit(w.d, 0, &x, 1, 1, 2000);
         if (!rc)
             rc = gpu_stream_wait(s, 2000);
         if (!rc)
-            rc = emu_dma_flush(d, 2000); /* the job is over before the block is refilled */
+            rc = emu_dma_flush(w.d, 2000); /* the job is over before the block is refilled */
         if (rc) {
             UNIT_FAIL("read %u (%zu bytes): %s", seq, n, oni_error_str(rc));
             break;
         }
-        xcheck_feed(&chk, snap, n);
-        if (chk.errors)
-            UNIT_FAIL("read %u (%zu bytes at FIFO offset %zu): bytes missing when its record came", seq, n,
-                      pos % cap);
-        crossed += pos % cap + n > cap;
-        pos += n;
+        size_t at = w.pos % WRAP_CAP;
+        wrap_read(&w, snap, n);
+        if (w.chk.errors)
+            UNIT_FAIL("read %u (%zu bytes at FIFO offset %zu): bytes missing when its record came", seq, n, at);
     }
-    CHECK_EQ(chk.errors, 0);
-    CHECK(crossed >= 30);
-    struct emu_dma_stats st;
-    emu_dma_stats(d, &st);
-    CHECK_EQ(st.agent_reads, (uint64_t)seq);
-    CHECK_EQ(st.agent_failed, 0);
+    wrap_close(&w);
     gpu_stream_destroy(s);
     gpu_host_free(snap);
     gpu_free(done);
     gpu_free(dev);
-    emu_dma_destroy(d);
-    emu_card_destroy(c);
 }
 
 TEST(gpu_agent_writes_frames_to_the_card)
