@@ -294,6 +294,21 @@ TEST(read_defaults_to_one_second)
     CHECK(!strstr(out, "\n  0.254 ")); /* the hub manager: neither */
 }
 
+/* --timeout is applied: with the context's default at 60 s ($ONI_TIMEOUTMS)
+ * and a device that makes one frame a second, --timeout 50 ends the read at
+ * the second frame's wait with a timeout (exit 1). Were it ignored, the read
+ * would wait the second out and get its three frames (exit 0). No clock is
+ * read: the outcome alone tells, unless the reader stalls for two seconds. */
+TEST(read_timeout_is_applied)
+{
+    NEED_BIN();
+    setenv("ONI_TIMEOUTMS", "60000", 1);
+    int rc = RUN("read", "--emu", "devices=memusage:hz=1", "--timeout", "50", "--frames", "3");
+    unsetenv("ONI_TIMEOUTMS");
+    CHECK_EQ(rc, 1);
+    HAS("read stopped: Operation timed out");
+}
+
 /* The connection options: a missing value is not the next option, a longer
  * name is not the option, an empty driver name and a host past 10^6 are
  * usage errors (exit 2), not failures to open (exit 1). */
