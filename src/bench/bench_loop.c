@@ -185,8 +185,7 @@ static int run_one(int backend, const char *link, int emu, uint64_t data, uint32
     return rc;
 }
 
-static int measure(int backend, const char *link, int emu, uint64_t data, uint64_t compute, double ai,
-                   uint64_t blocks, double *p50_ns)
+int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns)
 {
     data &= ~(uint64_t)3;
     if (data < 4 || compute < data || compute / data > UINT32_MAX || !(ai > 0) || blocks < 2 || !p50_ns)
@@ -196,7 +195,7 @@ static int measure(int backend, const char *link, int emu, uint64_t data, uint64
         return ONI_EBADALLOC;
     struct result res;
     long it = lround(4.0 * ai);
-    int rc = run_one(backend, link, emu, data, (uint32_t)(compute / data), (uint32_t)(it < 1 ? 1 : it), 1, blocks,
+    int rc = run_one(backend, NULL, 0, data, (uint32_t)(compute / data), (uint32_t)(it < 1 ? 1 : it), 1, blocks,
                      &sink, &res);
     if (!rc)
         *p50_ns = res.total.p50;
@@ -204,16 +203,6 @@ static int measure(int backend, const char *link, int emu, uint64_t data, uint64
     return rc;
 }
 
-int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns)
-{
-    return measure(backend, NULL, 0, data, compute, ai, blocks, p50_ns);
-}
-
-int bench_loop_measure_card(int backend, const char *link, uint64_t data, uint64_t compute, double ai,
-                            uint64_t blocks, double *p50_ns)
-{
-    return measure(backend, link, 1, data, compute, ai, blocks, p50_ns);
-}
 
 static void size_name(uint64_t b, char *buf, size_t n)
 {

@@ -42,9 +42,6 @@ uint32_t bench_loop_iters(double ai);
  * (rounded down), 4 x ai iterations (rounded, at least 1), on backend. 0 or
  * an ONI error. */
 int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns);
-/* The same through the emulated card with link preset `link` (NULL = default). */
-int bench_loop_measure_card(int backend, const char *link, uint64_t data, uint64_t compute, double ai,
-                            uint64_t blocks, double *p50_ns);
 /* Run every configuration (scenarios and AIs as bench_loop_sizes_ok and
  * bench_loop_iters accept, else ONI_EINVALARG) and write the result set: a
  * configuration that fails has its error in its row, and *failed counts them;
