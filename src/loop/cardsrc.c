@@ -24,7 +24,7 @@ static int read_sync(struct loop_cardsrc *c, void *buf, size_t len)
 {
     onigpu_buf_t b = {buf, len};
     int rc = oni_set_driver_opt(c->ctx, ONI_DRV_READ, &b, sizeof b);
-    sched_yield(); /* let a caller waiting for the context's lock in */
+    sched_yield(); /* a caller waiting for the context's lock gets in (see card_read) */
     return rc;
 }
 
@@ -48,14 +48,17 @@ static int wait_done(struct loop_cardsrc *c, uint32_t seq, uint32_t timeout_ms)
     }
 }
 
-/* ONI_DRV_READ waits for data inside oni_set_driver_opt, holding the
- * context's option lock all the while. Back to back, such reads can starve
- * everyone else who needs that lock (the stimulator writes, the statistics,
- * and with them the stop; the likely mechanism of a 4 s `onigpu run --backend
- * cpu` that took 7.5 s on the 16-core H100 machine, docs/closed-loop.md). So
- * a block is read synchronously only when the card's FIFO already holds it;
- * otherwise the card's DMA engine is given the read (READ_ASYNC into this
- * host buffer) and its completion word is waited for here, without the lock. */
+/* ONI_DRV_READ waits for data inside oni_set_driver_opt. With a driver that
+ * does not declare it concurrent (onidriver.h), that wait holds the context's
+ * lock, and back-to-back reads can starve everyone else who needs it (the
+ * stimulator's writes, the statistics, and with them the stop; docs/
+ * closed-loop.md, "The cpu overrun"). The emu driver declares its GPU options
+ * concurrent (since c2e4e75), so there the reads block no one; other drivers
+ * may not. So a block is read synchronously only when the card's FIFO
+ * already holds it; otherwise the card's DMA engine is given the read
+ * (READ_ASYNC into this host buffer) and its completion word is waited for
+ * here, holding no lock. A driver without READ_ASYNC gets synchronous reads,
+ * each followed by a yield. */
 static int card_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
 {
     struct loop_cardsrc *c = ctx;
@@ -83,7 +86,9 @@ static int card_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
     return rc ? rc : wait_done(c, x.seq, wait > UINT32_MAX / 2 ? UINT32_MAX : 2 * wait);
 }
 
-static int card_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
+/* The DMA job starts at once; its deadline is the context's timeout (onigpu.h), not timeout_ms. */
+static int card_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq,
+                           uint32_t timeout_ms)
 {
     struct loop_cardsrc *c = ctx;
     onigpu_xfer_t x;
