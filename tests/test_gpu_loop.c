@@ -39,6 +39,17 @@ TEST(gpu_mac_paced_every_backend)
     EACH_GPU(b) check_mac_at(b, 4096, 4, 0, 40, 500);
 }
 
+/* Below one block a second: each block is due 1.25 s after the last, within
+ * the engine's deadline (2 s). memsrc's GPU path waited at most a fixed 1 s
+ * for its block, so every block after the first timed out. */
+TEST(gpu_mac_below_one_block_per_second)
+{
+    if (!have(LOOP_GPU_DIRECT))
+        SKIP("no CUDA device");
+    check_mac_at(LOOP_GPU_DIRECT, 4096, 2, 0, 3, 0.8);
+    check_mac_at(LOOP_GPU_FLAG, 4096, 2, 0, 3, 0.8);
+}
+
 TEST(gpu_ephys_every_backend)
 {
     if (!have(LOOP_GPU_DIRECT))
@@ -81,10 +92,10 @@ static int fail_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
     return ++f->n > 20 ? ONI_EREADFAILURE : f->inner.read(f->inner.ctx, buf, len, timeout_ms);
 }
 
-static int fail_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
+static int fail_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq, uint32_t ms)
 {
     struct failing *f = ctx;
-    return ++f->n > 20 ? ONI_EREADFAILURE : f->inner.read_async(f->inner.ctx, buf, len, done, seq);
+    return ++f->n > 20 ? ONI_EREADFAILURE : f->inner.read_async(f->inner.ctx, buf, len, done, seq, ms);
 }
 
 static int fail_pin(void *ctx, void *buf, size_t len)
@@ -155,14 +166,14 @@ static int lose_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
     return l->inner.read(l->inner.ctx, buf, len, timeout_ms);
 }
 
-static int lose_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
+static int lose_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq, uint32_t ms)
 {
     struct losing *l = ctx;
     if (++l->n == 6) {
         l->lost = 1;
         return 0; /* accepted, never done */
     }
-    return l->inner.read_async(l->inner.ctx, buf, len, done, seq);
+    return l->inner.read_async(l->inner.ctx, buf, len, done, seq, ms);
 }
 
 struct destroyer {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "bench/bench.h"
 #include "bench/bench_loop.h"
+#include "gpu/gpu.h"
 #include "loop/loop.h"
 #include "loop/source.h"
 #include "oniemu.h"
@@ -264,8 +265,7 @@ static int write_results(const struct bench_loop_opts *o, int emu, const struct 
 {
     int err = 0;
     char gpu[128] = "";
-    if (loop_gpu_name(gpu, sizeof gpu))
-        gpu[0] = 0;
+    gpu_name(gpu, sizeof gpu); /* "" without a GPU */
     struct bench_report *rep = bench_report_open(o->out_dir, "loop", o->argc, o->argv, gpu[0] ? gpu : NULL, &err);
     if (!rep)
         return err;

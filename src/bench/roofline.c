@@ -10,6 +10,7 @@
 #include <string.h>
 #include "bench/bench.h"
 #include "bench/roofline.h"
+#include "gpu/gpu.h"
 #include "loop/loop.h"
 #include "loop/source.h"
 #include "oniemu.h"
@@ -161,7 +162,9 @@ int roofline_measure(struct roofline *r, int quick, const char *link)
     free(out);
     r->cpu_gbps = cpu_copy_gbps(quick ? (64u << 20) : (512u << 20));
     /* GPU */
-    if (!loop_gpu_name(r->gpu_name, sizeof r->gpu_name)) {
+    if (gpu_name(r->gpu_name, sizeof r->gpu_name))
+        gpu_available(r->gpu_name, sizeof r->gpu_name); /* the reason, printed instead */
+    else {
         r->have_gpu = 1;
         size_t gn = quick ? (16u << 20) : (64u << 20);
         if (loop_gpu_time_mac(gn, 256, 1, 3, &s) == 0)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "oni.h"
+#include "gpu/gpu.h"
 #include "loop/engine.h"
 
 static const char *const names[LOOP_NBACKENDS] = {
@@ -35,7 +36,7 @@ int loop_backend_available(int backend, char *why, size_t cap)
             snprintf(why, cap, "unknown backend");
         return 0;
     }
-    return loop_gpu_available(backend, why, cap);
+    return gpu_available(why, cap);
 }
 
 int loop_backend_best(void)

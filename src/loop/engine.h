@@ -48,7 +48,6 @@ struct loop {
  * gpu_nocuda.c without CUDA, which answers ONI_ENOGPU). */
 extern const struct loop_be loop_be_cpu;
 const struct loop_be *loop_gpu_backend(int backend);
-int loop_gpu_available(int backend, char *why, size_t cap);
 
 /* Monotonic clock, ns. */
 uint64_t loop_now_ns(void);

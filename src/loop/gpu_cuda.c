@@ -13,6 +13,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include "oni.h"
+#include "gpu/gpu.h"
 #include "loop/engine.h"
 #include "loop/cukern.h"
 
@@ -45,41 +46,12 @@ struct gpu {
 #define ALIVE(g) (&(g)->words[2 * LOOP_MAXDEPTH + 1])
 #define NWORDS (2 * LOOP_MAXDEPTH + 2)
 
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-static int probe_ok;
-static char probe_why[160];
-
-static void probe(void)
-{
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(e));
-        return;
-    }
-    if (n < 1) {
-        snprintf(probe_why, sizeof probe_why, "no CUDA device: none found");
-        return;
-    }
-    e = cudaFree(0); /* create the primary context now, not inside a timed path */
-    if (e != cudaSuccess) {
-        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(e));
-        return;
-    }
-    probe_ok = 1;
-}
-
-int loop_gpu_available(int backend, char *why, size_t cap)
-{
-    pthread_once(&probe_once, probe);
-    if (!probe_ok && why && cap)
-        snprintf(why, cap, "%s", probe_why);
-    return probe_ok;
-}
-
+/* A CUDA runtime result as an ONI code: a full GPU is not a missing one. */
 static int cu(cudaError_t e)
 {
-    return e == cudaSuccess ? 0 : ONI_ENOGPU;
+    if (e == cudaSuccess)
+        return 0;
+    return e == cudaErrorMemoryAllocation ? ONI_EBADALLOC : ONI_ENOGPU;
 }
 
 static int cud(CUresult r)
@@ -147,7 +119,8 @@ static int staged_process(struct loop *lp, uint32_t slot, uint32_t seq)
 static int direct_recv(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
-    int rc = lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, HDONE(g, slot), seq);
+    int rc = lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, HDONE(g, slot), seq,
+                                    lp->cfg.timeout_ms);
     return rc ? rc : loop_wait_word(lp, HDONE(g, slot), seq, lp->cfg.timeout_ms);
 }
 
@@ -182,7 +155,8 @@ static int flag_recv(struct loop *lp, uint32_t slot, uint32_t seq)
         rc = enqueue_block(lp, g, slot, seq);
     }
     if (!rc)
-        rc = lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, &g->ddone[slot], seq);
+        rc = lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, &g->ddone[slot], seq,
+                                    lp->cfg.timeout_ms);
     return rc;
 }
 
@@ -202,7 +176,8 @@ static int bell_finish(struct loop *lp, uint32_t slot, uint32_t seq)
 static int persistent_recv(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
-    return lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, &g->ddone[slot], seq);
+    return lp->cfg.src.read_async(lp->cfg.src.ctx, g->din[slot], lp->cfg.in_bytes, &g->ddone[slot], seq,
+                                    lp->cfg.timeout_ms);
 }
 
 /* gpu-mapped: the source fills the host block (the card's DMA into host
@@ -405,7 +380,7 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
 
 static int init(struct loop *lp)
 {
-    if (!loop_gpu_available(lp->cfg.backend, NULL, 0))
+    if (!gpu_available(NULL, 0))
         return ONI_ENOGPU;
     int b = lp->cfg.backend;
     int host_in = b == LOOP_GPU_STAGED || b == LOOP_GPU_MAPPED; /* the source fills host blocks */
@@ -524,7 +499,7 @@ const struct loop_be *loop_gpu_backend(int backend)
 
 int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
 {
-    if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
+    if (!gpu_available(NULL, 0))
         return ONI_ENOGPU;
     if (!in || !out || !n || n > SIZE_MAX / 8)
         return ONI_EINVALARG;
@@ -542,7 +517,7 @@ int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uin
 
 int loop_gpu_ephys_once(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes, struct loop_ephys_out *out)
 {
-    if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
+    if (!gpu_available(NULL, 0))
         return ONI_ENOGPU;
     struct loop_ephys_state *dst = NULL;
     uint8_t *dblk = NULL;
@@ -614,7 +589,7 @@ static int mac_job(void *p)
 
 int loop_gpu_time_mac(size_t n, uint32_t iters, uint32_t passes, int reps, double *best_s)
 {
-    if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
+    if (!gpu_available(NULL, 0))
         return ONI_ENOGPU;
     if (!n || n > SIZE_MAX / 8 || !best_s)
         return ONI_EINVALARG;
@@ -641,7 +616,7 @@ static int copy_job(void *p)
 
 int loop_gpu_time_copy(size_t bytes, int reps, double *best_s)
 {
-    if (!loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0))
+    if (!gpu_available(NULL, 0))
         return ONI_ENOGPU;
     struct copy_job j = {NULL, NULL, bytes};
     int rc = cu(cudaMalloc(&j.a, bytes));
@@ -654,17 +629,4 @@ int loop_gpu_time_copy(size_t bytes, int reps, double *best_s)
     cudaFree(j.a);
     cudaFree(j.b);
     return rc;
-}
-
-int loop_gpu_name(char *buf, size_t cap)
-{
-    if (!loop_gpu_available(LOOP_GPU_DIRECT, buf, cap))
-        return ONI_ENOGPU;
-    struct cudaDeviceProp p;
-    int dev = 0;
-    cudaGetDevice(&dev);
-    if (cudaGetDeviceProperties(&p, dev) != cudaSuccess)
-        return ONI_ENOGPU;
-    snprintf(buf, cap, "%s", p.name);
-    return 0;
 }

@@ -8,13 +8,6 @@ const struct loop_be *loop_gpu_backend(int backend)
     return NULL;
 }
 
-int loop_gpu_available(int backend, char *why, size_t cap)
-{
-    if (why && cap)
-        snprintf(why, cap, "built without CUDA");
-    return 0;
-}
-
 int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
 {
     return ONI_ENOGPU;
@@ -32,11 +25,5 @@ int loop_gpu_time_mac(size_t n, uint32_t iters, uint32_t passes, int reps, doubl
 
 int loop_gpu_time_copy(size_t bytes, int reps, double *best_s)
 {
-    return ONI_ENOGPU;
-}
-
-int loop_gpu_name(char *buf, size_t cap)
-{
-    loop_gpu_available(0, buf, cap);
     return ONI_ENOGPU;
 }

@@ -35,12 +35,14 @@ enum loop_work { LOOP_WORK_MAC = 0, LOOP_WORK_EPHYS };
 /* Where blocks come from. read fills host memory; read_async starts a
  * transfer into buf (GPU memory for the direct backends) and writes seq to
  * *done (GPU memory) after the payload. read_async may be NULL: then only
- * cpu, gpu-staged and gpu-mapped can run. Both return 0 or an ONI error (ONI_ETIMEOUT
- * when nothing came within timeout_ms). */
+ * cpu, gpu-staged and gpu-mapped can run. Both return 0 or an ONI error
+ * (ONI_ETIMEOUT when nothing came within timeout_ms; for read_async, a source
+ * that waits for its block before starting the transfer, as a paced memsrc
+ * does, waits at most timeout_ms). */
 struct loop_source {
     void *ctx;
     int (*read)(void *ctx, void *buf, size_t len, uint32_t timeout_ms);
-    int (*read_async)(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq);
+    int (*read_async)(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq, uint32_t timeout_ms);
     /* Make a GPU buffer reachable by read_async once (may be NULL). */
     int (*pin)(void *ctx, void *buf, size_t len);
     int (*unpin)(void *ctx, void *buf, size_t len);
@@ -137,13 +139,11 @@ void loop_destroy(struct loop *lp);
  * loop_gpu_mac_once: the MAC kernel on n floats (host in, host out).
  * loop_gpu_ephys_once: one EPHYS block; st (host) is updated as the CPU version would.
  * loop_gpu_time_mac / loop_gpu_time_copy: best of reps event-timed runs on
- * device-resident buffers (MAC on n floats; device-to-device copy of bytes).
- * loop_gpu_name: the device's name (or the reason there is none). */
+ * device-resident buffers (MAC on n floats; device-to-device copy of bytes). */
 int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
 int loop_gpu_ephys_once(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes, struct loop_ephys_out *out);
 int loop_gpu_time_mac(size_t n, uint32_t iters, uint32_t passes, int reps, double *best_s);
 int loop_gpu_time_copy(size_t bytes, int reps, double *best_s);
-int loop_gpu_name(char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -3,12 +3,13 @@
  * seq in the completion word, as the card's DMA engine would. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include "gpu/gpu.h"
 #include "loop/source.h"
 #include "loop/engine.h"
 
 int loop_memsrc_gpu_ok(void)
 {
-    return loop_gpu_available(LOOP_GPU_DIRECT, NULL, 0);
+    return gpu_available(NULL, 0);
 }
 
 int loop_memsrc_gpu_init(struct loop_memsrc *m)
@@ -24,7 +25,8 @@ int loop_memsrc_gpu_init(struct loop_memsrc *m)
     return 0;
 }
 
-int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
+int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq,
+                           uint32_t timeout_ms)
 {
     struct loop_memsrc *m = ctx;
     if (len != m->len)
@@ -35,7 +37,7 @@ int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *
     uint32_t i = m->next_staging++ % LOOP_MEMSRC_STAGING;
     if (!m->staging[i])
         return ONI_EBADALLOC;
-    rc = loop_memsrc_next(m, m->staging[i], 1000);
+    rc = loop_memsrc_next(m, m->staging[i], timeout_ms);
     if (rc)
         return rc;
     cudaStream_t s = m->stream;

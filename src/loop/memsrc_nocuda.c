@@ -1,7 +1,8 @@
 /* memsrc_nocuda.c - memsrc without CUDA: no GPU path. */
 #include "loop/source.h"
 
-int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq)
+int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq,
+                           uint32_t timeout_ms)
 {
     return ONI_ENOGPU;
 }

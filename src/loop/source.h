@@ -52,7 +52,8 @@ void loop_fill_floats(void *arg, uint64_t seq, void *buf, size_t len);
 /* Pace to the rate, then fill buf with the next block (for the GPU path). */
 int loop_memsrc_next(struct loop_memsrc *m, void *buf, uint32_t timeout_ms);
 /* CUDA parts of memsrc (memsrc_cuda.c / memsrc_nocuda.c). */
-int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq);
+int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq,
+                           uint32_t timeout_ms);
 int loop_memsrc_gpu_ok(void);
 int loop_memsrc_gpu_init(struct loop_memsrc *m);
 /* The source's pin: sets up the GPU path's staging for a GPU buffer (ONI_EUNIMPL for host memory). */
