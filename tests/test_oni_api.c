@@ -447,12 +447,15 @@ TEST(block_sizes_up_to_one_gib)
     oni_destroy_ctx(ctx);
 }
 
-/* The test driver, refusing to start (config RUNNING) while refuse_running is set. */
+/* The test driver, refusing to start (config RUNNING = 1) while refuse_running
+ * is set; refusing_dctx: its context, for a look at the hardware's state. */
 static int refuse_running;
+static oni_driver_ctx refusing_dctx;
 
 static int refusing_write_config(oni_driver_ctx c, oni_config_t k, oni_reg_val_t v)
 {
-    if (refuse_running && k == ONI_CONFIG_RUNNING)
+    refusing_dctx = c;
+    if (refuse_running && k == ONI_CONFIG_RUNNING && v)
         return ONI_EWRITEFAILURE;
     return onidrv_test.write_config(c, k, v);
 }
@@ -479,5 +482,28 @@ TEST(running_refused_by_the_driver_keeps_the_state)
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
     v = 1;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    oni_destroy_ctx(ctx);
+}
+
+/* RESETACQCOUNTER = 2 is the driver's reset-and-run, then RUNNING = 1: when
+ * the second write fails, the hardware the first started is stopped again,
+ * so that it does not run under a context that says idle. */
+TEST(reset_and_run_refused_halfway_stops_the_hardware)
+{
+    struct oni_driver drv = onidrv_test;
+    drv.write_config = refusing_write_config;
+    oni_ctx ctx = oni_create_ctx_driver(&drv);
+    REQUIRE(ctx);
+    REQUIRE(oni_init_ctx(ctx, -1) == 0);
+    refuse_running = 1;
+    uint32_t v = 2;
+    size_t n = sizeof v;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), ONI_EWRITEFAILURE);
+    refuse_running = 0;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
+    CHECK_EQ(v, 0);
+    oni_reg_val_t hw = 1;
+    CHECK_RC(onidrv_test.read_config(refusing_dctx, ONI_CONFIG_RUNNING, &hw), 0);
+    CHECK_EQ(hw, 0);
     oni_destroy_ctx(ctx);
 }

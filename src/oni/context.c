@@ -352,13 +352,19 @@ int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size)
  * = 2 first, the driver's reset-and-run). Buffered data belongs to the run
  * before, so it is dropped, under the read lock together with the driver's
  * writes: the driver drops its frame in progress then, and a reader
- * refilling between the two would keep the start of a frame whose rest is gone. */
+ * refilling between the two would keep the start of a frame whose rest is
+ * gone. On an error the context stays as it was. */
 static int set_running(struct oni_ctx_impl *ctx, int run, int reset_counter)
 {
     unsigned rt = oni_rlock_opt(ctx);
     int rc = reset_counter ? ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESETACQCOUNTER, 2) : 0;
-    if (rc >= 0)
+    if (rc >= 0) {
         rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, run ? 1 : 0);
+        /* The reset-and-run started the hardware, the context stays idle:
+         * stop it again (best effort; the error returned is the first). */
+        if (rc < 0 && reset_counter)
+            (void)ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, 0);
+    }
     if (rc >= 0)
         oni_read_flush(ctx);
     oni_runlock_opt(ctx, rt);
