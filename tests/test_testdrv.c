@@ -354,6 +354,7 @@ TEST(frames_verify_across_odd_read_sizes)
     len = 4;
     CHECK_RC(D.get_opt(c, ONITEST_OPT_STATS, &st, &len), ONI_EBUFFERSIZE);
     CHECK_EQ(len, sizeof st); /* what it takes */
+    CHECK_RC(D.set_opt(c, ONITEST_OPT_STATS, &st, sizeof st), ONI_EREADONLY); /* as the emu driver's */
     D.destroy_ctx(c);
 }
 

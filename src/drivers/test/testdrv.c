@@ -626,6 +626,8 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
     struct tdrv *d = ctx;
     if (!d)
         return ONI_EINVALARG;
+    if (opt == ONITEST_OPT_STATS)
+        return ONI_EREADONLY; /* as the emu driver answers for its statistics */
     if (opt != ONITEST_OPT_HOLD_ACK)
         return ONI_EINVALOPT;
     uint32_t hold;
