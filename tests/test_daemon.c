@@ -443,7 +443,7 @@ TEST(daemon_malformed_messages)
     struct emup_config cfg = {ONI_CONFIG_RUNNING, 0};
     struct emup_read rd = {0, 16, 100, 0, 0};
     /* well-formed header, bad content: answered, connection kept */
-    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION + 1, EMUP_CONFIG_READ, &cfg, sizeof cfg)), ONI_EPROTCONFIG);
+    CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION + 1, EMUP_CONFIG_READ, &cfg, sizeof cfg)), ONI_EBADCONTROLLER);
     CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_CONFIG_READ, &cfg, sizeof cfg - 1)), ONI_EBADFRAME);
     CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, 77, NULL, 0)), ONI_EBADFRAME);
     CHECK_RC(raw_call(s, m, msg(m, EMUP_MAGIC, EMUP_VERSION, EMUP_HELLO, "no-nul", 6)), ONI_EBADFRAME);
@@ -790,7 +790,7 @@ TEST(daemon_lying_daemon)
     static const struct {
         int lie, want;
     } cases[] = {{LIE_GARBAGE, ONI_EBADFRAME},
-                 {LIE_VERSION, ONI_EPROTCONFIG},
+                 {LIE_VERSION, ONI_EBADCONTROLLER},
                  {LIE_NO_FD, ONI_EBADFRAME},
                  {LIE_RING_OUTSIDE, ONI_EBADFRAME},
                  {LIE_SHORT_FILE, ONI_EBADFRAME},

@@ -16,7 +16,7 @@ struct emuc;
  * spec (NULL or "": the daemon's own spec), map the rings and attach every
  * channel, all within timeout_ms (one deadline, however slowly each answer comes). Returns 0,
  * ONI_EPATHINVALID (no daemon at path), ONI_EBUSY (it serves another
- * session), ONI_EINVALARG (bad spec; why in err), ONI_EPROTCONFIG (other
+ * session), ONI_EINVALARG (bad spec; why in err), ONI_EBADCONTROLLER (other
  * protocol version), ONI_ETIMEOUT or ONI_EDISCONNECTED. */
 int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct emuc **out, char *err,
               size_t err_cap);

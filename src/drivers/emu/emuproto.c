@@ -50,7 +50,7 @@ int emup_parse(const uint8_t *buf, size_t n, struct emup_msg *m)
     m->type = h.type;
     m->seq = h.seq;
     if (h.version != EMUP_VERSION)
-        return ONI_EPROTCONFIG;
+        return ONI_EBADCONTROLLER;
     m->body = buf + sizeof h;
     m->len = h.len;
     long want = body_size(h.type);
@@ -115,7 +115,7 @@ int emup_check_reply(const uint8_t *buf, size_t n, uint16_t type, uint32_t seq, 
     if (parse_header(buf, n, &h))
         return ONI_EBADFRAME;
     if (h.version != EMUP_VERSION)
-        return ONI_EPROTCONFIG;
+        return ONI_EBADCONTROLLER;
     if (h.seq != seq || h.type != (type | EMUP_REPLY))
         return ONI_EBADFRAME;
     if (h.len == body_len)

@@ -210,14 +210,14 @@ struct emup_msg {
 
 /* Parse and check one received request of n bytes. Returns 0, ONI_EBADFRAME
  * (short, bad magic, wrong body size for the type, unterminated or overlong
- * string, unknown type or field out of range) or ONI_EPROTCONFIG (other
+ * string, unknown type or field out of range) or ONI_EBADCONTROLLER (other
  * protocol version). On error m->seq/type are set when the header was
  * readable, so that the receiver can answer. */
 int emup_parse(const uint8_t *buf, size_t n, struct emup_msg *m);
 
 /* Check a reply of n bytes to the request (type, seq): header, REPLY bit,
  * and body size exactly body_len (status-only error replies are accepted
- * too: *is_status is then set). Returns 0, ONI_EPROTCONFIG (the peer speaks
+ * too: *is_status is then set). Returns 0, ONI_EBADCONTROLLER (the peer speaks
  * another protocol version) or ONI_EBADFRAME. */
 int emup_check_reply(const uint8_t *buf, size_t n, uint16_t type, uint32_t seq, size_t body_len,
                      int *is_status);
