@@ -102,13 +102,6 @@ enum {
     ONIX_MEMUSAGE_MEM_WORDS = 3, /* ro: memory for frames, 32-bit words */
     ONIX_MEMUSAGE_MEM_USAGE = 4  /* ro: 32-bit words in use, as in the frames */
 };
-/* Earlier onigpu names of the same; removed once no caller uses them. */
-#define ONIX_HUBMGR_IDX ONIX_HUB_DEV_IDX
-#define ONIX_HUBMGR_HARDWAREID ONIX_HUB_HARDWAREID
-#define ONIX_HUBMGR_HARDWAREREV ONIX_HUB_HARDWAREREV
-#define ONIX_HUBMGR_FIRMWAREVER ONIX_HUB_FIRMWAREVER
-#define ONIX_HUBMGR_CLKRATEHZ ONIX_HUB_CLKRATEHZ
-#define ONIX_HUBMGR_DELAYNS ONIX_HUB_DELAYNS
 
 /* ONIX-specific context option: the first custom option (upstream numbering). */
 enum {

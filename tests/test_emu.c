@@ -99,19 +99,19 @@ TEST(emu_device_table_and_hubs)
     CHECK_EQ(n, 8 + 4); /* 7 devices + memusage, hubs 0..3 */
     int hubmgr = 0;
     for (int i = 0; i < n; i++) {
-        if ((t[i].idx & 0xFF) != ONIX_HUBMGR_IDX)
+        if ((t[i].idx & 0xFF) != ONIX_HUB_DEV_IDX)
             continue;
         hubmgr++;
         CHECK_EQ(t[i].id, ONIX_ONIGPU_HUBMGR);
         uint32_t v = 0;
-        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUBMGR_CLKRATEHZ, &v), ONI_SIG_CONFIGRACK);
+        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUB_CLKRATEHZ, &v), ONI_SIG_CONFIGRACK);
         CHECK(v > 0);
-        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUBMGR_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
+        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
         CHECK_EQ(v, (t[i].idx >> 8) == 0 ? ONIX_HUB_FMCHOST : (t[i].idx >> 8) == 1 ? ONIX_HUB_HSNP2E
                     : (t[i].idx >> 8) == 2 ? ONIX_HUB_HS64 : ONIX_HUB_HSNP1ET);
-        CHECK_EQ(reg_set(c, t[i].idx, ONIX_HUBMGR_FIRMWAREVER, 7), ONI_SIG_CONFIGWNACK);
-        CHECK_EQ(reg_set(c, t[i].idx, ONIX_HUBMGR_DELAYNS, 777), ONI_SIG_CONFIGWACK);
-        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUBMGR_DELAYNS, &v), ONI_SIG_CONFIGRACK);
+        CHECK_EQ(reg_set(c, t[i].idx, ONIX_HUB_FIRMWAREVER, 7), ONI_SIG_CONFIGWNACK);
+        CHECK_EQ(reg_set(c, t[i].idx, ONIX_HUB_DELAYNS, 777), ONI_SIG_CONFIGWACK);
+        CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUB_DELAYNS, &v), ONI_SIG_CONFIGRACK);
         CHECK_EQ(v, 777);
     }
     CHECK_EQ(hubmgr, 4);
@@ -1073,7 +1073,7 @@ TEST(emu_spec_enable_and_hub_arguments)
     uint32_t hb = find_id(t, n, ONIX_HEARTBEAT), v = 1;
     CHECK_EQ(reg_get(c, hb, EMU_REG_ENABLE, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 0);
-    CHECK_EQ(reg_get(c, 0x3FE, ONIX_HUBMGR_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, 0x3FE, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, ONIX_HUB_HSNP2E);
     start(c);
     static struct frame f;
@@ -1517,10 +1517,10 @@ TEST(emu_missing_hub_manager_nacks)
     struct emu_card *c = card_open("mode=fast;devices=heartbeat");
     REQUIRE(c);
     REQUIRE(c->nhub == 1);
-    uint32_t v = 0, mgr1 = (1u << 8) | ONIX_HUBMGR_IDX;
-    CHECK_EQ(reg_get(c, ONIX_HUBMGR_IDX, ONIX_HUBMGR_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
-    CHECK_EQ(reg_get(c, mgr1, ONIX_HUBMGR_HARDWAREID, &v), ONI_SIG_CONFIGRNACK);
-    CHECK_EQ(reg_set(c, mgr1, ONIX_HUBMGR_DELAYNS, 5), ONI_SIG_CONFIGWNACK);
+    uint32_t v = 0, mgr1 = (1u << 8) | ONIX_HUB_DEV_IDX;
+    CHECK_EQ(reg_get(c, ONIX_HUB_DEV_IDX, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, mgr1, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRNACK);
+    CHECK_EQ(reg_set(c, mgr1, ONIX_HUB_DELAYNS, 5), ONI_SIG_CONFIGWNACK);
     emu_card_destroy(c);
 }
 

@@ -64,7 +64,7 @@ TEST(emudrv_init_and_device_table)
     int readable = 0, hubmgr = 0;
     for (size_t i = 0; i < n; i++) {
         readable += t[i].read_size > 0;
-        hubmgr += (t[i].idx & 0xFF) == ONIX_HUBMGR_IDX;
+        hubmgr += (t[i].idx & 0xFF) == ONIX_HUB_DEV_IDX;
     }
     CHECK(readable > 0);
     CHECK(hubmgr > 0);
@@ -85,13 +85,13 @@ TEST(emudrv_registers)
     REQUIRE(t);
     int checked = 0;
     for (size_t i = 0; i < n; i++) {
-        if ((t[i].idx & 0xFF) != ONIX_HUBMGR_IDX)
+        if ((t[i].idx & 0xFF) != ONIX_HUB_DEV_IDX)
             continue;
         oni_reg_val_t v = 0;
-        CHECK_RC(oni_read_reg(ctx, t[i].idx, ONIX_HUBMGR_CLKRATEHZ, &v), 0);
+        CHECK_RC(oni_read_reg(ctx, t[i].idx, ONIX_HUB_CLKRATEHZ, &v), 0);
         CHECK(v > 0);
         /* identity registers are read-only: the card NACKs the write */
-        CHECK_RC(oni_write_reg(ctx, t[i].idx, ONIX_HUBMGR_HARDWAREID, 1), ONI_EWRITEFAILURE);
+        CHECK_RC(oni_write_reg(ctx, t[i].idx, ONIX_HUB_HARDWAREID, 1), ONI_EWRITEFAILURE);
         /* an address no device has */
         CHECK_RC(oni_read_reg(ctx, t[i].idx, 0x7FFFFFF0u, &v), ONI_EREADFAILURE);
         checked++;

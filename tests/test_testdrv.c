@@ -136,7 +136,7 @@ TEST(reset_emits_device_table)
             CHECK(e.idx > prev);
         prev = e.idx;
         hubs[(e.idx >> 8) & 0xFF] = 1;
-        if ((e.idx & 0xFF) == ONIX_HUBMGR_IDX) {
+        if ((e.idx & 0xFF) == ONIX_HUB_DEV_IDX) {
             mgrs++;
             CHECK_EQ(e.id, ONIX_ONIGPU_HUBMGR);
             CHECK_EQ(e.read_size, 0);
@@ -190,21 +190,21 @@ TEST(registers_ack_nack)
     CHECK_EQ(reg(c, 0x105, 0, 0, &v), ONI_SIG_CONFIGRNACK);
     CHECK_EQ(reg(c, 0x105, 0, 1, &v), ONI_SIG_CONFIGWNACK);
     /* Hub managers. */
-    CHECK_EQ(reg(c, 0x1FE, ONIX_HUBMGR_HARDWAREID, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg(c, 0x1FE, ONIX_HUB_HARDWAREID, 0, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, ONIX_HUB_HS64);
-    CHECK_EQ(reg(c, 0x0FE, ONIX_HUBMGR_CLKRATEHZ, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg(c, 0x0FE, ONIX_HUB_CLKRATEHZ, 0, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 250000000);
-    CHECK_EQ(reg(c, 0x2FE, ONIX_HUBMGR_FIRMWAREVER, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg(c, 0x2FE, ONIX_HUB_FIRMWAREVER, 0, &v), ONI_SIG_CONFIGRACK);
     CHECK(v != 0);
-    CHECK_EQ(reg(c, 0x2FE, ONIX_HUBMGR_HARDWAREREV, 0, &v), ONI_SIG_CONFIGRACK);
-    CHECK_EQ(reg(c, 0x2FE, ONIX_HUBMGR_FIRMWAREVER, 1, &v), ONI_SIG_CONFIGWNACK);
-    CHECK_EQ(reg(c, 0x2FE, ONIX_HUBMGR_CLKRATEHZ, 1, &v), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg(c, 0x2FE, ONIX_HUB_HARDWAREREV, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg(c, 0x2FE, ONIX_HUB_FIRMWAREVER, 1, &v), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg(c, 0x2FE, ONIX_HUB_CLKRATEHZ, 1, &v), ONI_SIG_CONFIGWNACK);
     CHECK_EQ(reg(c, 0x2FE, 3, 0, &v), ONI_SIG_CONFIGRNACK);
     CHECK_EQ(reg(c, 0x2FE, 6, 0, &v), ONI_SIG_CONFIGRNACK);
     v = 4321;
-    CHECK_EQ(reg(c, 0x2FE, ONIX_HUBMGR_DELAYNS, 1, &v), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg(c, 0x2FE, ONIX_HUB_DELAYNS, 1, &v), ONI_SIG_CONFIGWACK);
     v = 0;
-    CHECK_EQ(reg(c, 0x2FE, ONIX_HUBMGR_DELAYNS, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg(c, 0x2FE, ONIX_HUB_DELAYNS, 0, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 4321);
     /* RESET restores the reset values. */
     CHECK_RC(D.write_config(c, ONI_CONFIG_RESET, 1), 0);

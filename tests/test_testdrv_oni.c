@@ -75,9 +75,9 @@ TEST(registers_through_oni)
     oni_ctx ctx = open_test(200);
     REQUIRE(ctx);
     oni_reg_val_t v = 0;
-    CHECK_RC(oni_read_reg(ctx, 0x1FE, ONIX_HUBMGR_HARDWAREID, &v), 0);
+    CHECK_RC(oni_read_reg(ctx, 0x1FE, ONIX_HUB_HARDWAREID, &v), 0);
     CHECK_EQ(v, ONIX_HUB_HS64);
-    CHECK_RC(oni_read_reg(ctx, 0x0FE, ONIX_HUBMGR_CLKRATEHZ, &v), 0);
+    CHECK_RC(oni_read_reg(ctx, 0x0FE, ONIX_HUB_CLKRATEHZ, &v), 0);
     CHECK_EQ(v, 250000000);
     CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_MESSAGE, 0x12345678), 0);
     CHECK_RC(oni_read_reg(ctx, 0x201, ONITEST_REG_MESSAGE, &v), 0);
@@ -85,12 +85,12 @@ TEST(registers_through_oni)
     CHECK_RC(oni_read_reg(ctx, 0x201, ONITEST_REG_READSIZE, &v), 0);
     CHECK_EQ(v, 11);
     CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_READSIZE, 4), ONI_EWRITEFAILURE);
-    CHECK_RC(oni_write_reg(ctx, 0x1FE, ONIX_HUBMGR_HARDWAREID, 4), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_write_reg(ctx, 0x1FE, ONIX_HUB_HARDWAREID, 4), ONI_EWRITEFAILURE);
     CHECK_RC(oni_read_reg(ctx, 0x201, 0x40, &v), ONI_EREADFAILURE);
     CHECK_RC(oni_write_reg(ctx, 0x201, 0x40, 1), ONI_EWRITEFAILURE);
     CHECK_RC(oni_write_reg(ctx, 0x201, ONITEST_REG_RATE, ONITEST_MAX_RATE + 1), ONI_EWRITEFAILURE);
-    CHECK_RC(oni_write_reg(ctx, 0x2FE, ONIX_HUBMGR_DELAYNS, 99), 0);
-    CHECK_RC(oni_read_reg(ctx, 0x2FE, ONIX_HUBMGR_DELAYNS, &v), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x2FE, ONIX_HUB_DELAYNS, 99), 0);
+    CHECK_RC(oni_read_reg(ctx, 0x2FE, ONIX_HUB_DELAYNS, &v), 0);
     CHECK_EQ(v, 99);
     oni_destroy_ctx(ctx);
 }

@@ -100,7 +100,7 @@ static void push_table(struct emu_card *c)
     for (int i = 0; i < c->ndev; i++)
         sig_push(c, ONI_SIG_DEVICEINST, &c->dev[i].desc, sizeof(oni_device_t));
     for (int h = 0; h < c->nhub; h++) {
-        oni_device_t m = {((uint32_t)h << 8) | ONIX_HUBMGR_IDX, ONIX_ONIGPU_HUBMGR, 1, 0, 0};
+        oni_device_t m = {((uint32_t)h << 8) | ONIX_HUB_DEV_IDX, ONIX_ONIGPU_HUBMGR, 1, 0, 0};
         sig_push(c, ONI_SIG_DEVICEINST, &m, sizeof m);
     }
 }
@@ -138,17 +138,17 @@ static int hub_access(struct emu_card *c, uint32_t hub, uint32_t addr, int write
         return 0;
     struct emu_hub *h = &c->hub[hub];
     if (write) {
-        if (addr != ONIX_HUBMGR_DELAYNS)
+        if (addr != ONIX_HUB_DELAYNS)
             return 0;
         h->delay_ns = *v;
         return 1;
     }
     switch (addr) {
-    case ONIX_HUBMGR_HARDWAREID: *v = h->kind; return 1;
-    case ONIX_HUBMGR_HARDWAREREV: *v = h->rev; return 1;
-    case ONIX_HUBMGR_FIRMWAREVER: *v = h->fw; return 1;
-    case ONIX_HUBMGR_CLKRATEHZ: *v = h->clk_hz; return 1;
-    case ONIX_HUBMGR_DELAYNS: *v = h->delay_ns; return 1;
+    case ONIX_HUB_HARDWAREID: *v = h->kind; return 1;
+    case ONIX_HUB_HARDWAREREV: *v = h->rev; return 1;
+    case ONIX_HUB_FIRMWAREVER: *v = h->fw; return 1;
+    case ONIX_HUB_CLKRATEHZ: *v = h->clk_hz; return 1;
+    case ONIX_HUB_DELAYNS: *v = h->delay_ns; return 1;
     default: return 0;
     }
 }
@@ -205,7 +205,7 @@ static int common_write(struct emu_card *c, struct emu_dev *d, uint32_t addr, ui
 /* Carry out the access the configuration registers describe; 1 = ACK. */
 static int reg_access(struct emu_card *c, int write, uint32_t *v)
 {
-    if ((c->reg_dev & 0xFF) == ONIX_HUBMGR_IDX && c->reg_dev < ((uint32_t)EMU_MAX_HUB << 8))
+    if ((c->reg_dev & 0xFF) == ONIX_HUB_DEV_IDX && c->reg_dev < ((uint32_t)EMU_MAX_HUB << 8))
         return hub_access(c, c->reg_dev >> 8, c->reg_addr, write, v);
     struct emu_dev *d = find_dev(c, c->reg_dev);
     if (!d)

@@ -1,6 +1,7 @@
-/* emu.h - the emulated ONIX host card. This is the hardware boundary: the emu
- * driver (in-process) and the onix-emu daemon call only these functions;
- * nothing above the drivers includes this header.
+/* emu.h - the emulated ONIX host card. This is the hardware boundary,
+ * together with the card's DMA engine (dma.h): the emu driver (in-process)
+ * and the onix-emu daemon call only the functions of these two headers;
+ * nothing above the drivers includes either.
  *
  * The card behaves like the ONIX FPGA core of thesis figures 2.3 and 3.4: a
  * device table on hubs, register files, an acquisition clock, a round-robin

@@ -194,7 +194,7 @@ static int add_device(struct emu_card *c, const struct emu_devtype *t, struct em
     uint32_t n_on_hub = 0;
     for (int i = 0; i < c->ndev; i++)
         n_on_hub += (c->dev[i].desc.idx >> 8) == hub;
-    if (n_on_hub >= ONIX_HUBMGR_IDX) {
+    if (n_on_hub >= ONIX_HUB_DEV_IDX) {
         snprintf(err, cap, "hub %u is full", hub);
         return ONI_EINVALARG;
     }

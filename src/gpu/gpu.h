@@ -7,7 +7,8 @@
  * ONI_ENOGPU and gpu_query() reports every pointer as plain host memory.
  * Errors are ONI codes; gpu_error() holds the last CUDA message of the calling
  * thread for readable reports. All functions are thread-safe; a gpu_stream and
- * a gpu_event are used by one thread at a time. */
+ * a gpu_event are used by one thread at a time, except that several threads
+ * may wait on one stream (gpu_stream_wait). */
 #ifndef ONIGPU_GPU_H
 #define ONIGPU_GPU_H
 
@@ -126,7 +127,10 @@ int gpu_event_record(struct gpu_event *e, struct gpu_stream *s);
 int gpu_event_wait(struct gpu_event *e, uint32_t timeout_ms);
 
 /* Synchronous helpers for setup and tests: copy n bytes (any direction); fill device memory.
- * Both return once the bytes are in place, visible to work on any stream. */
+ * Both return once the bytes are in place, visible to work on any stream, or
+ * ONI_ETIMEOUT after GPU_SYNC_TIMEOUT_MS (the GPU is stuck, e.g. behind a
+ * kernel that never ends). */
+#define GPU_SYNC_TIMEOUT_MS 2000
 int gpu_copy(void *dst, const void *src, size_t n);
 int gpu_memset(void *p, int value, size_t n);
 

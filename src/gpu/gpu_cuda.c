@@ -377,7 +377,7 @@ void gpu_stream_destroy(struct gpu_stream *s)
         /* Let queued work finish, with a deadline: a stream held by a word
          * that is never written must not hang its owner. CUDA releases the
          * stream once its work is done either way. */
-        int rc = poll_until(query_stream, s, 2000, "cudaStreamQuery");
+        int rc = poll_until(query_stream, s, GPU_SYNC_TIMEOUT_MS, "cudaStreamQuery");
         cudaStreamDestroy(s->s);
         if (s->flag && rc != ONI_ETIMEOUT)
             flag_give(s->flag); /* else the stream may still write it: never reused */
@@ -568,7 +568,7 @@ int gpu_copy(void *dst, const void *src, size_t n)
      * before the bytes land: work on another stream (the card's DMA engine,
      * the DMA agent) could read the old ones. Wait for the default stream. */
     struct gpu_stream legacy = {0};
-    return poll_until(query_stream, &legacy, 2000, "cudaMemcpy");
+    return poll_until(query_stream, &legacy, GPU_SYNC_TIMEOUT_MS, "cudaMemcpy");
 }
 
 int gpu_memset(void *p, int value, size_t n)
@@ -584,5 +584,5 @@ int gpu_memset(void *p, int value, size_t n)
     cudaError_t err = cudaMemsetAsync(p, value, n, legacy.s);
     if (err != cudaSuccess)
         return fail_rt(err, "cudaMemset", ONI_EINVALARG);
-    return poll_until(query_stream, &legacy, 2000, "cudaMemset");
+    return poll_until(query_stream, &legacy, GPU_SYNC_TIMEOUT_MS, "cudaMemset");
 }

@@ -28,7 +28,9 @@ struct gpu_pipe_ops {
  * slots. A slot is refilled only after its previous stage B is done. Returns
  * 0, ONI_EINVALARG for bad sizes, or the first error of an op; on error every
  * stage already started is waited for before returning, so no slot is in use
- * afterwards. */
+ * afterwards, unless a wait itself failed (e.g. ONI_ETIMEOUT): the stages it
+ * waited for may still run, and the caller must settle them before reusing
+ * or freeing the slots. */
 int gpu_pipe_run(size_t total, size_t chunk, int nslots, const struct gpu_pipe_ops *ops);
 
 #endif

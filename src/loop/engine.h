@@ -61,8 +61,9 @@ struct loop_record *loop_record_of(struct loop *lp, uint64_t seq);
 /* Record the first error and stop every thread. */
 void loop_fail(struct loop *lp, int rc);
 /* Wait until *word == want (32-bit, written by a device or another thread),
- * spinning first, then polling; ONI_ETIMEOUT after timeout_ms, ONI_EINVALSTATE
- * if the loop is stopping. */
+ * spinning first, then polling; ONI_ETIMEOUT after timeout_ms (0 counts as
+ * 1 ms: this wait always has a deadline), ONI_EINVALSTATE if the loop failed
+ * (an error recorded elsewhere; a plain stop does not end it). */
 int loop_wait_word(struct loop *lp, const volatile uint32_t *word, uint32_t want, uint32_t timeout_ms);
 
 #endif

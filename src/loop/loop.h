@@ -6,8 +6,10 @@
  * Threads: a receive thread fills free slots from the source, a process
  * thread runs the work (or, for gpu-flag and gpu-persistent, only queues it:
  * the GPU releases itself), a send thread hands finished slots to the sink
- * and frees them. Every wait has a deadline (cfg.timeout_ms); an error in any
- * stage stops the loop and is returned by loop_run. */
+ * and frees them. Every wait for the source, the GPU or the sink has a
+ * deadline (cfg.timeout_ms); the hand-offs between the stages have none of
+ * their own, since the stage waited for has one. An error in any stage stops
+ * the loop and is returned by loop_run. */
 #ifndef LOOP_H
 #define LOOP_H
 

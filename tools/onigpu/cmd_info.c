@@ -69,19 +69,19 @@ static void print_devices(const oni_device_t *t, oni_size_t n)
 static void print_hubs(oni_ctx ctx, const oni_device_t *t, oni_size_t n)
 {
     static const struct { uint32_t addr; const char *fmt; } regs[] = {
-        {ONIX_HUBMGR_HARDWAREREV, "  rev %u"},
-        {ONIX_HUBMGR_FIRMWAREVER, "  firmware 0x%04x"},
-        {ONIX_HUBMGR_CLKRATEHZ, "  clock %u Hz"},
-        {ONIX_HUBMGR_DELAYNS, "  delay %u ns"},
+        {ONIX_HUB_HARDWAREREV, "  rev %u"},
+        {ONIX_HUB_FIRMWAREVER, "  firmware 0x%04x"},
+        {ONIX_HUB_CLKRATEHZ, "  clock %u Hz"},
+        {ONIX_HUB_DELAYNS, "  delay %u ns"},
     };
     int any = 0;
     for (oni_size_t i = 0; i < n; i++) {
-        if ((t[i].idx & 0xFF) != ONIX_HUBMGR_IDX)
+        if ((t[i].idx & 0xFF) != ONIX_HUB_DEV_IDX)
             continue;
         if (!any++)
             printf("hubs\n");
         oni_reg_val_t v;
-        int rc = oni_read_reg(ctx, t[i].idx, ONIX_HUBMGR_HARDWAREID, &v);
+        int rc = oni_read_reg(ctx, t[i].idx, ONIX_HUB_HARDWAREID, &v);
         if (rc)
             printf("  hub %-3u hardware ? (%s)", t[i].idx >> 8, oni_error_str(rc));
         else

@@ -5,10 +5,12 @@
  * this context; without it the card is created here and runs its generator
  * on its own thread.
  *
- * Locking: the host library serializes options, configuration and the signal
- * stream, and may read the data stream and write the write stream
- * concurrently with them; the card and the daemon client are safe for that.
- * Init and destroy never run concurrently with anything else. */
+ * Locking: the host library serializes configuration, the signal stream and
+ * the options this driver does not declare concurrent; it may read the data
+ * stream, write the write stream and run the GPU stream options
+ * (drv_concurrent_opt) concurrently with them and with each other; the card,
+ * the daemon client and gpustream.c are safe for that. Init and destroy never
+ * run concurrently with anything else. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

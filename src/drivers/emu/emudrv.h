@@ -1,5 +1,5 @@
 /* emudrv.h - the `emu` driver's context, as far as the rest of the driver
- * (gpustream*.c, the GPU data stream options) needs to see it.
+ * (gpustream.c, the GPU data stream options) needs to see it.
  *
  * A context runs in one of two modes, fixed at init from the spec string:
  * in-process (an emu_card in this process) or daemon (the card lives in an

@@ -1,8 +1,7 @@
-/* gpustream.h - the seam between the emu driver (emudrv.c, owner "emudrv")
- * and the GPU data stream options of include/onigpu.h (gpustream*.c, owner
- * "gpu").
+/* gpustream.h - the seam between the emu driver (emudrv.c) and the GPU data
+ * stream options of include/onigpu.h (gpustream.c).
  *
- * The driver routes every driver option in ONI_DRV_RD_SZ .. ONI_DRV_CHUNK_SZ
+ * The driver routes every driver option in ONI_DRV_RD_SZ .. ONI_DRV_DMA_AGENT
  * except ONI_DRV_STREAM_STATS (which the driver answers itself) to the two
  * functions below, after checking that the context is initialized; it calls
  * emu_gpu_close before the card or the daemon connection goes away. The

@@ -121,12 +121,12 @@ static void reset_state(struct tdrv *d)
     for (unsigned h = 0; h < testdrv_nhub; h++) {
         const struct testdrv_hub *hub = &testdrv_hubs[h];
         uint32_t *r = d->hubreg[hub->hub];
-        r[ONIX_HUBMGR_HARDWAREID] = hub->hardware_id;
-        r[ONIX_HUBMGR_HARDWAREREV] = hub->hardware_rev;
-        r[ONIX_HUBMGR_FIRMWAREVER] = hub->firmware_ver;
+        r[ONIX_HUB_HARDWAREID] = hub->hardware_id;
+        r[ONIX_HUB_HARDWAREREV] = hub->hardware_rev;
+        r[ONIX_HUB_FIRMWAREVER] = hub->firmware_ver;
         r[3] = 0;
-        r[ONIX_HUBMGR_CLKRATEHZ] = hub->clk_hz;
-        r[ONIX_HUBMGR_DELAYNS] = hub->delay_ns;
+        r[ONIX_HUB_CLKRATEHZ] = hub->clk_hz;
+        r[ONIX_HUB_DELAYNS] = hub->delay_ns;
     }
     d->running = 0;
     d->trig = 0;
@@ -172,16 +172,16 @@ static void emit_device_table(struct tdrv *d)
     }
 }
 
-static int is_hubmgr(const struct tdev *v) { return (v->def->idx & 0xFF) == ONIX_HUBMGR_IDX; }
+static int is_hubmgr(const struct tdev *v) { return (v->def->idx & 0xFF) == ONIX_HUB_DEV_IDX; }
 
 /* One register access; returns 1 for ACK, 0 for NACK. */
 static int hubmgr_access(struct tdrv *d, struct tdev *v, uint32_t addr, int write, uint32_t *val)
 {
     uint32_t *r = d->hubreg[(v->def->idx >> 8) & 7];
-    if (addr > ONIX_HUBMGR_DELAYNS || addr == 3)
+    if (addr > ONIX_HUB_DELAYNS || addr == 3)
         return 0;
     if (write) {
-        if (addr != ONIX_HUBMGR_DELAYNS)
+        if (addr != ONIX_HUB_DELAYNS)
             return 0; /* identity and clock registers are read-only */
         r[addr] = *val;
         return 1;
