@@ -32,7 +32,7 @@ int oni_idle_wait(uint64_t deadline, unsigned *idle)
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
-static int complete(const struct oni_driver *d)
+int oni_driver_complete(const struct oni_driver *d)
 {
     return d->create_ctx && d->destroy_ctx && d->init && d->read_stream && d->write_stream &&
            d->read_config && d->write_config && d->set_opt_callback && d->set_opt && d->get_opt &&
@@ -103,7 +103,7 @@ nomem:
 
 oni_ctx oni_create_ctx_driver(const struct oni_driver *drv)
 {
-    if (!drv || !complete(drv)) {
+    if (!drv || !oni_driver_complete(drv)) {
         errno = EINVAL;
         return NULL;
     }
@@ -289,8 +289,10 @@ static int get_locked(struct oni_ctx_impl *ctx, int opt, void *value, size_t *si
     if (state == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
     if (opt != ONI_OPT_DEVICETABLE && opt != ONI_OPT_RESET && opt != ONI_OPT_RESETACQCOUNTER &&
-        *size < sizeof v)
-        return put_u32(value, size, 0); /* ONI_EBUFFERSIZE, *size = 4 */
+        *size < sizeof v) {
+        *size = sizeof v; /* what it takes */
+        return ONI_EBUFFERSIZE;
+    }
     switch (opt) {
     case ONI_OPT_DEVICETABLE: {
         size_t need = ctx->ndev * sizeof(oni_device_t);

@@ -396,6 +396,7 @@ static int header_ok(const struct oni_ctx_impl *ctx, uint64_t k)
  * is one add and one mask, a cycle less on the path from one frame's
  * position to the next. 64-bit, so that the largest data_sz cannot wrap it
  * where size_t is 32-bit. */
+_Static_assert(ONI_RFRAMEHEADERSZ == ONI_FRAMEHEADERSZ, "one read frame header size");
 _Static_assert(ONI_RFRAMEHEADERSZ % 4 == 0, "frame_len folds the header into the padding");
 static inline uint64_t frame_len(uint64_t k)
 {

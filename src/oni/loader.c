@@ -44,11 +44,7 @@ static int bind_symbols(void *dl, struct oni_driver *drv)
 #undef SYM
     drv->name = NULL; /* an external driver names itself through info() */
     drv->concurrent_opt = NULL; /* and gets its options one at a time */
-    return drv->create_ctx && drv->destroy_ctx && drv->init && drv->read_stream &&
-                   drv->write_stream && drv->read_config && drv->write_config &&
-                   drv->set_opt_callback && drv->set_opt && drv->get_opt && drv->info
-               ? 0
-               : EINVAL;
+    return oni_driver_complete(drv) ? 0 : EINVAL;
 }
 
 int oni_load_driver(const char *name, struct oni_driver *drv, void **dl)

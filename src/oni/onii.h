@@ -36,6 +36,10 @@ struct oni_driver {
 extern const struct oni_driver onidrv_test;
 extern const struct oni_driver onidrv_emu;
 
+/* 1 when every entry a driver must have is set (all but name and
+ * concurrent_opt), else 0. */
+int oni_driver_complete(const struct oni_driver *drv);
+
 /* Create a context on a backend table that is neither built in nor loaded
  * (test fixtures, fuzzers, programs embedding a driver). The table must stay
  * valid for the context's life. NULL + errno EINVAL if an entry is missing. */
@@ -52,7 +56,8 @@ oni_ctx oni_create_ctx_driver(const struct oni_driver *drv);
  * (starting acquisition while a reader waits for its data; docs/threads.md). */
 #define ONI_READ_SLICE_MS 10u
 
-/* Wire format sizes. */
+/* Wire format sizes. ONI_RFRAMEHEADERSZ is onidefs.h's ONI_FRAMEHEADERSZ as a
+ * plain integer constant (that one is a sizeof expression; frame.c checks they agree). */
 #define ONI_RFRAMEHEADERSZ 16 /* [u64 time][u32 dev_idx][u32 data_sz] */
 #define ONI_WFRAMEHEADERSZ 8  /* [u32 dev_idx][u32 payload words] */
 #define ONI_COBSMAXPACKET 255 /* encoded bytes, excluding the 0 delimiter */

@@ -22,7 +22,9 @@
 #include "onix.h"
 #include "testdrv.h"
 
-#define MAX_DEV 32
+#define MAX_DEV 32 /* rows of testdrv_table this driver can hold (checked at init) */
+#define MAX_HUB 8  /* hub numbers 0..7 (checked at init) */
+#define HUB_NOREG 3 /* the one address in 0..ONIX_HUB_DELAYNS that onix.h leaves unassigned: NACKed */
 #define MAX_FRAME (ONI_RFRAMEHEADERSZ + 1024) /* largest read frame the table may hold */
 #define SLACK 32 /* put_frame may store up to this many bytes past a frame's end */
 #define SIGQ_CAP 4096
@@ -58,7 +60,7 @@ struct tdrv {
 
     struct tdev dev[MAX_DEV];
     unsigned ndev;
-    uint32_t hubreg[8][6]; /* hub manager registers by hub number, address 0..5 */
+    uint32_t hubreg[MAX_HUB][ONIX_HUB_DELAYNS + 1]; /* hub manager registers by hub number */
 
     /* Configuration registers. */
     uint32_t reg_dev, reg_addr, reg_value, reg_rw, trig, running, hwaddress, custom0;
@@ -124,7 +126,7 @@ static void reset_state(struct tdrv *d)
         r[ONIX_HUB_HARDWAREID] = hub->hardware_id;
         r[ONIX_HUB_HARDWAREREV] = hub->hardware_rev;
         r[ONIX_HUB_FIRMWAREVER] = hub->firmware_ver;
-        r[3] = 0;
+        r[HUB_NOREG] = 0;
         r[ONIX_HUB_CLKRATEHZ] = hub->clk_hz;
         r[ONIX_HUB_DELAYNS] = hub->delay_ns;
     }
@@ -177,8 +179,8 @@ static int is_hubmgr(const struct tdev *v) { return (v->def->idx & 0xFF) == ONIX
 /* One register access; returns 1 for ACK, 0 for NACK. */
 static int hubmgr_access(struct tdrv *d, struct tdev *v, uint32_t addr, int write, uint32_t *val)
 {
-    uint32_t *r = d->hubreg[(v->def->idx >> 8) & 7];
-    if (addr > ONIX_HUB_DELAYNS || addr == 3)
+    uint32_t *r = d->hubreg[v->def->idx >> 8]; /* < MAX_HUB: table_fits */
+    if (addr > ONIX_HUB_DELAYNS || addr == HUB_NOREG)
         return 0;
     if (write) {
         if (addr != ONIX_HUB_DELAYNS)
@@ -287,6 +289,21 @@ static int setup_dev(struct tdev *v, const struct testdrv_def *def)
     return ONI_ESUCCESS;
 }
 
+/* Whether testdrv_table and testdrv_hubs fit this driver's arrays: a table
+ * grown past them is refused at init instead of overrunning them. */
+static int table_fits(void)
+{
+    if (testdrv_ndev > MAX_DEV)
+        return 0;
+    for (unsigned i = 0; i < testdrv_ndev; i++)
+        if ((testdrv_table[i].idx >> 8) >= MAX_HUB)
+            return 0;
+    for (unsigned h = 0; h < testdrv_nhub; h++)
+        if (testdrv_hubs[h].hub >= MAX_HUB)
+            return 0;
+    return 1;
+}
+
 static int drv_init(oni_driver_ctx ctx, int host_idx)
 {
     struct tdrv *d = ctx;
@@ -295,7 +312,7 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
     if (host_idx != -1 && host_idx != 0)
         return ONI_EPATHINVALID; /* one emulated host only */
     pthread_mutex_lock(&d->lock);
-    int rc = d->initialized ? ONI_EINVALSTATE : ONI_ESUCCESS;
+    int rc = d->initialized ? ONI_EINVALSTATE : table_fits() ? ONI_ESUCCESS : ONI_EBADDEVTABLE;
     for (unsigned i = 0; !rc && i < testdrv_ndev; i++) {
         rc = setup_dev(&d->dev[i], &testdrv_table[i]);
         d->ndev = i + 1;
