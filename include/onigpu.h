@@ -25,7 +25,8 @@
  *                                  GPU, ONI_EINIT if the kernel cannot start (the copy engine stays),
  *                                  ONI_EUNIMPL through the daemon. Get: 0 when off or after the
  *                                  agent failed (the copy engine then moves every block).
- * Defaults: RD_SZ = WR_SZ = 4096, CHUNK_SZ = 0, DMA_AGENT = 0.
+ * Defaults: RD_SZ = WR_SZ = 4096 (ONIGPU_DEFAULT_BLOCK), CHUNK_SZ = 0, DMA_AGENT = 0
+ * (ONIGPU_DMA_AGENT_DEFAULT is the limit to use when turning the agent on).
  *
  * Buffers may be host memory or GPU memory (cudaMalloc); the driver tells which
  * from CUDA pointer attributes and picks the path:
@@ -80,6 +81,9 @@ enum {
  * time stayed flat on the H100; above, its one thread block's pull over PCIe
  * (about 11 GB/s) makes it fall behind the copy engine (docs/transfers.md, DMA agent). */
 #define ONIGPU_DMA_AGENT_DEFAULT (16u << 10)
+
+/* RD_SZ and WR_SZ of a new context, bytes. */
+#define ONIGPU_DEFAULT_BLOCK 4096u
 
 /* Largest RD_SZ / WR_SZ / CHUNK_SZ, bytes. */
 #define ONIGPU_MAX_BLOCK (1u << 30)

@@ -82,7 +82,7 @@ static int gpustream_create(struct emudrv *drv, struct gpustream **out)
     }
     g->drv = drv;
     g->daemon = emudrv_daemon(drv);
-    g->rd_sz = g->wr_sz = 4096;
+    g->rd_sz = g->wr_sz = ONIGPU_DEFAULT_BLOCK;
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->stage_lock, NULL);
     *out = g;
