@@ -38,6 +38,10 @@ struct gpu_ptr_info {
 struct gpu_stream;
 struct gpu_event;
 
+/* The deadline of the waits the caller cannot give one (gpu_copy, gpu_memset,
+ * gpu_stream_destroy): only a stuck GPU takes that long. */
+#define GPU_SYNC_TIMEOUT_MS 2000
+
 /* 1 when a CUDA device can be used; else 0 and, if why != NULL, the reason
  * ("built without CUDA", "no CUDA device: ...") in why. Cheap after the first call. */
 int gpu_available(char *why, size_t why_cap);
@@ -95,7 +99,7 @@ int gpu_host_register(void *p, size_t n);
 int gpu_host_unregister(void *p);
 
 /* A non-blocking stream of GPU work (copies, word writes). Destroy waits at
- * most 2 s for queued work, then releases the stream (CUDA frees it once
+ * most GPU_SYNC_TIMEOUT_MS for queued work, then releases the stream (CUDA frees it once
  * the work is done). */
 int gpu_stream_create(struct gpu_stream **s);
 void gpu_stream_destroy(struct gpu_stream *s);
@@ -130,7 +134,6 @@ int gpu_event_wait(struct gpu_event *e, uint32_t timeout_ms);
  * Both return once the bytes are in place, visible to work on any stream, or
  * ONI_ETIMEOUT after GPU_SYNC_TIMEOUT_MS (the GPU is stuck, e.g. behind a
  * kernel that never ends). */
-#define GPU_SYNC_TIMEOUT_MS 2000
 int gpu_copy(void *dst, const void *src, size_t n);
 int gpu_memset(void *p, int value, size_t n);
 

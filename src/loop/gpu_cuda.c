@@ -496,6 +496,8 @@ const struct loop_be *loop_gpu_backend(int backend)
 }
 
 /* --- one-shot helpers (tests, roofline) ------------------------------------------ */
+/* Their copies go through gpu_copy, on the legacy stream after the kernel
+ * and with its deadline: a stuck GPU is an error here, not a hang. */
 
 int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed)
 {
@@ -506,11 +508,11 @@ int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uin
     float *d = NULL;
     int rc = cu(cudaMalloc((void **)&d, 2 * n * 4));
     if (!rc)
-        rc = cu(cudaMemcpy(d, in, n * 4, cudaMemcpyHostToDevice));
+        rc = gpu_copy(d, in, n * 4);
     if (!rc)
         rc = cu(loop_cu_mac(d, d + n, n, iters, passes, seed, 0));
     if (!rc)
-        rc = cu(cudaMemcpy(out, d + n, n * 4, cudaMemcpyDeviceToHost));
+        rc = gpu_copy(out, d + n, n * 4);
     cudaFree(d);
     return rc;
 }
@@ -529,15 +531,15 @@ int loop_gpu_ephys_once(struct loop_ephys_state *st, const uint8_t *blk, uint32_
     if (!rc)
         rc = cu(cudaMalloc((void **)&dout, sizeof *dout));
     if (!rc)
-        rc = cu(cudaMemcpy(dst, st, sizeof *st, cudaMemcpyHostToDevice));
+        rc = gpu_copy(dst, st, sizeof *st);
     if (!rc && len)
-        rc = cu(cudaMemcpy(dblk, blk, len, cudaMemcpyHostToDevice));
+        rc = gpu_copy(dblk, blk, len);
     if (!rc)
         rc = cu(loop_cu_ephys(dst, st->lay.nchan, dblk, nframes, dout, 0));
     if (!rc)
-        rc = cu(cudaMemcpy(out, dout, sizeof *out, cudaMemcpyDeviceToHost));
+        rc = gpu_copy(out, dout, sizeof *out);
     if (!rc)
-        rc = cu(cudaMemcpy(st, dst, sizeof *st, cudaMemcpyDeviceToHost));
+        rc = gpu_copy(st, dst, sizeof *st);
     cudaFree(dst);
     cudaFree(dblk);
     cudaFree(dout);
@@ -618,6 +620,8 @@ int loop_gpu_time_copy(size_t bytes, int reps, double *best_s)
 {
     if (!gpu_available(NULL, 0))
         return ONI_ENOGPU;
+    if (!bytes || !best_s)
+        return ONI_EINVALARG;
     struct copy_job j = {NULL, NULL, bytes};
     int rc = cu(cudaMalloc(&j.a, bytes));
     if (!rc)

@@ -127,7 +127,8 @@ int loop_create(const struct loop_config *cfg, struct loop **out);
 int loop_run(struct loop *lp);
 /* Ask a running loop to stop (thread-safe, async-signal-safe). */
 void loop_stop(struct loop *lp);
-/* The first error of a running or finished loop (0: none so far). Thread-safe. */
+/* The first error of a running or finished loop (0: none so far; ONI_EINVALARG
+ * for NULL). Thread-safe. */
 int loop_error(const struct loop *lp);
 /* Counters and timing records (valid during and after loop_run). loop_get_stats
  * writes zeros for a NULL lp and nothing for a NULL st. */
