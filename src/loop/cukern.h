@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "loop/kernels.h"
+#include "loop/loop.h" /* LOOP_MAXDEPTH */
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,11 +31,11 @@ struct loop_persist {
     volatile uint32_t *stop;  /* non-zero: exit */
     volatile uint32_t *alive; /* set to 1 at start, 0 at exit (host-mapped) */
     uint32_t *ticket;         /* device: blocks finished per slot (MAC) */
-    const uint8_t *in[16];    /* device input blocks (mapped EPHYS: the pull's destination) */
-    const uint8_t *in_host[16]; /* mapped: device view of the host input blocks */
+    const uint8_t *in[LOOP_MAXDEPTH];    /* device input blocks (mapped EPHYS: the pull's destination) */
+    const uint8_t *in_host[LOOP_MAXDEPTH]; /* mapped: device view of the host input blocks */
     size_t in_bytes;
     volatile unsigned long long *gpu_ns; /* per slot: GPU ns << 32 | seq, written before the doorbell */
-    void *out[16];
+    void *out[LOOP_MAXDEPTH];
     size_t n;                 /* MAC: floats per block */
     uint32_t iters, passes;
     float seed;

@@ -40,11 +40,17 @@ struct gpu {
     int stuck;                         /* halt could not drain the GPU: fini leaks rather than blocks */
 };
 
-#define HDONE(g, i) (&(g)->words[(i)])
-#define BELL(g, i) (&(g)->words[LOOP_MAXDEPTH + (i)])
-#define STOPW(g) (&(g)->words[2 * LOOP_MAXDEPTH])
-#define ALIVE(g) (&(g)->words[2 * LOOP_MAXDEPTH + 1])
+/* The mapped words' layout, in either view (w: g->words for the host,
+ * g->words_dev for the device). */
+#define W_DONE(w, i) (&(w)[(i)])
+#define W_BELL(w, i) (&(w)[LOOP_MAXDEPTH + (i)])
+#define W_STOP(w) (&(w)[2 * LOOP_MAXDEPTH])
+#define W_ALIVE(w) (&(w)[2 * LOOP_MAXDEPTH + 1])
 #define NWORDS (2 * LOOP_MAXDEPTH + 2)
+#define HDONE(g, i) W_DONE((g)->words, i)
+#define BELL(g, i) W_BELL((g)->words, i)
+#define STOPW(g) W_STOP((g)->words)
+#define ALIVE(g) W_ALIVE((g)->words)
 
 /* A CUDA runtime result as an ONI code: a full GPU is not a missing one. */
 static int cu(cudaError_t e)
@@ -80,7 +86,7 @@ static int enqueue_block(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t
     if (!rc)
         rc = cu(cudaMemcpyAsync(lp->out[slot], g->dout[slot], lp->out_len, cudaMemcpyDeviceToHost, g->s));
     if (!rc)
-        rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(&g->words_dev[LOOP_MAXDEPTH + slot]), seq, 0));
+        rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(W_BELL(g->words_dev, slot)), seq, 0));
     return rc;
 }
 
@@ -138,7 +144,7 @@ static int graph_process(struct loop *lp, uint32_t slot, uint32_t seq)
     /* The graph's doorbell write carries no seq (a graph is fixed), so the
      * doorbell is written outside it. */
     if (!rc)
-        rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(&g->words_dev[LOOP_MAXDEPTH + slot]), seq, 0));
+        rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(W_BELL(g->words_dev, slot)), seq, 0));
     return rc ? rc : timed_bell(lp, g, slot, seq);
 }
 
@@ -335,12 +341,12 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     p.work = lp->cfg.work;
     p.mapped = lp->cfg.backend == LOOP_GPU_MAPPED;
     p.depth = lp->cfg.depth;
-    p.done = p.mapped ? &g->words_dev[0] : g->ddone;
+    p.done = p.mapped ? W_DONE(g->words_dev, 0) : g->ddone;
     p.gpu_ns = g->gpu_ns_dev;
     p.in_bytes = lp->cfg.in_bytes;
-    p.bell = &g->words_dev[LOOP_MAXDEPTH];
-    p.stop = &g->words_dev[2 * LOOP_MAXDEPTH];
-    p.alive = &g->words_dev[2 * LOOP_MAXDEPTH + 1];
+    p.bell = W_BELL(g->words_dev, 0);
+    p.stop = W_STOP(g->words_dev);
+    p.alive = W_ALIVE(g->words_dev);
     p.ticket = g->ticket;
     for (uint32_t i = 0; i < lp->cfg.depth; i++) {
         p.in[i] = g->din[i];
