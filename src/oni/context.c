@@ -270,10 +270,8 @@ const oni_driver_info_t *oni_get_driver_info(const oni_ctx ctx)
 /* Copy a 32-bit option value out, checking the caller's buffer. */
 static int put_u32(void *value, size_t *size, uint32_t v)
 {
-    if (*size < sizeof v) {
-        *size = sizeof v;
-        return ONI_EBUFFERSIZE;
-    }
+    if (*size < sizeof v)
+        return oni_opt_short(size, sizeof v);
     memcpy(value, &v, sizeof v);
     *size = sizeof v;
     return 0;
@@ -289,17 +287,13 @@ static int get_locked(struct oni_ctx_impl *ctx, int opt, void *value, size_t *si
     if (state == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
     if (opt != ONI_OPT_DEVICETABLE && opt != ONI_OPT_RESET && opt != ONI_OPT_RESETACQCOUNTER &&
-        *size < sizeof v) {
-        *size = sizeof v; /* what it takes */
-        return ONI_EBUFFERSIZE;
-    }
+        *size < sizeof v)
+        return oni_opt_short(size, sizeof v);
     switch (opt) {
     case ONI_OPT_DEVICETABLE: {
         size_t need = ctx->ndev * sizeof(oni_device_t);
-        if (*size < need) {
-            *size = need;
-            return ONI_EBUFFERSIZE;
-        }
+        if (*size < need)
+            return oni_opt_short(size, need);
         if (need)
             memcpy(value, ctx->devs, need);
         *size = need;

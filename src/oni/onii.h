@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "oni.h"
 #include "onidriver.h"
 
@@ -35,6 +36,25 @@ struct oni_driver {
 /* Built-in drivers (src/drivers/<name>). */
 extern const struct oni_driver onidrv_test;
 extern const struct oni_driver onidrv_emu;
+
+/* Option helpers shared by the core and the drivers. oni_opt_short: the
+ * answer to a get into a buffer of *len bytes where need are needed: *len =
+ * need (what it takes, as oni_get_opt says) and ONI_EBUFFERSIZE.
+ * oni_opt_u32: the value of a 32-bit option being set, ONI_EINVALARG unless
+ * value holds exactly 4 bytes. */
+static inline int oni_opt_short(size_t *len, size_t need)
+{
+    *len = need;
+    return ONI_EBUFFERSIZE;
+}
+
+static inline int oni_opt_u32(const void *value, size_t len, uint32_t *out)
+{
+    if (!value || len != sizeof *out)
+        return ONI_EINVALARG;
+    memcpy(out, value, sizeof *out);
+    return 0;
+}
 
 /* 1 when every entry a driver must have is set (all but name and
  * concurrent_opt), else 0. */

@@ -139,7 +139,7 @@ static int put_string(const char *s, void *value, size_t *len)
         return ONI_EINVALARG;
     size_t n = strlen(s) + 1;
     if (*len < n)
-        return emudrv_short(len, n);
+        return oni_opt_short(len, n);
     memcpy(value, s, n);
     *len = n;
     return 0;
@@ -298,10 +298,7 @@ static int drv_set_opt_callback(oni_driver_ctx ctx, int oni_option, const void *
         return ONI_EINVALARG;
     if (oni_option == ONI_OPT_TIMEOUTMS) {
         uint32_t t;
-        if (!value || len != sizeof t)
-            return ONI_EINVALARG;
-        memcpy(&t, value, sizeof t);
-        if (!t)
+        if (oni_opt_u32(value, len, &t) || !t)
             return ONI_EINVALARG;
         atomic_store(&d->timeout_ms, t);
     }
@@ -366,7 +363,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     case ONI_DRV_EMU_LINK: {
         oniemu_link_t link;
         if (*len < sizeof link)
-            return emudrv_short(len, sizeof link);
+            return oni_opt_short(len, sizeof link);
         if (!d->initialized)
             return ONI_EINVALSTATE;
         if (d->daemon) {
@@ -382,7 +379,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     case ONI_DRV_EMU_MODE: {
         uint32_t fast = (uint32_t)emu_card_fast(d->card);
         if (*len < sizeof fast)
-            return emudrv_short(len, sizeof fast);
+            return oni_opt_short(len, sizeof fast);
         if (!d->initialized)
             return ONI_EINVALSTATE;
         if (d->daemon && (rc = emuc_mode(d->daemon, &fast, t)) != 0)
@@ -394,7 +391,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     case ONI_DRV_STREAM_STATS: {
         onigpu_stream_stats_t st;
         if (*len < sizeof st)
-            return emudrv_short(len, sizeof st);
+            return oni_opt_short(len, sizeof st);
         if (!d->initialized)
             return ONI_EINVALSTATE;
         if (d->daemon) {

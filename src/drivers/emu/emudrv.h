@@ -43,12 +43,4 @@ int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
  * write ring, ONI_EDISCONNECTED, ...). */
 int emudrv_stream_write(struct emudrv *d, enum emu_stream s, const void *src, size_t n);
 
-/* A get_opt answer for a buffer of *len bytes where need are needed: sets
- * *len = need (as oni_get_opt does) and returns ONI_EBUFFERSIZE. */
-static inline int emudrv_short(size_t *len, size_t need)
-{
-    *len = need;
-    return ONI_EBUFFERSIZE;
-}
-
 #endif

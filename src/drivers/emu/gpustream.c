@@ -126,20 +126,12 @@ static int host_write(struct gpustream *g, const void *src, size_t n, uint32_t t
 
 /* --- argument parsing ------------------------------------------------------ */
 
-static int get_u32(const void *value, size_t len, uint32_t *out)
-{
-    if (!value || len != sizeof(uint32_t))
-        return ONI_EINVALARG;
-    memcpy(out, value, sizeof *out);
-    return 0;
-}
-
 static int put_u32(void *value, size_t *len, uint32_t v)
 {
     if (!value || !len)
         return ONI_EINVALARG;
     if (*len < sizeof v)
-        return emudrv_short(len, sizeof v);
+        return oni_opt_short(len, sizeof v);
     memcpy(value, &v, sizeof v);
     *len = sizeof v;
     return 0;
@@ -148,7 +140,7 @@ static int put_u32(void *value, size_t *len, uint32_t v)
 static int set_size(uint32_t *dst, const void *value, size_t len, int zero_ok)
 {
     uint32_t v;
-    int rc = get_u32(value, len, &v);
+    int rc = oni_opt_u32(value, len, &v);
     if (rc)
         return rc;
     if ((!v && !zero_ok) || v % 4 || v > ONIGPU_MAX_BLOCK)
@@ -711,7 +703,7 @@ static int locked_opt(struct gpustream *g, int opt, const void *value, size_t le
 static int set_agent(struct gpustream *g, const void *value, size_t len)
 {
     uint32_t v;
-    int rc = get_u32(value, len, &v);
+    int rc = oni_opt_u32(value, len, &v);
     if (rc)
         return rc;
     if (v > ONIGPU_MAX_BLOCK)

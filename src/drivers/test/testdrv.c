@@ -627,10 +627,7 @@ static int drv_set_opt_callback(oni_driver_ctx ctx, int opt, const void *value, 
     if (opt != ONI_OPT_TIMEOUTMS)
         return ONI_ESUCCESS; /* nothing else concerns a driver with no hardware */
     uint32_t ms;
-    if (!value || len != sizeof ms)
-        return ONI_EINVALARG;
-    memcpy(&ms, value, sizeof ms);
-    if (!ms)
+    if (oni_opt_u32(value, len, &ms) || !ms)
         return ONI_EINVALARG;
     pthread_mutex_lock(&d->lock);
     d->timeout_ms = ms;
@@ -648,9 +645,8 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
     if (opt != ONITEST_OPT_HOLD_ACK)
         return ONI_EINVALOPT;
     uint32_t hold;
-    if (!value || len != sizeof hold)
+    if (oni_opt_u32(value, len, &hold))
         return ONI_EINVALARG;
-    memcpy(&hold, value, sizeof hold);
     pthread_mutex_lock(&d->lock);
     d->hold_ack = hold;
     if (!hold && d->trig)
@@ -671,10 +667,8 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
         need = sizeof(uint32_t);
     else
         return ONI_EINVALOPT;
-    if (*len < need) {
-        *len = need; /* what it takes, as oni_get_opt says */
-        return ONI_EBUFFERSIZE;
-    }
+    if (*len < need)
+        return oni_opt_short(len, need);
     pthread_mutex_lock(&d->lock);
     memcpy(value, opt == ONITEST_OPT_STATS ? (const void *)&d->stats : (const void *)&d->hold_ack, need);
     pthread_mutex_unlock(&d->lock);
