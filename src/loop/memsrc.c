@@ -49,24 +49,18 @@ static int pace(struct loop_memsrc *m, uint32_t timeout_ms)
     return 0;
 }
 
-static int mem_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
-{
-    struct loop_memsrc *m = ctx;
-    if (len != m->len)
-        return ONI_EBUFFERSIZE;
-    int rc = pace(m, timeout_ms);
-    if (rc)
-        return rc;
-    m->fill(m->arg, m->seq++, buf, len);
-    return 0;
-}
-
 int loop_memsrc_next(struct loop_memsrc *m, void *buf, uint32_t timeout_ms)
 {
     int rc = pace(m, timeout_ms);
     if (!rc)
         m->fill(m->arg, m->seq++, buf, m->len);
     return rc;
+}
+
+static int mem_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
+{
+    struct loop_memsrc *m = ctx;
+    return len == m->len ? loop_memsrc_next(m, buf, timeout_ms) : ONI_EBUFFERSIZE;
 }
 
 static uint64_t mem_dropped(void *ctx)
