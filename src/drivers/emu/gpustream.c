@@ -345,56 +345,50 @@ static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t *i
     return rc;
 }
 
-/* Resolve the buffer of a transfer of n bytes (write: the card reads it):
- * how it is reached (*rt) and whether it is long enough. */
-static int resolve(struct gpustream *g, int write, const struct buf *b, size_t n, struct route *rt)
+/* resolve for a pinned buffer (pin table entry e): the allocation must still
+ * be the one pinned, and long enough from b's address. */
+static int resolve_pinned(const struct pin *e, int write, const struct buf *b, size_t n, struct route *rt)
 {
-    struct pin *e = find_pin(g, b->p, 1);
-    struct gpu_ptr_info info;
-    int rc;
-    int *on_gpu = &rt->on_gpu;
-    memset(rt, 0, sizeof *rt);
-    if (e) {
-        rt->kind = e->kind;
-        rt->import_id = e->import_id;
-        rt->base = e->base;
-        if (e->kind == GPU_KIND_DEVICE || e->kind == GPU_KIND_MANAGED) {
-            /* prepinned: only check that the allocation is still the one pinned
-             * (an id is never reused, so the same id is the same allocation) */
-            unsigned long long id;
-            rc = gpu_buffer_id(b->p, &id);
-            if (rc)
-                return rc;
-            if (id != e->buffer_id)
-                return ONI_EPINNED; /* freed (and maybe reallocated) while pinned */
-            *on_gpu = 1;
-        } else {
-            *on_gpu = 0;
-        }
-        size_t have = e->len ? e->len - (size_t)((uintptr_t)b->p - e->addr) : 0;
-        if (b->explicit_len && (!have || b->len < have))
-            have = b->len;
-        if (have && have < n)
-            return ONI_EBUFFERSIZE;
-        if (((e->kind == GPU_KIND_HOST && !e->len) || e->kind == GPU_KIND_HOST_PINNED) && !host_rw(b->p, n, write))
-            return ONI_EINVALARG; /* pinned without a length, or page-locked (maybe read-only): checked as unpinned */
-        return 0;
+    rt->kind = e->kind;
+    rt->import_id = e->import_id;
+    rt->base = e->base;
+    if (e->kind == GPU_KIND_DEVICE || e->kind == GPU_KIND_MANAGED) {
+        /* prepinned: only check that the allocation is still the one pinned
+         * (an id is never reused, so the same id is the same allocation) */
+        unsigned long long id;
+        int rc = gpu_buffer_id(b->p, &id);
+        if (rc)
+            return rc;
+        if (id != e->buffer_id)
+            return ONI_EPINNED; /* freed (and maybe reallocated) while pinned */
+        rt->on_gpu = 1;
     }
-    rc = gpu_query(b->p, &info);
+    size_t have = e->len ? e->len - (size_t)((uintptr_t)b->p - e->addr) : 0;
+    if (b->explicit_len && (!have || b->len < have))
+        have = b->len;
+    if (have && have < n)
+        return ONI_EBUFFERSIZE;
+    if (((e->kind == GPU_KIND_HOST && !e->len) || e->kind == GPU_KIND_HOST_PINNED) && !host_rw(b->p, n, write))
+        return ONI_EINVALARG; /* pinned without a length, or page-locked (maybe read-only): checked as unpinned */
+    return 0;
+}
+
+/* resolve for a buffer not pinned: what CUDA says it is; device memory gets
+ * the unpinned path's per-transfer pin. */
+static int resolve_unpinned(int write, const struct buf *b, size_t n, struct route *rt)
+{
+    struct gpu_ptr_info info;
+    int rc = gpu_query(b->p, &info);
     if (rc)
         return rc;
     rt->kind = info.kind;
     rt->base = (uintptr_t)info.base;
     rt->alloc = info.len;
-    if (info.kind == GPU_KIND_DEVICE) {
-        rc = gpu_pin_device(b->p, &info); /* the per-transfer pin of the unpinned path */
-        if (rc)
-            return rc;
-    }
+    if (info.kind == GPU_KIND_DEVICE && (rc = gpu_pin_device(b->p, &info)) != 0)
+        return rc;
     if (info.kind == GPU_KIND_HOST) {
         if (!host_rw(b->p, b->explicit_len ? b->len : n, write))
             return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
-        *on_gpu = 0;
         return b->explicit_len && b->len < n ? ONI_EBUFFERSIZE : 0;
     }
     size_t avail = (size_t)((uintptr_t)info.base + info.len - (uintptr_t)b->p);
@@ -404,8 +398,17 @@ static int resolve(struct gpustream *g, int write, const struct buf *b, size_t n
      * the card's copy into it would crash the engine's thread. */
     if (info.kind == GPU_KIND_HOST_PINNED && !host_rw(b->p, n, write))
         return ONI_EINVALARG;
-    *on_gpu = info.kind != GPU_KIND_HOST_PINNED;
+    rt->on_gpu = info.kind != GPU_KIND_HOST_PINNED;
     return 0;
+}
+
+/* Resolve the buffer of a transfer of n bytes (write: the card reads it):
+ * how it is reached (*rt) and whether it is long enough. */
+static int resolve(struct gpustream *g, int write, const struct buf *b, size_t n, struct route *rt)
+{
+    memset(rt, 0, sizeof *rt);
+    struct pin *e = find_pin(g, b->p, 1);
+    return e ? resolve_pinned(e, write, b, n, rt) : resolve_unpinned(write, b, n, rt);
 }
 
 /* --- chunked staging ------------------------------------------------------- */
