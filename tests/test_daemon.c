@@ -713,12 +713,34 @@ TEST(daemon_ring_rules)
 /* --- a lying daemon: the driver checks what it is told ---------------------- */
 
 enum { LIE_GARBAGE, LIE_VERSION, LIE_NO_FD, LIE_RING_OUTSIDE, LIE_SHORT_FILE, LIE_SLOW, LIE_SEQ, LIE_RING_ONE_PAST,
-       LIE_READ_OUTSIDE };
+       LIE_READ_OUTSIDE, LIE_TRICKLE };
 #define LIE_SLOW_MS 600 /* LIE_SLOW: each answer of the handshake comes this late */
+/* LIE_TRICKLE: each GPU-stream READ is answered with TRICKLE_BYTES, TRICKLE_MS late */
+#define TRICKLE_MS 60
+#define TRICKLE_BYTES 4
+#define TRICKLE_PIECES 50
 
 struct liar {
     int lie, listen_fd;
 };
+
+/* LIE_TRICKLE: answer up to TRICKLE_PIECES READs on the GPU channel gpu, each
+ * with the next TRICKLE_BYTES of the ring after TRICKLE_MS; until the client hangs up. */
+static void trickle(int gpu, uint8_t *buf)
+{
+    uint64_t head = 0;
+    for (int i = 0; i < TRICKLE_PIECES; i++) {
+        if (emup_recv(gpu, buf, EMUP_MAXMSG, oni_now_ns() + 5000000000ull, NULL) <= 0)
+            return;
+        struct emup_hdr h;
+        memcpy(&h, buf, sizeof h);
+        usleep(TRICKLE_MS * 1000);
+        struct emup_read_reply rr = {0, TRICKLE_BYTES, head, 0, 0};
+        if (emup_send(gpu, EMUP_READ | EMUP_REPLY, h.seq, &rr, sizeof rr, -1))
+            return;
+        head += TRICKLE_BYTES;
+    }
+}
 
 static void *liar_main(void *arg)
 {
@@ -760,7 +782,7 @@ static void *liar_main(void *arg)
             emup_send(conn[0], EMUP_HELLO | EMUP_REPLY, h.seq, &hr, sizeof hr, l->lie == LIE_NO_FD ? -1 : fd);
         if (fd >= 0)
             close(fd);
-        int attach = l->lie == LIE_SLOW || l->lie == LIE_READ_OUTSIDE;
+        int attach = l->lie == LIE_SLOW || l->lie == LIE_READ_OUTSIDE || l->lie == LIE_TRICKLE;
         for (int i = 1; attach && i < EMUP_NCHAN; i++) { /* every ATTACH answered (LIE_SLOW: late) */
             if (emup_recv(conn[i], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL) <= 0)
                 break;
@@ -778,6 +800,8 @@ static void *liar_main(void *arg)
             struct emup_read_reply rr = {0, 64, 1 << 16, 0, 0};
             emup_send(conn[EMUP_CHAN_DATA], EMUP_READ | EMUP_REPLY, h.seq, &rr, sizeof rr, -1);
         }
+        if (l->lie == LIE_TRICKLE)
+            trickle(conn[EMUP_CHAN_GPU], buf);
         emup_recv(conn[0], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL); /* until the client hangs up */
     }
     for (int i = 0; i < n; i++)
@@ -876,6 +900,47 @@ TEST(daemon_lying_read_answer)
         CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 1000), ONI_EBADFRAME);
         emuc_close(c);
     }
+    pthread_join(th, NULL);
+    close(l.listen_fd);
+    unlink(sock_path);
+    sock_path[0] = 0; /* the next daemon test picks its own path again */
+}
+
+/* A daemon that answers a block's READs a few bytes at a time, slower in all
+ * than the timeout: ONI_DRV_READ of a host buffer ends with ONI_ETIMEOUT once
+ * the timeout has passed. Before 2026-11-25 each piece had a whole timeout of
+ * its own, and the read took TRICKLE_PIECES x TRICKLE_MS (3 s) and succeeded. */
+TEST(daemon_trickled_read_within_the_timeout)
+{
+    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
+    unlink(sock_path);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+    struct liar l = {LIE_TRICKLE, socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    REQUIRE(l.listen_fd >= 0);
+    REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
+    /* the driver itself: liboni's init would want a device table */
+    const struct oni_driver *drv = &onidrv_emu;
+    oni_driver_ctx d = drv->create_ctx();
+    REQUIRE(d);
+    char spec[600];
+    snprintf(spec, sizeof spec, "daemon=%s", sock_path);
+    CHECK_RC(drv->set_opt(d, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1), 0);
+    CHECK_RC(drv->init(d, -1), 0); /* with the default timeout */
+    uint32_t timeout = 100, block = TRICKLE_PIECES * TRICKLE_BYTES;
+    CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
+    CHECK_RC(drv->set_opt(d, ONI_DRV_RD_SZ, &block, sizeof block), 0);
+    uint8_t buf[TRICKLE_PIECES * TRICKLE_BYTES];
+    uint64_t t0 = oni_now_ns();
+    int rc = drv->set_opt(d, ONI_DRV_READ, buf, 8);
+    double ms = (oni_now_ns() - t0) / 1e6;
+    fprintf(stderr, "  read: %d (%s) after %.0f ms, timeout %u ms, %d pieces every %d ms\n", rc, oni_error_str(rc),
+            ms, timeout, TRICKLE_PIECES, TRICKLE_MS);
+    CHECK_RC(rc, ONI_ETIMEOUT);
+    CHECK(ms < TRICKLE_PIECES * TRICKLE_MS / 2); /* does not hang on; before: all the pieces */
+    CHECK_RC(drv->destroy_ctx(d), 0);
     pthread_join(th, NULL);
     close(l.listen_fd);
     unlink(sock_path);

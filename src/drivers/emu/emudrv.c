@@ -55,6 +55,17 @@ static int read_once(struct emudrv *d, enum emu_stream s, void *dst, size_t n, u
     return d->daemon ? emuc_read(d->daemon, s, dst, n, t) : emu_card_read(d->card, s, dst, n, t);
 }
 
+/* Milliseconds left before deadline (ns, oni_now_ns), at least 1; 0 once it has passed. */
+static uint32_t ms_left(uint64_t deadline)
+{
+    uint64_t now = oni_now_ns();
+    if (now >= deadline)
+        return 0;
+    uint64_t ms = (deadline - now + 999999) / 1000000;
+    return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+/* Read n bytes of s in pieces, all within one timeout (see emudrv.h). */
 int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
 {
     if (!d || !dst || !n || n > MAX_READ)
@@ -66,11 +77,17 @@ int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
     uint32_t t = atomic_load(&d->timeout_ms);
     if (s == EMU_STREAM_SIGNAL)
         return read_once(d, s, dst, n, t);
-    /* The daemon's rings may deliver a block in pieces; the caller gets all or an error
-     * (bytes already taken stay taken, as with a card read that failed midway). */
+    /* The daemon's rings may deliver a block in pieces (emuc_read): all of
+     * them share one timeout, however slowly each comes. A piece that fails
+     * ends the call, and the pieces taken before it are lost to the stream
+     * (out of the card's FIFO, in dst only): emudrv.h. */
+    uint64_t deadline = oni_now_ns() + (uint64_t)t * 1000000u;
     size_t got = 0;
     while (got < n) {
-        int rc = read_once(d, s, (uint8_t *)dst + got, n - got, t);
+        uint32_t left = ms_left(deadline);
+        if (!left)
+            return ONI_ETIMEOUT;
+        int rc = read_once(d, s, (uint8_t *)dst + got, n - got, left);
         if (rc < 0)
             return rc;
         got += (size_t)rc;

@@ -32,9 +32,15 @@ uint32_t emudrv_timeout_ms(struct emudrv *d);
 struct gpustream **emudrv_gpustream(struct emudrv *d);
 
 /* Read exactly n bytes (signal stream: 1..n) of read stream s into host
- * memory dst, in either mode, waiting up to the context timeout. Returns the
- * bytes read, ONI_ETIMEOUT, ONI_EDISCONNECTED (daemon gone), ONI_EINVALSTATE
- * before init, or another ONI error. Streams: EMU_STREAM_DATA, _SIGNAL, _GPU. */
+ * memory dst, in either mode, waiting up to the context timeout in all.
+ * Returns the bytes read, ONI_ETIMEOUT, ONI_EDISCONNECTED (daemon gone),
+ * ONI_EINVALSTATE before init, or another ONI error. Streams:
+ * EMU_STREAM_DATA, _SIGNAL, _GPU. In-process a block is one card read
+ * (emu_card_read). Through the daemon it may come in pieces (larger than
+ * the ring, at the ring's end, after bytes a late answer left): on an error, dst holds the pieces that
+ * came before it, and those bytes are gone from the stream (the next read
+ * starts after them); the bytes of a piece whose answer came too late are
+ * kept and start the next read. */
 int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n);
 
 /* Write n bytes of whole write frames from host memory src to write stream s
