@@ -462,21 +462,37 @@ int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t
     return rc;
 }
 
-/* Copy up to n bytes out of ring r's oldest segment; returns the bytes copied. */
-static size_t drain(struct ring *r, uint8_t *dst, size_t n)
+/* How drain moves bytes out of a ring: 0 or an ONI error. */
+typedef int (*copy_fn)(void *dst, const void *src, size_t n);
+
+/* copy_fn into host memory. */
+static int host_copy(void *dst, const void *src, size_t n)
 {
+    memcpy(dst, src, n);
+    return 0;
+}
+
+/* Move up to n bytes out of ring r's oldest segments to dst with copy: the
+ * bytes moved (at most INT32_MAX, to fit the result), or copy's error (the
+ * segments moved before it stay consumed). */
+static int drain(struct ring *r, uint8_t *dst, size_t n, copy_fn copy)
+{
+    if (n > INT32_MAX)
+        n = INT32_MAX;
     size_t done = 0;
     while (r->nseg && done < n) {
         struct seg *s = &r->seg[0];
         size_t k = s->len < n - done ? (size_t)s->len : n - done;
-        memcpy(dst + done, r->base + s->start % r->cap, k);
+        int rc = copy(dst + done, r->base + s->start % r->cap, k);
+        if (rc)
+            return rc;
         done += k;
         s->start += k;
         s->len -= k;
         if (!s->len)
             memmove(&r->seg[0], &r->seg[1], --r->nseg * sizeof r->seg[0]);
     }
-    return done;
+    return (int)done;
 }
 
 int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
@@ -490,7 +506,7 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
     drop_stale(c, r);
     /* What a late answer left goes first; else ask, again while the answers
      * hold only bytes from before a flush (dropped) and time is left. */
-    int rc = (int)drain(r, dst, n);
+    int rc = drain(r, dst, n, host_copy);
     uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (uint32_t left = timeout_ms; !rc;) {
         /* The signal stream asks for as much as fits: the host reads it a byte at a time. */
@@ -515,7 +531,7 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
             rc = 0;
         if (rc)
             break;
-        rc = r->head != head ? (int)drain(r, dst, n) : ONI_ETIMEOUT;
+        rc = r->head != head ? drain(r, dst, n, host_copy) : ONI_ETIMEOUT;
         uint64_t now = oni_now_ns();
         if (!rc && now >= deadline)
             rc = ONI_ETIMEOUT;
@@ -632,27 +648,6 @@ int emuc_gpu_release(struct emuc *c, int write, uint32_t id, uint32_t timeout_ms
     return rc;
 }
 
-/* Bytes of the GPU read stream this side already holds (a late READ answer)
- * go first, copied here: the daemon's DMA takes the stream from its card,
- * after them. Returns the bytes moved or an error. */
-static int gpu_drain(struct ring *r, uint8_t *dst, size_t n)
-{
-    size_t done = 0;
-    while (r->nseg && done < n) {
-        struct seg *s = &r->seg[0];
-        size_t k = s->len < n - done ? (size_t)s->len : n - done;
-        int rc = gpu_copy(dst + done, r->base + s->start % r->cap, k);
-        if (rc)
-            return rc;
-        done += k;
-        s->start += k;
-        s->len -= k;
-        if (!s->len)
-            memmove(&r->seg[0], &r->seg[1], --r->nseg * sizeof r->seg[0]);
-    }
-    return (int)done;
-}
-
 int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
 {
     if (!d->len || d->len > UINT32_MAX || !d->id || (d->async && (!d->done_id || !d->done)))
@@ -679,7 +674,9 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
          * bytes that come before anything the daemon's DMA would take next:
          * that answer first. */
         rc = settle(c, ch, &c->ring[EMUP_RING_GPU].read_pending, oni_now_ns() + (uint64_t)timeout_ms * 1000000u);
-        int held = rc ? 0 : gpu_drain(&c->ring[EMUP_RING_GPU], d->buf, d->len);
+        /* Bytes this side already holds (a late READ answer) go first, copied
+         * here: the daemon's DMA takes the stream from its card, after them. */
+        int held = rc ? 0 : drain(&c->ring[EMUP_RING_GPU], d->buf, d->len, gpu_copy);
         if (held < 0)
             rc = held;
         else if (!rc && (size_t)held == d->len) /* all of it was here: only the record is left */
