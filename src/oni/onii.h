@@ -100,4 +100,8 @@ int oni_signal_pack(uint32_t type, const void *payload, size_t n, uint8_t *dst, 
 /* Monotonic clock in nanoseconds. */
 uint64_t oni_now_ns(void);
 
+/* Whole milliseconds from now to deadline_ns (an oni_now_ns time), rounded up
+ * (at least 1 while any time is left) and at most UINT32_MAX; 0 once it has passed. */
+uint32_t oni_ms_left(uint64_t deadline_ns);
+
 #endif

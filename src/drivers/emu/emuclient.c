@@ -495,6 +495,36 @@ static int drain(struct ring *r, uint8_t *dst, size_t n, copy_fn copy)
     return (int)done;
 }
 
+/* One READ of stream s into ring r on ch (its lock held), for up to n bytes,
+ * waiting in the daemon up to left_ms: 0 when the ring gained bytes (this
+ * answer's, or those of late answers that came before it; all of them may
+ * predate a flush and have been dropped), ONI_ETIMEOUT when none came, or an
+ * error. */
+static int ask(struct emuc *c, struct chan *ch, struct ring *r, enum emu_stream s, size_t n, uint32_t left_ms)
+{
+    /* The signal stream asks for as much as fits: the host reads it a byte at a time. */
+    uint64_t want = s == EMU_STREAM_SIGNAL ? r->cap : n;
+    if (want > r->cap)
+        want = r->cap;
+    if (want > INT32_MAX)
+        want = INT32_MAX & ~(uint64_t)3;
+    struct emup_read rq = {(uint32_t)s, (uint32_t)want, left_ms, 0, ring_tail(r)};
+    struct emup_read_reply rr;
+    uint64_t head = r->head;
+    int err = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, ms_add(left_ms, REPLY_MARGIN_MS));
+    /* The daemon may send more than asked (what the card already held): kept for later reads. */
+    if (!err && add_segment(c, r, &rr))
+        return ONI_EBADFRAME;
+    /* Late answers that came before this one brought bytes: they go now,
+     * whatever this one says. They may have filled the ring, so that this
+     * READ, which reported the tail from before them, found no room
+     * (ONI_EBUSY); when all they brought was from before a flush, the ring
+     * has room now and the next READ says so. */
+    if (r->head != head && (!err || err == ONI_ETIMEOUT || err == ONI_EBUSY))
+        return 0;
+    return err ? err : ONI_ETIMEOUT; /* answered with nothing */
+}
+
 int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
 {
     int ci, ri;
@@ -506,39 +536,19 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
     drop_stale(c, r);
     /* What a late answer left goes first; else ask, again while the answers
      * hold only bytes from before a flush (dropped) and time is left. */
-    int rc = drain(r, dst, n, host_copy);
     uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
-    for (uint32_t left = timeout_ms; !rc;) {
-        /* The signal stream asks for as much as fits: the host reads it a byte at a time. */
-        uint64_t want = s == EMU_STREAM_SIGNAL ? r->cap : n;
-        if (want > r->cap)
-            want = r->cap;
-        if (want > INT32_MAX)
-            want = INT32_MAX & ~(uint64_t)3;
-        struct emup_read rq = {(uint32_t)s, (uint32_t)want, left, 0, ring_tail(r)};
-        struct emup_read_reply rr;
-        uint64_t head = r->head;
-        rc = call(c, ch, EMUP_READ, &rq, sizeof rq, &rr, sizeof rr, ms_add(left, REPLY_MARGIN_MS));
-        /* The daemon may send more than asked (what the card already held): kept for later reads. */
-        if (!rc && add_segment(c, r, &rr))
-            rc = ONI_EBADFRAME;
-        /* Late answers that came before this one brought bytes: they go now,
-         * whatever this one says. They may have filled the ring, so that
-         * this READ, which reported the tail from before them, found no
-         * room (ONI_EBUSY); when all they brought was from before a flush,
-         * the ring has room now and the next READ says so. */
-        if ((rc == ONI_ETIMEOUT || rc == ONI_EBUSY) && r->head != head)
-            rc = 0;
-        if (rc)
-            break;
-        rc = r->head != head ? drain(r, dst, n, host_copy) : ONI_ETIMEOUT;
-        uint64_t now = oni_now_ns();
-        if (!rc && now >= deadline)
-            rc = ONI_ETIMEOUT;
-        left = rc ? 0 : (uint32_t)((deadline - now + 999999) / 1000000);
+    uint32_t left = timeout_ms;
+    int got = drain(r, dst, n, host_copy), err = 0;
+    while (!got && !err) {
+        err = ask(c, ch, r, s, n, left);
+        if (!err)
+            got = drain(r, dst, n, host_copy);
+        left = oni_ms_left(deadline);
+        if (!got && !err && !left)
+            err = ONI_ETIMEOUT;
     }
     pthread_mutex_unlock(&ch->lock);
-    return rc;
+    return err ? err : got;
 }
 
 int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms)

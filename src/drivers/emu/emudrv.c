@@ -55,16 +55,6 @@ static int read_once(struct emudrv *d, enum emu_stream s, void *dst, size_t n, u
     return d->daemon ? emuc_read(d->daemon, s, dst, n, t) : emu_card_read(d->card, s, dst, n, t);
 }
 
-/* Milliseconds left before deadline (ns, oni_now_ns), at least 1; 0 once it has passed. */
-static uint32_t ms_left(uint64_t deadline)
-{
-    uint64_t now = oni_now_ns();
-    if (now >= deadline)
-        return 0;
-    uint64_t ms = (deadline - now + 999999) / 1000000;
-    return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
-}
-
 /* Read n bytes of s in pieces, all within one timeout (see emudrv.h). */
 int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
 {
@@ -84,7 +74,7 @@ int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
     uint64_t deadline = oni_now_ns() + (uint64_t)t * 1000000u;
     size_t got = 0;
     while (got < n) {
-        uint32_t left = ms_left(deadline);
+        uint32_t left = oni_ms_left(deadline);
         if (!left)
             return ONI_ETIMEOUT;
         int rc = read_once(d, s, (uint8_t *)dst + got, n - got, left);

@@ -8,3 +8,12 @@ uint64_t oni_now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+uint32_t oni_ms_left(uint64_t deadline_ns)
+{
+    uint64_t now = oni_now_ns();
+    if (now >= deadline_ns)
+        return 0;
+    uint64_t ms = (deadline_ns - now + 999999) / 1000000;
+    return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
