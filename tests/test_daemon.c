@@ -947,6 +947,41 @@ TEST(daemon_trickled_read_within_the_timeout)
     sock_path[0] = 0; /* the next daemon test picks its own path again */
 }
 
+/* A client out of descriptors cannot reach a daemon that is there: socket()
+ * fails, and oni_init_ctx says ONI_EPATHINVALID, as with no daemon at the
+ * path (docs/errors.md); before 2026-11-25 it said ONI_EBADALLOC, out of memory. */
+TEST(daemon_client_out_of_descriptors)
+{
+    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
+    unlink(sock_path);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+    int listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0); /* a daemon is there: connect would succeed */
+    REQUIRE(listen_fd >= 0);
+    REQUIRE(bind(listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(listen_fd, 8) == 0);
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    char spec[600];
+    snprintf(spec, sizeof spec, "daemon=%s", sock_path);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1), 0);
+    /* the lowest free descriptor becomes the limit: the next socket() fails with EMFILE */
+    int lowest = open("/dev/null", O_RDONLY);
+    REQUIRE(lowest >= 0);
+    close(lowest);
+    struct rlimit old, low;
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+    low = (struct rlimit){(rlim_t)lowest, old.rlim_max};
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    int rc = oni_init_ctx(ctx, -1);
+    int restored = setrlimit(RLIMIT_NOFILE, &old) == 0;
+    CHECK(restored);
+    CHECK_RC(rc, ONI_EPATHINVALID);
+    oni_destroy_ctx(ctx);
+    close(listen_fd);
+    unlink(sock_path);
+    sock_path[0] = 0; /* the next daemon test picks its own path again */
+}
+
 /* The ring rules both sides apply (emuproto.h). */
 TEST(daemon_ring_arithmetic)
 {

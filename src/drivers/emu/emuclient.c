@@ -280,7 +280,9 @@ static int locked_call(struct emuc *c, int chan, uint16_t type, const void *body
 }
 
 /* Connect to the daemon's socket, waiting at most until deadline: a daemon
- * that stopped accepting (its backlog full) must not hang the caller. */
+ * that stopped accepting (its backlog full) must not hang the caller. 0,
+ * ONI_ETIMEOUT, or ONI_EPATHINVALID: no daemon there, or it cannot be
+ * reached (no socket to be had: out of descriptors, say). */
 static int connect_to(const char *path, int *fd, uint64_t deadline)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -289,7 +291,7 @@ static int connect_to(const char *path, int *fd, uint64_t deadline)
     strcpy(a.sun_path, path);
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
-        return ONI_EBADALLOC;
+        return ONI_EPATHINVALID;
     while (connect(s, (struct sockaddr *)&a, sizeof a)) {
         if (errno != EAGAIN && errno != EINTR) {
             close(s);
@@ -304,7 +306,7 @@ static int connect_to(const char *path, int *fd, uint64_t deadline)
     int fl = fcntl(s, F_GETFL);
     if (fl < 0 || fcntl(s, F_SETFL, fl & ~O_NONBLOCK)) {
         close(s);
-        return ONI_EBADALLOC;
+        return ONI_EPATHINVALID;
     }
     *fd = s;
     return 0;

@@ -15,7 +15,8 @@ struct emuc;
 /* Connect to the daemon at socket path, open a session with a card made from
  * spec (NULL or "": the daemon's own spec), map the rings and attach every
  * channel, all within timeout_ms (one deadline, however slowly each answer comes). Returns 0,
- * ONI_EPATHINVALID (no daemon at path), ONI_EBUSY (it serves another
+ * ONI_EPATHINVALID (no daemon at path, or no socket to reach it: out of
+ * descriptors), ONI_EBADALLOC (out of memory), ONI_EBUSY (it serves another
  * session), ONI_EINVALARG (bad spec; why in err), ONI_EBADCONTROLLER (other
  * protocol version), ONI_ETIMEOUT or ONI_EDISCONNECTED. */
 int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct emuc **out, char *err,
