@@ -718,22 +718,29 @@ enum { LIE_GARBAGE, LIE_VERSION, LIE_NO_FD, LIE_RING_OUTSIDE, LIE_SHORT_FILE, LI
 /* LIE_TRICKLE: each GPU-stream READ is answered with TRICKLE_BYTES, TRICKLE_MS late */
 #define TRICKLE_MS 60
 #define TRICKLE_BYTES 4
-#define TRICKLE_PIECES 50
+#define TRICKLE_PIECES 100
 
 struct liar {
     int lie, listen_fd;
+    uint32_t asked_ms[TRICKLE_PIECES]; /* LIE_TRICKLE: the timeout of each READ it answered */
+    int reads;
 };
 
 /* LIE_TRICKLE: answer up to TRICKLE_PIECES READs on the GPU channel gpu, each
- * with the next TRICKLE_BYTES of the ring after TRICKLE_MS; until the client hangs up. */
-static void trickle(int gpu, uint8_t *buf)
+ * with the next TRICKLE_BYTES of the ring after TRICKLE_MS, noting their
+ * timeouts in l; until the client hangs up. */
+static void trickle(struct liar *l, int gpu, uint8_t *buf)
 {
     uint64_t head = 0;
     for (int i = 0; i < TRICKLE_PIECES; i++) {
-        if (emup_recv(gpu, buf, EMUP_MAXMSG, oni_now_ns() + 5000000000ull, NULL) <= 0)
+        int n = emup_recv(gpu, buf, EMUP_MAXMSG, oni_now_ns() + 5000000000ull, NULL);
+        if (n != (int)(sizeof(struct emup_hdr) + sizeof(struct emup_read)))
             return;
         struct emup_hdr h;
+        struct emup_read rq;
         memcpy(&h, buf, sizeof h);
+        memcpy(&rq, buf + sizeof h, sizeof rq);
+        l->asked_ms[l->reads++] = rq.timeout_ms;
         usleep(TRICKLE_MS * 1000);
         struct emup_read_reply rr = {0, TRICKLE_BYTES, head, 0, 0};
         if (emup_send(gpu, EMUP_READ | EMUP_REPLY, h.seq, &rr, sizeof rr, -1))
@@ -801,7 +808,7 @@ static void *liar_main(void *arg)
             emup_send(conn[EMUP_CHAN_DATA], EMUP_READ | EMUP_REPLY, h.seq, &rr, sizeof rr, -1);
         }
         if (l->lie == LIE_TRICKLE)
-            trickle(conn[EMUP_CHAN_GPU], buf);
+            trickle(l, conn[EMUP_CHAN_GPU], buf);
         emup_recv(conn[0], buf, sizeof buf, oni_now_ns() + 3000000000ull, NULL); /* until the client hangs up */
     }
     for (int i = 0; i < n; i++)
@@ -825,7 +832,7 @@ TEST(daemon_lying_daemon)
         unlink(sock_path);
         struct sockaddr_un a = {.sun_family = AF_UNIX};
         snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-        struct liar l = {cases[c].lie, socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+        struct liar l = {.lie = cases[c].lie, .listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)};
         REQUIRE(l.listen_fd >= 0);
         REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
         pthread_t th;
@@ -854,7 +861,7 @@ TEST(daemon_slow_handshake_within_the_timeout)
     unlink(sock_path);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    struct liar l = {LIE_SLOW, socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    struct liar l = {.lie = LIE_SLOW, .listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)};
     REQUIRE(l.listen_fd >= 0);
     REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
     pthread_t th;
@@ -887,7 +894,7 @@ TEST(daemon_lying_read_answer)
     unlink(sock_path);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    struct liar l = {LIE_READ_OUTSIDE, socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    struct liar l = {.lie = LIE_READ_OUTSIDE, .listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)};
     REQUIRE(l.listen_fd >= 0);
     REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
     pthread_t th;
@@ -908,15 +915,16 @@ TEST(daemon_lying_read_answer)
 
 /* A daemon that answers a block's READs a few bytes at a time, slower in all
  * than the timeout: ONI_DRV_READ of a host buffer ends with ONI_ETIMEOUT once
- * the timeout has passed. Before 2026-11-25 each piece had a whole timeout of
- * its own, and the read took TRICKLE_PIECES x TRICKLE_MS (3 s) and succeeded. */
+ * the timeout has passed, and each READ after the first asks only for the
+ * time left. Before 2026-11-25 each piece had a whole timeout of its own, and
+ * the read took TRICKLE_PIECES x TRICKLE_MS (6 s) and succeeded. */
 TEST(daemon_trickled_read_within_the_timeout)
 {
     snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
     unlink(sock_path);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    struct liar l = {LIE_TRICKLE, socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    struct liar l = {.lie = LIE_TRICKLE, .listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)};
     REQUIRE(l.listen_fd >= 0);
     REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
     pthread_t th;
@@ -929,7 +937,7 @@ TEST(daemon_trickled_read_within_the_timeout)
     snprintf(spec, sizeof spec, "daemon=%s", sock_path);
     CHECK_RC(drv->set_opt(d, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1), 0);
     CHECK_RC(drv->init(d, -1), 0); /* with the default timeout */
-    uint32_t timeout = 100, block = TRICKLE_PIECES * TRICKLE_BYTES;
+    uint32_t timeout = 1000, block = TRICKLE_PIECES * TRICKLE_BYTES;
     CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &timeout, sizeof timeout), 0);
     CHECK_RC(drv->set_opt(d, ONI_DRV_RD_SZ, &block, sizeof block), 0);
     uint8_t buf[TRICKLE_PIECES * TRICKLE_BYTES];
@@ -942,6 +950,15 @@ TEST(daemon_trickled_read_within_the_timeout)
     CHECK(ms < TRICKLE_PIECES * TRICKLE_MS / 2); /* does not hang on; before: all the pieces */
     CHECK_RC(drv->destroy_ctx(d), 0);
     pthread_join(th, NULL);
+    /* each READ after the first waits only for what is left, at least one piece's time less */
+    CHECK(l.reads >= 2);
+    uint32_t longest = 0;
+    for (int i = 1; i < l.reads; i++) {
+        CHECK(l.asked_ms[i] >= 1);
+        longest = l.asked_ms[i] > longest ? l.asked_ms[i] : longest;
+    }
+    fprintf(stderr, "  %d READs; after the first, the longest timeout asked: %u ms\n", l.reads, longest);
+    CHECK(longest <= timeout - TRICKLE_MS);
     close(l.listen_fd);
     unlink(sock_path);
     sock_path[0] = 0; /* the next daemon test picks its own path again */
