@@ -36,11 +36,11 @@ struct gpustream **emudrv_gpustream(struct emudrv *d);
  * Returns the bytes read, ONI_ETIMEOUT, ONI_EDISCONNECTED (daemon gone),
  * ONI_EINVALSTATE before init, or another ONI error. Streams:
  * EMU_STREAM_DATA, _SIGNAL, _GPU. In-process a block is one card read
- * (emu_card_read). Through the daemon it may come in pieces (larger than
- * the ring, at the ring's end, after bytes a late answer left): on an error, dst holds the pieces that
- * came before it, and those bytes are gone from the stream (the next read
- * starts after them); the bytes of a piece whose answer came too late are
- * kept and start the next read. */
+ * (emu_card_read). Through the daemon it may come in pieces (larger than the
+ * ring, at the ring's end, after bytes a late answer left): on an error, dst
+ * holds the pieces that came before it, and those bytes are gone from the
+ * stream (the next read starts after them); the bytes of a piece whose
+ * answer came too late are kept and start the next read. */
 int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n);
 
 /* Write n bytes of whole write frames from host memory src to write stream s
