@@ -336,7 +336,7 @@ TEST(recorder_never_allocates)
 
     uint64_t before = atomic_load(&nallocs);
     for (uint64_t i = 0; i < 200000; i++) /* past capacity too */
-        bench_rec_add(&r, bench_now_ns() & 0xFFFF);
+        bench_rec_add(&r, oni_now_ns() & 0xFFFF);
     uint64_t after = atomic_load(&nallocs);
     CHECK_EQ(after - before, 0);
     CHECK_EQ(r.n, 100000);
@@ -349,7 +349,7 @@ TEST(recorder_never_allocates)
 
 TEST(clock_is_monotonic)
 {
-    uint64_t a = bench_now_ns(), b = bench_now_ns();
+    uint64_t a = oni_now_ns(), b = oni_now_ns();
     CHECK(b >= a);
     CHECK(a > 0);
 }
@@ -359,10 +359,10 @@ TEST(off_cpu_not_claimed_for_a_sleep)
 {
     struct bench_cpu_mark a, b;
     bench_cpu_mark(&a);
-    uint64_t w0 = bench_now_ns();
+    uint64_t w0 = oni_now_ns();
     struct timespec nap = {0, 20 * 1000 * 1000};
     nanosleep(&nap, NULL);
-    uint64_t w1 = bench_now_ns();
+    uint64_t w1 = oni_now_ns();
     bench_cpu_mark(&b);
     CHECK(w1 - w0 >= 20u * 1000 * 1000);
     CHECK(b.voluntary > a.voluntary);
@@ -402,9 +402,9 @@ TEST(off_cpu_seen_when_preempted)
     }
     struct bench_cpu_mark a, b;
     bench_cpu_mark(&a);
-    uint64_t w0 = bench_now_ns(), w1;
+    uint64_t w0 = oni_now_ns(), w1;
     do
-        w1 = bench_now_ns();
+        w1 = oni_now_ns();
     while (w1 - w0 < 200u * 1000 * 1000);
     bench_cpu_mark(&b);
     atomic_store(&spin_stop, 1);

@@ -17,11 +17,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "oni.h"
+#include "oni/util/clock.h"
 
 /* ---- time -------------------------------------------------------------- */
 
-/* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Never fails. */
-uint64_t bench_now_ns(void);
+/* The clock is oni_now_ns (oni/util/clock.h), as everywhere. */
 
 /* Where the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) and its
  * voluntary context switches stand (-1: not known). Two system calls: take
@@ -289,7 +289,7 @@ struct bench_frames_result {
     uint64_t allocs;            /* phase 1 total */
     struct bench_stats call_ns; /* phase 2: one oni_read_frame + oni_destroy_frame,
                                  * including one clock read (see clock_ns) */
-    double clock_ns;            /* median cost of one bench_now_ns() on this machine */
+    double clock_ns;            /* median cost of one oni_now_ns() on this machine */
 };
 
 /* Run the benchmark for every block size into res[nblocks]; a block size that

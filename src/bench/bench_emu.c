@@ -37,7 +37,7 @@ static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, co
     struct bench_rec rec = {0}; /* time per MiB of frames read: robust to a preempted moment on a shared machine */
     if (!rc)
         rc = bench_rec_init(&rec, 1u << 20);
-    uint64_t bytes = 0, frames = 0, start = bench_now_ns(), now = start, mark = start, next_mark = BLOCK;
+    uint64_t bytes = 0, frames = 0, start = oni_now_ns(), now = start, mark = start, next_mark = BLOCK;
     uint64_t end = start + (uint64_t)(o->seconds * 1e9);
     while (!rc && now < end) {
         oni_frame_t *f;
@@ -50,13 +50,13 @@ static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, co
         frames++;
         oni_destroy_frame(f);
         if (bytes >= next_mark) {
-            now = bench_now_ns();
+            now = oni_now_ns();
             bench_rec_add(&rec, now - mark);
             mark = now;
             next_mark += BLOCK;
         }
     }
-    now = bench_now_ns();
+    now = oni_now_ns();
     oni_destroy_ctx(ctx);
     struct bench_stats st;
     if (!rc)

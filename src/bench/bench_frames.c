@@ -11,14 +11,14 @@
 #define CLOCK_CHECK_EVERY 256 /* phase 1 reads the clock once per this many frames */
 #define NSLICES 10
 
-/* Median cost of one bench_now_ns call, from back-to-back pairs. */
+/* Median cost of one oni_now_ns call, from back-to-back pairs. */
 static double clock_cost_ns(void)
 {
     enum { N = 2001 };
     uint64_t d[N];
     for (int i = 0; i < N; i++) {
-        uint64_t a = bench_now_ns();
-        uint64_t b = bench_now_ns();
+        uint64_t a = oni_now_ns();
+        uint64_t b = oni_now_ns();
         d[i] = b - a;
     }
     struct bench_stats s;
@@ -121,7 +121,7 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
             oni_destroy_frame(f);
         }
         frames += CLOCK_CHECK_EVERY;
-        now = bench_now_ns();
+        now = oni_now_ns();
         slices_add(&sl, CLOCK_CHECK_EVERY, now);
     } while (now < until_ns);
     slices_end(&sl, now);
@@ -149,14 +149,14 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
 /* Time each read+destroy pair until `until_ns` or the recorder is full. */
 static int phase_latency(oni_ctx ctx, uint64_t until_ns, struct bench_rec *rec)
 {
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     while (rec->n < rec->cap && t0 < until_ns) {
         oni_frame_t *f;
         int n = oni_read_frame(ctx, &f);
         if (n < 0)
             return n;
         oni_destroy_frame(f);
-        uint64_t t1 = bench_now_ns();
+        uint64_t t1 = oni_now_ns();
         bench_rec_add(rec, t1 - t0);
         t0 = t1; /* the end of one call is the start of the next: one clock read per call */
     }
@@ -175,15 +175,15 @@ static int run_block(const struct bench_frames_opts *o, struct bench_rec *rec,
     struct bench_frames_result scratch = {0};
 
     /* Warm-up: pools, blocks and caches reach their steady state. */
-    uint64_t w0 = bench_now_ns();
+    uint64_t w0 = oni_now_ns();
     rc = phase_throughput(ctx, w0, w0 + warm, &scratch);
     if (rc)
         goto out;
 
     uint64_t a0 = o->alloc_count ? o->alloc_count() : 0;
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     rc = phase_throughput(ctx, t0, t0 + span / 2, r);
-    uint64_t t1 = bench_now_ns();
+    uint64_t t1 = oni_now_ns();
     uint64_t a1 = o->alloc_count ? o->alloc_count() : 0;
     if (rc)
         goto out;
@@ -194,7 +194,7 @@ static int run_block(const struct bench_frames_opts *o, struct bench_rec *rec,
     r->allocs_per_frame = o->alloc_count ? (double)r->allocs / (double)r->frames : -1;
 
     bench_rec_reset(rec);
-    rc = phase_latency(ctx, bench_now_ns() + span / 2, rec);
+    rc = phase_latency(ctx, oni_now_ns() + span / 2, rec);
     if (!rc)
         rc = bench_rec_stats(rec, &r->call_ns);
 out:

@@ -169,9 +169,9 @@ static int wait_fill(struct bx *b, int s, uint64_t n)
     if (want > cap)
         return ONI_EBUFFERSIZE;
     rc = core_enable(b, 1);
-    uint64_t deadline = bench_now_ns() + (uint64_t)FILL_WAIT_MS * 1000000u;
+    uint64_t deadline = oni_now_ns() + (uint64_t)FILL_WAIT_MS * 1000000u;
     while (!rc && !(rc = fifo_fill(b, s, &fill, &cap)) && fill < want) {
-        if (bench_now_ns() > deadline)
+        if (oni_now_ns() > deadline)
             rc = ONI_ETIMEOUT;
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
@@ -221,7 +221,7 @@ static int set_u32(struct bx *b, int opt, uint32_t v)
 static uint64_t timing_start(struct bx *b)
 {
     bench_cpu_mark(&b->mark);
-    return bench_now_ns();
+    return oni_now_ns();
 }
 
 /* Time one transfer of n bytes on path p in direction dir: *ns, *off of it
@@ -231,7 +231,7 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns, uint64_t *o
 {
     int rc = 0;
     *ns = *off = 0;
-    *at = bench_now_ns(); /* until the timed part begins (an early failure) */
+    *at = oni_now_ns(); /* until the timed part begins (an early failure) */
     uint64_t t0;
     if (p == XFER_RING || p == XFER_RING_THP) {
         if (b->ring_pos + n > RING_BYTES)
@@ -300,7 +300,7 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns, uint64_t *o
             rc = oni_set_driver_opt(b->ctx, ONI_DRV_WRITE, b->dev, 8);
         }
     }
-    uint64_t t1 = bench_now_ns();
+    uint64_t t1 = oni_now_ns();
     struct bench_cpu_mark end;
     bench_cpu_mark(&end);
     *ns = t1 - t0;
@@ -615,13 +615,13 @@ static int pin_costs(struct bx *b, struct bench_report *r)
             bench_rec_reset(&pin_ns);
             bench_rec_reset(&unpin_ns);
             for (int i = 0; i < reps && !rc; i++) {
-                uint64_t t0 = bench_now_ns();
+                uint64_t t0 = oni_now_ns();
                 rc = oni_set_driver_opt(b->ctx, ONI_DRV_PIN, &buf, sizeof buf);
-                uint64_t t1 = bench_now_ns();
+                uint64_t t1 = oni_now_ns();
                 if (!rc)
                     rc = oni_set_driver_opt(b->ctx, ONI_DRV_UNPIN, &buf, sizeof buf);
                 bench_rec_add(&pin_ns, t1 - t0);
-                bench_rec_add(&unpin_ns, bench_now_ns() - t1);
+                bench_rec_add(&unpin_ns, oni_now_ns() - t1);
             }
             for (int op = 0; op < 2 && !rc; op++) {
                 struct bench_stats st;

@@ -103,7 +103,7 @@ static int spin_word(struct fl *f, int w, uint32_t seq, uint64_t limit, const ch
     for (unsigned i = 1;; i++) {
         if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == seq)
             return 0;
-        if (!(i & 63) && bench_now_ns() > limit)
+        if (!(i & 63) && oni_now_ns() > limit)
             return fail_timeout(f, what);
     }
 }
@@ -117,7 +117,7 @@ static int spin_query(struct fl *f, cudaStream_t s, uint64_t limit)
             return 0;
         if (e != cudaErrorNotReady)
             return fail_rt(f, "cudaStreamQuery", e);
-        if (bench_now_ns() > limit)
+        if (oni_now_ns() > limit)
             return fail_timeout(f, "the stream's completion");
     }
 }
@@ -140,23 +140,23 @@ static int flag_after(struct fl *f, int w, uint32_t seq)
  * on cudaStreamQuery, or queue a write of seq into word w and spin on it. */
 static int then_query(struct fl *f, int (*start)(struct fl *), uint64_t *ns)
 {
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     int rc = start(f);
     if (!rc)
         rc = spin_query(f, f->s, deadline(f, t0));
-    *ns = bench_now_ns() - t0;
+    *ns = oni_now_ns() - t0;
     return rc;
 }
 
 static int then_flag(struct fl *f, int (*start)(struct fl *), int w, uint32_t seq, uint64_t *ns)
 {
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     int rc = start(f);
     if (!rc)
         rc = flag_after(f, w, seq);
     if (!rc)
         rc = spin_word(f, w, seq, deadline(f, t0), "the flag write after the copy");
-    *ns = bench_now_ns() - t0;
+    *ns = oni_now_ns() - t0;
     return rc;
 }
 
@@ -188,9 +188,9 @@ static int t_ptr_attrs(struct fl *f, uint32_t seq, uint64_t *ns)
 {
     (void)seq;
     struct gpu_ptr_info info;
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     int rc = gpu_query(f->dbuf, &info);
-    *ns = bench_now_ns() - t0;
+    *ns = oni_now_ns() - t0;
     return rc ? rc : info.kind == GPU_KIND_DEVICE ? 0 : ONI_EREADFAILURE;
 }
 
@@ -198,9 +198,9 @@ static int t_ptr_id(struct fl *f, uint32_t seq, uint64_t *ns)
 {
     (void)seq;
     unsigned long long id = 0;
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     int rc = gpu_buffer_id(f->dbuf, &id);
-    *ns = bench_now_ns() - t0;
+    *ns = oni_now_ns() - t0;
     return rc ? rc : id ? 0 : ONI_EREADFAILURE;
 }
 
@@ -216,7 +216,7 @@ static int t_drv_memcpy_flag(struct fl *f, uint32_t seq, uint64_t *ns)
 
 static int t_memcpy_sync(struct fl *f, uint32_t seq, uint64_t *ns)
 {
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     int rc = copy_rt(f);
     if (!rc) {
         __atomic_store_n(&f->sync_since, t0, __ATOMIC_RELAXED);
@@ -224,7 +224,7 @@ static int t_memcpy_sync(struct fl *f, uint32_t seq, uint64_t *ns)
         __atomic_store_n(&f->sync_since, 0, __ATOMIC_RELAXED);
         rc = e == cudaSuccess ? 0 : fail_rt(f, "cudaStreamSynchronize", e);
     }
-    *ns = bench_now_ns() - t0;
+    *ns = oni_now_ns() - t0;
     if (!rc && t0 + *ns > deadline(f, t0))
         rc = fail_timeout(f, "cudaStreamSynchronize's return");
     return rc;
@@ -236,7 +236,7 @@ static int t_memcpy_sync(struct fl *f, uint32_t seq, uint64_t *ns)
  * transfer is armed at a time, right after the previous one landed. */
 static int p_armed(struct fl *f, uint32_t seq)
 {
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     CUstream s = (CUstream)f->s;
     DRV(f, cuStreamWriteValue32(s, word_dev(f, W_PARKED), seq, CU_STREAM_WRITE_VALUE_DEFAULT));
     DRV(f, cuStreamWaitValue32(s, word_dev(f, W_GO), seq, CU_STREAM_WAIT_VALUE_GEQ));
@@ -251,21 +251,21 @@ static int p_armed(struct fl *f, uint32_t seq)
 
 static int t_armed(struct fl *f, uint32_t seq, uint64_t *ns)
 {
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     __atomic_store_n((uint32_t *)word(f, W_GO), seq, __ATOMIC_RELEASE);
     f->armed = 0;
     int rc = spin_word(f, W_DONE, seq, deadline(f, t0), "the done write after the released copy");
-    *ns = bench_now_ns() - t0;
+    *ns = oni_now_ns() - t0;
     return rc;
 }
 
 /* kernel-pull and doorbell-rtt: ring, wait for the kernel's done. */
 static int t_bell(struct fl *f, uint32_t seq, uint64_t *ns)
 {
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     __atomic_store_n((uint32_t *)word(f, W_BELL), seq, __ATOMIC_RELEASE);
     int rc = spin_word(f, W_PULLED, seq, deadline(f, t0), "the pull kernel's done write");
-    *ns = bench_now_ns() - t0;
+    *ns = oni_now_ns() - t0;
     return rc;
 }
 
@@ -287,13 +287,13 @@ static int kernel_start(struct fl *f, size_t n)
         return fail_rt(f, "pull kernel launch", e);
     f->kernel_up = 1;
     /* The kernel says it runs; one that never starts is an error now. */
-    uint64_t limit = deadline(f, bench_now_ns());
+    uint64_t limit = deadline(f, oni_now_ns());
     while (*word(f, W_ALIVE) != 1) {
         e = cudaStreamQuery(f->ks);
         if (e != cudaErrorNotReady)
             return e == cudaSuccess ? fail_timeout(f, "the pull kernel's start (it left at once)")
                                     : fail_rt(f, "pull kernel", e);
-        if (bench_now_ns() > limit)
+        if (oni_now_ns() > limit)
             return fail_timeout(f, "the pull kernel's start");
     }
     return 0;
@@ -304,7 +304,7 @@ static int kernel_stop(struct fl *f)
     if (!f->kernel_up)
         return 0;
     __atomic_store_n((uint32_t *)word(f, W_STOP), 1, __ATOMIC_RELEASE);
-    int rc = spin_query(f, f->ks, deadline(f, bench_now_ns()));
+    int rc = spin_query(f, f->ks, deadline(f, oni_now_ns()));
     if (!rc)
         f->kernel_up = 0;
     return rc;
@@ -331,7 +331,7 @@ static void *watchdog(void *arg)
     uint64_t told = 0;
     while (!__atomic_load_n(&f->dog_stop, __ATOMIC_RELAXED)) {
         uint64_t since = __atomic_load_n(&f->sync_since, __ATOMIC_RELAXED);
-        if (since && since != told && bench_now_ns() > deadline(f, since)) {
+        if (since && since != told && oni_now_ns() > deadline(f, since)) {
             if (f->o->log)
                 fprintf(f->o->log, "onigpu bench floor: memcpy-sync: cudaStreamSynchronize has not returned "
                                    "within %u ms and cannot be interrupted\n", f->o->timeout_ms);
@@ -399,7 +399,7 @@ static void stamp(struct fl *f, uint32_t seq)
 static int verify(struct fl *f)
 {
     RT(f, cudaMemcpyAsync(f->check, f->dbuf, f->o->size, cudaMemcpyDeviceToHost, f->s));
-    int rc = spin_query(f, f->s, deadline(f, bench_now_ns()));
+    int rc = spin_query(f, f->s, deadline(f, oni_now_ns()));
     if (!rc && memcmp(f->check, f->hbuf, f->o->size)) {
         if (f->o->log)
             fprintf(f->o->log, "onigpu bench floor: %s: the device block differs from the host block "
@@ -517,9 +517,9 @@ static void teardown(struct fl *f)
     e_sync(f);
     int stuck = 0;
     if (f->s)
-        stuck |= spin_query(f, f->s, deadline(f, bench_now_ns())) != 0;
+        stuck |= spin_query(f, f->s, deadline(f, oni_now_ns())) != 0;
     if (f->ks)
-        stuck |= spin_query(f, f->ks, deadline(f, bench_now_ns())) != 0;
+        stuck |= spin_query(f, f->ks, deadline(f, oni_now_ns())) != 0;
     if (stuck)
         return;
     if (f->s)

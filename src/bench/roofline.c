@@ -34,9 +34,9 @@ static double cpu_mac_best(const float *in, float *out, size_t n, uint32_t iters
 {
     double best = 1e30;
     for (int i = 0; i < reps; i++) {
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = oni_now_ns();
         loop_mac_cpu(in, out, n, iters, passes, 0.1f);
-        double s = (double)(bench_now_ns() - t0) / 1e9;
+        double s = (double)(oni_now_ns() - t0) / 1e9;
         best = s < best ? s : best;
     }
     return best;
@@ -83,12 +83,12 @@ static double cpu_copy_gbps(size_t bytes)
     long long nchunk = 64;
     size_t chunk = bytes / (size_t)nchunk;
     for (int i = 0; i < 4; i++) {
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = oni_now_ns();
         /* every core copies its share, as the thesis' CPU figure counts all cores */
 #pragma omp parallel for if (OMP_THREADS) schedule(static)
         for (long long k = 0; k < nchunk; k++)
             memcpy(b + (size_t)k * chunk, a + (size_t)k * chunk, chunk);
-        double s = (double)(bench_now_ns() - t0) / 1e9;
+        double s = (double)(oni_now_ns() - t0) / 1e9;
         best = s < best ? s : best;
     }
     volatile char sink = b[bytes / 2];
@@ -108,10 +108,10 @@ static double card_read_mbps(oni_ctx ctx, uint32_t block, uint64_t bytes)
     int rc = buf ? oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &block, sizeof block) : ONI_EBADALLOC;
     for (uint64_t i = 0; i <= n && !rc; i++) {
         if (i == 1)
-            t0 = bench_now_ns(); /* the first read is warm-up */
+            t0 = oni_now_ns(); /* the first read is warm-up */
         rc = oni_set_driver_opt(ctx, ONI_DRV_READ, &b, sizeof b);
     }
-    double s = (double)(bench_now_ns() - t0) / 1e9;
+    double s = (double)(oni_now_ns() - t0) / 1e9;
     free(buf);
     return rc || s <= 0 ? 0 : (double)n * block / s / 1e6;
 }

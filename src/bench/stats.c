@@ -1,4 +1,4 @@
-/* stats.c - clock, summary statistics, histograms and the sample recorder. */
+/* stats.c - summary statistics, histograms and the sample recorder. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -7,12 +7,6 @@
 #include <time.h>
 #include "bench.h"
 
-uint64_t bench_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void bench_cpu_mark(struct bench_cpu_mark *m)
 {

@@ -8,7 +8,7 @@
 #include <cuda_runtime.h>
 #include "gpu.h"
 #include "onidefs.h"
-#include "onii.h"
+#include "oni/util/clock.h"
 
 struct gpu_stream {
     cudaStream_t s;

@@ -32,11 +32,11 @@ static int read_sync(struct loop_cardsrc *c, void *buf, size_t len)
  * poll every 20 us, up to timeout_ms. */
 static int wait_done(struct loop_cardsrc *c, uint32_t seq, uint32_t timeout_ms)
 {
-    uint64_t t0 = loop_now_ns(), limit = t0 + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t t0 = oni_now_ns(), limit = t0 + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
         if (__atomic_load_n((const uint32_t *)&c->done, __ATOMIC_ACQUIRE) == seq)
             return 0;
-        uint64_t t = loop_now_ns();
+        uint64_t t = oni_now_ns();
         if (t > limit)
             return ONI_ETIMEOUT;
         if (t - t0 < 50000) {

@@ -52,13 +52,6 @@ int loop_backend_best(void)
     return LOOP_CPU;
 }
 
-uint64_t loop_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void loop_fail(struct loop *lp, int rc)
 {
     int zero = 0;
@@ -86,7 +79,7 @@ static void pause_cpu(void)
 static int wait_for(struct loop *lp, int (*pred)(const void *), const void *arg,
                     int (*quit)(struct loop *, uint64_t), uint64_t qarg, uint32_t timeout_ms)
 {
-    uint64_t t0 = loop_now_ns();
+    uint64_t t0 = oni_now_ns();
     uint64_t limit = timeout_ms ? t0 + (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
     uint64_t spin = (uint64_t)(lp->cfg.spin_us ? lp->cfg.spin_us : SPIN_DEFAULT_US) * 1000u;
     for (unsigned n = 0;; n++) {
@@ -95,7 +88,7 @@ static int wait_for(struct loop *lp, int (*pred)(const void *), const void *arg,
         if (quit(lp, qarg))
             return pred(arg) ? 0 : ONI_EINVALSTATE;
         if ((n & 63) == 0) {
-            uint64_t t = loop_now_ns();
+            uint64_t t = oni_now_ns();
             if (t > limit)
                 return ONI_ETIMEOUT;
             if (t - t0 > spin) {
@@ -198,7 +191,7 @@ static void *recv_main(void *p)
             if (wait_for(lp, room, &ra, stopping, 0, 0))
                 break;
         }
-        uint64_t t0 = loop_now_ns();
+        uint64_t t0 = oni_now_ns();
         int rc = lp->be->recv(lp, slot, (uint32_t)seq);
         if (rc) {
             if (!atomic_load(&lp->stop)) /* a read cut short by a stop request is no error */
@@ -208,7 +201,7 @@ static void *recv_main(void *p)
         struct loop_record *r = loop_record_of(lp, seq);
         if (r) {
             r->t_start = t0;
-            r->t_in_ns = loop_ns32(loop_now_ns() - t0);
+            r->t_in_ns = loop_ns32(oni_now_ns() - t0);
         }
         atomic_fetch_add(&lp->bytes_in, lp->cfg.in_bytes);
         atomic_store(&lp->started, seq + 1);
@@ -227,7 +220,7 @@ static void *process_main(void *p)
         if (wait_for(lp, state_is, &sa, drained, seq, 0))
             break;
         if (lp->be->process) {
-            uint64_t t0 = loop_now_ns();
+            uint64_t t0 = oni_now_ns();
             int rc = lp->be->process(lp, slot, (uint32_t)seq);
             if (rc) {
                 loop_fail(lp, rc);
@@ -235,7 +228,7 @@ static void *process_main(void *p)
             }
             struct loop_record *r = loop_record_of(lp, seq);
             if (r)
-                r->t_compute_ns = loop_ns32(loop_now_ns() - t0);
+                r->t_compute_ns = loop_ns32(oni_now_ns() - t0);
         }
         atomic_store_explicit(&lp->state[slot], SLOT_DONE, memory_order_release);
     }
@@ -251,14 +244,14 @@ static void *send_main(void *p)
         if (wait_for(lp, state_is, &sa, drained, seq, 0))
             break;
         int rc = lp->be->finish ? lp->be->finish(lp, slot, (uint32_t)seq) : 0;
-        uint64_t t0 = loop_now_ns();
+        uint64_t t0 = oni_now_ns();
         if (!rc)
             rc = lp->cfg.sink.write(lp->cfg.sink.ctx, seq, lp->out[slot], lp->out_len, lp->cfg.timeout_ms);
         if (rc) {
             loop_fail(lp, rc);
             break;
         }
-        uint64_t t1 = loop_now_ns();
+        uint64_t t1 = oni_now_ns();
         struct loop_record *r = loop_record_of(lp, seq);
         if (r) {
             r->t_out_ns = loop_ns32(t1 - t0);
@@ -419,7 +412,7 @@ int loop_run(struct loop *lp)
     pthread_t th[3];
     void *(*mains[3])(void *) = {recv_main, process_main, send_main};
     int n = 0, rc = 0;
-    uint64_t t0 = loop_now_ns();
+    uint64_t t0 = oni_now_ns();
     for (; n < 3; n++) {
         if (pthread_create(&th[n], NULL, mains[n], lp)) {
             loop_fail(lp, ONI_EBADALLOC);
@@ -439,7 +432,7 @@ int loop_run(struct loop *lp)
         pthread_join(th[i], NULL);
     if (lp->be->halt)
         lp->be->halt(lp);
-    atomic_store(&lp->run_ns, loop_now_ns() - t0);
+    atomic_store(&lp->run_ns, oni_now_ns() - t0);
     rc = atomic_load(&lp->err);
     return rc;
 }

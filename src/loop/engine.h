@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "loop/loop.h"
+#include "oni/util/clock.h"
 
 /* Slot states, in the order a block moves through them. */
 enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_DONE };
@@ -49,8 +50,6 @@ struct loop {
 extern const struct loop_be loop_be_cpu;
 const struct loop_be *loop_gpu_backend(int backend);
 
-/* Monotonic clock, ns. */
-uint64_t loop_now_ns(void);
 /* A duration for a 32-bit record field: capped at UINT32_MAX ns (4.3 s), never wrapped. */
 static inline uint32_t loop_ns32(uint64_t ns)
 {

@@ -98,11 +98,11 @@ static int wait_bell(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t seq
 /* The process hooks' wait for their doorbell, timed (loop_record.t_wait_ns). */
 static int timed_bell(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t seq)
 {
-    uint64_t t0 = loop_now_ns();
+    uint64_t t0 = oni_now_ns();
     int rc = wait_bell(lp, g, slot, seq);
     struct loop_record *r = loop_record_of(lp, seq);
     if (r)
-        r->t_wait_ns = loop_ns32(loop_now_ns() - t0);
+        r->t_wait_ns = loop_ns32(oni_now_ns() - t0);
     return rc;
 }
 
@@ -214,14 +214,14 @@ static int persist_finish(struct loop *lp, uint32_t slot, uint32_t seq)
 /* Wait until stream s is idle, up to HALT_MS. */
 static int drain(cudaStream_t s)
 {
-    uint64_t limit = loop_now_ns() + HALT_MS * 1000000ull;
+    uint64_t limit = oni_now_ns() + HALT_MS * 1000000ull;
     for (;;) {
         cudaError_t e = cudaStreamQuery(s);
         if (e == cudaSuccess)
             return 0;
         if (e != cudaErrorNotReady)
             return ONI_ENOGPU;
-        if (loop_now_ns() > limit)
+        if (oni_now_ns() > limit)
             return ONI_ETIMEOUT;
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
@@ -374,9 +374,9 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     g->launched = 1;
     /* The kernel announces itself; a launch that never runs is an error now,
      * not a silent hang later. */
-    uint64_t limit = loop_now_ns() + HALT_MS * 1000000ull;
+    uint64_t limit = oni_now_ns() + HALT_MS * 1000000ull;
     while (*(volatile uint32_t *)ALIVE(g) != 1) {
-        if (loop_now_ns() > limit)
+        if (oni_now_ns() > limit)
             return ONI_ETIMEOUT;
         if (cudaStreamQuery(g->s) != cudaErrorNotReady)
             return ONI_ENOGPU;

@@ -25,7 +25,7 @@ int loop_memsrc_init(struct loop_memsrc *m, size_t len, double rate, uint32_t fi
  * wait (with the deadline) until the next block is due. */
 static int pace(struct loop_memsrc *m, uint32_t timeout_ms)
 {
-    uint64_t now = loop_now_ns();
+    uint64_t now = oni_now_ns();
     if (m->seq == 0 && m->t0 == 0)
         m->t0 = now;
     if (m->rate <= 0)
@@ -40,7 +40,7 @@ static int pace(struct loop_memsrc *m, uint32_t timeout_ms)
     uint64_t due = m->t0 + (uint64_t)llround((double)m->seq * period);
     if (due > now + (uint64_t)timeout_ms * 1000000ull)
         return ONI_ETIMEOUT;
-    while ((now = loop_now_ns()) < due) {
+    while ((now = oni_now_ns()) < due) {
         if (due - now > 100000) {
             struct timespec ts = {0, (long)(due - now - 50000)};
             nanosleep(&ts, NULL);

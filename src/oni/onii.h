@@ -97,11 +97,7 @@ int oni_cobs_decode(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_cap);
  * into dst; returns its length in bytes or a negative ONI error. For drivers. */
 int oni_signal_pack(uint32_t type, const void *payload, size_t n, uint8_t *dst, size_t dst_cap);
 
-/* Monotonic clock in nanoseconds. */
-uint64_t oni_now_ns(void);
-
-/* Whole milliseconds from now to deadline_ns (an oni_now_ns time), rounded up
- * (at least 1 while any time is left) and at most UINT32_MAX; 0 once it has passed. */
-uint32_t oni_ms_left(uint64_t deadline_ns);
+/* The clock: oni_now_ns, oni_ms_left. */
+#include "oni/util/clock.h"
 
 #endif

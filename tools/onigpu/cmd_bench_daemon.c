@@ -106,9 +106,9 @@ static int bench_regs(oni_ctx ctx, unsigned n, struct bench_stats *st)
         return ONI_EBADALLOC;
     for (unsigned i = 0; i < n && !rc; i++) {
         oni_reg_val_t v;
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = oni_now_ns();
         rc = oni_read_reg(ctx, hub, 4, &v);
-        t[i] = bench_now_ns() - t0;
+        t[i] = oni_now_ns() - t0;
     }
     if (!rc)
         rc = bench_stats_compute(t, n, st);
@@ -133,9 +133,9 @@ static int bench_block(oni_ctx ctx, uint32_t size, unsigned n, struct bench_stat
     for (unsigned i = 0; i < n / 10 + 1 && !rc; i++) /* warm up: page faults, ring pages */
         rc = oni_set_driver_opt(ctx, ONI_DRV_READ, &ob, sizeof ob);
     for (unsigned i = 0; i < n && !rc; i++) {
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = oni_now_ns();
         rc = oni_set_driver_opt(ctx, ONI_DRV_READ, &ob, sizeof ob);
-        t[i] = bench_now_ns() - t0;
+        t[i] = oni_now_ns() - t0;
     }
     if (!rc)
         rc = bench_stats_compute(t, n, st);
@@ -147,7 +147,7 @@ static int bench_block(oni_ctx ctx, uint32_t size, unsigned n, struct bench_stat
 /* oni_read_frame for seconds: payload MB/s. */
 static int bench_stream(oni_ctx ctx, double seconds, double *mbps, double *fps)
 {
-    uint64_t bytes = 0, frames = 0, t0 = bench_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), now;
+    uint64_t bytes = 0, frames = 0, t0 = oni_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), now;
     do {
         for (int k = 0; k < 256; k++) {
             oni_frame_t *f;
@@ -158,7 +158,7 @@ static int bench_stream(oni_ctx ctx, double seconds, double *mbps, double *fps)
             frames++;
             oni_destroy_frame(f);
         }
-    } while ((now = bench_now_ns()) < end);
+    } while ((now = oni_now_ns()) < end);
     *mbps = bench_mb_per_s((double)bytes, (double)(now - t0));
     *fps = frames / ((now - t0) / 1e9);
     return 0;
@@ -173,8 +173,8 @@ static int bench_realtime(int mode, const char *sock, double seconds, double *fp
         return ONI_EINIT;
     oni_reg_val_t run = 1;
     int rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
-    uint64_t frames = 0, t0 = bench_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), now = t0;
-    while (!rc && (now = bench_now_ns()) < end) {
+    uint64_t frames = 0, t0 = oni_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), now = t0;
+    while (!rc && (now = oni_now_ns()) < end) {
         oni_frame_t *f;
         rc = oni_read_frame(ctx, &f);
         if (rc > 0) {

@@ -460,7 +460,7 @@ static int run(int argc, char **argv)
     }
     struct loop_thread lt = {lp, 0};
     pthread_t lth;
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     if (pthread_create(&lth, NULL, loop_main, &lt)) {
         rc = ONI_EBADALLOC;
         goto done;
@@ -469,11 +469,11 @@ static int run(int argc, char **argv)
     double last_t = 0;
     for (int s = 1; s <= (int)ceil(o.seconds) && !loop_error(lp); s++) {
         double until = s < o.seconds ? s : o.seconds;
-        while ((double)(bench_now_ns() - t0) / 1e9 < until && !loop_error(lp)) {
+        while ((double)(oni_now_ns() - t0) / 1e9 < until && !loop_error(lp)) {
             struct timespec ts = {0, 20000000};
             nanosleep(&ts, NULL);
         }
-        progress(r, lp, (double)(bench_now_ns() - t0) / 1e9, o.block, lay.stride, p.fs_hz, &last_blocks, &last_t);
+        progress(r, lp, (double)(oni_now_ns() - t0) / 1e9, o.block, lay.stride, p.fs_hz, &last_blocks, &last_t);
     }
     /* What the loop owes the card as it stops: a loop that keeps up owes a
      * block or two; one slower than the probe owes more every second, and

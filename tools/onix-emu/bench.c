@@ -100,8 +100,8 @@ static int gen_one(const struct opts *o, struct bench_report *r, const struct ge
     int rc = open_card(g->devices, "unlimited", &c);
     if (rc)
         return rc;
-    uint64_t t0 = bench_now_ns(), warm = t0 + 100000000ull; /* FIFO pages committed, caches warm */
-    while (!rc && bench_now_ns() < warm)
+    uint64_t t0 = oni_now_ns(), warm = t0 + 100000000ull; /* FIFO pages committed, caches warm */
+    while (!rc && oni_now_ns() < warm)
         rc = take_block(c, peek, buf);
     struct bench_rec rec;
     if (!rc)
@@ -110,12 +110,12 @@ static int gen_one(const struct opts *o, struct bench_report *r, const struct ge
         emu_card_destroy(c);
         return rc;
     }
-    uint64_t bytes = 0, start = bench_now_ns(), end = start + (uint64_t)(o->seconds * 1e9), now = start;
+    uint64_t bytes = 0, start = oni_now_ns(), end = start + (uint64_t)(o->seconds * 1e9), now = start;
     uint64_t cpu0 = thread_cpu_ns();
     while (!rc && now < end) {
         rc = take_block(c, peek, buf);
         bytes += BLOCK;
-        uint64_t t = bench_now_ns();
+        uint64_t t = oni_now_ns();
         bench_rec_add(&rec, t - now);
         now = t;
     }
@@ -162,16 +162,16 @@ static int link_one(const struct opts *o, struct bench_report *r, const char *pr
         emu_card_destroy(c);
         return rc;
     }
-    uint64_t spent = 0, end = bench_now_ns() + (uint64_t)(o->seconds * 1e9);
+    uint64_t spent = 0, end = oni_now_ns() + (uint64_t)(o->seconds * 1e9);
     size_t count = 0;
-    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
+    while (!rc && oni_now_ns() < end && rec.n < rec.cap) {
         struct emu_span sp[2];
         if ((rc = emu_card_fifo_peek(c, EMU_STREAM_DATA, n, sp, 5000)) != 0) /* generate it, untimed */
             break;
         emu_card_fifo_consume(c, EMU_STREAM_DATA, 0); /* let go: emu_card_read takes it */
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = oni_now_ns();
         int got = emu_card_read(c, EMU_STREAM_DATA, buf, n, 5000);
-        uint64_t dt = bench_now_ns() - t0;
+        uint64_t dt = oni_now_ns() - t0;
         if (got != (int)n) {
             rc = got < 0 ? got : ONI_EREADFAILURE;
             break;
@@ -225,10 +225,10 @@ static int echo_one(const struct opts *o, struct bench_report *r, const char *pr
     /* the stimulator is device 0 of hub 0 (docs/devices.md placement) */
     uint32_t w[3] = {0, 1, 0};
     rc = emu_card_write_config(c, ONI_CONFIG_RUNNING, 1);
-    uint64_t end = bench_now_ns() + (uint64_t)(o->seconds * 1e9);
-    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
+    uint64_t end = oni_now_ns() + (uint64_t)(o->seconds * 1e9);
+    while (!rc && oni_now_ns() < end && rec.n < rec.cap) {
         w[2]++;
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = oni_now_ns();
         int got = emu_card_write(c, EMU_STREAM_WRITE, w, sizeof w, 1000);
         if (got != (int)sizeof w) {
             rc = got < 0 ? got : ONI_EWRITEFAILURE;
@@ -255,7 +255,7 @@ static int echo_one(const struct opts *o, struct bench_report *r, const char *pr
             rc = got;
             break;
         }
-        bench_rec_add(&rec, bench_now_ns() - t0);
+        bench_rec_add(&rec, oni_now_ns() - t0);
     }
     emu_card_destroy(c);
     struct bench_stats st;
@@ -290,11 +290,11 @@ static int age_one(const struct opts *o, struct bench_report *r, const char *wak
         emu_card_destroy(c);
         return rc;
     }
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = oni_now_ns();
     rc = emu_card_write_config(c, ONI_CONFIG_RESETACQCOUNTER, 2);
-    uint64_t t1 = bench_now_ns(), end = t1 + (uint64_t)(o->seconds * 1e9);
+    uint64_t t1 = oni_now_ns(), end = t1 + (uint64_t)(o->seconds * 1e9);
     static uint8_t frame[16 + 776];
-    while (!rc && bench_now_ns() < end && rec.n < rec.cap) {
+    while (!rc && oni_now_ns() < end && rec.n < rec.cap) {
         uint64_t time = 0;
         uint32_t sz = 0;
         int got = emu_card_read(c, EMU_STREAM_DATA, frame, 16, 1000);
@@ -308,7 +308,7 @@ static int age_one(const struct opts *o, struct bench_report *r, const char *wak
             break;
         }
         uint64_t due = t0 + time * (1000000000ull / 250000000ull);
-        uint64_t now = bench_now_ns();
+        uint64_t now = oni_now_ns();
         if (sz == 776)
             bench_rec_add(&rec, now > due ? now - due : 0);
     }

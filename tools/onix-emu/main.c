@@ -31,7 +31,7 @@
 #include "emu/dma.h"
 #include "emu/emu.h"
 #include "gpu/gpu.h"
-#include "onii.h"
+#include "oni/util/clock.h"
 
 #define SLICE_MS 100u /* longest wait inside the card before checking for shutdown */
 #define STOP_WAIT_S 10

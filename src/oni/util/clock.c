@@ -1,6 +1,6 @@
-/* clock.c - the monotonic clock every timing in onigpu uses. */
+/* clock.c - the monotonic clock every timing in onigpu uses (clock.h). */
 #include <time.h>
-#include "onii.h"
+#include "oni/util/clock.h"
 
 uint64_t oni_now_ns(void)
 {
