@@ -86,9 +86,12 @@ int gpu_ipc_export(const void *base, uint8_t handle[GPU_IPC_HANDLE_SIZE]);
  * handle, its allocation is gone, or it was exported by this process) or
  * ONI_ENOGPU. Undo with gpu_ipc_close. */
 int gpu_ipc_open(const uint8_t handle[GPU_IPC_HANDLE_SIZE], void **p);
+/* Unmap what gpu_ipc_open mapped at p: 0, ONI_EINVALARG (NULL, or not such a
+ * mapping) or ONI_ENOGPU. */
 int gpu_ipc_close(void *p);
 
-/* Page-locked, device-mapped host memory: allocate / free (NULL ok). */
+/* Page-locked, device-mapped host memory: allocate n bytes into *p (ONI_EINVALARG,
+ * ONI_EBADALLOC, ONI_ENOGPU) / free (NULL ok). */
 int gpu_host_alloc(void **p, size_t n);
 void gpu_host_free(void *p);
 
@@ -100,15 +103,17 @@ int gpu_host_unregister(void *p);
 
 /* A non-blocking stream of GPU work (copies, word writes). Destroy waits at
  * most GPU_SYNC_TIMEOUT_MS for queued work, then releases the stream (CUDA frees it once
- * the work is done). */
+ * the work is done). Create: 0, ONI_EINVALARG (NULL), ONI_EBADALLOC or ONI_ENOGPU. */
 int gpu_stream_create(struct gpu_stream **s);
 void gpu_stream_destroy(struct gpu_stream *s);
 
-/* Queue a copy of n bytes between any two of host/pinned/device memory. */
+/* Queue a copy of n bytes between any two of host/pinned/device memory (0 bytes: nothing).
+ * 0, ONI_EINVALARG (a NULL argument, or CUDA refused the copy), ONI_ENOGPU. */
 int gpu_copy_async(struct gpu_stream *s, void *dst, const void *src, size_t n);
 
 /* Queue a 32-bit write of value to word once all earlier work in s is done
- * (cuStreamWriteValue32). word must be device memory or page-locked host memory. */
+ * (cuStreamWriteValue32). word must be device memory or page-locked host memory.
+ * 0, ONI_EINVALARG (a NULL argument, or CUDA refused it), ONI_ENOGPU. The same for the wait below. */
 int gpu_write_word_async(struct gpu_stream *s, volatile uint32_t *word, uint32_t value);
 
 /* Queue a wait: later work in s starts only once the 32-bit word at word has
@@ -124,7 +129,8 @@ int gpu_wait_word_async(struct gpu_stream *s, const volatile uint32_t *word, uin
  * queued work. */
 int gpu_stream_wait(struct gpu_stream *s, uint32_t timeout_ms);
 
-/* Events: record the point reached in a stream, wait for it with a deadline. */
+/* Events: record the point reached in a stream, wait for it with a deadline.
+ * Errors as for streams; the wait: 0, ONI_ETIMEOUT, or an error of the work before it. */
 int gpu_event_create(struct gpu_event **e);
 void gpu_event_destroy(struct gpu_event *e);
 int gpu_event_record(struct gpu_event *e, struct gpu_stream *s);

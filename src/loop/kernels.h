@@ -101,7 +101,11 @@ void loop_ephys_defaults(struct loop_ephys_params *p);
 /* Process nframes frames of block on the CPU; fills out (spikes ordered by frame, then channel). */
 void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out);
 
-/* Per-sample helpers, shared by the CPU pipeline and the unit tests. */
+/* Per-sample helpers, shared by the CPU pipeline and the unit tests.
+ * loop_biquad_step: one sample x through the biquad (b, a), state z updated;
+ * returns the output. loop_ephys_bin: the histogram bin of |x| (its float
+ * exponent and 3 mantissa bits, clamped to 0 .. LOOP_EPHYS_BINS - 1);
+ * loop_ephys_bin_value: the value at that bin's centre. */
 float loop_biquad_step(const float b[3], const float a[2], float z[2], float x);
 uint32_t loop_ephys_bin(float absx);
 float loop_ephys_bin_value(uint32_t bin);

@@ -133,9 +133,11 @@ int loop_error(const struct loop *lp);
 /* Counters and timing records (valid during and after loop_run). loop_get_stats
  * writes zeros for a NULL lp and nothing for a NULL st. */
 void loop_get_stats(const struct loop *lp, struct loop_stats *st);
+/* The per-block records, loop_stats.nrecords of them, owned by lp (NULL for NULL). */
 const struct loop_record *loop_records(const struct loop *lp);
 /* Final EPHYS state (filters, thresholds) after loop_run; NULL for MAC. */
 const struct loop_ephys_state *loop_ephys_final(struct loop *lp);
+/* Free lp and everything it allocated (NULL ok); not while loop_run runs. */
 void loop_destroy(struct loop *lp);
 
 /* One-shot GPU runs for tests and the roofline; ONI_ENOGPU without a GPU.

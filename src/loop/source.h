@@ -51,12 +51,18 @@ void loop_fill_floats(void *arg, uint64_t seq, void *buf, size_t len);
 
 /* Pace to the rate, then fill buf with the next block (for the GPU path). */
 int loop_memsrc_next(struct loop_memsrc *m, void *buf, uint32_t timeout_ms);
-/* CUDA parts of memsrc (memsrc_cuda.c / memsrc_nocuda.c). */
+/* CUDA parts of memsrc (memsrc_cuda.c; memsrc_nocuda.c answers ONI_ENOGPU).
+ * read_async: the source's read_async (loop.h): the next block into GPU
+ * memory buf, then seq into *done; ONI_EBUFFERSIZE for another len, pacing's
+ * ONI_ETIMEOUT, ONI_EBADALLOC, ONI_ENOGPU. gpu_ok: 1 when the GPU path can run.
+ * gpu_init: the pinned staging and copy stream, once (ONI_EBADALLOC,
+ * ONI_ENOGPU). pin: sets up the staging for a GPU buffer (ONI_EUNIMPL for host
+ * memory, ONI_EBUFFERSIZE); unpin: nothing to undo (0). gpu_free: releases
+ * the staging and the stream (NULL-safe parts). */
 int loop_memsrc_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq,
                            uint32_t timeout_ms);
 int loop_memsrc_gpu_ok(void);
 int loop_memsrc_gpu_init(struct loop_memsrc *m);
-/* The source's pin: sets up the GPU path's staging for a GPU buffer (ONI_EUNIMPL for host memory). */
 int loop_memsrc_pin(void *ctx, void *buf, size_t len);
 int loop_memsrc_unpin(void *ctx, void *buf, size_t len);
 void loop_memsrc_gpu_free(struct loop_memsrc *m);
@@ -93,7 +99,9 @@ struct loop_cardsink {
 /* ONI_DRV_WR_SZ = block (a multiple of 4, > 8); allocates the staging buffer.
  * Errors of oni_set_driver_opt, ONI_EBADALLOC. Release with loop_cardsink_free. */
 int loop_cardsink_init(struct loop_cardsink *c, oni_ctx ctx, uint32_t dev, uint32_t block);
+/* The engine's view: write = one ONI_DRV_WRITE of the staged frame. */
 void loop_cardsink_sink(struct loop_cardsink *c, struct loop_sink *sink);
+/* Unpin and free the staging buffer (kept, leaked, if the driver refuses the unpin). */
 void loop_cardsink_free(struct loop_cardsink *c);
 
 #endif
