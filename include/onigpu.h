@@ -51,7 +51,8 @@
  * buffer never pinned), ONI_ENOGPU (GPU memory, but no CUDA build or device),
  * ONI_ETIMEOUT (no block within ONI_OPT_TIMEOUTMS; for UNPIN: the card's DMA
  * engine still had asynchronous jobs queued or running after it, and the buffer
- * stays pinned, since one of them may still write it), ONI_EBUSY (async queue full).
+ * stays pinned, since one of them may still write it), ONI_EBUSY (async queue full,
+ * or ONIGPU_MAX_PINS buffers pinned already).
  * Through the onix-emu daemon a READ may get its block in pieces, all within
  * the one timeout: a host buffer's when the block is larger than the daemon's
  * ring or reaches the ring's end, any buffer's after bytes that an earlier
@@ -92,6 +93,9 @@ enum {
 
 /* RD_SZ and WR_SZ of a new context, bytes. */
 #define ONIGPU_DEFAULT_BLOCK 4096u
+
+/* Most buffers pinned at once on one context. */
+#define ONIGPU_MAX_PINS 64
 
 /* Largest RD_SZ / WR_SZ / CHUNK_SZ, bytes. */
 #define ONIGPU_MAX_BLOCK (1u << 30)

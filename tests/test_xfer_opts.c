@@ -425,6 +425,26 @@ TEST(xfer_pins_do_not_overlap)
     free(buf);
 }
 
+/* ONIGPU_MAX_PINS buffers may be pinned at once; one more is ONI_EBUSY (the
+ * table is full, not memory), and a slot freed by an unpin takes the next. */
+TEST(xfer_pin_table_full_is_busy)
+{
+    oni_ctx ctx = open_gpu_stream();
+    REQUIRE(ctx);
+    uint8_t *buf = malloc((ONIGPU_MAX_PINS + 1) * 64);
+    REQUIRE(buf);
+    for (int i = 0; i < ONIGPU_MAX_PINS; i++) {
+        onigpu_buf_t b = {buf + i * 64, 64};
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &b, sizeof b), 0);
+    }
+    onigpu_buf_t extra = {buf + ONIGPU_MAX_PINS * 64, 64};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &extra, sizeof extra), ONI_EBUSY);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_UNPIN, buf, 8), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &extra, sizeof extra), 0);
+    oni_destroy_ctx(ctx);
+    free(buf);
+}
+
 /* A completion record must be an aligned word. */
 TEST(xfer_unaligned_completion_word)
 {

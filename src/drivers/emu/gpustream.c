@@ -20,7 +20,6 @@
 #include "gpu/pipe.h"
 #include "onii.h"
 
-#define GS_MAX_PINS 64
 #define GS_SLOTS 2
 
 struct pin {
@@ -52,7 +51,7 @@ struct gpustream {
     struct emuc *daemon; /* NULL in-process */
     pthread_mutex_t lock, stage_lock;
     uint32_t rd_sz, wr_sz, chunk_sz;
-    struct pin pins[GS_MAX_PINS];
+    struct pin pins[ONIGPU_MAX_PINS];
     int npins;
     /* chunked staging */
     uint8_t *slot[GS_SLOTS];
@@ -280,8 +279,8 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, 
         return rc;
     if (find_pin(g, b.p, 1))
         return ONI_EPINNED;
-    if (g->npins == GS_MAX_PINS)
-        return ONI_EBADALLOC;
+    if (g->npins == ONIGPU_MAX_PINS)
+        return ONI_EBUSY; /* every slot of the pin table in use */
     struct gpu_ptr_info info;
     rc = gpu_query(b.p, &info);
     if (rc)
