@@ -303,6 +303,18 @@ static int card_is_fast(oni_ctx ctx)
     return oni_get_driver_opt(ctx, ONI_DRV_EMU_MODE, &fast, &sz) == 0 && fast;
 }
 
+/* The link preset the card runs with, as it reports it: what --link asked
+ * for (or the spec's, or the default), shown beside the results. */
+static void card_link(oni_ctx ctx, char *name, size_t cap)
+{
+    oniemu_link_t l;
+    size_t sz = sizeof l;
+    if (oni_get_driver_opt(ctx, ONI_DRV_EMU_LINK, &l, &sz))
+        snprintf(name, cap, "unknown");
+    else
+        snprintf(name, cap, "%.*s", (int)sizeof l.name, l.name);
+}
+
 /* Data waiting in the card's GPU-stream FIFO (the probe's route), in ms of
  * acquisition: what the loop owes the card. */
 static double backlog_ms(const onigpu_stream_stats_t *ss, size_t stride, double fs_hz)
@@ -451,8 +463,10 @@ static int run(int argc, char **argv)
         goto done;
     }
     echo_started = 1;
-    printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card\n",
-           loop_backend_name(backend), o.block, o.block / 30.0, o.seconds);
+    char link[32];
+    card_link(r->ctx, link, sizeof link);
+    printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card (link %s)\n",
+           loop_backend_name(backend), o.block, o.block / 30.0, o.seconds, link);
     rc = oni_set_opt(r->ctx, ONI_OPT_RUNNING, &one, sizeof one);
     if (rc) {
         cli_fail("starting acquisition", rc);
@@ -568,6 +582,7 @@ static int run(int argc, char **argv)
         struct bench_report *rep = bench_report_open(o.out, "run", nfull, full, NULL, &err);
         if (rep) {
             bench_cell_str(rep, "backend", loop_backend_name(backend));
+            bench_cell_str(rep, "link", link);
             bench_cell_int(rep, "block_frames", o.block);
             /* the workload, for `onigpu advise --workload` */
             bench_cell_int(rep, "block_bytes", (long long)c.in_bytes);
