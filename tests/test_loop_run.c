@@ -36,6 +36,64 @@ TEST(run_rejects_bad_arguments)
     /* a card whose clock follows the reads: it ran, exit 0, with latencies of seconds */
     CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,stim;mode=fast", "--backend", "cpu", "--seconds", "1"), 2);
     CHECK(strstr(out, "mode=realtime") != NULL);
+    /* a second probe on the GPU stream is another device there too */
+    CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,np2:route=1,stim", "--backend", "cpu", "--seconds", "1"), 1);
+    CHECK(strstr(out, "routed to the GPU stream too") != NULL);
+    /* The limits, both sides: a value inside gets past the arguments and
+     * fails on the directory (exit 1), one outside is a bad argument. */
+    CHECK_EQ(ONIGPU("run", "--seconds", "86400", "--out", "/nonexistent/a/b"), 1);
+    CHECK_EQ(ONIGPU("run", "--seconds", "86401", "--out", "/nonexistent/a/b"), 2);
+    CHECK_EQ(ONIGPU("run", "--block", "1500", "--out", "/nonexistent/a/b"), 1);
+}
+
+/* The longest block (1500 frames, 50 ms) on a link other than the default:
+ * the header, the live line, the summary and the result row in the units
+ * they name, and DIR/truth.csv kept. Latency gets a lower bound only (a
+ * loaded machine makes it larger, never smaller): a spike waits for the rest
+ * of its 50 ms block, so the median is well above 10 ms. */
+TEST(run_long_blocks_units_and_files)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-runb-XXXXXX", cmd[512];
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--block", "1500", "--seconds", "2", "--link", "gen3x8", "--out", dir),
+             0);
+    CHECK(strstr(out, "1500 frames per block (50.00 ms), 2.0 s on the emulated card (link gen3x8)\n") != NULL);
+    /* the live line gives frames (1500 per block) per second, 0 before the first block */
+    const char *live = strstr(out, "(link gen3x8)\n");
+    double t = NAN, rate = NAN;
+    REQUIRE(live && sscanf(live + strlen("(link gen3x8)\n"), "%lf s %lf frames/s", &t, &rate) == 2);
+    CHECK(rate == 0 || rate > 100);
+    unsigned long long frames = 0, bytes = 0, sent = 0, echoed = 0;
+    const char *fp = strstr(out, "frames processed"), *sp = strstr(out, "stimulations ");
+    REQUIRE(fp && sscanf(fp, "frames processed %llu (%llu bytes", &frames, &bytes) == 2);
+    REQUIRE(sp && sscanf(sp, "stimulations %llu sent, %llu echoed", &sent, &echoed) == 2);
+    CHECK(frames % 1500 == 0);
+    CHECK_EQ(bytes, frames * 792); /* np2 frames are 792 bytes, header included */
+    /* A sanitized build may not get past the detector's calibration in 2 s. */
+    if (RUN_REALTIME_BUILD)
+        CHECK(echoed > 0);
+    if (echoed)
+        CHECK(after("acquisition clock): p50 ") > 10000);
+    /* the workload for advise: bytes per block and FLOP per byte */
+    snprintf(cmd, sizeof cmd,
+             "grep -q '\"link\": \"gen3x8\", \"block_frames\": 1500, \"block_bytes\": 1188000, \"ai\": 9\\.7' "
+             "%s/run-*.json", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "test \"$(head -n 1 %s/truth.csv)\" = dev_idx,unit,channel,sample_time", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* Without --out the ground truth goes to a temporary file, removed at the end. */
+TEST(run_without_out_removes_its_truth_file)
+{
+    NEED_BIN();
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5"), 0);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/onigpu-truth-%d.csv", (int)onigpu_pid);
+    CHECK(access(path, F_OK) != 0);
 }
 
 /* Frames the card dropped while the loop ran make the verdict "NO", and the
@@ -60,6 +118,14 @@ TEST(run_verdict_counts_drops)
      * within about 33 us after every block for 1 s to drop none. */
     CHECK(dropped > 0);
     CHECK(strncmp(v, "keeping up         NO (overrun)", 31) == 0);
+    /* Nor can the loop owe the card more than that FIFO holds, 0.43 ms of
+     * the probe: the live lines' backlog and the summary's are in ms. */
+    for (const char *p = strstr(out, "fifo "); p; p = strstr(p + 1, "fifo ")) {
+        double behind = NAN;
+        CHECK(sscanf(p, "fifo %*f%% (%lf ms behind)", &behind) == 1 && behind <= 0.5);
+    }
+    double left = after("of 30000 frames/s, ");
+    CHECK(left <= 0.5);
 }
 
 TEST(run_refuses_unavailable_backend)
@@ -78,7 +144,7 @@ TEST(bench_loop_writes_results)
     char dir[] = "/tmp/onigpu-bl-XXXXXX";
     REQUIRE(mkdtemp(dir));
     CHECK_EQ(ONIGPU("bench", "loop", "--sizes=4kB/4kB,4kB/40kB", "--ai", "0.75", "--backends", "cpu", "--blocks",
-                    "50", "--seconds", "0.2", "--out", dir),
+                    "50", "--seconds", "0.2", "--out", dir, "--source", "mem"),
              0);
     CHECK(strstr(out, "cpu") != NULL && strstr(out, "4kB/40kB") != NULL);
     char cmd[512];
@@ -151,6 +217,9 @@ TEST(bench_loop_refuses_what_it_cannot_run_as_given)
         if (rc != 2)
             UNIT_FAIL("--blocks %s: exit %d, want 2:\n%s", counts[i], rc, out);
     }
+    CHECK_EQ(ONIGPU("bench", "loop", "--sizes", "4kB/4kB", "--ai", "1", "--backends", "cpu", "--blocks", "20",
+                    "--seconds", "0", "--out", none),
+             2);
     CHECK_EQ(ONIGPU("bench", "loop", "--seconds", "inf"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--seconds=nan"), 2);
     CHECK(strstr(out, "bad argument '--seconds nan'") != NULL);
@@ -203,6 +272,13 @@ TEST(bench_loop_fails_when_a_configuration_fails)
              "grep -q '^cpu,4B,4B,0.75,3,1,Invalid' %s/loop-*.csv && grep -q '^cpu,4kB,4kB,0.75,3,1,,' %s/loop-*.csv", dir,
              dir);
     CHECK(system(cmd) == 0);
+    /* every AI is a configuration; 10^7 blocks is the most --blocks takes */
+    snprintf(cmd, sizeof cmd, "rm -rf %s/*", dir);
+    CHECK(system(cmd) == 0);
+    CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--sizes", "4/4", "--ai", "0.75,1", "--backends", "cpu",
+                    "--blocks", "10000000", "--seconds", "0.05", "--out", dir),
+             1);
+    CHECK(strstr(out, "no configuration could be measured") != NULL);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
@@ -286,6 +362,10 @@ TEST(advise_reads_run_workload)
     CHECK_EQ(ONIGPU("advise", "--workload", path, "--row", "1", "--ai", "1", "--compute", "20kB", "--serial"), 0);
     CHECK(strstr(out, "data 12672 B, compute 20000 B, AI 1 FLOP/byte") != NULL);
     CHECK(strstr(out, "recommended backend: cpu") != NULL);
+    /* a given --ai is the model's: not halved, not reported as the row's (10^4 the most it takes) */
+    CHECK_EQ(ONIGPU("advise", "--workload", path, "--ai", "10000", "--serial"), 0);
+    CHECK(strstr(out, "data 12672 B, compute 12672 B, AI 1e+04 FLOP/byte\n") != NULL);
+    CHECK(strstr(out, "highly parallel?            no (--serial)") != NULL);
     CHECK_EQ(ONIGPU("advise", "--workload", "/nonexistent.json"), 2);
     remove(path);
 }

@@ -25,6 +25,7 @@ extern char **environ;
 #endif
 
 static char out[1 << 17];
+static pid_t onigpu_pid; /* the last run's process id (its temporary files are named by it) */
 
 /* Run $ONIGPU_BIN/onigpu with args (NULL-terminated), output into out;
  * returns the exit status, -1 if it could not run, -2 if there is no binary. */
@@ -58,6 +59,7 @@ static int onigpu(const char *const *args)
         close(fd[0]);
         return -1;
     }
+    onigpu_pid = pid;
     size_t len = 0;
     ssize_t r;
     while ((r = read(fd[0], out + len, sizeof out - 1 - len)) > 0)
