@@ -466,13 +466,24 @@ TEST(bench_emu_both_sides_write_results)
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0"), 2);
     CHECK_EQ(RUN("bench", "emu", "--seconds=inf"), 2);
     HAS("bad --seconds 'inf'");
+    /* at most an hour: inside, the run gets to its --out (exit 1); outside, a bad argument */
+    CHECK_EQ(RUN("bench", "emu", "--seconds", "3600", "--out", "/dev/null/sub"), 1);
+    CHECK_EQ(RUN("bench", "emu", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
     CHECK_EQ(RUN("bench", "emu", "--only", "gen"), 2); /* the card's parts are onix-emu bench's */
     CHECK_EQ(RUN_EMU("bench", "--seconds", "0.02", "--only", "link,echo", "--out", dir), 0);
     HAS("link gen2x4");
+    HAS(" 1048576 B "); /* the link's blocks: 4 KiB, 64 KiB and 1 MiB */
+    HAS("echo gen2x4");
     HAS("echo unlimited");
+    CHECK(!strstr(out, "echo gen3x8")); /* the echo: slowest and unlimited link only */
     CHECK(have(dir, "emu-*-link.csv") && have(dir, "emu-*-echo.csv"));
     CHECK(!have(dir, "emu-*-age.csv"));
+    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onix-emu bench --seconds 0.02 --only link,echo ' %s/emu-*.json", dir);
+    CHECK(system(cmd) == 0);
     CHECK_EQ(RUN_EMU("bench", "--only", "liboni"), 2);
+    CHECK_EQ(RUN_EMU("bench", "--only", "li"), 2); /* a part's name, not a prefix of one */
+    CHECK_EQ(RUN_EMU("bench", "--seconds", "3600", "--out", "/dev/null/sub"), 1);
+    CHECK_EQ(RUN_EMU("bench", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
     CHECK_EQ(RUN_EMU("bench", "--seconds", "x"), 2);
     CHECK_EQ(RUN_EMU("bench", "--help"), 0);
     HAS("usage: onix-emu bench");
@@ -585,9 +596,57 @@ TEST(bench_frames_no_results_when_all_blocks_fail)
              1);
     HAS("no block size could be measured");
     CHECK(!have(dir, "*"));
+    /* --seconds at most an hour; a --driver names one */
+    CHECK_EQ(RUN("bench", "frames", "--driver", "no_such_driver_xyz", "--seconds", "3600"), 1);
+    CHECK_EQ(RUN("bench", "frames", "--driver", "no_such_driver_xyz", "--seconds", "3601"), 2);
+    CHECK_EQ(RUN("bench", "frames", "--driver="), 2);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
+}
+
+/* One block size that fails among good ones: its row says why, the others
+ * are measured and written, and the exit status is 1 (docs/cli.md). The
+ * stream MB/s (headers included) is the payload's and a bit, not 1000x. */
+TEST(bench_frames_failed_block_keeps_its_row)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-bf3-XXXXXX", cmd[512];
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(RUN("bench", "frames", "--driver", "test", "--blocks", "7,4K", "--seconds", "0.02", "--out", dir), 1);
+    HAS("       7  failed: ");
+    snprintf(cmd, sizeof cmd, "grep -q '^test,7,\"Block read size' %s/frames-*[0-9].csv", dir);
+    CHECK(system(cmd) == 0);
+    /* block 4096: ok, stream_mb_per_s (column 11) from mb_per_s (10) to 100x it */
+    snprintf(cmd, sizeof cmd, "awk -F, '$2 == 4096 && $3 == \"ok\" && $11 >= $10 && $11 < 100 * $10 {n++} END {exit n != 1}' "
+             "%s/frames-*[0-9].csv", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* `onigpu bench daemon` with small counts: each option sets its own count
+ * (the n column), every block size has its rows, the daemon is found next
+ * to onigpu; the limits of the counts and times are usage errors. */
+TEST(bench_daemon_small_run)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-bd-XXXXXX", cmd[512];
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(RUN("bench", "daemon", "--regs", "7", "--reads", "9", "--blocks", "4K,8K", "--seconds", "0.05", "--out",
+                 dir),
+             0);
+    snprintf(cmd, sizeof cmd,
+             "awk -F, '$2 == \"read_reg\" && $4 == 7 {r++} $2 == \"gpu_read\" && $4 == 9 {b[$3]++} "
+             "END {exit !(r == 2 && b[4096] == 2 && b[8192] == 2)}' %s/daemon-*[0-9].csv", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    CHECK_EQ(RUN("bench", "daemon", "--reads", "0"), 2);
+    /* inside the limits the run gets to its --out (exit 1), outside they are bad arguments */
+    CHECK_EQ(RUN("bench", "daemon", "--stream-block", "8", "--seconds", "3600", "--out", "/dev/null/sub"), 1);
+    CHECK_EQ(RUN("bench", "daemon", "--stream-block", "6", "--out", "/dev/null/sub"), 2);
+    CHECK_EQ(RUN("bench", "daemon", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
 }
 
 /* `onigpu bench frames --second-thread`: the run says which read path it
@@ -636,6 +695,12 @@ TEST(bench_floor_arguments_and_no_gpu)
         snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench floor --reps 20 ' %s/floor-*.json", dir);
         CHECK(system(cmd) == 0);
     }
+    /* the largest size and timeout are taken */
+    CHECK_EQ(RUN("bench", "floor", "--size", "16M", "--reps", "1", "--rounds", "1", "--mechs", "memcpy-query", "--out", dir),
+             0);
+    CHECK_EQ(RUN("bench", "floor", "--timeout-ms", "600000", "--reps", "1", "--rounds", "1", "--mechs", "memcpy-query",
+                 "--out", dir),
+             0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
@@ -730,6 +795,8 @@ TEST(advise_workload_wrong_types)
     HAS("row 0: data is not a string: number");
     CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": -1}]}", "0"), 2);
     HAS("row 0: ai -1 out of range");
+    CHECK_EQ(advise_on("{\"results\": [{\"data\": \"2\", \"compute\": \"4\", \"ai\": 1}]}", "0"), 2);
+    HAS("data 4 B .. 1 GiB");
     /* null is "not recorded": the AI must then be given */
     CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": null}]}", "0"), 2);
     HAS("has no arithmetic intensity (ai): give --ai");
@@ -777,6 +844,10 @@ TEST(bench_transfer_counts_are_whole_numbers)
     HAS("bad option or value: --max-reps 1.5");
     CHECK_EQ(RUN("bench", "transfer", "--min-reps", "2.5k", "--out", "/nonexistent-dir"), 2);
     CHECK_EQ(RUN("bench", "transfer", "--max-reps", "16K", "--out", "/nonexistent-dir"), 2);
+    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "0", "--out", "/nonexistent-dir"), 2);
+    /* --agent-max up to 1 GiB, the largest GPU block: past the arguments (no GPU: exit 1; one: no --out) */
+    CHECK(RUN("bench", "transfer", "--sizes", "4K:4K", "--total", "4K", "--paths", "staged", "--link", "unlimited",
+              "--agent-max", "1G", "--out", "/nonexistent-dir") != 2);
 }
 
 /* Found by a review: "--link ," (or "--link ''") named no preset, so bench
@@ -801,6 +872,9 @@ TEST(bench_transfer_sizes_on_the_doubling)
     CHECK(RUN("bench", "transfer", "--sizes", "8K:16K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
               "--out", "/nonexistent-dir") != 2);
     HAS("no 4 KiB target row");
+    CHECK(RUN("bench", "transfer", "--sizes", "64:2K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
+              "--out", "/nonexistent-dir") != 2);
+    HAS("no 4 KiB target row"); /* B below 4096 */
     /* one size (A = B) is a run: the benchmark takes it as the CLI does */
     CHECK(RUN("bench", "transfer", "--sizes", "8K:8K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
               "--out", "/nonexistent-dir") != 2);

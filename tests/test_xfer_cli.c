@@ -75,6 +75,10 @@ TEST(xfer_cli_runs_or_says_why_not)
     if (!gpu_available(NULL, 0)) {
         CHECK_EQ(rc, 1);
         CHECK(file_has(out, "no CUDA device"));
+        /* 1 GiB, a GPU block, is the largest size: past the arguments, it
+         * too ends on the missing GPU (with one, it would take GiBs) */
+        CHECK_EQ(run("--sizes 512M:1G --paths staged --link unlimited --out /nonexistent-dir", out), 1);
+        CHECK(file_has(out, "no CUDA device"));
     } else {
         CHECK_EQ(rc, 0);
         CHECK(file_has(out, "prepinned"));
