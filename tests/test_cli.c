@@ -478,7 +478,8 @@ TEST(bench_emu_both_sides_write_results)
     CHECK(!strstr(out, "echo gen3x8")); /* the echo: slowest and unlimited link only */
     CHECK(have(dir, "emu-*-link.csv") && have(dir, "emu-*-echo.csv"));
     CHECK(!have(dir, "emu-*-age.csv"));
-    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onix-emu bench --seconds 0.02 --only link,echo ' %s/emu-*.json", dir);
+    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onix-emu bench --seconds 0.02 --only link,echo ' %s/emu-*.json",
+             dir);
     CHECK(system(cmd) == 0);
     CHECK_EQ(RUN_EMU("bench", "--only", "liboni"), 2);
     CHECK_EQ(RUN_EMU("bench", "--only", "li"), 2); /* a part's name, not a prefix of one */
@@ -618,7 +619,8 @@ TEST(bench_frames_failed_block_keeps_its_row)
     snprintf(cmd, sizeof cmd, "grep -q '^test,7,\"Block read size' %s/frames-*[0-9].csv", dir);
     CHECK(system(cmd) == 0);
     /* block 4096: ok, stream_mb_per_s (column 11) from mb_per_s (10) to 100x it */
-    snprintf(cmd, sizeof cmd, "awk -F, '$2 == 4096 && $3 == \"ok\" && $11 >= $10 && $11 < 100 * $10 {n++} END {exit n != 1}' "
+    snprintf(cmd, sizeof cmd,
+             "awk -F, '$2 == 4096 && $3 == \"ok\" && $11 >= $10 && $11 < 100 * $10 {n++} END {exit n != 1}' "
              "%s/frames-*[0-9].csv", dir);
     CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -696,7 +698,8 @@ TEST(bench_floor_arguments_and_no_gpu)
         CHECK(system(cmd) == 0);
     }
     /* the largest size and timeout are taken */
-    CHECK_EQ(RUN("bench", "floor", "--size", "16M", "--reps", "1", "--rounds", "1", "--mechs", "memcpy-query", "--out", dir),
+    CHECK_EQ(RUN("bench", "floor", "--size", "16M", "--reps", "1", "--rounds", "1", "--mechs", "memcpy-query", "--out",
+                 dir),
              0);
     CHECK_EQ(RUN("bench", "floor", "--timeout-ms", "600000", "--reps", "1", "--rounds", "1", "--mechs", "memcpy-query",
                  "--out", dir),
