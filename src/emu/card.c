@@ -16,11 +16,6 @@
 #include "onii.h"
 
 
-static void deadline_ts(uint64_t ns, struct timespec *ts)
-{
-    ts->tv_sec = (time_t)(ns / 1000000000ull);
-    ts->tv_nsec = (long)(ns % 1000000000ull);
-}
 
 void emu_card_lock(struct emu_card *c)
 {
@@ -108,7 +103,7 @@ static void push_table(struct emu_card *c)
 static int sig_read(struct emu_card *c, uint8_t *dst, size_t n, uint64_t deadline)
 {
     struct timespec ts;
-    deadline_ts(deadline, &ts);
+    oni_timespec_at(deadline, &ts);
     emu_card_lock(c);
     while (!c->sig_fill) {
         if (oni_now_ns() >= deadline || emu_card_sleep(c, &c->sig_sleeper, &c->sig_cond, &ts, deadline) == ETIMEDOUT) {
@@ -393,7 +388,7 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint32_t timeout_ms)
     }
     uint64_t deadline = deadline_after(timeout_ms);
     struct timespec ts;
-    deadline_ts(deadline, &ts);
+    oni_timespec_at(deadline, &ts);
     while (f->fill < n) {
         if (c->fast && c->running && has_source(c, k)) {
             emu_gen_until(c, UINT64_MAX, EMU_GEN_CHUNK);

@@ -562,17 +562,6 @@ static int do_write(struct emu_dma *d, const void *src, size_t n, int src_gpu, v
     return rc;
 }
 
-static void deadline_ts(struct timespec *ts, uint32_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Wait until the channel's queue is empty and no job runs; the caller holds
  * q_lock. The clock is read only when there is something to wait for. */
 static int wait_idle(struct dma_chan *c, uint32_t timeout_ms)
@@ -580,7 +569,7 @@ static int wait_idle(struct dma_chan *c, uint32_t timeout_ms)
     if (!c->q_count && !c->busy)
         return 0;
     struct timespec ts;
-    deadline_ts(&ts, timeout_ms);
+    oni_timespec_at(oni_now_ns() + (uint64_t)timeout_ms * 1000000u, &ts);
     while (c->q_count || c->busy)
         if (pthread_cond_timedwait(&c->q_idle, &c->q_lock, &ts) == ETIMEDOUT)
             return (c->q_count || c->busy) ? ONI_ETIMEOUT : 0;

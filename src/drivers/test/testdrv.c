@@ -362,13 +362,7 @@ static int wait_for(struct tdrv *d, int (*pred)(const struct tdrv *), uint32_t m
     if (pred(d))
         return ONI_ESUCCESS;
     struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    oni_timespec_at(oni_now_ns() + (uint64_t)ms * 1000000u, &until);
     while (!pred(d))
         if (pthread_cond_timedwait(&d->wake, &d->lock, &until) == ETIMEDOUT)
             return pred(d) ? ONI_ESUCCESS : ONI_ETIMEOUT;

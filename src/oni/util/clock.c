@@ -9,6 +9,12 @@ uint64_t oni_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void oni_timespec_at(uint64_t ns, struct timespec *ts)
+{
+    ts->tv_sec = (time_t)(ns / 1000000000ull);
+    ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
 uint32_t oni_ms_left(uint64_t deadline_ns)
 {
     uint64_t now = oni_now_ns();

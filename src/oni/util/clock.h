@@ -6,6 +6,7 @@
 #define ONI_UTIL_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Monotonic clock in nanoseconds. */
 uint64_t oni_now_ns(void);
@@ -13,5 +14,9 @@ uint64_t oni_now_ns(void);
 /* Whole milliseconds from now to deadline_ns (an oni_now_ns time), rounded up
  * (at least 1 while any time is left) and at most UINT32_MAX; 0 once it has passed. */
 uint32_t oni_ms_left(uint64_t deadline_ns);
+
+/* The oni_now_ns time ns as an absolute CLOCK_MONOTONIC timespec, for
+ * pthread_cond_timedwait on a condition variable set to that clock. */
+void oni_timespec_at(uint64_t ns, struct timespec *ts);
 
 #endif
