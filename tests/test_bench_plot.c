@@ -166,6 +166,27 @@ static void tmp_path(char *buf, size_t len)
         close(fd);
 }
 
+/* Write a w x h image of a fixed pattern to path and read it back: 0 when
+ * the decoded image is the one written, else a line number. */
+static int png_roundtrip(const char *path, int w, int h)
+{
+    size_t n = (size_t)w * (size_t)h * 3;
+    uint8_t *rgb = malloc(n);
+    struct image img = {0};
+    int rc = rgb ? 0 : __LINE__;
+    for (size_t i = 0; !rc && i < n; i++)
+        rgb[i] = (uint8_t)(i * 7 + (i >> 9));
+    if (!rc && bench_png_write(path, w, h, rgb) != ONI_ESUCCESS)
+        rc = __LINE__;
+    if (!rc)
+        rc = png_read(path, &img);
+    if (!rc && (img.w != w || img.h != h || memcmp(img.rgb, rgb, n)))
+        rc = __LINE__;
+    free(img.rgb);
+    free(rgb);
+    return rc;
+}
+
 /* ---- tests ------------------------------------------------------------------- */
 
 TEST(png_roundtrip_small_and_multi_block)
@@ -184,17 +205,11 @@ TEST(png_roundtrip_small_and_multi_block)
     CHECK(!memcmp(img.rgb, rgb, sizeof rgb));
     free(img.rgb);
 
-    /* 300x300 RGB is 270300 raw bytes: several stored blocks. */
-    int w = 300, h = 300;
-    uint8_t *big = malloc((size_t)w * h * 3);
-    REQUIRE(big != NULL);
-    for (int i = 0; i < w * h * 3; i++)
-        big[i] = (uint8_t)(i * 7 + (i >> 9));
-    REQUIRE(bench_png_write(path, w, h, big) == ONI_ESUCCESS);
-    CHECK_EQ(png_read(path, &img), 0);
-    REQUIRE(img.rgb != NULL);
-    CHECK(img.w == w && img.h == h && !memcmp(img.rgb, big, (size_t)w * h * 3));
-    free(img.rgb);
+    /* 28x771 is 771 rows of a filter byte and 84 bytes, 65535 raw bytes:
+     * exactly one full stored block, and no empty one after it; 300x300
+     * RGB is 270300 raw bytes: several stored blocks. */
+    CHECK_EQ(png_roundtrip(path, 28, 771), 0);
+    CHECK_EQ(png_roundtrip(path, 300, 300), 0);
 
     /* The reader catches a flipped bit (so a pass above means something). */
     FILE *f = fopen(path, "r+b");
@@ -207,7 +222,6 @@ TEST(png_roundtrip_small_and_multi_block)
     img.rgb = NULL;
     CHECK(png_read(path, &img) != 0);
     free(img.rgb);
-    free(big);
     unlink(path);
 
     CHECK_RC(bench_png_write(path, 0, 2, rgb), ONI_EINVALARG);
@@ -286,6 +300,15 @@ TEST(plot_loglog_lines_land_where_data_is)
             CHECK(pixel(&img, tx, py + 5) != 0x202020);
         }
     }
+    /* No minor tick past the last decade: left of the frame (x = 1 is its
+     * left edge, px) a 3-pixel tick at y = 2e6, none at 2e7 above the area.
+     * (On the x axis such a tick would be off the canvas.) */
+    int mx, my;
+    CHECK_RC(bench_plot_pixel(&p, 1, 2e6, &mx, &my), ONI_ESUCCESS);
+    CHECK_EQ(pixel(&img, px - 2, my), 0x202020);
+    CHECK_RC(bench_plot_pixel(&p, 1, 2e7, &mx, &my), ONI_ESUCCESS);
+    REQUIRE(my > 0);
+    CHECK(pixel(&img, px - 2, my) != 0x202020);
     /* Data within the decades (x 3 .. 5e5, y 20 .. 3e6) gets the same axes:
      * they are rounded out to whole decades, not fitted to the data. */
     double x3[2] = {3, 5e5}, y3[2] = {20, 3e6};
@@ -319,11 +342,19 @@ TEST(plot_linear_axes_and_errors)
     int px, py;
     CHECK_RC(bench_plot_pixel(&p, 2, 5, &px, &py), ONI_ESUCCESS);
     CHECK(near_color(&img, px, py, 1, bench_series_color(0)));
+    /* a lines-only series has no point markers (5 x 5): nothing of it 2
+     * pixels right of its last point, where its line does not go */
+    CHECK(pixel(&img, px + 2, py) != bench_series_color(0));
     CHECK_RC(bench_plot_pixel(&p, 1, -5, &px, &py), ONI_ESUCCESS);
     CHECK(near_color(&img, px, py, 1, bench_series_color(0)));
     free(img.rgb);
 
-    /* On log axes, points <= 0 are skipped, and a plot of only such points is refused. */
+    /* On log axes, points <= 0 are skipped (x = 0 on a log x axis too), and
+     * a plot of only such points is refused. */
+    p.logx = 1;
+    CHECK_RC(bench_plot_pixel(&p, 0, 5, &px, &py), ONI_EINVALARG);
+    CHECK_RC(bench_plot_pixel(&p, 1, 5, &px, &py), ONI_ESUCCESS);
+    p.logx = 0;
     p.logy = 1;
     CHECK_RC(bench_plot_pixel(&p, 1, -5, &px, &py), ONI_EINVALARG);
     double yneg[3] = {-1, 0, -3};
@@ -334,6 +365,38 @@ TEST(plot_linear_axes_and_errors)
     p.nseries = BENCH_MAX_SERIES + 1;
     CHECK_RC(bench_plot_png(path, &p), ONI_EINVALARG);
     CHECK_RC(bench_plot_png(path, NULL), ONI_EINVALARG);
+    unlink(path);
+}
+
+/* A linear axis of data 0 .. 100 spans 0 .. 105: a 5% margin above, none
+ * below zero (data that cannot be negative); ticks every 20 (1, 2 or 5
+ * times a power of ten, about five of them), each a mark of 6 pixels
+ * below the frame. Plot area (plot.c): x 100 .. W - 20, y H - 70 .. 44. */
+TEST(plot_linear_axis_margins_and_ticks)
+{
+    double x[2] = {0, 100}, y[2] = {0, 100};
+    struct bench_series s = {"line", x, y, 2, BENCH_LINES};
+    struct bench_plot p = {"linear", "x", "y", 0, 0, &s, 1};
+    int px, py;
+    CHECK_RC(bench_plot_pixel(&p, 0, 0, &px, &py), ONI_ESUCCESS);
+    CHECK_EQ(px, 100);
+    CHECK_EQ(py, BENCH_PLOT_H - 70);
+    CHECK_RC(bench_plot_pixel(&p, 100, 100, &px, &py), ONI_ESUCCESS);
+    CHECK_EQ(px, lround(100 + 100.0 / 105 * (BENCH_PLOT_W - 120)));
+    CHECK_EQ(py, lround(BENCH_PLOT_H - 70 - 100.0 / 105 * (BENCH_PLOT_H - 114)));
+    char path[64];
+    tmp_path(path, sizeof path);
+    REQUIRE(bench_plot_png(path, &p) == ONI_ESUCCESS);
+    struct image img = {0};
+    REQUIRE(png_read(path, &img) == 0);
+    for (int v = 10; v < 100; v += 10) {
+        int tx, ty;
+        CHECK_RC(bench_plot_pixel(&p, v, 0, &tx, &ty), ONI_ESUCCESS);
+        int tick = pixel(&img, tx, ty + 4) == 0x202020;
+        if (tick != (v % 20 == 0))
+            UNIT_FAIL("x = %d: %s tick mark below the frame", v, tick ? "a" : "no");
+    }
+    free(img.rgb);
     unlink(path);
 }
 
@@ -352,7 +415,7 @@ TEST(hist_png_bars)
     /* A bar fills its column: sample a pixel just above the x axis under each
      * populated bin, and one well above the short bar. */
     uint32_t c = bench_series_color(0);
-    int found_tall = 0, found_short = 0;
+    int found_tall = 0, found_short = 0, top = BENCH_PLOT_H;
     for (int x = 0; x < img.w; x++) {
         if (pixel(&img, x, BENCH_PLOT_H - 75) != c)
             continue;
@@ -360,8 +423,15 @@ TEST(hist_png_bars)
             found_tall = 1; /* the 900-sample bar reaches mid-height */
         else
             found_short = 1;
+        int y = BENCH_PLOT_H - 75;
+        while (y > 0 && pixel(&img, x, y - 1) == c)
+            y--;
+        top = y < top ? y : top;
     }
     CHECK(found_tall && found_short);
+    /* The tallest bar's top is the highest count on a count axis with a 5%
+     * margin: 1 / 1.05 of the way up the plot area (rows H - 70 .. 44). */
+    CHECK_EQ(top, lround(BENCH_PLOT_H - 70 - (BENCH_PLOT_H - 114) / 1.05));
     free(img.rgb);
     bench_hist_free(&h);
     CHECK_RC(bench_hist_png(path, "t", "x", &h), ONI_EINVALARG); /* freed: no counts */
@@ -564,17 +634,24 @@ TEST(plot_degenerate_series)
     unlink(path);
 }
 
-/* Columns of the first and last dark pixel in rows y0..y1 (-1: none). */
-static void ink_span(const struct image *img, int y0, int y1, int *first, int *last)
+struct box {
+    int x0, y0, x1, y1;
+};
+
+/* The smallest box around the dark pixels inside b (x0 = -1: none). */
+static struct box ink_box(const struct image *img, struct box b)
 {
-    *first = *last = -1;
-    for (int x = 0; x < img->w; x++)
-        for (int y = y0; y <= y1; y++)
+    struct box r = {-1, -1, -1, -1};
+    for (int x = b.x0; x <= b.x1; x++)
+        for (int y = b.y0; y <= b.y1; y++)
             if (pixel(img, x, y) == 0x202020) {
-                if (*first < 0)
-                    *first = x;
-                *last = x;
+                if (r.x0 < 0)
+                    r = (struct box){x, y, x, y};
+                r.x1 = x;
+                r.y0 = y < r.y0 ? y : r.y0;
+                r.y1 = y > r.y1 ? y : r.y1;
             }
+    return r;
 }
 
 /* Found by a review: text was drawn byte by byte, so "µs" (3 bytes in
@@ -593,7 +670,9 @@ TEST(plot_utf8_label_is_one_glyph_per_character)
         REQUIRE(bench_plot_png(path, &p) == ONI_ESUCCESS);
         struct image img = {0};
         REQUIRE(png_read(path, &img) == 0);
-        ink_span(&img, BENCH_PLOT_H - 30, BENCH_PLOT_H - 1, &first[k], &last[k]);
+        struct box ink = ink_box(&img, (struct box){0, BENCH_PLOT_H - 30, BENCH_PLOT_W - 1, BENCH_PLOT_H - 1});
+        first[k] = ink.x0;
+        last[k] = ink.x1;
         /* the 'u' or 'µ' is the 7th glyph: 12 pixels per glyph at scale 2;
          * a box would have ink in its top row */
         int gx = first[k] + 6 * 12, top = 0;
@@ -607,5 +686,29 @@ TEST(plot_utf8_label_is_one_glyph_per_character)
     CHECK_EQ(last[1], last[0]);
     CHECK_EQ(box_rows[0], 0);
     CHECK_EQ(box_rows[1], 0);
+    unlink(path);
+}
+
+/* The y label reads bottom to top (rotated a quarter turn counter-clockwise)
+ * in the left margin, centred on the plot area's rows (44 .. H - 70). */
+TEST(plot_y_label_runs_upwards_centred)
+{
+    double x[2] = {1, 2}, y[2] = {1, 2};
+    struct bench_series s = {"a", x, y, 2, BENCH_LINES};
+    struct bench_plot p = {"t", "x", "round trip (us)", 0, 0, &s, 1};
+    char path[64];
+    tmp_path(path, sizeof path);
+    REQUIRE(bench_plot_png(path, &p) == ONI_ESUCCESS);
+    struct image img = {0};
+    REQUIRE(png_read(path, &img) == 0);
+    /* columns 0 .. 24: the label alone (the tick labels end 10 pixels left of x = 100) */
+    struct box b = ink_box(&img, (struct box){0, 0, 24, BENCH_PLOT_H - 1});
+    REQUIRE(b.x0 >= 0);
+    /* 15 glyphs of 6 x 2 pixels along the rows, 7 x 2 pixels across */
+    CHECK(b.x1 - b.x0 < 14 && b.y1 - b.y0 > 150);
+    int mid = (b.y0 + b.y1) / 2, want = (44 + BENCH_PLOT_H - 70) / 2;
+    if (abs(mid - want) > 3)
+        UNIT_FAIL("y label rows %d .. %d, centred on %d, want about %d", b.y0, b.y1, mid, want);
+    free(img.rgb);
     unlink(path);
 }
