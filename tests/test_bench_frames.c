@@ -89,9 +89,16 @@ TEST(frames_test_driver)
         CHECK(r->slice_fps_min > 0);
         CHECK(r->slice_fps_min <= r->slice_fps_p50 && r->slice_fps_p50 <= r->slice_fps_max);
         CHECK(r->mb_per_s > 0);
+        /* the rates are phase 1's frames and payload bytes over its time */
+        CHECK(fabs(r->frames_per_s * r->seconds - (double)r->frames) <= 1e-9 * (double)r->frames);
+        CHECK(fabs(r->mb_per_s * r->seconds * 1e6 - (double)r->bytes) <= 1e-9 * (double)r->bytes);
         CHECK(r->call_ns.n > 0);
         CHECK(r->call_ns.min <= r->call_ns.p50 && r->call_ns.p50 <= r->call_ns.p99);
         CHECK(r->call_ns.p99 <= r->call_ns.p999 && r->call_ns.p999 <= r->call_ns.max);
+        /* Phase 2 times calls one after the other: together they last as
+         * long as the phase (half of 0.3 s), at most one call more; each
+         * timed from the phase's start they would add up to far more. */
+        CHECK(r->call_ns.mean * (double)r->call_ns.n <= (0.15e9 + r->call_ns.max) * (1 + 1e-9));
         CHECK(r->clock_ns >= 0);
         /* The core allocates nothing per frame in steady state (its own
          * tests say so); a count here means the benchmark allocated. */
@@ -181,4 +188,22 @@ TEST(frames_slice_over_a_stall)
     /* A phase shorter than NSLICES ns (slice length 0): one slice. */
     feed(&sl, t0, 5, 100000u, 0, 0);
     CHECK_EQ(sl.n, 1);
+}
+
+/* Phase 1's summary: the lowest, median (nearest rank) and highest slice
+ * rate, whatever order the slices closed in. */
+TEST(frames_slice_summary)
+{
+    static const uint64_t rates[NSLICES] = {70, 10, 100, 40, 90, 20, 60, 30, 80, 50};
+    struct slices sl = {.n = NSLICES};
+    memcpy(sl.rate, rates, sizeof rates);
+    struct bench_frames_result r = {0};
+    slices_summary(&sl, &r);
+    CHECK(r.slice_fps_min == 10 && r.slice_fps_max == 100);
+    CHECK(r.slice_fps_p50 == 50); /* rank 5 of 10 */
+    static const uint64_t three[3] = {30, 10, 20};
+    sl.n = 3;
+    memcpy(sl.rate, three, sizeof three);
+    slices_summary(&sl, &r);
+    CHECK(r.slice_fps_min == 10 && r.slice_fps_p50 == 20 && r.slice_fps_max == 30);
 }

@@ -101,6 +101,26 @@ static void slices_end(struct slices *s, uint64_t now)
         slices_close(s, now);
 }
 
+/* The closed slices' lowest, median (nearest rank) and highest rate into r;
+ * sorts s->rate. Insertion sort in place: this runs before the allocation
+ * count is read, so it must not allocate (bench_stats_compute would). */
+static void slices_summary(struct slices *s, struct bench_frames_result *r)
+{
+    uint64_t *rate = s->rate;
+    size_t nrate = s->n;
+    for (size_t i = 1; i < nrate; i++)
+        for (size_t j = i; j > 0 && rate[j - 1] > rate[j]; j--) {
+            uint64_t t = rate[j];
+            rate[j] = rate[j - 1];
+            rate[j - 1] = t;
+        }
+    if (nrate) {
+        r->slice_fps_min = (double)rate[0];
+        r->slice_fps_p50 = bench_percentile_sorted(rate, nrate, 50);
+        r->slice_fps_max = (double)rate[nrate - 1];
+    }
+}
+
 /* Read and release frames from t0 until `until_ns`; counts into r. The
  * span is cut in NSLICES slices whose rates are kept too: on a shared
  * machine the median slice shows the rate when nothing else ran. */
@@ -128,21 +148,7 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
     r->frames = frames;
     r->bytes = bytes;
     r->stream_bytes = sbytes;
-    /* Insertion sort in place: this runs before the allocation count is
-     * read, so it must not allocate (bench_stats_compute would). */
-    uint64_t *rate = sl.rate;
-    size_t nrate = sl.n;
-    for (size_t i = 1; i < nrate; i++)
-        for (size_t j = i; j > 0 && rate[j - 1] > rate[j]; j--) {
-            uint64_t t = rate[j];
-            rate[j] = rate[j - 1];
-            rate[j - 1] = t;
-        }
-    if (nrate) {
-        r->slice_fps_min = (double)rate[0];
-        r->slice_fps_p50 = bench_percentile_sorted(rate, nrate, 50);
-        r->slice_fps_max = (double)rate[nrate - 1];
-    }
+    slices_summary(&sl, r);
     return ONI_ESUCCESS;
 }
 
