@@ -9,6 +9,9 @@
 #include "unit.h"
 #include "oni.h"
 #include "signals.h"
+#include "result_set.h"
+#include "bench/bench_emu.h"
+#include "bench/floor.h"
 
 extern char **environ;
 
@@ -448,6 +451,38 @@ static int have(const char *dir, const char *pattern)
     return system(cmd) == 0;
 }
 
+/* The rows of `onigpu bench emu`'s result set in dir: one per link preset,
+ * their rates from the counts, the link model from the preset's bandwidth
+ * and latency (latency + 1 MiB / bandwidth per MiB), the ratios of them. */
+static void check_emu_liboni_rows(const char *dir)
+{
+    struct bench_json *v = result_set_load(dir, "emu-liboni-*.json");
+    REQUIRE(v != NULL);
+    CHECK_EQ(result_rows(v), 6);
+    size_t counted = 0;
+    for (size_t i = 0; i < result_rows(v); i++) {
+        double frames = result_num(v, i, "frames"), mbs = result_num(v, i, "mb_per_s");
+        double bw = result_num(v, i, "bandwidth_Bps"), lat = result_num(v, i, "latency_s");
+        double model = result_num(v, i, "model_mb_per_s");
+        /* bytes read, each frame with its 16-byte header: test core frames
+         * of 4096 bytes and now and then a short one of another device
+         * (about one in 5000), so more than 4096 a frame once there are some hundreds */
+        double bytes = mbs * result_num(v, i, "seconds") * 1e6;
+        if (frames >= 300) {
+            counted++;
+            if (!(bytes > 4096 * frames && bytes <= 4112 * frames * (1 + 1e-9)))
+                UNIT_FAIL("row %zu: %.0f bytes in %.0f frames, want 4096 .. 4112 a frame", i, bytes, frames);
+        }
+        double ns = lat * 1e9 + (bw > 0 ? 1048576 / bw * 1e9 : 0);
+        CHECK(result_close(model, ns > 0 ? bench_mb_per_s(1048576, ns) : 0));
+        CHECK(result_close(result_num(v, i, "over_model"), model > 0 ? mbs / model : 0));
+        CHECK(result_close(result_num(v, i, "mb_per_s_p50_mib"),
+                           bench_mb_per_s(1048576, result_num(v, i, "mib_p50_ns"))));
+    }
+    CHECK(counted > 0);
+    bench_json_free(v);
+}
+
 /* `onigpu bench emu`: the card through liboni per link preset (above the
  * boundary); `onix-emu bench`: the card itself. Both write their results. */
 TEST(bench_emu_both_sides_write_results)
@@ -463,6 +498,7 @@ TEST(bench_emu_both_sides_write_results)
     snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench emu --seconds=0.02 --out ' %s/emu-liboni-*.json",
              dir);
     CHECK(system(cmd) == 0);
+    check_emu_liboni_rows(dir);
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0"), 2);
     CHECK_EQ(RUN("bench", "emu", "--seconds=inf"), 2);
     HAS("bad --seconds 'inf'");
@@ -706,6 +742,66 @@ TEST(bench_floor_arguments_and_no_gpu)
              0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
+}
+
+/* bench_emu_run refuses a time that is not above 0 (the CLI checks it
+ * first; this is the function's own contract). */
+TEST(bench_emu_run_refuses_bad_seconds)
+{
+    char dir[] = "/tmp/onigpu-ber-XXXXXX", cmd[256];
+    REQUIRE(mkdtemp(dir));
+    int err = 0;
+    struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &err);
+    REQUIRE(r != NULL);
+    const double bad[] = {0, -1, NAN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_RC(bench_emu_run(&(struct bench_emu_opts){bad[i], 1}, r), ONI_EINVALARG);
+    CHECK_RC(bench_emu_run(NULL, r), ONI_EINVALARG);
+    bench_report_close(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* bench floor's mechanisms by name and back; its option check at the
+ * documented edges (floor.h); without CUDA the run ends after the check. */
+TEST(floor_mechanism_names_and_option_check)
+{
+    for (int m = 0; m < FLOOR_NMECH; m++) {
+        const char *name = floor_mech_name(m);
+        REQUIRE(name != NULL);
+        CHECK_EQ(floor_mech_parse(name), m);
+    }
+    CHECK(floor_mech_name(-1) == NULL && floor_mech_name(FLOOR_NMECH) == NULL);
+    CHECK_EQ(floor_mech_parse("nosuch"), -1);
+    CHECK_EQ(floor_mech_parse(NULL), -1);
+    const struct bench_floor_opts good = {.reps = 1, .size = 8, .mechs = FLOOR_ALL_MECHS, .rounds = 1,
+                                          .timeout_ms = 1, .out_dir = "/nonexistent-dir"};
+    struct bench_floor_opts o = good;
+    CHECK_RC(bench_floor_check(&o), 0);
+    o.size = FLOOR_MAX_SIZE;
+    CHECK_RC(bench_floor_check(&o), 0);
+    o.reps = FLOOR_MAX_REPS;
+    o.mechs = 1;
+    CHECK_RC(bench_floor_check(&o), 0);
+    struct bench_floor_opts bad[] = {good, good, good, good, good, good, good, good, good, good};
+    bad[0].reps = 0;
+    bad[1].reps = FLOOR_MAX_REPS + 1ull;
+    bad[2].size = 7;
+    bad[3].size = 4;
+    bad[4].size = FLOOR_MAX_SIZE + 1;
+    bad[5].mechs = 0;
+    bad[6].mechs = 1u << FLOOR_NMECH; /* no such mechanism */
+    bad[7].rounds = 0;
+    bad[8].timeout_ms = 0;
+    bad[9].out_dir = NULL;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (bench_floor_check(&bad[i]) != ONI_EINVALARG)
+            UNIT_FAIL("bad option set %zu accepted", i);
+    CHECK_RC(bench_floor_check(NULL), ONI_EINVALARG);
+    if (!ONIGPU_HAVE_CUDA) {
+        CHECK_RC(bench_floor_run(&good), ONI_ENOGPU);
+        CHECK_RC(bench_floor_run(&bad[3]), ONI_EINVALARG);
+    }
 }
 
 /* The list options share one parser of names and one of sizes (cli.h):
