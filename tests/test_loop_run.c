@@ -3,6 +3,9 @@
  * run, bench loop, advise. GPU backends: test_gpu_loop_run.c. */
 #include <glob.h>
 #include "test_loop_run.h"
+#include "result_set.h"
+#include "bench/roofline.h"
+#include "loop/kernels.h"
 
 TEST(run_cpu_on_emulated_card)
 {
@@ -138,6 +141,24 @@ TEST(run_refuses_unavailable_backend)
     CHECK(strstr(out, "not available") != NULL);
 }
 
+/* The rows of `onigpu bench loop`'s result set in dir (rows rows, data
+ * bytes each): GFLOP/s is the MAC's FLOPs over the round trip's median,
+ * the pipelined MB/s the blocks/s times the block's bytes. */
+static void check_loop_rows(const char *dir, size_t rows, double data)
+{
+    struct bench_json *v = result_set_load(dir, "loop-*.json");
+    REQUIRE(v != NULL);
+    CHECK_EQ(result_rows(v), rows);
+    for (size_t i = 0; i < result_rows(v); i++) {
+        double flops = loop_mac_flops((size_t)data / 4, (uint32_t)result_num(v, i, "iters"),
+                                      (uint32_t)result_num(v, i, "passes"));
+        CHECK(result_close(result_num(v, i, "gflops"), flops / result_num(v, i, "rt__p50_ns")));
+        CHECK(result_close(result_num(v, i, "pipelined_MBps"),
+                           result_num(v, i, "pipelined_blocks_per_s") * data / 1e6));
+    }
+    bench_json_free(v);
+}
+
 TEST(bench_loop_writes_results)
 {
     NEED_BIN();
@@ -160,6 +181,7 @@ TEST(bench_loop_writes_results)
     snprintf(pat, sizeof pat, "%s/loop-*.json", dir);
     int found = glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1;
     CHECK(found);
+    check_loop_rows(dir, 2, 4000);
     if (found) {
         CHECK_EQ(ONIGPU("advise", "--workload", g.gl_pathv[0], "--row", "1"), 0);
         CHECK(strstr(out, "data 4000 B, compute 40000 B, AI 0.75 FLOP/byte") != NULL);
@@ -378,4 +400,28 @@ TEST(advise_one_megabyte_is_not_more)
     CHECK(strstr(out, "data + algorithm > ~1 MB?   no (1000 kB)") != NULL);
     CHECK_EQ(ONIGPU("advise", "--data", "500kB", "--compute", "500001"), 0);
     CHECK(strstr(out, "data + algorithm > ~1 MB?   yes (1000 kB)") != NULL);
+}
+
+/* The roofline's measurements that advise decides with: the card link is
+ * the preset asked for (gen2x4: 1.60 GB/s and 3.0 us a transfer, as
+ * `onigpu info` prints it), reads through it were measured and are no
+ * faster than the link lets them be; no GPU without CUDA. */
+TEST(roofline_measures_the_card_link)
+{
+    struct roofline r;
+    REQUIRE(roofline_measure(&r, 1, "gen2x4") == ONI_ESUCCESS);
+    CHECK(r.cpu_gflops > 0 && r.cpu_gbps > 0);
+    if (!ONIGPU_HAVE_CUDA)
+        CHECK(!r.have_gpu && strstr(r.gpu_name, "without CUDA") != NULL);
+    REQUIRE(r.have_link);
+    CHECK(!strcmp(r.link_name, "gen2x4"));
+    CHECK(fabs(r.link_gbps - 1.6) < 1e-9);
+    CHECK(fabs(r.link_lat_us - 3.0) < 1e-9);
+    /* a block of n bytes takes at least 3 us + n / 1.6 GB/s: at most n / that, MB/s */
+    const double n[2] = {4096, 1e7}, got[2] = {r.link_4k_mbps, r.link_10m_mbps};
+    for (int i = 0; i < 2; i++) {
+        double most = n[i] / (3e-6 + n[i] / 1.6e9) / 1e6;
+        if (!(got[i] > 0 && got[i] <= most * 1.001))
+            UNIT_FAIL("reads of %.0f bytes: %.1f MB/s, want above 0 and at most %.1f", n[i], got[i], most);
+    }
 }
