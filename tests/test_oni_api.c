@@ -3,6 +3,7 @@
  * scripted fixture driver (tests/drivers), found through ONI_DRIVER_PATH. */
 #include <errno.h>
 #include "drivers/fixture.h"
+#include "onix.h"
 #include "unit.h"
 
 static const oni_device_t devs3[] = {
@@ -506,4 +507,26 @@ TEST(reset_and_run_refused_halfway_stops_the_hardware)
     CHECK_RC(onidrv_test.read_config(refusing_dctx, ONI_CONFIG_RUNNING, &hw), 0);
     CHECK_EQ(hw, 0);
     oni_destroy_ctx(ctx);
+}
+
+static int named(const char *s, const char *want)
+{
+    return s && !strcmp(s, want);
+}
+
+/* onix.h's names of device and hub ids: neighbours in the tables keep
+ * their own, the first and last entry of each table are found, an id
+ * without a name gives "unknown". */
+TEST(onix_id_names)
+{
+    CHECK(named(onix_device_str(ONIX_NULL), "NULL"));
+    CHECK(named(onix_device_str(ONIX_RHD2132), "RHD2132"));
+    CHECK(named(onix_device_str(ONIX_RHD2164), "RHD2164"));
+    CHECK(named(onix_device_str((int)ONIX_ONIGPU_HUBMGR), "HUBMGR"));
+    CHECK(named(onix_device_str(12345), "unknown"));
+    CHECK(named(onix_hub_str(ONIX_HUB_NULL), "NULL"));
+    CHECK(named(onix_hub_str(ONIX_HUB_HSNP2EB), "HSNP2EB"));
+    CHECK(named(onix_hub_str(ONIX_HUB_HSNP2E), "HSNP2E"));
+    CHECK(named(onix_hub_str(ONIX_HUB_ACQBOARD3D), "ACQBOARD3D"));
+    CHECK(named(onix_hub_str(11), "unknown"));
 }
