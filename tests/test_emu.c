@@ -884,7 +884,16 @@ TEST(emu_ground_truth_in_signal)
     }
     qsort(dev, NF, sizeof *dev, cmp_u16);
     double sigma = dev[NF / 2] / 0.6745;
-    CHECK(sigma > 2 && sigma < 30);
+    /* np2's noise SD is 8 LSB (np2.c), estimated here from channel 100 */
+    if (!(sigma > 6.5 && sigma < 9.5))
+        UNIT_FAIL("noise SD %.2f LSB, want about 8", sigma);
+    /* each channel reads the noise table at its own offset: channels 100
+     * and 300 are the same in a few samples (|x - y| < 1 for two SDs of 8),
+     * not in all */
+    int same = 0;
+    for (int i = 0; i < NF; i++)
+        same += s[(size_t)i * CH + 100] == s[(size_t)i * CH + 300];
+    CHECK(same < NF / 4);
     size_t checked = 0, below = 0;
     for (size_t i = 0; i < nt; i++) {
         if (tr[i].dev_idx != np2 || tr[i].time > times[NF - 1])
@@ -1735,6 +1744,44 @@ static uint16_t median_u16(const uint8_t *p, int n)
     memcpy(v, p, (size_t)n * 2);
     qsort(v, (size_t)n, 2, cmp_u16);
     return v[n / 2];
+}
+
+/* The units in the ground truth (neural.h): each fires again at least the
+ * 2 ms refractory period after its previous spike, and 64 units at 3-20 Hz
+ * give 96 .. 1280 spikes in 1 s of np2 (30000 frames). */
+TEST(emu_units_fire_at_their_rates_after_a_refractory_period)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;seed=11;devices=np2:units=64");
+    REQUIRE(c);
+    REQUIRE(emu_card_truth_keep(c, 100000) == 0);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t np2 = find_id(t, n, ONIX_ONIGPU_NEUROPIX2);
+    start(c);
+    static struct frame f;
+    for (int k = 0; k < 30000; k++)
+        REQUIRE(dev_frame(c, np2, &f) == 0);
+    size_t nt = emu_card_truth_get(c, NULL, 0);
+    struct emu_truth *tr = malloc((nt + 1) * sizeof *tr);
+    REQUIRE(tr);
+    nt = emu_card_truth_get(c, tr, nt);
+    uint64_t last[NEURAL_MAX_UNITS] = {0}, min_gap = UINT64_MAX;
+    int seen[NEURAL_MAX_UNITS] = {0};
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t u = tr[i].unit;
+        REQUIRE(u < NEURAL_MAX_UNITS);
+        if (seen[u] && tr[i].time - last[u] < min_gap)
+            min_gap = tr[i].time - last[u];
+        seen[u] = 1;
+        last[u] = tr[i].time;
+    }
+    /* 2 ms of the acquisition clock, less a sample's rounding */
+    if (min_gap < EMU_ACQ_HZ * 19 / 10000)
+        UNIT_FAIL("a unit fired again after %.3f ms", min_gap * 1e3 / EMU_ACQ_HZ);
+    if (nt < 64 * 3 / 2 || nt > 64 * 20)
+        UNIT_FAIL("%zu spikes of 64 units in 1 s, want 96 .. 1280", nt);
+    free(tr);
+    emu_card_destroy(c);
 }
 
 /* np2, rhd2164 and np1 frames as docs/devices.md lays them out: sizes, a
