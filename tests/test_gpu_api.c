@@ -311,4 +311,24 @@ TEST(gpu_absent_paths_fail_cleanly)
     CHECK_RC(gpu_stream_create(&s), ONI_ENOGPU);
     CHECK(s == NULL);
     CHECK(strstr(why, "no CUDA device") != NULL);
+    if (ONIGPU_HAVE_CUDA)
+        return;
+    /* Built without CUDA (gpu_nocuda.c): every call that needs a GPU answers
+     * ONI_ENOGPU, every pointer is plain host memory that CUDA does not know. */
+    char name[32] = "x";
+    CHECK_RC(gpu_name(name, sizeof name), ONI_ENOGPU);
+    CHECK_EQ(name[0], 0);
+    int x = 0;
+    struct gpu_ptr_info i;
+    memset(&i, 0x55, sizeof i);
+    CHECK_RC(gpu_query(&x, &i), 0);
+    CHECK(i.kind == GPU_KIND_HOST && i.base == NULL && i.len == 0 && i.buffer_id == 0);
+    CHECK_RC(gpu_query(&x, NULL), ONI_EINVALARG);
+    unsigned long long id = 7;
+    CHECK_RC(gpu_buffer_id(&x, &id), 0);
+    CHECK_EQ(id, 0);
+    CHECK_RC(gpu_buffer_id(&x, NULL), ONI_EINVALARG);
+    CHECK_RC(gpu_pin_device(&x, &i), ONI_ENOGPU);
+    CHECK_RC(gpu_host_register(&x, sizeof x), ONI_ENOGPU);
+    CHECK_RC(gpu_copy(&x, &x, sizeof x), ONI_ENOGPU);
 }

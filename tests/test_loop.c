@@ -504,3 +504,34 @@ TEST(cpu_read_cut_short_by_stop_is_no_error)
     CHECK_RC((int)(intptr_t)rc, ONI_ESUCCESS);
     loop_destroy(lp);
 }
+
+/* Built without CUDA (src/loop/gpu_nocuda.c, memsrc_nocuda.c): no GPU
+ * backend, every one-shot GPU run answers ONI_ENOGPU, and the in-memory
+ * source offers no GPU path (no asynchronous read, no pin). */
+TEST(loop_gpu_parts_answer_enogpu_without_cuda)
+{
+    if (ONIGPU_HAVE_CUDA)
+        SKIP("built with CUDA");
+    char why[64] = "";
+    CHECK(!loop_backend_available(LOOP_GPU_DIRECT, why, sizeof why));
+    CHECK(strstr(why, "without CUDA") != NULL);
+    float in[16] = {0}, out[16];
+    double s = 1;
+    CHECK_RC(loop_gpu_mac_once(in, out, 16, 1, 1, 0.1f), ONI_ENOGPU);
+    CHECK_RC(loop_gpu_time_mac(16, 1, 1, 1, &s), ONI_ENOGPU);
+    CHECK_RC(loop_gpu_time_copy(64, 1, &s), ONI_ENOGPU);
+    char name[64] = "";
+    CHECK_RC(loop_gpu_name(name, sizeof name), ONI_ENOGPU);
+    CHECK(strstr(name, "without CUDA") != NULL);
+    struct loop_memsrc m;
+    struct loop_source src;
+    REQUIRE(loop_memsrc_init(&m, sizeof in, 0, 0, loop_fill_floats, NULL) == ONI_ESUCCESS);
+    loop_memsrc_source(&m, &src);
+    CHECK(src.read_async == NULL && src.pin == NULL && src.unpin == NULL);
+    CHECK_EQ(loop_memsrc_gpu_ok(), 0);
+    CHECK_RC(loop_memsrc_gpu_init(&m), ONI_ENOGPU);
+    CHECK_RC(loop_memsrc_pin(&m, in, sizeof in), ONI_ENOGPU);
+    volatile uint32_t done = 0;
+    CHECK_RC(loop_memsrc_read_async(&m, in, sizeof in, &done, 1), ONI_ENOGPU);
+    loop_memsrc_free(&m);
+}

@@ -77,6 +77,13 @@ TEST(agent_api_without_a_kernel)
         int x;
         CHECK_RC(emu_agent_devptr(&x, &dev), ONI_ENOGPU);
     }
+    if (!ONIGPU_HAVE_CUDA) { /* dma_agent_nocuda.c: there is no agent to post to or wait for */
+        uint32_t done = 0;
+        uint64_t ticket = 0;
+        int x = 1;
+        CHECK_RC(emu_agent_post(a, &x, &x, sizeof x, &done, 1, 1, 0, &ticket), ONI_ENOGPU);
+        CHECK_RC(emu_agent_wait(a, ticket, 0), ONI_ENOGPU);
+    }
     CHECK_RC(emu_agent_start(NULL), ONI_EINVALARG);
     CHECK_RC(emu_agent_stop(NULL, 10), 0);
 }
