@@ -520,9 +520,6 @@ TEST(loop_gpu_parts_answer_enogpu_without_cuda)
     CHECK_RC(loop_gpu_mac_once(in, out, 16, 1, 1, 0.1f), ONI_ENOGPU);
     CHECK_RC(loop_gpu_time_mac(16, 1, 1, 1, &s), ONI_ENOGPU);
     CHECK_RC(loop_gpu_time_copy(64, 1, &s), ONI_ENOGPU);
-    char name[64] = "";
-    CHECK_RC(loop_gpu_name(name, sizeof name), ONI_ENOGPU);
-    CHECK(strstr(name, "without CUDA") != NULL);
     struct loop_memsrc m;
     struct loop_source src;
     REQUIRE(loop_memsrc_init(&m, sizeof in, 0, 0, loop_fill_floats, NULL) == ONI_ESUCCESS);
@@ -532,6 +529,6 @@ TEST(loop_gpu_parts_answer_enogpu_without_cuda)
     CHECK_RC(loop_memsrc_gpu_init(&m), ONI_ENOGPU);
     CHECK_RC(loop_memsrc_pin(&m, in, sizeof in), ONI_ENOGPU);
     volatile uint32_t done = 0;
-    CHECK_RC(loop_memsrc_read_async(&m, in, sizeof in, &done, 1), ONI_ENOGPU);
+    CHECK_RC(loop_memsrc_read_async(&m, in, sizeof in, &done, 1, 100), ONI_ENOGPU);
     loop_memsrc_free(&m);
 }
