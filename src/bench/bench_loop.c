@@ -297,7 +297,7 @@ static int write_results(const struct bench_loop_opts *o, int emu, const struct 
             continue;
         }
         const struct result *lat = &c->lat;
-        bench_cell_stats(rep, "rt_", &lat->total);
+        bench_cell_stats(rep, "rt", &lat->total);
         bench_cell_num(rep, "in_p50_ns", lat->in.p50);
         bench_cell_num(rep, "compute_p50_ns", lat->compute.p50);
         bench_cell_num(rep, "out_p50_ns", lat->out.p50);

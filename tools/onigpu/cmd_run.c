@@ -531,7 +531,9 @@ static int run(int argc, char **argv)
     loop_score_spikes(tr, ntr, r->det, ndet, tol, 2, t_lo, t_hi, &sc);
     struct bench_stats lat;
     int have_lat = !lat_stats(r, &lat);
-    uint64_t frames = ls.blocks * o.block;
+    /* What was processed: blocks sent back, not blocks read (after an error
+     * the loop has read blocks it never finished). */
+    uint64_t frames = ls.blocks * o.block, bytes = ls.blocks * c.in_bytes;
     double fps = ls.seconds > 0 ? frames / ls.seconds : 0.0;
     int slow = fps < KEEP_UP_SHARE * p.fs_hz;
     int behind = slow || owed_ms > OWED_MAX_MS || dropped;
@@ -540,7 +542,7 @@ static int run(int argc, char **argv)
     int verdict = behind || !isnan(owed_ms);
     printf("\nsummary (%s, %.2f s)\n", loop_backend_name(backend), ls.seconds);
     printf("  frames processed   %llu (%llu bytes, %.0f frames/s)\n", (unsigned long long)frames,
-           (unsigned long long)ls.bytes_in, fps);
+           (unsigned long long)bytes, fps);
     char left[64] = "data left in the card unknown";
     if (!isnan(owed_ms))
         snprintf(left, sizeof left, "%.1f ms of data left in the card at the end", owed_ms);
@@ -589,7 +591,7 @@ static int run(int argc, char **argv)
             bench_cell_num(rep, "ai", loop_ephys_flops(lay.nchan, o.block) / (double)c.in_bytes);
             bench_cell_num(rep, "seconds", ls.seconds);
             bench_cell_int(rep, "frames", (long long)frames);
-            bench_cell_int(rep, "bytes", (long long)ls.bytes_in);
+            bench_cell_int(rep, "bytes", (long long)bytes);
             bench_cell_int(rep, "spikes", (long long)ndet);
             bench_cell_int(rep, "spikes_unkept", (long long)atomic_load(&r->det_unkept));
             bench_cell_int(rep, "truth_events", (long long)sc.events);
