@@ -314,6 +314,13 @@ TEST(advise_rejects_bad_arguments)
     NEED_BIN();
     CHECK_EQ(ONIGPU("advise", "--data", "4kB", "--compute", "1kB"), 2);
     CHECK_EQ(ONIGPU("advise", "--ai", "zero"), 2);
+    /* the model runs 4 x AI whole iterations, and bench loop refuses what it
+     * would round (found by a review: --ai 0.1 was modelled as 0.25 under
+     * the name 0.1, --data 4098 as 4096) */
+    CHECK_EQ(ONIGPU("advise", "--data", "4096", "--compute", "4096", "--ai", "0.1"), 2);
+    CHECK(strstr(out, "bad argument '--ai'") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--data", "4098", "--compute", "8192", "--ai", "1"), 2);
+    CHECK(strstr(out, "bad argument '--data'") != NULL);
     CHECK_EQ(ONIGPU("advise", "--row", "-1"), 2);
     CHECK_EQ(ONIGPU("advise", "--row", " 1"), 2);
     /* --opt=VALUE as everywhere (found by a review: it was an unknown option) */

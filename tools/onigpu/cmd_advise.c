@@ -5,6 +5,7 @@
 #include <string.h>
 #include "oni.h"
 #include "bench/advise.h"
+#include "bench/bench_loop.h"
 #include "bench/json.h"
 #include "cli.h"
 #include "cli_oni.h"
@@ -162,7 +163,7 @@ static int run(int argc, char **argv)
         if (!v) {
             bad = 1;
         } else if (!strcmp(a, "--data")) {
-            bad = cli_parse_size(v, &data) || data < 4 || data > (1ull << 30);
+            bad = cli_parse_size(v, &data) || data < 4 || data > (1ull << 30) || data % 4;
             given |= 1;
         } else if (!strcmp(a, "--compute")) {
             bad = cli_parse_size(v, &compute) || compute > (64ull << 30);
@@ -170,7 +171,7 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--ai")) {
             char *end;
             ai = strtod(v, &end);
-            bad = *end || !(ai > 0) || ai > 1e4;
+            bad = *end || !bench_loop_iters(ai); /* quarters, 0.25 .. 10^4: as bench loop */
             given |= 4;
         } else if (!strcmp(a, "--workload")) {
             workload = v;
@@ -204,6 +205,13 @@ static int run(int argc, char **argv)
         fprintf(stderr, "onigpu advise: %s row %ld has no arithmetic intensity (ai): give --ai\n", workload, row);
         return cli_usage(&cli_cmd_advise);
     }
+    /* The model and --measure run the MAC kernel, whose AI comes in quarters
+     * (4 x AI whole iterations): a workload's AI is taken to the nearest. */
+    double q = fmax(0.25, round(4.0 * o.ai) / 4.0);
+    if (q != o.ai) {
+        printf("AI %.4g is modelled as %.4g: the MAC kernel's AI comes in quarters\n", o.ai, q);
+        o.ai = q;
+    }
     if (workload && !(given & 4) && !isnan(run_ai))
         printf("workload: %s row %ld: data %llu B, compute %llu B, AI %.3g FLOP/byte of block read, "
                "%.3g per byte read and written (the model's)\n",
@@ -211,8 +219,8 @@ static int run(int argc, char **argv)
     else if (workload)
         printf("workload: %s row %ld: data %llu B, compute %llu B, AI %.3g FLOP/byte\n", workload, row,
                (unsigned long long)o.data, (unsigned long long)o.compute, o.ai);
-    if (o.data < 4 || o.data > (1ull << 30) || o.compute < o.data) {
-        fprintf(stderr, "onigpu advise: --compute must be at least --data (and data 4 B .. 1 GiB)\n");
+    if (o.data < 4 || o.data > (1ull << 30) || o.data % 4 || o.compute < o.data) {
+        fprintf(stderr, "onigpu advise: --compute must be at least --data (and data 4 B .. 1 GiB, a multiple of 4)\n");
         return cli_usage(&cli_cmd_advise);
     }
     int rc = advise_run(&o);
