@@ -91,13 +91,17 @@ TEST(run_long_blocks_units_and_files)
     CHECK(system(cmd) == 0);
 }
 
-/* Without --out the ground truth goes to a temporary file, removed at the end. */
+/* Without --out the ground truth goes to a temporary file of the run's own
+ * (mkstemps: a name no one else could have prepared), removed at the end. */
 TEST(run_without_out_removes_its_truth_file)
 {
     NEED_BIN();
     CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5"), 0);
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/onigpu-truth-%d.csv", (int)onigpu_pid);
+    char path[128], want[64];
+    const char *p = strstr(out, "truth file         ");
+    REQUIRE(p && sscanf(p, "truth file %127s", path) == 1);
+    snprintf(want, sizeof want, "/tmp/onigpu-truth-%d-", (int)onigpu_pid);
+    CHECK(strncmp(path, want, strlen(want)) == 0 && strlen(path) == strlen(want) + 6 + 4);
     CHECK(access(path, F_OK) != 0);
 }
 

@@ -196,29 +196,46 @@ static int find_devices(struct run *r, uint32_t *np2_read)
 }
 
 /* Ground truth CSV "dev_idx,unit,channel,sample_time" (a header line is skipped). */
-static size_t read_truth(const char *path, uint32_t dev, struct loop_truth **out)
+/* The ground truth of device dev from the card's truth file: *out (the
+ * caller frees it) and *n events. 0, or ONI_EREADFAILURE (the file cannot be
+ * read: scoring against nothing would say the detector missed every spike)
+ * or ONI_EBADALLOC; *out is then NULL. */
+static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, size_t *n)
 {
+    *out = NULL;
+    *n = 0;
     FILE *f = fopen(path, "r");
-    size_t n = 0, cap = 4096;
+    if (!f)
+        return ONI_EREADFAILURE;
+    size_t cap = 4096;
     struct loop_truth *t = malloc(cap * sizeof *t);
     char line[256];
-    while (f && t && fgets(line, sizeof line, f)) {
+    int rc = t ? 0 : ONI_EBADALLOC;
+    while (!rc && fgets(line, sizeof line, f)) {
         unsigned long long d, u, c, time;
         if (sscanf(line, "%llu,%llu,%llu,%llu", &d, &u, &c, &time) != 4 || d != dev)
             continue;
-        if (n == cap) {
+        if (*n == cap) {
             struct loop_truth *g = realloc(t, 2 * cap * sizeof *t);
-            if (!g)
+            if (!g) {
+                rc = ONI_EBADALLOC;
                 break;
+            }
             t = g;
             cap *= 2;
         }
-        t[n++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u};
+        t[(*n)++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u};
     }
-    if (f)
-        fclose(f);
+    if (ferror(f) && !rc)
+        rc = ONI_EREADFAILURE;
+    fclose(f);
+    if (rc) {
+        free(t);
+        *n = 0;
+        return rc;
+    }
     *out = t;
-    return t ? n : 0;
+    return 0;
 }
 
 struct opts {
@@ -383,10 +400,18 @@ static int run(int argc, char **argv)
             return 1;
         }
         snprintf(truth, sizeof truth, "%s/truth.csv", o.out);
+        remove(truth); /* the card appends */
     } else {
-        snprintf(truth, sizeof truth, "/tmp/onigpu-truth-%d.csv", (int)getpid());
+        /* A new file of our own (mkstemps: O_EXCL), not a name another user
+         * could have put a link at before the card opens it. */
+        snprintf(truth, sizeof truth, "/tmp/onigpu-truth-%d-XXXXXX.csv", (int)getpid());
+        int fd = mkstemps(truth, 4);
+        if (fd < 0) {
+            fprintf(stderr, "onigpu run: cannot create a temporary file in /tmp: %s\n", strerror(errno));
+            return 1;
+        }
+        close(fd);
     }
-    remove(truth);
     struct run *r = calloc(1, sizeof *r);
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     if (!r || !st) {
@@ -516,8 +541,13 @@ static int run(int argc, char **argv)
     /* --- summary --------------------------------------------------------------- */
     struct loop_stats ls;
     loop_get_stats(lp, &ls);
-    struct loop_truth *tr = NULL;
-    size_t ntr = read_truth(truth, r->np2, &tr);
+    struct loop_truth *tr;
+    size_t ntr;
+    int trc = read_truth(truth, r->np2, &tr, &ntr);
+    if (trc) {
+        fprintf(stderr, "onigpu run: cannot read the ground truth %s: %s\n", truth, oni_error_str(trc));
+        rc = rc ? rc : trc;
+    }
     const struct loop_ephys_state *fin = loop_ephys_final(lp);
     uint64_t tol = (uint64_t)(TOL_S * r->acq_hz);
     /* Score after the calibration window, up to the last processed frame. */
@@ -557,6 +587,8 @@ static int run(int argc, char **argv)
                (unsigned long long)atomic_load(&r->det_unkept), MAX_DET);
     printf("  vs ground truth    %llu events scored, recall %.3f, precision %.3f (+-%.1f ms, +-2 channels)\n",
            (unsigned long long)sc.events, sc.recall, sc.precision, TOL_S * 1e3);
+    if (!o.out)
+        printf("  truth file         %s (temporary: removed at the end)\n", truth);
     printf("  stimulations       %llu sent, %llu echoed", (unsigned long long)atomic_load(&r->stims),
            (unsigned long long)(atomic_load(&r->nlat) + atomic_load(&r->lat_unkept)));
     if (atomic_load(&r->lat_unkept))
