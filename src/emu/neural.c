@@ -16,7 +16,14 @@ uint64_t neural_rand(uint64_t *s)
 
 static double uniform(uint64_t *s) { return ((double)(neural_rand(s) >> 11) + 0.5) / 9007199254740992.0; }
 
-static double gauss(uint64_t *s) { return sqrt(-2 * log(uniform(s))) * cos(6.283185307179586 * uniform(s)); }
+/* Box-Muller. The two draws are taken in statements of their own: within one
+ * expression their order is unspecified, and another compiler could swap
+ * them, giving other data for the same seed. */
+static double gauss(uint64_t *s)
+{
+    double u1 = uniform(s), u2 = uniform(s);
+    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
 
 /* White noise, band-passed by two one-pole filters (high-pass 300 Hz,
  * low-pass lowpass_hz), scaled to SD sigma. Computed once per device. */
