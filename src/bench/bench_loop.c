@@ -166,12 +166,9 @@ static int run_one(int backend, const char *link, int emu, uint64_t data, uint32
                 v[4][i] = r[skip + i].t_gpu_ns;
                 v[5][i] = r[skip + i].t_wait_ns;
             }
-            bench_stats_compute(v[0], n, &res->total);
-            bench_stats_compute(v[1], n, &res->in);
-            bench_stats_compute(v[2], n, &res->compute);
-            bench_stats_compute(v[3], n, &res->out);
-            bench_stats_compute(v[4], n, &res->gpu);
-            bench_stats_compute(v[5], n, &res->wait);
+            struct bench_stats *out[6] = {&res->total, &res->in, &res->compute, &res->out, &res->gpu, &res->wait};
+            for (int k = 0; k < 6 && !rc; k++)
+                rc = bench_stats_compute(v[k], n, out[k]);
             res->blocks = st.blocks;
             res->blocks_per_s = st.seconds > 0 ? (double)st.blocks / st.seconds : 0;
         }
