@@ -271,6 +271,12 @@ TEST(read_sizes_numbers_and_durations)
     HAS("block size 1073742 refused");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "010"), 0);
     HAS("read 10 frames in");
+    /* what strtod takes beyond that is no size here (found by a review) */
+    static const char *const not_sizes[] = {"1e3", " 4096", "+4096", "0x1p12", ".5K", "inf"};
+    for (size_t i = 0; i < sizeof not_sizes / sizeof *not_sizes; i++)
+        CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--block", not_sizes[i]), 2);
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--block", "0x1000"), 0);
+    HAS("block 4096 B");
     CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "200ms"), 0);
     HAS("reading for 0.2 s");
 }
@@ -721,6 +727,11 @@ TEST(bench_floor_arguments_and_no_gpu)
     CHECK_EQ(RUN("bench", "floor", "--mechs", "memcpy-query,nosuch"), 2);
     HAS("unknown mechanism 'nosuch'");
     CHECK_EQ(RUN("bench", "floor", "--rounds"), 2);
+    /* counts are whole numbers (found by a review: they were read as sizes,
+     * --reps 100.4 ran 100, --rounds 16K 16384, --timeout-ms 1K 1024 ms) */
+    CHECK_EQ(RUN("bench", "floor", "--reps", "100.4"), 2);
+    CHECK_EQ(RUN("bench", "floor", "--rounds", "16K"), 2);
+    CHECK_EQ(RUN("bench", "floor", "--timeout-ms", "1K"), 2);
     char dir[] = "/tmp/onigpu-floor-XXXXXX";
     REQUIRE(mkdtemp(dir));
     CHECK_EQ(RUN("bench", "floor", "--reps", "20", "--rounds", "2", "--out", dir), 0);

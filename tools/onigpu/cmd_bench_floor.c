@@ -5,6 +5,7 @@
 #include <string.h>
 #include "bench/floor.h"
 #include "cli.h"
+#include "cli_oni.h"
 #include "gpu/gpu.h"
 
 static int run(int argc, char **argv);
@@ -18,15 +19,15 @@ static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
 {
     uint64_t x;
     if (!strcmp(a, "--reps"))
-        return cli_parse_size(v, &x) || !x || x > FLOOR_MAX_REPS ? -1 : (o->reps = x, 0);
+        return cli_parse_u64(v, &x) || !x || x > FLOOR_MAX_REPS ? -1 : (o->reps = x, 0); /* counts: whole */
     if (!strcmp(a, "--size"))
         return cli_parse_size(v, &x) || x < 8 || x > FLOOR_MAX_SIZE ? -1 : (o->size = (uint32_t)x, 0);
     if (!strcmp(a, "--mechs"))
         return cli_parse_names("onigpu bench floor", "mechanism", v, floor_mech_parse, FLOOR_ALL_MECHS, &o->mechs);
     if (!strcmp(a, "--rounds"))
-        return cli_parse_size(v, &x) || !x || x > 1000000 ? -1 : (o->rounds = (unsigned)x, 0);
+        return cli_parse_u64(v, &x) || !x || x > 1000000 ? -1 : (o->rounds = (unsigned)x, 0);
     if (!strcmp(a, "--timeout-ms"))
-        return cli_parse_size(v, &x) || !x || x > 600000 ? -1 : (o->timeout_ms = (uint32_t)x, 0);
+        return cli_parse_u64(v, &x) || !x || x > 600000 ? -1 : (o->timeout_ms = (uint32_t)x, 0);
     if (!strcmp(a, "--out"))
         return o->out_dir = v, 0;
     return -1;

@@ -1,4 +1,5 @@
 /* main.c - `onigpu`: dispatch to the registered subcommands. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,12 +42,28 @@ int cli_fail(const char *what, int rc)
     return 1;
 }
 
+/* Whether s[0..n) is a number as docs/cli.md allows one in a size: 0x and
+ * hex digits, or decimal digits with at most one point. strtod takes more
+ * (spaces, a sign, exponents, hex fractions, inf). */
+static int plain_number(const char *s, size_t n)
+{
+    int hex = n > 2 && s[0] == '0' && (s[1] | 0x20) == 'x', points = 0;
+    if (!n || !isdigit((unsigned char)s[0]))
+        return 0;
+    for (size_t i = hex ? 2 : 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!(hex ? isxdigit(c) : isdigit(c) || (c == '.' && ++points == 1)))
+            return 0;
+    }
+    return 1;
+}
+
 int cli_parse_size(const char *s, uint64_t *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    if (errno || end == s || v < 0 || !plain_number(s, (size_t)(end - s)))
         return -1;
     double mul = 1;
     if (*end) {
