@@ -165,7 +165,7 @@ int bench_fit_model(const double *size, const double *t_ns, size_t n, int weight
 struct bench_report;
 
 /* Start a result set. argv/argc: the command line to record (may be NULL/0);
- * gpu: GPU name or NULL. Creates dir (one level) if missing. Returns NULL and
+ * gpu: GPU name or NULL. Creates dir (and its parents) if missing. Returns NULL and
  * sets *err (ONI_EINVALARG, ONI_EBADALLOC, ONI_EPATHINVALID) on failure. */
 struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
                                        char **argv, const char *gpu, int *err);

@@ -2,8 +2,10 @@
  *
  * Method: for each scenario (data size, compute size), AI and backend, the
  * engine runs in latency mode (two slots, one block in flight) on the
- * in-memory source with an unlimited link, so the round trip of a block is
- * read -> compute -> send back with nothing queued ahead of it. A second,
+ * in-memory source with an unlimited link (--source mem, the default) or on
+ * the emulated card through its link preset (--source emu), so the round
+ * trip of a block is read -> compute -> send back with nothing queued ahead
+ * of it. A second,
  * pipelined run (double buffering, two blocks in flight) gives the
  * throughput. Times are host monotonic ns per block. */
 #include <math.h>

@@ -92,7 +92,7 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     return 0;
 }
 
-/* Default stream: the stimulator's echo frames [u32 tag][u32 0][u64 receipt]. */
+/* Default stream: the stimulator's echo frames [u32 tag][u32 words received][u64 receipt]. */
 static void *echo_main(void *p)
 {
     struct run *r = p;

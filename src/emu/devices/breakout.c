@@ -3,8 +3,8 @@
  * `hz` Hz; the board emits a frame at each edge, as the card does on an
  * input change: [u16 digital inputs][u16 buttons][u16 link state][u16 0].
  * Outputs: a write frame of one or more words sets the digital outputs to
- * its first word (low 8 bits). Registers: 0x10 OUTPUTS (ro, the last value
- * written), 0x11 PULSE_HZ (ro). Argument: hz=N (default 1, 1..10000). */
+ * its first word (low 8 bits). Registers from ONIEMU_REG_DEVICE (oniemu.h):
+ * +0 OUTPUTS (ro, the last value written), +1 PULSE_HZ (ro). Argument: hz=N (default 1, 1..10000). */
 #include <stdlib.h>
 #include <string.h>
 #include "emu/card.h"

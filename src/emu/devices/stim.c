@@ -6,8 +6,8 @@
  * normal read stream:
  * [u32 tag][u32 words received][u64 receipt time], whose header time is the
  * receipt time too, so the host measures its closed loop end to end.
- * Registers: 0x10 ECHO (rw, default 1), 0x11 LAST_TAG, 0x12/0x13 LAST_TIME
- * (low/high), all but ECHO read-only. Argument: echo=0|1. */
+ * Registers from ONIEMU_REG_DEVICE (oniemu.h): +0 ECHO (rw, default 1),
+ * +1 LAST_TAG, +2/+3 LAST_TIME (low/high), all but ECHO read-only. Argument: echo=0|1. */
 #include <stdlib.h>
 #include <string.h>
 #include "emu/card.h"

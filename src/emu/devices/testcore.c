@@ -3,8 +3,8 @@
  * rate. On the card it emits one word per 250 MHz clock (2 GB/s); here any
  * rate up to one frame per acquisition tick. Arguments: bytes=N (payload,
  * multiple of 8, default 4096), rate=R (bytes/s, SI suffixes, default 2G).
- * Registers: 0x10 RATE_KBPS (rw, kB/s), 0x11 BYTES (ro), 0x12/0x13 the next
- * counter value (ro, low/high). */
+ * Registers from ONIEMU_REG_DEVICE (oniemu.h): +0 RATE_KBPS (rw, kB/s), +1
+ * BYTES (ro), +2/+3 the next counter value (ro, low/high). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

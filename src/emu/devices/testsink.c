@@ -3,8 +3,8 @@
  * on request hashes the bytes (so a test can check what arrived, not only how
  * much). Arguments: bytes=N (write_size, a multiple of 4, default 4), hash=1
  * (off by default: a byte-wise hash costs ~1.3 ns per byte in the card's
- * write path, which the transfer benchmarks measure). Registers 0x10/0x11:
- * words received (ro, low/high); 0x12: FNV-1a (32-bit) of every payload byte
+ * write path, which the transfer benchmarks measure). Registers from
+ * ONIEMU_REG_DEVICE (oniemu.h): +0/+1 words received (ro, low/high); +2: FNV-1a (32-bit) of every payload byte
  * received, in order (ro; NACK without hash=1). */
 #include <stdio.h>
 #include <stdlib.h>
