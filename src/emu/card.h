@@ -159,6 +159,8 @@ void emu_fifo_fini(struct emu_fifo *f);
  * cannot take n more bytes. *split: the frame wraps, write it to a scratch
  * buffer and pass that to emu_fifo_commit. */
 uint8_t *emu_fifo_reserve(struct emu_fifo *f, size_t n, uint8_t *scratch);
+/* Append the n bytes reserved at p (the FIFO's own memory, or the scratch
+ * buffer of a frame that wraps, copied in two pieces): one frame more. */
 void emu_fifo_commit(struct emu_fifo *f, const uint8_t *p, size_t n);
 /* Spans of the first n bytes (n <= fill). */
 void emu_fifo_spans(const struct emu_fifo *f, size_t n, struct emu_span sp[2]);
@@ -269,10 +271,13 @@ uint64_t emu_gen_next_due(struct emu_card *c);
 void emu_gen_wake(struct emu_card *c);
 /* Restart every schedule at time t. */
 void emu_gen_restart(struct emu_card *c, uint64_t t);
+/* Start the realtime generator thread (0 or ONI_EBADALLOC) / stop and join it
+ * (nothing if none runs). */
 int emu_gen_start_thread(struct emu_card *c);
 void emu_gen_stop_thread(struct emu_card *c);
 
 /* The link model (link.c). */
+/* The preset called name into *out: 0, or ONI_EINVALARG for no such preset. */
 int emu_link_preset(const char *name, oniemu_link_t *out);
 /* Modelled duration of a transfer of n bytes, ns. */
 uint64_t emu_link_ns(const oniemu_link_t *l, size_t n);

@@ -30,6 +30,7 @@ enum emu_stream {
 /* Create a card from a spec string (oniemu.h; NULL = defaults). Returns 0 or an
  * ONI error (ONI_EINVALARG with a message in err for a bad spec). */
 int emu_card_create(const char *spec, struct emu_card **out, char *err, size_t err_cap);
+/* Stop the card's generator thread and free the card (NULL ok); no call on it may run. */
 void emu_card_destroy(struct emu_card *card);
 
 /* ONI configuration registers, with the semantics of the driver ABI

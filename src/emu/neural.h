@@ -51,6 +51,7 @@ struct neural {
  * from the card seed and the device index. 0 or ONI_EBADALLOC. */
 int neural_init(struct neural *n, struct emu_dev *dev, uint32_t nch, uint32_t fs_hz, int32_t lo, int32_t hi,
                 int32_t mid, double sigma, uint32_t nunits, uint32_t lowpass_hz);
+/* Free what neural_init allocated (safe after a failed init). */
 void neural_fini(struct neural *n);
 /* One sample of every channel into out[0..nch) (16-bit codes), taken at
  * acquisition time t (the truth time of a trough in this sample). */

@@ -19,6 +19,7 @@ struct cli_command {
     int (*run)(int argc, char **argv); /* argv[0] is the command's last word */
 };
 
+/* Add cmd to the command table (at start-up, from CLI_COMMAND's constructor). */
 void cli_register(const struct cli_command *cmd);
 
 #define CLI_COMMAND(ident, name_, usage_, help_, options_, fn)                         \
