@@ -518,20 +518,22 @@ TEST(emudrv_timeout)
     CHECK_RC(drv->init(d, -1), ONI_EINVALSTATE);
     uint32_t t = 0;
     CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &t, sizeof t), ONI_EINVALARG);
-    t = 60;
+    t = 1000;
     CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &t, 2), ONI_EINVALARG);
     CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
     /* not running: no data ever comes; a data read waits one slice of the
-     * timeout (onii.h), then answers 0 bytes */
+     * timeout (onii.h, 10 ms), not all of it, then answers 0 bytes (the
+     * bound is generous: the machine may be loaded) */
     uint64_t t0 = oni_now_ns();
     CHECK_RC(drv->read_stream(d, ONI_READ_STREAM_DATA, buf, sizeof buf), 0);
     double ms = (oni_now_ns() - t0) / 1e6;
-    CHECK(ms >= ONI_READ_SLICE_MS * 0.9 && ms < 55);
-    /* nothing pending on the signal stream after init (no reset was written) */
+    CHECK(ms >= ONI_READ_SLICE_MS * 0.9 && ms < 500);
+    /* nothing pending on the signal stream after init (no reset was written):
+     * it waits the whole timeout */
     t0 = oni_now_ns();
     CHECK_RC(drv->read_stream(d, ONI_READ_STREAM_SIGNAL, buf, 1), ONI_ETIMEOUT);
     ms = (oni_now_ns() - t0) / 1e6;
-    CHECK(ms >= 55 && ms < 60 + 500);
+    CHECK(ms >= 950 && ms < 1000 + 2000);
     CHECK_RC(drv->read_stream(d, (oni_read_stream_t)7, buf, 1), ONI_EINVALARG);
     CHECK_RC(drv->write_stream(d, (oni_write_stream_t)1, buf, 8), ONI_EINVALARG);
     CHECK_RC(drv->read_config(d, ONI_CONFIG_RUNNING, NULL), ONI_EINVALARG);
