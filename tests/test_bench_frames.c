@@ -99,7 +99,7 @@ TEST(frames_test_driver)
          * long as the phase (half of 0.3 s), at most one call more; each
          * timed from the phase's start they would add up to far more. */
         CHECK(r->call_ns.mean * (double)r->call_ns.n <= (0.15e9 + r->call_ns.max) * (1 + 1e-9));
-        CHECK(r->clock_ns >= 0);
+        CHECK(r->clock_ns < 1e5); /* one clock read costs ns, not 100 us */
         /* The core allocates nothing per frame in steady state (its own
          * tests say so); a count here means the benchmark allocated. */
         if (HAVE_ALLOC_HOOK) {

@@ -347,13 +347,6 @@ TEST(recorder_never_allocates)
 #endif
 }
 
-TEST(clock_is_monotonic)
-{
-    uint64_t a = oni_now_ns(), b = oni_now_ns();
-    CHECK(b >= a);
-    CHECK(a > 0);
-}
-
 /* A sleep is the thread's own doing: no off-CPU time is claimed for it. */
 TEST(off_cpu_not_claimed_for_a_sleep)
 {

@@ -938,17 +938,23 @@ TEST(emu_ground_truth_in_signal)
 }
 
 /* The same seed gives the same signal. */
+/* The same seed gives the same data; another seed other data (a generator
+ * that ignored the seed, or made a constant, passed the first check alone). */
 TEST(emu_neural_data_reproducible)
 {
-    uint8_t a[4096], b[4096];
-    for (int r = 0; r < 2; r++) {
-        struct emu_card *c = card_open("mode=fast;link=unlimited;seed=9;devices=rhd2164");
+    static const int seeds[3] = {9, 9, 10};
+    uint8_t d[3][4096];
+    for (int r = 0; r < 3; r++) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "mode=fast;link=unlimited;seed=%d;devices=rhd2164", seeds[r]);
+        struct emu_card *c = card_open(spec);
         REQUIRE(c);
         start(c);
-        CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, r ? b : a, 4096, TMO), 4096);
+        CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, d[r], 4096, TMO), 4096);
         emu_card_destroy(c);
     }
-    CHECK(!memcmp(a, b, sizeof a));
+    CHECK(!memcmp(d[0], d[1], sizeof d[0]));
+    CHECK(memcmp(d[0], d[2], sizeof d[0]) != 0);
 }
 
 /* A transfer of n bytes takes at least the link's latency + n / bandwidth. */

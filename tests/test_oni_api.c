@@ -530,3 +530,19 @@ TEST(onix_id_names)
     CHECK(named(onix_hub_str(ONIX_HUB_ACQBOARD3D), "ACQBOARD3D"));
     CHECK(named(onix_hub_str(11), "unknown"));
 }
+
+/* The clock's deadline helpers (oni/util/clock.h): milliseconds left round
+ * up and stop at 0 and UINT32_MAX; a time as a timespec splits exactly. */
+TEST(clock_deadline_helpers)
+{
+    uint64_t now = oni_now_ns();
+    CHECK(now > 0 && oni_now_ns() >= now);
+    CHECK_EQ(oni_ms_left(now - 1), 0);
+    uint32_t left = oni_ms_left(now + 10000500000ull); /* 10 s and half a ms */
+    CHECK(left >= 10000 && left <= 10001);
+    CHECK_EQ(oni_ms_left(UINT64_MAX), UINT32_MAX);
+    struct timespec ts;
+    oni_timespec_at(1234567890123ull, &ts);
+    CHECK_EQ(ts.tv_sec, 1234);
+    CHECK_EQ(ts.tv_nsec, 567890123);
+}
