@@ -664,13 +664,6 @@ int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, 
     return d ? 0 : ONI_EDEVIDX;
 }
 
-uint64_t emu_card_bad_wframes(struct emu_card *c)
-{
-    emu_card_lock(c);
-    uint64_t n = c->bad_wframes;
-    pthread_mutex_unlock(&c->lock);
-    return n;
-}
 
 void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time)
 {

@@ -72,7 +72,8 @@ struct emu_devtype {
      * (emu_dev_set_rate), allocate priv. 0 or ONI_EINVALARG/EBADALLOC with err. */
     int (*init)(struct emu_dev *d, struct emu_args *a, char *err, size_t cap);
     void (*fini)(struct emu_dev *d); /* may be NULL; also runs after a failed init, on what it left */
-    /* Fill one read frame payload (desc.read_size bytes) sampled at time. */
+    /* Fill one read frame payload (desc.read_size bytes) sampled at time.
+     * NULL for a device without read frames (read_size 0: never asked). */
     void (*fill)(struct emu_dev *d, uint8_t *payload, uint64_t time);
     /* Device-specific registers: return 1 = ACK, 0 = NACK (unknown, read-only,
      * bad value). May be NULL. */
@@ -256,8 +257,6 @@ size_t emu_card_truth_get(struct emu_card *c, struct emu_truth *out, size_t max)
 /* Tests: a device's counters by dev_idx (ONI_EDEVIDX if none). */
 int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, uint64_t *dropped,
                         uint64_t *wframes);
-/* Malformed write frames rejected so far. */
-uint64_t emu_card_bad_wframes(struct emu_card *c);
 
 /* Generation (gen.c), card lock held. Produce every frame due at or before
  * until, stopping after about max_bytes; returns the bytes of the frames

@@ -27,9 +27,6 @@ static int explain(int set, const char *dev, uint32_t addr, int rc)
     case ONI_ERETRIG:
         fprintf(stderr, "onigpu reg: a previous register access is still pending; try again\n");
         break;
-    case ONI_EDEVIDX:
-        fprintf(stderr, "onigpu reg: there is no device %s in the device table (see onigpu info)\n", dev);
-        break;
     default:
         fprintf(stderr, "onigpu reg: %s of register 0x%x of device %s failed: %s (%d)\n", op, addr, dev,
                 oni_error_str(rc), rc);

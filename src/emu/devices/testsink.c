@@ -42,7 +42,6 @@ static int ts_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
 
 static void ts_fini(struct emu_dev *d) { free(d->priv); }
 
-static void ts_fill(struct emu_dev *d, uint8_t *out, uint64_t t) { (void)d, (void)out, (void)t; }
 
 static int ts_reg_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
 {
@@ -69,5 +68,5 @@ static void ts_write(struct emu_dev *d, const uint8_t *p, size_t n, uint64_t t)
 }
 
 const struct emu_devtype emu_dev_testsink = {
-    "testsink", ONIX_ONIGPU_TESTSINK, 0, ts_init, ts_fini, ts_fill, ts_reg_read, NULL, ts_write, NULL,
+    "testsink", ONIX_ONIGPU_TESTSINK, 0, ts_init, ts_fini, NULL, ts_reg_read, NULL, ts_write, NULL,
 };
