@@ -35,7 +35,8 @@ int cli_parse_size(const char *s, uint64_t *out);
 int cli_parse_seconds(const char *s, double *out);
 /* The option at argv[*i] as *name and *value: "--opt=VALUE" (the name
  * copied into buf, cap bytes) or "--opt VALUE" (*i stepped past the value).
- * *value is NULL when the value is missing. */
+ * *value is NULL when the value is missing, as when the next argument is
+ * another option ("--..."; cli_opt_value's rule). */
 void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const char **name, const char **value);
 /* A comma-separated list of names into a bit mask, or "all" into `all`
  * (when not 0): parse gives a name's bit number or -1. 0, or -1 after

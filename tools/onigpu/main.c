@@ -97,7 +97,8 @@ void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const c
         return;
     }
     *name = a;
-    *value = *i + 1 < argc ? argv[++*i] : NULL;
+    /* "--out --link x" lacks the value: it is not "--link" (as cli_opt_value) */
+    *value = *i + 1 < argc && strncmp(argv[*i + 1], "--", 2) ? argv[++*i] : NULL;
 }
 
 /* The list parsers split a copy: argv itself is recorded in the results' meta. */
