@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "daemon_spawn.h"
 #include "drivers/emu/emuclient.h"
 #include "drivers/emu/emuproto.h"
 #include "emu/emu.h" /* stream numbers of the protocol */
@@ -33,17 +34,7 @@
 
 static char sock_path[108];
 
-static int sock_connect(void)
-{
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-    if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0)
-        return s;
-    if (s >= 0)
-        close(s);
-    return -1;
-}
+static int sock_connect(void) { return daemon_connect(sock_path); }
 
 static pid_t daemon_pid; /* the daemon start_daemon started last and stop_daemon has not stopped */
 static rlim_t daemon_nofile; /* when not 0: the descriptors start_daemon's daemon may hold (RLIMIT_NOFILE) */
@@ -63,47 +54,17 @@ static void stop_leftover(void)
     daemon_pid = 0;
 }
 
-/* Start onix-emu on sock_path; returns its pid, 0 when there is no built daemon. */
+/* Start onix-emu on sock_path (daemon_spawn, with daemon_nofile); its pid,
+ * 0 when there is no built daemon, -1 when it did not start. */
 static pid_t start_daemon(const char *spec)
 {
-    const char *bin = getenv("ONIGPU_BIN");
-    if (!bin)
-        return 0;
-    char exe[4096];
-    snprintf(exe, sizeof exe, "%s/onix-emu", bin);
-    if (access(exe, X_OK))
-        return 0;
     if (!sock_path[0])
         snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-daemon-%d.sock", (int)getpid());
     stop_leftover();
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that failed or was killed */
-        if (getppid() != parent)
-            _exit(127); /* the test died before the line above */
-        struct rlimit nofile = {daemon_nofile, daemon_nofile};
-        if (daemon_nofile && setrlimit(RLIMIT_NOFILE, &nofile))
-            _exit(127);
-        execl(exe, exe, "--socket", sock_path, "--spec", spec, (char *)NULL);
-        _exit(127);
-    }
-    if (pid < 0)
-        return -1;
-    for (int i = 0; i < 1000; i++) { /* up to 10 s (a sanitized build on a loaded machine) */
-        int s = sock_connect();
-        if (s >= 0) {
-            close(s);
-            daemon_pid = pid;
-            return pid;
-        }
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
-        usleep(10000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
+    pid_t pid = daemon_spawn(sock_path, spec, daemon_nofile);
+    if (pid > 0)
+        daemon_pid = pid;
+    return pid;
 }
 
 static int stop_daemon(pid_t pid, int sig)

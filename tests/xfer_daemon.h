@@ -15,57 +15,20 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "daemon_spawn.h"
 #include "drivers/emu/emuproto.h"
 #include "onii.h"
 #include "xfer_check.h"
 
 static char xd_sock[108];
 
-static inline int xd_connect(void)
-{
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", xd_sock);
-    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a)) {
-        close(s);
-        s = -1;
-    }
-    return s;
-}
+static inline int xd_connect(void) { return daemon_connect(xd_sock); }
 
-/* Start onix-emu serving spec; its pid, 0 when there is no built daemon, -1
- * on failure. The daemon dies with the test (PR_SET_PDEATHSIG). */
+/* Start onix-emu serving spec (daemon_spawn) on this test's socket. */
 static inline pid_t xd_start(const char *spec)
 {
-    const char *bin = getenv("ONIGPU_BIN");
-    if (!bin)
-        return 0;
-    char exe[4096];
-    snprintf(exe, sizeof exe, "%s/onix-emu", bin);
-    if (access(exe, X_OK))
-        return 0;
     snprintf(xd_sock, sizeof xd_sock, "/tmp/onigpu-test-xd-%d.sock", (int)getpid());
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        execl(exe, exe, "--socket", xd_sock, "--spec", spec, (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; pid > 0 && i < 1000; i++) { /* up to 10 s (CUDA starts first) */
-        int s = xd_connect();
-        if (s >= 0) {
-            close(s);
-            return pid;
-        }
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
-        usleep(10000);
-    }
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
-    return -1;
+    return daemon_spawn(xd_sock, spec, 0);
 }
 
 /* In a test: start the daemon on spec into a new pid_t named pid; the test
