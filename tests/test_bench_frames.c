@@ -13,32 +13,8 @@
 #include "bench/bench_frames.c"
 #undef bench_frames_run
 
-/* A counting malloc for this program (glibc; sanitizers own malloc there). */
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define HAVE_ALLOC_HOOK 1
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-static atomic_ullong nallocs;
-void *malloc(size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_malloc(n); }
-void *calloc(size_t a, size_t b) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_calloc(a, b); }
-void *realloc(void *p, size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_realloc(p, n); }
-void free(void *p) { __libc_free(p); }
-int posix_memalign(void **p, size_t al, size_t n)
-{
-    if (al < sizeof(void *) || (al & (al - 1)))
-        return EINVAL;
-    atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed);
-    *p = __libc_memalign(al, n);
-    return *p ? 0 : ENOMEM;
-}
-void *aligned_alloc(size_t al, size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_memalign(al, n); }
-static uint64_t count_allocs(void) { return atomic_load(&nallocs); }
-#else
-#define HAVE_ALLOC_HOOK 0
-#endif
+/* Allocations counted for this program (a sanitizer build skips what needs them). */
+#include "bench/alloc_hook.h"
 
 static uint64_t frozen_counter(void)
 {
@@ -69,8 +45,8 @@ TEST(frames_test_driver)
     uint32_t blocks[3] = {64, 4096, 65536};
     struct bench_frames_result res[3];
     struct bench_frames_opts o = {"test", blocks, 3, 0.3, NULL};
-#if HAVE_ALLOC_HOOK
-    o.alloc_count = count_allocs;
+#if BENCH_ALLOC_HOOK
+    o.alloc_count = bench_alloc_count;
 #endif
     REQUIRE(bench_frames_run(&o, res) == ONI_ESUCCESS);
     CHECK_EQ(res[0].block, 64);
@@ -102,7 +78,7 @@ TEST(frames_test_driver)
         CHECK(r->clock_ns < 1e5); /* one clock read costs ns, not 100 us */
         /* The core allocates nothing per frame in steady state (its own
          * tests say so); a count here means the benchmark allocated. */
-        if (HAVE_ALLOC_HOOK) {
+        if (BENCH_ALLOC_HOOK) {
             CHECK_EQ(r->allocs, 0);
             /* -1 would mean the counter was dropped as not working: a false zero */
             CHECK(r->allocs_per_frame == 0);

@@ -11,32 +11,8 @@
 
 #define NEAR(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol))
 
-/* A counting malloc for this program only (glibc; sanitizers bring their own
- * allocator, so the hook is left out there and the test that needs it skips). */
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define HAVE_ALLOC_HOOK 1
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-static atomic_ullong nallocs;
-void *malloc(size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_malloc(n); }
-void *calloc(size_t a, size_t b) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_calloc(a, b); }
-void *realloc(void *p, size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_realloc(p, n); }
-void free(void *p) { __libc_free(p); }
-int posix_memalign(void **p, size_t al, size_t n)
-{
-    if (al < sizeof(void *) || (al & (al - 1)))
-        return EINVAL;
-    atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed);
-    *p = __libc_memalign(al, n);
-    return *p ? 0 : ENOMEM;
-}
-void *aligned_alloc(size_t al, size_t n) { atomic_fetch_add_explicit(&nallocs, 1, memory_order_relaxed); return __libc_memalign(al, n); }
-#else
-#define HAVE_ALLOC_HOOK 0
-#endif
+/* Allocations counted for this program (a sanitizer build skips what needs them). */
+#include "bench/alloc_hook.h"
 
 TEST(stats_one_to_ten)
 {
@@ -326,18 +302,18 @@ TEST(recorder_capacity_and_drops)
 
 TEST(recorder_never_allocates)
 {
-#if HAVE_ALLOC_HOOK
+#if BENCH_ALLOC_HOOK
     struct bench_rec r;
     REQUIRE(bench_rec_init(&r, 100000) == ONI_ESUCCESS);
     /* The hook must see allocations at all, or a zero below proves nothing. */
-    uint64_t a = atomic_load(&nallocs);
+    uint64_t a = bench_alloc_count();
     free(malloc(16));
-    CHECK_EQ(atomic_load(&nallocs) - a, 1);
+    CHECK_EQ(bench_alloc_count() - a, 1);
 
-    uint64_t before = atomic_load(&nallocs);
+    uint64_t before = bench_alloc_count();
     for (uint64_t i = 0; i < 200000; i++) /* past capacity too */
         bench_rec_add(&r, oni_now_ns() & 0xFFFF);
-    uint64_t after = atomic_load(&nallocs);
+    uint64_t after = bench_alloc_count();
     CHECK_EQ(after - before, 0);
     CHECK_EQ(r.n, 100000);
     CHECK_EQ(r.dropped, 100000);

@@ -30,86 +30,12 @@ CLI_COMMAND(bench_frames, "bench frames",
             "frames/s, MB/s, call latency and heap allocations per frame for each BLOCKREADSIZE",
             options, frames_run)
 
-/* Counting allocator for the whole onigpu program: every malloc family call
- * is counted, then served by glibc. It costs one relaxed atomic add per
- * allocation, and lets the benchmark see allocations made anywhere (core,
- * built-in or dlopen'ed drivers). Sanitizer builds keep their own allocator,
- * and the benchmark then reports allocations as not counted. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define NO_ALLOC_HOOK 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__GLIBC__)
-#define NO_ALLOC_HOOK 1
-#endif
-
-#ifndef NO_ALLOC_HOOK
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static atomic_ullong heap_allocs;
-
-static void counted(void)
-{
-    atomic_fetch_add_explicit(&heap_allocs, 1, memory_order_relaxed);
-}
-
-void *malloc(size_t n)
-{
-    counted();
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t a, size_t b)
-{
-    counted();
-    return __libc_calloc(a, b);
-}
-
-void *realloc(void *p, size_t n)
-{
-    counted();
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    __libc_free(p);
-}
-
-int posix_memalign(void **p, size_t align, size_t n)
-{
-    if (align < sizeof(void *) || (align & (align - 1)))
-        return EINVAL;
-    counted();
-    void *q = __libc_memalign(align, n);
-    if (!q)
-        return ENOMEM;
-    *p = q;
-    return 0;
-}
-
-void *aligned_alloc(size_t align, size_t n)
-{
-    counted();
-    return __libc_memalign(align, n);
-}
-
-void *memalign(size_t align, size_t n)
-{
-    counted();
-    return __libc_memalign(align, n);
-}
-
-static uint64_t alloc_count(void)
-{
-    return atomic_load_explicit(&heap_allocs, memory_order_relaxed);
-}
-#define ALLOC_COUNTER alloc_count
+/* Counting allocator for the whole onigpu program (alloc_hook.h): the
+ * benchmark sees allocations made anywhere; a sanitizer build reports them
+ * as not counted. */
+#include "bench/alloc_hook.h"
+#if BENCH_ALLOC_HOOK
+#define ALLOC_COUNTER bench_alloc_count
 #else
 #define ALLOC_COUNTER NULL
 #endif
