@@ -13,6 +13,7 @@
 #include "bench/advise.h"
 #include "bench/bench_loop.h"
 #include "bench/roofline.h"
+#include "loop/kernels.h"
 #include "loop/loop.h"
 
 #define SMALL 4096.0
@@ -20,7 +21,7 @@
 
 static double compute_s(double c, double ai, double gflops, double gbps)
 {
-    double f = c / 4.0 * 2.0 * fmax(1.0, round(4.0 * ai)); /* loop_mac_flops of the kernel */
+    double f = loop_mac_flops((size_t)(c / 4.0), bench_loop_iters(ai), 1);
     double t_f = gflops > 0 ? f / (gflops * 1e9) : INFINITY;
     double t_m = gbps > 0 ? 2.0 * c / (gbps * 1e9) : INFINITY;
     return fmax(t_f, t_m);
@@ -35,6 +36,8 @@ struct cand {
 
 int advise_run(const struct advise_opts *o)
 {
+    if (!bench_loop_iters(o->ai))
+        return ONI_EINVALARG; /* the MAC kernel's AI comes in quarters */
     FILE *f = o->out ? o->out : stdout;
     struct roofline r;
     int failed = 0;

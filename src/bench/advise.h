@@ -16,7 +16,8 @@ struct advise_opts {
 };
 
 /* Print the decision path, predicted (and measured) round trips and the
- * recommended backend. 0 or an ONI error. */
+ * recommended backend. 0 or an ONI error (ONI_EINVALARG for an AI that is not
+ * a multiple of 0.25 in 0.25 .. 10^4: bench_loop_iters). */
 int advise_run(const struct advise_opts *o);
 
 #endif

@@ -188,15 +188,14 @@ static int run_one(int backend, const char *link, int emu, uint64_t data, uint32
 int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns)
 {
     data &= ~(uint64_t)3;
-    if (data < 4 || compute < data || compute / data > UINT32_MAX || !(ai > 0) || blocks < 2 || !p50_ns)
+    uint32_t iters = bench_loop_iters(ai);
+    if (data < 4 || compute < data || compute / data > UINT32_MAX || !iters || blocks < 2 || !p50_ns)
         return ONI_EINVALARG;
     struct card_sink sink = {malloc(data), data};
     if (!sink.mem)
         return ONI_EBADALLOC;
     struct result res;
-    long it = lround(4.0 * ai);
-    int rc = run_one(backend, NULL, 0, data, (uint32_t)(compute / data), (uint32_t)(it < 1 ? 1 : it), 1, blocks,
-                     &sink, &res);
+    int rc = run_one(backend, NULL, 0, data, (uint32_t)(compute / data), iters, 1, blocks, &sink, &res);
     if (!rc)
         *p50_ns = res.total.p50;
     free(sink.mem);

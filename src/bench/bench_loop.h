@@ -39,8 +39,8 @@ int bench_loop_sizes_ok(uint64_t data, uint64_t compute);
 uint32_t bench_loop_iters(double ai);
 /* One configuration in latency mode: round trip p50 (ns) of `blocks` blocks
  * of data bytes (rounded down to a multiple of 4), compute / data passes
- * (rounded down), 4 x ai iterations (rounded, at least 1), on backend. 0 or
- * an ONI error. */
+ * (rounded down), 4 x ai iterations (ai as bench_loop_iters accepts, else
+ * ONI_EINVALARG), on backend. 0 or an ONI error. */
 int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns);
 /* Run every configuration (scenarios and AIs as bench_loop_sizes_ok and
  * bench_loop_iters accept, else ONI_EINVALARG) and write the result set: a

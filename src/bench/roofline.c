@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench/bench.h"
+#include "bench/bench_loop.h"
 #include "bench/roofline.h"
 #include "gpu/gpu.h"
 #include "loop/loop.h"
@@ -23,12 +24,6 @@
 #define OMP_THREADS 1
 #endif
 
-static uint32_t iters_of(double ai)
-{
-    long it = lround(4.0 * ai);
-    return (uint32_t)(it < 1 ? 1 : it);
-}
-
 /* Best of reps timed runs of the CPU MAC. */
 static double cpu_mac_best(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, int reps)
 {
@@ -42,8 +37,13 @@ static double cpu_mac_best(const float *in, float *out, size_t n, uint32_t iters
     return best;
 }
 
-int roofline_point_cpu(double ai, size_t n, double *gflops)
+/* Achieved GFLOP/s of the MAC kernel at arithmetic intensity ai (a multiple
+ * of 0.25: bench_loop_iters) on n floats, on the CPU / the GPU. */
+static int roofline_point_cpu(double ai, size_t n, double *gflops)
 {
+    uint32_t it = bench_loop_iters(ai);
+    if (!it)
+        return ONI_EINVALARG;
     float *in = malloc(n * 4), *out = malloc(n * 4);
     if (!in || !out) {
         free(in);
@@ -51,7 +51,6 @@ int roofline_point_cpu(double ai, size_t n, double *gflops)
         return ONI_EBADALLOC;
     }
     loop_fill_floats(NULL, 0, in, n * 4);
-    uint32_t it = iters_of(ai);
     double s = cpu_mac_best(in, out, n, it, 1, 2);
     *gflops = loop_mac_flops(n, it, 1) / s / 1e9;
     free(in);
@@ -59,10 +58,12 @@ int roofline_point_cpu(double ai, size_t n, double *gflops)
     return 0;
 }
 
-int roofline_point_gpu(double ai, size_t n, double *gflops)
+static int roofline_point_gpu(double ai, size_t n, double *gflops)
 {
     double s = 0;
-    uint32_t it = iters_of(ai);
+    uint32_t it = bench_loop_iters(ai);
+    if (!it)
+        return ONI_EINVALARG;
     int rc = loop_gpu_time_mac(n, it, 1, 3, &s);
     if (!rc)
         *gflops = loop_mac_flops(n, it, 1) / s / 1e9;

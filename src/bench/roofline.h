@@ -21,9 +21,6 @@ struct roofline {
  * link: emu link preset to ask the emulated card about (NULL = its default).
  * 0 or an ONI error (a missing GPU or card is not an error: have_* say so). */
 int roofline_measure(struct roofline *r, int quick, const char *link);
-/* Achieved GFLOP/s of the MAC kernel at arithmetic intensity ai on n floats. */
-int roofline_point_cpu(double ai, size_t n, double *gflops);
-int roofline_point_gpu(double ai, size_t n, double *gflops);
 /* The command: measure, print table 5.1, write CSV + JSON + PNG into out_dir. */
 int roofline_run(const char *out_dir, const char *link, int argc, char **argv, FILE *log);
 
