@@ -1,6 +1,7 @@
 /* bench_transfer.c - `onigpu bench transfer` (bench_transfer.h). Above the
  * hardware boundary: the card is reached only through oni.h, onigpu.h and
  * oniemu.h; GPU memory through src/gpu. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,12 +60,16 @@ struct bx {
     struct bench_stats at4k[3][XFER_NPATHS], atmax[3][XFER_NPATHS];
 };
 
-static void logf_(const struct xfer_opts *o, const char *fmt, const char *a, long long b, int rc)
+/* A line of the progress log (o->log, none when NULL), flushed. */
+__attribute__((format(printf, 2, 3))) static void logf_(const struct xfer_opts *o, const char *fmt, ...)
 {
-    if (o->log) {
-        fprintf(o->log, fmt, a, b, rc, oni_error_str(rc));
-        fflush(o->log);
-    }
+    if (!o->log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(o->log, fmt, ap);
+    va_end(ap);
+    fflush(o->log);
 }
 
 /* --- the card ----------------------------------------------------------------- */
@@ -429,7 +434,7 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
     memset(fit, 0, sizeof *fit);
     int rc = begin_path(b, p);
     if (rc) {
-        logf_(o, "  %s: cannot set up path (%lld): %d %s\n", xfer_path_name(p), 0, rc);
+        logf_(o, "  %s: cannot set up path: %d %s\n", xfer_path_name(p), rc, oni_error_str(rc));
         return rc;
     }
     double sizes[64], med[64];
@@ -438,16 +443,14 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         /* Above its limit the card moves a block with the copy engine, not the
          * agent (src/emu/dma.c, agent_takes): those times are not the agent's. */
         if (p == XFER_AGENT && o->agent_max && n > o->agent_max) {
-            if (o->log)
-                fprintf(o->log, "  agent: sizes from %llu on skipped: above --agent-max (%u), the card's copy engine moves them\n",
-                        (unsigned long long)n, o->agent_max),
-                    fflush(o->log);
+            logf_(o, "  agent: sizes from %llu on skipped: above --agent-max (%u), the card's copy engine moves them\n",
+                  (unsigned long long)n, o->agent_max);
             break;
         }
         rc = prepare(b, p, dir, (size_t)n);
         if (rc == ONI_EINVALREADSIZE) {
-            logf_(o, "  %s: the test core's frames stop at 1 MiB; sizes from %lld on skipped (%d %s)\n",
-                  xfer_path_name(p), (long long)n, rc);
+            logf_(o, "  %s: the test core's frames stop at 1 MiB; sizes from %llu on skipped (%d %s)\n",
+                  xfer_path_name(p), (unsigned long long)n, rc, oni_error_str(rc));
             rc = 0;
             break;
         }
@@ -474,7 +477,8 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         if (!rc && p == XFER_AGENT && !agent_on(b))
             rc = ONI_EINIT; /* it fell back to the copy engine: these would not be the agent's times */
         if (rc) {
-            logf_(o, "  %s: failed at size %lld: %d %s\n", xfer_path_name(p), (long long)n, rc);
+            logf_(o, "  %s: failed at size %llu: %d %s\n", xfer_path_name(p), (unsigned long long)n, rc,
+                  oni_error_str(rc));
             break;
         }
         struct bench_stats st, on;
@@ -702,8 +706,7 @@ int bench_transfer_run(const struct xfer_opts *o)
         return ONI_EINVALARG;
     char why[200], gname[128] = "";
     if (!gpu_available(why, sizeof why)) {
-        if (o->log)
-            fprintf(o->log, "onigpu bench transfer: every path needs a GPU: %s\n", why);
+        logf_(o, "onigpu bench transfer: every path needs a GPU: %s\n", why);
         return ONI_ENOGPU;
     }
     gpu_name(gname, sizeof gname);
@@ -745,9 +748,7 @@ int bench_transfer_run(const struct xfer_opts *o)
                 (via && (!o->daemon || p == XFER_REFERENCE || p == XFER_ORIGINAL || p >= XFER_RING)))
                 continue;
             b.via_daemon = via;
-            if (o->log)
-                fprintf(o->log, "%s %s%s ...\n", dirname, xfer_path_name(p), via ? " (daemon)" : ""),
-                    fflush(o->log);
+            logf_(o, "%s %s%s ...\n", dirname, xfer_path_name(p), via ? " (daemon)" : "");
             struct bench_fit fit;
             int prc = run_path(&b, r, p, dir, &pts[via][p], &fit);
             if (prc && !first_rc)
@@ -778,8 +779,8 @@ int bench_transfer_run(const struct xfer_opts *o)
     for (int via = 0; via <= (o->daemon != NULL); via++) {
         b.via_daemon = via;
         int prc = pin_costs(&b, r);
-        if (prc && o->log)
-            fprintf(o->log, "pin costs (%s): %s\n", mode_name(&b), oni_error_str(prc));
+        if (prc)
+            logf_(o, "pin costs (%s): %s\n", mode_name(&b), oni_error_str(prc));
         if (prc && !first_rc)
             first_rc = prc;
     }
