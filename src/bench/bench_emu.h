@@ -14,7 +14,8 @@ struct bench_emu_opts {
 };
 
 /* Read the test core through liboni for o->seconds per link preset and add a
- * row per preset to r's main table (link, block, frames, MB/s). Returns 0 or
+ * row per preset to r's main table (link, block, frames, MB/s), and the
+ * method (the card's spec, what is timed) to its meta. Returns 0 or
  * the first ONI error (a context that cannot be opened, a failed read). */
 int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r);
 

@@ -38,11 +38,6 @@ static int emu_bench_run(int argc, char **argv)
     if (!r)
         return cli_fail(out, rc);
     bench_report_meta_num(r, "seconds_per_preset", o.seconds);
-    bench_report_meta(r, "method",
-                      "emu driver, spec mode=fast;ddr=1G;devices=testcore:bytes=4096:rate=2G;link=<preset>; "
-                      "oni_read_frame with BLOCKREADSIZE 1 MiB (generation in the reader's thread included); "
-                      "MB/s = 10^6 stream bytes (16-byte headers included) per wall second; link model = "
-                      "latency + 1 MiB / bandwidth per block");
     rc = bench_emu_run(&o, r);
     if (rc) {
         bench_report_close(r);
