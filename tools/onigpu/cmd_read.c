@@ -13,6 +13,7 @@
 #include "onigpu.h"
 #include "oniemu.h"
 #include "onitest.h"
+#include "oni/util/clock.h"
 
 static int read_run(int argc, char **argv);
 CLI_COMMAND(read, "read",
@@ -48,12 +49,7 @@ struct read_opts {
 static atomic_int interrupted;
 static void on_sigint(int sig) { (void)sig; atomic_store(&interrupted, 1); }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)oni_now_ns() / 1e9; }
 
 /* Print "bad argument 'argv[from] .. argv[to]'" (and why, if not NULL); returns -1. */
 static int bad_arg(char **argv, int from, int to, const char *why)
