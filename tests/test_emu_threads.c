@@ -329,6 +329,20 @@ static void *wait_read(void *arg)
     return NULL;
 }
 
+/* Whether a reader comes to hold c's default data stream (waiting in a read)
+ * within 5 s (polled each ms: a loaded machine may start the thread late). */
+static int stream_held(struct emu_card *c)
+{
+    int busy = 0;
+    for (int i = 0; i < 5000 && !busy; i++) {
+        usleep(1000);
+        pthread_mutex_lock(&c->lock);
+        busy = c->fifo[0].busy;
+        pthread_mutex_unlock(&c->lock);
+    }
+    return busy;
+}
+
 /* One reader per data stream: while one waits, another is refused at once;
  * the waiter ends at its deadline (the card is stopped: nothing comes). */
 TEST(emu_one_reader_per_stream)
@@ -338,14 +352,7 @@ TEST(emu_one_reader_per_stream)
     struct waiter w = {c, 1};
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, wait_read, &w) == 0);
-    int busy = 0;
-    for (int i = 0; i < 300 && !busy; i++) { /* until the waiter holds the stream */
-        usleep(1000);
-        pthread_mutex_lock(&c->lock);
-        busy = c->fifo[0].busy;
-        pthread_mutex_unlock(&c->lock);
-    }
-    REQUIRE(busy);
+    REQUIRE(stream_held(c)); /* the waiter holds the stream */
     uint8_t b[16];
     uint64_t t0 = oni_now_ns();
     CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, b, sizeof b, 1000), ONI_EBUSY);
@@ -385,14 +392,7 @@ TEST(emu_fast_reader_waiting_before_start)
     struct late l = {c, 1, 0};
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, late_read, &l) == 0);
-    int busy = 0;
-    for (int i = 0; i < 300 && !busy; i++) {
-        usleep(1000);
-        pthread_mutex_lock(&c->lock);
-        busy = c->fifo[0].busy;
-        pthread_mutex_unlock(&c->lock);
-    }
-    REQUIRE(busy);
+    REQUIRE(stream_held(c));
     CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 1), 0);
     pthread_join(th, NULL);
     CHECK_RC(l.rc, 64);
