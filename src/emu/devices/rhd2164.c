@@ -22,11 +22,9 @@ static int rhd_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap
     struct rhd *p = calloc(1, sizeof *p);
     if (!p)
         return ONI_EBADALLOC;
-    if ((rc = neural_init(&p->n, d, RHD_CH, 30000, 0, 65535, 32768, 12.0, (uint32_t)units, 6000)) != 0) {
-        free(p);
+    d->priv = p; /* rhd_fini frees what a failure below leaves (card.h) */
+    if ((rc = neural_init(&p->n, d, RHD_CH, 30000, 0, 65535, 32768, 12.0, (uint32_t)units, 6000)) != 0)
         return rc;
-    }
-    d->priv = p;
     d->desc.read_size = 8 + RHD_CH * 2 + 3 * 2;
     return emu_dev_set_rate(d, 30000 * 1000ull);
 }
