@@ -56,6 +56,23 @@ struct run {
     uint64_t t_first_block;      /* time of the first block's last frame */
     _Atomic int echo_stop, echo_err;
     uint8_t *wbuf;
+    /* the loop and what it was set up with (setup) */
+    struct loop_ephys_state *st;
+    struct loop_ephys_layout lay;
+    struct loop_ephys_params p;
+    struct loop_cardsrc cs;
+    struct loop_config c;
+    struct loop *lp;
+    pthread_t echo;
+    int echo_started;
+    char link[32]; /* the card's link preset, as it reports it */
+};
+
+/* What the card held and had dropped as the loop stopped, and the loop's error. */
+struct run_end {
+    double owed_ms; /* NaN: unknown (ss_rc) */
+    uint64_t dropped;
+    int ss_rc, loop_rc;
 };
 
 static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uint32_t timeout_ms)
@@ -374,6 +391,349 @@ static void progress(struct run *r, struct loop *lp, double t, uint32_t block, s
     fflush(stdout);
 }
 
+/* Stop the echo reader (nothing if it is not running). */
+static void stop_echo(struct run *r)
+{
+    if (r->echo_started) {
+        atomic_store(&r->echo_stop, 1);
+        pthread_join(r->echo, NULL);
+        r->echo_started = 0;
+    }
+}
+
+/* Stop what still runs and free r and all it holds (NULL ok). */
+static void run_free(struct run *r)
+{
+    if (!r)
+        return;
+    stop_echo(r);
+    loop_destroy(r->lp);
+    if (r->ctx)
+        oni_destroy_ctx(r->ctx);
+    free(r->det);
+    free(r->lat);
+    free(r->lat_tag);
+    free(r->wbuf);
+    free(r->st);
+    free(r);
+}
+
+/* The ground-truth file the card appends to: DIR/truth.csv with --out, else
+ * a new temporary file of the run's own. 0, or an exit status (said why). */
+static int make_truth_path(const struct opts *o, char *truth, size_t cap)
+{
+    if (o->out) {
+        if (mkdir(o->out, 0777) && errno != EEXIST) {
+            fprintf(stderr, "onigpu run: cannot create %s: %s\n", o->out, strerror(errno));
+            return 1;
+        }
+        snprintf(truth, cap, "%s/truth.csv", o->out);
+        remove(truth); /* the card appends */
+        return 0;
+    }
+    /* A new file of our own (mkstemps: O_EXCL), not a name another user
+     * could have put a link at before the card opens it. */
+    snprintf(truth, cap, "/tmp/onigpu-truth-%d-XXXXXX.csv", (int)getpid());
+    int fd = mkstemps(truth, 4);
+    if (fd < 0) {
+        fprintf(stderr, "onigpu run: cannot create a temporary file in /tmp: %s\n", strerror(errno));
+        return 1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* A run's state with its buffers, or NULL without memory. */
+static struct run *run_new(void)
+{
+    struct run *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->st = calloc(1, sizeof *r->st);
+    r->det = malloc(MAX_DET * sizeof *r->det);
+    r->lat = malloc(MAX_LAT * sizeof *r->lat);
+    r->lat_tag = malloc(MAX_LAT * sizeof *r->lat_tag);
+    if (!r->st || !r->det || !r->lat || !r->lat_tag) {
+        run_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Open the card, find the probe and the stimulator, route the probe to the
+ * GPU stream, create the loop and start the echo reader. 0, or an exit
+ * status (said why). */
+static int setup(struct run *r, const struct opts *o, int backend, const char *truth)
+{
+    if (!(r->ctx = open_card(o, truth)))
+        return 1;
+    if (card_is_fast(r->ctx)) {
+        fprintf(stderr, "onigpu run: the card's mode=fast has no real-time clock to close the loop against "
+                        "(latency and keeping up need mode=realtime)\n");
+        return 2;
+    }
+    uint32_t hz = 0, np2_read = 0;
+    int rc = find_devices(r, &np2_read);
+    if (!rc)
+        rc = oni_get_opt(r->ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz});
+    if (rc)
+        return cli_fail("device table", rc);
+    r->acq_hz = hz ? hz : 250e6;
+    r->wbuf = calloc(1, r->stim_wsize);
+    /* Neuropixels payload: [u64 sample count][u16 ch[384]], 12-bit offset
+     * binary (docs/devices.md): the samples end the payload. The offset (2048)
+     * is DC, which the band-pass removes. */
+    if (np2_read < 2 * NP2_CHANNELS || !r->wbuf) {
+        fprintf(stderr, "onigpu run: Neuropixels frames of %u bytes hold no %d channels\n", np2_read, NP2_CHANNELS);
+        return 1;
+    }
+    if ((rc = oni_write_reg(r->ctx, r->np2, ONIEMU_REG_ROUTE, 1)) != 0)
+        return cli_fail("routing the probe to the GPU stream", rc);
+    r->lay = (struct loop_ephys_layout){NP2_CHANNELS, 16 + ((np2_read + 3u) & ~3u), 16 + np2_read - 2 * NP2_CHANNELS};
+    loop_ephys_defaults(&r->p);
+    rc = loop_ephys_init(r->st, &r->p, &r->lay);
+    if (!rc)
+        rc = loop_cardsrc_init(&r->cs, r->ctx, o->block * r->lay.stride);
+    if (rc)
+        return cli_fail("setting up the GPU stream", rc);
+    struct loop_config *c = &r->c;
+    memset(c, 0, sizeof *c);
+    c->backend = backend;
+    c->work = LOOP_WORK_EPHYS;
+    c->in_bytes = (size_t)o->block * r->lay.stride;
+    c->depth = 4;
+    c->timeout_ms = 1000;
+    c->ephys = r->st;
+    loop_cardsrc_source(&r->cs, &c->src);
+    c->sink = (struct loop_sink){r, sink_write};
+    if ((rc = loop_create(c, &r->lp)) != 0)
+        return cli_fail("creating the loop", rc);
+    if (pthread_create(&r->echo, NULL, echo_main, r))
+        return cli_fail("starting the echo reader", ONI_EBADALLOC);
+    r->echo_started = 1;
+    return 0;
+}
+
+/* Acquire for o->seconds with a live line each second, then stop the loop,
+ * the echo reader and acquisition; *end: what the card held and dropped as
+ * the loop stopped, end->loop_rc: the loop's error. 0, or an error of the
+ * start (said why; nothing ran then). */
+static int acquire(struct run *r, const struct opts *o, int backend, struct run_end *end)
+{
+    card_link(r->ctx, r->link, sizeof r->link);
+    printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card (link %s)\n",
+           loop_backend_name(backend), o->block, o->block / 30.0, o->seconds, r->link);
+    uint32_t one = 1, zero = 0;
+    int rc = oni_set_opt(r->ctx, ONI_OPT_RUNNING, &one, sizeof one);
+    if (rc) {
+        cli_fail("starting acquisition", rc);
+        return rc;
+    }
+    struct loop_thread lt = {r->lp, 0};
+    pthread_t lth;
+    uint64_t t0 = oni_now_ns();
+    if (pthread_create(&lth, NULL, loop_main, &lt)) {
+        cli_fail("starting the loop", ONI_EBADALLOC);
+        return ONI_EBADALLOC;
+    }
+    uint64_t last_blocks = 0;
+    double last_t = 0;
+    for (int s = 1; s <= (int)ceil(o->seconds) && !loop_error(r->lp); s++) {
+        double until = s < o->seconds ? s : o->seconds;
+        while ((double)(oni_now_ns() - t0) / 1e9 < until && !loop_error(r->lp)) {
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+        progress(r, r->lp, (double)(oni_now_ns() - t0) / 1e9, o->block, r->lay.stride, r->p.fs_hz, &last_blocks,
+                 &last_t);
+    }
+    /* What the loop owes the card as it stops: a loop that keeps up owes a
+     * block or two; one slower than the probe owes more every second, and
+     * its latency grows with it, long before the 4 GiB FIFO drops anything.
+     * The drops counted are those up to here, while the loop read: once it
+     * stops, the card drops what nobody reads any more. */
+    onigpu_stream_stats_t ss;
+    end->ss_rc = card_stats(r, &ss);
+    end->owed_ms = end->ss_rc ? NAN : backlog_ms(&ss, r->lay.stride, r->p.fs_hz);
+    end->dropped = end->ss_rc ? 0 : ss.dropped_frames[0] + ss.dropped_frames[1];
+    loop_stop(r->lp);
+    pthread_join(lth, NULL);
+    struct timespec settle = {0, 300000000}; /* the last echoes */
+    nanosleep(&settle, NULL);
+    /* Stop reading before acquisition: stopping flushes the read path, which
+     * would wait for the echo reader otherwise. */
+    stop_echo(r);
+    oni_set_opt(r->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
+    end->loop_rc = lt.rc;
+    if (lt.rc)
+        cli_fail("closed loop", lt.rc);
+    return 0;
+}
+
+/* The spikes detected scored against the ground truth, after the detector's
+ * calibration and up to the last processed frame (or the last spike kept).
+ * 0, or the truth file's error (said why; *sc is then of no events). */
+static int score(struct run *r, const char *truth, struct loop_score *sc)
+{
+    struct loop_truth *tr;
+    size_t ntr;
+    int rc = read_truth(truth, r->np2, &tr, &ntr);
+    if (rc)
+        fprintf(stderr, "onigpu run: cannot read the ground truth %s: %s\n", truth, oni_error_str(rc));
+    const struct loop_ephys_state *fin = loop_ephys_final(r->lp);
+    uint64_t tol = (uint64_t)(TOL_S * r->acq_hz);
+    /* The acquisition clock does not start at the first frame read. */
+    uint64_t t_lo = r->t_first_block + (uint64_t)((double)fin->calib / r->p.fs_hz * r->acq_hz) + tol;
+    uint64_t t_hi = atomic_load(&r->t_block) > tol ? atomic_load(&r->t_block) - tol : 0;
+    size_t ndet = atomic_load(&r->ndet);
+    if (atomic_load(&r->det_unkept) && ndet && r->det[ndet - 1].time > tol && r->det[ndet - 1].time - tol < t_hi)
+        t_hi = r->det[ndet - 1].time - tol; /* none kept after it: scored up to the last one kept */
+    loop_score_spikes(tr, ntr, r->det, ndet, tol, 2, t_lo, t_hi, sc);
+    free(tr);
+    return rc;
+}
+
+/* What a run measured, for the summary and the result row. */
+struct run_result {
+    struct loop_stats ls;
+    struct loop_score sc;
+    struct bench_stats lat;
+    int have_lat;
+    uint64_t frames, bytes; /* processed: blocks sent back, not blocks read (after
+                               an error the loop has read blocks it never finished) */
+    size_t ndet;
+    double fps;
+    int behind, verdict;    /* verdict 0: unknown */
+};
+
+static void measure(struct run *r, const struct opts *o, const struct run_end *end, struct run_result *res)
+{
+    loop_get_stats(r->lp, &res->ls);
+    res->have_lat = !lat_stats(r, &res->lat);
+    res->frames = res->ls.blocks * o->block;
+    res->bytes = res->ls.blocks * r->c.in_bytes;
+    res->ndet = atomic_load(&r->ndet);
+    res->fps = res->ls.seconds > 0 ? res->frames / res->ls.seconds : 0.0;
+    int slow = res->fps < KEEP_UP_SHARE * r->p.fs_hz;
+    res->behind = slow || end->owed_ms > OWED_MAX_MS || end->dropped;
+    /* Without the card's statistics the backlog is unknown: only a slow
+     * frame rate gives a verdict then. */
+    res->verdict = res->behind || !isnan(end->owed_ms);
+}
+
+static void print_summary(struct run *r, const struct opts *o, int backend, const char *truth,
+                          const struct run_end *end, const struct run_result *res)
+{
+    printf("\nsummary (%s, %.2f s)\n", loop_backend_name(backend), res->ls.seconds);
+    printf("  frames processed   %llu (%llu bytes, %.0f frames/s)\n", (unsigned long long)res->frames,
+           (unsigned long long)res->bytes, res->fps);
+    char left[64] = "data left in the card unknown";
+    if (!isnan(end->owed_ms))
+        snprintf(left, sizeof left, "%.1f ms of data left in the card at the end", end->owed_ms);
+    printf("  keeping up         %s: %.0f of %.0f frames/s, %s%s\n",
+           !res->verdict ? "unknown" : res->behind ? "NO (overrun)" : "yes", res->fps, r->p.fs_hz, left,
+           end->dropped  ? "; the card dropped frames"
+           : res->behind ? "; latency grows with the backlog, and drops follow once the FIFO is full" : "");
+    printf("  spikes detected    %llu (%llu not listed: block overflow)\n",
+           (unsigned long long)res->ndet, (unsigned long long)atomic_load(&r->det_overflow));
+    if (atomic_load(&r->det_unkept))
+        printf("                     %llu more past the first %u kept: not scored (scored up to the last kept)\n",
+               (unsigned long long)atomic_load(&r->det_unkept), MAX_DET);
+    printf("  vs ground truth    %llu events scored, recall %.3f, precision %.3f (+-%.1f ms, +-2 channels)\n",
+           (unsigned long long)res->sc.events, res->sc.recall, res->sc.precision, TOL_S * 1e3);
+    if (!o->out)
+        printf("  truth file         %s (temporary: removed at the end)\n", truth);
+    printf("  stimulations       %llu sent, %llu echoed", (unsigned long long)atomic_load(&r->stims),
+           (unsigned long long)(atomic_load(&r->nlat) + atomic_load(&r->lat_unkept)));
+    if (atomic_load(&r->lat_unkept))
+        printf(" (the latencies below: the first %u)", MAX_LAT);
+    printf("\n");
+    const struct bench_stats *lat = &res->lat;
+    if (res->have_lat)
+        printf("  closed-loop latency (spike sample -> stimulator receipt, acquisition clock): p50 %.1f us, p99 %.1f "
+               "us, p99.9 %.1f us, max %.1f us\n",
+               ticks_us(r, lat->p50), ticks_us(r, lat->p99), ticks_us(r, lat->p999), ticks_us(r, lat->max));
+    if (end->ss_rc)
+        printf("  dropped            unknown (card statistics: %s), %llu stalled reads\n", oni_error_str(end->ss_rc),
+               (unsigned long long)res->ls.stalls);
+    else
+        printf("  dropped            %llu frames in the card FIFOs while the loop ran, %llu stalled reads\n",
+               (unsigned long long)end->dropped, (unsigned long long)res->ls.stalls);
+}
+
+/* The result set in o->out: one row of the run, and its latencies. 0 or an error. */
+static int write_results(struct run *r, const struct opts *o, int backend, const struct run_end *end,
+                         const struct run_result *res)
+{
+    int err = 0;
+    char **full;
+    int nfull = cli_command_line(&full);
+    struct bench_report *rep = bench_report_open(o->out, "run", nfull, full, NULL, &err);
+    if (!rep)
+        return err;
+    const struct bench_stats *lat = &res->lat;
+    bench_cell_str(rep, "backend", loop_backend_name(backend));
+    bench_cell_str(rep, "link", r->link);
+    bench_cell_int(rep, "block_frames", o->block);
+    /* the workload, for `onigpu advise --workload` */
+    bench_cell_int(rep, "block_bytes", (long long)r->c.in_bytes);
+    bench_cell_num(rep, "ai", loop_ephys_flops(r->lay.nchan, o->block) / (double)r->c.in_bytes);
+    bench_cell_num(rep, "seconds", res->ls.seconds);
+    bench_cell_int(rep, "frames", (long long)res->frames);
+    bench_cell_int(rep, "bytes", (long long)res->bytes);
+    bench_cell_int(rep, "spikes", (long long)res->ndet);
+    bench_cell_int(rep, "spikes_unkept", (long long)atomic_load(&r->det_unkept));
+    bench_cell_int(rep, "truth_events", (long long)res->sc.events);
+    bench_cell_num(rep, "recall", res->sc.recall);
+    bench_cell_num(rep, "precision", res->sc.precision);
+    bench_cell_int(rep, "stims", (long long)atomic_load(&r->stims));
+    bench_cell_int(rep, "echoes_unkept", (long long)atomic_load(&r->lat_unkept));
+    bench_cell_num(rep, "lat_p50_us", res->have_lat ? ticks_us(r, lat->p50) : NAN);
+    bench_cell_num(rep, "lat_p99_us", res->have_lat ? ticks_us(r, lat->p99) : NAN);
+    bench_cell_num(rep, "lat_p999_us", res->have_lat ? ticks_us(r, lat->p999) : NAN);
+    bench_cell_num(rep, "lat_max_us", res->have_lat ? ticks_us(r, lat->max) : NAN);
+    if (end->ss_rc)
+        bench_cell_num(rep, "dropped_frames", NAN);
+    else
+        bench_cell_int(rep, "dropped_frames", (long long)end->dropped);
+    bench_cell_num(rep, "frames_per_s", res->fps);
+    bench_cell_num(rep, "backlog_ms", end->owed_ms);
+    bench_cell_num(rep, "overrun", res->verdict ? res->behind : NAN);
+    bench_report_row(rep, NULL);
+    for (size_t i = 0; i < atomic_load(&r->nlat); i++) {
+        bench_cell_int(rep, "tag", (long long)r->lat_tag[i]);
+        bench_cell_num(rep, "latency_us", ticks_us(r, (double)r->lat[i]));
+        bench_report_row(rep, "latency");
+    }
+    return bench_report_close(rep);
+}
+
+/* Score, print the summary, write the result set. The loop's error, or
+ * the first error of these (each said). */
+static int summarize(struct run *r, const struct opts *o, int backend, const char *truth, const struct run_end *end)
+{
+    struct run_result res;
+    int rc = end->loop_rc, trc = score(r, truth, &res.sc);
+    rc = rc ? rc : trc;
+    measure(r, o, end, &res);
+    print_summary(r, o, backend, truth, end, &res);
+    int erc = atomic_load(&r->echo_err);
+    if (erc) { /* the latency figures above then miss the echoes not read */
+        cli_fail("reading the stimulator's echoes", erc);
+        rc = rc ? rc : erc;
+    }
+    if (o->out) {
+        int err = write_results(r, o, backend, end, &res);
+        if (err) {
+            cli_fail("writing results", err);
+            rc = rc ? rc : err;
+        } else {
+            printf("  results in %s\n", o->out);
+        }
+    }
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     struct opts o = {NULL, NULL, NULL, NULL, 16, 5.0};
@@ -394,286 +754,18 @@ static int run(int argc, char **argv)
         return 1;
     }
     char truth[512];
-    if (o.out) {
-        if (mkdir(o.out, 0777) && errno != EEXIST) {
-            fprintf(stderr, "onigpu run: cannot create %s: %s\n", o.out, strerror(errno));
-            return 1;
-        }
-        snprintf(truth, sizeof truth, "%s/truth.csv", o.out);
-        remove(truth); /* the card appends */
-    } else {
-        /* A new file of our own (mkstemps: O_EXCL), not a name another user
-         * could have put a link at before the card opens it. */
-        snprintf(truth, sizeof truth, "/tmp/onigpu-truth-%d-XXXXXX.csv", (int)getpid());
-        int fd = mkstemps(truth, 4);
-        if (fd < 0) {
-            fprintf(stderr, "onigpu run: cannot create a temporary file in /tmp: %s\n", strerror(errno));
-            return 1;
-        }
-        close(fd);
-    }
-    struct run *r = calloc(1, sizeof *r);
-    struct loop_ephys_state *st = calloc(1, sizeof *st);
-    if (!r || !st) {
-        free(r);
-        free(st);
-        return cli_fail("run", ONI_EBADALLOC);
-    }
-    r->det = malloc(MAX_DET * sizeof *r->det);
-    r->lat = malloc(MAX_LAT * sizeof *r->lat);
-    r->lat_tag = malloc(MAX_LAT * sizeof *r->lat_tag);
-    int rc = r->det && r->lat && r->lat_tag ? 0 : ONI_EBADALLOC;
-    struct loop *lp = NULL;
-    pthread_t echo;
-    int echo_started = 0, exit_code = 1;
-    uint32_t np2_read = 0, one = 1;
-    if (rc || !(r->ctx = open_card(&o, truth)))
-        goto done;
-    if (card_is_fast(r->ctx)) {
-        fprintf(stderr, "onigpu run: the card's mode=fast has no real-time clock to close the loop against "
-                        "(latency and keeping up need mode=realtime)\n");
-        exit_code = 2;
-        goto done;
-    }
-    uint32_t hz = 0;
-    rc = find_devices(r, &np2_read);
-    if (!rc)
-        rc = oni_get_opt(r->ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz});
-    if (rc) {
-        cli_fail("device table", rc);
-        goto done;
-    }
-    r->acq_hz = hz ? hz : 250e6;
-    r->wbuf = calloc(1, r->stim_wsize);
-    /* Neuropixels payload: [u64 sample count][u16 ch[384]], 12-bit offset
-     * binary (docs/devices.md): the samples end the payload. The offset (2048)
-     * is DC, which the band-pass removes. */
-    if (np2_read < 2 * NP2_CHANNELS || !r->wbuf) {
-        fprintf(stderr, "onigpu run: Neuropixels frames of %u bytes hold no %d channels\n", np2_read, NP2_CHANNELS);
-        goto done;
-    }
-    rc = oni_write_reg(r->ctx, r->np2, ONIEMU_REG_ROUTE, 1);
-    if (rc) {
-        cli_fail("routing the probe to the GPU stream", rc);
-        goto done;
-    }
-    struct loop_ephys_layout lay = {NP2_CHANNELS, 16 + ((np2_read + 3u) & ~3u), 16 + np2_read - 2 * NP2_CHANNELS};
-    struct loop_ephys_params p;
-    loop_ephys_defaults(&p);
-    rc = loop_ephys_init(st, &p, &lay);
-    struct loop_cardsrc cs;
-    if (!rc)
-        rc = loop_cardsrc_init(&cs, r->ctx, o.block * lay.stride);
-    if (rc) {
-        cli_fail("setting up the GPU stream", rc);
-        goto done;
-    }
-    struct loop_config c;
-    memset(&c, 0, sizeof c);
-    c.backend = backend;
-    c.work = LOOP_WORK_EPHYS;
-    c.in_bytes = (size_t)o.block * lay.stride;
-    c.depth = 4;
-    c.timeout_ms = 1000;
-    c.ephys = st;
-    loop_cardsrc_source(&cs, &c.src);
-    c.sink = (struct loop_sink){r, sink_write};
-    rc = loop_create(&c, &lp);
-    if (rc) {
-        cli_fail("creating the loop", rc);
-        goto done;
-    }
-    if (pthread_create(&echo, NULL, echo_main, r)) {
-        rc = ONI_EBADALLOC;
-        goto done;
-    }
-    echo_started = 1;
-    char link[32];
-    card_link(r->ctx, link, sizeof link);
-    printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card (link %s)\n",
-           loop_backend_name(backend), o.block, o.block / 30.0, o.seconds, link);
-    rc = oni_set_opt(r->ctx, ONI_OPT_RUNNING, &one, sizeof one);
-    if (rc) {
-        cli_fail("starting acquisition", rc);
-        goto done;
-    }
-    struct loop_thread lt = {lp, 0};
-    pthread_t lth;
-    uint64_t t0 = oni_now_ns();
-    if (pthread_create(&lth, NULL, loop_main, &lt)) {
-        rc = ONI_EBADALLOC;
-        goto done;
-    }
-    uint64_t last_blocks = 0;
-    double last_t = 0;
-    for (int s = 1; s <= (int)ceil(o.seconds) && !loop_error(lp); s++) {
-        double until = s < o.seconds ? s : o.seconds;
-        while ((double)(oni_now_ns() - t0) / 1e9 < until && !loop_error(lp)) {
-            struct timespec ts = {0, 20000000};
-            nanosleep(&ts, NULL);
-        }
-        progress(r, lp, (double)(oni_now_ns() - t0) / 1e9, o.block, lay.stride, p.fs_hz, &last_blocks, &last_t);
-    }
-    /* What the loop owes the card as it stops: a loop that keeps up owes a
-     * block or two; one slower than the probe owes more every second, and
-     * its latency grows with it, long before the 4 GiB FIFO drops anything.
-     * The drops counted are those up to here, while the loop read: once it
-     * stops, the card drops what nobody reads any more. */
-    onigpu_stream_stats_t ss;
-    int ss_rc = card_stats(r, &ss);
-    double owed_ms = ss_rc ? NAN : backlog_ms(&ss, lay.stride, p.fs_hz);
-    uint64_t dropped = ss_rc ? 0 : ss.dropped_frames[0] + ss.dropped_frames[1];
-    loop_stop(lp);
-    pthread_join(lth, NULL);
-    struct timespec settle = {0, 300000000}; /* the last echoes */
-    nanosleep(&settle, NULL);
-    /* Stop reading before acquisition: stopping flushes the read path, which
-     * would wait for the echo reader otherwise. */
-    atomic_store(&r->echo_stop, 1);
-    pthread_join(echo, NULL);
-    echo_started = 0;
-    uint32_t zero = 0;
-    oni_set_opt(r->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
-    rc = lt.rc;
-    if (rc)
-        cli_fail("closed loop", rc);
-
-    /* --- summary --------------------------------------------------------------- */
-    struct loop_stats ls;
-    loop_get_stats(lp, &ls);
-    struct loop_truth *tr;
-    size_t ntr;
-    int trc = read_truth(truth, r->np2, &tr, &ntr);
-    if (trc) {
-        fprintf(stderr, "onigpu run: cannot read the ground truth %s: %s\n", truth, oni_error_str(trc));
-        rc = rc ? rc : trc;
-    }
-    const struct loop_ephys_state *fin = loop_ephys_final(lp);
-    uint64_t tol = (uint64_t)(TOL_S * r->acq_hz);
-    /* Score after the calibration window, up to the last processed frame. */
-    /* The acquisition clock does not start at the first frame read. */
-    uint64_t t_lo = r->t_first_block + (uint64_t)((double)fin->calib / p.fs_hz * r->acq_hz) + tol;
-    uint64_t t_hi = atomic_load(&r->t_block) > tol ? atomic_load(&r->t_block) - tol : 0;
-    size_t ndet = atomic_load(&r->ndet);
-    if (atomic_load(&r->det_unkept) && ndet && r->det[ndet - 1].time > tol && r->det[ndet - 1].time - tol < t_hi)
-        t_hi = r->det[ndet - 1].time - tol; /* none kept after it: scored up to the last one kept */
-    struct loop_score sc;
-    loop_score_spikes(tr, ntr, r->det, ndet, tol, 2, t_lo, t_hi, &sc);
-    struct bench_stats lat;
-    int have_lat = !lat_stats(r, &lat);
-    /* What was processed: blocks sent back, not blocks read (after an error
-     * the loop has read blocks it never finished). */
-    uint64_t frames = ls.blocks * o.block, bytes = ls.blocks * c.in_bytes;
-    double fps = ls.seconds > 0 ? frames / ls.seconds : 0.0;
-    int slow = fps < KEEP_UP_SHARE * p.fs_hz;
-    int behind = slow || owed_ms > OWED_MAX_MS || dropped;
-    /* Without the card's statistics the backlog is unknown: only a slow
-     * frame rate gives a verdict then. */
-    int verdict = behind || !isnan(owed_ms);
-    printf("\nsummary (%s, %.2f s)\n", loop_backend_name(backend), ls.seconds);
-    printf("  frames processed   %llu (%llu bytes, %.0f frames/s)\n", (unsigned long long)frames,
-           (unsigned long long)bytes, fps);
-    char left[64] = "data left in the card unknown";
-    if (!isnan(owed_ms))
-        snprintf(left, sizeof left, "%.1f ms of data left in the card at the end", owed_ms);
-    printf("  keeping up         %s: %.0f of %.0f frames/s, %s%s\n",
-           !verdict ? "unknown" : behind ? "NO (overrun)" : "yes", fps, p.fs_hz, left,
-           dropped  ? "; the card dropped frames"
-           : behind ? "; latency grows with the backlog, and drops follow once the FIFO is full" : "");
-    printf("  spikes detected    %llu (%llu not listed: block overflow)\n",
-           (unsigned long long)ndet, (unsigned long long)atomic_load(&r->det_overflow));
-    if (atomic_load(&r->det_unkept))
-        printf("                     %llu more past the first %u kept: not scored (scored up to the last kept)\n",
-               (unsigned long long)atomic_load(&r->det_unkept), MAX_DET);
-    printf("  vs ground truth    %llu events scored, recall %.3f, precision %.3f (+-%.1f ms, +-2 channels)\n",
-           (unsigned long long)sc.events, sc.recall, sc.precision, TOL_S * 1e3);
-    if (!o.out)
-        printf("  truth file         %s (temporary: removed at the end)\n", truth);
-    printf("  stimulations       %llu sent, %llu echoed", (unsigned long long)atomic_load(&r->stims),
-           (unsigned long long)(atomic_load(&r->nlat) + atomic_load(&r->lat_unkept)));
-    if (atomic_load(&r->lat_unkept))
-        printf(" (the latencies below: the first %u)", MAX_LAT);
-    printf("\n");
-    if (have_lat)
-        printf("  closed-loop latency (spike sample -> stimulator receipt, acquisition clock): p50 %.1f us, p99 %.1f "
-               "us, p99.9 %.1f us, max %.1f us\n",
-               ticks_us(r, lat.p50), ticks_us(r, lat.p99), ticks_us(r, lat.p999), ticks_us(r, lat.max));
-    if (ss_rc)
-        printf("  dropped            unknown (card statistics: %s), %llu stalled reads\n", oni_error_str(ss_rc),
-               (unsigned long long)ls.stalls);
-    else
-        printf("  dropped            %llu frames in the card FIFOs while the loop ran, %llu stalled reads\n",
-               (unsigned long long)dropped, (unsigned long long)ls.stalls);
-    if (atomic_load(&r->echo_err)) { /* the latency figures above then miss the echoes not read */
-        cli_fail("reading the stimulator's echoes", atomic_load(&r->echo_err));
-        if (!rc)
-            rc = atomic_load(&r->echo_err);
-    }
-    if (o.out) {
-        int err = 0;
-        char **full;
-        int nfull = cli_command_line(&full);
-        struct bench_report *rep = bench_report_open(o.out, "run", nfull, full, NULL, &err);
-        if (rep) {
-            bench_cell_str(rep, "backend", loop_backend_name(backend));
-            bench_cell_str(rep, "link", link);
-            bench_cell_int(rep, "block_frames", o.block);
-            /* the workload, for `onigpu advise --workload` */
-            bench_cell_int(rep, "block_bytes", (long long)c.in_bytes);
-            bench_cell_num(rep, "ai", loop_ephys_flops(lay.nchan, o.block) / (double)c.in_bytes);
-            bench_cell_num(rep, "seconds", ls.seconds);
-            bench_cell_int(rep, "frames", (long long)frames);
-            bench_cell_int(rep, "bytes", (long long)bytes);
-            bench_cell_int(rep, "spikes", (long long)ndet);
-            bench_cell_int(rep, "spikes_unkept", (long long)atomic_load(&r->det_unkept));
-            bench_cell_int(rep, "truth_events", (long long)sc.events);
-            bench_cell_num(rep, "recall", sc.recall);
-            bench_cell_num(rep, "precision", sc.precision);
-            bench_cell_int(rep, "stims", (long long)atomic_load(&r->stims));
-            bench_cell_int(rep, "echoes_unkept", (long long)atomic_load(&r->lat_unkept));
-            bench_cell_num(rep, "lat_p50_us", have_lat ? ticks_us(r, lat.p50) : NAN);
-            bench_cell_num(rep, "lat_p99_us", have_lat ? ticks_us(r, lat.p99) : NAN);
-            bench_cell_num(rep, "lat_p999_us", have_lat ? ticks_us(r, lat.p999) : NAN);
-            bench_cell_num(rep, "lat_max_us", have_lat ? ticks_us(r, lat.max) : NAN);
-            if (ss_rc)
-                bench_cell_num(rep, "dropped_frames", NAN);
-            else
-                bench_cell_int(rep, "dropped_frames", (long long)dropped);
-            bench_cell_num(rep, "frames_per_s", fps);
-            bench_cell_num(rep, "backlog_ms", owed_ms);
-            bench_cell_num(rep, "overrun", verdict ? behind : NAN);
-            bench_report_row(rep, NULL);
-            for (size_t i = 0; i < atomic_load(&r->nlat); i++) {
-                bench_cell_int(rep, "tag", (long long)r->lat_tag[i]);
-                bench_cell_num(rep, "latency_us", ticks_us(r, (double)r->lat[i]));
-                bench_report_row(rep, "latency");
-            }
-            err = bench_report_close(rep);
-        }
-        if (err) {
-            cli_fail("writing results", err);
-            rc = rc ? rc : err;
-        } else {
-            printf("  results in %s\n", o.out);
-        }
-    }
-    free(tr);
-    exit_code = rc ? 1 : 0;
-done:
-    if (echo_started) {
-        atomic_store(&r->echo_stop, 1);
-        pthread_join(echo, NULL);
-    }
-    loop_destroy(lp);
-    if (r->ctx)
-        oni_destroy_ctx(r->ctx);
+    int status = make_truth_path(&o, truth, sizeof truth);
+    if (status)
+        return status;
+    struct run *r = run_new();
+    status = r ? setup(r, &o, backend, truth) : cli_fail("run", ONI_EBADALLOC);
+    struct run_end end;
+    if (!status && acquire(r, &o, backend, &end))
+        status = 1;
+    if (!status)
+        status = summarize(r, &o, backend, truth, &end) ? 1 : 0;
+    run_free(r);
     if (!o.out)
         remove(truth);
-    free(r->det);
-    free(r->lat);
-    free(r->lat_tag);
-    free(r->wbuf);
-    free(r);
-    free(st);
-    return exit_code;
+    return status;
 }
