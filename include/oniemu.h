@@ -65,6 +65,10 @@ typedef struct {
     double latency_s;     /* per transfer */
 } oniemu_link_t;
 
+/* The link presets' names, slowest first, as an initializer list:
+ * static const char *const presets[] = {ONIEMU_LINK_PRESETS}; */
+#define ONIEMU_LINK_PRESETS "gen2x4", "gen3x8", "gen4x8", "gen4x16", "gen5x16", "unlimited"
+
 #ifdef __cplusplus
 }
 #endif

@@ -965,6 +965,24 @@ TEST(emu_neural_data_reproducible)
     CHECK(memcmp(d[0], d[2], sizeof d[0]) != 0);
 }
 
+/* oniemu.h's list of presets is the card's: each name opens, in order of
+ * bandwidth, unlimited last; a name not listed is refused. */
+TEST(emu_link_presets_named_in_oniemu_h)
+{
+    static const char *const names[] = {ONIEMU_LINK_PRESETS};
+    double prev = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        oniemu_link_t l;
+        REQUIRE(emu_link_preset(names[i], &l) == 0);
+        CHECK(!strcmp(l.name, names[i]));
+        int last = i + 1 == sizeof names / sizeof names[0];
+        CHECK(last ? l.bandwidth_Bps == 0 : l.bandwidth_Bps > prev);
+        prev = l.bandwidth_Bps;
+    }
+    oniemu_link_t l;
+    CHECK_RC(emu_link_preset("gen6x16", &l), ONI_EINVALARG);
+}
+
 /* A transfer of n bytes takes at least the link's latency + n / bandwidth. */
 TEST(emu_link_model)
 {

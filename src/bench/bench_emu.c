@@ -16,7 +16,7 @@
 /* The card of every run; %s: the link preset. */
 #define SPEC "mode=fast;link=%s;ddr=1G;devices=testcore:bytes=4096:rate=2G"
 
-static const char *const presets[] = {"gen2x4", "gen3x8", "gen4x8", "gen4x16", "gen5x16", "unlimited"};
+static const char *const presets[] = {ONIEMU_LINK_PRESETS};
 
 static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset)
 {

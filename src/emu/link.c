@@ -13,6 +13,8 @@
 #include "card.h"
 #include "onii.h"
 
+/* In the order and with the names of ONIEMU_LINK_PRESETS (oniemu.h; test_emu
+ * emu_link_presets_named_in_oniemu_h checks). */
 static const oniemu_link_t presets[] = {
     {"gen2x4", 1.6e9, 3e-6},
     {"gen3x8", 8 * 8e9 / 8 * 128 / 130, 1e-6},

@@ -56,7 +56,7 @@ static const struct gen_case gen_cases[] = {
     {"np2x4", "np2,np2,np2,np2", 4 * 30000 * 792.0 + 2800},
 };
 
-static const char *const presets[] = {"gen2x4", "gen3x8", "gen4x8", "gen4x16", "gen5x16", "unlimited"};
+static const char *const presets[] = {ONIEMU_LINK_PRESETS};
 
 static int open_card(const char *devices, const char *link, struct emu_card **c)
 {
