@@ -710,6 +710,30 @@ static void trickle(struct liar *l, int gpu, uint8_t *buf)
     }
 }
 
+
+/* A socket at a new sock_path, listening where a daemon would: the lying
+ * daemon's (or -1). liar_close closes it and frees the path for the next
+ * daemon test. */
+static int liar_listen(void)
+{
+    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
+    unlink(sock_path);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void liar_close(int fd)
+{
+    close(fd);
+    unlink(sock_path);
+    sock_path[0] = 0; /* the next daemon test picks its own path again */
+}
 static void *liar_main(void *arg)
 {
     struct liar *l = arg;
@@ -788,14 +812,9 @@ TEST(daemon_lying_daemon)
                  {LIE_SHORT_FILE, ONI_EBADFRAME},
                  {LIE_SEQ, ONI_EBADFRAME},
                  {LIE_RING_ONE_PAST, ONI_EBADFRAME}};
-    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        unlink(sock_path);
-        struct sockaddr_un a = {.sun_family = AF_UNIX};
-        snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-        struct liar l = {.lie = cases[c].lie, .listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+        struct liar l = {.lie = cases[c].lie, .listen_fd = liar_listen()};
         REQUIRE(l.listen_fd >= 0);
-        REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
         pthread_t th;
         REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
         int rc;
@@ -805,10 +824,8 @@ TEST(daemon_lying_daemon)
         if (ctx)
             oni_destroy_ctx(ctx);
         pthread_join(th, NULL);
-        close(l.listen_fd);
+        liar_close(l.listen_fd);
     }
-    unlink(sock_path);
-    sock_path[0] = 0; /* the next daemon test picks its own path again */
 }
 
 /* A daemon that answers each step of the handshake (HELLO, then an ATTACH
@@ -818,13 +835,8 @@ TEST(daemon_lying_daemon)
  * timeouts and more. */
 TEST(daemon_slow_handshake_within_the_timeout)
 {
-    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
-    unlink(sock_path);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    struct liar l = {.lie = LIE_SLOW, .listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    struct liar l = {.lie = LIE_SLOW, .listen_fd = liar_listen()};
     REQUIRE(l.listen_fd >= 0);
-    REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
     oni_ctx ctx = oni_create_ctx("emu");
@@ -842,22 +854,15 @@ TEST(daemon_slow_handshake_within_the_timeout)
     CHECK(ms < 2 * timeout); /* before: 5 x LIE_SLOW_MS and more */
     oni_destroy_ctx(ctx);
     pthread_join(th, NULL);
-    close(l.listen_fd);
-    unlink(sock_path);
-    sock_path[0] = 0; /* the next daemon test picks its own path again */
+    liar_close(l.listen_fd);
 }
 
 /* A READ answer that places its bytes a whole ring past anything produced
  * is refused (ONI_EBADFRAME), not copied out of the ring. */
 TEST(daemon_lying_read_answer)
 {
-    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
-    unlink(sock_path);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    struct liar l = {.lie = LIE_READ_OUTSIDE, .listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    struct liar l = {.lie = LIE_READ_OUTSIDE, .listen_fd = liar_listen()};
     REQUIRE(l.listen_fd >= 0);
-    REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
     struct emuc *c = NULL;
@@ -869,9 +874,7 @@ TEST(daemon_lying_read_answer)
         emuc_close(c);
     }
     pthread_join(th, NULL);
-    close(l.listen_fd);
-    unlink(sock_path);
-    sock_path[0] = 0; /* the next daemon test picks its own path again */
+    liar_close(l.listen_fd);
 }
 
 /* A daemon that answers a block's READs a few bytes at a time, slower in all
@@ -881,13 +884,8 @@ TEST(daemon_lying_read_answer)
  * the read took TRICKLE_PIECES x TRICKLE_MS (6 s) and succeeded. */
 TEST(daemon_trickled_read_within_the_timeout)
 {
-    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
-    unlink(sock_path);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    struct liar l = {.lie = LIE_TRICKLE, .listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)};
+    struct liar l = {.lie = LIE_TRICKLE, .listen_fd = liar_listen()};
     REQUIRE(l.listen_fd >= 0);
-    REQUIRE(bind(l.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(l.listen_fd, 8) == 0);
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
     /* the driver itself: liboni's init would want a device table */
@@ -920,9 +918,7 @@ TEST(daemon_trickled_read_within_the_timeout)
     }
     fprintf(stderr, "  %d READs; after the first, the longest timeout asked: %u ms\n", l.reads, longest);
     CHECK(longest <= timeout - TRICKLE_MS);
-    close(l.listen_fd);
-    unlink(sock_path);
-    sock_path[0] = 0; /* the next daemon test picks its own path again */
+    liar_close(l.listen_fd);
 }
 
 /* A client out of descriptors cannot reach a daemon that is there: socket()
@@ -930,13 +926,8 @@ TEST(daemon_trickled_read_within_the_timeout)
  * path (docs/errors.md); before 2026-11-25 it said ONI_EBADALLOC, out of memory. */
 TEST(daemon_client_out_of_descriptors)
 {
-    snprintf(sock_path, sizeof sock_path, "/tmp/onigpu-test-liar-%d.sock", (int)getpid());
-    unlink(sock_path);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
-    int listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0); /* a daemon is there: connect would succeed */
+    int listen_fd = liar_listen(); /* a daemon is there: connect would succeed */
     REQUIRE(listen_fd >= 0);
-    REQUIRE(bind(listen_fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(listen_fd, 8) == 0);
     oni_ctx ctx = oni_create_ctx("emu");
     REQUIRE(ctx);
     char spec[600];
@@ -955,9 +946,7 @@ TEST(daemon_client_out_of_descriptors)
     CHECK(restored);
     CHECK_RC(rc, ONI_EPATHINVALID);
     oni_destroy_ctx(ctx);
-    close(listen_fd);
-    unlink(sock_path);
-    sock_path[0] = 0; /* the next daemon test picks its own path again */
+    liar_close(listen_fd);
 }
 
 /* The ring rules both sides apply (emuproto.h). */

@@ -461,24 +461,42 @@ static int refusing_write_config(oni_driver_ctx c, oni_config_t k, oni_reg_val_t
     return onidrv_test.write_config(c, k, v);
 }
 
+/* An initialized context on that driver, refusing from now on (NULL if it
+ * did not open). The table must outlive the context: static. */
+static oni_ctx open_refusing(void)
+{
+    static struct oni_driver drv;
+    drv = onidrv_test;
+    drv.write_config = refusing_write_config;
+    oni_ctx ctx = oni_create_ctx_driver(&drv);
+    if (ctx && oni_init_ctx(ctx, -1)) {
+        oni_destroy_ctx(ctx);
+        ctx = NULL;
+    }
+    refuse_running = ctx != NULL;
+    return ctx;
+}
+
+/* Whether ONI_OPT_RUNNING reads 0. */
+static int reads_idle(oni_ctx ctx)
+{
+    uint32_t v = 1;
+    size_t n = sizeof v;
+    return oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n) == 0 && v == 0;
+}
+
 /* A start the driver refuses fails with the driver's error and leaves the
  * context as it was: ONI_OPT_RUNNING still reads 0, and BLOCKREADSIZE and
  * RESET (idle only) still work. Guards set_running's early return (without
  * it the state said running although the hardware never started). */
 TEST(running_refused_by_the_driver_keeps_the_state)
 {
-    struct oni_driver drv = onidrv_test;
-    drv.write_config = refusing_write_config;
-    oni_ctx ctx = oni_create_ctx_driver(&drv);
+    oni_ctx ctx = open_refusing();
     REQUIRE(ctx);
-    REQUIRE(oni_init_ctx(ctx, -1) == 0);
-    refuse_running = 1;
     uint32_t v = 1;
-    size_t n = sizeof v;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), ONI_EWRITEFAILURE);
     refuse_running = 0;
-    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
-    CHECK_EQ(v, 0);
+    CHECK(reads_idle(ctx));
     v = 4096;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
     v = 1;
@@ -491,18 +509,12 @@ TEST(running_refused_by_the_driver_keeps_the_state)
  * so that it does not run under a context that says idle. */
 TEST(reset_and_run_refused_halfway_stops_the_hardware)
 {
-    struct oni_driver drv = onidrv_test;
-    drv.write_config = refusing_write_config;
-    oni_ctx ctx = oni_create_ctx_driver(&drv);
+    oni_ctx ctx = open_refusing();
     REQUIRE(ctx);
-    REQUIRE(oni_init_ctx(ctx, -1) == 0);
-    refuse_running = 1;
     uint32_t v = 2;
-    size_t n = sizeof v;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), ONI_EWRITEFAILURE);
     refuse_running = 0;
-    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
-    CHECK_EQ(v, 0);
+    CHECK(reads_idle(ctx));
     oni_reg_val_t hw = 1;
     CHECK_RC(onidrv_test.read_config(refusing_dctx, ONI_CONFIG_RUNNING, &hw), 0);
     CHECK_EQ(hw, 0);
