@@ -485,7 +485,8 @@ static void check_emu_liboni_rows(const char *dir)
          * (a lower bound: load makes it longer); one with none took about a
          * microsecond when a frame ended on a block's end (1 block in 257) */
         if (ns > 0 && !(result_num(v, i, "mib_min_ns") >= 0.99 * ns))
-            UNIT_FAIL("row %zu: a block in %.0f ns, under the link model's %.0f", i, result_num(v, i, "mib_min_ns"), ns);
+            UNIT_FAIL("row %zu: a block in %.0f ns, under the link model's %.0f", i, result_num(v, i, "mib_min_ns"),
+                      ns);
         CHECK(result_close(result_num(v, i, "over_model"), model > 0 ? mbs / model : 0));
         CHECK(result_close(result_num(v, i, "mb_per_s_p50_mib"),
                            bench_mb_per_s(1048576, result_num(v, i, "mib_p50_ns"))));
@@ -506,10 +507,8 @@ TEST(bench_emu_both_sides_write_results)
     HAS("liboni gen2x4");
     HAS("liboni unlimited");
     CHECK(have(dir, "emu-liboni-*.csv") && have(dir, "emu-liboni-*.json"));
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench emu --seconds=0.2 --out ' %s/emu-liboni-*.json",
-             dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("grep -q '\"command\": \"onigpu bench emu --seconds=0.2 --out ' %s/emu-liboni-*.json",
+                  dir) == 0);
     check_emu_liboni_rows(dir);
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0"), 2);
     CHECK_EQ(RUN("bench", "emu", "--seconds=inf"), 2);
@@ -526,9 +525,8 @@ TEST(bench_emu_both_sides_write_results)
     CHECK(!strstr(out, "echo gen3x8")); /* the echo: slowest and unlimited link only */
     CHECK(have(dir, "emu-*-link.csv") && have(dir, "emu-*-echo.csv"));
     CHECK(!have(dir, "emu-*-age.csv"));
-    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onix-emu bench --seconds 0.02 --only link,echo ' %s/emu-*.json",
-             dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("grep -q '\"command\": \"onix-emu bench --seconds 0.02 --only link,echo ' %s/emu-*.json",
+                  dir) == 0);
     CHECK_EQ(RUN_EMU("bench", "--only", "liboni"), 2);
     CHECK_EQ(RUN_EMU("bench", "--only", "li"), 2); /* a part's name, not a prefix of one */
     CHECK_EQ(RUN_EMU("bench", "--seconds", "3600", "--out", "/dev/null/sub"), 1);
@@ -536,8 +534,7 @@ TEST(bench_emu_both_sides_write_results)
     CHECK_EQ(RUN_EMU("bench", "--seconds", "x"), 2);
     CHECK_EQ(RUN_EMU("bench", "--help"), 0);
     HAS("usage: onix-emu bench");
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* The exit status of `onigpu ARGS` (a shell word list) with stdout alone
@@ -649,9 +646,7 @@ TEST(bench_frames_no_results_when_all_blocks_fail)
     CHECK_EQ(RUN("bench", "frames", "--driver", "no_such_driver_xyz", "--seconds", "3600"), 1);
     CHECK_EQ(RUN("bench", "frames", "--driver", "no_such_driver_xyz", "--seconds", "3601"), 2);
     CHECK_EQ(RUN("bench", "frames", "--driver="), 2);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* One block size that fails among good ones: its row says why, the others
@@ -660,19 +655,15 @@ TEST(bench_frames_no_results_when_all_blocks_fail)
 TEST(bench_frames_failed_block_keeps_its_row)
 {
     NEED_BIN();
-    char dir[] = "/tmp/onigpu-bf3-XXXXXX", cmd[512];
+    char dir[] = "/tmp/onigpu-bf3-XXXXXX";
     REQUIRE(mkdtemp(dir));
     CHECK_EQ(RUN("bench", "frames", "--driver", "test", "--blocks", "7,4K", "--seconds", "0.02", "--out", dir), 1);
     HAS("       7  failed: ");
-    snprintf(cmd, sizeof cmd, "grep -q '^test,7,\"Block read size' %s/frames-*[0-9].csv", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("grep -q '^test,7,\"Block read size' %s/frames-*[0-9].csv", dir) == 0);
     /* block 4096: ok, stream_mb_per_s (column 11) from mb_per_s (10) to 100x it */
-    snprintf(cmd, sizeof cmd,
-             "awk -F, '$2 == 4096 && $3 == \"ok\" && $11 >= $10 && $11 < 100 * $10 {n++} END {exit n != 1}' "
-             "%s/frames-*[0-9].csv", dir);
-    CHECK(system(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("awk -F, '$2 == 4096 && $3 == \"ok\" && $11 >= $10 && $11 < 100 * $10 {n++} END {exit n != 1}' "
+                  "%s/frames-*[0-9].csv", dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* `onigpu bench daemon` with small counts: each option sets its own count
@@ -681,17 +672,14 @@ TEST(bench_frames_failed_block_keeps_its_row)
 TEST(bench_daemon_small_run)
 {
     NEED_BIN();
-    char dir[] = "/tmp/onigpu-bd-XXXXXX", cmd[512];
+    char dir[] = "/tmp/onigpu-bd-XXXXXX";
     REQUIRE(mkdtemp(dir));
     CHECK_EQ(RUN("bench", "daemon", "--regs", "7", "--reads", "9", "--blocks", "4K,8K", "--seconds", "0.05", "--out",
                  dir),
              0);
-    snprintf(cmd, sizeof cmd,
-             "awk -F, '$2 == \"read_reg\" && $4 == 7 {r++} $2 == \"gpu_read\" && $4 == 9 {b[$3]++} "
-             "END {exit !(r == 2 && b[4096] == 2 && b[8192] == 2)}' %s/daemon-*[0-9].csv", dir);
-    CHECK(system(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("awk -F, '$2 == \"read_reg\" && $4 == 7 {r++} $2 == \"gpu_read\" && $4 == 9 {b[$3]++} "
+                  "END {exit !(r == 2 && b[4096] == 2 && b[8192] == 2)}' %s/daemon-*[0-9].csv", dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
     CHECK_EQ(RUN("bench", "daemon", "--reads", "0"), 2);
     /* inside the limits the run gets to its --out (exit 1), outside they are bad arguments */
     CHECK_EQ(RUN("bench", "daemon", "--stream-block", "8", "--seconds", "3600", "--out", "/dev/null/sub"), 1);
@@ -707,15 +695,11 @@ TEST(bench_frames_second_thread)
     NEED_BIN();
     char dir[] = "/tmp/onigpu-bf2-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    char cmd[512];
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K", "--seconds", "0.05", "--second-thread", "--out", dir), 0);
-    snprintf(cmd, sizeof cmd, "grep -q '\"one_thread_path\": \"no\"' %s/frames-*.json", dir);
-    CHECK(system(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench frames --blocks 4K --seconds 0.05' %s/frames-*.json",
-             dir);
-    CHECK(system(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("grep -q '\"one_thread_path\": \"no\"' %s/frames-*.json", dir) == 0);
+    CHECK(unit_sh("grep -q '\"command\": \"onigpu bench frames --blocks 4K --seconds 0.05' %s/frames-*.json",
+                  dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
     CHECK_EQ(RUN("bench", "frames", "--second-thread=1"), 2);
 }
 
@@ -745,10 +729,8 @@ TEST(bench_floor_arguments_and_no_gpu)
         CHECK(!have(dir, "*"));
     else
         CHECK(have(dir, "floor-*.json"));
-    char cmd[256];
     if (!strstr(out, "no GPU: skipped")) { /* the command as typed (it was "floor --reps ...") */
-        snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench floor --reps 20 ' %s/floor-*.json", dir);
-        CHECK(system(cmd) == 0);
+        CHECK(unit_sh("grep -q '\"command\": \"onigpu bench floor --reps 20 ' %s/floor-*.json", dir) == 0);
     }
     /* the largest size and timeout are taken */
     CHECK_EQ(RUN("bench", "floor", "--size", "16M", "--reps", "1", "--rounds", "1", "--mechs", "memcpy-query", "--out",
@@ -757,15 +739,14 @@ TEST(bench_floor_arguments_and_no_gpu)
     CHECK_EQ(RUN("bench", "floor", "--timeout-ms", "600000", "--reps", "1", "--rounds", "1", "--mechs", "memcpy-query",
                  "--out", dir),
              0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* bench_emu_run refuses a time that is not above 0 (the CLI checks it
  * first; this is the function's own contract). */
 TEST(bench_emu_run_refuses_bad_seconds)
 {
-    char dir[] = "/tmp/onigpu-ber-XXXXXX", cmd[256];
+    char dir[] = "/tmp/onigpu-ber-XXXXXX";
     REQUIRE(mkdtemp(dir));
     int err = 0;
     struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &err);
@@ -775,8 +756,7 @@ TEST(bench_emu_run_refuses_bad_seconds)
         CHECK_RC(bench_emu_run(&(struct bench_emu_opts){bad[i], 1}, r), ONI_EINVALARG);
     CHECK_RC(bench_emu_run(NULL, r), ONI_EINVALARG);
     bench_report_close(r);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* bench floor's mechanisms by name and back; its option check at the

@@ -57,7 +57,7 @@ TEST(run_rejects_bad_arguments)
 TEST(run_long_blocks_units_and_files)
 {
     NEED_BIN();
-    char dir[] = "/tmp/onigpu-runb-XXXXXX", cmd[512];
+    char dir[] = "/tmp/onigpu-runb-XXXXXX";
     REQUIRE(mkdtemp(dir));
     int rc = ONIGPU("run", "--backend", "cpu", "--block", "1500", "--seconds", "2", "--link", "gen3x8", "--out", dir);
     /* A sanitized build falls behind the card and its reads time out (exit 1);
@@ -81,14 +81,10 @@ TEST(run_long_blocks_units_and_files)
     if (echoed)
         CHECK(after("acquisition clock): p50 ") > 10000);
     /* the workload for advise: bytes per block and FLOP per byte */
-    snprintf(cmd, sizeof cmd,
-             "grep -q '\"link\": \"gen3x8\", \"block_frames\": 1500, \"block_bytes\": 1188000, \"ai\": 9\\.7' "
-             "%s/run-*.json", dir);
-    CHECK(system(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "test \"$(head -n 1 %s/truth.csv)\" = dev_idx,unit,channel,sample_time", dir);
-    CHECK(system(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("grep -q '\"link\": \"gen3x8\", \"block_frames\": 1500, \"block_bytes\": 1188000, \"ai\": 9\\.7' "
+                  "%s/run-*.json", dir) == 0);
+    CHECK(unit_sh("test \"$(head -n 1 %s/truth.csv)\" = dev_idx,unit,channel,sample_time", dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* Without --out the ground truth goes to a temporary file of the run's own
@@ -174,13 +170,10 @@ TEST(bench_loop_writes_results)
                     "50", "--seconds", "0.2", "--out", dir, "--source", "mem"),
              0);
     CHECK(strstr(out, "cpu") != NULL && strstr(out, "4kB/40kB") != NULL);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "ls %s/loop-*.csv %s/loop-*.json %s/loop-*-ai0.75.png >/dev/null", dir, dir, dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("ls %s/loop-*.csv %s/loop-*.json %s/loop-*-ai0.75.png >/dev/null", dir, dir, dir) == 0);
     /* the command as typed, as every result set records it */
-    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench loop --sizes=4kB/4kB,4kB/40kB --ai' %s/loop-*.json",
-             dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("grep -q '\"command\": \"onigpu bench loop --sizes=4kB/4kB,4kB/40kB --ai' %s/loop-*.json",
+                  dir) == 0);
     /* The result set is a workload for advise: row 1 is the 4kB/40kB scenario. */
     char pat[64];
     glob_t g;
@@ -196,15 +189,13 @@ TEST(bench_loop_writes_results)
         CHECK_EQ(ONIGPU("advise", "--workload", g.gl_pathv[0], "--row", "2"), 2); /* no such row */
     }
     globfree(&g);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
     /* Through the emulated card: test core in, test sink out. */
     CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--link", "gen2x4", "--sizes", "4kB/4kB", "--ai", "0.75",
                     "--backends", "cpu", "--blocks", "50", "--seconds", "0.2", "--out", dir),
              0);
     CHECK(strstr(out, "cpu") != NULL);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
     CHECK_EQ(ONIGPU("bench", "loop", "--source", "fpga"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--sizes", "4kB"), 2);
     CHECK_EQ(ONIGPU("bench", "loop", "--ai", "-1"), 2);
@@ -272,9 +263,7 @@ TEST(bench_loop_huge_seconds_keeps_blocks)
                     "--seconds", "1e300", "--out", dir),
              0);
     CHECK(strstr(out, "(n=45;") != NULL); /* 50 blocks less the 10% warm-up */
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* Found by a review: bench loop exited 0 when configurations failed, even
@@ -284,31 +273,27 @@ TEST(bench_loop_huge_seconds_keeps_blocks)
 TEST(bench_loop_fails_when_a_configuration_fails)
 {
     NEED_BIN();
-    char dir[] = "/tmp/onigpu-blf-XXXXXX", cmd[512];
+    char dir[] = "/tmp/onigpu-blf-XXXXXX";
     REQUIRE(mkdtemp(dir));
     CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--sizes", "4/4", "--ai", "0.75", "--backends", "cpu",
                     "--blocks", "20", "--seconds", "0.05", "--out", dir),
              1);
     CHECK(strstr(out, "no configuration could be measured") != NULL);
-    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\"", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("test -z \"$(ls -A %s)\"", dir) == 0);
     CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--sizes", "4/4,4kB/4kB", "--ai", "0.75", "--backends", "cpu",
                     "--blocks", "20", "--seconds", "0.05", "--out", dir),
              1);
     CHECK(strstr(out, "1 of 2 configurations failed") != NULL);
-    snprintf(cmd, sizeof cmd,
-             "grep -q '^cpu,4B,4B,0.75,3,1,Invalid' %s/loop-*.csv && grep -q '^cpu,4kB,4kB,0.75,3,1,,' %s/loop-*.csv", dir,
-             dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("grep -q '^cpu,4B,4B,0.75,3,1,Invalid' %s/loop-*.csv && "
+                  "grep -q '^cpu,4kB,4kB,0.75,3,1,,' %s/loop-*.csv",
+                  dir, dir) == 0);
     /* every AI is a configuration; 10^7 blocks is the most --blocks takes */
-    snprintf(cmd, sizeof cmd, "rm -rf %s/*", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s/*", dir) == 0);
     CHECK_EQ(ONIGPU("bench", "loop", "--source", "emu", "--sizes", "4/4", "--ai", "0.75,1", "--backends", "cpu",
                     "--blocks", "10000000", "--seconds", "0.05", "--out", dir),
              1);
     CHECK(strstr(out, "no configuration could be measured") != NULL);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* (advise runs a quick roofline, seconds under TSan: the runs that
@@ -364,13 +349,11 @@ TEST(advise_rejects_bad_arguments)
 TEST(run_records_the_full_command)
 {
     NEED_BIN();
-    char dir[] = "/tmp/onigpu-cmd-XXXXXX", cmd[512];
+    char dir[] = "/tmp/onigpu-cmd-XXXXXX";
     REQUIRE(mkdtemp(dir));
     CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds=0.5", "--out", dir), 0);
-    snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu run --backend cpu --seconds=0.5 --out ' %s/run-*.json", dir);
-    CHECK(system(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(unit_sh("grep -q '\"command\": \"onigpu run --backend cpu --seconds=0.5 --out ' %s/run-*.json", dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* A recorded `onigpu run` workload: the block size and the pipeline's AI
