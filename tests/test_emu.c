@@ -1021,8 +1021,8 @@ TEST(emu_link_model)
         emu_card_link_delay(c, n, 0);
         CHECK(oni_now_ns() - t0 >= model);
         /* a transfer whose copy already took the model's time waits no more:
-         * sized so that the model is 200 ms, far above any preemption */
-        size_t big = (size_t)(0.2 * l.bandwidth_Bps);
+         * sized so that the model is 2 s, far above any preemption */
+        size_t big = (size_t)(2.0 * l.bandwidth_Bps);
         uint64_t model_big = emu_link_ns(&l, big);
         t0 = oni_now_ns();
         emu_card_link_delay(c, big, model_big);
