@@ -56,8 +56,8 @@
  * Through the onix-emu daemon a READ may get its block in pieces, all within
  * the one timeout: a host buffer's when the block is larger than the daemon's
  * ring or reaches the ring's end, any buffer's after bytes that an earlier
- * READ that timed out left (with CHUNK_SZ, each chunk is such a read, with a
- * timeout of its own). When it fails (ONI_ETIMEOUT, ...) after some pieces,
+ * READ that timed out left (with CHUNK_SZ, the chunks are such pieces, all
+ * within the one timeout too). When it fails (ONI_ETIMEOUT, ...) after some pieces,
  * those bytes are at the start of the buffer and gone from the stream: the
  * next READ starts after them (docs/daemon.md, Failure behaviour). In-process
  * a READ that times out takes nothing.

@@ -817,7 +817,7 @@ TEST(daemon_lying_daemon)
         REQUIRE(l.listen_fd >= 0);
         pthread_t th;
         REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
-        int rc;
+        int rc = 0;
         oni_ctx ctx = open_daemon("", &rc);
         CHECK(ctx == NULL);
         CHECK_RC(rc, cases[c].want);

@@ -115,6 +115,29 @@ TEST(gpu_daemon_read_integrity)
     xd_stop(pid);
 }
 
+
+/* A chunked read (CHUNK_SZ) through the daemon of a block that comes slower
+ * than the timeout ends with ONI_ETIMEOUT: the whole block gets the
+ * context's timeout (onigpu.h). Each chunk had a whole one of its own until
+ * 2026-11-25: 8 chunks of 80 ms each, none late, and the read succeeded in
+ * about 0.65 s against a 300 ms timeout. No clock is read here. */
+TEST(gpu_daemon_chunked_read_within_the_timeout)
+{
+    NEED_GPU();
+    XD_START(pid, "devices=testcore:bytes=4096:rate=100k:route=1,testsink;mode=realtime;link=unlimited;ddr=16M");
+    oni_ctx ctx = xd_open(&core, &sink);
+    REQUIRE(ctx);
+    uint8_t *dev = NULL;
+    REQUIRE(gpu_alloc((void **)&dev, 65536) == 0);
+    uint32_t tmo = 300;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &tmo, sizeof tmo), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_RD_SZ, 65536), 0);
+    CHECK_RC(set_u32(ctx, ONI_DRV_CHUNK_SZ, 8192), 0);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, dev, 8), ONI_ETIMEOUT);
+    gpu_free(dev);
+    oni_destroy_ctx(ctx);
+    xd_stop(pid);
+}
 TEST(gpu_daemon_write_paths)
 {
     NEED_GPU();

@@ -56,7 +56,7 @@ static int read_once(struct emudrv *d, enum emu_stream s, void *dst, size_t n, u
 }
 
 /* Read n bytes of s in pieces, all within one timeout (see emudrv.h). */
-int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
+int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
 {
     if (!d || !dst || !n || n > MAX_READ)
         return ONI_EINVALARG;
@@ -64,7 +64,7 @@ int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
         return ONI_EINVALSTATE;
     if (s != EMU_STREAM_DATA && s != EMU_STREAM_SIGNAL && s != EMU_STREAM_GPU)
         return ONI_EINVALARG;
-    uint32_t t = atomic_load(&d->timeout_ms);
+    uint32_t t = timeout_ms;
     if (s == EMU_STREAM_SIGNAL)
         return read_once(d, s, dst, n, t);
     /* The daemon's rings may deliver a block in pieces (emuc_read): all of
@@ -85,7 +85,7 @@ int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n)
     return (int)got;
 }
 
-int emudrv_stream_write(struct emudrv *d, enum emu_stream s, const void *src, size_t n)
+int emudrv_stream_write(struct emudrv *d, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms)
 {
     if (!d || !src || !n || n > MAX_READ)
         return ONI_EINVALARG;
@@ -93,8 +93,7 @@ int emudrv_stream_write(struct emudrv *d, enum emu_stream s, const void *src, si
         return ONI_EINVALSTATE;
     if (s != EMU_STREAM_WRITE && s != EMU_STREAM_GPU_WRITE)
         return ONI_EINVALARG;
-    uint32_t t = atomic_load(&d->timeout_ms);
-    return d->daemon ? emuc_write(d->daemon, s, src, n, t) : emu_card_write(d->card, s, src, n, t);
+    return d->daemon ? emuc_write(d->daemon, s, src, n, timeout_ms) : emu_card_write(d->card, s, src, n, timeout_ms);
 }
 
 /* --- spec ------------------------------------------------------------------- */
@@ -268,7 +267,7 @@ static int drv_write_stream(oni_driver_ctx ctx, oni_write_stream_t stream, const
 {
     if (stream != ONI_WRITE_STREAM_DATA)
         return ONI_EINVALARG;
-    return emudrv_stream_write(ctx, EMU_STREAM_WRITE, data, size);
+    return emudrv_stream_write(ctx, EMU_STREAM_WRITE, data, size, emudrv_timeout_ms(ctx));
 }
 
 static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *value)

@@ -32,7 +32,7 @@ uint32_t emudrv_timeout_ms(struct emudrv *d);
 struct gpustream **emudrv_gpustream(struct emudrv *d);
 
 /* Read exactly n bytes (signal stream: 1..n) of read stream s into host
- * memory dst, in either mode, waiting up to the context timeout in all.
+ * memory dst, in either mode, waiting up to timeout_ms in all.
  * Returns the bytes read, ONI_ETIMEOUT, ONI_EDISCONNECTED (daemon gone),
  * ONI_EINVALSTATE before init, or another ONI error. Streams:
  * EMU_STREAM_DATA, _SIGNAL, _GPU. In-process a block is one card read
@@ -41,12 +41,12 @@ struct gpustream **emudrv_gpustream(struct emudrv *d);
  * holds the pieces that came before it, and those bytes are gone from the
  * stream (the next read starts after them); the bytes of a piece whose
  * answer came too late are kept and start the next read. */
-int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n);
+int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms);
 
 /* Write n bytes of whole write frames from host memory src to write stream s
- * (EMU_STREAM_WRITE or EMU_STREAM_GPU_WRITE), in either mode. Returns n or an
- * ONI error (ONI_EBADFRAME, ONI_EWRITESIZE when larger than the daemon's
- * write ring, ONI_EDISCONNECTED, ...). */
-int emudrv_stream_write(struct emudrv *d, enum emu_stream s, const void *src, size_t n);
+ * (EMU_STREAM_WRITE or EMU_STREAM_GPU_WRITE), in either mode, waiting up to
+ * timeout_ms. Returns n or an ONI error (ONI_EBADFRAME, ONI_EWRITESIZE when
+ * larger than the daemon's write ring, ONI_EDISCONNECTED, ...). */
+int emudrv_stream_write(struct emudrv *d, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms);
 
 #endif

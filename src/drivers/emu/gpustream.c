@@ -111,7 +111,7 @@ static int host_read(struct gpustream *g, void *dst, size_t n, uint32_t timeout_
 {
     if (g->dma)
         return emu_dma_read(g->dma, dst, n, 0, timeout_ms);
-    int rc = emudrv_stream_read(g->drv, EMU_STREAM_GPU, dst, n);
+    int rc = emudrv_stream_read(g->drv, EMU_STREAM_GPU, dst, n, timeout_ms);
     return rc < 0 ? rc : 0;
 }
 
@@ -119,7 +119,7 @@ static int host_write(struct gpustream *g, const void *src, size_t n, uint32_t t
 {
     if (g->dma)
         return emu_dma_write(g->dma, src, n, 0, timeout_ms);
-    int rc = emudrv_stream_write(g->drv, EMU_STREAM_GPU_WRITE, src, n);
+    int rc = emudrv_stream_write(g->drv, EMU_STREAM_GPU_WRITE, src, n, timeout_ms);
     return rc < 0 ? rc : 0;
 }
 
@@ -414,9 +414,12 @@ static int resolve(struct gpustream *g, int write, const struct buf *b, size_t n
 
 struct staged {
     struct gpustream *g;
-    uint8_t *gpu; /* the GPU buffer */
-    uint32_t timeout_ms;
+    uint8_t *gpu;      /* the GPU buffer */
+    uint64_t deadline; /* of the whole block: every chunk's wait takes what is left */
 };
+
+/* Milliseconds left for st's block; 0 once it is over (the step then times out). */
+static uint32_t left_ms(const struct staged *st) { return oni_ms_left(st->deadline); }
 
 static int need_staging(struct gpustream *g, uint32_t chunk)
 {
@@ -444,7 +447,8 @@ static int need_staging(struct gpustream *g, uint32_t chunk)
 static int rd_a(void *ctx, int s, size_t off, size_t n)
 {
     struct staged *st = ctx;
-    return host_read(st->g, st->g->slot[s], n, st->timeout_ms);
+    uint32_t ms = left_ms(st);
+    return ms ? host_read(st->g, st->g->slot[s], n, ms) : ONI_ETIMEOUT;
 }
 
 static int rd_b(void *ctx, int s, size_t off, size_t n)
@@ -457,7 +461,7 @@ static int rd_b(void *ctx, int s, size_t off, size_t n)
 static int wait_ev(void *ctx, int s)
 {
     struct staged *st = ctx;
-    return gpu_event_wait(st->g->ev[s], st->timeout_ms);
+    return gpu_event_wait(st->g->ev[s], left_ms(st)); /* 0: only checks */
 }
 
 /* Write: A = GPU -> host copy of a chunk, B = the card takes the slot. */
@@ -471,7 +475,8 @@ static int wr_a(void *ctx, int s, size_t off, size_t n)
 static int wr_b(void *ctx, int s, size_t off, size_t n)
 {
     struct staged *st = ctx;
-    return host_write(st->g, st->g->slot[s], n, st->timeout_ms);
+    uint32_t ms = left_ms(st);
+    return ms ? host_write(st->g, st->g->slot[s], n, ms) : ONI_ETIMEOUT;
 }
 
 /* Wait for the copies a timed-out chunked transfer left queued (stage_lock held). */
@@ -483,8 +488,10 @@ static int settle_copies(struct gpustream *g, uint32_t timeout_ms)
     return rc;
 }
 
+/* A block through the host slots in chunks, all within timeout_ms. */
 static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32_t chunk, uint32_t timeout_ms)
 {
+    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
     pthread_mutex_lock(&g->stage_lock);
     /* Copies a timed-out run left queued may still read or write the slots:
      * settled before the slots are reused, or freed for a larger chunk. */
@@ -497,7 +504,7 @@ static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32
     if (!rc && !write && g->dma)
         rc = emu_dma_wait_data(g->dma, n, timeout_ms);
     if (!rc) {
-        struct staged st = {g, gpu, timeout_ms};
+        struct staged st = {g, gpu, deadline};
         struct gpu_pipe_ops rd = {&st, rd_a, NULL, rd_b, wait_ev};
         struct gpu_pipe_ops wr = {&st, wr_a, wait_ev, wr_b, NULL};
         rc = gpu_pipe_run(n, chunk, GS_SLOTS, write ? &wr : &rd);
