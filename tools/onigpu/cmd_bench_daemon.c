@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -49,11 +50,17 @@ struct opts {
 
 static const char *const mode_name[MODES] = {"in-process", "daemon"};
 
-
+/* Start the daemon bin on socket sock; its pid once it accepts connections,
+ * -1 if it did not within 5 s. It ends with this process, even one that
+ * crashed or was killed (PR_SET_PDEATHSIG), not left holding the socket. */
 static pid_t start_daemon(const char *bin, const char *sock)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(127); /* the benchmark died before the line above */
         execl(bin, bin, "--socket", sock, (char *)NULL);
         _exit(127);
     }
