@@ -71,14 +71,15 @@ ONI_EXPORT int oni_init_ctx(oni_ctx ctx, int host_idx);
 ONI_EXPORT int oni_destroy_ctx(oni_ctx ctx);
 
 /* Read context option ctx_opt into value; *size is the buffer size in, bytes written out.
- * 0, or ONI_EBUFFERSIZE (*size = what it takes), ONI_EINVALOPT, ONI_EWRITEONLY,
- * ONI_EINVALSTATE (before init), the driver's error for a hardware register (docs/errors.md). */
+ * 0, or ONI_ENULLCTX, ONI_EINVALARG (a NULL pointer), ONI_EBUFFERSIZE (*size = what it
+ * takes), ONI_EINVALOPT, ONI_EWRITEONLY, ONI_EINVALSTATE (before init), the driver's error for
+ * a hardware register (docs/errors.md). */
 ONI_EXPORT int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size);
 
 /* Write context option ctx_opt from value of size bytes (4: every writable option is
- * 32 bits); then calls the driver's set_opt_callback. 0, or ONI_EBUFFERSIZE, ONI_EINVALOPT,
- * ONI_EREADONLY, ONI_EINVALARG, ONI_EINVALSTATE, ONI_EINVALREADSIZE / ONI_EINVALWRITESIZE,
- * the driver's error (docs/errors.md). */
+ * 32 bits); then calls the driver's set_opt_callback. 0, or ONI_ENULLCTX, ONI_EINVALARG (NULL
+ * value, or a value the option refuses), ONI_EBUFFERSIZE, ONI_EINVALOPT, ONI_EREADONLY,
+ * ONI_EINVALSTATE, ONI_EINVALREADSIZE / ONI_EINVALWRITESIZE, the driver's error (docs/errors.md). */
 ONI_EXPORT int oni_set_opt(oni_ctx ctx, int ctx_opt, const void *value, size_t size);
 
 /* Read driver-specific option drv_opt (onigpu.h, oniemu.h) into value; *size is the buffer size in, bytes
@@ -101,12 +102,14 @@ ONI_EXPORT int oni_write_reg(const oni_ctx ctx, oni_dev_idx_t dev_idx, oni_reg_a
  * *frame is owned by the caller until oni_destroy_frame. No heap allocation in steady state.
  * Errors: ONI_ETIMEOUT (no frame within ONI_OPT_TIMEOUTMS), ONI_EBADFRAME (bytes that are no
  * frame of the table were dropped; the next call goes on), ONI_ENOREADDEV, ONI_EINVALSTATE,
- * ONI_EBADALLOC, or the driver's read error (docs/errors.md). */
+ * ONI_ENULLCTX, ONI_EINVALARG (NULL frame), ONI_EBADALLOC, or the driver's read error
+ * (docs/errors.md). */
 ONI_EXPORT int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame);
 
 /* Make a write frame for dev_idx holding a copy of data (data_sz: a multiple of the device's
- * write_size); the caller owns *frame until oni_destroy_frame. 0, or ONI_EDEVIDX (no such
- * device), ONI_ENOTWRITEDEV, ONI_EWRITESIZE, ONI_EINVALSTATE, ONI_EBADALLOC. */
+ * write_size); the caller owns *frame until oni_destroy_frame. 0, or ONI_ENULLCTX, ONI_EINVALARG
+ * (NULL frame, or NULL data with data_sz > 0), ONI_EDEVIDX (no such device), ONI_ENOTWRITEDEV,
+ * ONI_EWRITESIZE, ONI_EINVALSTATE, ONI_EBADALLOC. */
 ONI_EXPORT int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_idx, void *data, size_t data_sz);
 
 /* Send a write frame made by oni_create_frame; returns bytes written (> 0) or an ONI error. */

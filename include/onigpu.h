@@ -60,7 +60,9 @@
  * within the one timeout too). When it fails (ONI_ETIMEOUT, ...) after some pieces,
  * those bytes are at the start of the buffer and gone from the stream: the
  * next READ starts after them (docs/daemon.md, Failure behaviour). In-process
- * a READ that times out takes nothing.
+ * a READ that times out waiting for data takes nothing; with CHUNK_SZ, a chunk's
+ * host -> GPU copy that times out has taken the chunks before it from the card
+ * (docs/transfers.md).
  * Freeing host memory while it is pinned cannot be detected: unpin first. */
 #ifndef ONIGPU_H
 #define ONIGPU_H
