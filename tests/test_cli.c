@@ -275,6 +275,10 @@ TEST(read_sizes_numbers_and_durations)
     static const char *const not_sizes[] = {"1e3", " 4096", "+4096", "0x1p12", ".5K", "inf"};
     for (size_t i = 0; i < sizeof not_sizes / sizeof *not_sizes; i++)
         CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--block", not_sizes[i]), 2);
+    /* nor a duration (an audit: they were read with strtod alone) */
+    static const char *const not_durations[] = {"1e-1", " 0.1", "+0.1", "0x1p-3"};
+    for (size_t i = 0; i < sizeof not_durations / sizeof *not_durations; i++)
+        CHECK_EQ(RUN("read", "--driver", "test", "--seconds", not_durations[i]), 2);
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--block", "0x1000"), 0);
     HAS("block 4096 B");
     CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "200ms"), 0);

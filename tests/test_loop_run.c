@@ -260,7 +260,7 @@ TEST(bench_loop_huge_seconds_keeps_blocks)
     char dir[] = "/tmp/onigpu-bls-XXXXXX";
     REQUIRE(mkdtemp(dir));
     CHECK_EQ(ONIGPU("bench", "loop", "--sizes", "4kB/4kB", "--ai", "0.75", "--backends", "cpu", "--blocks", "50",
-                    "--seconds", "1e300", "--out", dir),
+                    "--seconds", "1000000000000000000000000000000000000000", "--out", dir), /* 10^39 */
              0);
     CHECK(strstr(out, "(n=45;") != NULL); /* 50 blocks less the 10% warm-up */
     CHECK(unit_sh("rm -rf %s", dir) == 0);
@@ -310,6 +310,10 @@ TEST(advise_rejects_bad_arguments)
     CHECK(strstr(out, "bad argument '--ai'") != NULL);
     CHECK_EQ(ONIGPU("advise", "--data", "4098", "--compute", "8192", "--ai", "1"), 2);
     CHECK(strstr(out, "bad argument '--data'") != NULL);
+    /* numbers as cli.md allows them: no exponent, sign or space (an audit) */
+    CHECK_EQ(ONIGPU("advise", "--data", "4096", "--compute", "4096", "--ai", "0.75e0"), 2);
+    CHECK(strstr(out, "bad argument '--ai'") != NULL);
+    CHECK_EQ(ONIGPU("bench", "loop", "--ai", "+0.75"), 2);
     CHECK_EQ(ONIGPU("advise", "--row", "-1"), 2);
     CHECK_EQ(ONIGPU("advise", "--row", " 1"), 2);
     /* --opt=VALUE as everywhere (found by a review: it was an unknown option) */

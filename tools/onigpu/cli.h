@@ -33,6 +33,9 @@ int cli_usage(const struct cli_command *cmd);
 int cli_parse_size(const char *s, uint64_t *out);
 /* Parse "10", "2.5s", "500ms", "100us" into seconds (finite, >= 0). */
 int cli_parse_seconds(const char *s, double *out);
+/* A whole string that is a number as cli.md allows one (decimal with an
+ * optional fraction, or 0x hex; no sign, space or exponent) into *out. 0 or -1. */
+int cli_parse_decimal(const char *s, double *out);
 /* The option at argv[*i] as *name and *value: "--opt=VALUE" (the name
  * copied into buf, cap bytes) or "--opt VALUE" (*i stepped past the value).
  * *value is NULL when the value is missing, as when the next argument is

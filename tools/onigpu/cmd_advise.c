@@ -169,9 +169,7 @@ static int run(int argc, char **argv)
             bad = cli_parse_size(v, &compute) || compute > (64ull << 30);
             given |= 2;
         } else if (!strcmp(a, "--ai")) {
-            char *end;
-            ai = strtod(v, &end);
-            bad = *end || !bench_loop_iters(ai); /* quarters, 0.25 .. 10^4: as bench loop */
+            bad = cli_parse_decimal(v, &ai) || !bench_loop_iters(ai); /* quarters, 0.25 .. 10^4: as bench loop */
             given |= 4;
         } else if (!strcmp(a, "--workload")) {
             workload = v;

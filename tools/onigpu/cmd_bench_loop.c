@@ -34,9 +34,8 @@ static int parse_ai(char *list, struct bench_loop_opts *o)
 {
     o->nai = 0;
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *end;
-        double v = strtod(t, &end);
-        if (*end || !bench_loop_iters(v) || o->nai >= BENCH_LOOP_MAX)
+        double v;
+        if (cli_parse_decimal(t, &v) || !bench_loop_iters(v) || o->nai >= BENCH_LOOP_MAX)
             return -1;
         o->ai[o->nai++] = v;
     }

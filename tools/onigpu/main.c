@@ -1,7 +1,6 @@
 /* main.c - `onigpu`: dispatch to the registered subcommands. */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,13 +151,24 @@ int cli_parse_sizes(const char *list, uint64_t max, uint64_t mult, uint32_t *v, 
     return 0;
 }
 
+int cli_parse_decimal(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || !plain_number(s, (size_t)(end - s)))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int cli_parse_seconds(const char *s, double *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0) /* "inf", "nan": a run that never ends */
-        return -1;
+    if (errno || end == s || v < 0 || !plain_number(s, (size_t)(end - s)))
+        return -1; /* "inf", "nan" (a run that never ends), signs, spaces, exponents: cli.md */
     if (!*end || !strcmp(end, "s")) *out = v;
     else if (!strcmp(end, "ms")) *out = v / 1e3;
     else if (!strcmp(end, "us")) *out = v / 1e6;
