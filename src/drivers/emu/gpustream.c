@@ -495,14 +495,14 @@ static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32
     pthread_mutex_lock(&g->stage_lock);
     /* Copies a timed-out run left queued may still read or write the slots:
      * settled before the slots are reused, or freed for a larger chunk. */
-    int rc = g->copy_unsettled ? settle_copies(g, timeout_ms) : 0;
+    int rc = g->copy_unsettled ? settle_copies(g, oni_ms_left(deadline)) : 0;
     if (!rc)
         rc = need_staging(g, chunk);
     /* A read waits for the whole block first: a chunk that timed out after
      * earlier chunks left the card would lose them. (Through the daemon the
      * chunks are host reads of its ring, which cannot wait so.) */
     if (!rc && !write && g->dma)
-        rc = emu_dma_wait_data(g->dma, n, timeout_ms);
+        rc = emu_dma_wait_data(g->dma, n, oni_ms_left(deadline));
     if (!rc) {
         struct staged st = {g, gpu, deadline};
         struct gpu_pipe_ops rd = {&st, rd_a, NULL, rd_b, wait_ev};
