@@ -683,6 +683,7 @@ enum { LIE_GARBAGE, LIE_VERSION, LIE_NO_FD, LIE_RING_OUTSIDE, LIE_SHORT_FILE, LI
 
 struct liar {
     int lie, listen_fd;
+    pthread_t th;                      /* answering (liar_main) */
     uint32_t asked_ms[TRICKLE_PIECES]; /* LIE_TRICKLE: the timeout of each READ it answered */
     int reads;
 };
@@ -710,7 +711,6 @@ static void trickle(struct liar *l, int gpu, uint8_t *buf)
     }
 }
 
-
 /* A socket at a new sock_path, listening where a daemon would: the lying
  * daemon's (or -1). liar_close closes it and frees the path for the next
  * daemon test. */
@@ -734,6 +734,7 @@ static void liar_close(int fd)
     unlink(sock_path);
     sock_path[0] = 0; /* the next daemon test picks its own path again */
 }
+
 static void *liar_main(void *arg)
 {
     struct liar *l = arg;
@@ -801,6 +802,28 @@ static void *liar_main(void *arg)
     return NULL;
 }
 
+/* The lying daemon, answering as lie on a thread of its own at a new
+ * sock_path: 0, or -1 when it could not start. liar_stop waits for it and
+ * frees the path. */
+static int liar_start(struct liar *l, int lie)
+{
+    memset(l, 0, sizeof *l);
+    l->lie = lie;
+    if ((l->listen_fd = liar_listen()) < 0)
+        return -1;
+    if (pthread_create(&l->th, NULL, liar_main, l)) {
+        liar_close(l->listen_fd);
+        return -1;
+    }
+    return 0;
+}
+
+static void liar_stop(struct liar *l)
+{
+    pthread_join(l->th, NULL);
+    liar_close(l->listen_fd);
+}
+
 TEST(daemon_lying_daemon)
 {
     static const struct {
@@ -813,18 +836,15 @@ TEST(daemon_lying_daemon)
                  {LIE_SEQ, ONI_EBADFRAME},
                  {LIE_RING_ONE_PAST, ONI_EBADFRAME}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        struct liar l = {.lie = cases[c].lie, .listen_fd = liar_listen()};
-        REQUIRE(l.listen_fd >= 0);
-        pthread_t th;
-        REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
+        struct liar l;
+        REQUIRE(liar_start(&l, cases[c].lie) == 0);
         int rc = 0;
         oni_ctx ctx = open_daemon("", &rc);
         CHECK(ctx == NULL);
         CHECK_RC(rc, cases[c].want);
         if (ctx)
             oni_destroy_ctx(ctx);
-        pthread_join(th, NULL);
-        liar_close(l.listen_fd);
+        liar_stop(&l);
     }
 }
 
@@ -835,10 +855,8 @@ TEST(daemon_lying_daemon)
  * timeouts and more. */
 TEST(daemon_slow_handshake_within_the_timeout)
 {
-    struct liar l = {.lie = LIE_SLOW, .listen_fd = liar_listen()};
-    REQUIRE(l.listen_fd >= 0);
-    pthread_t th;
-    REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
+    struct liar l;
+    REQUIRE(liar_start(&l, LIE_SLOW) == 0);
     oni_ctx ctx = oni_create_ctx("emu");
     REQUIRE(ctx);
     char spec[600];
@@ -853,18 +871,15 @@ TEST(daemon_slow_handshake_within_the_timeout)
     CHECK_RC(rc, ONI_ETIMEOUT);
     CHECK(ms < 2 * timeout); /* before: 5 x LIE_SLOW_MS and more */
     oni_destroy_ctx(ctx);
-    pthread_join(th, NULL);
-    liar_close(l.listen_fd);
+    liar_stop(&l);
 }
 
 /* A READ answer that places its bytes a whole ring past anything produced
  * is refused (ONI_EBADFRAME), not copied out of the ring. */
 TEST(daemon_lying_read_answer)
 {
-    struct liar l = {.lie = LIE_READ_OUTSIDE, .listen_fd = liar_listen()};
-    REQUIRE(l.listen_fd >= 0);
-    pthread_t th;
-    REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
+    struct liar l;
+    REQUIRE(liar_start(&l, LIE_READ_OUTSIDE) == 0);
     struct emuc *c = NULL;
     char err[200] = "";
     CHECK_RC(emuc_open(sock_path, "", 2000, &c, err, sizeof err), 0);
@@ -873,8 +888,7 @@ TEST(daemon_lying_read_answer)
         CHECK_RC(emuc_read(c, EMU_STREAM_DATA, buf, sizeof buf, 1000), ONI_EBADFRAME);
         emuc_close(c);
     }
-    pthread_join(th, NULL);
-    liar_close(l.listen_fd);
+    liar_stop(&l);
 }
 
 /* A daemon that answers a block's READs a few bytes at a time, slower in all
@@ -884,10 +898,8 @@ TEST(daemon_lying_read_answer)
  * the read took TRICKLE_PIECES x TRICKLE_MS (6 s) and succeeded. */
 TEST(daemon_trickled_read_within_the_timeout)
 {
-    struct liar l = {.lie = LIE_TRICKLE, .listen_fd = liar_listen()};
-    REQUIRE(l.listen_fd >= 0);
-    pthread_t th;
-    REQUIRE(pthread_create(&th, NULL, liar_main, &l) == 0);
+    struct liar l;
+    REQUIRE(liar_start(&l, LIE_TRICKLE) == 0);
     /* the driver itself: liboni's init would want a device table */
     const struct oni_driver *drv = &onidrv_emu;
     oni_driver_ctx d = drv->create_ctx();
@@ -908,7 +920,7 @@ TEST(daemon_trickled_read_within_the_timeout)
     CHECK_RC(rc, ONI_ETIMEOUT);
     CHECK(ms < TRICKLE_PIECES * TRICKLE_MS / 2); /* does not hang on; before: all the pieces */
     CHECK_RC(drv->destroy_ctx(d), 0);
-    pthread_join(th, NULL);
+    liar_stop(&l);
     /* each READ after the first waits only for what is left, at least one piece's time less */
     CHECK(l.reads >= 2);
     uint32_t longest = 0;
@@ -918,7 +930,6 @@ TEST(daemon_trickled_read_within_the_timeout)
     }
     fprintf(stderr, "  %d READs; after the first, the longest timeout asked: %u ms\n", l.reads, longest);
     CHECK(longest <= timeout - TRICKLE_MS);
-    liar_close(l.listen_fd);
 }
 
 /* A client out of descriptors cannot reach a daemon that is there: socket()
