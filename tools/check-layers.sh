@@ -8,7 +8,7 @@
 #   tools/check-layers.sh [SOURCE_DIR]
 set -u
 cd "${1:-$(dirname "$0")/..}" || exit 2
-PUBLIC='oni\.h|onidefs\.h|onidriver\.h|onix\.h|onigpu\.h|oniemu\.h|onitest\.h'
+PUBLIC='oni\.h|onidefs\.h|onidriver\.h|onix\.h|onigpu\.h|oniemu\.h|onitest\.h|oninet\.h'
 CLOCK='oni/util/clock\.h'
 # directory (its own files, not its subdirectories) -> the other headers it
 # may include; a header of the same directory, by its bare name, always may
@@ -17,13 +17,14 @@ declare -A ALLOW=(
     [src/oni/util]="$PUBLIC|onii\.h|$CLOCK"
     [src/drivers]="$PUBLIC|onii\.h"
     [src/drivers/test]="$PUBLIC|onii\.h"
+    [src/drivers/net]="$PUBLIC|onii\.h"
     [src/drivers/emu]="$PUBLIC|onii\.h|emu/emu\.h|emu/dma\.h|gpu/[a-z_]+\.h"
     [src/emu]="$PUBLIC|onii\.h|gpu/[a-z_]+\.(h|cuh)"
     [src/emu/devices]="$PUBLIC|emu/card\.h|emu/neural\.h"
     [src/gpu]="$PUBLIC|$CLOCK"
     [src/loop]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h"
     [src/bench]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h|bench/[a-z_]+\.h"
-    [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h"
+    [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h|drivers/net/net(serve|proto)\.h"
     [tools]="oni\.h" # stand-alone programs (framerate.c builds against upstream liboni too)
     [tools/onix-emu]="$PUBLIC|$CLOCK|emu/emu\.h|emu/dma\.h|gpu/[a-z_]+\.h|bench/[a-z_]+\.h|drivers/emu/emuproto\.h"
 )

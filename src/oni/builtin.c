@@ -2,4 +2,4 @@
  * before looking for libonidriver_<name>.so. */
 #include "ctx.h"
 
-const struct oni_driver *const oni_builtin_drivers[] = {&onidrv_test, &onidrv_emu, NULL};
+const struct oni_driver *const oni_builtin_drivers[] = {&onidrv_test, &onidrv_emu, &onidrv_net, NULL};

@@ -180,9 +180,6 @@ struct oni_ctx_impl {
 /* Built-in driver tables, NULL-terminated (builtin.c). */
 extern const struct oni_driver *const oni_builtin_drivers[];
 
-/* loader.c: fill drv (and *dl for an external driver) for drv_name; returns 0 or an errno value. */
-int oni_load_driver(const char *name, struct oni_driver *drv, void **dl);
-
 /* Deadline helpers: the oni_now_ns() time timeout_ms from now; and the pause
  * after a driver returned no bytes: yields first, then sleeps briefly, so a
  * silent driver costs little CPU; *idle counts the pauses of one call (start

@@ -36,6 +36,13 @@ struct oni_driver {
 /* Built-in drivers (src/drivers/<name>). */
 extern const struct oni_driver onidrv_test;
 extern const struct oni_driver onidrv_emu;
+extern const struct oni_driver onidrv_net;
+
+/* Find driver `name` (built in first, then libonidriver_<name>.so, loader.c)
+ * and fill drv with its table; *dl is the library to dlclose when done (NULL
+ * for a built-in one). 0, ENOENT (none found) or EINVAL (a bad name, or a
+ * library that lacks an entry). */
+int oni_load_driver(const char *name, struct oni_driver *drv, void **dl);
 
 /* Option helpers shared by the core and the drivers. oni_opt_short: the
  * answer to a get into a buffer of *len bytes where need are needed: *len =

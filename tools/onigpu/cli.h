@@ -60,9 +60,10 @@ int cli_command_line(char ***argv);
 int cli_check_link(const struct cli_command *cmd, const char *link);
 
 /* Open and initialize a context for driver `drv` (NULL = "emu"); `emu_spec`
- * (NULL = default) is passed to the emu driver as ONI_DRV_EMU_SPEC. Prints a
- * readable error and returns NULL on failure. */
-oni_ctx cli_open(const char *drv, const char *emu_spec, int host_idx);
+ * (NULL = default) is passed to the emu driver as ONI_DRV_EMU_SPEC (to the
+ * served driver through `net`), `net_addr` (NULL = default) to the net driver
+ * as ONI_DRV_NET_ADDR. Prints a readable error and returns NULL on failure. */
+oni_ctx cli_open(const char *drv, const char *emu_spec, const char *net_addr, int host_idx);
 
 /* Print "onigpu: <what>: <oni_error_str(rc)>" to stderr; returns 1. */
 int cli_fail(const char *what, int rc);

@@ -11,6 +11,7 @@ void cli_conn_init(struct cli_conn *c)
 {
     c->driver = NULL;
     c->emu = NULL;
+    c->net = NULL;
     c->host = -1;
     c->timeout_ms = 0;
 }
@@ -41,6 +42,8 @@ int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i)
         return rc > 0 && *c->driver ? 1 : -1;
     if ((rc = cli_opt_value("--emu", argc, argv, i, &c->emu)))
         return rc;
+    if ((rc = cli_opt_value("--net", argc, argv, i, &c->net)))
+        return rc > 0 && *c->net ? 1 : -1;
     if ((rc = cli_opt_value("--timeout", argc, argv, i, &v)))
         return rc > 0 && !cli_parse_u32(v, &c->timeout_ms) && c->timeout_ms ? 1 : -1;
     if ((rc = cli_opt_value("--host", argc, argv, i, &v)) <= 0)
@@ -57,7 +60,11 @@ int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i)
 
 oni_ctx cli_conn_open(const struct cli_conn *c)
 {
-    oni_ctx ctx = cli_open(c->driver, c->emu, c->host);
+    if (c->net && c->driver && strcmp(c->driver, "net")) {
+        fprintf(stderr, "onigpu: --net is the net driver's address; it does not go with --driver %s\n", c->driver);
+        return NULL;
+    }
+    oni_ctx ctx = cli_open(c->net ? "net" : c->driver, c->emu, c->net, c->host);
     if (ctx && c->timeout_ms) {
         int rc = oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &c->timeout_ms, sizeof c->timeout_ms);
         if (rc) {

@@ -8,10 +8,11 @@
 #include <stdint.h>
 #include "oni.h"
 
-/* --driver NAME, --emu SPEC, --host N, --timeout MS (also as --opt=value). */
+/* --driver NAME, --emu SPEC, --net HOST:PORT, --host N, --timeout MS (also as --opt=value). */
 struct cli_conn {
-    const char *driver;  /* NULL: the default, "emu" */
+    const char *driver;  /* NULL: the default, "emu" ("net" with --net) */
     const char *emu;
+    const char *net;     /* the `net` driver's server (oninet.h), or NULL */
     int host;            /* -1: the driver's default */
     uint32_t timeout_ms; /* 0: the library's default ONI_OPT_TIMEOUTMS */
 };

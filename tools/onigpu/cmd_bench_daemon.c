@@ -91,7 +91,7 @@ static oni_ctx open_mode(int mode, const char *sock, const char *card)
 {
     char spec[300];
     snprintf(spec, sizeof spec, "%s%s%s%s", mode ? "daemon=" : "", mode ? sock : "", mode ? ";" : "", card);
-    return cli_open("emu", spec, -1);
+    return cli_open("emu", spec, NULL, -1);
 }
 
 /* Register reads of the first hub manager: per-call times. */

@@ -11,7 +11,7 @@
 #include "onix.h"
 
 static int info_run(int argc, char **argv);
-CLI_COMMAND(info, "info", "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS]",
+CLI_COMMAND(info, "info", "[--driver NAME] [--emu SPEC] [--net HOST:PORT] [--host N] [--timeout MS]",
             "driver, ONI version, clocks, frame/block sizes, device table and hub managers", NULL, info_run)
 
 /* Print a uint32 context option as "label value unit", or the error. */

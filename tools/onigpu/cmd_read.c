@@ -12,12 +12,26 @@
 #include "cli_oni.h"
 #include "onigpu.h"
 #include "oniemu.h"
+#include "oninet.h"
 #include "onitest.h"
 #include "oni/util/clock.h"
 
+/* Whether the frames are the test driver's (onitest.h): the test driver's
+ * own, or through `net` from a server that serves it. */
+static int serves_test_frames(oni_ctx ctx)
+{
+    const oni_driver_info_t *di = oni_get_driver_info(ctx);
+    char remote[64];
+    size_t len = sizeof remote;
+    if (di && !strcmp(di->name, "test"))
+        return 1;
+    return di && !strcmp(di->name, "net") && !oni_get_driver_opt(ctx, ONI_DRV_NET_REMOTE, remote, &len) &&
+           !strncmp(remote, "test ", 5);
+}
+
 static int read_run(int argc, char **argv);
 CLI_COMMAND(read, "read",
-            "[--driver NAME] [--emu SPEC] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE]",
+            "[--driver NAME] [--emu SPEC] [--net HOST:PORT] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE]",
             "stream frames: live rate, per-device counts, frames/s, MB/s, drops, content verification", NULL, read_run)
 
 struct dev_stat {
@@ -313,7 +327,7 @@ static int read_run(int argc, char **argv)
     if (!s)
         goto out;
     const oni_driver_info_t *di = oni_get_driver_info(ctx);
-    if (o.verify && (!di || strcmp(di->name, "test"))) {
+    if (o.verify && !serves_test_frames(ctx)) {
         printf("verify: skipped (driver '%s' has no verifiable frame contents; use --driver test)\n",
                di ? di->name : "?");
         o.verify = 0;

@@ -6,7 +6,7 @@
 #include "cli_oni.h"
 
 static int reg_run(int argc, char **argv);
-CLI_COMMAND(reg, "reg", "get DEV ADDR | set DEV ADDR VALUE  [--driver NAME] [--emu SPEC] [--host N] [--timeout MS]",
+CLI_COMMAND(reg, "reg", "get DEV ADDR | set DEV ADDR VALUE  [--driver NAME] [--emu SPEC] [--net HOST:PORT] [--host N] [--timeout MS]",
             "read or write a device register (DEV: number or hub.dev; numbers decimal or 0x hex)", NULL, reg_run)
 
 /* Say what a failed access means; returns the exit status 1. */

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "gpu/gpu.h"
 #include "oniemu.h"
+#include "oninet.h"
 
 #define MAX_COMMANDS 64
 static const struct cli_command *commands[MAX_COMMANDS];
@@ -215,7 +216,7 @@ int cli_check_link(const struct cli_command *cmd, const char *link)
     return 0;
 }
 
-oni_ctx cli_open(const char *drv, const char *emu_spec, int host_idx)
+oni_ctx cli_open(const char *drv, const char *emu_spec, const char *net_addr, int host_idx)
 {
     if (!drv)
         drv = "emu";
@@ -224,8 +225,10 @@ oni_ctx cli_open(const char *drv, const char *emu_spec, int host_idx)
         fprintf(stderr, "onigpu: cannot load driver '%s': %s\n", drv, strerror(errno));
         return NULL;
     }
-    int rc = 0;
-    if (emu_spec && !strcmp(drv, "emu"))
+    int rc = 0, net = !strcmp(drv, "net");
+    if (net_addr && net)
+        rc = oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, net_addr, strlen(net_addr) + 1);
+    if (!rc && emu_spec && (net || !strcmp(drv, "emu")))
         rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, emu_spec, strlen(emu_spec) + 1);
     if (!rc)
         rc = oni_init_ctx(ctx, host_idx);

@@ -1,0 +1,34 @@
+/* oninet.h - options of the `net` driver: hardware on another machine.
+ *
+ * oni_create_ctx("net") opens a context whose driver calls travel over TCP
+ * to `onigpu serve`, which holds the hardware through any ONI driver there
+ * (emu, test, a real card's driver). The program sees the served driver's
+ * device table, registers, frames and options as if it were local; only
+ * options that name this process's memory (onigpu.h's PIN, UNPIN, READ,
+ * WRITE, READ_ASYNC, WRITE_ASYNC) are refused with ONI_EUNIMPL. docs/net.md
+ * says how it behaves when the server or the network fails.
+ *
+ * The server's address comes from ONI_DRV_NET_ADDR, else from the
+ * environment variable ONIGPU_NET, else it is 127.0.0.1:9455. The driver
+ * connects at oni_init_ctx, or before it at the first driver option that goes
+ * to the server (ONI_DRV_EMU_SPEC, say, which the served driver wants before
+ * its init). */
+#ifndef ONINET_H
+#define ONINET_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONIGPU_NET_ENV "ONIGPU_NET"
+
+enum {
+    ONI_DRV_NET_ADDR = 0x4F470500, /* set (before the driver connects, else ONI_EINVALSTATE): "host:port",
+                                      "[v6addr]:port"; size = strlen + 1. get: the address in use */
+    ONI_DRV_NET_REMOTE             /* get (once connected): the served driver, "name major.minor.patch" */
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

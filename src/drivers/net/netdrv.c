@@ -1,0 +1,398 @@
+/* netdrv.c - the `net` driver: every driver call sent over TCP to
+ * `onigpu serve` (netserve.c), which makes it on the driver that holds the
+ * hardware there. Protocol: netproto.h; options: oninet.h; behaviour on
+ * failures: docs/net.md.
+ *
+ * One connection per group of calls the host library may make concurrently
+ * (CTRL, DATA, WRITE), each with its own lock and sequence numbers. A call
+ * waits for its answer for the context's timeout plus the served driver's read
+ * slice; a connection that fails, times out or answers out of turn ends the
+ * session (its late answer could not be told from the next one), and every
+ * call after that returns ONI_EDISCONNECTED. The server then closes the
+ * served driver's context, so the hardware is free for the next session. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "netproto.h"
+#include "onigpu.h"
+#include "onii.h"
+#include "oninet.h"
+
+#define ADDR_MAX 256
+/* Beyond the timeout, what a healthy server may take to answer: the served
+ * driver's read slice and a network's round trip. */
+#define ANSWER_MARGIN_MS (ONI_READ_SLICE_MS + 200u)
+
+struct chan {
+    pthread_mutex_t lock;
+    int fd; /* -1 until connected */
+    uint32_t seq;
+};
+
+struct netdrv {
+    pthread_mutex_t lock; /* connecting and the address */
+    char addr[ADDR_MAX];
+    char remote[NETP_MAXNAME];
+    _Atomic int connected;
+    _Atomic int broken; /* the session ended: every call is ONI_EDISCONNECTED */
+    _Atomic uint32_t timeout_ms;
+    struct chan ch[NETP_NCHAN];
+};
+
+static const oni_driver_info_t info = {"net", 1, 0, 0, NULL};
+
+static const oni_driver_info_t *drv_info(void) { return &info; }
+
+static uint64_t answer_deadline(struct netdrv *d)
+{
+    return oni_now_ns() + ((uint64_t)atomic_load(&d->timeout_ms) + ANSWER_MARGIN_MS) * 1000000u;
+}
+
+/* End the session: wake every call waiting on a connection; the server sees
+ * them close. The descriptors stay open (other threads may be in a call on
+ * them) until destroy. */
+static void end_session(struct netdrv *d)
+{
+    atomic_store(&d->broken, 1);
+    for (int c = 0; c < NETP_NCHAN; c++)
+        if (d->ch[c].fd >= 0)
+            shutdown(d->ch[c].fd, SHUT_RDWR);
+}
+
+/* One request and its answer on connection ch (its lock held). out: bytes
+ * after the call; in: room for the bytes after the answer, *in_n their count.
+ * Returns 0 (the server's result is in a->status) or the transport's error. */
+static int exchange(struct netdrv *d, struct chan *ch, uint16_t type, const struct netp_call *call,
+                    const void *out, size_t out_n, struct netp_answer *a, void *in, size_t in_cap,
+                    size_t *in_n)
+{
+    if (ch->fd < 0)
+        return ONI_EINVALSTATE;
+    if (atomic_load(&d->broken))
+        return ONI_EDISCONNECTED;
+    uint64_t deadline = answer_deadline(d);
+    struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, type, ++ch->seq, (uint32_t)(sizeof *call + out_n)};
+    struct iovec iov[3] = {{&h, sizeof h}, {(void *)call, sizeof *call}, {(void *)out, out_n}};
+    int rc = netp_send(ch->fd, iov, out_n ? 3 : 2, deadline);
+    struct netp_hdr r;
+    if (!rc)
+        rc = netp_recv(ch->fd, &r, sizeof r, deadline);
+    if (!rc)
+        rc = netp_check_hdr(&r, 1);
+    if (rc)
+        return rc == ONI_EINVALARG ? ONI_EBADCONTROLLER : rc;
+    size_t extra = r.len - sizeof *a;
+    if (r.type != (type | NETP_REPLY) || r.seq != h.seq || extra > in_cap)
+        return ONI_EBADCONTROLLER; /* out of turn, or more than was asked for */
+    if ((rc = netp_recv(ch->fd, a, sizeof *a, deadline)) || (rc = netp_recv(ch->fd, in, extra, deadline)))
+        return rc;
+    *in_n = extra;
+    return 0;
+}
+
+/* A call on connection c: the server's result (>= 0 or its ONI error), or
+ * the transport's error, which ends the session. */
+static int call(struct netdrv *d, int c, uint16_t type, uint32_t what, uint32_t arg, const void *out,
+                size_t out_n, struct netp_answer *a, void *in, size_t in_cap, size_t *in_n)
+{
+    struct chan *ch = &d->ch[c];
+    struct netp_call q = {what, arg, 0};
+    struct netp_answer none;
+    size_t none_n;
+    if (!a)
+        a = &none;
+    if (!in_n)
+        in_n = &none_n;
+    pthread_mutex_lock(&ch->lock);
+    int rc = exchange(d, ch, type, &q, out, out_n, a, in, in_cap, in_n);
+    pthread_mutex_unlock(&ch->lock);
+    if (rc == ONI_EINVALSTATE)
+        return rc;
+    if (rc) {
+        end_session(d);
+        return rc == ONI_ETIMEOUT ? rc : ONI_EDISCONNECTED;
+    }
+    return a->status;
+}
+
+/* A TCP connection to one of res's addresses before deadline, or the error. */
+static int dial(const struct addrinfo *res, uint64_t deadline, int *fd)
+{
+    int rc = ONI_EPATHINVALID;
+    for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (s < 0)
+            continue;
+        int one = 1, err = 0;
+        socklen_t len = sizeof err;
+        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* requests are small: no Nagle delay */
+        if (connect(s, ai->ai_addr, ai->ai_addrlen)) {
+            if (errno != EINPROGRESS) {
+                close(s);
+                continue;
+            }
+            struct pollfd p = {.fd = s, .events = POLLOUT};
+            uint32_t left = oni_ms_left(deadline);
+            int r = left ? poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left) : 0;
+            if (r == 0)
+                rc = ONI_ETIMEOUT;
+            if (r <= 0 || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+                close(s);
+                continue;
+            }
+        }
+        *fd = s;
+        return 0;
+    }
+    return rc;
+}
+
+/* Connect the three channels and open the session (d->lock held). */
+static int session_open(struct netdrv *d)
+{
+    struct addrinfo *res;
+    int rc = netp_resolve(d->addr, 0, &res);
+    if (rc)
+        return rc;
+    uint64_t deadline = answer_deadline(d);
+    int fds[NETP_NCHAN];
+    int n = 0;
+    while (n < NETP_NCHAN && !(rc = dial(res, deadline, &fds[n])))
+        n++;
+    freeaddrinfo(res);
+    for (int c = 0; c < n; c++) {
+        pthread_mutex_lock(&d->ch[c].lock);
+        d->ch[c].fd = fds[c];
+        pthread_mutex_unlock(&d->ch[c].lock);
+    }
+    struct netp_answer a;
+    char name[NETP_MAXNAME];
+    size_t name_n = 0;
+    if (!rc)
+        rc = call(d, NETP_CHAN_CTRL, NETP_HELLO, 0, 0, NULL, 0, &a, name, sizeof name - 1, &name_n);
+    for (int c = NETP_CHAN_DATA; c < NETP_NCHAN && rc >= 0; c++) {
+        struct chan *ch = &d->ch[c];
+        struct netp_call q = {(uint32_t)c, 0, a.token};
+        struct netp_answer b;
+        size_t none;
+        pthread_mutex_lock(&ch->lock);
+        rc = exchange(d, ch, NETP_ATTACH, &q, NULL, 0, &b, NULL, 0, &none);
+        pthread_mutex_unlock(&ch->lock);
+        if (!rc)
+            rc = b.status;
+    }
+    if (rc < 0) {
+        for (int c = 0; c < NETP_NCHAN; c++) {
+            pthread_mutex_lock(&d->ch[c].lock);
+            if (d->ch[c].fd >= 0)
+                close(d->ch[c].fd);
+            d->ch[c].fd = -1;
+            pthread_mutex_unlock(&d->ch[c].lock);
+        }
+        atomic_store(&d->broken, 0); /* nothing was open: a later try starts afresh */
+        return rc;
+    }
+    name[name_n] = 0;
+    memcpy(d->remote, name, name_n + 1);
+    d->connected = 1;
+    return 0;
+}
+
+static int ensure_session(struct netdrv *d)
+{
+    pthread_mutex_lock(&d->lock);
+    int rc = d->connected ? 0 : session_open(d);
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+static oni_driver_ctx drv_create(void)
+{
+    struct netdrv *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    pthread_mutex_init(&d->lock, NULL);
+    for (int c = 0; c < NETP_NCHAN; c++) {
+        pthread_mutex_init(&d->ch[c].lock, NULL);
+        d->ch[c].fd = -1;
+    }
+    const char *env = getenv(ONIGPU_NET_ENV);
+    const char *addr = env && *env && strlen(env) < ADDR_MAX ? env : NETP_DEFAULT_ADDR;
+    memcpy(d->addr, addr, strlen(addr) + 1);
+    atomic_store(&d->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
+    return d;
+}
+
+static int drv_destroy(oni_driver_ctx ctx)
+{
+    struct netdrv *d = ctx;
+    if (!d)
+        return ONI_EINVALARG;
+    for (int c = 0; c < NETP_NCHAN; c++) {
+        if (d->ch[c].fd >= 0)
+            close(d->ch[c].fd);
+        pthread_mutex_destroy(&d->ch[c].lock);
+    }
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    return 0;
+}
+
+static int drv_init(oni_driver_ctx ctx, int host_idx)
+{
+    struct netdrv *d = ctx;
+    int rc = ensure_session(d);
+    return rc ? rc : call(d, NETP_CHAN_CTRL, NETP_INIT, (uint32_t)host_idx, 0, NULL, 0, NULL, NULL, 0, NULL);
+}
+
+static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t s, void *data, size_t size)
+{
+    struct netdrv *d = ctx;
+    int c = s == ONI_READ_STREAM_DATA ? NETP_CHAN_DATA : NETP_CHAN_CTRL;
+    if (size > NETP_MAXXFER)
+        size = NETP_MAXXFER;
+    struct netp_answer a;
+    size_t got;
+    int rc = call(d, c, NETP_READ, (uint32_t)s, (uint32_t)size, NULL, 0, &a, data, size, &got);
+    if (rc >= 0 && (size_t)rc != got) {
+        end_session(d); /* the count and the bytes disagree: nothing after can be trusted */
+        return ONI_EBADCONTROLLER;
+    }
+    return rc;
+}
+
+static int drv_write_stream(oni_driver_ctx ctx, oni_write_stream_t s, const char *data, size_t size)
+{
+    if (size > NETP_MAXXFER)
+        size = NETP_MAXXFER;
+    int rc = call(ctx, NETP_CHAN_WRITE, NETP_WRITE, (uint32_t)s, (uint32_t)size, data, size, NULL, NULL, 0, NULL);
+    return rc > (int)size ? ONI_EWRITEFAILURE : rc;
+}
+
+static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *value)
+{
+    struct netp_answer a;
+    int rc = call(ctx, NETP_CHAN_CTRL, NETP_CONFIG_READ, (uint32_t)reg, 0, NULL, 0, &a, NULL, 0, NULL);
+    if (rc >= 0)
+        *value = a.value;
+    return rc;
+}
+
+static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t value)
+{
+    return call(ctx, NETP_CHAN_CTRL, NETP_CONFIG_WRITE, (uint32_t)reg, value, NULL, 0, NULL, NULL, 0, NULL);
+}
+
+static int drv_set_opt_callback(oni_driver_ctx ctx, int opt, const void *value, size_t len)
+{
+    struct netdrv *d = ctx;
+    uint32_t ms;
+    if (opt == ONI_OPT_TIMEOUTMS && !oni_opt_u32(value, len, &ms))
+        atomic_store(&d->timeout_ms, ms);
+    if (!d->connected) /* nothing to tell yet: the core tells the timeout again after init */
+        return 0;
+    if (len > NETP_MAXOPT)
+        return ONI_EINVALARG;
+    return call(d, NETP_CHAN_CTRL, NETP_SET_OPT_CALLBACK, (uint32_t)opt, (uint32_t)len, value, len, NULL,
+                NULL, 0, NULL);
+}
+
+/* onigpu.h's options that carry this process's addresses. */
+static int names_memory(int opt)
+{
+    return opt == ONI_DRV_PIN || opt == ONI_DRV_UNPIN || opt == ONI_DRV_READ || opt == ONI_DRV_WRITE ||
+           opt == ONI_DRV_READ_ASYNC || opt == ONI_DRV_WRITE_ASYNC;
+}
+
+static int set_addr(struct netdrv *d, const char *value, size_t len)
+{
+    if (!value || len == 0 || len > ADDR_MAX || memchr(value, 0, len) != value + len - 1)
+        return ONI_EINVALARG;
+    pthread_mutex_lock(&d->lock);
+    int rc = d->connected ? ONI_EINVALSTATE : 0;
+    if (!rc)
+        memcpy(d->addr, value, len);
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+static int get_string(const char *s, void *value, size_t *len)
+{
+    size_t need = strlen(s) + 1;
+    if (*len < need)
+        return oni_opt_short(len, need);
+    memcpy(value, s, need);
+    *len = need;
+    return 0;
+}
+
+static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t len)
+{
+    struct netdrv *d = ctx;
+    if (opt == ONI_DRV_NET_ADDR)
+        return set_addr(d, value, len);
+    if (opt == ONI_DRV_NET_REMOTE)
+        return ONI_EREADONLY;
+    if (names_memory(opt))
+        return ONI_EUNIMPL;
+    if (len > NETP_MAXOPT)
+        return ONI_EINVALARG;
+    int rc = ensure_session(d);
+    return rc ? rc : call(d, NETP_CHAN_CTRL, NETP_SET_OPT, (uint32_t)opt, (uint32_t)len, value, len, NULL, NULL,
+                          0, NULL);
+}
+
+static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
+{
+    struct netdrv *d = ctx;
+    if (opt == ONI_DRV_NET_ADDR || opt == ONI_DRV_NET_REMOTE) {
+        pthread_mutex_lock(&d->lock);
+        int rc = opt == ONI_DRV_NET_REMOTE && !d->connected ? ONI_EINVALSTATE
+                                                             : get_string(opt == ONI_DRV_NET_ADDR ? d->addr
+                                                                                                  : d->remote,
+                                                                          value, len);
+        pthread_mutex_unlock(&d->lock);
+        return rc;
+    }
+    if (names_memory(opt))
+        return ONI_EUNIMPL;
+    int rc = ensure_session(d);
+    if (rc)
+        return rc;
+    size_t cap = *len < NETP_MAXOPT ? *len : NETP_MAXOPT, got;
+    struct netp_answer a;
+    rc = call(d, NETP_CHAN_CTRL, NETP_GET_OPT, (uint32_t)opt, (uint32_t)cap, NULL, 0, &a, value, cap, &got);
+    if (rc >= 0 && got != a.value) {
+        end_session(d);
+        return ONI_EBADCONTROLLER;
+    }
+    if (rc >= 0 || rc == ONI_EBUFFERSIZE)
+        *len = a.value;
+    return rc;
+}
+
+const struct oni_driver onidrv_net = {
+    .name = "net",
+    .create_ctx = drv_create,
+    .destroy_ctx = drv_destroy,
+    .init = drv_init,
+    .read_stream = drv_read_stream,
+    .write_stream = drv_write_stream,
+    .read_config = drv_read_config,
+    .write_config = drv_write_config,
+    .set_opt_callback = drv_set_opt_callback,
+    .set_opt = drv_set_opt,
+    .get_opt = drv_get_opt,
+    .info = drv_info,
+    .concurrent_opt = NULL, /* options go one at a time, on the CTRL connection */
+};

@@ -1,0 +1,143 @@
+/* netproto.c - message checks and socket I/O with deadlines, shared by the
+ * net driver and its server (netproto.h). */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include "netproto.h"
+#include "onii.h"
+
+size_t netp_max_extra(uint16_t t, int answer)
+{
+    switch (t) {
+    case NETP_HELLO:
+        return answer ? NETP_MAXNAME : 0;
+    case NETP_READ:
+        return answer ? NETP_MAXXFER : 0;
+    case NETP_WRITE:
+        return answer ? 0 : NETP_MAXXFER;
+    case NETP_SET_OPT_CALLBACK:
+    case NETP_SET_OPT:
+        return answer ? 0 : NETP_MAXOPT;
+    case NETP_GET_OPT:
+        return answer ? NETP_MAXOPT : 0;
+    default:
+        return 0;
+    }
+}
+
+int netp_check_hdr(const struct netp_hdr *h, int answer)
+{
+    if (h->magic != NETP_MAGIC || h->version != NETP_VERSION)
+        return ONI_EBADCONTROLLER;
+    uint16_t t = h->type;
+    if (!!(t & NETP_REPLY) != !!answer)
+        return ONI_EINVALARG;
+    t &= (uint16_t)~NETP_REPLY;
+    if (t < NETP_HELLO || t >= NETP_NTYPE)
+        return ONI_EINVALARG;
+    size_t fixed = answer ? sizeof(struct netp_answer) : sizeof(struct netp_call);
+    if (h->len < fixed || h->len - fixed > netp_max_extra(t, answer))
+        return ONI_EINVALARG;
+    return 0;
+}
+
+/* Wait until fd is ready for events; 0, ONI_ETIMEOUT or ONI_EDISCONNECTED. */
+static int wait_fd(int fd, short events, uint64_t deadline_ns)
+{
+    for (;;) {
+        int ms = -1;
+        if (deadline_ns) {
+            uint32_t left = oni_ms_left(deadline_ns);
+            if (!left)
+                return ONI_ETIMEOUT;
+            ms = left > INT32_MAX ? INT32_MAX : (int)left;
+        }
+        struct pollfd p = {.fd = fd, .events = events};
+        int r = poll(&p, 1, ms);
+        if (r > 0)
+            return 0; /* POLLHUP and POLLERR too: the next send or recv says which */
+        if (r < 0 && errno != EINTR)
+            return ONI_EDISCONNECTED;
+    }
+}
+
+int netp_send(int fd, struct iovec *iov, int niov, uint64_t deadline_ns)
+{
+    while (niov > 0) {
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t r = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                return ONI_EDISCONNECTED;
+            int rc = wait_fd(fd, POLLOUT, deadline_ns);
+            if (rc)
+                return rc;
+            continue;
+        }
+        size_t sent = (size_t)r;
+        while (niov > 0 && sent >= iov->iov_len) {
+            sent -= iov->iov_len;
+            iov++;
+            niov--;
+        }
+        if (niov > 0) {
+            iov->iov_base = (char *)iov->iov_base + sent;
+            iov->iov_len -= sent;
+        }
+    }
+    return 0;
+}
+
+int netp_recv(int fd, void *buf, size_t n, uint64_t deadline_ns)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+            continue;
+        }
+        if (r == 0)
+            return ONI_EDISCONNECTED;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return ONI_EDISCONNECTED;
+        int rc = wait_fd(fd, POLLIN, deadline_ns);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int netp_resolve(const char *addr, int passive, struct addrinfo **res)
+{
+    char host[256];
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    if (!colon || !colon[1])
+        return ONI_EPATHINVALID;
+    size_t n = (size_t)(colon - addr);
+    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') { /* [v6]:port */
+        addr++;
+        n -= 2;
+    } else if (memchr(addr, ':', n)) {
+        return ONI_EPATHINVALID; /* a bare IPv6 address: its port cannot be told from it */
+    }
+    if (n >= sizeof host)
+        return ONI_EPATHINVALID;
+    memcpy(host, addr, n);
+    host[n] = 0;
+    for (const char *c = colon + 1; *c; c++)
+        if (*c < '0' || *c > '9')
+            return ONI_EPATHINVALID;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
+    return getaddrinfo(n ? host : NULL, colon + 1, &hints, res) ? ONI_EPATHINVALID : 0;
+}

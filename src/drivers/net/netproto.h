@@ -1,0 +1,101 @@
+/* netproto.h - the wire protocol between the `net` driver (netdrv.c) and its
+ * server (netserve.c): the ONI driver ABI of onidriver.h carried over TCP, so
+ * that a program on one machine drives hardware that a driver on another
+ * machine holds. docs/net.md describes it in prose; this header is the
+ * authority for layouts.
+ *
+ * A session has one TCP connection per group of driver calls that the host
+ * library may make concurrently (onidriver.h, Threads), so a data read that
+ * waits for the card never delays a register access or a write:
+ *   CTRL   init, config registers, options, the signal stream
+ *   DATA   the default read stream
+ *   WRITE  the default write stream
+ * On each connection the client sends one request and waits for its answer.
+ * Every message is a struct netp_hdr and len bytes of body; a request's body
+ * is a struct netp_call and the type's bytes, an answer's a struct
+ * netp_answer and the type's bytes (below). Host byte order: the magic of a
+ * peer of the other byte order does not match, and it is refused.
+ *
+ * Both sides treat every received byte as hostile: netp_check_hdr checks
+ * magic, version, type and size before a body is read, and the receiver
+ * checks each body against what it asked or allows. */
+#ifndef NETPROTO_H
+#define NETPROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NETP_MAGIC 0x54454E4Fu /* "ONET" in memory on little-endian */
+#define NETP_VERSION 1u
+#define NETP_MAXOPT 4096u        /* largest option value, bytes */
+#define NETP_MAXXFER (16u << 20) /* largest stream read or write of one request, bytes */
+#define NETP_MAXNAME 64u         /* the served driver's "name major.minor.patch", NUL included */
+
+enum netp_chan { NETP_CHAN_CTRL = 0, NETP_CHAN_DATA, NETP_CHAN_WRITE, NETP_NCHAN };
+
+/* Request types. what/arg/token: the fields of struct netp_call; "+" what
+ * follows the call. Answers carry a struct netp_answer, status >= 0 or an
+ * ONI error code, and what the line after "->" says. */
+enum netp_type {
+    NETP_HELLO = 1,        /* first on CTRL: opens the session -> token; + the driver's name */
+    NETP_ATTACH,           /* first on DATA and WRITE: what = chan, token -> - */
+    NETP_INIT,             /* what = host_idx (int32) -> oni_driver_init's result */
+    NETP_READ,             /* what = stream, arg = most bytes -> status = bytes; + that many bytes */
+    NETP_WRITE,            /* what = stream; + arg bytes -> status = bytes taken */
+    NETP_CONFIG_READ,      /* what = register -> value */
+    NETP_CONFIG_WRITE,     /* what = register, arg = value -> - */
+    NETP_SET_OPT_CALLBACK, /* what = ONI option; + arg bytes -> - */
+    NETP_SET_OPT,          /* what = driver option; + arg bytes -> - */
+    NETP_GET_OPT,          /* what = driver option, arg = capacity -> value = length; + the value (status >= 0) */
+    NETP_NTYPE,
+    NETP_REPLY = 0x80 /* or-ed into the request's type in its answer */
+};
+
+struct netp_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t seq; /* chosen by the client, echoed in the answer */
+    uint32_t len; /* body bytes after the header */
+};
+
+struct netp_call {
+    uint32_t what;
+    uint32_t arg;
+    uint64_t token;
+};
+
+struct netp_answer {
+    int32_t status;
+    uint32_t value;
+    uint64_t token;
+};
+
+/* Whether h may begin a message of the peer: 0, or ONI_EBADCONTROLLER for
+ * another protocol or version, ONI_EINVALARG for an unknown type, a request
+ * where an answer is due (or the reverse), or a body longer than that type
+ * can have. answer: 1 on the client, 0 on the server. */
+int netp_check_hdr(const struct netp_hdr *h, int answer);
+
+/* Most bytes that may follow a request's struct netp_call (answer 0) or an
+ * answer's struct netp_answer (answer 1) of type t (without NETP_REPLY). */
+size_t netp_max_extra(uint16_t t, int answer);
+
+/* Send the n bytes of the iov pieces on a connected socket, or receive
+ * exactly n bytes into buf, before deadline_ns (oni_now_ns time; 0: no
+ * deadline). 0, ONI_ETIMEOUT, or ONI_EDISCONNECTED when the peer closed or
+ * the socket failed. Never raises SIGPIPE. */
+struct iovec;
+int netp_send(int fd, struct iovec *iov, int niov, uint64_t deadline_ns);
+int netp_recv(int fd, void *buf, size_t n, uint64_t deadline_ns);
+
+/* Parse "host:port" ("[v6addr]:port"; an empty host: every address on the
+ * server, the loopback on the client) for a TCP socket. 0 or
+ * ONI_EPATHINVALID; *res from getaddrinfo, freed with freeaddrinfo. */
+struct addrinfo;
+int netp_resolve(const char *addr, int passive, struct addrinfo **res);
+
+/* Where a client connects when nothing else says (oninet.h's ONIGPU_NET). */
+#define NETP_DEFAULT_ADDR "127.0.0.1:9455"
+
+#endif
