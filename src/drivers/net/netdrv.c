@@ -72,15 +72,14 @@ static void end_session(struct netdrv *d)
 /* One request and its answer on connection ch (its lock held). out: bytes
  * after the call; in: room for the bytes after the answer, *in_n their count.
  * Returns 0 (the server's result is in a->status) or the transport's error. */
-static int exchange(struct netdrv *d, struct chan *ch, uint16_t type, const struct netp_call *call,
-                    const void *out, size_t out_n, struct netp_answer *a, void *in, size_t in_cap,
-                    size_t *in_n)
+static int exchange(struct netdrv *d, struct chan *ch, uint64_t deadline, uint16_t type,
+                    const struct netp_call *call, const void *out, size_t out_n, struct netp_answer *a, void *in,
+                    size_t in_cap, size_t *in_n)
 {
     if (ch->fd < 0)
         return ONI_EINVALSTATE;
     if (atomic_load(&d->broken))
         return ONI_EDISCONNECTED;
-    uint64_t deadline = answer_deadline(d);
     struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, type, ++ch->seq, (uint32_t)(sizeof *call + out_n)};
     struct iovec iov[3] = {{&h, sizeof h}, {(void *)call, sizeof *call}, {(void *)out, out_n}};
     int rc = netp_send(ch->fd, iov, out_n ? 3 : 2, deadline);
@@ -100,13 +99,12 @@ static int exchange(struct netdrv *d, struct chan *ch, uint16_t type, const stru
     return 0;
 }
 
-/* A call on connection c: the server's result (>= 0 or its ONI error), or
- * the transport's error, which ends the session. */
-static int call(struct netdrv *d, int c, uint16_t type, uint32_t what, uint32_t arg, const void *out,
-                size_t out_n, struct netp_answer *a, void *in, size_t in_cap, size_t *in_n)
+/* A request on connection c answered by deadline: the server's result (>=
+ * 0 or its ONI error), or the transport's error, which ends the session. */
+static int call_by(struct netdrv *d, int c, uint64_t deadline, uint16_t type, const struct netp_call *q,
+                   const void *out, size_t out_n, struct netp_answer *a, void *in, size_t in_cap, size_t *in_n)
 {
     struct chan *ch = &d->ch[c];
-    struct netp_call q = {what, arg, 0};
     struct netp_answer none;
     size_t none_n;
     if (!a)
@@ -114,15 +112,23 @@ static int call(struct netdrv *d, int c, uint16_t type, uint32_t what, uint32_t 
     if (!in_n)
         in_n = &none_n;
     pthread_mutex_lock(&ch->lock);
-    int rc = exchange(d, ch, type, &q, out, out_n, a, in, in_cap, in_n);
+    int rc = exchange(d, ch, deadline, type, q, out, out_n, a, in, in_cap, in_n);
     pthread_mutex_unlock(&ch->lock);
     if (rc == ONI_EINVALSTATE)
         return rc;
     if (rc) {
         end_session(d);
-        return rc == ONI_ETIMEOUT ? rc : ONI_EDISCONNECTED;
+        return rc; /* ONI_ETIMEOUT, ONI_EDISCONNECTED or ONI_EBADCONTROLLER */
     }
     return a->status;
+}
+
+/* call_by with a deadline of its own and no token: the calls after the handshake. */
+static int call(struct netdrv *d, int c, uint16_t type, uint32_t what, uint32_t arg, const void *out,
+                size_t out_n, struct netp_answer *a, void *in, size_t in_cap, size_t *in_n)
+{
+    struct netp_call q = {what, arg, 0};
+    return call_by(d, c, answer_deadline(d), type, &q, out, out_n, a, in, in_cap, in_n);
 }
 
 /* A TCP connection to one of res's addresses before deadline, or the error. */
@@ -175,21 +181,16 @@ static int session_open(struct netdrv *d)
         d->ch[c].fd = fds[c];
         pthread_mutex_unlock(&d->ch[c].lock);
     }
+    /* the whole handshake within one timeout */
     struct netp_answer a;
+    struct netp_call q = {0, 0, 0};
     char name[NETP_MAXNAME];
     size_t name_n = 0;
     if (!rc)
-        rc = call(d, NETP_CHAN_CTRL, NETP_HELLO, 0, 0, NULL, 0, &a, name, sizeof name - 1, &name_n);
+        rc = call_by(d, NETP_CHAN_CTRL, deadline, NETP_HELLO, &q, NULL, 0, &a, name, sizeof name - 1, &name_n);
     for (int c = NETP_CHAN_DATA; c < NETP_NCHAN && rc >= 0; c++) {
-        struct chan *ch = &d->ch[c];
-        struct netp_call q = {(uint32_t)c, 0, a.token};
-        struct netp_answer b;
-        size_t none;
-        pthread_mutex_lock(&ch->lock);
-        rc = exchange(d, ch, NETP_ATTACH, &q, NULL, 0, &b, NULL, 0, &none);
-        pthread_mutex_unlock(&ch->lock);
-        if (!rc)
-            rc = b.status;
+        q = (struct netp_call){(uint32_t)c, 0, a.token};
+        rc = call_by(d, c, deadline, NETP_ATTACH, &q, NULL, 0, NULL, NULL, 0, NULL);
     }
     if (rc < 0) {
         for (int c = 0; c < NETP_NCHAN; c++) {

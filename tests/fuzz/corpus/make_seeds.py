@@ -8,6 +8,10 @@ fuzz_signal's packetized form (first byte odd, then [n][n bytes] per packet).
 fuzz_json: a result set as bench/report.c writes it (meta, results, tables,
 plots), with a command line of quotes, brackets, escapes and non-ASCII.
 
+fuzz_net: requests in fuzz_net's record form (init, running on, data
+and signal reads, a write frame, options) and a server's answers to the
+driver's handshake and init (mode 2).
+
 fuzz_api: call sequences in fuzz_api's encoding (an op byte, op % 20, then
 its arguments): init, frames on the data stream read and kept, a write
 frame made and sent, registers, RUNNING on and off, RESET, every option
@@ -86,3 +90,34 @@ seeds = {
 }
 for name, data in seeds.items():
     open("fuzz_api/" + name, "wb").write(bytes([1]) + data)  # flags 1: destroyed before the frames
+
+# fuzz_net (tests/fuzz/fuzz_net.c). Types: src/drivers/net/netproto.h.
+HELLO, ATTACH, NINIT, NREAD, NWRITE, CREAD, CWRITE, OPTCB, SETOPT, GETOPT = range(1, 11)
+REPLY, MAGIC, VERSION = 0x80, 0x54454E4F, 1
+
+
+def rec(t, what, arg, extra=b""):
+    return bytes([t]) + struct.pack("<II", what & 0xFFFFFFFF, arg) + bytes([len(extra)]) + extra
+
+
+def answer(t, seq, status=0, value=0, token=0, extra=b""):
+    return struct.pack("<IHHII", MAGIC, VERSION, t | REPLY, seq, 16 + len(extra)) + \
+        struct.pack("<iIQ", status, value, token) + extra
+
+
+CONFIG_RUNNING = 2  # oni_config_t (include/onidefs.h)
+sink_frame = struct.pack("<II", 4, 4) + bytes(16)  # device 0.4 (TESTSINK), 4 words
+os.makedirs("fuzz_net", exist_ok=True)
+net_seeds = {
+    "records_stream": bytes([1]) + rec(NINIT, -1, 0) + rec(CWRITE, CONFIG_RUNNING, 1) + rec(NREAD, 0, 4096) +
+    rec(NREAD, 1, 256) + rec(NWRITE, 0, 0, sink_frame) + rec(CREAD, CONFIG_RUNNING, 0),
+    "records_options": bytes([1]) + rec(SETOPT, 0x4F470400, 0, b"abcd") + rec(GETOPT, 0x4F470400, 40) +
+    rec(NINIT, -1, 0) + rec(GETOPT, 0x4F470401, 4),
+    "raw_hello": bytes([0]) + struct.pack("<IHHII", MAGIC, VERSION, HELLO, 1, 16) + bytes(16),
+    # mode 2: CTRL answers HELLO then INIT; DATA and WRITE answer their ATTACH
+    "answers": bytes([2]) + b"".join(
+        struct.pack("<H", len(p)) + p for p in (answer(HELLO, 1, token=7, extra=b"test 1.0.0") + answer(NINIT, 2),
+                                                answer(ATTACH, 1))) + answer(ATTACH, 1),
+}
+for name, data in net_seeds.items():
+    open("fuzz_net/" + name, "wb").write(data)

@@ -1,0 +1,637 @@
+/* test_net.c - the `net` driver and `onigpu serve` (src/drivers/net): the
+ * served driver seen through TCP as if it were local, one session at a time,
+ * and every way the server or the network can fail: no server, a server that
+ * never answers, one that lies, one that goes away mid-stream (in-process
+ * and killed as a process), and a client that breaks the protocol. */
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "drivers/net/netproto.h"
+#include "drivers/net/netserve.h"
+#include "oni.h"
+#include "onigpu.h"
+#include "oniemu.h"
+#include "oninet.h"
+#include "onitest.h"
+#include "onii.h"
+#include "unit.h"
+
+/* A server on a free loopback port, run on its own thread. */
+struct server {
+    struct netserve *s;
+    pthread_t th;
+};
+
+static void *server_main(void *arg)
+{
+    netserve_run(((struct server *)arg)->s, 0);
+    return NULL;
+}
+
+static int server_start(struct server *sv, const char *driver)
+{
+    char err[256];
+    int rc = netserve_open(driver, "127.0.0.1:0", NULL, &sv->s, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "  server: %s\n", err);
+        return rc;
+    }
+    if (pthread_create(&sv->th, NULL, server_main, sv)) {
+        netserve_close(sv->s);
+        return -1;
+    }
+    return 0;
+}
+
+static void server_stop(struct server *sv)
+{
+    netserve_stop(sv->s);
+    pthread_join(sv->th, NULL);
+    netserve_close(sv->s);
+}
+
+/* A net context on addr, the served emu card given spec (NULL: none),
+ * initialized; NULL with *rc the failure. */
+static oni_ctx net_open(const char *addr, const char *spec, uint32_t timeout_ms, int *rc)
+{
+    oni_ctx ctx = oni_create_ctx("net");
+    if (!ctx) {
+        *rc = ONI_EINVALARG;
+        return NULL;
+    }
+    *rc = oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, addr, strlen(addr) + 1);
+    if (!*rc && timeout_ms)
+        *rc = oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &timeout_ms, sizeof timeout_ms);
+    if (!*rc && spec)
+        *rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!*rc)
+        *rc = oni_init_ctx(ctx, -1);
+    if (*rc) {
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static int devices(oni_ctx ctx, oni_device_t *t, size_t cap)
+{
+    uint32_t n = 0;
+    size_t len = sizeof n;
+    if (oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &len) || n > cap)
+        return -1;
+    len = n * sizeof *t;
+    return oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &len) ? -1 : (int)n;
+}
+
+static int start(oni_ctx ctx, uint32_t block)
+{
+    uint32_t one = 1;
+    int rc = block ? oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, sizeof block) : 0;
+    return rc ? rc : oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one);
+}
+
+/* Read n frames of the test driver and check each one's contents and its
+ * device's counter: none lost, repeated or changed on the way. */
+static void read_test_frames(oni_ctx ctx, const oni_device_t *t, int ndev, int n)
+{
+    uint64_t next[64] = {0};
+    int bad = 0, gaps = 0;
+    for (int i = 0; i < n; i++) {
+        oni_frame_t *f;
+        int rc = oni_read_frame(ctx, &f);
+        if (rc < 0) {
+            CHECK_RC(rc, 0);
+            return;
+        }
+        int d = 0;
+        while (d < ndev && t[d].idx != f->dev_idx)
+            d++;
+        if (d == ndev || d >= 64)
+            bad++;
+        else if (i < 64 && next[d] == 0 && f->data_sz >= 8) /* first frame of a device: any counter */
+            memcpy(&next[d], f->data, 8);
+        if (d < ndev && d < 64) {
+            int r = onitest_check_frame(f, &next[d]);
+            bad += r < 0;
+            gaps += r == 1;
+        }
+        oni_destroy_frame(f);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(gaps, 0);
+}
+
+TEST(net_serves_the_test_driver_as_if_local)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    int rc;
+    oni_ctx net = net_open(netserve_addr(sv.s), NULL, 0, &rc);
+    CHECK_RC(rc, 0);
+    oni_ctx local = oni_create_ctx("test");
+    REQUIRE(net && local);
+    CHECK_RC(oni_init_ctx(local, -1), 0);
+
+    char remote[64];
+    size_t len = sizeof remote;
+    CHECK_RC(oni_get_driver_opt(net, ONI_DRV_NET_REMOTE, remote, &len), 0);
+    CHECK(!strncmp(remote, "test ", 5));
+    CHECK_EQ(len, strlen(remote) + 1);
+    CHECK(!strcmp(oni_get_driver_info(net)->name, "net"));
+
+    oni_device_t tn[64], tl[64];
+    int nn = devices(net, tn, 64), nl = devices(local, tl, 64);
+    CHECK(nn > 4);
+    CHECK_EQ(nn, nl);
+    CHECK(nn == nl && !memcmp(tn, tl, (size_t)nn * sizeof *tn));
+
+    /* registers: a write read back, and a NACK passed on as the local one */
+    oni_reg_val_t v = 0;
+    CHECK_RC(oni_write_reg(net, tn[1].idx, ONITEST_REG_MESSAGE, 0xC0FFEE), 0);
+    CHECK_RC(oni_read_reg(net, tn[1].idx, ONITEST_REG_MESSAGE, &v), 0);
+    CHECK_EQ(v, 0xC0FFEE);
+    oni_reg_val_t vl = 0;
+    CHECK_RC(oni_read_reg(net, tn[1].idx, 0x7777, &v), oni_read_reg(local, tl[1].idx, 0x7777, &vl));
+
+    /* frames across many blocks, checked frame by frame */
+    CHECK_RC(start(net, 4096), 0);
+    read_test_frames(net, tn, nn, 50000);
+
+    /* write frames reach the served device: its counter, read through net */
+    int sink = -1;
+    for (int i = 0; i < nn; i++)
+        if (tn[i].write_size == 16 && tn[i].id == 0x4F470003)
+            sink = i;
+    REQUIRE(sink >= 0);
+    uint32_t payload[4] = {1, 2, 3, 4};
+    for (int i = 0; i < 100; i++) {
+        oni_frame_t *w;
+        CHECK_RC(oni_create_frame(net, &w, tn[sink].idx, payload, sizeof payload), 0);
+        CHECK_RC(oni_write_frame(net, w), 24); /* bytes written, header included */
+        oni_destroy_frame(w);
+    }
+    onitest_stats_t st;
+    len = sizeof st;
+    CHECK_RC(oni_get_driver_opt(net, ONITEST_OPT_STATS, &st, &len), 0);
+    CHECK_EQ(len, sizeof st);
+    CHECK_EQ(st.wframes_accepted, 100);
+    /* a get into a short buffer: the served driver's ONI_EBUFFERSIZE and the size it needs */
+    len = 3;
+    CHECK_RC(oni_get_driver_opt(net, ONITEST_OPT_STATS, &st, &len), ONI_EBUFFERSIZE);
+    CHECK_EQ(len, sizeof st);
+
+    oni_destroy_ctx(local);
+    oni_destroy_ctx(net);
+    server_stop(&sv);
+}
+
+/* The served driver's options before its init go to it (the emu card's
+ * spec); the net driver's own are refused where they make no sense. */
+TEST(net_options_reach_the_served_driver)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "emu") == 0);
+    const char *addr = netserve_addr(sv.s);
+    int rc;
+    oni_ctx ctx = net_open(addr, "devices=np2;mode=fast", 0, &rc);
+    CHECK_RC(rc, 0);
+    REQUIRE(ctx);
+    oni_device_t t[16];
+    int n = devices(ctx, t, 16);
+    int np2 = 0;
+    for (int i = 0; i < n; i++)
+        np2 += t[i].id == 0x4F470001;
+    CHECK_EQ(np2, 1);
+    char spec[256];
+    size_t len = sizeof spec;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, &len), 0);
+    CHECK(strstr(spec, "np2") != NULL);
+    len = sizeof spec;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_NET_ADDR, spec, &len), 0);
+    CHECK(!strcmp(spec, addr));
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, "127.0.0.1:1", 12), ONI_EINVALSTATE);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_REMOTE, "x", 2), ONI_EREADONLY);
+
+    /* a value option passes both ways; one naming this process's memory is refused */
+    uint32_t rd = 8192, got = 0;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &rd, sizeof rd), 0);
+    len = sizeof got;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_RD_SZ, &got, &len), 0);
+    CHECK_EQ(got, 8192);
+    static char buf[8192];
+    onigpu_buf_t b = {buf, sizeof buf};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &b, sizeof b), ONI_EUNIMPL);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, &b, sizeof b), ONI_EUNIMPL);
+    len = sizeof b;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_WRITE_ASYNC, &b, &len), ONI_EUNIMPL);
+    /* larger than the protocol carries */
+    static char big[NETP_MAXOPT + 1];
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, big, sizeof big), ONI_EINVALARG);
+
+    /* frames flow (the card's, unchecked here) */
+    CHECK_RC(start(ctx, 0), 0);
+    for (int i = 0; i < 1000; i++) {
+        oni_frame_t *f;
+        rc = oni_read_frame(ctx, &f);
+        if (rc < 0) {
+            CHECK_RC(rc, 0);
+            break;
+        }
+        oni_destroy_frame(f);
+    }
+    oni_destroy_ctx(ctx);
+    server_stop(&sv);
+}
+
+TEST(net_bad_addresses)
+{
+    oni_ctx ctx = oni_create_ctx("net");
+    REQUIRE(ctx);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, "127.0.0.1:9", 5), ONI_EINVALARG); /* no NUL in it */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, NULL, 0), ONI_EINVALARG);
+    static const char *bad[] = {"nohostport", "127.0.0.1:", "127.0.0.1:http", "::1:80", "127.0.0.1:99999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, bad[i], strlen(bad[i]) + 1), 0);
+        int rc = oni_init_ctx(ctx, -1);
+        if (rc != ONI_EPATHINVALID)
+            fprintf(stderr, "  address '%s'\n", bad[i]);
+        CHECK_RC(rc, ONI_EPATHINVALID);
+    }
+    oni_destroy_ctx(ctx);
+}
+
+/* A port of this machine's that nobody listens on. */
+static int closed_port(char *addr, size_t cap)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) || getsockname(s, (struct sockaddr *)&a, &len))
+        return -1;
+    close(s);
+    snprintf(addr, cap, "127.0.0.1:%u", ntohs(a.sin_port));
+    return 0;
+}
+
+TEST(net_no_server)
+{
+    char addr[64];
+    REQUIRE(closed_port(addr, sizeof addr) == 0);
+    int rc;
+    uint64_t t0 = oni_now_ns();
+    oni_ctx ctx = net_open(addr, NULL, 500, &rc);
+    CHECK(ctx == NULL);
+    CHECK_RC(rc, ONI_EPATHINVALID);
+    CHECK(oni_now_ns() - t0 < 5000000000ull); /* refused at once, not waited out */
+}
+
+/* A listener that accepts, reads and never answers (fd 0: only listens). */
+struct mute {
+    int lfd;
+    pthread_t th;
+    char addr[64];
+    int stop[2];
+};
+
+static void *mute_main(void *arg)
+{
+    struct mute *m = arg;
+    int conns[8], n = 0;
+    for (;;) {
+        struct pollfd p[10] = {{.fd = m->lfd, .events = POLLIN}, {.fd = m->stop[0], .events = POLLIN}};
+        for (int i = 0; i < n; i++)
+            p[2 + i] = (struct pollfd){.fd = conns[i], .events = POLLIN};
+        if (poll(p, (nfds_t)(2 + n), -1) < 0 || p[1].revents)
+            break;
+        if ((p[0].revents & POLLIN) && n < 8)
+            conns[n++] = accept(m->lfd, NULL, NULL);
+        char buf[256];
+        for (int i = 0; i < n; i++)
+            if (p[2 + i].revents && read(conns[i], buf, sizeof buf) <= 0) {
+                close(conns[i]);
+                conns[i--] = conns[--n];
+            }
+    }
+    for (int i = 0; i < n; i++)
+        close(conns[i]);
+    return NULL;
+}
+
+static int mute_start(struct mute *m)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    m->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (m->lfd < 0 || bind(m->lfd, (struct sockaddr *)&a, sizeof a) || listen(m->lfd, 8) ||
+        getsockname(m->lfd, (struct sockaddr *)&a, &len) || pipe(m->stop))
+        return -1;
+    snprintf(m->addr, sizeof m->addr, "127.0.0.1:%u", ntohs(a.sin_port));
+    return pthread_create(&m->th, NULL, mute_main, m) ? -1 : 0;
+}
+
+static void mute_stop(struct mute *m)
+{
+    if (write(m->stop[1], "x", 1) != 1)
+        return;
+    pthread_join(m->th, NULL);
+    close(m->lfd);
+    close(m->stop[0]);
+    close(m->stop[1]);
+}
+
+/* A server that takes the connection and never answers: init ends with
+ * ONI_ETIMEOUT by the timeout and its margin, never hangs. */
+TEST(net_mute_server_times_out)
+{
+    struct mute m;
+    REQUIRE(mute_start(&m) == 0);
+    int rc;
+    uint32_t timeout = 300;
+    uint64_t t0 = oni_now_ns();
+    oni_ctx ctx = net_open(m.addr, NULL, timeout, &rc);
+    double ms = (oni_now_ns() - t0) / 1e6;
+    fprintf(stderr, "  init: %s after %.0f ms, timeout %u ms\n", oni_error_str(rc), ms, timeout);
+    CHECK(ctx == NULL);
+    CHECK_RC(rc, ONI_ETIMEOUT);
+    /* the timeout applies from oni_set_opt on: the default (2 s) was not used */
+    CHECK(ms < 1800);
+    mute_stop(&m);
+}
+
+/* One session at a time; the next one may start as soon as the first is gone. */
+TEST(net_one_session_at_a_time)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    const char *addr = netserve_addr(sv.s);
+    int rc;
+    oni_ctx a = net_open(addr, NULL, 0, &rc);
+    CHECK_RC(rc, 0);
+    oni_ctx b = net_open(addr, NULL, 0, &rc);
+    CHECK(b == NULL);
+    CHECK_RC(rc, ONI_EBUSY);
+    for (int i = 0; i < 5; i++) { /* closed and opened back to back: never ONI_EBUSY */
+        oni_destroy_ctx(a);
+        a = net_open(addr, NULL, 0, &rc);
+        CHECK_RC(rc, 0);
+    }
+    oni_destroy_ctx(a);
+    server_stop(&sv);
+}
+
+/* The server goes away while a reader streams: the reader's next read
+ * fails with ONI_EDISCONNECTED within the timeout, and so does every later
+ * call; nothing hangs. */
+TEST(net_server_gone_mid_stream)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    int rc;
+    oni_ctx ctx = net_open(netserve_addr(sv.s), NULL, 1000, &rc);
+    REQUIRE(ctx);
+    CHECK_RC(start(ctx, 4096), 0);
+    oni_frame_t *f;
+    for (int i = 0; i < 1000; i++) {
+        rc = oni_read_frame(ctx, &f);
+        REQUIRE(rc >= 0);
+        oni_destroy_frame(f);
+    }
+    server_stop(&sv);
+    uint64_t t0 = oni_now_ns();
+    do
+        rc = oni_read_frame(ctx, &f);
+    while (rc >= 0 && (oni_destroy_frame(f), 1)); /* frames already in the library's block come first */
+    CHECK_RC(rc, ONI_EDISCONNECTED);
+    CHECK(oni_now_ns() - t0 < 1500000000ull);
+    oni_reg_val_t v;
+    CHECK_RC(oni_read_reg(ctx, 0, ONITEST_REG_MESSAGE, &v), ONI_EDISCONNECTED);
+    CHECK_RC(oni_destroy_ctx(ctx), 0);
+}
+
+/* The same with `onigpu serve` killed (SIGKILL) as a process. */
+TEST(net_killed_server_process)
+{
+    const char *bin = getenv("ONIGPU_BIN");
+    char exe[4096];
+    if (!bin || snprintf(exe, sizeof exe, "%s/onigpu", bin) >= (int)sizeof exe || access(exe, X_OK))
+        SKIP("no built onigpu (ONIGPU_BIN)");
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(out[1], 1);
+        execl(exe, exe, "serve", "--driver", "test", "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    REQUIRE(pid > 0);
+    char line[256] = "";
+    FILE *f = fdopen(out[0], "r");
+    const char *addr = f && fgets(line, sizeof line, f) ? strstr(line, " on ") : NULL;
+    REQUIRE(addr);
+    char a[96];
+    snprintf(a, sizeof a, "%s", addr + 4);
+    a[strcspn(a, "\n")] = 0;
+    int rc;
+    oni_ctx ctx = net_open(a, NULL, 1000, &rc);
+    CHECK_RC(rc, 0);
+    if (ctx) {
+        CHECK_RC(start(ctx, 4096), 0);
+        oni_frame_t *fr;
+        for (int i = 0; i < 1000 && oni_read_frame(ctx, &fr) >= 0; i++)
+            oni_destroy_frame(fr);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (ctx) {
+        oni_frame_t *fr;
+        uint64_t t0 = oni_now_ns();
+        while ((rc = oni_read_frame(ctx, &fr)) >= 0)
+            oni_destroy_frame(fr);
+        CHECK_RC(rc, ONI_EDISCONNECTED);
+        CHECK(oni_now_ns() - t0 < 1500000000ull);
+        oni_destroy_ctx(ctx);
+    }
+    fclose(f);
+}
+
+/* A raw connection to addr ("127.0.0.1:port"), or -1. */
+static int raw_connect(const char *addr)
+{
+    struct addrinfo *res;
+    if (netp_resolve(addr, 0, &res))
+        return -1;
+    int s = socket(res->ai_family, SOCK_STREAM, 0);
+    if (s >= 0 && connect(s, res->ai_addr, res->ai_addrlen)) {
+        close(s);
+        s = -1;
+    }
+    freeaddrinfo(res);
+    return s;
+}
+
+/* Send a request as a client would; its answer into *a (and up to cap
+ * bytes after it into in). 0, or -1 when the server closed the connection
+ * or answered what no server may. */
+static int raw_call(int fd, uint16_t type, uint32_t what, uint32_t arg, uint64_t token, struct netp_answer *a,
+                    void *in, size_t cap)
+{
+    static uint32_t seq;
+    struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, type, ++seq, sizeof(struct netp_call)};
+    struct netp_call q = {what, arg, token};
+    struct iovec iov[2] = {{&h, sizeof h}, {&q, sizeof q}};
+    uint64_t deadline = oni_now_ns() + 5000000000ull;
+    struct netp_hdr r;
+    if (netp_send(fd, iov, 2, deadline) || netp_recv(fd, &r, sizeof r, deadline) || netp_check_hdr(&r, 1) ||
+        r.seq != h.seq || r.type != (type | NETP_REPLY) || r.len - sizeof *a > cap ||
+        netp_recv(fd, a, sizeof *a, deadline) || netp_recv(fd, in, r.len - sizeof *a, deadline))
+        return -1;
+    return 0;
+}
+
+/* Whether the server closes fd within 5 s. */
+static int closed_by_server(int fd)
+{
+    char b;
+    return netp_recv(fd, &b, 1, oni_now_ns() + 5000000000ull) == ONI_EDISCONNECTED;
+}
+
+/* A client that breaks the protocol gets an error or loses its
+ * connection; the server goes on serving the next one. */
+TEST(net_server_survives_a_bad_client)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    const char *addr = netserve_addr(sv.s);
+    struct netp_answer a;
+    char name[NETP_MAXNAME];
+
+    int g = raw_connect(addr); /* not the protocol at all */
+    REQUIRE(g >= 0);
+    CHECK(write(g, "GET / HTTP/1.0\r\n\r\n", 18) == 18);
+    CHECK(closed_by_server(g));
+    close(g);
+
+    int ctrl = raw_connect(addr), data = raw_connect(addr), other = raw_connect(addr);
+    REQUIRE(ctrl >= 0 && data >= 0 && other >= 0);
+    REQUIRE(raw_call(other, NETP_READ, ONI_READ_STREAM_DATA, 16, 0, &a, name, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* the first request must be HELLO or ATTACH */
+    CHECK(closed_by_server(other));
+    REQUIRE(raw_call(ctrl, NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0);
+    CHECK_RC(a.status, 0);
+    uint64_t token = a.token;
+    CHECK(raw_call(data, NETP_ATTACH, NETP_CHAN_DATA, 0, token + 1, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* a wrong token */
+    CHECK(closed_by_server(data));
+    close(data);
+    data = raw_connect(addr);
+    REQUIRE(data >= 0);
+    CHECK(raw_call(data, NETP_ATTACH, NETP_CHAN_DATA, 0, token, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    CHECK(raw_call(data, NETP_READ, ONI_READ_STREAM_SIGNAL, 16, 0, &a, name, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* the signal stream belongs to CTRL */
+    CHECK(raw_call(ctrl, NETP_CONFIG_READ, ONI_CONFIG_RUNNING, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALSTATE); /* before INIT */
+    CHECK(raw_call(data, NETP_READ, ONI_READ_STREAM_DATA, 16, 0, &a, name, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALSTATE);
+    CHECK(raw_call(ctrl, NETP_INIT, (uint32_t)-1, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    CHECK(raw_call(ctrl, NETP_INIT, (uint32_t)-1, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALSTATE); /* once */
+    CHECK(raw_call(ctrl, NETP_ATTACH, NETP_CHAN_WRITE, 0, token, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* ATTACH only comes first */
+    /* a header that claims a body larger than any: the connection is dropped, the session ends */
+    struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, NETP_WRITE, 99, 0xFFFFFFF0u};
+    CHECK(write(ctrl, &h, sizeof h) == (ssize_t)sizeof h);
+    CHECK(closed_by_server(ctrl));
+    CHECK(closed_by_server(data)); /* with the whole session */
+    close(ctrl);
+    close(data);
+    close(other);
+
+    int rc;
+    oni_ctx ctx = net_open(addr, NULL, 0, &rc);
+    CHECK_RC(rc, 0);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    server_stop(&sv);
+}
+
+/* A server that answers the first request with a lie. */
+enum lie { LIE_MAGIC, LIE_SEQ, LIE_TYPE, LIE_LONG, LIE_HUGE, LIE_CLOSE };
+struct liar {
+    struct mute m; /* its listening socket */
+    enum lie lie;
+    pthread_t th;
+};
+
+static void *liar_main(void *arg)
+{
+    struct liar *l = arg;
+    int fd = accept(l->m.lfd, NULL, NULL);
+    struct netp_hdr h;
+    struct netp_call q;
+    if (fd < 0 || netp_recv(fd, &h, sizeof h, 0) || netp_recv(fd, &q, sizeof q, 0)) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    struct {
+        struct netp_hdr h;
+        struct netp_answer a;
+        char name[100];
+    } r = {{NETP_MAGIC, NETP_VERSION, (uint16_t)(h.type | NETP_REPLY), h.seq, sizeof r.a + 6}, {0, 0, 7}, "test 1"};
+    switch (l->lie) {
+    case LIE_MAGIC: r.h.magic ^= 1; break;
+    case LIE_SEQ: r.h.seq++; break;
+    case LIE_TYPE: r.h.type = NETP_INIT | NETP_REPLY; break;
+    case LIE_LONG: r.h.len = sizeof r.a + NETP_MAXNAME; break; /* more than the client has room for */
+    case LIE_HUGE: r.h.len = 0xFFFFFFF0u; break;
+    case LIE_CLOSE: close(fd); return NULL;
+    }
+    struct iovec iov = {&r, sizeof r};
+    netp_send(fd, &iov, 1, oni_now_ns() + 1000000000ull);
+    char b[64];
+    while (read(fd, b, sizeof b) > 0) { /* until the client gives up */
+    }
+    close(fd);
+    return NULL;
+}
+
+TEST(net_lying_server)
+{
+    static const struct {
+        enum lie lie;
+        int want;
+    } cases[] = {{LIE_MAGIC, ONI_EBADCONTROLLER}, {LIE_SEQ, ONI_EBADCONTROLLER}, {LIE_TYPE, ONI_EBADCONTROLLER},
+                 {LIE_LONG, ONI_EBADCONTROLLER},  {LIE_HUGE, ONI_EBADCONTROLLER}, {LIE_CLOSE, ONI_EDISCONNECTED}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct liar l = {.lie = cases[c].lie};
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof sa;
+        l.m.lfd = socket(AF_INET, SOCK_STREAM, 0);
+        REQUIRE(l.m.lfd >= 0 && !bind(l.m.lfd, (struct sockaddr *)&sa, sizeof sa) && !listen(l.m.lfd, 4) &&
+                !getsockname(l.m.lfd, (struct sockaddr *)&sa, &len));
+        snprintf(l.m.addr, sizeof l.m.addr, "127.0.0.1:%u", ntohs(sa.sin_port));
+        REQUIRE(pthread_create(&l.th, NULL, liar_main, &l) == 0);
+        int rc;
+        uint64_t t0 = oni_now_ns();
+        oni_ctx ctx = net_open(l.m.addr, NULL, 500, &rc);
+        CHECK(ctx == NULL);
+        if (rc != cases[c].want)
+            fprintf(stderr, "  lie %d\n", (int)cases[c].lie);
+        CHECK_RC(rc, cases[c].want);
+        CHECK(oni_now_ns() - t0 < 1500000000ull); /* found out, not waited out */
+        pthread_join(l.th, NULL);
+        close(l.m.lfd);
+    }
+}
