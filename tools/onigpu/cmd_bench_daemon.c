@@ -1,11 +1,16 @@
-/* cmd_bench_daemon.c - `onigpu bench daemon`: what the onix-emu daemon costs
- * against the in-process card, measured in one run on the same card spec:
- * register access latency (oni_read_reg), block reads of the GPU stream into
- * a host buffer (ONI_DRV_READ, per block size), and default-stream
- * throughput through oni_read_frame. It starts its own daemon (onix-emu next
- * to the onigpu executable, or --daemon-bin) on a private socket. */
+/* cmd_bench_daemon.c - `onigpu bench daemon`: what the onix-emu daemon and
+ * the net driver cost against the in-process card, measured in one run on
+ * the same card spec: register access latency (oni_read_reg), block reads of
+ * the GPU stream into a host buffer (ONI_DRV_READ, per block size; not over
+ * net, which does not carry this process's buffers), default-stream
+ * throughput through oni_read_frame, and a real-time card kept up with. It
+ * starts its own daemon (onix-emu next to the onigpu executable, or
+ * --daemon-bin) on a private socket, and its own `net` server (`onigpu
+ * serve`'s, on a thread, serving emu on a loopback port) unless --net names
+ * one on another machine. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +23,7 @@
 #include "bench/bench.h"
 #include "cli.h"
 #include "cli_oni.h"
+#include "drivers/net/netserve.h"
 #include "onigpu.h"
 #include "oniemu.h"
 
@@ -31,13 +37,15 @@ static const char options[] =
     "  --seconds T      default-stream throughput time per mode (default 1)\n"
     "  --stream-block B BLOCKREADSIZE of the stream test (default 64K)\n"
     "  --daemon-bin P   onix-emu to start (default: next to onigpu)\n"
+    "  --net HOST:PORT  the net mode's server, `onigpu serve --driver emu` (default: one of its own on loopback)\n"
     "  --out DIR        result directory (default docs/results)\n"
     "card: " CARD "\n";
-CLI_COMMAND(bench_daemon, "bench daemon", "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--daemon-bin PATH] [--out DIR]",
-            "in-process card vs onix-emu daemon: register latency, block reads, stream throughput", options, daemon_bench)
+CLI_COMMAND(bench_daemon, "bench daemon", "[--regs N] [--blocks 4K,64K,1M] [--reads N] [--seconds T] [--stream-block B] [--daemon-bin PATH] [--net HOST:PORT] [--out DIR]",
+            "in-process card vs onix-emu daemon vs net driver: register latency, block reads, stream throughput", options, daemon_bench)
 
 #define MAX_BLOCKS 16
-#define MODES 2
+#define MODES 3
+enum { IN_PROCESS, DAEMON, NET };
 
 struct opts {
     unsigned regs, reads;
@@ -45,10 +53,10 @@ struct opts {
     size_t nblocks;
     double seconds;
     uint32_t stream_block; /* BLOCKREADSIZE of the stream test */
-    const char *out, *bin;
+    const char *out, *bin, *net; /* net: the server's address */
 };
 
-static const char *const mode_name[MODES] = {"in-process", "daemon"};
+static const char *const mode_name[MODES] = {"in-process", "daemon", "net"};
 
 /* Start the daemon bin on socket sock; its pid once it accepts connections,
  * -1 if it did not within 5 s. It ends with this process, even one that
@@ -87,10 +95,13 @@ static pid_t start_daemon(const char *bin, const char *sock)
 /* Real-time card for the small-block stream test: three probes, 90k frames/s. */
 #define RT_CARD "devices=np2,np2,np2"
 
-static oni_ctx open_mode(int mode, const char *sock, const char *card)
+static oni_ctx open_mode(int mode, const struct opts *o, const char *sock, const char *card)
 {
+    if (mode == NET)
+        return cli_open("net", card, o->net, -1);
     char spec[300];
-    snprintf(spec, sizeof spec, "%s%s%s%s", mode ? "daemon=" : "", mode ? sock : "", mode ? ";" : "", card);
+    int d = mode == DAEMON;
+    snprintf(spec, sizeof spec, "%s%s%s%s", d ? "daemon=" : "", d ? sock : "", d ? ";" : "", card);
     return cli_open("emu", spec, NULL, -1);
 }
 
@@ -171,15 +182,19 @@ static int bench_stream(oni_ctx ctx, double seconds, double *mbps, double *fps)
     return 0;
 }
 
-/* Real time, default BLOCKREADSIZE (one frame per refill): frames/s kept up
- * with, and what was left in the card's FIFO at the end. */
-static int bench_realtime(int mode, const char *sock, double seconds, double *fps, uint64_t *left)
+/* Real time, BLOCKREADSIZE block (0: the default, one frame per refill):
+ * frames/s kept up with, and what was left in the card's FIFO at the end. */
+static int bench_realtime(int mode, const struct opts *o, const char *sock, uint32_t block, double *fps,
+                          uint64_t *left)
 {
-    oni_ctx ctx = open_mode(mode, sock, RT_CARD);
+    double seconds = o->seconds;
+    oni_ctx ctx = open_mode(mode, o, sock, RT_CARD);
     if (!ctx)
         return ONI_EINIT;
     oni_reg_val_t run = 1;
-    int rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
+    int rc = block ? oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, sizeof block) : 0;
+    if (!rc)
+        rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
     uint64_t frames = 0, t0 = oni_now_ns(), end = t0 + (uint64_t)(seconds * 1e9), now = t0;
     while (!rc && (now = oni_now_ns()) < end) {
         oni_frame_t *f;
@@ -223,7 +238,7 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
     struct bench_stats reg[MODES], blk[MODES][MAX_BLOCKS];
     double mbps[MODES], fps[MODES];
     for (int m = 0; m < MODES; m++) {
-        oni_ctx ctx = open_mode(m, sock, CARD);
+        oni_ctx ctx = open_mode(m, o, sock, CARD);
         if (!ctx)
             return 1;
         int rc = bench_regs(ctx, o->regs, &reg[m]);
@@ -232,7 +247,7 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
         oni_reg_val_t run = 1;
         if (!rc)
             rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
-        for (size_t b = 0; b < o->nblocks && !rc; b++)
+        for (size_t b = 0; b < o->nblocks && !rc && m != NET; b++)
             rc = bench_block(ctx, o->blocks[b], o->reads, &blk[m][b]);
         if (!rc)
             rc = bench_stream(ctx, o->seconds, &mbps[m], &fps[m]);
@@ -244,8 +259,9 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
     for (int m = 0; m < MODES; m++)
         row_stats(r, m, "read_reg", 0, &reg[m], m ? &reg[0] : NULL);
     for (size_t b = 0; b < o->nblocks; b++)
-        for (int m = 0; m < MODES; m++)
+        for (int m = 0; m < NET; m++)
             row_stats(r, m, "gpu_read", o->blocks[b], &blk[m][b], m ? &blk[0][b] : NULL);
+    printf("(net: no gpu_read; ONI_DRV_READ names this process's memory, which the net driver does not carry)\n");
     for (int m = 0; m < MODES; m++) {
         bench_cell_str(r, "mode", mode_name[m]);
         bench_cell_int(r, "block_read_size", o->stream_block);
@@ -254,26 +270,70 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
         if (m)
             bench_cell_num(r, "vs_in_process", mbps[m] / mbps[0]);
         bench_report_row(r, "stream");
-        printf("%-11s stream (BLOCKREADSIZE %u): %.1f MB/s payload, %.0f frames/s%s", mode_name[m], o->stream_block, mbps[m], fps[m],
-               m ? "" : "\n");
+        printf("%-11s stream (BLOCKREADSIZE %u): %.1f MB/s payload, %.0f frames/s", mode_name[m], o->stream_block, mbps[m], fps[m]);
+        if (m)
+            printf("  x%.2f", mbps[m] / mbps[0]);
+        printf("\n");
     }
-    printf("  x%.2f\n", mbps[1] / mbps[0]);
-    for (int m = 0; m < MODES; m++) {
-        double rfps;
-        uint64_t left;
-        int rc = bench_realtime(m, sock, o->seconds, &rfps, &left);
-        if (rc)
-            return cli_fail(mode_name[m], rc);
-        bench_cell_str(r, "mode", mode_name[m]);
-        bench_cell_str(r, "card", RT_CARD);
-        bench_cell_num(r, "frames_per_s", rfps);
-        bench_cell_num(r, "nominal_frames_per_s", 90000);
-        bench_cell_int(r, "fifo_bytes_left", (long long)left);
-        bench_report_row(r, "realtime");
-        printf("%-11s real time " RT_CARD ", default BLOCKREADSIZE: %.0f of 90000 frames/s, %llu bytes left in the FIFO\n",
-               mode_name[m], rfps, (unsigned long long)left);
-    }
+    uint32_t rt_block[2] = {0, o->stream_block};
+    for (int b = 0; b < 2; b++)
+        for (int m = 0; m < MODES; m++) {
+            double rfps;
+            uint64_t left;
+            int rc = bench_realtime(m, o, sock, rt_block[b], &rfps, &left);
+            if (rc)
+                return cli_fail(mode_name[m], rc);
+            bench_cell_str(r, "mode", mode_name[m]);
+            bench_cell_str(r, "card", RT_CARD);
+            bench_cell_int(r, "block_read_size", rt_block[b]); /* 0: the default, the largest frame */
+            bench_cell_num(r, "frames_per_s", rfps);
+            bench_cell_num(r, "nominal_frames_per_s", 90000);
+            bench_cell_int(r, "fifo_bytes_left", (long long)left);
+            bench_report_row(r, "realtime");
+            char bs[16] = "default";
+            if (rt_block[b])
+                snprintf(bs, sizeof bs, "%u", rt_block[b]);
+            printf("%-11s real time " RT_CARD ", BLOCKREADSIZE %s: %.0f of 90000 frames/s, %llu bytes left in the FIFO\n",
+                   mode_name[m], bs, rfps, (unsigned long long)left);
+        }
     return 0;
+}
+
+/* The net mode's server when none is named: emu served on a loopback port. */
+struct net_server {
+    struct netserve *s;
+    pthread_t th;
+};
+
+static void *net_server_main(void *arg)
+{
+    netserve_run(arg, 0);
+    return NULL;
+}
+
+static int net_server_start(struct net_server *ns, const char **addr)
+{
+    char err[256];
+    if (netserve_open("emu", "127.0.0.1:0", NULL, &ns->s, err, sizeof err)) {
+        fprintf(stderr, "onigpu: net server: %s\n", err);
+        return -1;
+    }
+    if (pthread_create(&ns->th, NULL, net_server_main, ns->s)) {
+        netserve_close(ns->s);
+        ns->s = NULL;
+        return cli_fail("net server thread", ONI_EBADALLOC);
+    }
+    *addr = netserve_addr(ns->s);
+    return 0;
+}
+
+static void net_server_stop(struct net_server *ns)
+{
+    if (!ns->s)
+        return;
+    netserve_stop(ns->s);
+    pthread_join(ns->th, NULL);
+    netserve_close(ns->s);
 }
 
 /* onix-emu next to this executable. */
@@ -323,6 +383,10 @@ static int daemon_bench(int argc, char **argv)
             if (rc < 0 || !*v)
                 return cli_usage(&cli_cmd_bench_daemon);
             o.bin = v;
+        } else if ((rc = cli_opt_value("--net", argc, argv, &i, &v))) {
+            if (rc < 0 || !*v)
+                return cli_usage(&cli_cmd_bench_daemon);
+            o.net = v;
         } else if ((rc = cli_opt_value("--out", argc, argv, &i, &v))) {
             if (rc < 0 || !*v)
                 return cli_usage(&cli_cmd_bench_daemon);
@@ -347,6 +411,13 @@ static int daemon_bench(int argc, char **argv)
         fprintf(stderr, "onigpu: could not start %s\n", o.bin);
         return 1;
     }
+    struct net_server ns = {NULL};
+    const char *net_where = o.net ? o.net : "onigpu serve's server on a thread of this process, loopback TCP";
+    if (!o.net && net_server_start(&ns, &o.net)) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+        return 1;
+    }
     char **full;
     int nfull = cli_command_line(&full);
     int err;
@@ -354,11 +425,12 @@ static int daemon_bench(int argc, char **argv)
     int rc = r ? 0 : cli_fail(o.out, err);
     if (r) {
         bench_report_meta(r, "card_spec", CARD);
+        bench_report_meta(r, "net_server", net_where);
         bench_report_meta(r, "method", "per call: oni_read_reg of a hub manager register; oni_set_driver_opt(ONI_DRV_READ) "
                                        "of one GPU-stream block into a host buffer (after n/10 warm-up blocks); "
                                        "stream: oni_read_frame + oni_destroy_frame for the given time; realtime: "
-                                       RT_CARD " in real time, default BLOCKREADSIZE, frames/s read. Both modes "
-                                       "in one run, in-process first; ratios = daemon p50 / in-process p50");
+                                       RT_CARD " in real time, default BLOCKREADSIZE and the stream's, frames/s read. All modes "
+                                       "in one run, in-process first; ratios = the mode's p50 / in-process p50");
         rc = run_all(&o, sock, r);
         const char *json = bench_report_path(r, ".json");
         char where[1024];
@@ -369,6 +441,7 @@ static int daemon_bench(int argc, char **argv)
         else if (!rc)
             printf("results: %s (and .csv, -stream.csv, -realtime.csv)\n", where);
     }
+    net_server_stop(&ns);
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     return rc;

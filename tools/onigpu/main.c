@@ -232,6 +232,13 @@ oni_ctx cli_open(const char *drv, const char *emu_spec, const char *net_addr, in
         rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, emu_spec, strlen(emu_spec) + 1);
     if (!rc)
         rc = oni_init_ctx(ctx, host_idx);
+    char addr[256];
+    size_t len = sizeof addr;
+    if (rc && net && !oni_get_driver_opt(ctx, ONI_DRV_NET_ADDR, addr, &len)) {
+        fprintf(stderr, "onigpu: cannot open the hardware served at %s (driver net): %s\n", addr, oni_error_str(rc));
+        oni_destroy_ctx(ctx);
+        return NULL;
+    }
     if (rc) {
         cli_fail("cannot initialize the hardware", rc);
         oni_destroy_ctx(ctx);

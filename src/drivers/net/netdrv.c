@@ -32,6 +32,10 @@
 /* Beyond the timeout, what a healthy server may take to answer: the served
  * driver's read slice and a network's round trip. */
 #define ANSWER_MARGIN_MS (ONI_READ_SLICE_MS + 200u)
+/* Signal bytes asked for at once. The core reads the signal stream a byte at
+ * a time (it must not read past a packet's end); through the network each
+ * read would be a round trip, so the driver keeps what one read brings. */
+#define SIG_BUF 4096
 
 struct chan {
     pthread_mutex_t lock;
@@ -47,6 +51,8 @@ struct netdrv {
     _Atomic int broken; /* the session ended: every call is ONI_EDISCONNECTED */
     _Atomic uint32_t timeout_ms;
     struct chan ch[NETP_NCHAN];
+    uint8_t sig[SIG_BUF]; /* signal bytes received, not yet read (CTRL group) */
+    size_t sig_pos, sig_len;
 };
 
 static const oni_driver_info_t info = {"net", 1, 0, 0, NULL};
@@ -256,9 +262,9 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
     return rc ? rc : call(d, NETP_CHAN_CTRL, NETP_INIT, (uint32_t)host_idx, 0, NULL, 0, NULL, NULL, 0, NULL);
 }
 
-static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t s, void *data, size_t size)
+/* One READ of at most size bytes of stream s into data. */
+static int read_remote(struct netdrv *d, oni_read_stream_t s, void *data, size_t size)
 {
-    struct netdrv *d = ctx;
     int c = s == ONI_READ_STREAM_DATA ? NETP_CHAN_DATA : NETP_CHAN_CTRL;
     if (size > NETP_MAXXFER)
         size = NETP_MAXXFER;
@@ -270,6 +276,24 @@ static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t s, void *data, 
         return ONI_EBADCONTROLLER;
     }
     return rc;
+}
+
+static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t s, void *data, size_t size)
+{
+    struct netdrv *d = ctx;
+    if (s != ONI_READ_STREAM_SIGNAL)
+        return read_remote(d, s, data, size);
+    if (d->sig_pos == d->sig_len) {
+        int rc = read_remote(d, s, d->sig, sizeof d->sig);
+        if (rc <= 0)
+            return rc;
+        d->sig_pos = 0;
+        d->sig_len = (size_t)rc;
+    }
+    size_t n = d->sig_len - d->sig_pos < size ? d->sig_len - d->sig_pos : size;
+    memcpy(data, d->sig + d->sig_pos, n);
+    d->sig_pos += n;
+    return (int)n;
 }
 
 static int drv_write_stream(oni_driver_ctx ctx, oni_write_stream_t s, const char *data, size_t size)
@@ -291,7 +315,11 @@ static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *
 
 static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t value)
 {
-    return call(ctx, NETP_CHAN_CTRL, NETP_CONFIG_WRITE, (uint32_t)reg, value, NULL, 0, NULL, NULL, 0, NULL);
+    struct netdrv *d = ctx;
+    int rc = call(d, NETP_CHAN_CTRL, NETP_CONFIG_WRITE, (uint32_t)reg, value, NULL, 0, NULL, NULL, 0, NULL);
+    if (rc >= 0 && reg == ONI_CONFIG_RESET && value)
+        d->sig_pos = d->sig_len = 0; /* the hardware starts its signal stream afresh: so do the bytes kept */
+    return rc;
 }
 
 static int drv_set_opt_callback(oni_driver_ctx ctx, int opt, const void *value, size_t len)
