@@ -32,10 +32,24 @@
 /* Beyond the timeout, what a healthy server may take to answer: the served
  * driver's read slice and a network's round trip. */
 #define ANSWER_MARGIN_MS (ONI_READ_SLICE_MS + 200u)
-/* Signal bytes asked for at once. The core reads the signal stream a byte at
- * a time (it must not read past a packet's end); through the network each
- * read would be a round trip, so the driver keeps what one read brings. */
-#define SIG_BUF 4096
+/* Bytes asked for at once when the core asks for fewer; the driver keeps
+ * what one read brings beyond what was asked (struct kept). The core reads
+ * the signal stream a byte at a time (it must not read past a packet's end),
+ * and the data stream a block at a time, by default a block of one frame:
+ * through the network each read would be a round trip. */
+#define SIG_AHEAD 4096
+#define DATA_AHEAD (64u << 10)
+
+/* A stream's bytes received and not yet read. They are dropped where the
+ * host library drops the bytes it holds: the signal stream's at RESET (the
+ * hardware starts the stream afresh), the data stream's at RESET and at each
+ * write of RUNNING (the library flushes its block then: frame.c,
+ * oni_read_flush). So they behave as part of the library's block. */
+struct kept {
+    uint8_t *buf;
+    size_t cap, pos, len;
+    uint32_t gen; /* the flush count they were received under */
+};
 
 struct chan {
     pthread_mutex_t lock;
@@ -51,8 +65,8 @@ struct netdrv {
     _Atomic int broken; /* the session ended: every call is ONI_EDISCONNECTED */
     _Atomic uint32_t timeout_ms;
     struct chan ch[NETP_NCHAN];
-    uint8_t sig[SIG_BUF]; /* signal bytes received, not yet read (CTRL group) */
-    size_t sig_pos, sig_len;
+    struct kept sig, data; /* used by the CTRL group and the data reader, each its own */
+    _Atomic uint32_t resets, runs; /* RESET and RUNNING writes (flush counts) */
 };
 
 static const oni_driver_info_t info = {"net", 1, 0, 0, NULL};
@@ -226,8 +240,20 @@ static int ensure_session(struct netdrv *d)
 static oni_driver_ctx drv_create(void)
 {
     struct netdrv *d = calloc(1, sizeof *d);
-    if (!d)
+    if (d) {
+        d->sig.cap = SIG_AHEAD;
+        d->data.cap = DATA_AHEAD;
+        d->sig.buf = malloc(SIG_AHEAD);
+        d->data.buf = malloc(DATA_AHEAD);
+    }
+    if (!d || !d->sig.buf || !d->data.buf) {
+        if (d) {
+            free(d->sig.buf);
+            free(d->data.buf);
+        }
+        free(d);
         return NULL;
+    }
     pthread_mutex_init(&d->lock, NULL);
     for (int c = 0; c < NETP_NCHAN; c++) {
         pthread_mutex_init(&d->ch[c].lock, NULL);
@@ -251,6 +277,8 @@ static int drv_destroy(oni_driver_ctx ctx)
         pthread_mutex_destroy(&d->ch[c].lock);
     }
     pthread_mutex_destroy(&d->lock);
+    free(d->sig.buf);
+    free(d->data.buf);
     free(d);
     return 0;
 }
@@ -278,22 +306,39 @@ static int read_remote(struct netdrv *d, oni_read_stream_t s, void *data, size_t
     return rc;
 }
 
+/* A read of stream s served from k; when k is empty, a read of at least
+ * k->cap bytes goes straight into data, a smaller one asks for k->cap. gen:
+ * the stream's flush count now. The host library changes RUNNING or resets
+ * only between reads (docs/threads.md), so no read is on the way meanwhile. */
+static int read_kept(struct netdrv *d, oni_read_stream_t s, struct kept *k, uint32_t gen, void *data,
+                     size_t size)
+{
+    if (k->gen != gen) {
+        k->pos = k->len = 0;
+        k->gen = gen;
+    }
+    if (k->pos == k->len) {
+        if (size >= k->cap)
+            return read_remote(d, s, data, size);
+        int rc = read_remote(d, s, k->buf, k->cap);
+        if (rc <= 0)
+            return rc;
+        k->pos = 0;
+        k->len = (size_t)rc;
+    }
+    size_t n = k->len - k->pos < size ? k->len - k->pos : size;
+    memcpy(data, k->buf + k->pos, n);
+    k->pos += n;
+    return (int)n;
+}
+
 static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t s, void *data, size_t size)
 {
     struct netdrv *d = ctx;
-    if (s != ONI_READ_STREAM_SIGNAL)
-        return read_remote(d, s, data, size);
-    if (d->sig_pos == d->sig_len) {
-        int rc = read_remote(d, s, d->sig, sizeof d->sig);
-        if (rc <= 0)
-            return rc;
-        d->sig_pos = 0;
-        d->sig_len = (size_t)rc;
-    }
-    size_t n = d->sig_len - d->sig_pos < size ? d->sig_len - d->sig_pos : size;
-    memcpy(data, d->sig + d->sig_pos, n);
-    d->sig_pos += n;
-    return (int)n;
+    uint32_t resets = atomic_load(&d->resets);
+    if (s == ONI_READ_STREAM_SIGNAL)
+        return read_kept(d, s, &d->sig, resets, data, size);
+    return read_kept(d, s, &d->data, resets + atomic_load(&d->runs), data, size);
 }
 
 static int drv_write_stream(oni_driver_ctx ctx, oni_write_stream_t s, const char *data, size_t size)
@@ -318,7 +363,9 @@ static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t 
     struct netdrv *d = ctx;
     int rc = call(d, NETP_CHAN_CTRL, NETP_CONFIG_WRITE, (uint32_t)reg, value, NULL, 0, NULL, NULL, 0, NULL);
     if (rc >= 0 && reg == ONI_CONFIG_RESET && value)
-        d->sig_pos = d->sig_len = 0; /* the hardware starts its signal stream afresh: so do the bytes kept */
+        atomic_fetch_add(&d->resets, 1);
+    if (rc >= 0 && reg == ONI_CONFIG_RUNNING)
+        atomic_fetch_add(&d->runs, 1);
     return rc;
 }
 
