@@ -38,6 +38,7 @@
 #define FIRST_MS 10000u   /* a new connection's first message must come within this */
 #define HELLO_WAIT_MS 5000u /* a HELLO waits this long for an ending session to finish */
 #define ANSWER_MARGIN_MS 1000u /* beyond the session's timeout, for a client to take an answer */
+#define KEEPALIVE_IDLE_S 5 /* a silent peer is probed after this, then 3 probes 1 s apart */
 
 struct session {
     oni_driver_ctx dctx;
@@ -378,8 +379,14 @@ static void *conn_main(void *arg)
  * no room (MAXCONN) or no thread. */
 static void start_conn(struct netserve *s, int fd)
 {
-    int one = 1;
+    /* A client whose machine or network vanished sends no FIN: without
+     * keepalive probes its session, and the hardware, would be held forever. */
+    int one = 1, idle = KEEPALIVE_IDLE_S, intvl = 1, cnt = 3;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
     struct conn_arg *c = malloc(sizeof *c);
     pthread_mutex_lock(&s->lock);
     int room = c && s->nconn < MAXCONN && !atomic_load(&s->stopping);
