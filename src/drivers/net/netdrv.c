@@ -67,6 +67,10 @@ struct netdrv {
     struct chan ch[NETP_NCHAN];
     struct kept sig, data; /* used by the CTRL group and the data reader, each its own */
     _Atomic uint32_t resets, runs; /* RESET and RUNNING writes (flush counts) */
+    /* The data stream's READ sent ahead, answer not taken yet (DATA's lock). */
+    int ahead;
+    uint32_t ahead_seq;
+    size_t ahead_size;
 };
 
 static const oni_driver_info_t info = {"net", 1, 0, 0, NULL};
@@ -89,12 +93,10 @@ static void end_session(struct netdrv *d)
             shutdown(d->ch[c].fd, SHUT_RDWR);
 }
 
-/* One request and its answer on connection ch (its lock held). out: bytes
- * after the call; in: room for the bytes after the answer, *in_n their count.
- * Returns 0 (the server's result is in a->status) or the transport's error. */
-static int exchange(struct netdrv *d, struct chan *ch, uint64_t deadline, uint16_t type,
-                    const struct netp_call *call, const void *out, size_t out_n, struct netp_answer *a, void *in,
-                    size_t in_cap, size_t *in_n)
+/* Send a request on connection ch (its lock held); out: the bytes after the
+ * call. 0 or the transport's error; the request's sequence number is ch->seq. */
+static int send_request(struct netdrv *d, struct chan *ch, uint64_t deadline, uint16_t type,
+                        const struct netp_call *call, const void *out, size_t out_n)
 {
     if (ch->fd < 0)
         return ONI_EINVALSTATE;
@@ -102,21 +104,37 @@ static int exchange(struct netdrv *d, struct chan *ch, uint64_t deadline, uint16
         return ONI_EDISCONNECTED;
     struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, type, ++ch->seq, (uint32_t)(sizeof *call + out_n)};
     struct iovec iov[3] = {{&h, sizeof h}, {(void *)call, sizeof *call}, {(void *)out, out_n}};
-    int rc = netp_send(ch->fd, iov, out_n ? 3 : 2, deadline);
+    return netp_send(ch->fd, iov, out_n ? 3 : 2, deadline);
+}
+
+/* Receive the answer to request seq of type on ch (its lock held); in: room
+ * for the bytes after the answer, *in_n their count. 0 (the server's result
+ * is in a->status) or the transport's error. */
+static int recv_answer(struct chan *ch, uint64_t deadline, uint16_t type, uint32_t seq, struct netp_answer *a,
+                       void *in, size_t in_cap, size_t *in_n)
+{
     struct netp_hdr r;
-    if (!rc)
-        rc = netp_recv(ch->fd, &r, sizeof r, deadline);
+    int rc = netp_recv(ch->fd, &r, sizeof r, deadline);
     if (!rc)
         rc = netp_check_hdr(&r, 1);
     if (rc)
         return rc == ONI_EINVALARG ? ONI_EBADCONTROLLER : rc;
     size_t extra = r.len - sizeof *a;
-    if (r.type != (type | NETP_REPLY) || r.seq != h.seq || extra > in_cap)
+    if (r.type != (type | NETP_REPLY) || r.seq != seq || extra > in_cap)
         return ONI_EBADCONTROLLER; /* out of turn, or more than was asked for */
     if ((rc = netp_recv(ch->fd, a, sizeof *a, deadline)) || (rc = netp_recv(ch->fd, in, extra, deadline)))
         return rc;
     *in_n = extra;
     return 0;
+}
+
+/* One request and its answer on connection ch (its lock held). */
+static int exchange(struct netdrv *d, struct chan *ch, uint64_t deadline, uint16_t type,
+                    const struct netp_call *call, const void *out, size_t out_n, struct netp_answer *a, void *in,
+                    size_t in_cap, size_t *in_n)
+{
+    int rc = send_request(d, ch, deadline, type, call, out, out_n);
+    return rc ? rc : recv_answer(ch, deadline, type, ch->seq, a, in, in_cap, in_n);
 }
 
 /* A request on connection c answered by deadline: the server's result (>=
@@ -306,39 +324,140 @@ static int read_remote(struct netdrv *d, oni_read_stream_t s, void *data, size_t
     return rc;
 }
 
-/* A read of stream s served from k; when k is empty, a read of at least
- * k->cap bytes goes straight into data, a smaller one asks for k->cap. gen:
- * the stream's flush count now. The host library changes RUNNING or resets
- * only between reads (docs/threads.md), so no read is on the way meanwhile. */
-static int read_kept(struct netdrv *d, oni_read_stream_t s, struct kept *k, uint32_t gen, void *data,
-                     size_t size)
+/* Up to size of k's bytes into data (k holds some); their count. */
+static int take_kept(struct kept *k, void *data, size_t size)
 {
-    if (k->gen != gen) {
-        k->pos = k->len = 0;
-        k->gen = gen;
-    }
-    if (k->pos == k->len) {
-        if (size >= k->cap)
-            return read_remote(d, s, data, size);
-        int rc = read_remote(d, s, k->buf, k->cap);
-        if (rc <= 0)
-            return rc;
-        k->pos = 0;
-        k->len = (size_t)rc;
-    }
     size_t n = k->len - k->pos < size ? k->len - k->pos : size;
     memcpy(data, k->buf + k->pos, n);
     k->pos += n;
     return (int)n;
 }
 
+/* Drop k's bytes if the stream was flushed since they came (gen: its flush
+ * count now); 1 if k still holds bytes. */
+static int kept_valid(struct kept *k, uint32_t gen)
+{
+    if (k->gen != gen) {
+        k->pos = k->len = 0;
+        k->gen = gen;
+    }
+    return k->pos < k->len;
+}
+
+/* The signal stream from d->sig, which one READ refills. */
+static int read_signal(struct netdrv *d, void *data, size_t size)
+{
+    struct kept *k = &d->sig;
+    if (!kept_valid(k, atomic_load(&d->resets))) {
+        int rc = read_remote(d, ONI_READ_STREAM_SIGNAL, k->buf, k->cap);
+        if (rc <= 0)
+            return rc;
+        k->pos = 0;
+        k->len = (size_t)rc;
+    }
+    return take_kept(k, data, size);
+}
+
+static int send_ahead(struct netdrv *d, struct chan *ch, size_t want)
+{
+    struct netp_call q = {ONI_READ_STREAM_DATA, (uint32_t)want, 0};
+    int rc = send_request(d, ch, answer_deadline(d), NETP_READ, &q, NULL, 0);
+    d->ahead = !rc;
+    d->ahead_seq = ch->seq;
+    d->ahead_size = want;
+    return rc;
+}
+
+static uint32_t data_flushes(struct netdrv *d) { return atomic_load(&d->resets) + atomic_load(&d->runs); }
+
+/* Take the answer of the READ sent ahead into data (cap bytes), or into
+ * d->data when data is NULL or smaller than what was asked (DATA's lock
+ * held): *direct says which, *status is the served driver's result. 0, or
+ * the transport's error (ONI_EBADALLOC: nothing taken, the answer waits). */
+static int take_ahead(struct netdrv *d, struct chan *ch, void *data, size_t cap, int *direct, int *status)
+{
+    struct kept *k = &d->data;
+    *direct = data && cap >= d->ahead_size;
+    if (!*direct && k->cap < d->ahead_size) { /* asked for more than the kept buffer holds */
+        uint8_t *b = realloc(k->buf, d->ahead_size);
+        if (!b)
+            return ONI_EBADALLOC;
+        k->buf = b;
+        k->cap = d->ahead_size;
+    }
+    struct netp_answer a;
+    size_t got;
+    d->ahead = 0;
+    int rc = recv_answer(ch, answer_deadline(d), NETP_READ, d->ahead_seq, &a, *direct ? data : k->buf,
+                         d->ahead_size, &got);
+    if (!rc && a.status >= 0 && (size_t)a.status != got)
+        rc = ONI_EBADCONTROLLER; /* the count and the bytes disagree: nothing after can be trusted */
+    if (rc)
+        return rc;
+    *status = a.status;
+    if (!*direct && a.status >= 0) {
+        k->pos = 0;
+        k->len = got;
+        k->gen = data_flushes(d); /* no flush since it was sent: a flush settles first */
+    }
+    return 0;
+}
+
+/* The data stream, one READ ahead: a read takes the answer to the READ sent
+ * by the read before it (or sends one now), then sends the next, so that the
+ * server reads the card while the library parses. A read smaller than 64 KiB
+ * asks for 64 KiB and keeps the rest. The host library changes RUNNING or
+ * resets only between reads (docs/threads.md), and drv_write_config takes
+ * the answer on its way before such a write (settle_ahead), so what is kept
+ * always predates the flush that drops it. */
+static int read_data(struct netdrv *d, void *data, size_t size)
+{
+    struct kept *k = &d->data;
+    if (kept_valid(k, data_flushes(d)))
+        return take_kept(k, data, size);
+    struct chan *ch = &d->ch[NETP_CHAN_DATA];
+    size_t want = size > k->cap ? size : k->cap;
+    if (want > NETP_MAXXFER)
+        want = NETP_MAXXFER;
+    int direct = 0, status = 0;
+    pthread_mutex_lock(&ch->lock);
+    int rc = d->ahead ? 0 : send_ahead(d, ch, want);
+    if (!rc)
+        rc = take_ahead(d, ch, data, size, &direct, &status);
+    if (!rc && status >= 0)
+        rc = send_ahead(d, ch, want);
+    pthread_mutex_unlock(&ch->lock);
+    if (rc) {
+        if (rc != ONI_EBADALLOC && rc != ONI_EINVALSTATE)
+            end_session(d);
+        return rc;
+    }
+    return status < 0 || direct ? status : take_kept(k, data, size);
+}
+
+/* Before a write of RUNNING or RESET: the data answer on its way (from
+ * before the write) goes into d->data, where the flush the write makes drops
+ * it; a write that fails leaves it to be read. */
+static int settle_ahead(struct netdrv *d)
+{
+    struct chan *ch = &d->ch[NETP_CHAN_DATA];
+    int rc = 0, direct, status;
+    pthread_mutex_lock(&ch->lock);
+    if (d->ahead)
+        rc = take_ahead(d, ch, NULL, 0, &direct, &status);
+    pthread_mutex_unlock(&ch->lock);
+    if (rc && rc != ONI_EBADALLOC)
+        end_session(d);
+    return rc;
+}
+
 static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t s, void *data, size_t size)
 {
-    struct netdrv *d = ctx;
-    uint32_t resets = atomic_load(&d->resets);
     if (s == ONI_READ_STREAM_SIGNAL)
-        return read_kept(d, s, &d->sig, resets, data, size);
-    return read_kept(d, s, &d->data, resets + atomic_load(&d->runs), data, size);
+        return read_signal(ctx, data, size);
+    if (s == ONI_READ_STREAM_DATA)
+        return read_data(ctx, data, size);
+    return read_remote(ctx, s, data, size); /* the server refuses it, as the driver there would */
 }
 
 static int drv_write_stream(oni_driver_ctx ctx, oni_write_stream_t s, const char *data, size_t size)
@@ -361,7 +480,10 @@ static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *
 static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t value)
 {
     struct netdrv *d = ctx;
-    int rc = call(d, NETP_CHAN_CTRL, NETP_CONFIG_WRITE, (uint32_t)reg, value, NULL, 0, NULL, NULL, 0, NULL);
+    int rc = reg == ONI_CONFIG_RUNNING || (reg == ONI_CONFIG_RESET && value) ? settle_ahead(d) : 0;
+    if (rc)
+        return rc;
+    rc = call(d, NETP_CHAN_CTRL, NETP_CONFIG_WRITE, (uint32_t)reg, value, NULL, 0, NULL, NULL, 0, NULL);
     if (rc >= 0 && reg == ONI_CONFIG_RESET && value)
         atomic_fetch_add(&d->resets, 1);
     if (rc >= 0 && reg == ONI_CONFIG_RUNNING)
