@@ -301,6 +301,8 @@ TEST(net_options_reach_the_served_driver)
     /* larger than the protocol carries */
     static char big[NETP_MAXOPT + 1];
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, big, sizeof big), ONI_EINVALARG);
+    /* a path of the server's machine is not a client's to name */
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, "/tmp/net-truth", 15), ONI_EUNIMPL);
 
     /* frames flow (the card's, unchecked here) */
     CHECK_RC(start(ctx, 0), 0);
@@ -319,11 +321,18 @@ TEST(net_options_reach_the_served_driver)
 
 TEST(net_bad_addresses)
 {
+    struct netserve *s = NULL;
+    char err[256] = "";
+    CHECK_RC(netserve_open("test", "127.0.0.1:70000", NULL, &s, err, sizeof err), ONI_EPATHINVALID);
+    CHECK(strstr(err, "70000") != NULL);
+    CHECK_RC(netserve_open("nosuchdriver", "127.0.0.1:0", NULL, &s, err, sizeof err), ONI_EPATHINVALID);
+    CHECK(strstr(err, "nosuchdriver") != NULL);
     oni_ctx ctx = oni_create_ctx("net");
     REQUIRE(ctx);
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, "127.0.0.1:9", 5), ONI_EINVALARG); /* no NUL in it */
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, NULL, 0), ONI_EINVALARG);
-    static const char *bad[] = {"nohostport", "127.0.0.1:", "127.0.0.1:http", "::1:80", "127.0.0.1:99999"};
+    static const char *bad[] = {"nohostport", "127.0.0.1:", "127.0.0.1:http", "::1:80", "127.0.0.1:99999",
+                                "127.0.0.1:65536", "127.0.0.1:0", "127.0.0.1:-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, bad[i], strlen(bad[i]) + 1), 0);
         int rc = oni_init_ctx(ctx, -1);
@@ -356,7 +365,7 @@ TEST(net_no_server)
     oni_ctx ctx = net_open(addr, NULL, 500, &rc);
     CHECK(ctx == NULL);
     CHECK_RC(rc, ONI_EPATHINVALID);
-    CHECK(oni_now_ns() - t0 < 5000000000ull); /* refused at once, not waited out */
+    CHECK(oni_now_ns() - t0 < 1000000000ull); /* refused at once, not waited out (2 x 500 + 210 ms) */
 }
 
 /* A listener that accepts, reads and never answers (fd 0: only listens). */
@@ -444,12 +453,34 @@ TEST(net_one_session_at_a_time)
     oni_ctx b = net_open(addr, NULL, 0, &rc);
     CHECK(b == NULL);
     CHECK_RC(rc, ONI_EBUSY);
-    for (int i = 0; i < 5; i++) { /* closed and opened back to back: never ONI_EBUSY */
+    for (int i = 0; i < 20; i++) { /* closed and opened back to back: never ONI_EBUSY */
         oni_destroy_ctx(a);
         a = net_open(addr, NULL, 0, &rc);
         CHECK_RC(rc, 0);
     }
     oni_destroy_ctx(a);
+    server_stop(&sv);
+}
+
+/* A served call that times out there (a register answer held back) comes
+ * back as the served driver's ONI_ETIMEOUT; the session goes on. */
+TEST(net_late_register_answer_keeps_the_session)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    int rc;
+    oni_ctx ctx = net_open(netserve_addr(sv.s), NULL, 300, &rc);
+    REQUIRE(ctx);
+    uint32_t hold = 1;
+    CHECK_RC(oni_set_driver_opt(ctx, ONITEST_OPT_HOLD_ACK, &hold, sizeof hold), 0);
+    oni_reg_val_t v;
+    CHECK_RC(oni_read_reg(ctx, 0, ONITEST_REG_MESSAGE, &v), ONI_ETIMEOUT);
+    hold = 0;
+    CHECK_RC(oni_set_driver_opt(ctx, ONITEST_OPT_HOLD_ACK, &hold, sizeof hold), 0);
+    for (int i = 0; i < 5 && (rc = oni_read_reg(ctx, 0, ONITEST_REG_MESSAGE, &v)) == ONI_ERETRIG; i++)
+        usleep(10000);
+    CHECK_RC(rc, 0);
+    oni_destroy_ctx(ctx);
     server_stop(&sv);
 }
 
@@ -733,7 +764,7 @@ TEST(net_lying_server)
         if (rc != cases[c].want)
             fprintf(stderr, "  lie %d\n", (int)cases[c].lie);
         CHECK_RC(rc, cases[c].want);
-        CHECK(oni_now_ns() - t0 < 1500000000ull); /* found out, not waited out */
+        CHECK(oni_now_ns() - t0 < 1000000000ull); /* found out, not waited out (2 x 500 + 210 ms) */
         pthread_join(l.th, NULL);
         close(l.m.lfd);
     }

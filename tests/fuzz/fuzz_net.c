@@ -41,6 +41,24 @@ static void *check_answers(void *arg)
     return NULL;
 }
 
+struct feed {
+    int fd;
+    const uint8_t *data;
+    size_t size;
+};
+
+/* The client's bytes, sent while the server reads them (an input larger than
+ * the socket's buffer would otherwise wait for a reader that never comes). */
+static void *feed_main(void *arg)
+{
+    struct feed *f = arg;
+    struct iovec iov = {(void *)f->data, f->size};
+    if (f->size)
+        netp_send(f->fd, &iov, 1, 0); /* fails once the server closed: what it did not take is not needed */
+    shutdown(f->fd, SHUT_WR);
+    return NULL;
+}
+
 static void serve_bytes(const uint8_t *data, size_t size)
 {
     static struct netserve *srv;
@@ -50,17 +68,13 @@ static void serve_bytes(const uint8_t *data, size_t size)
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
         abort();
-    int big = 1 << 22;
-    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
-    pthread_t th;
-    if (pthread_create(&th, NULL, check_answers, &sv[0]))
+    pthread_t th, feeder;
+    struct feed f = {sv[0], data, size};
+    if (pthread_create(&th, NULL, check_answers, &sv[0]) || pthread_create(&feeder, NULL, feed_main, &f))
         abort();
-    struct iovec iov = {(void *)data, size};
-    if (size && netp_send(sv[0], &iov, 1, 0))
-        abort();
-    shutdown(sv[0], SHUT_WR);
     netserve_conn(srv, sv[1]);
     close(sv[1]);
+    pthread_join(feeder, NULL);
     pthread_join(th, NULL);
     close(sv[0]);
 }

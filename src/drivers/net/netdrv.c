@@ -30,7 +30,10 @@
 
 #define ADDR_MAX 256
 /* Beyond the timeout, what a healthy server may take to answer: the served
- * driver's read slice and a network's round trip. */
+ * driver's read slice and a network's round trip. A served call may itself
+ * wait the whole timeout (a register answer that is late), so an answer is
+ * waited for twice the timeout and this: the call that timed out there comes
+ * back as ONI_ETIMEOUT with the session whole. */
 #define ANSWER_MARGIN_MS (ONI_READ_SLICE_MS + 200u)
 /* Bytes asked for at once when the core asks for fewer; the driver keeps
  * what one read brings beyond what was asked (struct kept). The core reads
@@ -79,7 +82,7 @@ static const oni_driver_info_t *drv_info(void) { return &info; }
 
 static uint64_t answer_deadline(struct netdrv *d)
 {
-    return oni_now_ns() + ((uint64_t)atomic_load(&d->timeout_ms) + ANSWER_MARGIN_MS) * 1000000u;
+    return oni_now_ns() + (2 * (uint64_t)atomic_load(&d->timeout_ms) + ANSWER_MARGIN_MS) * 1000000u;
 }
 
 /* End the session: wake every call waiting on a connection; the server sees
@@ -185,12 +188,10 @@ static int dial(const struct addrinfo *res, uint64_t deadline, int *fd)
                 close(s);
                 continue;
             }
-            struct pollfd p = {.fd = s, .events = POLLOUT};
-            uint32_t left = oni_ms_left(deadline);
-            int r = left ? poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left) : 0;
-            if (r == 0)
-                rc = ONI_ETIMEOUT;
-            if (r <= 0 || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+            int r = netp_wait(s, POLLOUT, deadline);
+            if (r == ONI_ETIMEOUT)
+                rc = r;
+            if (r || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
                 close(s);
                 continue;
             }
@@ -229,6 +230,15 @@ static int session_open(struct netdrv *d)
     for (int c = NETP_CHAN_DATA; c < NETP_NCHAN && rc >= 0; c++) {
         q = (struct netp_call){(uint32_t)c, 0, a.token};
         rc = call_by(d, c, deadline, NETP_ATTACH, &q, NULL, 0, NULL, NULL, 0, NULL);
+    }
+    /* The served driver's init uses its timeout (emu's daemon client does):
+     * it gets the one set here before init, as a local driver would. */
+    uint32_t ms = atomic_load(&d->timeout_ms);
+    q = (struct netp_call){ONI_OPT_TIMEOUTMS, sizeof ms, 0};
+    if (rc >= 0) { /* the served driver's answer does not matter (upstream drivers refuse it), the way does */
+        int r = call_by(d, NETP_CHAN_CTRL, deadline, NETP_SET_OPT_CALLBACK, &q, &ms, sizeof ms, NULL, NULL, 0, NULL);
+        if (r < 0 && atomic_load(&d->broken))
+            rc = r;
     }
     if (rc < 0) {
         for (int c = 0; c < NETP_NCHAN; c++) {
@@ -278,10 +288,26 @@ static oni_driver_ctx drv_create(void)
         d->ch[c].fd = -1;
     }
     const char *env = getenv(ONIGPU_NET_ENV);
-    const char *addr = env && *env && strlen(env) < ADDR_MAX ? env : NETP_DEFAULT_ADDR;
-    memcpy(d->addr, addr, strlen(addr) + 1);
+    const char *addr = env && *env ? env : NETP_DEFAULT_ADDR;
+    if (strlen(addr) < ADDR_MAX) /* else "": init fails (ONI_EPATHINVALID) rather than use another server */
+        memcpy(d->addr, addr, strlen(addr) + 1);
     atomic_store(&d->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
     return d;
+}
+
+/* Close the session and wait, within the answer deadline, until the server
+ * has ended it (it closes CTRL last, after the served driver's context is
+ * gone): a context opened right after this one finds the server free. */
+static void session_close(struct netdrv *d)
+{
+    if (!d->connected || atomic_load(&d->broken))
+        return;
+    for (int c = 0; c < NETP_NCHAN; c++) /* DATA may hold a READ's answer sent ahead: not wanted */
+        shutdown(d->ch[c].fd, c == NETP_CHAN_CTRL ? SHUT_WR : SHUT_RDWR);
+    uint64_t deadline = answer_deadline(d);
+    char b[256];
+    while (netp_recv(d->ch[NETP_CHAN_CTRL].fd, b, sizeof b, deadline) == 0) {
+    } /* answers nobody waits for any more, then the end */
 }
 
 static int drv_destroy(oni_driver_ctx ctx)
@@ -289,6 +315,7 @@ static int drv_destroy(oni_driver_ctx ctx)
     struct netdrv *d = ctx;
     if (!d)
         return ONI_EINVALARG;
+    session_close(d);
     for (int c = 0; c < NETP_NCHAN; c++) {
         if (d->ch[c].fd >= 0)
             close(d->ch[c].fd);
@@ -574,6 +601,8 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
         end_session(d);
         return ONI_EBADCONTROLLER;
     }
+    if (rc == ONI_EBUFFERSIZE && a.value > NETP_MAXOPT)
+        return ONI_EINVALARG; /* a value larger than the protocol carries: no size would do */
     if (rc >= 0 || rc == ONI_EBUFFERSIZE)
         *len = a.value;
     return rc;

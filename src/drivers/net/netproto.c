@@ -45,8 +45,7 @@ int netp_check_hdr(const struct netp_hdr *h, int answer)
     return 0;
 }
 
-/* Wait until fd is ready for events; 0, ONI_ETIMEOUT or ONI_EDISCONNECTED. */
-static int wait_fd(int fd, short events, uint64_t deadline_ns)
+int netp_wait(int fd, short events, uint64_t deadline_ns)
 {
     for (;;) {
         int ms = -1;
@@ -75,7 +74,7 @@ int netp_send(int fd, struct iovec *iov, int niov, uint64_t deadline_ns)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 return ONI_EDISCONNECTED;
-            int rc = wait_fd(fd, POLLOUT, deadline_ns);
+            int rc = netp_wait(fd, POLLOUT, deadline_ns);
             if (rc)
                 return rc;
             continue;
@@ -110,7 +109,7 @@ int netp_recv(int fd, void *buf, size_t n, uint64_t deadline_ns)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return ONI_EDISCONNECTED;
-        int rc = wait_fd(fd, POLLIN, deadline_ns);
+        int rc = netp_wait(fd, POLLIN, deadline_ns);
         if (rc)
             return rc;
     }
@@ -134,9 +133,13 @@ int netp_resolve(const char *addr, int passive, struct addrinfo **res)
         return ONI_EPATHINVALID;
     memcpy(host, addr, n);
     host[n] = 0;
-    for (const char *c = colon + 1; *c; c++)
-        if (*c < '0' || *c > '9')
-            return ONI_EPATHINVALID;
+    unsigned long port = 0;
+    for (const char *c = colon + 1; *c; c++) {
+        if (*c < '0' || *c > '9' || (port = port * 10 + (unsigned long)(*c - '0')) > 65535)
+            return ONI_EPATHINVALID; /* getaddrinfo would take the port modulo 65536 */
+    }
+    if (!port && !passive)
+        return ONI_EPATHINVALID; /* port 0: "any" to listen on, nothing to connect to */
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
     return getaddrinfo(n ? host : NULL, colon + 1, &hints, res) ? ONI_EPATHINVALID : 0;

@@ -81,6 +81,11 @@ int netp_check_hdr(const struct netp_hdr *h, int answer);
  * answer's struct netp_answer (answer 1) of type t (without NETP_REPLY). */
 size_t netp_max_extra(uint16_t t, int answer);
 
+/* Wait until fd is ready for events (poll's) before deadline_ns (0: no
+ * deadline). 0 (also for POLLHUP and POLLERR: the next send or recv says
+ * which), ONI_ETIMEOUT, or ONI_EDISCONNECTED when poll fails. */
+int netp_wait(int fd, short events, uint64_t deadline_ns);
+
 /* Send the n bytes of the iov pieces on a connected socket, or receive
  * exactly n bytes into buf, before deadline_ns (oni_now_ns time; 0: no
  * deadline). 0, ONI_ETIMEOUT, or ONI_EDISCONNECTED when the peer closed or
@@ -90,8 +95,9 @@ int netp_send(int fd, struct iovec *iov, int niov, uint64_t deadline_ns);
 int netp_recv(int fd, void *buf, size_t n, uint64_t deadline_ns);
 
 /* Parse "host:port" ("[v6addr]:port"; an empty host: every address on the
- * server, the loopback on the client) for a TCP socket. 0 or
- * ONI_EPATHINVALID; *res from getaddrinfo, freed with freeaddrinfo. */
+ * server, the loopback on the client; port 0..65535, 0 only to listen: any
+ * free port) for a TCP socket. 0 or ONI_EPATHINVALID; *res from getaddrinfo,
+ * freed with freeaddrinfo. */
 struct addrinfo;
 int netp_resolve(const char *addr, int passive, struct addrinfo **res);
 

@@ -32,11 +32,12 @@
 #include <unistd.h>
 #include "netproto.h"
 #include "netserve.h"
+#include "oniemu.h"
 #include "onii.h"
 
 #define MAXCONN 16        /* connections at once; more are closed at accept */
 #define FIRST_MS 10000u   /* a new connection's first message must come within this */
-#define HELLO_WAIT_MS 5000u /* a HELLO waits this long for an ending session to finish */
+#define HELLO_WAIT_MS 1000u /* a HELLO waits this long for an ending session to finish */
 #define ANSWER_MARGIN_MS 1000u /* beyond the session's timeout, for a client to take an answer */
 #define KEEPALIVE_IDLE_S 5 /* a silent peer is probed after this, then 3 probes 1 s apart */
 
@@ -46,7 +47,9 @@ struct session {
     unsigned id;
     int fd[NETP_NCHAN]; /* -1: not attached, or gone */
     int refs;           /* connections in it */
-    int ended;
+    int leaving;        /* of them, threads in leave() */
+    int ended;          /* its connections are being shut down */
+    int gone;           /* the served driver's context is destroyed */
     _Atomic int initialized;
     _Atomic uint32_t timeout_ms;
     _Atomic uint64_t bytes_read, bytes_written; /* stream bytes through the driver */
@@ -204,7 +207,21 @@ static int join(struct netserve *s, int fd, const struct netp_hdr *h, const stru
     return rc ? rc : sent;
 }
 
-/* fd leaves its session; the last one out ends it. */
+/* Stop acquisition (best effort, as oni_destroy_ctx does before it closes
+ * a driver) and destroy the served driver's context. */
+static void end_driver(struct netserve *s, struct session *ss)
+{
+    if (atomic_load(&ss->initialized))
+        (void)s->drv.write_config(ss->dctx, ONI_CONFIG_RUNNING, 0);
+    s->drv.destroy_ctx(ss->dctx);
+    say(s, "session %u: ended, %llu bytes read, %llu written\n", ss->id,
+        (unsigned long long)atomic_load(&ss->bytes_read), (unsigned long long)atomic_load(&ss->bytes_written));
+}
+
+/* fd leaves its session: the first one out shuts the others down, the last
+ * one ends it. Every one returns (and its connection is closed) only once
+ * the served driver's context is gone, so a client that sees its
+ * connections close may open the next session at once. */
 static void leave(struct netserve *s, struct session *ss, int chan)
 {
     pthread_mutex_lock(&s->lock);
@@ -215,20 +232,23 @@ static void leave(struct netserve *s, struct session *ss, int chan)
             if (ss->fd[c] >= 0)
                 shutdown(ss->fd[c], SHUT_RDWR);
     }
-    int last = --ss->refs == 0;
+    ss->leaving++;
+    if (--ss->refs == 0) {
+        pthread_mutex_unlock(&s->lock);
+        end_driver(s, ss);
+        pthread_mutex_lock(&s->lock);
+        ss->gone = 1;
+        s->active = NULL;
+        s->ended++;
+        pthread_cond_broadcast(&s->cond);
+        wake(s);
+    }
+    while (!ss->gone)
+        pthread_cond_wait(&s->cond, &s->lock);
+    int last = --ss->leaving == 0;
     pthread_mutex_unlock(&s->lock);
-    if (!last)
-        return;
-    s->drv.destroy_ctx(ss->dctx);
-    say(s, "session %u: ended, %llu bytes read, %llu written\n", ss->id,
-          (unsigned long long)atomic_load(&ss->bytes_read), (unsigned long long)atomic_load(&ss->bytes_written));
-    pthread_mutex_lock(&s->lock);
-    s->active = NULL;
-    s->ended++;
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
-    free(ss);
-    wake(s);
+    if (last)
+        free(ss);
 }
 
 /* Which requests each connection carries: the driver's concurrency rules. */
@@ -318,7 +338,8 @@ static int serve(struct netserve *s, struct session *ss, int chan, int fd, const
             atomic_store(&ss->timeout_ms, ms);
         st = d->set_opt_callback(ss->dctx, (int)q->what, in, extra);
     } else if (t == NETP_SET_OPT) {
-        st = d->set_opt(ss->dctx, (int)q->what, in, extra);
+        /* A path on this machine, opened by the served card: not a client's to name. */
+        st = (int)q->what == ONI_DRV_EMU_TRUTH_FILE ? ONI_EUNIMPL : d->set_opt(ss->dctx, (int)q->what, in, extra);
     } else if (t == NETP_GET_OPT) {
         size_t cap = q->arg < NETP_MAXOPT ? q->arg : NETP_MAXOPT, len = cap;
         st = grow(&b->out, &b->out_cap, cap ? cap : 1);
@@ -432,6 +453,8 @@ int netserve_run(struct netserve *s, unsigned max_sessions)
             int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
             if (fd >= 0)
                 start_conn(s, fd);
+            else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                usleep(10000); /* the connection stays queued: do not spin on it meanwhile */
         }
     }
 }
@@ -455,8 +478,10 @@ static int listen_on(struct netserve *s, const char *addr, char *err, size_t err
     int fd = -1, one = 1;
     for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-        if (fd < 0)
+        if (fd < 0) {
+            snprintf(err, err_cap, "cannot listen on %s: %s", addr, strerror(errno));
             continue;
+        }
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, MAXCONN)) {
             snprintf(err, err_cap, "cannot listen on %s: %s", addr, strerror(errno));
