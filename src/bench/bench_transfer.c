@@ -174,7 +174,7 @@ static int wait_fill(struct bx *b, int s, uint64_t n)
     if (want > cap)
         return ONI_EBUFFERSIZE;
     rc = core_enable(b, 1);
-    uint64_t deadline = oni_now_ns() + (uint64_t)FILL_WAIT_MS * 1000000u;
+    uint64_t deadline = oni_ms_from_now(FILL_WAIT_MS);
     while (!rc && !(rc = fifo_fill(b, s, &fill, &cap)) && fill < want) {
         if (oni_now_ns() > deadline)
             rc = ONI_ETIMEOUT;

@@ -342,8 +342,6 @@ static int has_source(struct emu_card *c, int k)
     return 0;
 }
 
-static uint64_t deadline_after(uint32_t ms) { return oni_now_ns() + (uint64_t)ms * 1000000u; }
-
 /* The most bytes one read of FIFO k can wait for (card lock held). Whole
  * frames fill the FIFO only to within a frame of its end: past cap minus the
  * largest enabled frame routed there (one larger than the FIFO is always
@@ -386,7 +384,7 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint32_t timeout_ms)
         f->held = n;
         return 0;
     }
-    uint64_t deadline = deadline_after(timeout_ms);
+    uint64_t deadline = oni_ms_from_now(timeout_ms);
     struct timespec ts;
     oni_timespec_at(deadline, &ts);
     while (f->fill < n) {
@@ -438,7 +436,7 @@ int emu_card_read_some(struct emu_card *c, enum emu_stream s, void *dst, size_t 
         return ONI_EINVALARG;
     if (s == EMU_STREAM_SIGNAL) {
         uint64_t t0 = oni_now_ns();
-        int rc = sig_read(c, dst, most, deadline_after(timeout_ms));
+        int rc = sig_read(c, dst, most, oni_ms_from_now(timeout_ms));
         if (rc > 0)
             emu_wait_until_ns(t0 + emu_link_ns(&c->link, (size_t)rc));
         return rc;
@@ -604,7 +602,7 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n)); /* the frames cross the link first */
     emu_card_lock(c);
     uint64_t now = emu_card_now(c);
-    if (c->running && !c->fast && catch_up(c, &now, deadline_after(timeout_ms)) < 0) {
+    if (c->running && !c->fast && catch_up(c, &now, oni_ms_from_now(timeout_ms)) < 0) {
         pthread_mutex_unlock(&c->lock);
         return ONI_ETIMEOUT;
     }

@@ -268,11 +268,6 @@ static void count_failure(struct emu_dma *d)
 
 /* --- the agent (dma_agent.h): small transfers without a CUDA call ------------ */
 
-static uint64_t deadline_ns(uint32_t timeout_ms)
-{
-    return oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
-}
-
 /* The agent takes an n-byte transfer when it runs, has not failed, and n is
  * within its limit. The caller holds its channel's xfer lock. */
 static int agent_takes(struct emu_dma *d, size_t n)
@@ -328,7 +323,7 @@ static int agent_segs(struct emu_dma *d, const uint8_t *p, size_t n, size_t off,
 static int agent_run(struct emu_dma *d, uint8_t *dst, const struct seg *sg, int k, uint32_t *done, uint32_t seq,
                      int host_reader, uint32_t timeout_ms)
 {
-    uint64_t end = deadline_ns(timeout_ms), ticket = 0;
+    uint64_t end = oni_ms_from_now(timeout_ms), ticket = 0;
     int rc = 0, posted = 0;
     for (int i = 0; i < k && !rc; i++) {
         int last = i == k - 1;
@@ -569,7 +564,7 @@ static int wait_idle(struct dma_chan *c, uint32_t timeout_ms)
     if (!c->q_count && !c->busy)
         return 0;
     struct timespec ts;
-    oni_timespec_at(oni_now_ns() + (uint64_t)timeout_ms * 1000000u, &ts);
+    oni_timespec_at(oni_ms_from_now(timeout_ms), &ts);
     while (c->q_count || c->busy)
         if (pthread_cond_timedwait(&c->q_idle, &c->q_lock, &ts) == ETIMEDOUT)
             return (c->q_count || c->busy) ? ONI_ETIMEOUT : 0;

@@ -355,7 +355,7 @@ extern "C" int emu_agent_stop(struct emu_agent *a, uint32_t timeout_ms)
         return 0;
     cuda::atomic_ref<unsigned int, cuda::thread_scope_system> stop(a->ctl->stop);
     stop.store(1, cuda::memory_order_release);
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = oni_ms_from_now(timeout_ms);
     cudaError_t err;
     while ((err = cudaStreamQuery(a->s)) == cudaErrorNotReady && oni_now_ns() < deadline)
         ;

@@ -434,7 +434,7 @@ int gpu_wait_word_async(struct gpu_stream *s, const volatile uint32_t *word, uin
  * yields so that a long wait does not starve the card's threads. */
 static int poll_until(cudaError_t (*query)(void *), void *obj, uint32_t timeout_ms, const char *what)
 {
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = oni_ms_from_now(timeout_ms);
     for (unsigned spins = 0;; spins++) {
         cudaError_t err = query(obj);
         if (err == cudaSuccess)

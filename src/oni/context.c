@@ -12,7 +12,7 @@
 
 uint64_t oni_deadline(const struct oni_ctx_impl *ctx)
 {
-    return oni_now_ns() + (uint64_t)atomic_load(&ctx->timeout_ms) * 1000000u;
+    return oni_ms_from_now(atomic_load(&ctx->timeout_ms));
 }
 
 int oni_idle_wait(uint64_t deadline, unsigned *idle)

@@ -248,7 +248,7 @@ static int call_until(struct emuc *c, struct chan *ch, uint16_t type, const void
 static int call(struct emuc *c, struct chan *ch, uint16_t type, const void *body, size_t len, void *out,
                 size_t out_len, uint32_t wait_ms)
 {
-    return call_until(c, ch, type, body, len, out, out_len, oni_now_ns() + (uint64_t)wait_ms * 1000000u);
+    return call_until(c, ch, type, body, len, out, out_len, oni_ms_from_now(wait_ms));
 }
 
 /* Wait until deadline for the answer to a request given up on here (*pending:
@@ -404,7 +404,7 @@ int emuc_open(const char *path, const char *spec, uint32_t timeout_ms, struct em
         pthread_mutex_init(&c->ch[i].lock, NULL);
     }
     int rc = 0;
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = oni_ms_from_now(timeout_ms);
     for (int i = 0; i < EMUP_NCHAN && !rc; i++)
         rc = connect_to(path, &c->ch[i].fd, deadline);
     if (!rc)
@@ -447,7 +447,7 @@ int emuc_write_config(struct emuc *c, oni_config_t reg, uint32_t value, uint32_t
     struct chan *ch = &c->ch[EMUP_CHAN_CTRL];
     struct emup_config rq = {(uint32_t)reg, value};
     struct emup_status_reply st = {0, 0};
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = oni_ms_from_now(timeout_ms);
     uint32_t seq;
     pthread_mutex_lock(&ch->lock);
     int rc = request(c, ch, EMUP_CONFIG_WRITE, &rq, sizeof rq, deadline, &seq);
@@ -538,7 +538,7 @@ int emuc_read(struct emuc *c, enum emu_stream s, void *dst, size_t n, uint32_t t
     drop_stale(c, r);
     /* What a late answer left goes first; else ask, again while the answers
      * hold only bytes from before a flush (dropped) and time is left. */
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = oni_ms_from_now(timeout_ms);
     uint32_t left = timeout_ms;
     int got = drain(r, dst, n, host_copy), err = 0;
     while (!got && !err) {
@@ -568,7 +568,7 @@ int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uin
      * Whatever it says (the daemon answers ONI_ETIMEOUT to a write that
      * came after its deadline), it was reported already. */
     if (r->write_pending)
-        rc = settle(c, ch, &r->write_pending, oni_now_ns() + (uint64_t)timeout_ms * 1000000u);
+        rc = settle(c, ch, &r->write_pending, oni_ms_from_now(timeout_ms));
     if (!rc) {
         uint64_t start = emup_ring_place(r->cap, r->head, n);
         memcpy(r->base + start % r->cap, src, n);
@@ -685,7 +685,7 @@ int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
         /* A READ given up on here (it timed out) may still be answered, with
          * bytes that come before anything the daemon's DMA would take next:
          * that answer first. */
-        rc = settle(c, ch, &c->ring[EMUP_RING_GPU].read_pending, oni_now_ns() + (uint64_t)timeout_ms * 1000000u);
+        rc = settle(c, ch, &c->ring[EMUP_RING_GPU].read_pending, oni_ms_from_now(timeout_ms));
         /* Bytes this side already holds (a late READ answer) go first, copied
          * here: the daemon's DMA takes the stream from its card, after them. */
         int held = rc ? 0 : drain(&c->ring[EMUP_RING_GPU], d->buf, d->len, gpu_copy);

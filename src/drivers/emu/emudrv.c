@@ -71,7 +71,7 @@ int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n,
      * them share one timeout, however slowly each comes. A piece that fails
      * ends the call, and the pieces taken before it are lost to the stream
      * (out of the card's FIFO, in dst only): emudrv.h. */
-    uint64_t deadline = oni_now_ns() + (uint64_t)t * 1000000u;
+    uint64_t deadline = oni_ms_from_now(t);
     size_t got = 0;
     while (got < n) {
         uint32_t left = oni_ms_left(deadline);

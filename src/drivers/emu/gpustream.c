@@ -491,7 +491,7 @@ static int settle_copies(struct gpustream *g, uint32_t timeout_ms)
 /* A block through the host slots in chunks, all within timeout_ms. */
 static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32_t chunk, uint32_t timeout_ms)
 {
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = oni_ms_from_now(timeout_ms);
     pthread_mutex_lock(&g->stage_lock);
     /* Copies a timed-out run left queued may still read or write the slots:
      * settled before the slots are reused, or freed for a larger chunk. */
@@ -639,7 +639,7 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
  * In-process only; the daemon keeps an import while its transfers use it. */
 static int dma_quiet(struct gpustream *g, uint32_t timeout_ms)
 {
-    uint64_t deadline = oni_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = oni_ms_from_now(timeout_ms);
     while (g->dma && !emu_dma_idle(g->dma)) {
         if (oni_now_ns() >= deadline)
             return ONI_ETIMEOUT;

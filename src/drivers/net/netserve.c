@@ -102,8 +102,6 @@ static void say(struct netserve *s, const char *fmt, ...)
     fflush(s->log);
 }
 
-static uint64_t ms_from_now(uint32_t ms) { return oni_now_ns() + (uint64_t)ms * 1000000u; }
-
 static void wake(struct netserve *s)
 {
     char b = 1;
@@ -150,7 +148,7 @@ static uint64_t new_token(void)
 static int open_session(struct netserve *s, int fd, struct session **out)
 {
     struct timespec until;
-    oni_timespec_at(ms_from_now(HELLO_WAIT_MS), &until);
+    oni_timespec_at(oni_ms_from_now(HELLO_WAIT_MS), &until);
     while (s->active && s->active->ended && !atomic_load(&s->stopping))
         if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT)
             break;
@@ -203,7 +201,7 @@ static int join(struct netserve *s, int fd, const struct netp_hdr *h, const stru
         say(s, "session %u: open\n", (*ss)->id);
     uint64_t token = !rc && h->type == NETP_HELLO ? (*ss)->token : 0;
     const char *name = !rc && h->type == NETP_HELLO ? s->name : "";
-    int sent = answer(fd, h, rc, 0, token, name, strlen(name), ms_from_now(FIRST_MS));
+    int sent = answer(fd, h, rc, 0, token, name, strlen(name), oni_ms_from_now(FIRST_MS));
     return rc ? rc : sent;
 }
 
@@ -276,7 +274,7 @@ static int allowed(int chan, uint16_t type, uint32_t what)
 static int write_all(struct netserve *s, struct session *ss, const uint8_t *p, size_t n)
 {
     size_t done = 0;
-    uint64_t until = ms_from_now(ONI_READ_SLICE_MS);
+    uint64_t until = oni_ms_from_now(ONI_READ_SLICE_MS);
     while (done < n) {
         int rc = s->drv.write_stream(ss->dctx, ONI_WRITE_STREAM_DATA, (const char *)p + done, n - done);
         if (rc < 0)
@@ -351,7 +349,7 @@ static int serve(struct netserve *s, struct session *ss, int chan, int fd, const
             out_n = len;
         value = (uint32_t)len;
     }
-    uint64_t deadline = ms_from_now(atomic_load(&ss->timeout_ms)) + ANSWER_MARGIN_MS * 1000000ull;
+    uint64_t deadline = oni_ms_from_now(atomic_load(&ss->timeout_ms)) + ANSWER_MARGIN_MS * 1000000ull;
     return answer(fd, h, st, value, 0, b->out, out_n, deadline);
 }
 
@@ -360,7 +358,7 @@ void netserve_conn(struct netserve *s, int fd)
     struct bufs b = {0};
     struct session *ss = NULL;
     int chan = -1;
-    uint64_t first = ms_from_now(FIRST_MS);
+    uint64_t first = oni_ms_from_now(FIRST_MS);
     while (!atomic_load(&s->stopping)) {
         struct netp_hdr h;
         struct netp_call q;

@@ -362,7 +362,7 @@ static int wait_for(struct tdrv *d, int (*pred)(const struct tdrv *), uint32_t m
     if (pred(d))
         return ONI_ESUCCESS;
     struct timespec until;
-    oni_timespec_at(oni_now_ns() + (uint64_t)ms * 1000000u, &until);
+    oni_timespec_at(oni_ms_from_now(ms), &until);
     while (!pred(d))
         if (pthread_cond_timedwait(&d->wake, &d->lock, &until) == ETIMEDOUT)
             return pred(d) ? ONI_ESUCCESS : ONI_ETIMEOUT;

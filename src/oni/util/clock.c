@@ -9,6 +9,8 @@ uint64_t oni_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t oni_ms_from_now(uint32_t ms) { return oni_now_ns() + (uint64_t)ms * 1000000u; }
+
 void oni_timespec_at(uint64_t ns, struct timespec *ts)
 {
     ts->tv_sec = (time_t)(ns / 1000000000ull);

@@ -11,6 +11,9 @@
 /* Monotonic clock in nanoseconds. */
 uint64_t oni_now_ns(void);
 
+/* The oni_now_ns time ms milliseconds from now: a deadline. */
+uint64_t oni_ms_from_now(uint32_t ms);
+
 /* Whole milliseconds from now to deadline_ns (an oni_now_ns time), rounded up
  * (at least 1 while any time is left) and at most UINT32_MAX; 0 once it has passed. */
 uint32_t oni_ms_left(uint64_t deadline_ns);
