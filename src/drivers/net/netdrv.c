@@ -5,11 +5,13 @@
  *
  * One connection per group of calls the host library may make concurrently
  * (CTRL, DATA, WRITE), each with its own lock and sequence numbers. A call
- * waits for its answer for the context's timeout plus the served driver's read
- * slice; a connection that fails, times out or answers out of turn ends the
- * session (its late answer could not be told from the next one), and every
- * call after that returns ONI_EDISCONNECTED. The server then closes the
- * served driver's context, so the hardware is free for the next session. */
+ * waits for its answer twice the context's timeout and a margin
+ * (ANSWER_MARGIN_MS); a connection that fails, times out or answers out of
+ * turn ends the session (its late answer could not be told from the next
+ * one), and every call after that returns ONI_EDISCONNECTED. The server then
+ * closes the served driver's context, so the hardware is free for the next
+ * session. Reads keep what comes beyond what was asked (struct kept), and the
+ * data stream has one READ on its way ahead (read_data). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>

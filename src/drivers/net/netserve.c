@@ -314,7 +314,7 @@ static int serve(struct netserve *s, struct session *ss, int chan, int fd, const
     } else if (t == NETP_READ) {
         size_t want = q->arg < NETP_MAXXFER ? q->arg : NETP_MAXXFER;
         st = grow(&b->out, &b->out_cap, want);
-        if (!st)
+        if (!st && want) /* nothing asked: nothing to ask the driver (its buffer could be NULL) */
             st = d->read_stream(ss->dctx, (oni_read_stream_t)q->what, b->out, want);
         if (st > (int32_t)want)
             st = ONI_EREADFAILURE; /* the driver said it wrote past the buffer: pass on none of it */
