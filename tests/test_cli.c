@@ -1,6 +1,7 @@
 /* test_cli.c - the built `onigpu` binary's info, read and reg commands with
  * the test driver, and advise's reading of a workload file: exit codes and
  * output for good and bad arguments. */
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <time.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 #include "unit.h"
 #include "oni.h"
+#include "oninet.h"
 #include "signals.h"
 #include "result_set.h"
 #include "bench/bench_emu.h"
@@ -1002,4 +1004,104 @@ TEST(bench_transfer_sizes_on_the_doubling)
     CHECK(RUN("bench", "transfer", "--sizes", "8K:8K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
               "--out", "/nonexistent-dir") != 2);
     CHECK(strstr(out, "Invalid function argument") == NULL);
+}
+
+/* Wait up to ms for a spawn_prog child to end, then kill it: its exit
+ * status, -1 if a signal ended it, -2 if it had to be killed. Its output
+ * into out; closes fd. */
+static int wait_prog(pid_t pid, int fd, int ms)
+{
+    int st = 0, done = 0;
+    for (int t = 0; t < ms && !(done = waitpid(pid, &st, WNOHANG) == pid); t += 10)
+        usleep(10000);
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    size_t len = 0;
+    ssize_t r;
+    while ((r = read(fd, out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t)r;
+    out[len] = 0;
+    close(fd);
+    return !done ? -2 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Run $ONIGPU_BIN/onigpu for at most 5 s (wait_prog). */
+static int run_briefly(const char *const *args)
+{
+    int fd;
+    pid_t pid = spawn_prog("onigpu", args, &fd);
+    return pid < 0 ? (int)pid : wait_prog(pid, fd, 5000);
+}
+#define RUN_BRIEFLY(...) run_briefly((const char *const[]){__VA_ARGS__, NULL})
+
+/* `onigpu serve` started with args: its pid, its output's fd, the address
+ * from its first line ("... on HOST:PORT"); -1 if it did not say in 5 s. */
+static pid_t serve_start(const char *const *args, int *fd, char *addr, size_t cap)
+{
+    pid_t pid = spawn_prog("onigpu", args, fd);
+    if (pid < 0)
+        return -1;
+    char line[256];
+    size_t n = 0;
+    struct pollfd p = {.fd = *fd, .events = POLLIN};
+    while (n < sizeof line - 1 && poll(&p, 1, 5000) > 0 && read(*fd, line + n, 1) == 1 && line[n] != '\n')
+        n++;
+    line[n] = 0;
+    const char *on = strstr(line, " on ");
+    if (!on) {
+        wait_prog(pid, *fd, 0);
+        return -1;
+    }
+    snprintf(addr, cap, "%s", on + 4);
+    return pid;
+}
+
+/* One client session on addr through the net driver: init's result. */
+static int net_session(const char *addr)
+{
+    oni_ctx ctx = oni_create_ctx("net");
+    if (!ctx)
+        return ONI_EINVALARG;
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, addr, strlen(addr) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    oni_destroy_ctx(ctx);
+    return rc;
+}
+
+/* `onigpu serve`: bad arguments are usage errors and a driver or address
+ * it cannot serve fails, at once; --sessions N exits after N sessions;
+ * without it, sessions follow one another until SIGTERM, which ends it
+ * cleanly (exit 0). */
+TEST(serve_sessions_and_exits)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN_BRIEFLY("serve", "--listen", "127.0.0.1:0", "--driver"), 2);
+    CHECK_EQ(RUN_BRIEFLY("serve", "--listen", "127.0.0.1:0", "--sessions", "many"), 2);
+    CHECK_EQ(RUN_BRIEFLY("serve", "--listen", "127.0.0.1:0", "--frames", "3"), 2);
+    CHECK_EQ(RUN_BRIEFLY("serve", "--driver", "nosuch", "--listen", "127.0.0.1:0"), 1);
+    HAS("no driver 'nosuch'");
+    CHECK_EQ(RUN_BRIEFLY("serve", "--driver", "test", "--listen", "nohostport"), 1);
+    HAS("bad address");
+
+    int fd;
+    char addr[96];
+    pid_t pid = serve_start((const char *const[]){"serve", "--driver", "test", "--listen", "127.0.0.1:0",
+                                                  "--sessions", "2", NULL},
+                            &fd, addr, sizeof addr);
+    REQUIRE(pid > 0);
+    CHECK_RC(net_session(addr), 0);
+    CHECK_RC(net_session(addr), 0);
+    CHECK_EQ(wait_prog(pid, fd, 5000), 0);
+    HAS("session 2: ended");
+
+    pid = serve_start((const char *const[]){"serve", "--driver", "test", "--listen", "127.0.0.1:0", NULL}, &fd,
+                      addr, sizeof addr);
+    REQUIRE(pid > 0);
+    CHECK_RC(net_session(addr), 0);
+    CHECK_RC(net_session(addr), 0);
+    kill(pid, SIGTERM);
+    CHECK_EQ(wait_prog(pid, fd, 5000), 0);
 }

@@ -579,20 +579,27 @@ static int raw_connect(const char *addr)
 /* Send a request as a client would; its answer into *a (and up to cap
  * bytes after it into in). 0, or -1 when the server closed the connection
  * or answered what no server may. */
-static int raw_call(int fd, uint16_t type, uint32_t what, uint32_t arg, uint64_t token, struct netp_answer *a,
-                    void *in, size_t cap)
+static int raw_call_out(int fd, uint16_t type, uint32_t what, uint32_t arg, uint64_t token, const void *out,
+                        size_t out_n, struct netp_answer *a, void *in, size_t cap)
 {
     static uint32_t seq;
-    struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, type, ++seq, sizeof(struct netp_call)};
+    struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, type, ++seq, (uint32_t)(sizeof(struct netp_call) + out_n)};
     struct netp_call q = {what, arg, token};
-    struct iovec iov[2] = {{&h, sizeof h}, {&q, sizeof q}};
+    struct iovec iov[3] = {{&h, sizeof h}, {&q, sizeof q}, {(void *)out, out_n}};
     uint64_t deadline = oni_now_ns() + 5000000000ull;
     struct netp_hdr r;
-    if (netp_send(fd, iov, 2, deadline) || netp_recv(fd, &r, sizeof r, deadline) || netp_check_hdr(&r, 1) ||
+    if (netp_send(fd, iov, out_n ? 3 : 2, deadline) || netp_recv(fd, &r, sizeof r, deadline) ||
+        netp_check_hdr(&r, 1) ||
         r.seq != h.seq || r.type != (type | NETP_REPLY) || r.len - sizeof *a > cap ||
         netp_recv(fd, a, sizeof *a, deadline) || netp_recv(fd, in, r.len - sizeof *a, deadline))
         return -1;
     return 0;
+}
+
+static int raw_call(int fd, uint16_t type, uint32_t what, uint32_t arg, uint64_t token, struct netp_answer *a,
+                    void *in, size_t cap)
+{
+    return raw_call_out(fd, type, what, arg, token, NULL, 0, a, in, cap);
 }
 
 /* Whether the server closes fd within 5 s. */
@@ -741,6 +748,25 @@ static void *liar_main(void *arg)
     return NULL;
 }
 
+static int liar_start(struct liar *l, enum lie lie)
+{
+    *l = (struct liar){.lie = lie};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    l->m.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (l->m.lfd < 0 || bind(l->m.lfd, (struct sockaddr *)&sa, sizeof sa) || listen(l->m.lfd, 4) ||
+        getsockname(l->m.lfd, (struct sockaddr *)&sa, &len))
+        return -1;
+    snprintf(l->m.addr, sizeof l->m.addr, "127.0.0.1:%u", ntohs(sa.sin_port));
+    return pthread_create(&l->th, NULL, liar_main, l) ? -1 : 0;
+}
+
+static void liar_stop(struct liar *l)
+{
+    pthread_join(l->th, NULL);
+    close(l->m.lfd);
+}
+
 TEST(net_lying_server)
 {
     static const struct {
@@ -749,14 +775,8 @@ TEST(net_lying_server)
     } cases[] = {{LIE_MAGIC, ONI_EBADCONTROLLER}, {LIE_SEQ, ONI_EBADCONTROLLER}, {LIE_TYPE, ONI_EBADCONTROLLER},
                  {LIE_LONG, ONI_EBADCONTROLLER},  {LIE_HUGE, ONI_EBADCONTROLLER}, {LIE_CLOSE, ONI_EDISCONNECTED}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        struct liar l = {.lie = cases[c].lie};
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof sa;
-        l.m.lfd = socket(AF_INET, SOCK_STREAM, 0);
-        REQUIRE(l.m.lfd >= 0 && !bind(l.m.lfd, (struct sockaddr *)&sa, sizeof sa) && !listen(l.m.lfd, 4) &&
-                !getsockname(l.m.lfd, (struct sockaddr *)&sa, &len));
-        snprintf(l.m.addr, sizeof l.m.addr, "127.0.0.1:%u", ntohs(sa.sin_port));
-        REQUIRE(pthread_create(&l.th, NULL, liar_main, &l) == 0);
+        struct liar l;
+        REQUIRE(liar_start(&l, cases[c].lie) == 0);
         int rc;
         uint64_t t0 = oni_now_ns();
         oni_ctx ctx = net_open(l.m.addr, NULL, 500, &rc);
@@ -765,7 +785,438 @@ TEST(net_lying_server)
             fprintf(stderr, "  lie %d\n", (int)cases[c].lie);
         CHECK_RC(rc, cases[c].want);
         CHECK(oni_now_ns() - t0 < 1000000000ull); /* found out, not waited out (2 x 500 + 210 ms) */
-        pthread_join(l.th, NULL);
-        close(l.m.lfd);
+        liar_stop(&l);
     }
+}
+
+/* A failed open (here a lying server) leaves nothing behind: the same
+ * driver context connects to the next address it is given. */
+TEST(net_failed_open_can_be_retried)
+{
+    struct liar l;
+    REQUIRE(liar_start(&l, LIE_SEQ) == 0);
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    oni_driver_ctx d = onidrv_net.create_ctx();
+    REQUIRE(d);
+    CHECK_RC(onidrv_net.set_opt(d, ONI_DRV_NET_ADDR, l.m.addr, strlen(l.m.addr) + 1), 0);
+    CHECK_RC(onidrv_net.init(d, -1), ONI_EBADCONTROLLER);
+    const char *addr = netserve_addr(sv.s);
+    CHECK_RC(onidrv_net.set_opt(d, ONI_DRV_NET_ADDR, addr, strlen(addr) + 1), 0);
+    CHECK_RC(onidrv_net.init(d, -1), 0);
+    onidrv_net.destroy_ctx(d);
+    liar_stop(&l);
+    server_stop(&sv);
+}
+
+/* The header rules of netproto.h, one bound at a time. */
+static int hdr_ok(uint16_t type, uint32_t extra, int answer)
+{
+    size_t fixed = answer ? sizeof(struct netp_answer) : sizeof(struct netp_call);
+    struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, (uint16_t)(type | (answer ? NETP_REPLY : 0)), 1,
+                         (uint32_t)(fixed + extra)};
+    return netp_check_hdr(&h, answer);
+}
+
+TEST(net_header_rules)
+{
+    static const struct {
+        uint16_t type;
+        int answer;
+        uint32_t most;
+    } t[] = {{NETP_HELLO, 1, NETP_MAXNAME},  {NETP_HELLO, 0, 0},
+             {NETP_READ, 1, NETP_MAXXFER},   {NETP_READ, 0, 0},
+             {NETP_WRITE, 0, NETP_MAXXFER},  {NETP_WRITE, 1, 0},
+             {NETP_SET_OPT, 0, NETP_MAXOPT}, {NETP_SET_OPT_CALLBACK, 0, NETP_MAXOPT},
+             {NETP_GET_OPT, 1, NETP_MAXOPT}, {NETP_GET_OPT, 0, 0},
+             {NETP_ATTACH, 0, 0},            {NETP_CONFIG_READ, 1, 0}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (hdr_ok(t[i].type, t[i].most, t[i].answer) || !hdr_ok(t[i].type, t[i].most + 1, t[i].answer))
+            fprintf(stderr, "  type %u answer %d\n", t[i].type, t[i].answer);
+        CHECK_RC(hdr_ok(t[i].type, t[i].most, t[i].answer), 0);
+        CHECK_RC(hdr_ok(t[i].type, t[i].most + 1, t[i].answer), ONI_EINVALARG);
+        CHECK_EQ(netp_max_extra(t[i].type, t[i].answer), t[i].most);
+    }
+    struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, NETP_INIT, 1, sizeof(struct netp_call)};
+    CHECK_RC(netp_check_hdr(&h, 0), 0);
+    h.type = NETP_INIT | NETP_REPLY; /* an answer where a request is due */
+    CHECK_RC(netp_check_hdr(&h, 0), ONI_EINVALARG);
+    h.type = NETP_NTYPE;
+    CHECK_RC(netp_check_hdr(&h, 0), ONI_EINVALARG);
+    h.type = 0;
+    CHECK_RC(netp_check_hdr(&h, 0), ONI_EINVALARG);
+    h.type = NETP_INIT;
+    h.len = sizeof(struct netp_call) - 1;
+    CHECK_RC(netp_check_hdr(&h, 0), ONI_EINVALARG);
+    h.len = sizeof(struct netp_call);
+    h.version = NETP_VERSION + 1;
+    CHECK_RC(netp_check_hdr(&h, 0), ONI_EBADCONTROLLER);
+    h.version = NETP_VERSION;
+    h.magic ^= 0x01000000u;
+    CHECK_RC(netp_check_hdr(&h, 0), ONI_EBADCONTROLLER);
+    /* an answer where an answer is due, without the reply bit */
+    struct netp_hdr r = {NETP_MAGIC, NETP_VERSION, NETP_INIT, 1, sizeof(struct netp_answer)};
+    CHECK_RC(netp_check_hdr(&r, 1), ONI_EINVALARG);
+    r.type |= NETP_REPLY;
+    CHECK_RC(netp_check_hdr(&r, 1), 0);
+}
+
+/* The address forms of oninet.h: host:port, [v6]:port, :port (the
+ * loopback for a client, every address for a server); nothing else. */
+static int family_of(const char *addr, int passive, int *loopback)
+{
+    struct addrinfo *res;
+    int rc = netp_resolve(addr, passive, &res);
+    if (rc)
+        return rc;
+    int f = res->ai_family;
+    if (f == AF_INET)
+        *loopback = ntohl(((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr) == INADDR_LOOPBACK ? 1 : 0;
+    else
+        *loopback = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr) ? 1 : 0;
+    freeaddrinfo(res);
+    return f;
+}
+
+TEST(net_address_forms)
+{
+    int lo = -1;
+    CHECK_EQ(family_of("127.0.0.1:80", 0, &lo), AF_INET);
+    CHECK_EQ(lo, 1);
+    CHECK_EQ(family_of("[::1]:80", 0, &lo), AF_INET6);
+    CHECK_EQ(lo, 1);
+    lo = -1;
+    CHECK(family_of(":80", 0, &lo) > 0);
+    CHECK_EQ(lo, 1); /* a client: the loopback */
+    lo = -1;
+    CHECK(family_of(":80", 1, &lo) > 0);
+    CHECK_EQ(lo, 0); /* a server: every address */
+    static const char *bad[] = {"127.0.0.1:", "::1:80", "127.0.0.1:+80", "127.0.0.1: 80", "127.0.0.1:8o",
+                                "[::1]80", "noport"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct addrinfo *res = NULL;
+        int rc = netp_resolve(bad[i], 0, &res);
+        if (rc != ONI_EPATHINVALID)
+            fprintf(stderr, "  address '%s'\n", bad[i]);
+        CHECK_RC(rc, ONI_EPATHINVALID);
+        if (!rc)
+            freeaddrinfo(res);
+    }
+    /* nor may a server listen on one */
+    struct netserve *s = NULL;
+    char err[256];
+    CHECK_RC(netserve_open("test", "127.0.0.1:", NULL, &s, err, sizeof err), ONI_EPATHINVALID);
+    if (s)
+        netserve_close(s);
+}
+
+/* A server written here, for answers the real one never gives: it answers
+ * HELLO and the ATTACHes as the protocol says, then every request as its
+ * mode says (the three connections of one client at a time). */
+enum fake_mode {
+    FAKE_PLAIN,      /* the signal stream in batches of 10 bytes: batch k is 16k, 16k + 1, ... */
+    FAKE_COUNT,      /* READ, GET_OPT and WRITE answer one more than the bytes */
+    FAKE_LATE_CONFIG /* CONFIG_READ answered 1 s late */
+};
+struct fake {
+    struct mute m; /* its listening socket and stop pipe */
+    enum fake_mode mode;
+    pthread_t th;
+};
+
+static int fake_answer(int fd, const struct netp_hdr *h, int32_t status, uint32_t value, uint64_t token,
+                       const void *extra, size_t n)
+{
+    struct netp_hdr r = {NETP_MAGIC, NETP_VERSION, (uint16_t)(h->type | NETP_REPLY), h->seq,
+                         (uint32_t)(sizeof(struct netp_answer) + n)};
+    struct netp_answer a = {status, value, token};
+    struct iovec iov[3] = {{&r, sizeof r}, {&a, sizeof a}, {(void *)extra, n}};
+    return netp_send(fd, iov, n ? 3 : 2, oni_now_ns() + 2000000000ull);
+}
+
+/* One request on fd answered as f's mode says; -1 when the client is gone. */
+static int fake_serve(struct fake *f, int fd, unsigned *batch)
+{
+    static uint8_t in[1 << 16];
+    struct netp_hdr h;
+    struct netp_call q;
+    if (netp_recv(fd, &h, sizeof h, 0) || netp_check_hdr(&h, 0) || netp_recv(fd, &q, sizeof q, 0) ||
+        h.len - sizeof q > sizeof in || netp_recv(fd, in, h.len - sizeof q, 0))
+        return -1;
+    int more = f->mode == FAKE_COUNT;
+    uint8_t out[16] = {0};
+    switch (h.type) {
+    case NETP_HELLO:
+        return fake_answer(fd, &h, 0, 0, 7, "fake 1.0.0", 10);
+    case NETP_READ: {
+        size_t n = q.arg < 10 ? q.arg : 10;
+        for (size_t i = 0; i < n; i++)
+            out[i] = (uint8_t)(*batch * 16 + i);
+        if (q.what == ONI_READ_STREAM_SIGNAL)
+            ++*batch;
+        return fake_answer(fd, &h, (int32_t)(n + more), 0, 0, out, n);
+    }
+    case NETP_GET_OPT:
+        return fake_answer(fd, &h, 0, 4u + more, 0, out, 4);
+    case NETP_WRITE:
+        return fake_answer(fd, &h, (int32_t)q.arg + more, 0, 0, NULL, 0);
+    case NETP_CONFIG_READ:
+        if (f->mode == FAKE_LATE_CONFIG)
+            usleep(1000000);
+        return fake_answer(fd, &h, 0, 42, 0, NULL, 0);
+    default:
+        return fake_answer(fd, &h, 0, 0, 0, NULL, 0);
+    }
+}
+
+static void *fake_main(void *arg)
+{
+    struct fake *f = arg;
+    for (;;) { /* a client: its three connections, served until one closes */
+        int fd[NETP_NCHAN], n = 0, gone = 0;
+        unsigned batch = 0;
+        while (n < NETP_NCHAN) {
+            struct pollfd p[2] = {{.fd = f->m.lfd, .events = POLLIN}, {.fd = f->m.stop[0], .events = POLLIN}};
+            if (poll(p, 2, -1) < 0 || p[1].revents) {
+                gone = 2;
+                break;
+            }
+            fd[n++] = accept(f->m.lfd, NULL, NULL);
+        }
+        while (!gone) {
+            struct pollfd p[NETP_NCHAN + 1];
+            for (int c = 0; c < NETP_NCHAN; c++)
+                p[c] = (struct pollfd){.fd = fd[c], .events = POLLIN};
+            p[NETP_NCHAN] = (struct pollfd){.fd = f->m.stop[0], .events = POLLIN};
+            if (poll(p, NETP_NCHAN + 1, -1) < 0 || p[NETP_NCHAN].revents)
+                gone = 2;
+            for (int c = 0; c < NETP_NCHAN && !gone; c++)
+                if (p[c].revents && fake_serve(f, fd[c], &batch))
+                    gone = 1;
+        }
+        for (int c = 0; c < n; c++)
+            close(fd[c]);
+        if (gone != 1)
+            return NULL;
+    }
+}
+
+static int fake_start(struct fake *f, enum fake_mode mode)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    f->mode = mode;
+    f->m.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (f->m.lfd < 0 || bind(f->m.lfd, (struct sockaddr *)&a, sizeof a) || listen(f->m.lfd, 8) ||
+        getsockname(f->m.lfd, (struct sockaddr *)&a, &len) || pipe(f->m.stop))
+        return -1;
+    snprintf(f->m.addr, sizeof f->m.addr, "127.0.0.1:%u", ntohs(a.sin_port));
+    return pthread_create(&f->th, NULL, fake_main, f) ? -1 : 0;
+}
+
+static void fake_stop(struct fake *f)
+{
+    if (write(f->m.stop[1], "x", 1) != 1)
+        return;
+    pthread_join(f->th, NULL);
+    close(f->m.lfd);
+    close(f->m.stop[0]);
+    close(f->m.stop[1]);
+}
+
+/* The net driver on addr, initialized (called straight, as liboni would). */
+static oni_driver_ctx drv_open(const char *addr, uint32_t timeout_ms)
+{
+    oni_driver_ctx d = onidrv_net.create_ctx();
+    if (!d)
+        return NULL;
+    if (onidrv_net.set_opt(d, ONI_DRV_NET_ADDR, addr, strlen(addr) + 1) ||
+        (timeout_ms && onidrv_net.set_opt_callback(d, ONI_OPT_TIMEOUTMS, &timeout_ms, sizeof timeout_ms)) ||
+        onidrv_net.init(d, -1)) {
+        onidrv_net.destroy_ctx(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The signal bytes one READ brought are handed out in order, at most the
+ * size asked for; a RESET (value 1) drops those left, a write of 0 to RESET
+ * does not. */
+TEST(net_signal_bytes_kept_until_reset)
+{
+    struct fake f;
+    REQUIRE(fake_start(&f, FAKE_PLAIN) == 0);
+    oni_driver_ctx d = drv_open(f.m.addr, 0);
+    REQUIRE(d);
+    uint8_t b[16] = {0};
+    CHECK_RC(onidrv_net.read_stream(d, ONI_READ_STREAM_SIGNAL, b, 2), 2);
+    CHECK(b[0] == 0 && b[1] == 1);
+    CHECK_RC(onidrv_net.read_stream(d, ONI_READ_STREAM_SIGNAL, b, 1), 1);
+    CHECK_EQ(b[0], 2);
+    CHECK_RC(onidrv_net.write_config(d, ONI_CONFIG_RESET, 0), 0);
+    CHECK_RC(onidrv_net.read_stream(d, ONI_READ_STREAM_SIGNAL, b, 1), 1);
+    CHECK_EQ(b[0], 3);
+    CHECK_RC(onidrv_net.read_stream(d, ONI_READ_STREAM_SIGNAL, b, sizeof b), 6); /* what is left, not more */
+    CHECK(b[0] == 4 && b[5] == 9);
+    CHECK_RC(onidrv_net.read_stream(d, ONI_READ_STREAM_SIGNAL, b, 1), 1);
+    CHECK_EQ(b[0], 16); /* the next batch */
+    CHECK_RC(onidrv_net.write_config(d, ONI_CONFIG_RESET, 1), 0);
+    CHECK_RC(onidrv_net.read_stream(d, ONI_READ_STREAM_SIGNAL, b, 2), 2);
+    CHECK(b[0] == 32 && b[1] == 33);
+    onidrv_net.destroy_ctx(d);
+    fake_stop(&f);
+}
+
+/* An answer whose count is not the bytes it carries (READ, GET_OPT) is a
+ * broken server: ONI_EBADCONTROLLER, and the session ends; a WRITE answered
+ * as taking more than was sent fails. */
+TEST(net_answer_count_not_its_bytes)
+{
+    struct fake f;
+    REQUIRE(fake_start(&f, FAKE_COUNT) == 0);
+    oni_reg_val_t v;
+    uint8_t b[16];
+    oni_driver_ctx d = drv_open(f.m.addr, 0);
+    REQUIRE(d);
+    CHECK_RC(onidrv_net.read_stream(d, ONI_READ_STREAM_DATA, b, 8), ONI_EBADCONTROLLER);
+    CHECK_RC(onidrv_net.read_config(d, ONI_CONFIG_RUNNING, &v), ONI_EDISCONNECTED);
+    onidrv_net.destroy_ctx(d);
+
+    d = drv_open(f.m.addr, 0);
+    REQUIRE(d);
+    CHECK_RC(onidrv_net.read_stream(d, ONI_READ_STREAM_SIGNAL, b, 1), ONI_EBADCONTROLLER);
+    CHECK_RC(onidrv_net.read_config(d, ONI_CONFIG_RUNNING, &v), ONI_EDISCONNECTED);
+    onidrv_net.destroy_ctx(d);
+
+    d = drv_open(f.m.addr, 0);
+    REQUIRE(d);
+    size_t len = sizeof b;
+    CHECK_RC(onidrv_net.get_opt(d, 0x4F4704FF, b, &len), ONI_EBADCONTROLLER);
+    CHECK_RC(onidrv_net.read_config(d, ONI_CONFIG_RUNNING, &v), ONI_EDISCONNECTED);
+    onidrv_net.destroy_ctx(d);
+
+    d = drv_open(f.m.addr, 0);
+    REQUIRE(d);
+    CHECK_RC(onidrv_net.write_stream(d, ONI_WRITE_STREAM_DATA, (const char *)b, 8), ONI_EWRITEFAILURE);
+    onidrv_net.destroy_ctx(d);
+    fake_stop(&f);
+}
+
+/* A call not answered in time ends the session: the next call is
+ * ONI_EDISCONNECTED at once, never the late answer taken for its own. */
+TEST(net_late_answer_ends_the_session)
+{
+    struct fake f;
+    REQUIRE(fake_start(&f, FAKE_LATE_CONFIG) == 0);
+    oni_driver_ctx d = drv_open(f.m.addr, 50);
+    REQUIRE(d);
+    oni_reg_val_t v;
+    CHECK_RC(onidrv_net.read_config(d, ONI_CONFIG_RUNNING, &v), ONI_ETIMEOUT);
+    CHECK_RC(onidrv_net.read_config(d, ONI_CONFIG_RUNNING, &v), ONI_EDISCONNECTED);
+    onidrv_net.destroy_ctx(d);
+    fake_stop(&f);
+}
+
+/* The driver's own option rules: the address's length and NUL, every
+ * option that names this process's memory, the largest option the protocol
+ * carries, and the length a get reports. */
+TEST(net_option_edges)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    oni_ctx ctx = oni_create_ctx("net");
+    REQUIRE(ctx);
+    char addr[256];
+    memset(addr, 'a', sizeof addr - 1);
+    addr[sizeof addr - 1] = 0;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, addr, sizeof addr), 0); /* 255 characters */
+    char got[300];
+    size_t len = sizeof got;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_NET_ADDR, got, &len), 0);
+    CHECK_EQ(len, sizeof addr);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, "127.0.0.1:1\0x", 14), ONI_EINVALARG);
+    const char *a = netserve_addr(sv.s);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, a, strlen(a) + 1), 0);
+    CHECK_RC(oni_init_ctx(ctx, -1), 0);
+
+    static const int memory[] = {ONI_DRV_PIN, ONI_DRV_UNPIN, ONI_DRV_READ, ONI_DRV_WRITE, ONI_DRV_READ_ASYNC,
+                                 ONI_DRV_WRITE_ASYNC};
+    static char buf[4096];
+    onigpu_buf_t b = {buf, sizeof buf};
+    for (size_t i = 0; i < sizeof memory / sizeof memory[0]; i++) {
+        CHECK_RC(oni_set_driver_opt(ctx, memory[i], &b, sizeof b), ONI_EUNIMPL);
+        len = sizeof b;
+        CHECK_RC(oni_get_driver_opt(ctx, memory[i], &b, &len), ONI_EUNIMPL);
+    }
+    static char big[NETP_MAXOPT];
+    CHECK_RC(oni_set_driver_opt(ctx, 0x4F4704FF, big, sizeof big), ONI_EINVALOPT); /* the test driver's answer */
+    onitest_stats_t st;
+    len = sizeof st + 10;
+    CHECK_RC(oni_get_driver_opt(ctx, ONITEST_OPT_STATS, &st, &len), 0);
+    CHECK_EQ(len, sizeof st);
+    oni_destroy_ctx(ctx);
+    server_stop(&sv);
+}
+
+/* Which request may come on which connection, and when (raw requests). */
+TEST(net_server_request_rules)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    const char *addr = netserve_addr(sv.s);
+    struct netp_answer a;
+    char name[NETP_MAXNAME];
+    int ctrl = raw_connect(addr), data = raw_connect(addr), again = raw_connect(addr);
+    REQUIRE(ctrl >= 0 && data >= 0 && again >= 0);
+    REQUIRE(raw_call(ctrl, NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0);
+    uint64_t token = a.token;
+    CHECK(raw_call(data, NETP_ATTACH, NETP_CHAN_DATA, 0, token, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    CHECK(raw_call(again, NETP_ATTACH, NETP_CHAN_DATA, 0, token, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* DATA is taken */
+
+    /* before INIT: the served driver's options, both ways, and the timeout */
+    onitest_stats_t st;
+    CHECK(raw_call(ctrl, NETP_GET_OPT, ONITEST_OPT_STATS, 0, 0, &a, &st, sizeof st) == 0);
+    CHECK_RC(a.status, ONI_EBUFFERSIZE); /* room for nothing: the size it needs */
+    CHECK_EQ(a.value, sizeof st);
+    uint32_t ms = 500;
+    CHECK(raw_call_out(ctrl, NETP_SET_OPT_CALLBACK, ONI_OPT_TIMEOUTMS, sizeof ms, 0, &ms, sizeof ms, &a, NULL, 0) ==
+          0);
+    CHECK_RC(a.status, 0);
+    uint32_t hold = 0;
+    CHECK(raw_call_out(ctrl, NETP_SET_OPT, ONITEST_OPT_HOLD_ACK, 2, 0, &hold, sizeof hold, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* arg is not the byte count */
+
+    CHECK(raw_call(ctrl, NETP_INIT, (uint32_t)-1, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    CHECK(raw_call(data, NETP_CONFIG_READ, ONI_CONFIG_RUNNING, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* registers belong to CTRL */
+    CHECK(raw_call(ctrl, NETP_CONFIG_READ, ONI_CONFIG_RUNNING, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    close(again);
+    close(data);
+    close(ctrl);
+    server_stop(&sv);
+}
+
+/* More connections at once than the server has room for: the one past
+ * the limit (16) is closed at accept. */
+TEST(net_connections_beyond_the_limit_closed)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    const char *addr = netserve_addr(sv.s);
+    int fd[17], n = 0;
+    while (n < 17 && (fd[n] = raw_connect(addr)) >= 0)
+        n++;
+    REQUIRE(n == 17);
+    CHECK(closed_by_server(fd[16]));
+    struct netp_answer a;
+    char name[NETP_MAXNAME];
+    CHECK(raw_call(fd[0], NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0); /* the 16 are served */
+    CHECK_RC(a.status, 0);
+    for (int i = 0; i < n; i++)
+        close(fd[i]);
+    server_stop(&sv);
 }
