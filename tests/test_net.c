@@ -891,8 +891,9 @@ TEST(net_address_forms)
     lo = -1;
     CHECK(family_of(":80", 1, &lo) > 0);
     CHECK_EQ(lo, 0); /* a server: every address */
+    CHECK_EQ(family_of("127.0.0.1:65535", 0, &lo), AF_INET);
     static const char *bad[] = {"127.0.0.1:", "::1:80", "127.0.0.1:+80", "127.0.0.1: 80", "127.0.0.1:8o",
-                                "[::1]80", "noport"};
+                                "[::1]80", "noport", "127.0.0.1:65536", "127.0.0.1:0"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct addrinfo *res = NULL;
         int rc = netp_resolve(bad[i], 0, &res);
@@ -1218,5 +1219,49 @@ TEST(net_connections_beyond_the_limit_closed)
     CHECK_RC(a.status, 0);
     for (int i = 0; i < n; i++)
         close(fd[i]);
+    server_stop(&sv);
+}
+
+/* A session that is ending (a connection closed, the others shut down) but
+ * whose CTRL thread is still in a served call (a signal read that waits out
+ * its 300 ms timeout): a new HELLO waits for it to end, not ONI_EBUSY. */
+TEST(net_hello_waits_for_an_ending_session)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "test") == 0);
+    const char *addr = netserve_addr(sv.s);
+    struct netp_answer a;
+    char name[NETP_MAXNAME];
+    static char sig[4096];
+    int ctrl = raw_connect(addr), data = raw_connect(addr);
+    REQUIRE(ctrl >= 0 && data >= 0);
+    REQUIRE(raw_call(ctrl, NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0);
+    CHECK(raw_call(data, NETP_ATTACH, NETP_CHAN_DATA, 0, a.token, &a, NULL, 0) == 0);
+    uint32_t ms = 1;
+    CHECK(raw_call_out(ctrl, NETP_SET_OPT_CALLBACK, ONI_OPT_TIMEOUTMS, sizeof ms, 0, &ms, sizeof ms, &a, NULL, 0) ==
+          0);
+    CHECK(raw_call(ctrl, NETP_INIT, (uint32_t)-1, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    int drained = 0;
+    for (int i = 0; i < 100 && !drained; i++) /* the signal stream empty */
+        drained = raw_call(ctrl, NETP_READ, ONI_READ_STREAM_SIGNAL, sizeof sig, 0, &a, sig, sizeof sig) ||
+                  a.status == ONI_ETIMEOUT;
+    REQUIRE(drained);
+    ms = 300;
+    CHECK(raw_call_out(ctrl, NETP_SET_OPT_CALLBACK, ONI_OPT_TIMEOUTMS, sizeof ms, 0, &ms, sizeof ms, &a, NULL, 0) ==
+          0);
+    /* a signal read, not waited for: the CTRL thread sits in it for 300 ms */
+    struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, NETP_READ, 1000, sizeof(struct netp_call)};
+    struct netp_call q = {ONI_READ_STREAM_SIGNAL, 1, 0};
+    struct iovec iov[2] = {{&h, sizeof h}, {&q, sizeof q}};
+    CHECK_RC(netp_send(ctrl, iov, 2, oni_now_ns() + 1000000000ull), 0);
+    close(data);
+    CHECK(closed_by_server(ctrl)); /* the session is ending: CTRL shut down under its call */
+    int next = raw_connect(addr);
+    REQUIRE(next >= 0);
+    CHECK(raw_call(next, NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0);
+    CHECK_RC(a.status, 0);
+    close(next);
+    close(ctrl);
     server_stop(&sv);
 }
