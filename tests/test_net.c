@@ -1222,10 +1222,11 @@ TEST(net_connections_beyond_the_limit_closed)
     server_stop(&sv);
 }
 
-/* A session that is ending (a connection closed, the others shut down) but
- * whose CTRL thread is still in a served call (a signal read that waits out
- * its 300 ms timeout): a new HELLO waits for it to end, not ONI_EBUSY. */
-TEST(net_hello_waits_for_an_ending_session)
+/* A session ends while its CTRL thread sits in a 300 ms signal read: by its
+ * DATA connection closing (client_gone 0), or by its client vanishing whole,
+ * killed and started again (1: its one connection closes under the call, no
+ * thread of it has seen that yet). A new HELLO waits for it either way. */
+static void hello_after_an_ending_session(int client_gone)
 {
     struct server sv;
     REQUIRE(server_start(&sv, "test") == 0);
@@ -1236,7 +1237,8 @@ TEST(net_hello_waits_for_an_ending_session)
     int ctrl = raw_connect(addr), data = raw_connect(addr);
     REQUIRE(ctrl >= 0 && data >= 0);
     REQUIRE(raw_call(ctrl, NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0);
-    CHECK(raw_call(data, NETP_ATTACH, NETP_CHAN_DATA, 0, a.token, &a, NULL, 0) == 0);
+    if (!client_gone) /* gone: CTRL alone, so no thread of the session is idle to see it go */
+        CHECK(raw_call(data, NETP_ATTACH, NETP_CHAN_DATA, 0, a.token, &a, NULL, 0) == 0);
     uint32_t ms = 1;
     CHECK(raw_call_out(ctrl, NETP_SET_OPT_CALLBACK, ONI_OPT_TIMEOUTMS, sizeof ms, 0, &ms, sizeof ms, &a, NULL, 0) ==
           0);
@@ -1256,12 +1258,22 @@ TEST(net_hello_waits_for_an_ending_session)
     struct iovec iov[2] = {{&h, sizeof h}, {&q, sizeof q}};
     CHECK_RC(netp_send(ctrl, iov, 2, oni_now_ns() + 1000000000ull), 0);
     close(data);
-    CHECK(closed_by_server(ctrl)); /* the session is ending: CTRL shut down under its call */
+    if (client_gone) {
+        close(ctrl);
+        ctrl = -1;
+    } else {
+        CHECK(closed_by_server(ctrl)); /* the session is ending: CTRL shut down under its call */
+    }
     int next = raw_connect(addr);
     REQUIRE(next >= 0);
     CHECK(raw_call(next, NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0);
     CHECK_RC(a.status, 0);
     close(next);
-    close(ctrl);
+    if (ctrl >= 0)
+        close(ctrl);
     server_stop(&sv);
 }
+
+TEST(net_hello_waits_for_an_ending_session) { hello_after_an_ending_session(0); }
+
+TEST(net_hello_waits_for_a_vanished_client) { hello_after_an_ending_session(1); }

@@ -37,7 +37,8 @@
 
 #define MAXCONN 16        /* connections at once; more are closed at accept */
 #define FIRST_MS 10000u   /* a new connection's first message must come within this */
-#define HELLO_WAIT_MS 1000u /* a HELLO waits this long for an ending session to finish */
+#define HELLO_WAIT_MS 3000u /* a HELLO waits this long for an ending session to finish (a served call in it
+                               may wait out the default timeout, 2 s, first) */
 #define ANSWER_MARGIN_MS 1000u /* beyond the session's timeout, for a client to take an answer */
 #define KEEPALIVE_IDLE_S 5 /* a silent peer is probed after this, then 3 probes 1 s apart */
 
@@ -144,12 +145,28 @@ static uint64_t new_token(void)
     return t ? t : 1;
 }
 
-/* HELLO: a new session on fd as its CTRL connection (s->lock held). */
+/* Whether a peer of ss closed a connection that its thread has not seen
+ * close yet, being inside a served call (s->lock held: the descriptors stay
+ * open meanwhile). */
+static int peer_gone(const struct session *ss)
+{
+    for (int c = 0; c < NETP_NCHAN; c++) {
+        struct pollfd p = {.fd = ss->fd[c], .events = POLLRDHUP};
+        if (ss->fd[c] >= 0 && poll(&p, 1, 0) > 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* HELLO: a new session on fd as its CTRL connection (s->lock held). It
+ * waits for a session that is ending, or whose client has gone (a client
+ * killed and started again at once) while a thread of it is still inside a
+ * served call. */
 static int open_session(struct netserve *s, int fd, struct session **out)
 {
     struct timespec until;
     oni_timespec_at(oni_ms_from_now(HELLO_WAIT_MS), &until);
-    while (s->active && s->active->ended && !atomic_load(&s->stopping))
+    while (s->active && (s->active->ended || peer_gone(s->active)) && !atomic_load(&s->stopping))
         if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT)
             break;
     if (s->active || atomic_load(&s->stopping))
