@@ -24,6 +24,7 @@
 #include "onitest.h"
 #include "onii.h"
 #include "unit.h"
+#include "xfer_check.h"
 
 /* A server on a free loopback port, run on its own thread. */
 struct server {
@@ -295,7 +296,6 @@ TEST(net_options_reach_the_served_driver)
     static char buf[8192];
     onigpu_buf_t b = {buf, sizeof buf};
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_PIN, &b, sizeof b), ONI_EUNIMPL);
-    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, &b, sizeof b), ONI_EUNIMPL);
     len = sizeof b;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_WRITE_ASYNC, &b, &len), ONI_EUNIMPL);
     /* larger than the protocol carries */
@@ -1145,7 +1145,8 @@ TEST(net_option_edges)
     static char buf[4096];
     onigpu_buf_t b = {buf, sizeof buf};
     for (size_t i = 0; i < sizeof memory / sizeof memory[0]; i++) {
-        CHECK_RC(oni_set_driver_opt(ctx, memory[i], &b, sizeof b), ONI_EUNIMPL);
+        int block = memory[i] == ONI_DRV_READ || memory[i] == ONI_DRV_WRITE; /* travel as GPU blocks */
+        CHECK_RC(oni_set_driver_opt(ctx, memory[i], &b, sizeof b), block ? ONI_EINVALOPT : ONI_EUNIMPL);
         len = sizeof b;
         CHECK_RC(oni_get_driver_opt(ctx, memory[i], &b, &len), ONI_EUNIMPL);
     }
@@ -1277,3 +1278,91 @@ static void hello_after_an_ending_session(int client_gone)
 TEST(net_hello_waits_for_an_ending_session) { hello_after_an_ending_session(0); }
 
 TEST(net_hello_waits_for_a_vanished_client) { hello_after_an_ending_session(1); }
+
+/* Blocks of the GPU streams through net into and out of host memory: the
+ * test core's counter runs on across every block (both buffer forms), a
+ * buffer shorter than the block is refused, write frames reach the sink
+ * whole (its hash), and a READ waiting for data holds up neither a WRITE, a
+ * register read nor an option (xfer_check.h). The device-memory path is
+ * test_gpu_net's. */
+TEST(net_gpu_blocks_through_host_memory)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "emu") == 0);
+    int rc;
+    oni_ctx ctx = net_open(netserve_addr(sv.s), XFER_SPEC(1), 0, &rc);
+    CHECK_RC(rc, 0);
+    REQUIRE(ctx);
+    oni_device_t t[16];
+    int n = devices(ctx, t, 16);
+    uint32_t core = UINT32_MAX, sink = UINT32_MAX;
+    for (int i = 0; i < n; i++) {
+        if (t[i].id == ONIX_ONIGPU_TESTCORE)
+            core = t[i].idx;
+        if (t[i].id == ONIX_ONIGPU_TESTSINK)
+            sink = t[i].idx;
+    }
+    REQUIRE(core != UINT32_MAX && sink != UINT32_MAX);
+    xfer_check_waiting_read(ctx, sink, 0); /* before RUNNING: the GPU stream stays empty */
+
+    uint32_t rd = 8192, one = 1;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_RD_SZ, &rd, sizeof rd), 0);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+    static uint8_t buf[8192];
+    onigpu_buf_t b = {buf, sizeof buf};
+    struct xcheck c;
+    xcheck_init(&c, core);
+    for (int i = 0; i < 40; i++) {
+        rc = i % 2 ? oni_set_driver_opt(ctx, ONI_DRV_READ, buf, 8) : oni_set_driver_opt(ctx, ONI_DRV_READ, &b, sizeof b);
+        CHECK_RC(rc, 0);
+        if (rc)
+            break;
+        xcheck_feed(&c, buf, sizeof buf);
+    }
+    CHECK_EQ(c.errors, 0);
+    CHECK(c.frames >= 40 * 8192 / 4112);
+    onigpu_buf_t small = {buf, 4096};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, &small, sizeof small), ONI_EBUFFERSIZE);
+
+    uint32_t wsz = 4096;
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, sizeof wsz), 0);
+    oni_reg_val_t want = 0; /* the hash so far (the block of xfer_check_waiting_read): FNV-1a goes on from it */
+    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &want), 0);
+    for (uint32_t k = 0; k < 4; k++) {
+        want = xsum_frames(buf, wsz, 1024, sink, 10 + k, want);
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, buf, 8), 0);
+    }
+    oni_reg_val_t got = 0;
+    CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
+    CHECK_EQ(got, want);
+    onigpu_buf_t shortw = {buf, 1024};
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, &shortw, sizeof shortw), ONI_EBUFFERSIZE);
+    oni_destroy_ctx(ctx);
+    server_stop(&sv);
+}
+
+/* A client that sends a memory option as an ordinary one (its value would be
+ * an address in the server) is refused by the server, whatever the driver
+ * there would do with it. */
+TEST(net_server_refuses_memory_options)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "emu") == 0);
+    const char *addr = netserve_addr(sv.s);
+    int fd = raw_connect(addr);
+    REQUIRE(fd >= 0);
+    struct netp_answer a;
+    char name[NETP_MAXNAME];
+    REQUIRE(raw_call(fd, NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0);
+    static const int memory[] = {ONI_DRV_PIN, ONI_DRV_UNPIN, ONI_DRV_READ, ONI_DRV_WRITE, ONI_DRV_READ_ASYNC,
+                                 ONI_DRV_WRITE_ASYNC};
+    onigpu_buf_t b = {(void *)(uintptr_t)0x1000, 4096}; /* anywhere */
+    for (size_t i = 0; i < sizeof memory / sizeof memory[0]; i++) {
+        CHECK(raw_call_out(fd, NETP_SET_OPT, (uint32_t)memory[i], sizeof b, 0, &b, sizeof b, &a, NULL, 0) == 0);
+        CHECK_RC(a.status, ONI_EUNIMPL);
+        CHECK(raw_call(fd, NETP_GET_OPT, (uint32_t)memory[i], sizeof b, 0, &a, &b, sizeof b) == 0);
+        CHECK_RC(a.status, ONI_EUNIMPL);
+    }
+    close(fd);
+    server_stop(&sv);
+}

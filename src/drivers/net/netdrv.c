@@ -4,7 +4,7 @@
  * failures: docs/net.md.
  *
  * One connection per group of calls the host library may make concurrently
- * (CTRL, DATA, WRITE), each with its own lock and sequence numbers. A call
+ * (CTRL, DATA, WRITE, GPU, GPUW), each with its own lock and sequence numbers. A call
  * waits for its answer twice the context's timeout and a margin
  * (ANSWER_MARGIN_MS); a connection that fails, times out or answers out of
  * turn ends the session (its late answer could not be told from the next
@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "gpu/gpu.h"
 #include "netproto.h"
 #include "onigpu.h"
 #include "onii.h"
@@ -56,6 +57,11 @@ struct kept {
     uint32_t gen; /* the flush count they were received under */
 };
 
+struct stage {
+    uint8_t *buf;
+    size_t cap;
+};
+
 struct chan {
     pthread_mutex_t lock;
     int fd; /* -1 until connected */
@@ -76,6 +82,8 @@ struct netdrv {
     int ahead;
     uint32_t ahead_seq;
     size_t ahead_size;
+    _Atomic uint32_t wr_sz;  /* the served driver's WR_SZ, 0 until known (wr_size) */
+    struct stage stage[2];   /* device memory's blocks on their way: [0] GPU's, [1] GPUW's (their locks) */
 };
 
 static const oni_driver_info_t info = {"net", 1, 0, 0, NULL};
@@ -326,6 +334,8 @@ static int drv_destroy(oni_driver_ctx ctx)
     pthread_mutex_destroy(&d->lock);
     free(d->sig.buf);
     free(d->data.buf);
+    free(d->stage[0].buf);
+    free(d->stage[1].buf);
     free(d);
     return 0;
 }
@@ -534,11 +544,96 @@ static int drv_set_opt_callback(oni_driver_ctx ctx, int opt, const void *value, 
                 NULL, 0, NULL);
 }
 
-/* onigpu.h's options that carry this process's addresses. */
-static int names_memory(int opt)
+/* The served driver's WR_SZ: kept from the last set through this driver,
+ * else asked for once. */
+static int wr_size(struct netdrv *d, uint32_t *n)
 {
-    return opt == ONI_DRV_PIN || opt == ONI_DRV_UNPIN || opt == ONI_DRV_READ || opt == ONI_DRV_WRITE ||
-           opt == ONI_DRV_READ_ASYNC || opt == ONI_DRV_WRITE_ASYNC;
+    if ((*n = atomic_load(&d->wr_sz)))
+        return 0;
+    struct netp_answer a;
+    size_t got;
+    int rc = call(d, NETP_CHAN_CTRL, NETP_GET_OPT, ONI_DRV_WR_SZ, sizeof *n, NULL, 0, &a, n, sizeof *n, &got);
+    if (rc < 0)
+        return rc;
+    if (got != sizeof *n || !*n)
+        return ONI_EBADCONTROLLER;
+    atomic_store(&d->wr_sz, *n);
+    return 0;
+}
+
+/* Room of n bytes to stage a block of device memory in (its connection's lock held). */
+static uint8_t *stage(struct stage *st, size_t n)
+{
+    if (n > st->cap) {
+        uint8_t *p = realloc(st->buf, n);
+        if (!p)
+            return NULL;
+        st->buf = p;
+        st->cap = n;
+    }
+    return st->buf;
+}
+
+/* ONI_DRV_READ / ONI_DRV_WRITE: one block of the GPU streams through the GPU
+ * (GPUW) connection, into (out of) a buffer of this process given as onigpu.h says
+ * (the buffer itself, size 4 or 8, or an onigpu_buf_t): host memory straight
+ * from (to) the socket, device memory through a host staging buffer. The
+ * served driver checks the block against its RD_SZ, WR_SZ and the length. */
+static int gpu_block(struct netdrv *d, int write, const void *value, size_t len)
+{
+    void *p = (void *)value;
+    size_t cap = 0; /* the buffer's bytes, 0 when not given (the token form on host memory) */
+    if (value && len == sizeof(onigpu_buf_t)) {
+        onigpu_buf_t b;
+        memcpy(&b, value, sizeof b);
+        p = b.addr;
+        cap = (size_t)b.len;
+        if (!p || !cap)
+            return ONI_EINVALARG;
+    } else if (!value || (len != 4 && len != 8)) {
+        return ONI_EINVALARG;
+    }
+    struct gpu_ptr_info pi;
+    int rc = ensure_session(d);
+    if (rc || (rc = gpu_query(p, &pi)))
+        return rc;
+    int dev = pi.kind == GPU_KIND_DEVICE;
+    if (dev) { /* its allocation bounds it, as a local driver checks */
+        size_t avail = (size_t)((uintptr_t)pi.base + pi.len - (uintptr_t)p);
+        cap = cap && cap < avail ? cap : avail;
+    }
+    uint32_t n = 0;
+    if (write && (rc = wr_size(d, &n)))
+        return rc;
+    if (write && cap && cap < n)
+        return ONI_EBUFFERSIZE;
+    size_t room = write ? n : cap && cap < NETP_MAXXFER ? cap : NETP_MAXXFER;
+    if (write && n > NETP_MAXXFER)
+        return ONI_EINVALARG; /* a block larger than the protocol carries */
+    struct chan *ch = &d->ch[write ? NETP_CHAN_GPUW : NETP_CHAN_GPU];
+    pthread_mutex_lock(&ch->lock);
+    uint8_t *host = dev ? stage(&d->stage[write], room) : p;
+    struct netp_call q = {0, write ? n : (uint32_t)(cap < NETP_MAXXFER ? cap : NETP_MAXXFER), 0};
+    struct netp_answer a = {0, 0, 0};
+    size_t got = 0;
+    rc = host ? 0 : ONI_EBADALLOC;
+    if (!rc && write && dev)
+        rc = gpu_copy(host, p, n);
+    int sent = 0; /* transport errors end the session; the others do not */
+    if (!rc) {
+        sent = 1;
+        rc = exchange(d, ch, answer_deadline(d), write ? NETP_GPU_WRITE : NETP_GPU_READ, &q, write ? host : NULL,
+                      write ? n : 0, &a, write ? NULL : host, write ? 0 : room, &got);
+        if (!rc && !write && a.status >= 0 && got != (size_t)a.status)
+            rc = ONI_EBADCONTROLLER;
+    }
+    int transport = sent && rc;
+    if (!rc && a.status >= 0 && !write && dev)
+        rc = gpu_copy(p, host, got);
+    pthread_mutex_unlock(&ch->lock);
+    if (transport)
+        end_session(d);
+    return rc ? rc : a.status < 0 ? a.status : 0;
 }
 
 static int set_addr(struct netdrv *d, const char *value, size_t len)
@@ -570,13 +665,19 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
         return set_addr(d, value, len);
     if (opt == ONI_DRV_NET_REMOTE)
         return ONI_EREADONLY;
-    if (names_memory(opt))
+    if (opt == ONI_DRV_READ || opt == ONI_DRV_WRITE)
+        return gpu_block(d, opt == ONI_DRV_WRITE, value, len);
+    if (netp_names_memory(opt))
         return ONI_EUNIMPL;
     if (len > NETP_MAXOPT)
         return ONI_EINVALARG;
     int rc = ensure_session(d);
-    return rc ? rc : call(d, NETP_CHAN_CTRL, NETP_SET_OPT, (uint32_t)opt, (uint32_t)len, value, len, NULL, NULL,
-                          0, NULL);
+    if (!rc)
+        rc = call(d, NETP_CHAN_CTRL, NETP_SET_OPT, (uint32_t)opt, (uint32_t)len, value, len, NULL, NULL, 0, NULL);
+    uint32_t wr;
+    if (rc >= 0 && opt == ONI_DRV_WR_SZ && !oni_opt_u32(value, len, &wr))
+        atomic_store(&d->wr_sz, wr);
+    return rc;
 }
 
 static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
@@ -591,7 +692,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
         pthread_mutex_unlock(&d->lock);
         return rc;
     }
-    if (names_memory(opt))
+    if (netp_names_memory(opt))
         return ONI_EUNIMPL;
     int rc = ensure_session(d);
     if (rc)
@@ -610,6 +711,9 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     return rc;
 }
 
+/* GPU blocks go on their own connection, beside the other options' calls. */
+static int drv_concurrent_opt(int opt) { return opt == ONI_DRV_READ || opt == ONI_DRV_WRITE; }
+
 const struct oni_driver onidrv_net = {
     .name = "net",
     .create_ctx = drv_create,
@@ -623,5 +727,5 @@ const struct oni_driver onidrv_net = {
     .set_opt = drv_set_opt,
     .get_opt = drv_get_opt,
     .info = drv_info,
-    .concurrent_opt = NULL, /* options go one at a time, on the CTRL connection */
+    .concurrent_opt = drv_concurrent_opt,
 };

@@ -8,7 +8,14 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include "netproto.h"
+#include "onigpu.h"
 #include "onii.h"
+
+int netp_names_memory(int opt)
+{
+    return opt == ONI_DRV_PIN || opt == ONI_DRV_UNPIN || opt == ONI_DRV_READ || opt == ONI_DRV_WRITE ||
+           opt == ONI_DRV_READ_ASYNC || opt == ONI_DRV_WRITE_ASYNC;
+}
 
 size_t netp_max_extra(uint16_t t, int answer)
 {
@@ -16,8 +23,10 @@ size_t netp_max_extra(uint16_t t, int answer)
     case NETP_HELLO:
         return answer ? NETP_MAXNAME : 0;
     case NETP_READ:
+    case NETP_GPU_READ:
         return answer ? NETP_MAXXFER : 0;
     case NETP_WRITE:
+    case NETP_GPU_WRITE:
         return answer ? 0 : NETP_MAXXFER;
     case NETP_SET_OPT_CALLBACK:
     case NETP_SET_OPT:

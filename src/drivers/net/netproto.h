@@ -10,6 +10,9 @@
  *   CTRL   init, config registers, options, the signal stream
  *   DATA   the default read stream
  *   WRITE  the default write stream
+ *   GPU    blocks of the GPU read stream (onigpu.h's ONI_DRV_READ)
+ *   GPUW   blocks of the GPU write stream (ONI_DRV_WRITE), so that results
+ *          written never wait behind a read that waits for the card
  * On each connection the client sends one request and waits for its answer.
  * Every message is a struct netp_hdr and len bytes of body; a request's body
  * is a struct netp_call and the type's bytes, an answer's a struct
@@ -26,19 +29,19 @@
 #include <stdint.h>
 
 #define NETP_MAGIC 0x54454E4Fu /* "ONET" in memory on little-endian */
-#define NETP_VERSION 1u
+#define NETP_VERSION 2u /* 2: the GPU connection */
 #define NETP_MAXOPT 4096u        /* largest option value, bytes */
 #define NETP_MAXXFER (16u << 20) /* largest stream read or write of one request, bytes */
 #define NETP_MAXNAME 64u         /* the served driver's "name major.minor.patch", NUL included */
 
-enum netp_chan { NETP_CHAN_CTRL = 0, NETP_CHAN_DATA, NETP_CHAN_WRITE, NETP_NCHAN };
+enum netp_chan { NETP_CHAN_CTRL = 0, NETP_CHAN_DATA, NETP_CHAN_WRITE, NETP_CHAN_GPU, NETP_CHAN_GPUW, NETP_NCHAN };
 
 /* Request types. what/arg/token: the fields of struct netp_call; "+" what
  * follows the call. Answers carry a struct netp_answer, status >= 0 or an
  * ONI error code, and what the line after "->" says. */
 enum netp_type {
     NETP_HELLO = 1,        /* first on CTRL: opens the session -> token; + the driver's name */
-    NETP_ATTACH,           /* first on DATA and WRITE: what = chan, token -> - */
+    NETP_ATTACH,           /* first on DATA, WRITE, GPU and GPUW: what = chan, token -> - */
     NETP_INIT,             /* what = host_idx (int32) -> oni_driver_init's result */
     NETP_READ,             /* what = stream, arg = most bytes -> status = bytes; + that many bytes */
     NETP_WRITE,            /* what = stream; + arg bytes -> status = bytes taken */
@@ -47,6 +50,8 @@ enum netp_type {
     NETP_SET_OPT_CALLBACK, /* what = ONI option; + arg bytes -> - */
     NETP_SET_OPT,          /* what = driver option; + arg bytes -> - */
     NETP_GET_OPT,          /* what = driver option, arg = capacity -> value = length; + the value (status >= 0) */
+    NETP_GPU_READ,         /* arg = the client's buffer bytes (0: not known) -> status = RD_SZ; + one block */
+    NETP_GPU_WRITE,        /* + arg bytes, one block of WR_SZ -> - */
     NETP_NTYPE,
     NETP_REPLY = 0x80 /* or-ed into the request's type in its answer */
 };
@@ -100,6 +105,12 @@ int netp_recv(int fd, void *buf, size_t n, uint64_t deadline_ns);
  * freed with freeaddrinfo. */
 struct addrinfo;
 int netp_resolve(const char *addr, int passive, struct addrinfo **res);
+
+/* 1 for onigpu.h's options whose value names memory of the caller's process
+ * (PIN, UNPIN, READ_ASYNC, WRITE_ASYNC, and READ and WRITE as options): they
+ * never cross the network, whichever end is asked. GPU blocks travel as
+ * NETP_GPU_READ / NETP_GPU_WRITE instead. */
+int netp_names_memory(int opt);
 
 /* Where a client connects when nothing else says (oninet.h's ONIGPU_NET). */
 #define NETP_DEFAULT_ADDR "127.0.0.1:9455"

@@ -33,6 +33,7 @@
 #include "netproto.h"
 #include "netserve.h"
 #include "oniemu.h"
+#include "onigpu.h"
 #include "onii.h"
 
 #define MAXCONN 16        /* connections at once; more are closed at accept */
@@ -54,6 +55,7 @@ struct session {
     _Atomic int initialized;
     _Atomic uint32_t timeout_ms;
     _Atomic uint64_t bytes_read, bytes_written; /* stream bytes through the driver */
+    pthread_mutex_t ctrl; /* the driver's option calls: CTRL's and the GPU connection's */
 };
 
 struct netserve {
@@ -184,6 +186,7 @@ static int open_session(struct netserve *s, int fd, struct session **out)
         ss->fd[c] = -1;
     ss->fd[NETP_CHAN_CTRL] = fd;
     ss->refs = 1;
+    pthread_mutex_init(&ss->ctrl, NULL);
     atomic_store(&ss->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
     s->active = ss;
     *out = ss;
@@ -262,8 +265,10 @@ static void leave(struct netserve *s, struct session *ss, int chan)
         pthread_cond_wait(&s->cond, &s->lock);
     int last = --ss->leaving == 0;
     pthread_mutex_unlock(&s->lock);
-    if (last)
+    if (last) {
+        pthread_mutex_destroy(&ss->ctrl);
         free(ss);
+    }
 }
 
 /* Which requests each connection carries: the driver's concurrency rules. */
@@ -275,6 +280,10 @@ static int allowed(int chan, uint16_t type, uint32_t what)
                (what == ONI_READ_STREAM_DATA || what == ONI_READ_STREAM_SIGNAL);
     case NETP_WRITE:
         return chan == NETP_CHAN_WRITE && what == ONI_WRITE_STREAM_DATA;
+    case NETP_GPU_READ:
+        return chan == NETP_CHAN_GPU;
+    case NETP_GPU_WRITE:
+        return chan == NETP_CHAN_GPUW;
     case NETP_INIT:
     case NETP_CONFIG_READ:
     case NETP_CONFIG_WRITE:
@@ -307,24 +316,16 @@ static int write_all(struct netserve *s, struct session *ss, const uint8_t *p, s
     return (int)done;
 }
 
-/* Make the call of one request on the driver and answer it. */
-static int serve(struct netserve *s, struct session *ss, int chan, int fd, const struct netp_hdr *h,
-                 const struct netp_call *q, struct bufs *b, size_t extra)
+/* The served driver's call for request type t (checked by serve); its
+ * result, *value and the *out_n answer bytes in b->out. */
+static int32_t call_driver(struct netserve *s, struct session *ss, uint16_t t, const struct netp_call *q,
+                           struct bufs *b, size_t extra, uint32_t *value, size_t *out_n)
 {
     const struct oni_driver *d = &s->drv;
     int32_t st = ONI_EINVALARG;
-    uint32_t value = 0;
-    size_t out_n = 0;
     const void *in = extra ? b->in : NULL;
     int open = atomic_load(&ss->initialized);
-    uint16_t t = h->type;
-    if (!allowed(chan, t, q->what))
-        st = ONI_EINVALARG;
-    else if (!open && t != NETP_INIT && t != NETP_SET_OPT && t != NETP_GET_OPT && t != NETP_SET_OPT_CALLBACK)
-        st = ONI_EINVALSTATE;
-    else if ((t == NETP_WRITE || t == NETP_SET_OPT || t == NETP_SET_OPT_CALLBACK) && q->arg != extra)
-        st = ONI_EINVALARG;
-    else if (t == NETP_INIT) {
+    if (t == NETP_INIT) {
         st = open ? ONI_EINVALSTATE : d->init(ss->dctx, (int)q->what);
         if (st >= 0)
             atomic_store(&ss->initialized, 1);
@@ -335,8 +336,8 @@ static int serve(struct netserve *s, struct session *ss, int chan, int fd, const
             st = d->read_stream(ss->dctx, (oni_read_stream_t)q->what, b->out, want);
         if (st > (int32_t)want)
             st = ONI_EREADFAILURE; /* the driver said it wrote past the buffer: pass on none of it */
-        out_n = st > 0 ? (size_t)st : 0;
-        atomic_fetch_add(&ss->bytes_read, out_n);
+        *out_n = st > 0 ? (size_t)st : 0;
+        atomic_fetch_add(&ss->bytes_read, *out_n);
     } else if (t == NETP_WRITE) {
         st = write_all(s, ss, b->in, extra);
         if (st > 0)
@@ -344,7 +345,7 @@ static int serve(struct netserve *s, struct session *ss, int chan, int fd, const
     } else if (t == NETP_CONFIG_READ) {
         oni_reg_val_t v = 0;
         st = d->read_config(ss->dctx, (oni_config_t)q->what, &v);
-        value = v;
+        *value = v;
     } else if (t == NETP_CONFIG_WRITE) {
         st = d->write_config(ss->dctx, (oni_config_t)q->what, q->arg);
     } else if (t == NETP_SET_OPT_CALLBACK) {
@@ -352,6 +353,8 @@ static int serve(struct netserve *s, struct session *ss, int chan, int fd, const
         if ((int)q->what == ONI_OPT_TIMEOUTMS && !oni_opt_u32(in, extra, &ms))
             atomic_store(&ss->timeout_ms, ms);
         st = d->set_opt_callback(ss->dctx, (int)q->what, in, extra);
+    } else if ((t == NETP_SET_OPT || t == NETP_GET_OPT) && netp_names_memory((int)q->what)) {
+        st = ONI_EUNIMPL; /* the value would be taken as an address in this process */
     } else if (t == NETP_SET_OPT) {
         /* A path on this machine, opened by the served card: not a client's to name. */
         st = (int)q->what == ONI_DRV_EMU_TRUTH_FILE ? ONI_EUNIMPL : d->set_opt(ss->dctx, (int)q->what, in, extra);
@@ -363,8 +366,77 @@ static int serve(struct netserve *s, struct session *ss, int chan, int fd, const
         if (st >= 0 && len > cap)
             len = cap; /* the driver claims more than it had room for: send what fits */
         if (st >= 0)
-            out_n = len;
-        value = (uint32_t)len;
+            *out_n = len;
+        *value = (uint32_t)len;
+    }
+    return st;
+}
+
+/* ONI_DRV_READ (GPU_READ) or ONI_DRV_WRITE (GPU_WRITE) of one block, through
+ * b. The served driver may not take these beside its other options
+ * (concurrent_opt): then they go one at a time with CTRL's calls. */
+static int32_t gpu_block(struct netserve *s, struct session *ss, uint16_t t, const struct netp_call *q,
+                         struct bufs *b, size_t extra, size_t *out_n)
+{
+    const struct oni_driver *d = &s->drv;
+    int write = t == NETP_GPU_WRITE, opt = write ? ONI_DRV_WRITE : ONI_DRV_READ;
+    int alone = !d->concurrent_opt || !d->concurrent_opt(opt);
+    uint32_t n = 0;
+    size_t len = sizeof n;
+    int32_t st = 0;
+    if (!write) { /* the block is RD_SZ: what to take room for, and to send */
+        pthread_mutex_lock(&ss->ctrl);
+        st = d->get_opt(ss->dctx, ONI_DRV_RD_SZ, &n, &len);
+        pthread_mutex_unlock(&ss->ctrl);
+        if (st >= 0 && (len != sizeof n || !n || n > NETP_MAXXFER))
+            st = ONI_EINVALARG; /* a block larger than the protocol carries */
+        if (st >= 0 && q->arg && q->arg < n)
+            st = ONI_EBUFFERSIZE;
+        if (st >= 0)
+            st = grow(&b->out, &b->out_cap, n);
+    } else if (!extra) {
+        st = ONI_EINVALARG;
+    }
+    if (st < 0)
+        return st;
+    onigpu_buf_t ob = {write ? b->in : b->out, write ? extra : n};
+    if (alone)
+        pthread_mutex_lock(&ss->ctrl);
+    st = d->set_opt(ss->dctx, opt, &ob, sizeof ob);
+    if (alone)
+        pthread_mutex_unlock(&ss->ctrl);
+    if (st >= 0) {
+        *out_n = write ? 0 : n;
+        atomic_fetch_add(write ? &ss->bytes_written : &ss->bytes_read, write ? extra : n);
+    }
+    return st >= 0 && !write ? (int32_t)n : st; /* a READ's status counts the bytes that follow */
+}
+
+/* Check a request, make its call on the driver (CTRL's one at a time with
+ * the GPU connection's, see gpu_block) and answer it. */
+static int serve(struct netserve *s, struct session *ss, int chan, int fd, const struct netp_hdr *h,
+                 const struct netp_call *q, struct bufs *b, size_t extra)
+{
+    int32_t st;
+    uint32_t value = 0;
+    size_t out_n = 0;
+    int open = atomic_load(&ss->initialized);
+    uint16_t t = h->type;
+    if (!allowed(chan, t, q->what))
+        st = ONI_EINVALARG;
+    else if (!open && t != NETP_INIT && t != NETP_SET_OPT && t != NETP_GET_OPT && t != NETP_SET_OPT_CALLBACK)
+        st = ONI_EINVALSTATE;
+    else if ((t == NETP_WRITE || t == NETP_GPU_WRITE || t == NETP_SET_OPT || t == NETP_SET_OPT_CALLBACK) &&
+             q->arg != extra)
+        st = ONI_EINVALARG;
+    else if (t == NETP_GPU_READ || t == NETP_GPU_WRITE)
+        st = gpu_block(s, ss, t, q, b, extra, &out_n);
+    else if (chan == NETP_CHAN_CTRL) {
+        pthread_mutex_lock(&ss->ctrl);
+        st = call_driver(s, ss, t, q, b, extra, &value, &out_n);
+        pthread_mutex_unlock(&ss->ctrl);
+    } else {
+        st = call_driver(s, ss, t, q, b, extra, &value, &out_n);
     }
     uint64_t deadline = oni_ms_from_now(atomic_load(&ss->timeout_ms)) + ANSWER_MARGIN_MS * 1000000ull;
     return answer(fd, h, st, value, 0, b->out, out_n, deadline);
