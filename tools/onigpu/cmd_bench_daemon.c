@@ -1,8 +1,7 @@
 /* cmd_bench_daemon.c - `onigpu bench daemon`: what the onix-emu daemon and
  * the net driver cost against the in-process card, measured in one run on
  * the same card spec: register access latency (oni_read_reg), block reads of
- * the GPU stream into a host buffer (ONI_DRV_READ, per block size; not over
- * net, which does not carry this process's buffers), default-stream
+ * the GPU stream into a host buffer (ONI_DRV_READ, per block size), default-stream
  * throughput through oni_read_frame, and a real-time card kept up with. It
  * starts its own daemon (onix-emu next to the onigpu executable, or
  * --daemon-bin) on a private socket, and its own `net` server (`onigpu
@@ -247,7 +246,7 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
         oni_reg_val_t run = 1;
         if (!rc)
             rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
-        for (size_t b = 0; b < o->nblocks && !rc && m != NET; b++)
+        for (size_t b = 0; b < o->nblocks && !rc; b++)
             rc = bench_block(ctx, o->blocks[b], o->reads, &blk[m][b]);
         if (!rc)
             rc = bench_stream(ctx, o->seconds, &mbps[m], &fps[m]);
@@ -259,9 +258,8 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
     for (int m = 0; m < MODES; m++)
         row_stats(r, m, "read_reg", 0, &reg[m], m ? &reg[0] : NULL);
     for (size_t b = 0; b < o->nblocks; b++)
-        for (int m = 0; m < NET; m++)
+        for (int m = 0; m < MODES; m++)
             row_stats(r, m, "gpu_read", o->blocks[b], &blk[m][b], m ? &blk[0][b] : NULL);
-    printf("(net: no gpu_read; ONI_DRV_READ names this process's memory, which the net driver does not carry)\n");
     for (int m = 0; m < MODES; m++) {
         bench_cell_str(r, "mode", mode_name[m]);
         bench_cell_int(r, "block_read_size", o->stream_block);
