@@ -3,8 +3,10 @@
  * oni_set_driver_opt / oni_get_driver_opt. Drivers that implement it: emu
  * (emulated ONIX host; through the onix-emu daemon too: device memory is
  * shared with the daemon by CUDA IPC, and there asynchronous jobs need device
- * memory for buffer and completion word, else ONI_EUNIMPL). Other drivers answer
- * ONI_EINVALOPT. The options are thread-safe on one context (docs/transfers.md).
+ * memory for buffer and completion word, else ONI_EUNIMPL); net (oninet.h:
+ * the served driver's, READ and WRITE through the network and, for GPU
+ * memory, a host buffer; PIN, UNPIN and the asynchronous jobs ONI_EUNIMPL).
+ * Other drivers answer ONI_EINVALOPT. The options are thread-safe on one context (docs/transfers.md).
  *
  * Value/size conventions (the thesis' listings 4.2-4.4 work unchanged except
  * that C needs &size where a listing passes a size):

@@ -3,10 +3,12 @@
  * oni_create_ctx("net") opens a context whose driver calls travel over TCP
  * to `onigpu serve`, which holds the hardware through any ONI driver there
  * (emu, test, a real card's driver). The program sees the served driver's
- * device table, registers, frames and options as if it were local; only
- * options that name this process's memory (onigpu.h's PIN, UNPIN, READ,
- * WRITE, READ_ASYNC, WRITE_ASYNC) are refused with ONI_EUNIMPL. docs/net.md
- * says how it behaves when the server or the network fails.
+ * device table, registers, frames and options as if it were local, and the
+ * GPU streams' blocks (onigpu.h's ONI_DRV_READ and ONI_DRV_WRITE, into and
+ * out of host or GPU memory of this process). The options that pin or start
+ * transfers on this process's memory (PIN, UNPIN, READ_ASYNC, WRITE_ASYNC)
+ * are refused with ONI_EUNIMPL. docs/net.md says how it behaves when the
+ * server or the network fails.
  *
  * The server's address comes from ONI_DRV_NET_ADDR, else from the
  * environment variable ONIGPU_NET, else it is 127.0.0.1:9455. The driver
