@@ -1104,3 +1104,28 @@ TEST(serve_sessions_and_exits)
     kill(pid, SIGTERM);
     CHECK_EQ(wait_prog(pid, fd, 5000), 0);
 }
+
+/* `onigpu read --net ... --verify`: frames checked after their trip over the
+ * network when the server serves the test driver, the check skipped with a
+ * message when it serves another (emu), as for a local driver. */
+TEST(read_verify_through_net)
+{
+    NEED_BIN();
+    static const char *const drivers[] = {"test", "emu"};
+    for (int k = 0; k < 2; k++) {
+        int fd;
+        char addr[96];
+        pid_t pid = serve_start((const char *const[]){"serve", "--driver", drivers[k], "--listen", "127.0.0.1:0",
+                                                      "--sessions", "1", NULL},
+                                &fd, addr, sizeof addr);
+        REQUIRE(pid > 0);
+        CHECK_EQ(RUN("read", "--net", addr, "--frames", "20000", "--verify"), 0);
+        if (k == 0) {
+            HAS("verify: ok");
+            CHECK(strstr(out, "verify: skipped") == NULL);
+        } else {
+            HAS("verify: skipped");
+        }
+        CHECK_EQ(wait_prog(pid, fd, 5000), 0);
+    }
+}

@@ -1324,7 +1324,7 @@ TEST(net_gpu_blocks_through_host_memory)
     onigpu_buf_t small = {buf, 4096};
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_READ, &small, sizeof small), ONI_EBUFFERSIZE);
 
-    uint32_t wsz = 4096;
+    uint32_t wsz = 8192; /* larger than the 4096 of xfer_check_waiting_read: the driver keeps the new WR_SZ */
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WR_SZ, &wsz, sizeof wsz), 0);
     oni_reg_val_t want = 0; /* the hash so far (the block of xfer_check_waiting_read): FNV-1a goes on from it */
     CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &want), 0);
@@ -1335,7 +1335,7 @@ TEST(net_gpu_blocks_through_host_memory)
     oni_reg_val_t got = 0;
     CHECK_RC(oni_read_reg(ctx, sink, XSUM_REG, &got), 0);
     CHECK_EQ(got, want);
-    onigpu_buf_t shortw = {buf, 1024};
+    onigpu_buf_t shortw = {buf, 4096};
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_WRITE, &shortw, sizeof shortw), ONI_EBUFFERSIZE);
     oni_destroy_ctx(ctx);
     server_stop(&sv);
@@ -1343,7 +1343,7 @@ TEST(net_gpu_blocks_through_host_memory)
 
 /* A client that sends a memory option as an ordinary one (its value would be
  * an address in the server) is refused by the server, whatever the driver
- * there would do with it. */
+ * there would do with it; so are GPU blocks on the CTRL connection. */
 TEST(net_server_refuses_memory_options)
 {
     struct server sv;
@@ -1363,6 +1363,12 @@ TEST(net_server_refuses_memory_options)
         CHECK(raw_call(fd, NETP_GET_OPT, (uint32_t)memory[i], sizeof b, 0, &a, &b, sizeof b) == 0);
         CHECK_RC(a.status, ONI_EUNIMPL);
     }
+    /* GPU blocks only on their own connections */
+    static uint8_t blk[8];
+    CHECK(raw_call(fd, NETP_GPU_READ, 0, 4096, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG);
+    CHECK(raw_call_out(fd, NETP_GPU_WRITE, 0, sizeof blk, 0, blk, sizeof blk, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG);
     close(fd);
     server_stop(&sv);
 }
