@@ -1010,20 +1010,16 @@ TEST(bench_transfer_sizes_on_the_doubling)
  * into out; closes fd. */
 static int wait_prog(pid_t pid, int fd, int ms)
 {
-    int st = 0, done = 0;
-    for (int t = 0; t < ms && !(done = waitpid(pid, &st, WNOHANG) == pid); t += 10)
+    siginfo_t info = {0};
+    int done = 0; /* WNOWAIT: finish_prog reaps it */
+    for (int t = 0; t < ms && !(done = !waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) &&
+                                       info.si_pid == pid);
+         t += 10)
         usleep(10000);
-    if (!done) {
+    if (!done)
         kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-    }
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(fd, out + len, sizeof out - 1 - len)) > 0)
-        len += (size_t)r;
-    out[len] = 0;
-    close(fd);
-    return !done ? -2 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    int rc = finish_prog(pid, fd);
+    return done ? rc : -2;
 }
 
 /* Run $ONIGPU_BIN/onigpu for at most 5 s (wait_prog). */
