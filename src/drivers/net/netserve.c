@@ -1,7 +1,7 @@
 /* netserve.c - serves one ONI driver to `net` clients (netserve.h).
  *
  * A session is one client: HELLO on its CTRL connection creates a driver
- * context, ATTACH joins its DATA and WRITE connections, and each connection
+ * context, ATTACH joins its DATA, WRITE, GPU and GPUW connections, and each connection
  * has its own thread that makes the calls that arrive on it. Which call may
  * arrive on which connection is fixed (netproto.h), so the served driver sees
  * exactly the concurrency onidriver.h allows: one thread per group, init
@@ -11,7 +11,8 @@
  * When any connection of a session closes or breaks the protocol the whole
  * session ends: the others are shut down, and the last thread out destroys
  * the driver context, which frees the hardware for the next client. One
- * session at a time; a HELLO while one runs is answered ONI_EBUSY. */
+ * session at a time; a HELLO while one runs is answered ONI_EBUSY (after
+ * waiting for one that is ending: open_session). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
