@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include "oni.h"
 #include "gpu/gpu.h"
 #include "loop/engine.h"
 #include "loop/cukern.h"
+#include "oni/util/clock.h"
 
 #define NONE 0xFFFFFFFFu
 #define HALT_MS 2000u /* how long halt waits for the GPU to drain */
@@ -552,6 +554,25 @@ int loop_gpu_ephys_once(struct loop_ephys_state *st, const uint8_t *blk, uint32_
     return rc;
 }
 
+/* How long time_best waits for one run: a roofline kernel takes
+ * milliseconds; only a stuck GPU takes this long. */
+#define TIME_WAIT_MS 60000u
+
+/* cudaEventSynchronize with a deadline: 0, ONI_ETIMEOUT, or the CUDA error's code. */
+static int event_wait(cudaEvent_t e, uint32_t ms)
+{
+    uint64_t deadline = oni_ms_from_now(ms);
+    for (;;) {
+        cudaError_t st = cudaEventQuery(e);
+        if (st != cudaErrorNotReady)
+            return cu(st);
+        if (!oni_ms_left(deadline))
+            return ONI_ETIMEOUT;
+        struct timespec ts = {0, 20000}; /* the time is the events', not this wait's */
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* Best of reps event-timed runs of fn on the GPU. */
 static int time_best(int reps, double *best_s, int (*fn)(void *), void *arg)
 {
@@ -564,7 +585,9 @@ static int time_best(int reps, double *best_s, int (*fn)(void *), void *arg)
     }
     int rc = fn(arg); /* warm-up */
     if (!rc)
-        rc = cu(cudaDeviceSynchronize());
+        rc = cu(cudaEventRecord(b, 0));
+    if (!rc)
+        rc = event_wait(b, TIME_WAIT_MS);
     *best_s = 1e30;
     for (int i = 0; i < reps && !rc; i++) {
         float ms = 0;
@@ -572,7 +595,7 @@ static int time_best(int reps, double *best_s, int (*fn)(void *), void *arg)
         rc = fn(arg);
         cudaEventRecord(b, 0);
         if (!rc)
-            rc = cu(cudaEventSynchronize(b));
+            rc = event_wait(b, TIME_WAIT_MS);
         if (!rc)
             rc = cu(cudaEventElapsedTime(&ms, a, b));
         if (!rc && ms / 1e3 < *best_s)

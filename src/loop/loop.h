@@ -144,7 +144,8 @@ void loop_destroy(struct loop *lp);
  * loop_gpu_mac_once: the MAC kernel on n floats (host in, host out).
  * loop_gpu_ephys_once: one EPHYS block; st (host) is updated as the CPU version would.
  * loop_gpu_time_mac / loop_gpu_time_copy: best of reps event-timed runs on
- * device-resident buffers (MAC on n floats; device-to-device copy of bytes). */
+ * device-resident buffers (MAC on n floats; device-to-device copy of bytes);
+ * ONI_ETIMEOUT when a run has not finished after 60 s (a stuck GPU). */
 int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
 int loop_gpu_ephys_once(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes, struct loop_ephys_out *out);
 int loop_gpu_time_mac(size_t n, uint32_t iters, uint32_t passes, int reps, double *best_s);
