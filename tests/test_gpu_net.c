@@ -2,7 +2,6 @@
  * out of GPU memory (cudaMalloc): each goes through a host staging buffer of
  * the driver (docs/net.md). The host-memory path is test_net's. Skips
  * without a GPU. */
-#include <pthread.h>
 #include "drivers/net/netserve.h"
 #include "oninet.h"
 #include "xfer_check.h"
@@ -16,14 +15,7 @@
 
 struct server {
     struct netserve *s;
-    pthread_t th;
 };
-
-static void *server_main(void *arg)
-{
-    netserve_run(arg, 0);
-    return NULL;
-}
 
 /* The emulated card of xfer_check.h served on a loopback port, and a net
  * context on it, initialized; NULL on failure. */
@@ -32,7 +24,7 @@ static oni_ctx open_served(struct server *sv)
     char err[256];
     if (netserve_open("emu", "127.0.0.1:0", NULL, &sv->s, err, sizeof err))
         return NULL;
-    if (pthread_create(&sv->th, NULL, server_main, sv->s)) {
+    if (netserve_start(sv->s)) {
         netserve_close(sv->s);
         return NULL;
     }
@@ -49,8 +41,6 @@ static oni_ctx open_served(struct server *sv)
 static void close_served(struct server *sv, oni_ctx ctx)
 {
     oni_destroy_ctx(ctx);
-    netserve_stop(sv->s);
-    pthread_join(sv->th, NULL);
     netserve_close(sv->s);
 }
 

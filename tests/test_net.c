@@ -26,17 +26,10 @@
 #include "unit.h"
 #include "xfer_check.h"
 
-/* A server on a free loopback port, run on its own thread. */
+/* A server on a free loopback port, run on its own thread (netserve_start). */
 struct server {
     struct netserve *s;
-    pthread_t th;
 };
-
-static void *server_main(void *arg)
-{
-    netserve_run(((struct server *)arg)->s, 0);
-    return NULL;
-}
 
 static int server_start(struct server *sv, const char *driver)
 {
@@ -46,19 +39,12 @@ static int server_start(struct server *sv, const char *driver)
         fprintf(stderr, "  server: %s\n", err);
         return rc;
     }
-    if (pthread_create(&sv->th, NULL, server_main, sv)) {
+    if ((rc = netserve_start(sv->s)))
         netserve_close(sv->s);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
-static void server_stop(struct server *sv)
-{
-    netserve_stop(sv->s);
-    pthread_join(sv->th, NULL);
-    netserve_close(sv->s);
-}
+static void server_stop(struct server *sv) { netserve_close(sv->s); }
 
 /* A net context on addr, the served emu card given spec (NULL: none),
  * initialized; NULL with *rc the failure. */

@@ -9,7 +9,6 @@
  * one on another machine. */
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,41 +296,24 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
     return 0;
 }
 
-/* The net mode's server when none is named: emu served on a loopback port. */
-struct net_server {
-    struct netserve *s;
-    pthread_t th;
-};
-
-static void *net_server_main(void *arg)
+/* The net mode's server when none is named: emu served on a loopback port,
+ * on its own thread; NULL after the error is printed. */
+static struct netserve *net_server_start(const char **addr)
 {
-    netserve_run(arg, 0);
-    return NULL;
-}
-
-static int net_server_start(struct net_server *ns, const char **addr)
-{
+    struct netserve *ns;
     char err[256];
-    if (netserve_open("emu", "127.0.0.1:0", NULL, &ns->s, err, sizeof err)) {
+    if (netserve_open("emu", "127.0.0.1:0", NULL, &ns, err, sizeof err)) {
         fprintf(stderr, "onigpu: net server: %s\n", err);
-        return -1;
+        return NULL;
     }
-    if (pthread_create(&ns->th, NULL, net_server_main, ns->s)) {
-        netserve_close(ns->s);
-        ns->s = NULL;
-        return cli_fail("net server thread", ONI_EBADALLOC);
+    int rc = netserve_start(ns);
+    if (rc) {
+        netserve_close(ns);
+        cli_fail("net server thread", rc);
+        return NULL;
     }
-    *addr = netserve_addr(ns->s);
-    return 0;
-}
-
-static void net_server_stop(struct net_server *ns)
-{
-    if (!ns->s)
-        return;
-    netserve_stop(ns->s);
-    pthread_join(ns->th, NULL);
-    netserve_close(ns->s);
+    *addr = netserve_addr(ns);
+    return ns;
 }
 
 /* onix-emu next to this executable. */
@@ -409,9 +391,9 @@ static int daemon_bench(int argc, char **argv)
         fprintf(stderr, "onigpu: could not start %s\n", o.bin);
         return 1;
     }
-    struct net_server ns = {NULL};
+    struct netserve *ns = NULL;
     const char *net_where = o.net ? o.net : "onigpu serve's server on a thread of this process, loopback TCP";
-    if (!o.net && net_server_start(&ns, &o.net)) {
+    if (!o.net && !(ns = net_server_start(&o.net))) {
         kill(pid, SIGTERM);
         waitpid(pid, NULL, 0);
         return 1;
@@ -439,7 +421,7 @@ static int daemon_bench(int argc, char **argv)
         else if (!rc)
             printf("results: %s (and .csv, -stream.csv, -realtime.csv)\n", where);
     }
-    net_server_stop(&ns);
+    netserve_close(ns); /* NULL: none of its own */
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     return rc;

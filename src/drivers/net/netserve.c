@@ -74,6 +74,8 @@ struct netserve {
     struct session *active;
     unsigned opened, ended;
     atomic_int stopping;
+    pthread_t runner; /* netserve_start's thread, when has_runner */
+    int has_runner;
 };
 
 /* A connection's buffers: bytes after a request's call, bytes of an answer. */
@@ -547,6 +549,22 @@ int netserve_run(struct netserve *s, unsigned max_sessions)
     }
 }
 
+static void *runner_main(void *arg)
+{
+    netserve_run(arg, 0);
+    return NULL;
+}
+
+int netserve_start(struct netserve *s)
+{
+    if (s->lfd < 0 || s->has_runner)
+        return ONI_EINVALSTATE;
+    if (pthread_create(&s->runner, NULL, runner_main, s))
+        return ONI_EBADALLOC;
+    s->has_runner = 1;
+    return 0;
+}
+
 void netserve_stop(struct netserve *s)
 {
     atomic_store(&s->stopping, 1);
@@ -636,7 +654,9 @@ void netserve_close(struct netserve *s)
 {
     if (!s)
         return;
-    atomic_store(&s->stopping, 1);
+    netserve_stop(s);
+    if (s->has_runner)
+        pthread_join(s->runner, NULL);
     pthread_mutex_lock(&s->lock);
     pthread_cond_broadcast(&s->cond); /* a HELLO waiting for an ending session */
     for (int i = 0; i < s->nconn; i++)

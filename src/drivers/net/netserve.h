@@ -23,6 +23,11 @@ const char *netserve_addr(const struct netserve *s);
  * have ended (0: no limit). 0, or ONI_EINVALSTATE without a socket. */
 int netserve_run(struct netserve *s, unsigned max_sessions);
 
+/* netserve_run(s, 0) on a thread of its own (tests, a benchmark's own
+ * server); netserve_close stops and joins it. 0, ONI_EINVALSTATE without a
+ * socket or when already started, ONI_EBADALLOC when no thread. */
+int netserve_start(struct netserve *s);
+
 /* Make netserve_run return; safe from any thread and from a signal handler. */
 void netserve_stop(struct netserve *s);
 
