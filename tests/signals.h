@@ -1,6 +1,6 @@
-/* signals.h - for tests that send a signal to one thread of a child process
- * (a process-directed signal goes to any thread that does not block it, and
- * a handler must work on every one). Linux /proc only. */
+/* signals.h - for tests of how a child process takes signals: which of its
+ * threads could take one (a process-directed signal goes to any thread that
+ * does not block it). Linux /proc only. */
 #ifndef TESTS_SIGNALS_H
 #define TESTS_SIGNALS_H
 
@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The mask named field ("SigBlk", "SigCgt") in the status file of thread tid
@@ -30,25 +29,37 @@ static unsigned long long proc_sigmask(pid_t pid, pid_t tid, const char *field)
 
 static int sig_bit(unsigned long long mask, int sig) { return (int)((mask >> (sig - 1)) & 1); }
 
-/* A thread of pid other than its main thread that does not block sig (TSan's
- * own thread blocks all); 0 when there is none. */
-static pid_t other_thread_taking(pid_t pid, int sig)
+/* How many threads of pid, main included, do not block sig (TSan's own
+ * thread blocks all); -1 when that cannot be read. A thread in sigwait for
+ * sig counts: the kernel unblocks what it waits for while it waits. */
+static int threads_taking(pid_t pid, int sig)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
     DIR *d = opendir(dir);
-    pid_t tid = 0;
-    for (struct dirent *e; d && (e = readdir(d)) && !tid;) {
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
         pid_t t = (pid_t)atoi(e->d_name);
-        if (t > 0 && t != pid && !sig_bit(proc_sigmask(pid, t, "SigBlk"), sig))
-            tid = t;
+        n += t > 0 && !sig_bit(proc_sigmask(pid, t, "SigBlk"), sig);
     }
-    if (d)
-        closedir(d);
-    return tid;
+    closedir(d);
+    return n;
 }
 
-/* Send sig to thread tid of pid only; 0 or -1 (errno). */
-static int send_to_thread(pid_t pid, pid_t tid, int sig) { return (int)syscall(SYS_tgkill, pid, tid, sig); }
+/* How many threads pid has now; 0 when that cannot be read. */
+static int thread_count(pid_t pid)
+{
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "r");
+    int n = 0;
+    while (f && fgets(line, sizeof line, f) && sscanf(line, "Threads: %d", &n) != 1)
+        ;
+    if (f)
+        fclose(f);
+    return n;
+}
 
 #endif

@@ -67,11 +67,23 @@ static pid_t start_daemon(const char *spec)
     return pid;
 }
 
+/* Send sig to the daemon and reap it: its wait status, or -1 when it had not
+ * exited 20 s later (it is then killed: a failed check, not a hung suite). */
 static int stop_daemon(pid_t pid, int sig)
 {
     int status = -1;
     kill(pid, sig);
-    waitpid(pid, &status, 0);
+    uint64_t t0 = oni_now_ns();
+    pid_t got;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && oni_now_ns() - t0 < 20000000000ull)
+        usleep(5000);
+    if (got == 0) {
+        fprintf(stderr, "  the daemon (pid %d) did not exit within 20 s of signal %d: killed\n", (int)pid, sig);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        unlink(sock_path); /* SIGKILL left it */
+        status = -1;
+    }
     if (pid == daemon_pid)
         daemon_pid = 0;
     return status;
@@ -1693,34 +1705,35 @@ TEST(daemon_second_daemon_beside_a_stopped_one)
     serves_then_stops(pid);
 }
 
-/* A SIGTERM that lands on one of the daemon's other threads (a process's
- * signal goes to any thread that does not block it) stops it like one on
- * main: exit status 0, at once. The handler's flag was a volatile
- * sig_atomic_t, safe only on the thread that reads it; TSan reported the
- * race, and the daemon exited 66, in about 1 in 6 loaded runs of this suite
- * (before 2026-11-25). tgkill picks the thread here, so TSan sees it always. */
-TEST(daemon_sigterm_on_another_thread)
+/* SIGINT and SIGTERM are blocked in every thread of the daemon and taken by
+ * one of its own (tools/common/stopsig.h), so a stop never depends on which
+ * thread the kernel picks. With a handler, a SIGTERM right after the start
+ * was lost in TSan builds (TSan runs a handler at its thread's next
+ * intercepted call, and the thread of the start's probe connection ended
+ * first): the suite hung in CI on 2026-11-25, 3 of 1000 loaded starts here.
+ * Twenty stops right after a start, then one with a session's threads up. */
+TEST(daemon_stop_signals_taken_by_one_thread)
 {
+    for (int i = 0; i < 20; i++) {
+        pid_t pid = start_daemon(CARD_SPEC);
+        NEED_DAEMON(pid);
+        int status = stop_daemon(pid, i % 2 ? SIGINT : SIGTERM);
+        CHECK_EQ(status, 0);
+        if (status)
+            break; /* one is enough, not twenty 20 s waits */
+    }
     pid_t pid = start_daemon(CARD_SPEC);
     NEED_DAEMON(pid);
     int rc;
     oni_ctx ctx = open_daemon("", &rc); /* a session: connection threads */
     REQUIRE(ctx);
-    pid_t tid = other_thread_taking(pid, SIGTERM);
-    REQUIRE(tid > 0);
+    CHECK(thread_count(pid) > 2);
+    CHECK_EQ(threads_taking(pid, SIGTERM), 1); /* stopsig's, in sigwait */
+    CHECK_EQ(threads_taking(pid, SIGINT), 1);
     uint64_t t0 = oni_now_ns();
-    CHECK(send_to_thread(pid, tid, SIGTERM) == 0);
-    int status = -1, exited = 0;
-    while (!exited && oni_now_ns() - t0 < 10000000000ull)
-        if (!(exited = waitpid(pid, &status, WNOHANG) == pid))
-            usleep(10000);
-    fprintf(stderr, "  SIGTERM to thread %d of %d: %s after %.0f ms, status %d\n", (int)tid, (int)pid,
-            exited ? "exited" : "still running", (oni_now_ns() - t0) / 1e6, status);
-    if (!exited)
-        stop_daemon(pid, SIGKILL);
-    else
-        daemon_pid = 0;
-    CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    int status = stop_daemon(pid, SIGTERM);
+    fprintf(stderr, "  SIGTERM with a session open: status %d after %.0f ms\n", status, (oni_now_ns() - t0) / 1e6);
+    CHECK_EQ(status, 0);
     CHECK(oni_now_ns() - t0 < 3000000000ull);
     oni_destroy_ctx(ctx);
 }

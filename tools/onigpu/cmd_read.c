@@ -2,7 +2,6 @@
  * second, then per-device counts and rates, verification results (test
  * driver), per-device drops and rates in acquisition-clock time (emu driver)
  * and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS). */
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <time.h>
 #include "cli.h"
 #include "cli_oni.h"
+#include "common/stopsig.h"
 #include "onigpu.h"
 #include "oniemu.h"
 #include "oninet.h"
@@ -59,9 +59,9 @@ struct read_opts {
     const char *truth; /* --truth: ground-truth CSV (emu driver) */
 };
 
-/* Atomic: with the emu driver the handler may run on one of the card's threads. */
+/* Set on SIGINT/SIGTERM by stopsig's thread, read by the streaming loop. */
 static atomic_int interrupted;
-static void on_sigint(int sig) { (void)sig; atomic_store(&interrupted, 1); }
+static void on_stop(void *arg) { (void)arg; atomic_store(&interrupted, 1); }
 
 static double now_s(void) { return (double)oni_now_ns() / 1e9; }
 
@@ -315,10 +315,17 @@ static int read_run(int argc, char **argv)
     struct read_opts o;
     if (parse_args(argc, argv, &o))
         return cli_usage(&cli_cmd_read);
-    oni_ctx ctx = cli_conn_open(&o.conn);
-    if (!ctx)
+    int rc = stopsig_start(on_stop, NULL); /* before the driver starts threads */
+    if (rc) {
+        fprintf(stderr, "onigpu read: cannot take SIGINT/SIGTERM: %s\n", strerror(rc));
         return 1;
-    int status = 1, rc;
+    }
+    oni_ctx ctx = cli_conn_open(&o.conn);
+    if (!ctx) {
+        stopsig_end();
+        return 1;
+    }
+    int status = 1;
     static uint16_t slot[0x10000];
     oni_size_t n = 0;
     uint64_t unknown = 0, badframes = 0;
@@ -377,11 +384,7 @@ static int read_run(int argc, char **argv)
         cli_fail("cannot start acquisition", rc);
         goto out;
     }
-    struct sigaction sa = {0}, old;
-    sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, &old);
     rc = stream(ctx, &o, s, slot, &unknown, &badframes, &secs);
-    sigaction(SIGINT, &old, NULL);
     oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
     x.dropped = emu && read_dropped(ctx, s, n);
     print_summary(s, n, unknown, secs > 0 ? secs : 1e-9, &x);
@@ -407,5 +410,6 @@ static int read_run(int argc, char **argv)
 out:
     free(s);
     oni_destroy_ctx(ctx);
+    stopsig_end();
     return status;
 }

@@ -1,10 +1,11 @@
 /* cmd_serve.c - `onigpu serve`: hand a driver (and the hardware it holds) to
  * `net` clients on other machines (src/drivers/net/netserve.h, docs/net.md). */
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
 #include "cli_oni.h"
+#include "common/stopsig.h"
 #include "drivers/net/netproto.h"
 #include "drivers/net/netserve.h"
 
@@ -18,13 +19,15 @@ CLI_COMMAND(serve, "serve", "[--driver NAME] [--listen HOST:PORT] [--sessions N]
             "  --sessions N       exit after N client sessions have ended, default: until SIGINT or SIGTERM\n",
             serve_run)
 
-static struct netserve *running;
+/* The server SIGINT/SIGTERM stop; closed only after stopsig_end. */
+static struct netserve *_Atomic running;
 
-static void on_signal(int sig)
+static void on_stop(void *arg)
 {
-    (void)sig;
-    if (running)
-        netserve_stop(running);
+    (void)arg;
+    struct netserve *s = atomic_load(&running);
+    if (s)
+        netserve_stop(s);
 }
 
 static int serve_run(int argc, char **argv)
@@ -44,21 +47,23 @@ static int serve_run(int argc, char **argv)
             return cli_usage(&cli_cmd_serve);
         }
     }
-    struct netserve *s;
-    char err[256];
-    int rc = netserve_open(driver, listen, stdout, &s, err, sizeof err);
+    int rc = stopsig_start(on_stop, NULL); /* before the served driver starts threads */
     if (rc) {
-        fprintf(stderr, "onigpu serve: %s\n", err);
+        fprintf(stderr, "onigpu serve: cannot take SIGINT/SIGTERM: %s\n", strerror(rc));
         return 1;
     }
-    running = s;
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    struct netserve *s;
+    char err[256];
+    if ((rc = netserve_open(driver, listen, stdout, &s, err, sizeof err))) {
+        fprintf(stderr, "onigpu serve: %s\n", err);
+        stopsig_end();
+        return 1;
+    }
+    atomic_store(&running, s);
     printf("onigpu serve: driver %s on %s\n", driver, netserve_addr(s));
     fflush(stdout);
     rc = netserve_run(s, sessions);
-    running = NULL;
+    stopsig_end();
     netserve_close(s);
     return rc ? cli_fail("serving stopped", rc) : 0;
 }

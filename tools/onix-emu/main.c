@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench.h"
+#include "common/stopsig.h"
 #include "drivers/emu/emuproto.h"
 #include "emu/dma.h"
 #include "emu/emu.h"
@@ -105,21 +106,19 @@ static struct conn *g_conns;
 static int g_nconn;
 static struct session *g_active; /* the session new channels may attach to */
 static unsigned g_sessions;      /* sessions started (g_lock) */
-/* Set by the signal handler, read by main. Atomic, not volatile sig_atomic_t:
- * the handler runs on whichever thread the signal finds, often not main. */
+/* Set on SIGINT/SIGTERM by stopsig's thread, read by main. */
 static atomic_int g_stop;
 static int g_quit;                    /* stopping: read by connection threads (g_lock) */
 static const char *g_spec = "";
 static int g_wake[2] = {-1, -1};
 
-static void on_signal(int sig)
+static void on_stop(void *arg)
 {
+    (void)arg;
     atomic_store(&g_stop, 1);
-    int saved = errno;
     if (write(g_wake[1], "x", 1) < 0) {
-        /* nothing to do: the flag is set */
+        /* nothing to do: the flag is set, and a full pipe already wakes main */
     }
-    errno = saved;
 }
 
 /* --- GPU memory of the client ------------------------------------------------ */
@@ -893,6 +892,16 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK)) {
+        perror("onix-emu: pipe");
+        return 1;
+    }
+    int rc = stopsig_start(on_stop, NULL); /* before any thread starts */
+    if (rc) {
+        fprintf(stderr, "onix-emu: cannot take SIGINT/SIGTERM: %s\n", strerror(rc));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
     /* Check the default spec now rather than at the first client. */
     char err[256] = "";
     struct emu_card *probe;
@@ -901,16 +910,6 @@ int main(int argc, char **argv)
         return 2;
     }
     emu_card_destroy(probe);
-
-    if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK)) {
-        perror("onix-emu: pipe");
-        return 1;
-    }
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     int ls = listen_on(path);
     if (ls < 0)
@@ -946,6 +945,7 @@ int main(int argc, char **argv)
             }
         }
     }
+    stopsig_end();
     close(ls);
     unlink(path);
     stop_all();
