@@ -1,5 +1,5 @@
 /* daemon_spawn.h - start the built onix-emu daemon for a test, on a socket
- * of the test's own, and connect to it (test_daemon.c, xfer_daemon.h). */
+ * of the test's own, connect to it and stop it (test_daemon.c, xfer_daemon.h). */
 #ifndef DAEMON_SPAWN_H
 #define DAEMON_SPAWN_H
 
@@ -65,6 +65,27 @@ static inline pid_t daemon_spawn(const char *path, const char *spec, rlim_t nofi
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return -1;
+}
+
+/* Send sig to the daemon at pid (its socket: path) and reap it: its wait
+ * status, or -1 when it had not exited 20 s later; it is then killed and its
+ * socket removed, so that a daemon that ignores a stop fails a check rather
+ * than hangs the suite. */
+static inline int daemon_stop(pid_t pid, int sig, const char *path)
+{
+    int status = -1;
+    kill(pid, sig);
+    pid_t got = 0;
+    for (int i = 0; i < 4000 && (got = waitpid(pid, &status, WNOHANG)) == 0; i++)
+        usleep(5000);
+    if (got == 0) {
+        fprintf(stderr, "  the daemon (pid %d) did not exit within 20 s of signal %d: killed\n", (int)pid, sig);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        unlink(path);
+        status = -1;
+    }
+    return status;
 }
 
 #endif

@@ -67,23 +67,10 @@ static pid_t start_daemon(const char *spec)
     return pid;
 }
 
-/* Send sig to the daemon and reap it: its wait status, or -1 when it had not
- * exited 20 s later (it is then killed: a failed check, not a hung suite). */
+/* daemon_stop, and the daemon is no longer left over. */
 static int stop_daemon(pid_t pid, int sig)
 {
-    int status = -1;
-    kill(pid, sig);
-    uint64_t t0 = oni_now_ns();
-    pid_t got;
-    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && oni_now_ns() - t0 < 20000000000ull)
-        usleep(5000);
-    if (got == 0) {
-        fprintf(stderr, "  the daemon (pid %d) did not exit within 20 s of signal %d: killed\n", (int)pid, sig);
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        unlink(sock_path); /* SIGKILL left it */
-        status = -1;
-    }
+    int status = daemon_stop(pid, sig, sock_path);
     if (pid == daemon_pid)
         daemon_pid = 0;
     return status;

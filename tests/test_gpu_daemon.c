@@ -476,9 +476,7 @@ TEST(gpu_daemon_stop_ends_a_waiting_dma)
     CHECK_RC(emup_send(gpu, EMUP_GPU_DMA, 1, &d, sizeof d, -1), 0);
     usleep(300000); /* the daemon waits in the card */
     uint64_t t0 = oni_now_ns();
-    kill(pid, SIGTERM);
-    int status = -1;
-    waitpid(pid, &status, 0);
+    int status = daemon_stop(pid, SIGTERM, xd_sock);
     double ms = (double)(oni_now_ns() - t0) / 1e6;
     CHECK(ms < 3000);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -39,11 +39,7 @@ static inline pid_t xd_start(const char *spec)
         SKIP("no onix-emu: set ONIGPU_BIN to the build directory");                    \
     REQUIRE(pid > 0)
 
-static inline void xd_stop(pid_t pid)
-{
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-}
+static inline void xd_stop(pid_t pid) { daemon_stop(pid, SIGTERM, xd_sock); }
 
 /* One raw request and its status answer: the answer's rc (its value in
  * *value when not NULL), or a transport error. */
