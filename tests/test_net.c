@@ -611,6 +611,26 @@ TEST(net_server_survives_a_bad_client)
     CHECK(closed_by_server(g));
     close(g);
 
+    /* another version of onigpu: an answer saying so (and the server's
+     * version), then the connection closes */
+    g = raw_connect(addr);
+    REQUIRE(g >= 0);
+    struct {
+        struct netp_hdr h;
+        struct netp_call q;
+    } old_hello = {{NETP_MAGIC, NETP_VERSION - 1, NETP_HELLO, 7, sizeof(struct netp_call)}, {0, 0, 0}};
+    CHECK(write(g, &old_hello, sizeof old_hello) == (ssize_t)sizeof old_hello);
+    struct netp_hdr r = {0};
+    uint64_t dl = oni_now_ns() + 5000000000ull;
+    CHECK_RC(netp_recv(g, &r, sizeof r, dl), 0);
+    CHECK_RC(netp_check_hdr(&r, 1), 0);
+    CHECK(r.type == (NETP_HELLO | NETP_REPLY) && r.seq == 7 && r.len == sizeof a);
+    CHECK_RC(netp_recv(g, &a, sizeof a, dl), 0);
+    CHECK_RC(a.status, ONI_EBADCONTROLLER);
+    CHECK_EQ(a.value, NETP_VERSION);
+    CHECK(closed_by_server(g));
+    close(g);
+
     int ctrl = raw_connect(addr), data = raw_connect(addr), other = raw_connect(addr);
     REQUIRE(ctrl >= 0 && data >= 0 && other >= 0);
     REQUIRE(raw_call(other, NETP_READ, ONI_READ_STREAM_DATA, 16, 0, &a, name, 0) == 0);

@@ -455,7 +455,13 @@ void netserve_conn(struct netserve *s, int fd)
         struct netp_hdr h;
         struct netp_call q;
         size_t extra;
-        if (read_request(fd, ss ? 0 : first, &h, &q, &b, &extra))
+        int rc = read_request(fd, ss ? 0 : first, &h, &q, &b, &extra);
+        if (rc == ONI_EBADCONTROLLER && h.magic == NETP_MAGIC && h.version != NETP_VERSION) {
+            /* another onigpu: say why before closing (the value: our version) */
+            say(s, "refused a client of protocol version %u (this server: %u)\n", h.version, NETP_VERSION);
+            answer(fd, &h, ONI_EBADCONTROLLER, NETP_VERSION, 0, NULL, 0, oni_ms_from_now(1000));
+        }
+        if (rc)
             break;
         if (ss ? serve(s, ss, chan, fd, &h, &q, &b, extra) : join(s, fd, &h, &q, &ss, &chan))
             break;
