@@ -87,7 +87,8 @@ static size_t frame(uint8_t *out, uint32_t seq, uint16_t type, uint32_t what, ui
     struct netp_call q = {what, arg, 0};
     memcpy(out, &h, sizeof h);
     memcpy(out + sizeof h, &q, sizeof q);
-    memcpy(out + sizeof h + sizeof q, x, n);
+    if (n)
+        memcpy(out + sizeof h + sizeof q, x, n); /* x may be NULL for none */
     return sizeof h + sizeof q + n;
 }
 

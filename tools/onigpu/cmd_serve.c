@@ -19,12 +19,15 @@ CLI_COMMAND(serve, "serve", "[--driver NAME] [--listen HOST:PORT] [--sessions N]
             "  --sessions N       exit after N client sessions have ended, default: until SIGINT or SIGTERM\n",
             serve_run)
 
-/* The server SIGINT/SIGTERM stop; closed only after stopsig_end. */
+/* The server SIGINT/SIGTERM stop (NULL until it is open; closed only after
+ * stopsig_end, so on_stop never sees it freed), and whether one came. */
 static struct netserve *_Atomic running;
+static atomic_int stop_asked;
 
 static void on_stop(void *arg)
 {
     (void)arg;
+    atomic_store(&stop_asked, 1);
     struct netserve *s = atomic_load(&running);
     if (s)
         netserve_stop(s);
@@ -60,6 +63,8 @@ static int serve_run(int argc, char **argv)
         return 1;
     }
     atomic_store(&running, s);
+    if (atomic_load(&stop_asked)) /* a signal while it opened */
+        netserve_stop(s);
     printf("onigpu serve: driver %s on %s\n", driver, netserve_addr(s));
     fflush(stdout);
     rc = netserve_run(s, sessions);

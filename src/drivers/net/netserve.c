@@ -456,8 +456,10 @@ void netserve_conn(struct netserve *s, int fd)
         struct netp_call q;
         size_t extra;
         int rc = read_request(fd, ss ? 0 : first, &h, &q, &b, &extra);
-        if (rc == ONI_EBADCONTROLLER && h.magic == NETP_MAGIC && h.version != NETP_VERSION) {
-            /* another onigpu: say why before closing (the value: our version) */
+        if (rc == ONI_EBADCONTROLLER && h.magic == NETP_MAGIC && h.version != NETP_VERSION &&
+            h.type >= NETP_HELLO && h.type < NETP_NTYPE) {
+            /* another onigpu: say why before closing (the value: our version),
+             * in an answer of a type we know (fuzz_net found one we did not) */
             say(s, "refused a client of protocol version %u (this server: %u)\n", h.version, NETP_VERSION);
             answer(fd, &h, ONI_EBADCONTROLLER, NETP_VERSION, 0, NULL, 0, oni_ms_from_now(1000));
         }

@@ -93,7 +93,7 @@ for name, data in seeds.items():
 
 # fuzz_net (tests/fuzz/fuzz_net.c). Types: src/drivers/net/netproto.h.
 HELLO, ATTACH, NINIT, NREAD, NWRITE, CREAD, CWRITE, OPTCB, SETOPT, GETOPT = range(1, 11)
-REPLY, MAGIC, VERSION = 0x80, 0x54454E4F, 1
+REPLY, MAGIC, VERSION = 0x80, 0x54454E4F, 2  # NETP_VERSION
 
 
 def rec(t, what, arg, extra=b""):
@@ -114,6 +114,11 @@ net_seeds = {
     "records_options": bytes([1]) + rec(SETOPT, 0x4F470400, 0, b"abcd") + rec(GETOPT, 0x4F470400, 40) +
     rec(NINIT, -1, 0) + rec(GETOPT, 0x4F470401, 4),
     "raw_hello": bytes([0]) + struct.pack("<IHHII", MAGIC, VERSION, HELLO, 1, 16) + bytes(16),
+    # another version's client: answered (a known type) or closed on
+    "raw_other_version": bytes([0]) + struct.pack("<IHHII", MAGIC, VERSION - 1, HELLO, 1, 16) + bytes(16),
+    # ... of a type no version has: closed on, no answer (an answer of type 0x7D81 was fuzz_net's find)
+    "raw_other_version_unknown_type": bytes([0]) + struct.pack("<IHHII", MAGIC, VERSION - 1, 0x7D01, 0xFE000001, 0x089CFFFF) +
+    bytes(16),
     # mode 2: CTRL answers HELLO then INIT; DATA and WRITE answer their ATTACH
     "answers": bytes([2]) + b"".join(
         struct.pack("<H", len(p)) + p for p in (answer(HELLO, 1, token=7, extra=b"test 1.0.0") + answer(NINIT, 2),
