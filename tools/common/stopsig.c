@@ -4,13 +4,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 
 static struct watcher {
     sigset_t set;
     void (*on_stop)(void *);
     void *arg;
     pthread_t thread;
-    int running;
+    int running;        /* main's only */
+    atomic_int ending;  /* the next signal is stopsig_end's */
 } watcher;
 
 static void *watch(void *p)
@@ -18,15 +20,12 @@ static void *watch(void *p)
     struct watcher *w = p;
     for (;;) {
         int sig;
-        if (sigwait(&w->set, &sig) == 0) {
-            /* not cancelled halfway: on_stop may hold a lock or write a pipe */
-            int was;
-            pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &was);
-            w->on_stop(w->arg);
-            pthread_setcancelstate(was, NULL);
-        }
+        if (sigwait(&w->set, &sig))
+            continue;
+        if (atomic_load(&w->ending))
+            return NULL;
+        w->on_stop(w->arg);
     }
-    return NULL;
 }
 
 int stopsig_start(void (*on_stop)(void *arg), void *arg)
@@ -36,6 +35,7 @@ int stopsig_start(void (*on_stop)(void *arg), void *arg)
         return EBUSY;
     w->on_stop = on_stop;
     w->arg = arg;
+    atomic_store(&w->ending, 0);
     sigemptyset(&w->set);
     sigaddset(&w->set, SIGINT);
     sigaddset(&w->set, SIGTERM);
@@ -55,7 +55,8 @@ void stopsig_end(void)
 {
     if (!watcher.running)
         return;
-    pthread_cancel(watcher.thread); /* sigwait is a cancellation point */
+    atomic_store(&watcher.ending, 1);
+    pthread_kill(watcher.thread, SIGTERM); /* to the watcher alone: it returns */
     pthread_join(watcher.thread, NULL);
     watcher.running = 0;
 }

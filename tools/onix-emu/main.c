@@ -907,13 +907,16 @@ int main(int argc, char **argv)
     struct emu_card *probe;
     if (emu_card_create(g_spec[0] ? g_spec : NULL, &probe, err, sizeof err)) {
         fprintf(stderr, "onix-emu: bad --spec \"%s\": %s\n", g_spec, err);
+        stopsig_end();
         return 2;
     }
     emu_card_destroy(probe);
 
     int ls = listen_on(path);
-    if (ls < 0)
+    if (ls < 0) {
+        stopsig_end();
         return 1;
+    }
     fprintf(stderr, "onix-emu: listening on %s (spec \"%s\")\n", path, g_spec);
     pthread_t gt;
     int probing = !pthread_create(&gt, NULL, gpu_start, NULL);
