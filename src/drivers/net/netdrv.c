@@ -417,13 +417,8 @@ static int take_ahead(struct netdrv *d, struct chan *ch, void *data, size_t cap,
 {
     struct kept *k = &d->data;
     *direct = data && cap >= d->ahead_size;
-    if (!*direct && k->cap < d->ahead_size) { /* asked for more than the kept buffer holds */
-        uint8_t *b = realloc(k->buf, d->ahead_size);
-        if (!b)
-            return ONI_EBADALLOC;
-        k->buf = b;
-        k->cap = d->ahead_size;
-    }
+    if (!*direct && netp_grow(&k->buf, &k->cap, d->ahead_size)) /* asked for more than the kept buffer holds */
+        return ONI_EBADALLOC;
     struct netp_answer a;
     size_t got;
     d->ahead = 0;
@@ -561,19 +556,6 @@ static int wr_size(struct netdrv *d, uint32_t *n)
     return 0;
 }
 
-/* Room of n bytes to stage a block of device memory in (its connection's lock held). */
-static uint8_t *stage(struct stage *st, size_t n)
-{
-    if (n > st->cap) {
-        uint8_t *p = realloc(st->buf, n);
-        if (!p)
-            return NULL;
-        st->buf = p;
-        st->cap = n;
-    }
-    return st->buf;
-}
-
 /* ONI_DRV_READ / ONI_DRV_WRITE: one block of the GPU streams through the GPU
  * (GPUW) connection, into (out of) a buffer of this process given as onigpu.h says
  * (the buffer itself, size 4 or 8, or an onigpu_buf_t): host memory straight
@@ -612,7 +594,8 @@ static int gpu_block(struct netdrv *d, int write, const void *value, size_t len)
         return ONI_EINVALARG; /* a block larger than the protocol carries */
     struct chan *ch = &d->ch[write ? NETP_CHAN_GPUW : NETP_CHAN_GPU];
     pthread_mutex_lock(&ch->lock);
-    uint8_t *host = dev ? stage(&d->stage[write], room) : p;
+    struct stage *sb = &d->stage[write]; /* device memory's staging room (its connection's lock held) */
+    uint8_t *host = !dev ? p : netp_grow(&sb->buf, &sb->cap, room) ? NULL : sb->buf;
     struct netp_call q = {0, write ? n : (uint32_t)(cap < NETP_MAXXFER ? cap : NETP_MAXXFER), 0};
     struct netp_answer a = {0, 0, 0};
     size_t got = 0;

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -15,6 +16,18 @@ int netp_names_memory(int opt)
 {
     return opt == ONI_DRV_PIN || opt == ONI_DRV_UNPIN || opt == ONI_DRV_READ || opt == ONI_DRV_WRITE ||
            opt == ONI_DRV_READ_ASYNC || opt == ONI_DRV_WRITE_ASYNC;
+}
+
+int netp_grow(uint8_t **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    uint8_t *p = realloc(*buf, n);
+    if (!p)
+        return ONI_EBADALLOC;
+    *buf = p;
+    *cap = n;
+    return 0;
 }
 
 size_t netp_max_extra(uint16_t t, int answer)

@@ -112,6 +112,10 @@ int netp_resolve(const char *addr, int passive, struct addrinfo **res);
  * NETP_GPU_READ / NETP_GPU_WRITE instead. */
 int netp_names_memory(int opt);
 
+/* Make *buf (of *cap bytes) hold at least n: 0, or ONI_EBADALLOC with
+ * *buf and *cap as they were. */
+int netp_grow(uint8_t **buf, size_t *cap, size_t n);
+
 /* Where a client connects when nothing else says (oninet.h's ONIGPU_NET). */
 #define NETP_DEFAULT_ADDR "127.0.0.1:9455"
 

@@ -84,17 +84,6 @@ struct bufs {
     size_t in_cap, out_cap;
 };
 
-static int grow(uint8_t **p, size_t *cap, size_t n)
-{
-    if (n <= *cap)
-        return 0;
-    uint8_t *q = realloc(*p, n);
-    if (!q)
-        return ONI_EBADALLOC;
-    *p = q;
-    *cap = n;
-    return 0;
-}
 
 static void say(struct netserve *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct netserve *s, const char *fmt, ...)
@@ -127,7 +116,7 @@ static int read_request(int fd, uint64_t deadline, struct netp_hdr *h, struct ne
     if (rc)
         return rc;
     *extra = h->len - sizeof *q;
-    if ((rc = grow(&b->in, &b->in_cap, *extra)))
+    if ((rc = netp_grow(&b->in, &b->in_cap, *extra)))
         return rc;
     return netp_recv(fd, b->in, *extra, deadline);
 }
@@ -334,7 +323,7 @@ static int32_t call_driver(struct netserve *s, struct session *ss, uint16_t t, c
             atomic_store(&ss->initialized, 1);
     } else if (t == NETP_READ) {
         size_t want = q->arg < NETP_MAXXFER ? q->arg : NETP_MAXXFER;
-        st = grow(&b->out, &b->out_cap, want);
+        st = netp_grow(&b->out, &b->out_cap, want);
         if (!st && want) /* nothing asked: nothing to ask the driver (its buffer could be NULL) */
             st = d->read_stream(ss->dctx, (oni_read_stream_t)q->what, b->out, want);
         if (st > (int32_t)want)
@@ -363,7 +352,7 @@ static int32_t call_driver(struct netserve *s, struct session *ss, uint16_t t, c
         st = (int)q->what == ONI_DRV_EMU_TRUTH_FILE ? ONI_EUNIMPL : d->set_opt(ss->dctx, (int)q->what, in, extra);
     } else if (t == NETP_GET_OPT) {
         size_t cap = q->arg < NETP_MAXOPT ? q->arg : NETP_MAXOPT, len = cap;
-        st = grow(&b->out, &b->out_cap, cap ? cap : 1);
+        st = netp_grow(&b->out, &b->out_cap, cap ? cap : 1);
         if (!st)
             st = d->get_opt(ss->dctx, (int)q->what, b->out, &len);
         if (st >= 0 && len > cap)
@@ -396,7 +385,7 @@ static int32_t gpu_block(struct netserve *s, struct session *ss, uint16_t t, con
         if (st >= 0 && q->arg && q->arg < n)
             st = ONI_EBUFFERSIZE;
         if (st >= 0)
-            st = grow(&b->out, &b->out_cap, n);
+            st = netp_grow(&b->out, &b->out_cap, n);
     } else if (!extra) {
         st = ONI_EINVALARG;
     }
