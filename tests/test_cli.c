@@ -10,6 +10,7 @@
 #include "unit.h"
 #include "oni.h"
 #include "oninet.h"
+#include "onitest.h"
 #include "signals.h"
 #include "result_set.h"
 #include "bench/bench_emu.h"
@@ -252,6 +253,123 @@ TEST(read_bad_arguments)
     CHECK_EQ(RUN("read", "--driver", "test", "--block", "0x40000004", "--frames", "10"), 1);
     HAS("block size 1073741828 refused");
     HAS("at most 1 GiB");
+}
+
+/* Check a recording of the test driver in dir (tools/onigpu/record.h): every
+ * file named in devices.csv holds exactly its frames' whole records, each
+ * record a frame whose contents and counter onitest_check_frame accepts, in
+ * order from counter 0 with rising times. Returns the frames counted, or
+ * -1 after a failed check; *whole_only: only check that files hold whole
+ * records (a recording cut short by a failed write). */
+static long long check_recording(const char *dir, int whole_only)
+{
+    char path[512], line[256];
+    snprintf(path, sizeof path, "%s/devices.csv", dir);
+    FILE *csv = fopen(path, "r");
+    if (!csv) {
+        UNIT_FAIL("no %s", path);
+        return -1;
+    }
+    long long total = 0;
+    int rows = 0, ok = fgets(line, sizeof line, csv) && !strncmp(line, "file,idx,hub_dev,id,name,", 25);
+    while (ok && fgets(line, sizeof line, csv)) {
+        char file[64], hubdev[16], name[32];
+        unsigned idx, id, ver, rsize;
+        size_t rec;
+        unsigned long long frames;
+        if (sscanf(line, "%63[^,],%u,%15[^,],%u,%31[^,],%u,%u,%zu,%llu", file, &idx, hubdev, &id, name, &ver,
+                   &rsize, &rec, &frames) != 9 || rec != 8 + (size_t)rsize) {
+            UNIT_FAIL("bad devices.csv row: %s", line);
+            ok = 0;
+            break;
+        }
+        rows++;
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        FILE *f = fopen(path, "rb");
+        uint8_t *buf = malloc(rec);
+        uint64_t expect = 0, n = 0, last_time = 0;
+        while (f && buf && fread(buf, 1, rec, f) == rec) {
+            uint64_t t;
+            memcpy(&t, buf, 8);
+            oni_frame_t fr = {.time = t, .dev_idx = idx, .data_sz = rsize, .data = (char *)buf + 8};
+            uint64_t before = expect;
+            if (!whole_only && (onitest_check_frame(&fr, &expect) != 0 || (n && fr.time <= last_time))) {
+                UNIT_FAIL("%s: record %llu is not frame %llu of device %u", file, (unsigned long long)n,
+                          (unsigned long long)before, idx);
+                ok = 0;
+                break;
+            }
+            last_time = fr.time;
+            n++;
+        }
+        if (ok && (!f || ferror(f) || ftell(f) != (long)(n * rec) || n != frames)) {
+            UNIT_FAIL("%s: %llu whole records, %ld bytes, devices.csv says %llu frames of %zu bytes", file,
+                      (unsigned long long)n, f ? ftell(f) : -1L, frames, rec);
+            ok = 0;
+        }
+        total += (long long)n;
+        free(buf);
+        if (f)
+            fclose(f);
+    }
+    fclose(csv);
+    if (ok && !rows)
+        UNIT_FAIL("devices.csv lists no file");
+    return ok && rows ? total : -1;
+}
+
+/* --record DIR: a file per readable device, whole records, devices.csv;
+ * a directory holding a recording is refused, and so is one that cannot be made. */
+TEST(read_record_writes_every_frame)
+{
+    NEED_BIN();
+    char dir[64], arg[80];
+    snprintf(dir, sizeof dir, "/tmp/onigpu-test-record-%d", (int)getpid());
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+    snprintf(arg, sizeof arg, "%s/run1", dir);
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "30000", "--block", "4K", "--verify", "--record", arg), 0);
+    HAS("recorded into ");
+    HAS("verify: ok");
+    CHECK_EQ(check_recording(arg, 0), 30000);
+    /* the test driver's 8 readable devices; its write-only ones get no file */
+    CHECK(unit_sh("test $(ls %s | wc -l) = 9", arg) == 0);
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--record", arg), 1);
+    HAS("holds a recording already");
+    CHECK_EQ(check_recording(arg, 0), 30000); /* untouched */
+    /* a file left in the way (another program's, a crashed recording's) is not overwritten */
+    CHECK(unit_sh("mkdir -p %s/run2 && echo keep > %s/run2/hub0-dev1.raw", dir, dir) == 0);
+    snprintf(arg, sizeof arg, "%s/run2", dir);
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--record", arg), 1);
+    HAS("cannot create ");
+    CHECK(unit_sh("test \"$(cat %s/hub0-dev1.raw)\" = keep && test $(ls %s | wc -l) = 1", arg, arg) == 0);
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--record", "/dev/null/rec"), 1);
+    HAS("cannot make the directory /dev/null/rec");
+    CHECK_EQ(RUN("read", "--driver", "test", "--record"), 2);
+    HAS("bad argument '--record'");
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+}
+
+/* A write that fails (here a file size limit, as a full disk would) stops
+ * the read with exit 1 and a message naming the file; every file still
+ * holds whole records only, and devices.csv counts them. */
+TEST(read_record_write_failure_keeps_whole_records)
+{
+    NEED_BIN();
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/onigpu-test-recfail-%d", (int)getpid());
+    CHECK(unit_sh("rm -rf %s && mkdir -p %s", dir, dir) == 0);
+    /* SIGXFSZ ignored, so that a write past the limit fails with EFBIG */
+    int st = unit_sh("cd %s && trap '' XFSZ && ulimit -f 2000 && exec \"$ONIGPU_BIN/onigpu\" read --driver test "
+                     "--frames 2000000 --record rec >out.txt 2>&1",
+                     dir);
+    CHECK_EQ(st, 1);
+    CHECK(unit_sh("grep -q 'recording stopped: cannot write rec/hub.-dev.\\.raw: File too large' %s/out.txt", dir) == 0);
+    char rec[80];
+    snprintf(rec, sizeof rec, "%s/rec", dir);
+    long long n = check_recording(rec, 1);
+    CHECK(n > 0);
+    CHECK(n < 2000000);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* Sizes: K, M, G are powers of 1024 with or without "iB", "kB" powers of 1000,

@@ -164,6 +164,10 @@ int bench_fit_model(const double *size, const double *t_ns, size_t n, int weight
  * caller's bench_report_meta entries. Times in the date are UTC. */
 struct bench_report;
 
+/* mkdir -p: make dir and its missing parents. 0, ONI_EBADALLOC, or
+ * ONI_EPATHINVALID (one could not be made, or dir is not a directory). */
+int bench_make_dirs(const char *dir);
+
 /* Start a result set. argv/argc: the command line to record (may be NULL/0);
  * gpu: GPU name or NULL. Creates dir (and its parents) if missing. Returns NULL and
  * sets *err (ONI_EINVALARG, ONI_EBADALLOC, ONI_EPATHINVALID) on failure. */

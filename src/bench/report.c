@@ -318,8 +318,7 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
     return rc ? ONI_EBADALLOC : ONI_ESUCCESS;
 }
 
-/* mkdir -p for a directory path. */
-static int make_dirs(const char *dir)
+int bench_make_dirs(const char *dir)
 {
     char *p = dup_str(dir);
     if (!p)
@@ -350,7 +349,7 @@ struct bench_report *bench_report_open(const char *dir, const char *name, int ar
     struct bench_report *r = NULL;
     if (!dir || !*dir || !name || !*name || strchr(name, '/') || argc < 0 || (argc && !argv))
         goto fail;
-    e = make_dirs(dir);
+    e = bench_make_dirs(dir);
     if (e)
         goto fail;
     e = ONI_EBADALLOC;

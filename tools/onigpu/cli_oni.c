@@ -76,6 +76,22 @@ oni_ctx cli_conn_open(const struct cli_conn *c)
     return ctx;
 }
 
+int cli_devtable(oni_ctx ctx, oni_device_t **t, oni_size_t *n)
+{
+    size_t len = sizeof *n;
+    int rc = oni_get_opt(ctx, ONI_OPT_NUMDEVICES, n, &len);
+    if (rc)
+        return rc;
+    if (!(*t = calloc(*n ? *n : 1, sizeof **t)))
+        return ONI_EBADALLOC;
+    len = *n * sizeof **t;
+    if ((rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, *t, &len))) {
+        free(*t);
+        *t = NULL;
+    }
+    return rc;
+}
+
 int cli_parse_u64(const char *s, uint64_t *out)
 {
     /* strtoull would skip leading space and take a sign ("-5" is 2^64 - 5) */

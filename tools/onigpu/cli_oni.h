@@ -28,6 +28,10 @@ int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i);
  * after printing the error. */
 oni_ctx cli_conn_open(const struct cli_conn *c);
 
+/* The device table of an initialized ctx: *t (calloc'ed, the caller frees
+ * it; never NULL on success) and *n. 0 or the ONI error (ONI_EBADALLOC). */
+int cli_devtable(oni_ctx ctx, oni_device_t **t, oni_size_t *n);
+
 /* If argv[*i] is "--name VALUE" or "--name=VALUE", set *value, advance *i past
  * it and return 1; 0 if argv[*i] is another argument; -1 if VALUE is missing. */
 int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value);

@@ -129,14 +129,8 @@ static int info_run(int argc, char **argv)
 
     int status = 0;
     oni_size_t n = 0;
-    size_t len = sizeof n;
-    int rc = oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &len);
-    oni_device_t *table = rc ? NULL : calloc(n ? n : 1, sizeof *table);
-    if (!rc && !table)
-        rc = ONI_EBADALLOC;
-    len = n * sizeof *table;
-    if (!rc)
-        rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, table, &len);
+    oni_device_t *table = NULL;
+    int rc = cli_devtable(ctx, &table, &n);
     if (rc) {
         status = cli_fail("cannot read the device table", rc);
     } else {

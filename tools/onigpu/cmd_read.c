@@ -1,7 +1,8 @@
 /* cmd_read.c - `onigpu read`: stream frames, print a live rate once a
  * second, then per-device counts and rates, verification results (test
  * driver), per-device drops and rates in acquisition-clock time (emu driver)
- * and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS). */
+ * and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS); with
+ * --record DIR every frame also goes to its device's file (record.h). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include "cli.h"
 #include "cli_oni.h"
+#include "record.h"
 #include "common/stopsig.h"
 #include "onigpu.h"
 #include "oniemu.h"
@@ -31,7 +33,7 @@ static int serves_test_frames(oni_ctx ctx)
 
 static int read_run(int argc, char **argv);
 CLI_COMMAND(read, "read",
-            "[--driver NAME] [--emu SPEC] [--net HOST:PORT] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE]",
+            "[--driver NAME] [--emu SPEC] [--net HOST:PORT] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE] [--record DIR]",
             "stream frames: live rate, per-device counts, frames/s, MB/s, drops, content verification", NULL, read_run)
 
 struct dev_stat {
@@ -57,6 +59,7 @@ struct read_opts {
     uint64_t block;   /* 0: the library's default */
     int verify;
     const char *truth; /* --truth: ground-truth CSV (emu driver) */
+    const char *record; /* --record: directory of the recording, or NULL */
 };
 
 /* Set on SIGINT/SIGTERM by stopsig's thread, read by the streaming loop. */
@@ -102,6 +105,9 @@ static int parse_args(int argc, char **argv, struct read_opts *o)
         } else if ((rc = cli_opt_value("--truth", argc, argv, &i, &o->truth))) {
             if (rc < 0 || !*o->truth)
                 return bad_arg(argv, start, i, NULL);
+        } else if ((rc = cli_opt_value("--record", argc, argv, &i, &o->record))) {
+            if (rc < 0 || !*o->record)
+                return bad_arg(argv, start, i, NULL);
         } else if (!strcmp(argv[i], "--verify")) {
             o->verify = 1;
         } else {
@@ -115,31 +121,20 @@ static int parse_args(int argc, char **argv, struct read_opts *o)
     return 0;
 }
 
-/* The device table as per-device counters, and a 16-bit index -> slot map. */
-static struct dev_stat *load_devices(oni_ctx ctx, oni_size_t *n, uint16_t *slot)
+/* Table t[0..n) as per-device counters, and a 16-bit index -> slot map. */
+static struct dev_stat *load_devices(const oni_device_t *t, oni_size_t n, uint16_t *slot)
 {
-    size_t len = sizeof *n;
-    int rc = oni_get_opt(ctx, ONI_OPT_NUMDEVICES, n, &len);
-    oni_device_t *t = rc ? NULL : calloc(*n ? *n : 1, sizeof *t);
-    struct dev_stat *s = t ? calloc(*n ? *n : 1, sizeof *s) : NULL;
-    len = *n * sizeof *t;
-    if (!rc && (!t || !s))
-        rc = ONI_EBADALLOC;
-    if (!rc)
-        rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &len);
-    if (rc) {
-        cli_fail("cannot read the device table", rc);
-        free(t);
-        free(s);
+    struct dev_stat *s = calloc(n ? n : 1, sizeof *s);
+    if (!s) {
+        cli_fail("cannot read the device table", ONI_EBADALLOC);
         return NULL;
     }
-    for (oni_size_t i = 0; i < *n; i++) {
+    for (oni_size_t i = 0; i < n; i++) {
         s[i].idx = t[i].idx;
         s[i].read_size = t[i].read_size;
         if (i < 0xFFFF && t[i].idx <= 0xFFFF)
             slot[t[i].idx] = (uint16_t)(i + 1);
     }
-    free(t);
     return s;
 }
 
@@ -265,11 +260,12 @@ static void count_frame(const struct read_opts *o, struct dev_stat *s, const uin
     oni_destroy_frame(f);
 }
 
-/* Stream until the limit; returns 0 or the ONI error that stopped it. A
- * corrupt frame header (ONI_EBADFRAME: the library skips past it, the
- * stream goes on) is counted in *bad and does not stop it. */
+/* Stream until the limit; returns 0 or the ONI error that stopped it, or
+ * 1 when the recorder rec (NULL: none) failed (it said why). A corrupt
+ * frame header (ONI_EBADFRAME: the library skips past it, the stream goes
+ * on) is counted in *bad and does not stop it. */
 static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, const uint16_t *slot,
-                  uint64_t *unknown, uint64_t *bad, double *secs)
+                  struct recorder *rec, uint64_t *unknown, uint64_t *bad, double *secs)
 {
     uint64_t total = 0, last_total = 0, mask = 0, bytes = 0, last_bytes = 0, calls = 0;
     double t0 = now_s(), last = t0, now = t0;
@@ -284,6 +280,11 @@ static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, co
             break;
         }
         rc = 0;
+        if (f && rec && rec_frame(rec, f)) {
+            oni_destroy_frame(f);
+            rc = 1;
+            break;
+        }
         if (f) {
             count_frame(o, s, slot, f, unknown, &bytes);
             if (++total == o->frames)
@@ -330,8 +331,14 @@ static int read_run(int argc, char **argv)
     oni_size_t n = 0;
     uint64_t unknown = 0, badframes = 0;
     double secs = 0;
-    struct dev_stat *s = load_devices(ctx, &n, slot);
-    if (!s)
+    oni_device_t *table = NULL;
+    struct dev_stat *s = NULL;
+    struct recorder *rec = NULL;
+    if ((rc = cli_devtable(ctx, &table, &n))) {
+        cli_fail("cannot read the device table", rc);
+        goto out;
+    }
+    if (!(s = load_devices(table, n, slot)))
         goto out;
     const oni_driver_info_t *di = oni_get_driver_info(ctx);
     if (o.verify && !serves_test_frames(ctx)) {
@@ -379,12 +386,15 @@ static int read_run(int argc, char **argv)
                di ? di->name : "?", block);
     else
         printf("reading for %.3g s from driver %s, block %u B\n", o.seconds, di ? di->name : "?", block);
+    /* Last before the start: a refused option above leaves no empty recording. */
+    if (o.record && !(rec = rec_open(o.record, table, n)))
+        goto out;
     oni_size_t one = 1, zero = 0;
     if ((rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one))) {
         cli_fail("cannot start acquisition", rc);
         goto out;
     }
-    rc = stream(ctx, &o, s, slot, &unknown, &badframes, &secs);
+    rc = stream(ctx, &o, s, slot, rec, &unknown, &badframes, &secs);
     oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
     x.dropped = emu && read_dropped(ctx, s, n);
     print_summary(s, n, unknown, secs > 0 ? secs : 1e-9, &x);
@@ -392,8 +402,17 @@ static int read_run(int argc, char **argv)
         printf("  %llu corrupt frame headers skipped (ONI_EBADFRAME)\n", (unsigned long long)badframes);
     print_fifo(ctx);
     status = 0;
-    if (rc)
+    if (rc < 0)
         status = cli_fail("read stopped", rc);
+    if (rec) {
+        int failed = rc > 0;
+        failed |= rec_close(rec) != 0;
+        rec = NULL;
+        if (failed)
+            status = 1;
+        else
+            printf("recorded into %s (devices.csv: a file per device of records [u64 time][payload])\n", o.record);
+    }
     if (o.verify) {
         uint64_t lost = 0, rep = 0, bad = 0;
         for (oni_size_t i = 0; i < n; i++)
@@ -408,7 +427,10 @@ static int read_run(int argc, char **argv)
         }
     }
 out:
+    if (rec)
+        rec_close(rec); /* acquisition never started: an empty recording, closed as one */
     free(s);
+    free(table);
     oni_destroy_ctx(ctx);
     stopsig_end();
     return status;

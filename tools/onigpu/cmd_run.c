@@ -172,18 +172,13 @@ static int lat_stats(const struct run *r, struct bench_stats *st)
 static int find_devices(struct run *r, uint32_t *np2_read)
 {
     oni_size_t ndev = 0;
-    size_t sz = sizeof ndev;
-    int rc = oni_get_opt(r->ctx, ONI_OPT_NUMDEVICES, &ndev, &sz);
+    oni_device_t *t;
+    int rc = cli_devtable(r->ctx, &t, &ndev);
     if (rc)
         return rc;
-    oni_device_t *t = calloc(ndev ? ndev : 1, sizeof *t);
-    if (!t)
-        return ONI_EBADALLOC;
-    sz = ndev * sizeof *t;
-    rc = oni_get_opt(r->ctx, ONI_OPT_DEVICETABLE, t, &sz);
     int have_np2 = 0, have_stim = 0;
     uint32_t shared = 0; /* a device other than the probe on the GPU stream (+1) */
-    for (oni_size_t i = 0; !rc && i < ndev; i++) {
+    for (oni_size_t i = 0; i < ndev; i++) {
         oni_reg_val_t route = 0;
         if (t[i].read_size && !shared && (t[i].id != ONIX_ONIGPU_NEUROPIX2 || have_np2) &&
             oni_read_reg(r->ctx, t[i].idx, ONIEMU_REG_ROUTE, &route) == 0 && route == 1)
@@ -199,17 +194,17 @@ static int find_devices(struct run *r, uint32_t *np2_read)
         }
     }
     free(t);
-    if (!rc && (!have_np2 || !have_stim || !r->stim_wsize)) {
+    if (!have_np2 || !have_stim || !r->stim_wsize) {
         fprintf(stderr, "onigpu run: the card needs a Neuropixels 2.0 device and a stimulator (devices=np2,stim)\n");
         return ONI_EDEVID;
     }
     /* The loop takes the GPU stream as the probe's frames alone. */
-    if (!rc && shared) {
+    if (shared) {
         fprintf(stderr, "onigpu run: device 0x%x is routed to the GPU stream too; the loop needs it for the "
                         "first Neuropixels 2.0 alone (route=0 for the others)\n", shared - 1);
         return ONI_EINVALARG;
     }
-    return rc;
+    return 0;
 }
 
 /* Ground truth CSV "dev_idx,unit,channel,sample_time" (a header line is skipped). */
