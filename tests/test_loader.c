@@ -177,3 +177,16 @@ TEST(library_lacking_any_symbol)
             UNIT_FAIL("%s: not refused with EINVAL (errno %d)", name, errno);
     }
 }
+
+/* A driver whose oni_driver_create_ctx fails (NULL) is refused with ENOMEM,
+ * its library unloaded again (ASan's leak check sees a handle kept). */
+TEST(driver_create_ctx_failing)
+{
+    if (!driver_dir())
+        SKIP("ONI_DRIVER_PATH not set (run through ctest)");
+    for (int i = 0; i < 3; i++) {
+        errno = 0;
+        CHECK(oni_create_ctx("nullctx") == NULL);
+        CHECK_EQ(errno, ENOMEM);
+    }
+}

@@ -3,7 +3,9 @@
  * calling anything, so nothing here ever runs. Built as it is, it lacks
  * oni_driver_info (libonidriver_missing.so); with WITH_INFO and LACKS_<field>
  * it has oni_driver_info and lacks oni_driver_<field> instead
- * (libonidriver_lacks_<field>.so, tests/drivers/CMakeLists.txt). */
+ * (libonidriver_lacks_<field>.so, tests/drivers/CMakeLists.txt). With
+ * WITH_INFO alone it lacks nothing, and its oni_driver_create_ctx fails:
+ * libonidriver_nullctx.so, which oni_create_ctx must refuse with ENOMEM. */
 #include "onidriver.h"
 
 #ifndef LACKS_create_ctx
