@@ -467,6 +467,19 @@ TEST(read_verify_skipped_for_other_drivers)
 
 /* Fast mode: per-device drops (DROPPED registers), rates in emulated time next to
  * wall-clock rates, rejected write frames, and --truth writing the ground truth. */
+/* A driver that calls itself "test" is not therefore onigpu's test driver:
+ * upstream's own test driver does too, and --verify failed all its frames
+ * as bad (found running upstream's driver, 2026-12-05). Only a driver that
+ * answers ONITEST_OPT_STATS has frames to check. */
+TEST(read_verify_needs_our_test_driver_not_its_name)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("read", "--driver", "compattest", "--frames", "1000", "--verify"), 0);
+    HAS("read 1000 frames in");
+    HAS("verify: skipped (driver 'test' 1.0.0 is not onigpu's test driver");
+    CHECK(!strstr(out, "FAILED"));
+}
+
 TEST(read_emu_fast_truth_and_drops)
 {
     NEED_BIN();

@@ -31,7 +31,12 @@ struct compat_drv {
 };
 
 static struct compat_drv the_drv;
-static const oni_driver_info_t info = {"compatdrv", 1, 0, 0, NULL};
+/* COMPAT_NAME: built again as libonidriver_compattest.so, named "test" as
+ * upstream's own test driver is (tests/compat/CMakeLists.txt). */
+#ifndef COMPAT_NAME
+#define COMPAT_NAME "compatdrv"
+#endif
+static const oni_driver_info_t info = {COMPAT_NAME, 1, 0, 0, NULL};
 
 static void put_u32(unsigned char *p, oni_reg_val_t v)
 {

@@ -14,21 +14,18 @@
 #include "common/stopsig.h"
 #include "onigpu.h"
 #include "oniemu.h"
-#include "oninet.h"
 #include "onitest.h"
 #include "oni/util/clock.h"
 
-/* Whether the frames are the test driver's (onitest.h): the test driver's
- * own, or through `net` from a server that serves it. */
+/* Whether the frames are onigpu's test driver's (onitest.h), its own or
+ * through `net` from a server that serves it: it answers ONITEST_OPT_STATS.
+ * Not the driver's name: upstream's own test driver is called "test" too,
+ * and its frames are not ours to check. */
 static int serves_test_frames(oni_ctx ctx)
 {
-    const oni_driver_info_t *di = oni_get_driver_info(ctx);
-    char remote[64];
-    size_t len = sizeof remote;
-    if (di && !strcmp(di->name, "test"))
-        return 1;
-    return di && !strcmp(di->name, "net") && !oni_get_driver_opt(ctx, ONI_DRV_NET_REMOTE, remote, &len) &&
-           !strncmp(remote, "test ", 5);
+    onitest_stats_t st;
+    size_t len = sizeof st;
+    return oni_get_driver_opt(ctx, ONITEST_OPT_STATS, &st, &len) == 0 && len == sizeof st;
 }
 
 static int read_run(int argc, char **argv);
@@ -342,8 +339,9 @@ static int read_run(int argc, char **argv)
         goto out;
     const oni_driver_info_t *di = oni_get_driver_info(ctx);
     if (o.verify && !serves_test_frames(ctx)) {
-        printf("verify: skipped (driver '%s' has no verifiable frame contents; use --driver test)\n",
-               di ? di->name : "?");
+        printf("verify: skipped (driver '%s' %d.%d.%d is not onigpu's test driver, the one whose frame "
+               "contents can be checked: --driver test)\n",
+               di ? di->name : "?", di ? di->major : 0, di ? di->minor : 0, di ? di->patch : 0);
         o.verify = 0;
     }
     if (o.block) {
