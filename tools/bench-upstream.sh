@@ -70,37 +70,17 @@ done
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 [[ $BUILD == /* ]] || BUILD=$REPO/$BUILD # relative paths are the repository's
 [[ $OUT == /* ]] || OUT=$REPO/$OUT
-[[ -d $UP/api/liboni ]] && UP=$UP/api/liboni
-for f in oni.c oni.h onidefs.h onidriver.h onidriverloader.c onidriverloader.h; do
-    [[ -f $UP/$f ]] || { echo "bench-upstream: $UP/$f missing: not an upstream liboni checkout" >&2; exit 2; }
-done
-UP=$(cd "$UP" && pwd)
+. "$REPO/tools/upstream-lib.sh"
+upstream_find "$UP"
 CC=${CC:-cc}
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-mkdir -p "$TMP/up" "$TMP/drv"
+mkdir -p "$TMP/drv"
 
 # 1. upstream, with its own flags
-cp "$UP"/*.c "$UP"/*.h "$TMP/up/"
-[[ -f $UP/Makefile ]] && cp "$UP/Makefile" "$TMP/up/"
-UP_BUILD="make liboni.so.1 (upstream's Makefile)"
-if ! { [[ -f $TMP/up/Makefile ]] && make -C "$TMP/up" CC="$CC" liboni.so.1 >"$TMP/up-build.log" 2>&1; }; then
-    UP_BUILD="$CC -Wall -W -fPIC -O3 [-pedantic for oni.c, onix.c] (upstream's Makefile flags without -Werror)"
-    (
-        cd "$TMP/up"
-        objs=()
-        for f in oni.c onix.c onidriverloader.c; do
-            [[ -f $f ]] || continue
-            extra=(); [[ $f != onidriverloader.c ]] && extra=(-pedantic)
-            "$CC" -Wall -W -fPIC -O3 "${extra[@]}" -c "$f" -o "${f%.c}.o"
-            objs+=("${f%.c}.o")
-        done
-        "$CC" -shared "${objs[@]}" -o liboni.so.1 -ldl
-    ) >>"$TMP/up-build.log" 2>&1 || { cat "$TMP/up-build.log" >&2; echo "bench-upstream: upstream build failed" >&2; exit 1; }
-fi
+upstream_build "$TMP/up"
 [[ -n $UP_COMMIT ]] || UP_COMMIT=$(git -C "$UP" rev-parse --short HEAD 2>/dev/null || echo unknown)
-UP_VERSION=$(awk '/#define ONI_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' "$UP/oni.h")
 
 # 2. onigpu's library and driver, always built from this tree (a no-op when up
 # to date): a stale build would be measured and credited to this commit, and a
