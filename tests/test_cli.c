@@ -343,7 +343,14 @@ TEST(read_record_writes_every_frame)
     HAS("cannot create ");
     CHECK(unit_sh("test \"$(cat %s/hub0-dev1.raw)\" = keep && test $(ls %s | wc -l) = 1", arg, arg) == 0);
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--record", "/dev/null/rec"), 1);
-    HAS("cannot make the directory /dev/null/rec");
+    HAS("cannot make the directory /dev/null/rec: Not a directory");
+    /* a recording under way, or one cut off before its end, is not taken over either */
+    snprintf(arg, sizeof arg, "%s/run3", dir);
+    CHECK(unit_sh("mkdir -p %s && touch %s/devices.csv.part", arg, arg) == 0);
+    CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--record", arg), 1);
+    HAS("cannot create ");
+    HAS("devices.csv.part: File exists");
+    CHECK(unit_sh("test $(ls %s | wc -l) = 1", arg) == 0);
     CHECK_EQ(RUN("read", "--driver", "test", "--record"), 2);
     HAS("bad argument '--record'");
     CHECK(unit_sh("rm -rf %s", dir) == 0);
@@ -358,8 +365,9 @@ TEST(read_record_write_failure_keeps_whole_records)
     char dir[64];
     snprintf(dir, sizeof dir, "/tmp/onigpu-test-recfail-%d", (int)getpid());
     CHECK(unit_sh("rm -rf %s && mkdir -p %s", dir, dir) == 0);
-    /* SIGXFSZ ignored, so that a write past the limit fails with EFBIG */
-    int st = unit_sh("cd %s && trap '' XFSZ && ulimit -f 2000 && exec \"$ONIGPU_BIN/onigpu\" read --driver test "
+    /* onigpu ignores SIGXFSZ itself: a write past the limit fails with EFBIG
+     * instead of ending the process with a torn file and no devices.csv */
+    int st = unit_sh("cd %s && ulimit -f 2000 && exec \"$ONIGPU_BIN/onigpu\" read --driver test "
                      "--frames 2000000 --record rec >out.txt 2>&1",
                      dir);
     CHECK_EQ(st, 1);
@@ -369,6 +377,30 @@ TEST(read_record_write_failure_keeps_whole_records)
     long long n = check_recording(rec, 1);
     CHECK(n > 0);
     CHECK(n < 2000000);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+}
+
+/* Ctrl-C ends a recording as it ends a read: exit 0, every file flushed,
+ * devices.csv written and matching the files. */
+TEST(read_record_interrupted_ends_whole)
+{
+    NEED_BIN();
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/onigpu-test-recint-%d", (int)getpid());
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+    int fd;
+    pid_t pid = spawn_prog("onigpu", (const char *const[]){"read", "--driver", "test", "--seconds", "60", "--record",
+                                                          dir, NULL},
+                           &fd);
+    REQUIRE(pid > 0);
+    /* until stopsig's thread takes SIGINT, and the recording has begun */
+    for (int i = 0; i < 1000 && (threads_taking(pid, SIGINT) < 1 || unit_sh("test -f %s/hub0-dev0.raw", dir)); i++)
+        usleep(10000);
+    usleep(200000);
+    kill(pid, SIGINT);
+    CHECK_EQ(finish_prog(pid, fd), 0);
+    HAS("recorded into ");
+    CHECK(check_recording(dir, 0) > 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
@@ -465,8 +497,6 @@ TEST(read_verify_skipped_for_other_drivers)
     HAS("dropped");
 }
 
-/* Fast mode: per-device drops (DROPPED registers), rates in emulated time next to
- * wall-clock rates, rejected write frames, and --truth writing the ground truth. */
 /* A driver that calls itself "test" is not therefore onigpu's test driver:
  * upstream's own test driver does too, and --verify failed all its frames
  * as bad (found running upstream's driver, 2026-12-05). Only a driver that
@@ -480,6 +510,8 @@ TEST(read_verify_needs_our_test_driver_not_its_name)
     CHECK(!strstr(out, "FAILED"));
 }
 
+/* Fast mode: per-device drops (DROPPED registers), rates in emulated time next to
+ * wall-clock rates, rejected write frames, and --truth writing the ground truth. */
 TEST(read_emu_fast_truth_and_drops)
 {
     NEED_BIN();

@@ -24,6 +24,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 ARG=$1; shift
 BUILD=build FRAMES=1000000 OUTFILE=
 while [[ $# -gt 0 ]]; do
+    [[ $1 == --* && $# -ge 2 ]] || { echo "compat-upstream: $1: an option and its value expected" >&2; usage; }
     case $1 in
     --build) BUILD=$2; shift 2 ;;
     --frames) FRAMES=$2; shift 2 ;;

@@ -24,6 +24,7 @@
 #include "drivers/net/netserve.h"
 #include "onigpu.h"
 #include "oniemu.h"
+#include "onix.h"
 
 static int daemon_bench(int argc, char **argv);
 /* Card: the test core on the GPU stream, another on the default stream, emulated time, no link model. */
@@ -106,15 +107,16 @@ static oni_ctx open_mode(int mode, const struct opts *o, const char *sock, const
 /* Register reads of the first hub manager: per-call times. */
 static int bench_regs(oni_ctx ctx, unsigned n, struct bench_stats *st)
 {
-    oni_device_t dev[64];
-    size_t sz = sizeof dev;
-    int rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, dev, &sz);
+    oni_device_t *dev;
+    oni_size_t ndev;
+    int rc = cli_devtable(ctx, &dev, &ndev);
     if (rc)
         return rc;
     uint32_t hub = UINT32_MAX;
-    for (size_t i = 0; i < sz / sizeof dev[0] && hub == UINT32_MAX; i++)
-        if ((dev[i].idx & 0xFF) == 0xFE)
+    for (oni_size_t i = 0; i < ndev && hub == UINT32_MAX; i++)
+        if ((dev[i].idx & 0xFF) == ONIX_HUB_DEV_IDX)
             hub = dev[i].idx;
+    free(dev);
     if (hub == UINT32_MAX)
         return ONI_EDEVIDX;
     uint64_t *t = malloc(n * sizeof *t);

@@ -3,6 +3,7 @@
  * driver), per-device drops and rates in acquisition-clock time (emu driver)
  * and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS); with
  * --record DIR every frame also goes to its device's file (record.h). */
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,8 +385,9 @@ static int read_run(int argc, char **argv)
                di ? di->name : "?", block);
     else
         printf("reading for %.3g s from driver %s, block %u B\n", o.seconds, di ? di->name : "?", block);
-    /* Last before the start: a refused option above leaves no empty recording. */
-    if (o.record && !(rec = rec_open(o.record, table, n)))
+    /* Last before the start: a refused option above leaves no empty recording.
+     * SIGXFSZ ignored: a file size limit fails a write (record.h). */
+    if (o.record && (signal(SIGXFSZ, SIG_IGN) == SIG_ERR || !(rec = rec_open(o.record, table, n))))
         goto out;
     oni_size_t one = 1, zero = 0;
     if ((rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one))) {
@@ -426,7 +428,7 @@ static int read_run(int argc, char **argv)
     }
 out:
     if (rec)
-        rec_close(rec); /* acquisition never started: an empty recording, closed as one */
+        rec_abort(rec); /* acquisition never started */
     free(s);
     free(table);
     oni_destroy_ctx(ctx);

@@ -1,6 +1,10 @@
 /* record.c - the recorder of `onigpu read --record DIR` (record.h): one
  * buffered file per readable device, written with write(2) so that a failed
- * write is known to the byte and the file can be cut back to whole records. */
+ * write is known to the byte and the file can be cut back to whole records.
+ * The index is made at the start as devices.csv.part with its room taken
+ * (a full disk cannot keep it from being written at the end) and renamed to
+ * devices.csv once every file is on disk (fsync): its presence says the
+ * recording ended and what the files hold. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,6 +18,9 @@
 #include "onix.h"
 
 #define REC_BUF (256u << 10) /* bytes buffered per device before a write */
+#define ROW_MAX 192           /* room for one row of devices.csv (its fields are bounded) */
+#define INDEX "devices.csv"
+#define INDEX_PART "devices.csv.part"
 
 struct rec_dev {
     oni_device_t d;
@@ -30,6 +37,7 @@ struct recorder {
     char *dir;
     struct rec_dev *dev; /* readable devices, by index as the table is */
     oni_size_t n;
+    int index_fd;        /* INDEX_PART, or -1 */
     int failed;
 };
 
@@ -45,17 +53,34 @@ static void say_errno(const struct recorder *r, const char *what, const char *fi
     fprintf(stderr, "onigpu read: %s %s: %s\n", what, p, strerror(err));
 }
 
-/* Free r, closing what it opened. */
-static void rec_free(struct recorder *r)
+/* Free r, closing what it opened; with unlink, also removing every file it
+ * made (a recording that never started leaves nothing behind). */
+static void rec_free(struct recorder *r, int unlink_files)
 {
+    char p[4096];
     for (oni_size_t i = 0; i < r->n; i++) {
-        if (r->dev[i].fd >= 0)
+        if (r->dev[i].fd >= 0) {
             close(r->dev[i].fd);
+            path_of(r, r->dev[i].file, p, sizeof p);
+            if (unlink_files)
+                unlink(p);
+        }
         free(r->dev[i].buf);
+    }
+    if (r->index_fd >= 0) {
+        close(r->index_fd);
+        path_of(r, INDEX_PART, p, sizeof p);
+        if (unlink_files)
+            unlink(p);
     }
     free(r->dev);
     free(r->dir);
     free(r);
+}
+
+void rec_abort(struct recorder *r)
+{
+    rec_free(r, 1);
 }
 
 struct recorder *rec_open(const char *dir, const oni_device_t *t, oni_size_t n)
@@ -68,15 +93,29 @@ struct recorder *rec_open(const char *dir, const oni_device_t *t, oni_size_t n)
         free(r);
         return NULL;
     }
+    r->index_fd = -1;
     char p[4096];
+    errno = 0;
     int rc = bench_make_dirs(dir);
     if (rc) {
-        fprintf(stderr, "onigpu read: cannot make the directory %s: %s\n", dir, oni_error_str(rc));
+        struct stat st;
+        int err = stat(dir, &st) == 0 && !S_ISDIR(st.st_mode) ? ENOTDIR : errno;
+        fprintf(stderr, "onigpu read: cannot make the directory %s: %s\n", dir, err ? strerror(err) : oni_error_str(rc));
         goto fail;
     }
-    path_of(r, "devices.csv", p, sizeof p);
+    path_of(r, INDEX, p, sizeof p);
     if (access(p, F_OK) == 0) {
         fprintf(stderr, "onigpu read: %s holds a recording already (%s); give a new directory\n", dir, p);
+        goto fail;
+    }
+    /* O_EXCL: a recording under way (or cut off) in dir is not taken over */
+    path_of(r, INDEX_PART, p, sizeof p);
+    if ((r->index_fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
+        say_errno(r, "cannot create", INDEX_PART, errno);
+        goto fail;
+    }
+    if ((rc = posix_fallocate(r->index_fd, 0, (off_t)ROW_MAX * ((off_t)n + 1)))) {
+        say_errno(r, "cannot make room for", INDEX_PART, rc);
         goto fail;
     }
     for (oni_size_t i = 0; i < n; i++) {
@@ -96,12 +135,7 @@ struct recorder *rec_open(const char *dir, const oni_device_t *t, oni_size_t n)
     }
     return r;
 fail:
-    for (oni_size_t i = 0; i < r->n; i++) { /* what this call made goes again */
-        path_of(r, r->dev[i].file, p, sizeof p);
-        if (r->dev[i].fd >= 0)
-            unlink(p);
-    }
-    rec_free(r);
+    rec_abort(r); /* what this call made goes again */
     return NULL;
 }
 
@@ -120,9 +154,11 @@ static int flush_dev(struct recorder *r, struct rec_dev *v)
             v->kept += done;
             uint64_t whole = v->kept / v->rec_sz * v->rec_sz;
             v->frames = whole / v->rec_sz;
+            say_errno(r, "recording stopped: cannot write", v->file, err);
             if (ftruncate(v->fd, (off_t)whole) == 0)
                 v->kept = whole;
-            say_errno(r, "recording stopped: cannot write", v->file, err);
+            else
+                say_errno(r, "cannot cut back to whole records", v->file, errno);
             v->len = 0;
             r->failed = 1;
             return -1;
@@ -175,30 +211,43 @@ int rec_frame(struct recorder *r, const oni_frame_t *f)
     return 0;
 }
 
-/* devices.csv: what each file holds. Written last, so that its presence
- * says the recording ended (rec_open refuses such a directory). */
+/* Fill INDEX_PART (its room taken at rec_open) with what each file holds
+ * and rename it to INDEX, after every file is on disk. 0, or -1 after
+ * saying why (INDEX_PART is then left, and no INDEX). */
 static int write_index(struct recorder *r)
 {
-    char p[4096], idx[16];
-    path_of(r, "devices.csv", p, sizeof p);
-    FILE *f = fopen(p, "wx");
-    if (!f) {
-        say_errno(r, "cannot create", "devices.csv", errno);
+    char *csv = malloc((size_t)ROW_MAX * (r->n + 1)), idx[16];
+    if (!csv) {
+        fprintf(stderr, "onigpu read: out of memory\n");
         return -1;
     }
-    fprintf(f, "file,idx,hub_dev,id,name,version,read_size,record_bytes,frames\n");
+    int len = snprintf(csv, ROW_MAX, "file,idx,hub_dev,id,name,version,read_size,record_bytes,frames\n");
     for (oni_size_t i = 0; i < r->n; i++) {
         const struct rec_dev *v = &r->dev[i];
-        fprintf(f, "%s,%u,%s,%u,%s,%u,%u,%zu,%llu\n", v->file, v->d.idx, cli_fmt_dev(v->d.idx, idx, sizeof idx),
-                v->d.id, onix_device_str((int)v->d.id), v->d.version, v->d.read_size, v->rec_sz,
-                (unsigned long long)v->frames);
+        len += snprintf(csv + len, ROW_MAX, "%s,%u,%s,%u,%.40s,%u,%u,%zu,%llu\n", v->file, v->d.idx,
+                        cli_fmt_dev(v->d.idx, idx, sizeof idx), v->d.id, onix_device_str((int)v->d.id), v->d.version,
+                        v->d.read_size, v->rec_sz, (unsigned long long)v->frames);
     }
-    int err = ferror(f) ? EIO : 0;
-    if (fclose(f) && !err)
+    int err = 0;
+    ssize_t w = pwrite(r->index_fd, csv, (size_t)len, 0);
+    free(csv);
+    if (w != len)
+        err = w < 0 ? errno : EIO;
+    else if (ftruncate(r->index_fd, len) || fsync(r->index_fd))
+        err = errno;
+    char from[4096], to[4096];
+    path_of(r, INDEX_PART, from, sizeof from);
+    path_of(r, INDEX, to, sizeof to);
+    if (!err && rename(from, to))
         err = errno;
     if (err) {
-        say_errno(r, "cannot write", "devices.csv", err);
+        say_errno(r, "cannot write", INDEX_PART, err);
         return -1;
+    }
+    int dfd = open(r->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the rename on disk too */
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
     }
     return 0;
 }
@@ -210,7 +259,7 @@ int rec_close(struct recorder *r)
         struct rec_dev *v = &r->dev[i];
         if (v->len && flush_dev(r, v))
             rc = -1;
-        if (close(v->fd)) {
+        if (fsync(v->fd) | close(v->fd)) {
             say_errno(r, "cannot write", v->file, errno);
             rc = -1;
         }
@@ -218,6 +267,6 @@ int rec_close(struct recorder *r)
     }
     if (write_index(r))
         rc = -1;
-    rec_free(r);
+    rec_free(r, 0);
     return rc;
 }
