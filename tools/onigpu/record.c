@@ -111,7 +111,11 @@ struct recorder *rec_open(const char *dir, const oni_device_t *t, oni_size_t n)
     /* O_EXCL: a recording under way (or cut off) in dir is not taken over */
     path_of(r, INDEX_PART, p, sizeof p);
     if ((r->index_fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
-        say_errno(r, "cannot create", INDEX_PART, errno);
+        if (errno == EEXIST)
+            fprintf(stderr, "onigpu read: %s holds a recording under way or cut off (%s); give a new directory\n",
+                    dir, p);
+        else
+            say_errno(r, "cannot create", INDEX_PART, errno);
         goto fail;
     }
     if ((rc = posix_fallocate(r->index_fd, 0, (off_t)ROW_MAX * ((off_t)n + 1)))) {
