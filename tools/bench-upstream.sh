@@ -50,6 +50,10 @@ UP=$1; shift
 BUILD=build BLOCKS="1024 4096 16384 65536 262144 1048576" REPS=5 SECONDS_PER_RUN=1 INSTR=0 OUT=docs/results UP_COMMIT=
 MAXPAY= FR_OPT=
 while [[ $# -gt 0 ]]; do
+    case $1 in # an option that takes a value and has none is a usage error, not set -u's exit 1
+    --build|--blocks|--reps|--seconds|--out|--upstream-commit|--max-payload)
+        [[ $# -ge 2 ]] || { echo "bench-upstream: $1 needs a value" >&2; usage; } ;;
+    esac
     case $1 in
     --build) BUILD=$2; shift 2 ;;
     --blocks) BLOCKS=$2; shift 2 ;;
