@@ -22,7 +22,7 @@ for k in 1 2 3; do
         --max-reps 100000 --total 1G --out $R/$v-$k
   done
 done
-git apply docs/results/transfer-20261123-tail-trace.patch && cmake --build $B -j16 --target onigpu
+git apply docs/results/transfer/transfer-20261123-tail-trace.patch && cmake --build $B -j16 --target onigpu
 ONIGPU_DMA_TRACE=$R/trace.csv $B/onigpu bench transfer --link unlimited --sizes 4K:4K --paths prepinned \
     --dir read --max-reps 100000 --total 1G --out $R/tr
-git apply -R docs/results/transfer-20261123-tail-trace.patch
+git apply -R docs/results/transfer/transfer-20261123-tail-trace.patch

@@ -7,7 +7,7 @@
 # paths, both directions, the two builds taking turns. Results under
 # $OUT/res-life250 and $OUT/res-life60000 (the outliers CSV of each row
 # lists the transfers above 20x their row's p50). Run from the repository root:
-#   OUT=/tmp/out ROWS=5 docs/results/agent-life-ab-20261124.sh
+#   OUT=/tmp/out ROWS=5 docs/results/agent/agent-life-ab-20261124.sh
 set -u
 OUT=${OUT:-$PWD/out}
 ROWS=${ROWS:-5}
