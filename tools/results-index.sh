@@ -230,7 +230,7 @@ def meta_of(sid, s):
     return {}
 
 
-MACHINES = (('h100', 'H100'), ('h200', 'H200'), ('amd', 'AMD EPYC VM'))
+MACHINES = (('h100', 'H100'), ('h200', 'H200'), ('amd', 'AMD EPYC'))
 
 
 def describe(sid, s):
@@ -277,9 +277,11 @@ def render(sets, cited):
            'cite them; do not edit by hand (`tools/results-index.sh --check` says whether it is current).',
            'One folder per benchmark (a set\'s name up to its first `-`). Date, machine, commit and',
            'command are read from each set\'s JSON `meta`, else from its file names and first lines;',
-           '`-` where the set does not say. The narratives of how the figures came about are in the',
-           'logs: ' + ', '.join('[%s](%s)' % (p[len(RES) + 1:], p[len(RES) + 1:])
-                                for p in pages() if p.startswith(RES + '/')) + '.', '']
+           '`-` where the set does not say. How the figures came about (commands, trees, what was',
+           'tried) is told in the logs: ' + ', '.join(
+               '[%s](%s)' % (p[len(RES) + 1:], p[len(RES) + 1:])
+               for p in pages() if p.startswith(RES + '/') and p.endswith('/log.md'))
+           + '; mutation/ holds the mutation-testing reports.', '']
     folders = {}
     for sid in sorted(sets):
         folders.setdefault(sets[sid]['files'][0][len(RES) + 1:].split('/')[0], []).append(sid)
