@@ -12,7 +12,7 @@
 #   tools/bench-bias.sh [--build DIR] [--old DIR [--old-label NAME]] [--blocks "4096 65536"]
 #                       [--reps N] [--seconds S] [--out DIR]
 #
-# Writes DIR/frames-bias-<date>.csv (every run: variant, threads, block,
+# Writes DIR/frames/frames-bias-<date>.csv (every run: variant, threads, block,
 # frames/s, frames per CPU-second of the reading thread) and prints per
 # block and thread count the median frames/CPU-s of each variant and its
 # ratio to the bias-on build's. Defaults: build, no --old, 4096 65536, 7
@@ -59,6 +59,7 @@ if [[ -n $OLD ]]; then
     VARIANTS="$VARIANTS $OLD_LABEL"
 fi
 
+OUT=$OUT/frames # result sets go to <out>/<bench>/, bench = the name up to its first -
 mkdir -p "$OUT"
 CSV=$OUT/frames-bias-$(date -u +%Y%m%d-%H%M%S).csv
 echo "rep,variant,threads,block,fps,cpufps" >"$CSV"
