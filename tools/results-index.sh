@@ -11,7 +11,7 @@
 # A set is the files sharing a <name>-<stamp> prefix, the stamp being
 # YYYYMMDD-HHMMSS (or -HHMM); where a name carries a date alone, the set is
 # the files sharing the name up to its extension (mutation-net-20261125.md
-# and .tsv). A folder whose name carries a stamp is one set. Sets live in
+# and .tsv), or up to a later full stamp in it. A folder whose name carries a stamp is one set. Sets live in
 # docs/results/<bench>/, <bench> being the set's name up to its first '-'.
 # The files are those git tracks (all files where the tree is not a git
 # checkout). Date, machine, commit and command come from the set's JSON
@@ -69,6 +69,9 @@ def set_id(base):
         return None
     if m.group(2):
         return m.group(1) + m.group(2)
+    inner = re.match(r'^(.*?-\d{8}-\d{6})(?=[-._]|$)', base)  # run-DATE-h100-cpu-run-DATE-TIME-...
+    if inner:
+        return inner.group(1)
     return re.sub(r'\.[A-Za-z0-9]+$', '', base)
 
 
@@ -267,6 +270,18 @@ def describe(sid, s):
     return date, machine, commit[:7], command
 
 
+def main_file(sid, s):
+    """What the index links to: the set's folder, else its file named like the set."""
+    f = sorted(s['files'])[0]
+    if os.path.basename(os.path.dirname(f)) == sid:
+        return os.path.dirname(f)
+    for ext in ('.md', '.json', '.csv'):
+        for f2 in s['files']:
+            if os.path.basename(f2) == sid + ext:
+                return f2
+    return f
+
+
 def cell(v):
     return str(v).replace('|', '\\|').replace('\n', ' ')
 
@@ -292,8 +307,8 @@ def render(sets, cited):
         for sid in folders[folder]:
             s = sets[sid]
             date, machine, commit, command = describe(sid, s)
-            first = os.path.relpath(sorted(s['files'])[0], RES)
-            by = ', '.join('[%s](%s)' % (os.path.basename(p) if p.startswith(RES) else p,
+            first = os.path.relpath(main_file(sid, s), RES)
+            by = ', '.join('[%s](%s)' % (p[len(RES) + 1:] if p.startswith(RES + '/') else p,
                                          os.path.relpath(p, RES))
                            for p in sorted(cited.get(sid, [])))
             out.append('| [%s](%s) | %d | %s | %s | %s | %s | %s |' % (
