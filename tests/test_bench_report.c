@@ -5,19 +5,34 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <jansson.h>
 #include "bench/bench.h"
-#include "bench/json.h"
 #include "unit.h"
 
-/* Whether text is well-formed JSON: read by the project's own reader
- * (src/bench/json.c, which test_bench_json and fuzz_json check). */
-static int json_valid(const char *text)
+/* text parsed by jansson, NULL (after a failed check) when it is no JSON. */
+static json_t *json_parse(const char *text)
 {
-    struct bench_json *v = NULL;
-    char err[128];
-    int rc = bench_json_parse(text, strlen(text), &v, err, sizeof err);
-    bench_json_free(v);
-    return rc == 0;
+    json_error_t e;
+    json_t *v = json_loads(text, 0, &e);
+    if (!v)
+        UNIT_FAIL("not JSON: line %d, column %d: %s", e.line, e.column, e.text);
+    return v;
+}
+
+/* Member key of object o as a string ("" when it is none). */
+static const char *str_of(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* Whether member key of object o is the number want (NAN: null). */
+static int num_is(const json_t *o, const char *key, double want)
+{
+    const json_t *v = json_object_get(o, key);
+    if (isnan(want))
+        return json_is_null(v);
+    return json_is_number(v) && json_number_value(v) == want;
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -158,23 +173,32 @@ TEST(report_writes_csv_and_json)
 
     char *json = find_file(out, ".json", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(json != NULL);
-    CHECK(json_valid(json));
-    CHECK(strstr(json, "\"meta\": {") != NULL);
-    CHECK(strstr(json, "\"hostname\": \"") != NULL);
-    CHECK(strstr(json, "\"cpu\": \"") != NULL);
-    CHECK(strstr(json, "\"cores\": ") != NULL);
-    CHECK(strstr(json, "\"kernel\": \"") != NULL);
-    CHECK(strstr(json, "\"loadavg\": \"") != NULL);
-    CHECK(strstr(json, "\"gpu\": \"Test GPU\"") != NULL);
-    CHECK(strstr(json, "\"command\": \"onigpu bench frames --label 'a \\\"quoted\\\" word'\"") != NULL);
-    CHECK(strstr(json, "\"date\": \"20") != NULL);
-    CHECK(strstr(json, "\"driver\": \"test2\"") != NULL);
-    CHECK(strstr(json, "\"seconds\": 2.5") != NULL);
-    CHECK(strstr(json, "\"results\": [") != NULL);
-    CHECK(strstr(json, "{\"block\": 8192, \"name\": \"with,comma\", \"rate\": 1.5, \"opt\": null}") != NULL);
-    CHECK(strstr(json, "\"rate\": null") != NULL);
-    CHECK(strstr(json, "\"tables\": {") != NULL && strstr(json, "\"fit\": [") != NULL);
-    CHECK(strstr(json, "\"plots\": []") != NULL);
+    json_t *doc = json_parse(json), *meta = json_object_get(doc, "meta");
+    REQUIRE(json_is_object(meta));
+    CHECK(*str_of(meta, "hostname") && *str_of(meta, "cpu") && *str_of(meta, "kernel"));
+    CHECK(*str_of(meta, "loadavg") && json_is_integer(json_object_get(meta, "cores")));
+    CHECK(!strcmp(str_of(meta, "gpu"), "Test GPU"));
+    CHECK(!strcmp(str_of(meta, "command"), "onigpu bench frames --label 'a \"quoted\" word'"));
+    CHECK(!strncmp(str_of(meta, "date"), "20", 2));
+    CHECK(!strcmp(str_of(meta, "driver"), "test2"));
+    CHECK(num_is(meta, "seconds", 2.5));
+    CHECK(*str_of(meta, "git_commit") && *str_of(meta, "git_dirty"));
+    /* the keys in the order they were first set */
+    const char *order[] = {"hostname", "cpu", "cores", "kernel", "gpu", "loadavg", "command", "date",
+                           "git_commit", "git_dirty", "driver", "seconds"};
+    void *it = json_object_iter(meta);
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++, it = json_object_iter_next(meta, it))
+        if (!it || strcmp(json_object_iter_key(it), order[i]))
+            UNIT_FAIL("meta key %zu is %s, want %s", i, it ? json_object_iter_key(it) : "(none)", order[i]);
+    const json_t *rows = json_object_get(doc, "results"), *row1 = json_array_get(rows, 1);
+    CHECK_EQ(json_array_size(rows), 3);
+    CHECK(json_object_size(row1) == 4 && num_is(row1, "block", 8192) && !strcmp(str_of(row1, "name"), "with,comma"));
+    CHECK(num_is(row1, "rate", 1.5) && num_is(row1, "opt", NAN));
+    CHECK(num_is(json_array_get(rows, 2), "rate", NAN));
+    const json_t *fit = json_array_get(json_object_get(json_object_get(doc, "tables"), "fit"), 0);
+    CHECK(!strcmp(str_of(fit, "path"), "direct") && num_is(fit, "t_n", 3) && num_is(fit, "t_p50_ns", 2));
+    CHECK(json_is_array(json_object_get(doc, "plots")) && json_array_size(json_object_get(doc, "plots")) == 0);
+    json_decref(doc);
     free(json);
 
     snprintf(path, sizeof path, "%s/sub", dir);
@@ -217,13 +241,16 @@ TEST(report_columns_grow_and_errors_keep_rows)
     REQUIRE(csv != NULL);
     CHECK(!strcmp(csv, "a,b\n1,\n2,3\n,4\n5,\n"));
     free(csv);
-    CHECK(json_valid(json));
-    CHECK(strstr(json, "{\"a\": 1, \"b\": null}") != NULL);
-    CHECK(strstr(json, "{\"a\": null, \"b\": 4}") != NULL);
+    json_t *doc = json_parse(json);
+    const json_t *rows = json_object_get(doc, "results");
+    CHECK_EQ(json_array_size(rows), 4);
+    CHECK(num_is(json_array_get(rows, 0), "a", 1) && num_is(json_array_get(rows, 0), "b", NAN));
+    CHECK(num_is(json_array_get(rows, 2), "a", NAN) && num_is(json_array_get(rows, 2), "b", 4));
     /* The too-wide row kept its first 64 cells. */
-    CHECK(strstr(json, "\"wide\": [") != NULL && strstr(json, "\"c63\": 63") != NULL);
-    CHECK(strstr(json, "\"c64\"") == NULL);
-    CHECK(strstr(json, "\"gpu\"") == NULL);         /* not given */
+    const json_t *wide = json_array_get(json_object_get(json_object_get(doc, "tables"), "wide"), 0);
+    CHECK(json_object_size(wide) == 64 && num_is(wide, "c63", 63) && !json_object_get(wide, "c64"));
+    CHECK(!json_object_get(json_object_get(doc, "meta"), "gpu")); /* not given */
+    json_decref(doc);
     free(json);
     rm_dir(dir);
 }
@@ -255,22 +282,23 @@ TEST(report_open_errors)
 /* A result set in a new directory: its command line argv, one results row
  * filled by fill; the JSON read back (NULL after a failed check), the main
  * CSV's text in *csv (free it). The directory is removed. */
-static struct bench_json *write_and_read(int argc, char **argv, void (*fill)(struct bench_report *), char **csv)
+static json_t *write_and_read(int argc, char **argv, void (*fill)(struct bench_report *), char **csv)
 {
-    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512], err[256];
+    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512];
     *csv = NULL;
     if (!mkdtemp(dir))
         return NULL;
     int e = 0;
     struct bench_report *r = bench_report_open(dir, "t", argc, argv, NULL, &e);
-    struct bench_json *v = NULL;
+    json_t *v = NULL;
     if (r) {
         fill(r);
         CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
         CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
     }
-    if (find_file(dir, ".json", path, sizeof path) && bench_json_load(path, &v, err, sizeof err))
-        UNIT_FAIL("%s is not valid JSON: %s", path, err);
+    json_error_t je;
+    if (find_file(dir, ".json", path, sizeof path) && !(v = json_load_file(path, 0, &je)))
+        UNIT_FAIL("%s is not valid JSON: %s", path, je.text);
     if (find_file(dir, ".csv", path, sizeof path))
         *csv = slurp(path);
     rm_dir(dir);
@@ -278,9 +306,9 @@ static struct bench_json *write_and_read(int argc, char **argv, void (*fill)(str
 }
 
 /* The value of column col in row 0 of the results. */
-static const struct bench_json *cell(const struct bench_json *v, const char *col)
+static const json_t *cell(const json_t *v, const char *col)
 {
-    return bench_json_get(bench_json_at(bench_json_get(v, "results"), 0), col);
+    return json_object_get(json_array_get(json_object_get(v, "results"), 0), col);
 }
 
 static char long_str[3001];
@@ -299,13 +327,12 @@ static void fill_long(struct bench_report *r)
 TEST(report_long_strings_kept_whole)
 {
     char *csv;
-    struct bench_json *v = write_and_read(0, NULL, fill_long, &csv);
+    json_t *v = write_and_read(0, NULL, fill_long, &csv);
     REQUIRE(v && csv);
-    const struct bench_json *s = cell(v, "s");
-    CHECK(s && s->type == BENCH_JSON_STR && !strcmp(s->str, long_str));
+    CHECK(!strcmp(json_string_value(cell(v, "s")) ?: "", long_str));
     size_t n = strlen(long_str);
     CHECK(!strncmp(csv, "s\n", 2) && !strncmp(csv + 2, long_str, n) && !strcmp(csv + 2 + n, "\n"));
-    bench_json_free(v);
+    json_decref(v);
     free(csv);
 }
 
@@ -327,24 +354,24 @@ static void fill_numbers(struct bench_report *r)
 TEST(report_numbers_read_back_exactly)
 {
     char *csv;
-    struct bench_json *v = write_and_read(0, NULL, fill_numbers, &csv);
+    json_t *v = write_and_read(0, NULL, fill_numbers, &csv);
     REQUIRE(v && csv);
     char col[8];
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
         snprintf(col, sizeof col, "n%zu", i);
-        const struct bench_json *n = cell(v, col);
-        if (!n || n->type != BENCH_JSON_NUM || n->num != exact[i])
-            UNIT_FAIL("%s: %.17g came back as %.17g", col, exact[i], n ? n->num : NAN);
+        const json_t *n = cell(v, col);
+        if (!json_is_number(n) || json_number_value(n) != exact[i])
+            UNIT_FAIL("%s: %.17g came back as %.17g", col, exact[i], json_is_number(n) ? json_number_value(n) : NAN);
     }
-    const struct bench_json *m = bench_json_get(bench_json_get(v, "meta"), "m");
-    CHECK(m && m->type == BENCH_JSON_NUM && m->num == exact[0]);
+    const json_t *m = json_object_get(json_object_get(v, "meta"), "m");
+    CHECK(json_is_number(m) && json_number_value(m) == exact[0]);
     /* the CSV's text too, and short where short is exact */
     const char *row = strchr(csv, '\n');
     REQUIRE(row);
     char *end;
     CHECK(strtod(row + 1, &end) == exact[0] && *end == ',');
     CHECK(!strncmp(end, ",0.1,", 5));
-    bench_json_free(v);
+    json_decref(v);
     free(csv);
 }
 
@@ -361,14 +388,14 @@ TEST(report_json_is_utf8_whatever_the_bytes)
 {
     char *argv[] = {"onigpu", "run", "--out", "caf\xe9"};
     char *csv;
-    struct bench_json *v = write_and_read(4, argv, fill_bytes, &csv);
+    json_t *v = write_and_read(4, argv, fill_bytes, &csv);
     REQUIRE(v && csv);
-    const struct bench_json *cmd = bench_json_get(bench_json_get(v, "meta"), "command");
-    CHECK(cmd && !strcmp(cmd->str, "onigpu run --out 'caf\xef\xbf\xbd'"));
-    const struct bench_json *s = cell(v, "s");
-    CHECK(s && !strcmp(s->str, "a\xef\xbf\xbd\xef\xbf\xbd \xc3\xa9\xf0\x9f\x98\x80 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"));
+    const char *cmd = json_string_value(json_object_get(json_object_get(v, "meta"), "command"));
+    CHECK(cmd && !strcmp(cmd, "onigpu run --out 'caf\xef\xbf\xbd'"));
+    const char *s = json_string_value(cell(v, "s"));
+    CHECK(s && !strcmp(s, "a\xef\xbf\xbd\xef\xbf\xbd \xc3\xa9\xf0\x9f\x98\x80 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"));
     CHECK(strstr(csv, "a\xff\xc3 ") != NULL); /* the CSV keeps the bytes */
-    bench_json_free(v);
+    json_decref(v);
     free(csv);
 }
 
@@ -385,13 +412,13 @@ TEST(report_command_keeps_argument_boundaries)
 {
     char *argv[] = {"onigpu", "run", "--seconds=0.5", "--out", "my dir", "--label", "it's", "", "a\"b\\c"};
     char *csv;
-    struct bench_json *v = write_and_read(9, argv, fill_one, &csv);
+    json_t *v = write_and_read(9, argv, fill_one, &csv);
     REQUIRE(v);
-    const struct bench_json *cmd = bench_json_get(bench_json_get(v, "meta"), "command");
-    REQUIRE(cmd && cmd->type == BENCH_JSON_STR);
-    if (strcmp(cmd->str, "onigpu run --seconds=0.5 --out 'my dir' --label 'it'\\''s' '' 'a\"b\\c'"))
-        UNIT_FAIL("command recorded as <%s>", cmd->str);
-    bench_json_free(v);
+    const char *cmd = json_string_value(json_object_get(json_object_get(v, "meta"), "command"));
+    REQUIRE(cmd);
+    if (strcmp(cmd, "onigpu run --seconds=0.5 --out 'my dir' --label 'it'\\''s' '' 'a\"b\\c'"))
+        UNIT_FAIL("command recorded as <%s>", cmd);
+    json_decref(v);
     free(csv);
 }
 
@@ -399,7 +426,7 @@ TEST(report_command_keeps_argument_boundaries)
  * makes a CSV field quoted, a quote in it is doubled, and several extra tables are a valid object. */
 TEST(report_control_bytes_and_several_tables)
 {
-    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512], err[256];
+    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512];
     REQUIRE(mkdtemp(dir));
     int e = 0;
     struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &e);
@@ -414,21 +441,21 @@ TEST(report_control_bytes_and_several_tables)
         CHECK_RC(bench_report_row(r, names[i]), ONI_ESUCCESS);
     }
     CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
-    struct bench_json *v = NULL;
     REQUIRE(find_file(dir, ".json", path, sizeof path));
-    if (bench_json_load(path, &v, err, sizeof err))
-        UNIT_FAIL("%s is not valid JSON: %s", path, err);
-    const struct bench_json *row = bench_json_at(bench_json_get(v, "results"), 0);
-    const struct bench_json *s = bench_json_get(row, "s"), *cr = bench_json_get(row, "cr");
-    CHECK(s && s->type == BENCH_JSON_STR && !strcmp(s->str, "a\x1f" "b"));
-    CHECK(cr && cr->type == BENCH_JSON_STR && !strcmp(cr->str, "c\rd"));
-    const struct bench_json *tables = bench_json_get(v, "tables");
-    CHECK(tables && tables->n == 3);
+    char *text = slurp(path);
+    REQUIRE(text);
+    CHECK(strcasestr(text, "a\\u001fb") != NULL); /* escaped in the text */
+    json_t *v = json_parse(text);
+    free(text);
+    const json_t *row = json_array_get(json_object_get(v, "results"), 0);
+    CHECK(!strcmp(str_of(row, "s"), "a\x1f" "b"));
+    CHECK(!strcmp(str_of(row, "cr"), "c\rd"));
+    const json_t *tables = json_object_get(v, "tables");
+    CHECK(json_object_size(tables) == 3);
     for (int i = 0; i < 3; i++) {
-        const struct bench_json *k = bench_json_get(bench_json_at(bench_json_get(tables, names[i]), 0), "k");
-        CHECK(k && k->type == BENCH_JSON_NUM && k->num == i);
+        CHECK(num_is(json_array_get(json_object_get(tables, names[i]), 0), "k", i));
     }
-    bench_json_free(v);
+    json_decref(v);
     /* the main CSV: the one that is no -<table>.csv */
     strcpy(path + strlen(path) - 5, ".csv");
     char *csv = slurp(path);
