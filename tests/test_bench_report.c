@@ -74,18 +74,15 @@ static char *find_file(const char *dir, const char *suffix, char *buf, size_t le
 
 static void rm_dir(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char p[1536]; /* a directory name and an entry's */
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-    closedir(d);
-    rmdir(dir);
+    unit_sh("rm -rf '%s'", dir);
+}
+
+/* The folder of result set `name` in dir: the name up to its first '-'. */
+static const char *set_dir(const char *dir, const char *bench)
+{
+    static char buf[600];
+    snprintf(buf, sizeof buf, "%s/%s", dir, bench);
+    return buf;
 }
 
 static int starts(const char *s, const char *prefix)
@@ -140,25 +137,25 @@ TEST(report_writes_csv_and_json)
     fclose(tf);
 
     const char *png = bench_report_path(r, "-x.png");
-    CHECK(png && strstr(png, "/sub/results/frames-") && strstr(png, "-x.png"));
+    CHECK(png && strstr(png, "/sub/results/frames/frames-") && strstr(png, "-x.png"));
     CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
 
     char path[1024];
-    char *csv = find_file(out, "-fit.csv", path, sizeof path) ? slurp(path) : NULL;
+    char *csv = find_file(set_dir(out, "frames"), "-fit.csv", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(csv != NULL);
     CHECK(starts(csv, "path,t_n,t_mean_ns,t_sd_ns,t_min_ns,t_p50_ns,t_p90_ns,t_p99_ns,t_p999_ns,t_max_ns\n"));
     CHECK(strstr(csv, "\ndirect,3,2,1,1,2,3,3,3,3\n") != NULL);
     free(csv);
 
     /* The main table: exactly one .csv other than -fit.csv. */
-    DIR *d = opendir(out);
+    DIR *d = opendir(set_dir(out, "frames"));
     REQUIRE(d != NULL);
     struct dirent *e;
     csv = NULL;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
         if (n > 4 && !strcmp(e->d_name + n - 4, ".csv") && !strstr(e->d_name, "-fit.csv")) {
-            snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+            snprintf(path, sizeof path, "%s/%s", set_dir(out, "frames"), e->d_name);
             csv = slurp(path);
         }
     }
@@ -171,7 +168,7 @@ TEST(report_writes_csv_and_json)
     CHECK(strstr(csv, "\n16384,plain,,7\n") != NULL);            /* NaN -> empty */
     free(csv);
 
-    char *json = find_file(out, ".json", path, sizeof path) ? slurp(path) : NULL;
+    char *json = find_file(set_dir(out, "frames"), ".json", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(json != NULL);
     json_t *doc = json_parse(json), *meta = json_object_get(doc, "meta");
     REQUIRE(json_is_object(meta));
@@ -201,9 +198,36 @@ TEST(report_writes_csv_and_json)
     json_decref(doc);
     free(json);
 
-    snprintf(path, sizeof path, "%s/sub", dir);
-    rm_dir(out);
-    rm_dir(path);
+    rm_dir(dir);
+}
+
+/* A result set goes to <dir>/<bench>/, <bench> its name up to the first '-':
+ * every file of it, and only there. */
+TEST(report_set_goes_to_its_benchmark_folder)
+{
+    char dir[] = "/tmp/onigpu-bench-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int err = 0;
+    struct bench_report *r = bench_report_open(dir, "run-cpu", 0, NULL, NULL, &err);
+    REQUIRE(r != NULL);
+    const char *p = bench_report_path(r, ".csv");
+    char want[600];
+    snprintf(want, sizeof want, "%s/run/run-cpu-2", dir); /* then the stamp: 20YYMMDD-HHMMSS */
+    CHECK(p && !strncmp(p, want, strlen(want)) && strlen(p) == strlen(dir) + strlen("/run/run-cpu-YYYYMMDD-HHMMSS.csv"));
+    bench_cell_int(r, "a", 1);
+    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    bench_cell_int(r, "b", 2);
+    CHECK_RC(bench_report_row(r, "lat"), ONI_ESUCCESS);
+    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    CHECK(unit_sh("cd '%s' && test \"$(ls)\" = run && ls run | grep -c '^run-cpu-[0-9]\\{8\\}-[0-9]\\{6\\}"
+                  "\\(\\.csv\\|-lat\\.csv\\|\\.json\\)$' | grep -qx 3 && test $(ls run | wc -l) = 3", dir) == 0);
+    /* a name without '-' is its own folder */
+    r = bench_report_open(dir, "floor", 0, NULL, NULL, &err);
+    REQUIRE(r != NULL);
+    p = bench_report_path(r, ".json");
+    snprintf(want, sizeof want, "%s/floor/floor-", dir);
+    CHECK(p && !strncmp(p, want, strlen(want)));
+    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
     rm_dir(dir);
 }
 
@@ -234,7 +258,7 @@ TEST(report_columns_grow_and_errors_keep_rows)
 
     char path[512];
     /* The main CSV is the JSON's name with .csv (a -wide.csv exists too). */
-    char *json = find_file(dir, ".json", path, sizeof path) ? slurp(path) : NULL;
+    char *json = find_file(set_dir(dir, "t"), ".json", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(json != NULL);
     strcpy(path + strlen(path) - 5, ".csv");
     char *csv = slurp(path);
@@ -263,6 +287,11 @@ TEST(report_open_errors)
     CHECK(bench_report_open("/tmp", "a/b", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
     CHECK(bench_report_open("/tmp", "x", 1, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EINVALARG);
+    /* a set's folder is its name up to the first '-': there must be one, and no "." or ".." */
+    CHECK(bench_report_open("/tmp", "-x", 0, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EINVALARG);
+    CHECK(bench_report_open("/tmp", "..-x", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
     /* A directory below a regular file cannot be made. */
     char file[] = "/tmp/onigpu-bench-file-XXXXXX";
@@ -297,9 +326,9 @@ static json_t *write_and_read(int argc, char **argv, void (*fill)(struct bench_r
         CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
     }
     json_error_t je;
-    if (find_file(dir, ".json", path, sizeof path) && !(v = json_load_file(path, 0, &je)))
+    if (find_file(set_dir(dir, "t"), ".json", path, sizeof path) && !(v = json_load_file(path, 0, &je)))
         UNIT_FAIL("%s is not valid JSON: %s", path, je.text);
-    if (find_file(dir, ".csv", path, sizeof path))
+    if (find_file(set_dir(dir, "t"), ".csv", path, sizeof path))
         *csv = slurp(path);
     rm_dir(dir);
     return v;
@@ -441,7 +470,7 @@ TEST(report_control_bytes_and_several_tables)
         CHECK_RC(bench_report_row(r, names[i]), ONI_ESUCCESS);
     }
     CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
-    REQUIRE(find_file(dir, ".json", path, sizeof path));
+    REQUIRE(find_file(set_dir(dir, "t"), ".json", path, sizeof path));
     char *text = slurp(path);
     REQUIRE(text);
     CHECK(strcasestr(text, "a\\u001fb") != NULL); /* escaped in the text */

@@ -151,7 +151,7 @@ static void check_run(const char *backend, const char *seconds)
     }
     char cmd[256];
     /* the result set records the workload for `advise --workload` */
-    json_t *res = result_set_load(dir, "run-*.json");
+    json_t *res = result_set_load(dir, "run/run-*.json");
     CHECK(res && result_num(res, 0, "block_bytes") > 0 && result_num(res, 0, "ai") >= 0);
     json_decref(res);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -153,10 +153,12 @@ int bench_fit_model(const double *size, const double *t_ns, size_t n, int weight
 
 /* ---- results: CSV + JSON + PNG in a directory ----------------------------- */
 
-/* A result set: named tables of rows, written at close as
- *   <dir>/<name>-<YYYYMMDD-HHMMSS>.csv          the table "results"
- *   <dir>/<name>-<YYYYMMDD-HHMMSS>-<table>.csv  every other table
- *   <dir>/<name>-<YYYYMMDD-HHMMSS>.json         {"meta": {...}, "results": [rows],
+/* A result set: named tables of rows, written at close into the folder of
+ * its benchmark, <dir>/<bench>, where <bench> is the name up to its first
+ * '-' (name "run-cpu" goes to <dir>/run/):
+ *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>.csv          the table "results"
+ *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>-<table>.csv  every other table
+ *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>.json         {"meta": {...}, "results": [rows],
  *                                                "tables": {"<table>": [rows]}, "plots": [files]}
  * meta holds: hostname, cpu (model from /proc/cpuinfo), cores, kernel, gpu
  * (when given), loadavg (/proc/loadavg at open: the machine may be shared),
@@ -173,8 +175,9 @@ struct bench_report;
 int bench_make_dirs(const char *dir);
 
 /* Start a result set. argv/argc: the command line to record (may be NULL/0);
- * gpu: GPU name or NULL. Creates dir (and its parents) if missing. Returns NULL and
- * sets *err (ONI_EINVALARG, ONI_EBADALLOC, ONI_EPATHINVALID) on failure. */
+ * gpu: GPU name or NULL. Creates <dir>/<bench> (and its parents) if missing.
+ * Returns NULL and sets *err on failure: ONI_EINVALARG (a name with a '/' or
+ * starting with '-' or '.'), ONI_EBADALLOC, ONI_EPATHINVALID. */
 struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
                                        char **argv, const char *gpu, int *err);
 
@@ -202,7 +205,7 @@ int bench_report_row(struct bench_report *r, const char *table);
 /* Print table (NULL = "results") as an aligned text table to f. */
 void bench_report_print(const struct bench_report *r, const char *table, FILE *f);
 
-/* Path of a file of this result set: "<dir>/<name>-<date><suffix>" (e.g.
+/* Path of a file of this result set: "<dir>/<bench>/<name>-<date><suffix>" (e.g.
  * suffix "-sizes.png"). Owned by r, valid until the next call on r. */
 const char *bench_report_path(struct bench_report *r, const char *suffix);
 

@@ -359,22 +359,30 @@ struct bench_report *bench_report_open(const char *dir, const char *name, int ar
 {
     int e = ONI_EINVALARG;
     struct bench_report *r = NULL;
-    if (!dir || !*dir || !name || !*name || strchr(name, '/') || argc < 0 || (argc && !argv))
-        goto fail;
-    e = bench_make_dirs(dir);
-    if (e)
+    /* the set's folder: its name up to the first '-', which must be a file name */
+    if (!dir || !*dir || !name || !*name || strchr(name, '/') || *name == '-' || *name == '.' || argc < 0 ||
+        (argc && !argv))
         goto fail;
     e = ONI_EBADALLOC;
-    r = calloc(1, sizeof *r);
-    if (!r || !(r->meta = json_object()))
+    char *folder = fmt_str("%s/%.*s", dir, (int)strcspn(name, "-"), name);
+    if (!folder)
         goto fail;
+    e = bench_make_dirs(folder);
+    if (!e && !(r = calloc(1, sizeof *r)))
+        e = ONI_EBADALLOC;
+    if (e || !(r->meta = json_object())) {
+        free(folder);
+        e = e ? e : ONI_EBADALLOC;
+        goto fail;
+    }
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    r->base = fmt_str("%s/%s-%s", dir, name, stamp);
+    r->base = fmt_str("%s/%s-%s", folder, name, stamp);
+    free(folder);
     if (!r->base)
         goto fail;
     e = collect_meta(r, argc, argv, gpu);
