@@ -245,14 +245,21 @@ static void with_path(const char *path, void (*fn)(const char *), const char *ar
     free(old);
 }
 
-static void plot_without(const char *dir)
+/* bench_plot_png of two points to dir/name.png; its return, why in why[len]. */
+static int plot_two(const char *dir, const char *name, char *why, size_t len)
 {
-    char path[600], why[256] = "";
-    snprintf(path, sizeof path, "%s/m.png", dir);
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.png", dir, name);
     double x[2] = {1, 2}, y[2] = {3, 4};
     struct bench_series s = {"a", x, y, 2, BENCH_LINES};
     struct bench_plot p = {"t", "x", "y", 0, 0, &s, 1};
-    CHECK_RC(bench_plot_png(path, &p, why, sizeof why), BENCH_PLOT_NOT_RENDERED);
+    return bench_plot_png(path, &p, why, len);
+}
+
+static void plot_without(const char *dir)
+{
+    char why[256] = "";
+    CHECK_RC(plot_two(dir, "m", why, sizeof why), BENCH_PLOT_NOT_RENDERED);
     CHECK(strstr(why, "gnuplot could not be run") != NULL);
     CHECK(exists_in(dir, "m.gp") && exists_in(dir, "m.dat") && !exists_in(dir, "m.png"));
 }
@@ -267,12 +274,8 @@ TEST(plot_without_gnuplot_keeps_script_and_data)
 
 static void plot_failing(const char *dir)
 {
-    char path[600], why[256] = "";
-    snprintf(path, sizeof path, "%s/f.png", dir);
-    double x[2] = {1, 2}, y[2] = {3, 4};
-    struct bench_series s = {"a", x, y, 2, BENCH_LINES};
-    struct bench_plot p = {"t", "x", "y", 0, 0, &s, 1};
-    CHECK_RC(bench_plot_png(path, &p, why, sizeof why), BENCH_PLOT_NOT_RENDERED);
+    char why[256] = "";
+    CHECK_RC(plot_two(dir, "f", why, sizeof why), BENCH_PLOT_NOT_RENDERED);
     if (strcmp(why, "f.gp: no terminal here"))
         UNIT_FAIL("why: <%s>", why);
 }

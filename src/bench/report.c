@@ -89,7 +89,7 @@ static void cell_clear(struct cell *c)
  * well-formed UTF-8 sequence (a Latin-1 file name on a command line) becomes
  * U+FFFD, and UTF-8 stays as it is. jansson itself decides what is
  * well-formed: the length of a character is the fewest bytes it accepts. */
-static json_t *json_text(const char *s)
+static json_t *js_text(const char *s)
 {
     json_t *j = s ? json_string(s) : NULL;
     if (j || !s)
@@ -126,7 +126,7 @@ static json_t *json_text(const char *s)
 
 /* A JSON number for v: an integer when v is whole (so 3.0 reads "3"), null
  * when it is not finite. */
-static json_t *json_num(double v)
+static json_t *js_num(double v)
 {
     if (!isfinite(v))
         return json_null();
@@ -136,9 +136,9 @@ static json_t *json_num(double v)
 }
 
 /* obj[key] = v (v's reference taken, also on failure). 0 or -1. */
-static int json_put(json_t *obj, const char *key, json_t *v)
+static int js_put(json_t *obj, const char *key, json_t *v)
 {
-    json_t *k = json_text(key);
+    json_t *k = js_text(key);
     if (!k) {
         json_decref(v);
         return -1;
@@ -154,14 +154,14 @@ static int add_meta(struct bench_report *r, const char *key, json_t *v)
         json_decref(v);
         return ONI_EINVALARG;
     }
-    return json_put(r->meta, key, v) ? ONI_EBADALLOC : ONI_ESUCCESS;
+    return js_put(r->meta, key, v) ? ONI_EBADALLOC : ONI_ESUCCESS;
 }
 
 int bench_report_meta(struct bench_report *r, const char *key, const char *value)
 {
     if (!value)
         return ONI_EINVALARG;
-    return add_meta(r, key, json_text(value));
+    return add_meta(r, key, js_text(value));
 }
 
 /* The shortest %g text of finite v that reads back as v (15 to 17 digits). */
@@ -176,7 +176,7 @@ static void num_text(char *buf, size_t len, double v)
 
 int bench_report_meta_num(struct bench_report *r, const char *key, double value)
 {
-    return add_meta(r, key, json_num(value));
+    return add_meta(r, key, js_num(value));
 }
 
 static void trim(char *s)
@@ -231,7 +231,8 @@ static int read_line(const char *path, char *out, size_t len)
 static void git_state(char *commit, size_t clen, char *dirty, size_t dlen)
 {
     char *const head[] = {"git", "rev-parse", "--verify", "HEAD", NULL};
-    char *const status[] = {"git", "status", "--porcelain", "--untracked-files=no", NULL};
+    /* no optional locks: a status taken beside the user's own git never writes the index */
+    char *const status[] = {"git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no", NULL};
     char out[256];
     snprintf(commit, clen, "unknown");
     snprintf(dirty, dlen, "unknown");
@@ -664,7 +665,7 @@ static int write_csv(const struct bench_report *r, const struct table *t)
 }
 
 /* The rows of t as a JSON array of objects, or NULL when memory ran out. */
-static json_t *json_rows(const struct table *t)
+static json_t *js_rows(const struct table *t)
 {
     json_t *rows = json_array();
     for (size_t i = 0; rows && i < t->nrows; i++) {
@@ -672,11 +673,11 @@ static json_t *json_rows(const struct table *t)
         int bad = json_array_append_new(rows, row);
         for (size_t c = 0; !bad && c < t->ncols; c++) {
             const struct cell *cl = &t->cells[i * t->ncols + c];
-            json_t *v = cl->type == CELL_STR   ? json_text(cl->s)
+            json_t *v = cl->type == CELL_STR   ? js_text(cl->s)
                         : cl->type == CELL_INT ? json_integer(cl->i)
-                        : cl->type == CELL_NUM ? json_num(cl->d)
+                        : cl->type == CELL_NUM ? js_num(cl->d)
                                                : json_null();
-            bad = json_put(row, t->cols[c], v);
+            bad = js_put(row, t->cols[c], v);
         }
         if (bad) {
             json_decref(rows);
@@ -687,19 +688,19 @@ static json_t *json_rows(const struct table *t)
 }
 
 /* The JSON document of the result set: meta, results, tables, plots. */
-static json_t *json_doc(const struct bench_report *r)
+static json_t *js_doc(const struct bench_report *r)
 {
     json_t *doc = json_object(), *tables = json_object(), *plots = json_array();
     const struct table *res = find_table(r, "results");
-    int bad = json_put(doc, "meta", json_incref(r->meta));
-    bad |= json_put(doc, "results", res ? json_rows(res) : json_array());
-    bad |= json_put(doc, "tables", json_incref(tables));
-    bad |= json_put(doc, "plots", json_incref(plots));
+    int bad = js_put(doc, "meta", json_incref(r->meta));
+    bad |= js_put(doc, "results", res ? js_rows(res) : json_array());
+    bad |= js_put(doc, "tables", json_incref(tables));
+    bad |= js_put(doc, "plots", json_incref(plots));
     for (size_t i = 0; !bad && i < r->ntables; i++)
         if (strcmp(r->tables[i].name, "results"))
-            bad = json_put(tables, r->tables[i].name, json_rows(&r->tables[i]));
+            bad = js_put(tables, r->tables[i].name, js_rows(&r->tables[i]));
     for (size_t i = 0; !bad && i < r->nplots; i++)
-        bad = json_array_append_new(plots, json_text(r->plots[i]));
+        bad = json_array_append_new(plots, js_text(r->plots[i]));
     json_decref(tables);
     json_decref(plots);
     if (bad) {
@@ -712,7 +713,7 @@ static json_t *json_doc(const struct bench_report *r)
 static int write_json(const struct bench_report *r)
 {
     char *path = fmt_str("%s.json", r->base);
-    json_t *doc = path ? json_doc(r) : NULL;
+    json_t *doc = path ? js_doc(r) : NULL;
     int rc = ONI_EBADALLOC;
     if (doc) /* 17 digits: every number reads back as the double it was */
         rc = json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) ? ONI_EPATHINVALID
