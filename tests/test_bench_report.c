@@ -231,6 +231,58 @@ TEST(report_set_goes_to_its_benchmark_folder)
     rm_dir(dir);
 }
 
+/* meta git_commit/git_dirty of a result set opened in directory cwd. */
+static void git_meta(const char *cwd, char *commit, char *dirty, size_t len)
+{
+    char here[4096], out[600];
+    commit[0] = dirty[0] = 0;
+    if (!getcwd(here, sizeof here) || chdir(cwd))
+        return;
+    snprintf(out, sizeof out, "%s/out", cwd);
+    int err = 0;
+    struct bench_report *r = bench_report_open(out, "g", 0, NULL, NULL, &err);
+    const char *json = r ? bench_report_path(r, ".json") : NULL;
+    char path[700];
+    snprintf(path, sizeof path, "%s", json ? json : "");
+    bench_report_close(r);
+    if (chdir(here))
+        return;
+    json_t *v = json_load_file(path, 0, NULL), *m = json_object_get(v, "meta");
+    snprintf(commit, len, "%s", str_of(m, "git_commit"));
+    snprintf(dirty, len, "%s", str_of(m, "git_dirty"));
+    json_decref(v);
+    unit_sh("rm -rf '%s'", out);
+}
+
+/* The commit is git's own answer (rev-parse HEAD), dirty when a tracked
+ * file changed, and "unknown" outside a checkout (or without git). */
+TEST(report_git_commit_from_git)
+{
+    char dir[] = "/tmp/onigpu-git-XXXXXX", commit[100], dirty[100], want[100] = "";
+    REQUIRE(mkdtemp(dir));
+    git_meta(dir, commit, dirty, sizeof commit);
+    CHECK(!strcmp(commit, "unknown") && !strcmp(dirty, "unknown"));
+    if (unit_sh("command -v git >/dev/null") != 0) {
+        rm_dir(dir);
+        SKIP("git not installed: only the unknown case checked");
+    }
+    REQUIRE(unit_sh("cd '%s' && git init -q && echo a > f && git add f && git -c user.name=t -c user.email=t@t "
+                    "commit -qm one && git rev-parse HEAD > head", dir) == 0);
+    char head[600];
+    snprintf(head, sizeof head, "%s/head", dir);
+    FILE *f = fopen(head, "r");
+    REQUIRE(f && fgets(want, sizeof want, f));
+    fclose(f);
+    want[strcspn(want, "\n")] = 0;
+    git_meta(dir, commit, dirty, sizeof commit);
+    CHECK(strlen(want) >= 40 && !strcmp(commit, want));
+    CHECK(!strcmp(dirty, "no")); /* an untracked file (head) does not count */
+    REQUIRE(unit_sh("echo b >> '%s/f'", dir) == 0);
+    git_meta(dir, commit, dirty, sizeof commit);
+    CHECK(!strcmp(commit, want) && !strcmp(dirty, "yes"));
+    rm_dir(dir);
+}
+
 TEST(report_columns_grow_and_errors_keep_rows)
 {
     char dir[] = "/tmp/onigpu-bench-XXXXXX";
