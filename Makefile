@@ -10,12 +10,17 @@ CMAKE ?= cmake
 CTEST ?= ctest
 CLANG ?= clang
 
-.PHONY: all build run test test-plain test-asan test-tsan test-fuzz deps clean
+.PHONY: all build run test test-plain test-asan test-tsan test-fuzz deps deps-fuzz clean
 
 all: build
 
+# What build and run need (cmake, cc, jansson, gnuplot); the fuzz build adds
+# clang and libFuzzer, so `make run` never needs them.
 deps:
-	@tools/deps.sh
+	@tools/deps.sh build
+
+deps-fuzz:
+	@tools/deps.sh fuzz
 
 # Run the tests of build dir $(1) (more ctest arguments: $(2)); when one fails,
 # tools/test-failures.sh prints why, briefly (whole outputs: LastTest.log).
@@ -45,7 +50,7 @@ test-tsan: deps
 	$(CMAKE) --build build-tsan -j $(JOBS)
 	$(call run_tests,build-tsan,-L threads)
 
-test-fuzz: deps
+test-fuzz: deps-fuzz
 	CC=$(CLANG) $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DONIGPU_CUDA=OFF -DONIGPU_FUZZ=ON
 	$(CMAKE) --build build-fuzz -j $(JOBS)
 	$(call run_tests,build-fuzz,-L fuzz)

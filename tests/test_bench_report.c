@@ -5,19 +5,34 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <jansson.h>
 #include "bench/bench.h"
-#include "bench/json.h"
 #include "unit.h"
 
-/* Whether text is well-formed JSON: read by the project's own reader
- * (src/bench/json.c, which test_bench_json and fuzz_json check). */
-static int json_valid(const char *text)
+/* text parsed by jansson, NULL (after a failed check) when it is no JSON. */
+static json_t *json_parse(const char *text)
 {
-    struct bench_json *v = NULL;
-    char err[128];
-    int rc = bench_json_parse(text, strlen(text), &v, err, sizeof err);
-    bench_json_free(v);
-    return rc == 0;
+    json_error_t e;
+    json_t *v = json_loads(text, 0, &e);
+    if (!v)
+        UNIT_FAIL("not JSON: line %d, column %d: %s", e.line, e.column, e.text);
+    return v;
+}
+
+/* Member key of object o as a string ("" when it is none). */
+static const char *str_of(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* Whether member key of object o is the number want (NAN: null). */
+static int num_is(const json_t *o, const char *key, double want)
+{
+    const json_t *v = json_object_get(o, key);
+    if (isnan(want))
+        return json_is_null(v);
+    return json_is_number(v) && json_number_value(v) == want;
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -59,18 +74,15 @@ static char *find_file(const char *dir, const char *suffix, char *buf, size_t le
 
 static void rm_dir(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char p[1536]; /* a directory name and an entry's */
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-    closedir(d);
-    rmdir(dir);
+    unit_sh("rm -rf '%s'", dir);
+}
+
+/* The folder of result set `name` in dir: the name up to its first '-'. */
+static const char *set_dir(const char *dir, const char *bench)
+{
+    static char buf[600];
+    snprintf(buf, sizeof buf, "%s/%s", dir, bench);
+    return buf;
 }
 
 static int starts(const char *s, const char *prefix)
@@ -125,25 +137,25 @@ TEST(report_writes_csv_and_json)
     fclose(tf);
 
     const char *png = bench_report_path(r, "-x.png");
-    CHECK(png && strstr(png, "/sub/results/frames-") && strstr(png, "-x.png"));
+    CHECK(png && strstr(png, "/sub/results/frames/frames-") && strstr(png, "-x.png"));
     CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
 
     char path[1024];
-    char *csv = find_file(out, "-fit.csv", path, sizeof path) ? slurp(path) : NULL;
+    char *csv = find_file(set_dir(out, "frames"), "-fit.csv", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(csv != NULL);
     CHECK(starts(csv, "path,t_n,t_mean_ns,t_sd_ns,t_min_ns,t_p50_ns,t_p90_ns,t_p99_ns,t_p999_ns,t_max_ns\n"));
     CHECK(strstr(csv, "\ndirect,3,2,1,1,2,3,3,3,3\n") != NULL);
     free(csv);
 
     /* The main table: exactly one .csv other than -fit.csv. */
-    DIR *d = opendir(out);
+    DIR *d = opendir(set_dir(out, "frames"));
     REQUIRE(d != NULL);
     struct dirent *e;
     csv = NULL;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
         if (n > 4 && !strcmp(e->d_name + n - 4, ".csv") && !strstr(e->d_name, "-fit.csv")) {
-            snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+            snprintf(path, sizeof path, "%s/%s", set_dir(out, "frames"), e->d_name);
             csv = slurp(path);
         }
     }
@@ -156,30 +168,118 @@ TEST(report_writes_csv_and_json)
     CHECK(strstr(csv, "\n16384,plain,,7\n") != NULL);            /* NaN -> empty */
     free(csv);
 
-    char *json = find_file(out, ".json", path, sizeof path) ? slurp(path) : NULL;
+    char *json = find_file(set_dir(out, "frames"), ".json", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(json != NULL);
-    CHECK(json_valid(json));
-    CHECK(strstr(json, "\"meta\": {") != NULL);
-    CHECK(strstr(json, "\"hostname\": \"") != NULL);
-    CHECK(strstr(json, "\"cpu\": \"") != NULL);
-    CHECK(strstr(json, "\"cores\": ") != NULL);
-    CHECK(strstr(json, "\"kernel\": \"") != NULL);
-    CHECK(strstr(json, "\"loadavg\": \"") != NULL);
-    CHECK(strstr(json, "\"gpu\": \"Test GPU\"") != NULL);
-    CHECK(strstr(json, "\"command\": \"onigpu bench frames --label 'a \\\"quoted\\\" word'\"") != NULL);
-    CHECK(strstr(json, "\"date\": \"20") != NULL);
-    CHECK(strstr(json, "\"driver\": \"test2\"") != NULL);
-    CHECK(strstr(json, "\"seconds\": 2.5") != NULL);
-    CHECK(strstr(json, "\"results\": [") != NULL);
-    CHECK(strstr(json, "{\"block\": 8192, \"name\": \"with,comma\", \"rate\": 1.5, \"opt\": null}") != NULL);
-    CHECK(strstr(json, "\"rate\": null") != NULL);
-    CHECK(strstr(json, "\"tables\": {") != NULL && strstr(json, "\"fit\": [") != NULL);
-    CHECK(strstr(json, "\"plots\": []") != NULL);
+    json_t *doc = json_parse(json), *meta = json_object_get(doc, "meta");
+    REQUIRE(json_is_object(meta));
+    CHECK(*str_of(meta, "hostname") && *str_of(meta, "cpu") && *str_of(meta, "kernel"));
+    CHECK(*str_of(meta, "loadavg") && json_is_integer(json_object_get(meta, "cores")));
+    CHECK(!strcmp(str_of(meta, "gpu"), "Test GPU"));
+    CHECK(!strcmp(str_of(meta, "command"), "onigpu bench frames --label 'a \"quoted\" word'"));
+    CHECK(!strncmp(str_of(meta, "date"), "20", 2));
+    CHECK(!strcmp(str_of(meta, "driver"), "test2"));
+    CHECK(num_is(meta, "seconds", 2.5));
+    CHECK(*str_of(meta, "git_commit") && *str_of(meta, "git_dirty"));
+    /* the keys in the order they were first set */
+    const char *order[] = {"hostname", "cpu", "cores", "kernel", "gpu", "loadavg", "command", "date",
+                           "git_commit", "git_dirty", "driver", "seconds"};
+    void *it = json_object_iter(meta);
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++, it = json_object_iter_next(meta, it))
+        if (!it || strcmp(json_object_iter_key(it), order[i]))
+            UNIT_FAIL("meta key %zu is %s, want %s", i, it ? json_object_iter_key(it) : "(none)", order[i]);
+    const json_t *rows = json_object_get(doc, "results"), *row1 = json_array_get(rows, 1);
+    CHECK_EQ(json_array_size(rows), 3);
+    CHECK(json_object_size(row1) == 4 && num_is(row1, "block", 8192) && !strcmp(str_of(row1, "name"), "with,comma"));
+    CHECK(num_is(row1, "rate", 1.5) && num_is(row1, "opt", NAN));
+    CHECK(num_is(json_array_get(rows, 2), "rate", NAN));
+    const json_t *fit = json_array_get(json_object_get(json_object_get(doc, "tables"), "fit"), 0);
+    CHECK(!strcmp(str_of(fit, "path"), "direct") && num_is(fit, "t_n", 3) && num_is(fit, "t_p50_ns", 2));
+    CHECK(json_is_array(json_object_get(doc, "plots")) && json_array_size(json_object_get(doc, "plots")) == 0);
+    json_decref(doc);
     free(json);
 
-    snprintf(path, sizeof path, "%s/sub", dir);
-    rm_dir(out);
-    rm_dir(path);
+    rm_dir(dir);
+}
+
+/* A result set goes to <dir>/<bench>/, <bench> its name up to the first '-':
+ * every file of it, and only there. */
+TEST(report_set_goes_to_its_benchmark_folder)
+{
+    char dir[] = "/tmp/onigpu-bench-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int err = 0;
+    struct bench_report *r = bench_report_open(dir, "run-cpu", 0, NULL, NULL, &err);
+    REQUIRE(r != NULL);
+    const char *p = bench_report_path(r, ".csv");
+    char want[600];
+    snprintf(want, sizeof want, "%s/run/run-cpu-2", dir); /* then the stamp: 20YYMMDD-HHMMSS */
+    CHECK(p && !strncmp(p, want, strlen(want)) && strlen(p) == strlen(dir) + strlen("/run/run-cpu-YYYYMMDD-HHMMSS.csv"));
+    bench_cell_int(r, "a", 1);
+    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    bench_cell_int(r, "b", 2);
+    CHECK_RC(bench_report_row(r, "lat"), ONI_ESUCCESS);
+    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    CHECK(unit_sh("cd '%s' && test \"$(ls)\" = run && ls run | grep -c '^run-cpu-[0-9]\\{8\\}-[0-9]\\{6\\}"
+                  "\\(\\.csv\\|-lat\\.csv\\|\\.json\\)$' | grep -qx 3 && test $(ls run | wc -l) = 3", dir) == 0);
+    /* a name without '-' is its own folder */
+    r = bench_report_open(dir, "floor", 0, NULL, NULL, &err);
+    REQUIRE(r != NULL);
+    p = bench_report_path(r, ".json");
+    snprintf(want, sizeof want, "%s/floor/floor-", dir);
+    CHECK(p && !strncmp(p, want, strlen(want)));
+    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    rm_dir(dir);
+}
+
+/* meta git_commit/git_dirty of a result set opened in directory cwd. */
+static void git_meta(const char *cwd, char *commit, char *dirty, size_t len)
+{
+    char here[4096], out[600];
+    commit[0] = dirty[0] = 0;
+    if (!getcwd(here, sizeof here) || chdir(cwd))
+        return;
+    snprintf(out, sizeof out, "%s/out", cwd);
+    int err = 0;
+    struct bench_report *r = bench_report_open(out, "g", 0, NULL, NULL, &err);
+    const char *json = r ? bench_report_path(r, ".json") : NULL;
+    char path[700];
+    snprintf(path, sizeof path, "%s", json ? json : "");
+    bench_report_close(r);
+    if (chdir(here))
+        return;
+    json_t *v = json_load_file(path, 0, NULL), *m = json_object_get(v, "meta");
+    snprintf(commit, len, "%s", str_of(m, "git_commit"));
+    snprintf(dirty, len, "%s", str_of(m, "git_dirty"));
+    json_decref(v);
+    unit_sh("rm -rf '%s'", out);
+}
+
+/* The commit is git's own answer (rev-parse HEAD), dirty when a tracked
+ * file changed, and "unknown" outside a checkout (or without git). */
+TEST(report_git_commit_from_git)
+{
+    char dir[] = "/tmp/onigpu-git-XXXXXX", commit[100], dirty[100], want[100] = "";
+    REQUIRE(mkdtemp(dir));
+    git_meta(dir, commit, dirty, sizeof commit);
+    CHECK(!strcmp(commit, "unknown") && !strcmp(dirty, "unknown"));
+    if (unit_sh("command -v git >/dev/null") != 0) {
+        rm_dir(dir);
+        SKIP("git not installed: only the unknown case checked");
+    }
+    REQUIRE(unit_sh("cd '%s' && git init -q && echo a > f && git add f && git -c user.name=t -c user.email=t@t "
+                    "commit -qm one && git rev-parse HEAD > head", dir) == 0);
+    char head[600];
+    snprintf(head, sizeof head, "%s/head", dir);
+    FILE *f = fopen(head, "r");
+    REQUIRE(f && fgets(want, sizeof want, f));
+    fclose(f);
+    want[strcspn(want, "\n")] = 0;
+    git_meta(dir, commit, dirty, sizeof commit);
+    CHECK(strlen(want) >= 40 && !strcmp(commit, want));
+    CHECK(!strcmp(dirty, "no")); /* an untracked file (head) does not count */
+    REQUIRE(unit_sh("echo b >> '%s/f'", dir) == 0);
+    git_meta(dir, commit, dirty, sizeof commit);
+    CHECK(!strcmp(commit, want) && !strcmp(dirty, "yes"));
     rm_dir(dir);
 }
 
@@ -210,20 +310,23 @@ TEST(report_columns_grow_and_errors_keep_rows)
 
     char path[512];
     /* The main CSV is the JSON's name with .csv (a -wide.csv exists too). */
-    char *json = find_file(dir, ".json", path, sizeof path) ? slurp(path) : NULL;
+    char *json = find_file(set_dir(dir, "t"), ".json", path, sizeof path) ? slurp(path) : NULL;
     REQUIRE(json != NULL);
     strcpy(path + strlen(path) - 5, ".csv");
     char *csv = slurp(path);
     REQUIRE(csv != NULL);
     CHECK(!strcmp(csv, "a,b\n1,\n2,3\n,4\n5,\n"));
     free(csv);
-    CHECK(json_valid(json));
-    CHECK(strstr(json, "{\"a\": 1, \"b\": null}") != NULL);
-    CHECK(strstr(json, "{\"a\": null, \"b\": 4}") != NULL);
+    json_t *doc = json_parse(json);
+    const json_t *rows = json_object_get(doc, "results");
+    CHECK_EQ(json_array_size(rows), 4);
+    CHECK(num_is(json_array_get(rows, 0), "a", 1) && num_is(json_array_get(rows, 0), "b", NAN));
+    CHECK(num_is(json_array_get(rows, 2), "a", NAN) && num_is(json_array_get(rows, 2), "b", 4));
     /* The too-wide row kept its first 64 cells. */
-    CHECK(strstr(json, "\"wide\": [") != NULL && strstr(json, "\"c63\": 63") != NULL);
-    CHECK(strstr(json, "\"c64\"") == NULL);
-    CHECK(strstr(json, "\"gpu\"") == NULL);         /* not given */
+    const json_t *wide = json_array_get(json_object_get(json_object_get(doc, "tables"), "wide"), 0);
+    CHECK(json_object_size(wide) == 64 && num_is(wide, "c63", 63) && !json_object_get(wide, "c64"));
+    CHECK(!json_object_get(json_object_get(doc, "meta"), "gpu")); /* not given */
+    json_decref(doc);
     free(json);
     rm_dir(dir);
 }
@@ -236,6 +339,11 @@ TEST(report_open_errors)
     CHECK(bench_report_open("/tmp", "a/b", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
     CHECK(bench_report_open("/tmp", "x", 1, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EINVALARG);
+    /* a set's folder is its name up to the first '-': there must be one, and no "." or ".." */
+    CHECK(bench_report_open("/tmp", "-x", 0, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EINVALARG);
+    CHECK(bench_report_open("/tmp", "..-x", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
     /* A directory below a regular file cannot be made. */
     char file[] = "/tmp/onigpu-bench-file-XXXXXX";
@@ -255,32 +363,33 @@ TEST(report_open_errors)
 /* A result set in a new directory: its command line argv, one results row
  * filled by fill; the JSON read back (NULL after a failed check), the main
  * CSV's text in *csv (free it). The directory is removed. */
-static struct bench_json *write_and_read(int argc, char **argv, void (*fill)(struct bench_report *), char **csv)
+static json_t *write_and_read(int argc, char **argv, void (*fill)(struct bench_report *), char **csv)
 {
-    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512], err[256];
+    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512];
     *csv = NULL;
     if (!mkdtemp(dir))
         return NULL;
     int e = 0;
     struct bench_report *r = bench_report_open(dir, "t", argc, argv, NULL, &e);
-    struct bench_json *v = NULL;
+    json_t *v = NULL;
     if (r) {
         fill(r);
         CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
         CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
     }
-    if (find_file(dir, ".json", path, sizeof path) && bench_json_load(path, &v, err, sizeof err))
-        UNIT_FAIL("%s is not valid JSON: %s", path, err);
-    if (find_file(dir, ".csv", path, sizeof path))
+    json_error_t je;
+    if (find_file(set_dir(dir, "t"), ".json", path, sizeof path) && !(v = json_load_file(path, 0, &je)))
+        UNIT_FAIL("%s is not valid JSON: %s", path, je.text);
+    if (find_file(set_dir(dir, "t"), ".csv", path, sizeof path))
         *csv = slurp(path);
     rm_dir(dir);
     return v;
 }
 
 /* The value of column col in row 0 of the results. */
-static const struct bench_json *cell(const struct bench_json *v, const char *col)
+static const json_t *cell(const json_t *v, const char *col)
 {
-    return bench_json_get(bench_json_at(bench_json_get(v, "results"), 0), col);
+    return json_object_get(json_array_get(json_object_get(v, "results"), 0), col);
 }
 
 static char long_str[3001];
@@ -299,13 +408,12 @@ static void fill_long(struct bench_report *r)
 TEST(report_long_strings_kept_whole)
 {
     char *csv;
-    struct bench_json *v = write_and_read(0, NULL, fill_long, &csv);
+    json_t *v = write_and_read(0, NULL, fill_long, &csv);
     REQUIRE(v && csv);
-    const struct bench_json *s = cell(v, "s");
-    CHECK(s && s->type == BENCH_JSON_STR && !strcmp(s->str, long_str));
+    CHECK(!strcmp(json_string_value(cell(v, "s")) ?: "", long_str));
     size_t n = strlen(long_str);
     CHECK(!strncmp(csv, "s\n", 2) && !strncmp(csv + 2, long_str, n) && !strcmp(csv + 2 + n, "\n"));
-    bench_json_free(v);
+    json_decref(v);
     free(csv);
 }
 
@@ -327,24 +435,24 @@ static void fill_numbers(struct bench_report *r)
 TEST(report_numbers_read_back_exactly)
 {
     char *csv;
-    struct bench_json *v = write_and_read(0, NULL, fill_numbers, &csv);
+    json_t *v = write_and_read(0, NULL, fill_numbers, &csv);
     REQUIRE(v && csv);
     char col[8];
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
         snprintf(col, sizeof col, "n%zu", i);
-        const struct bench_json *n = cell(v, col);
-        if (!n || n->type != BENCH_JSON_NUM || n->num != exact[i])
-            UNIT_FAIL("%s: %.17g came back as %.17g", col, exact[i], n ? n->num : NAN);
+        const json_t *n = cell(v, col);
+        if (!json_is_number(n) || json_number_value(n) != exact[i])
+            UNIT_FAIL("%s: %.17g came back as %.17g", col, exact[i], json_is_number(n) ? json_number_value(n) : NAN);
     }
-    const struct bench_json *m = bench_json_get(bench_json_get(v, "meta"), "m");
-    CHECK(m && m->type == BENCH_JSON_NUM && m->num == exact[0]);
+    const json_t *m = json_object_get(json_object_get(v, "meta"), "m");
+    CHECK(json_is_number(m) && json_number_value(m) == exact[0]);
     /* the CSV's text too, and short where short is exact */
     const char *row = strchr(csv, '\n');
     REQUIRE(row);
     char *end;
     CHECK(strtod(row + 1, &end) == exact[0] && *end == ',');
     CHECK(!strncmp(end, ",0.1,", 5));
-    bench_json_free(v);
+    json_decref(v);
     free(csv);
 }
 
@@ -361,14 +469,14 @@ TEST(report_json_is_utf8_whatever_the_bytes)
 {
     char *argv[] = {"onigpu", "run", "--out", "caf\xe9"};
     char *csv;
-    struct bench_json *v = write_and_read(4, argv, fill_bytes, &csv);
+    json_t *v = write_and_read(4, argv, fill_bytes, &csv);
     REQUIRE(v && csv);
-    const struct bench_json *cmd = bench_json_get(bench_json_get(v, "meta"), "command");
-    CHECK(cmd && !strcmp(cmd->str, "onigpu run --out 'caf\xef\xbf\xbd'"));
-    const struct bench_json *s = cell(v, "s");
-    CHECK(s && !strcmp(s->str, "a\xef\xbf\xbd\xef\xbf\xbd \xc3\xa9\xf0\x9f\x98\x80 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"));
+    const char *cmd = json_string_value(json_object_get(json_object_get(v, "meta"), "command"));
+    CHECK(cmd && !strcmp(cmd, "onigpu run --out 'caf\xef\xbf\xbd'"));
+    const char *s = json_string_value(cell(v, "s"));
+    CHECK(s && !strcmp(s, "a\xef\xbf\xbd\xef\xbf\xbd \xc3\xa9\xf0\x9f\x98\x80 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"));
     CHECK(strstr(csv, "a\xff\xc3 ") != NULL); /* the CSV keeps the bytes */
-    bench_json_free(v);
+    json_decref(v);
     free(csv);
 }
 
@@ -385,13 +493,13 @@ TEST(report_command_keeps_argument_boundaries)
 {
     char *argv[] = {"onigpu", "run", "--seconds=0.5", "--out", "my dir", "--label", "it's", "", "a\"b\\c"};
     char *csv;
-    struct bench_json *v = write_and_read(9, argv, fill_one, &csv);
+    json_t *v = write_and_read(9, argv, fill_one, &csv);
     REQUIRE(v);
-    const struct bench_json *cmd = bench_json_get(bench_json_get(v, "meta"), "command");
-    REQUIRE(cmd && cmd->type == BENCH_JSON_STR);
-    if (strcmp(cmd->str, "onigpu run --seconds=0.5 --out 'my dir' --label 'it'\\''s' '' 'a\"b\\c'"))
-        UNIT_FAIL("command recorded as <%s>", cmd->str);
-    bench_json_free(v);
+    const char *cmd = json_string_value(json_object_get(json_object_get(v, "meta"), "command"));
+    REQUIRE(cmd);
+    if (strcmp(cmd, "onigpu run --seconds=0.5 --out 'my dir' --label 'it'\\''s' '' 'a\"b\\c'"))
+        UNIT_FAIL("command recorded as <%s>", cmd);
+    json_decref(v);
     free(csv);
 }
 
@@ -399,7 +507,7 @@ TEST(report_command_keeps_argument_boundaries)
  * makes a CSV field quoted, a quote in it is doubled, and several extra tables are a valid object. */
 TEST(report_control_bytes_and_several_tables)
 {
-    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512], err[256];
+    char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512];
     REQUIRE(mkdtemp(dir));
     int e = 0;
     struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &e);
@@ -414,21 +522,21 @@ TEST(report_control_bytes_and_several_tables)
         CHECK_RC(bench_report_row(r, names[i]), ONI_ESUCCESS);
     }
     CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
-    struct bench_json *v = NULL;
-    REQUIRE(find_file(dir, ".json", path, sizeof path));
-    if (bench_json_load(path, &v, err, sizeof err))
-        UNIT_FAIL("%s is not valid JSON: %s", path, err);
-    const struct bench_json *row = bench_json_at(bench_json_get(v, "results"), 0);
-    const struct bench_json *s = bench_json_get(row, "s"), *cr = bench_json_get(row, "cr");
-    CHECK(s && s->type == BENCH_JSON_STR && !strcmp(s->str, "a\x1f" "b"));
-    CHECK(cr && cr->type == BENCH_JSON_STR && !strcmp(cr->str, "c\rd"));
-    const struct bench_json *tables = bench_json_get(v, "tables");
-    CHECK(tables && tables->n == 3);
+    REQUIRE(find_file(set_dir(dir, "t"), ".json", path, sizeof path));
+    char *text = slurp(path);
+    REQUIRE(text);
+    CHECK(strcasestr(text, "a\\u001fb") != NULL); /* escaped in the text */
+    json_t *v = json_parse(text);
+    free(text);
+    const json_t *row = json_array_get(json_object_get(v, "results"), 0);
+    CHECK(!strcmp(str_of(row, "s"), "a\x1f" "b"));
+    CHECK(!strcmp(str_of(row, "cr"), "c\rd"));
+    const json_t *tables = json_object_get(v, "tables");
+    CHECK(json_object_size(tables) == 3);
     for (int i = 0; i < 3; i++) {
-        const struct bench_json *k = bench_json_get(bench_json_at(bench_json_get(tables, names[i]), 0), "k");
-        CHECK(k && k->type == BENCH_JSON_NUM && k->num == i);
+        CHECK(num_is(json_array_get(json_object_get(tables, names[i]), 0), "k", i));
     }
-    bench_json_free(v);
+    json_decref(v);
     /* the main CSV: the one that is no -<table>.csv */
     strcpy(path + strlen(path) - 5, ".csv");
     char *csv = slurp(path);

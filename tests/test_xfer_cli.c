@@ -84,15 +84,15 @@ TEST(xfer_cli_runs_or_says_why_not)
         CHECK(file_has(out, "prepinned"));
         char pat[128];
         glob_t g;
-        snprintf(pat, sizeof pat, "%s/transfer-unlimited-*.json", dir);
+        snprintf(pat, sizeof pat, "%s/transfer/transfer-unlimited-*.json", dir);
         CHECK(glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1);
         globfree(&g);
-        snprintf(pat, sizeof pat, "%s/transfer-unlimited-*-fit.csv", dir);
+        snprintf(pat, sizeof pat, "%s/transfer/transfer-unlimited-*-fit.csv", dir);
         CHECK(glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1);
         globfree(&g);
         /* the command as typed (found by a review: it was "transfer --sizes ...") */
         char cmd[512];
-        snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench transfer --sizes 4K:8K ' %s/transfer-unlimited-*.json",
+        snprintf(cmd, sizeof cmd, "grep -q '\"command\": \"onigpu bench transfer --sizes 4K:8K ' %s/transfer/transfer-unlimited-*.json",
                  dir);
         CHECK_EQ(system(cmd), 0);
     }
@@ -117,11 +117,11 @@ TEST(xfer_cli_agent_max_skips_larger_sizes)
              "--dir=read --link unlimited --out %s", dir);
     CHECK_EQ(run(args, out), 0);
     CHECK(file_has(out, "agent: sizes from 8192 on skipped"));
-    snprintf(cmd, sizeof cmd, "grep -q '^unlimited,card-to-gpu,agent,in-process,4096,' %s/transfer-unlimited-*[0-9].csv", dir);
+    snprintf(cmd, sizeof cmd, "grep -q '^unlimited,card-to-gpu,agent,in-process,4096,' %s/transfer/transfer-unlimited-*[0-9].csv", dir);
     CHECK_EQ(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "! grep -q ',agent,in-process,\\(8192\\|16384\\),' %s/transfer-unlimited-*[0-9].csv", dir);
+    snprintf(cmd, sizeof cmd, "! grep -q ',agent,in-process,\\(8192\\|16384\\),' %s/transfer/transfer-unlimited-*[0-9].csv", dir);
     CHECK_EQ(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "grep -q '\"agent_max_bytes\": 4096' %s/transfer-unlimited-*.json", dir);
+    snprintf(cmd, sizeof cmd, "grep -q '\"agent_max_bytes\": 4096' %s/transfer/transfer-unlimited-*.json", dir);
     CHECK_EQ(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, out);
     CHECK_EQ(system(cmd), 0);

@@ -29,7 +29,8 @@
 #     load on a shared machine hits both alike;
 #  4. with --instr, counts instructions per frame with valgrind (the
 #     difference of a 1126400- and a 102400-frame run, so setup cancels);
-#  5. writes DIR/frames/frames-upstream-<date>.csv and .json: per block size the
+#  5. writes DIR/frames/frames-upstream-<date>.csv and .json (a set's folder
+#     is its name up to the first '-', as bench/report.c does): per block size the
 #     median, min and max frames/s of each library, the ratio of the medians,
 #     and the median, min and max of the ratios of the runs made side by side;
 #     all of it twice: frames per wall-clock second, and frames per second of
@@ -150,7 +151,7 @@ if ((INSTR)); then
 fi
 
 # 5. results
-OUT=$OUT/frames # result sets go to <out>/<bench>/, bench = the name up to its first -
+OUT=$OUT/frames
 mkdir -p "$OUT"
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 CSV=$OUT/frames-upstream-$STAMP.csv JSON=$OUT/frames-upstream-$STAMP.json

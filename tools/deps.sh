@@ -1,16 +1,30 @@
 #!/bin/sh
-# deps.sh - make sure the build tools are present; install the missing ones
-# from Debian's packages when we are allowed to (root), else say what to install.
+# deps.sh [build|fuzz] - make sure what the build needs is present; install the
+# missing Debian packages when we are allowed to (root), else say what to install.
+#   build (default)  what `make build` and `make run` need: cmake, a C compiler,
+#                    pkg-config, jansson (result files' JSON), gnuplot (their plots)
+#   fuzz             that and what `make test`'s fuzz build adds: clang with libFuzzer and the
+#                    sanitizer runtimes
 set -e
+what=${1:-build}
+case $what in
+build|fuzz) ;;
+*) echo "deps: unknown target '$what' (build or fuzz)" >&2; exit 2 ;;
+esac
 missing=""
 command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
 command -v cc >/dev/null 2>&1 || missing="$missing build-essential"
-command -v clang >/dev/null 2>&1 || missing="$missing clang"
-# libFuzzer and the sanitizer runtimes for clang
-if command -v clang >/dev/null 2>&1; then
-    echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){return 0;}' > /tmp/onigpu-fuzzprobe.c
-    clang -fsanitize=fuzzer /tmp/onigpu-fuzzprobe.c -o /tmp/onigpu-fuzzprobe 2>/dev/null || missing="$missing libclang-rt-$(clang --version | sed -n "s/.*clang version \([0-9]*\).*/\1/p" | head -1)-dev"
-    rm -f /tmp/onigpu-fuzzprobe.c /tmp/onigpu-fuzzprobe
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+pkg-config --exists jansson 2>/dev/null || missing="$missing libjansson-dev"
+command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
+if [ "$what" = fuzz ]; then
+    command -v clang >/dev/null 2>&1 || missing="$missing clang"
+    # libFuzzer and the sanitizer runtimes for clang
+    if command -v clang >/dev/null 2>&1; then
+        echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){return 0;}' > /tmp/onigpu-fuzzprobe.c
+        clang -fsanitize=fuzzer /tmp/onigpu-fuzzprobe.c -o /tmp/onigpu-fuzzprobe 2>/dev/null || missing="$missing libclang-rt-$(clang --version | sed -n "s/.*clang version \([0-9]*\).*/\1/p" | head -1)-dev"
+        rm -f /tmp/onigpu-fuzzprobe.c /tmp/onigpu-fuzzprobe
+    fi
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

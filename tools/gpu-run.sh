@@ -167,7 +167,7 @@ if want run; then
         step "run $b" 60 "$BUILD/onigpu" run --backend "$b" --seconds 4 --out "$RES/run-$b" > >(tee -a "$SUM")
     done
     # figure 6.1 for the workload the main job recorded
-    for f in "$RES"/run-gpu-mapped/run-*.json; do
+    for f in "$RES"/run-gpu-mapped/run/run-*.json; do
         [ -f "$f" ] && step "advise workload" 120 "$BUILD/onigpu" advise --workload "$f" --measure > >(tee -a "$SUM")
     done
     pack

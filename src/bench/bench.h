@@ -1,6 +1,7 @@
 /* bench.h - onigpu's benchmark library: timing, statistics, the t = l + s/b
- * model fit, result files (CSV + JSON with machine metadata), PNG plots, and
- * the frames/s benchmark. Plain C, no dependencies beyond libc and libm.
+ * model fit, result files (CSV + JSON with machine metadata, JSON by jansson),
+ * plots (drawn by gnuplot, a program of the machine), and the frames/s
+ * benchmark.
  *
  * Units, everywhere in this header:
  *   - a duration sample is a uint64_t count of nanoseconds (CLOCK_MONOTONIC);
@@ -9,7 +10,8 @@
  *
  * Errors are ONI error codes (onidefs.h): ONI_EINVALARG for bad arguments,
  * ONI_EBADALLOC when memory runs out, ONI_EPATHINVALID when a file cannot be
- * written. Nothing here prints, except bench_report_print. */
+ * written. Nothing here prints, except bench_report_print and the note of
+ * bench_report_plot / bench_report_hist on a plot gnuplot did not draw. */
 #ifndef BENCH_H
 #define BENCH_H
 
@@ -151,17 +153,21 @@ int bench_fit_model(const double *size, const double *t_ns, size_t n, int weight
 
 /* ---- results: CSV + JSON + PNG in a directory ----------------------------- */
 
-/* A result set: named tables of rows, written at close as
- *   <dir>/<name>-<YYYYMMDD-HHMMSS>.csv          the table "results"
- *   <dir>/<name>-<YYYYMMDD-HHMMSS>-<table>.csv  every other table
- *   <dir>/<name>-<YYYYMMDD-HHMMSS>.json         {"meta": {...}, "results": [rows],
+/* A result set: named tables of rows, written at close into the folder of
+ * its benchmark, <dir>/<bench>, where <bench> is the name up to its first
+ * '-' (name "run-cpu" goes to <dir>/run/):
+ *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>.csv          the table "results"
+ *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>-<table>.csv  every other table
+ *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>.json         {"meta": {...}, "results": [rows],
  *                                                "tables": {"<table>": [rows]}, "plots": [files]}
  * meta holds: hostname, cpu (model from /proc/cpuinfo), cores, kernel, gpu
  * (when given), loadavg (/proc/loadavg at open: the machine may be shared),
  * command (the argv, each argument one shell word: quoted when it needs
- * it), date (UTC, ISO 8601), git commit (from .git of the working
- * directory or a parent, when found), plus the
- * caller's bench_report_meta entries. Times in the date are UTC. */
+ * it), date (UTC, ISO 8601), git_commit (HEAD of the checkout holding the
+ * working directory, from `git rev-parse HEAD`; ONIGPU_GIT_COMMIT when set)
+ * and git_dirty ("yes" when `git status` shows tracked files changed, "no"),
+ * both "unknown" without git or a checkout, plus the caller's
+ * bench_report_meta entries. Times in the date are UTC. */
 struct bench_report;
 
 /* mkdir -p: make dir and its missing parents. 0, ONI_EBADALLOC, or
@@ -169,8 +175,9 @@ struct bench_report;
 int bench_make_dirs(const char *dir);
 
 /* Start a result set. argv/argc: the command line to record (may be NULL/0);
- * gpu: GPU name or NULL. Creates dir (and its parents) if missing. Returns NULL and
- * sets *err (ONI_EINVALARG, ONI_EBADALLOC, ONI_EPATHINVALID) on failure. */
+ * gpu: GPU name or NULL. Creates <dir>/<bench> (and its parents) if missing.
+ * Returns NULL and sets *err on failure: ONI_EINVALARG (a name with a '/' or
+ * starting with '-' or '.'), ONI_EBADALLOC, ONI_EPATHINVALID. */
 struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
                                        char **argv, const char *gpu, int *err);
 
@@ -198,7 +205,7 @@ int bench_report_row(struct bench_report *r, const char *table);
 /* Print table (NULL = "results") as an aligned text table to f. */
 void bench_report_print(const struct bench_report *r, const char *table, FILE *f);
 
-/* Path of a file of this result set: "<dir>/<name>-<date><suffix>" (e.g.
+/* Path of a file of this result set: "<dir>/<bench>/<name>-<date><suffix>" (e.g.
  * suffix "-sizes.png"). Owned by r, valid until the next call on r. */
 const char *bench_report_path(struct bench_report *r, const char *suffix);
 
@@ -207,7 +214,7 @@ const char *bench_report_path(struct bench_report *r, const char *suffix);
  * included). NULL-safe. */
 int bench_report_close(struct bench_report *r);
 
-/* ---- PNG plots ------------------------------------------------------------ */
+/* ---- plots, drawn by gnuplot ---------------------------------------------- */
 
 enum { BENCH_LINES = 0, BENCH_POINTS = 1, BENCH_LINES_POINTS = 2 };
 
@@ -219,8 +226,8 @@ struct bench_series {
 };
 
 /* A line/scatter plot, BENCH_PLOT_W x BENCH_PLOT_H pixels, several series in
- * distinct colours with a legend; log axes get decade ticks and 10^k labels.
- * Axis ranges come from the data (padded to whole decades on log axes). */
+ * distinct colours with a legend; log axes (base 10) get 10^k labels. Axis
+ * ranges come from the data (gnuplot's autoscale: whole decades on log axes). */
 struct bench_plot {
     const char *title, *xlabel, *ylabel;
     int logx, logy;
@@ -229,31 +236,33 @@ struct bench_plot {
 };
 #define BENCH_PLOT_W 800
 #define BENCH_PLOT_H 520
-#define BENCH_MAX_SERIES 10
 
-/* RGB colour of series i (i % BENCH_MAX_SERIES), as 0xRRGGBB. */
-uint32_t bench_series_color(size_t i);
+/* Returned when a figure's script and data were written but gnuplot did not
+ * draw its PNG (not installed, or it failed): positive, as no result is lost. */
+#define BENCH_PLOT_NOT_RENDERED 1
 
-/* Render p to a PNG file at path. ONI_EINVALARG: NULL, no series, no
- * plottable point, more than BENCH_MAX_SERIES series; ONI_EPATHINVALID. */
-int bench_plot_png(const char *path, const struct bench_plot *p);
-
-/* Pixel (column, row from the top) where data point (x, y) lands in the
- * image bench_plot_png draws for p. ONI_EINVALARG when p has nothing
- * plottable or the point is not plottable (<= 0 on a log axis). */
-int bench_plot_pixel(const struct bench_plot *p, double x, double y, int *px, int *py);
+/* Draw p to path (ending in ".png") with gnuplot: writes the points to
+ * <stem>.dat and the script drawing them to <stem>.gp beside it (re-render
+ * with `gnuplot <stem>.gp` in that directory), then runs gnuplot. 0 when the
+ * PNG came out; BENCH_PLOT_NOT_RENDERED (and why, one line, in why[len] when
+ * why is not NULL) when only the script and data did; ONI_EINVALARG: NULL,
+ * no series, no plottable point, a path not ending in ".png";
+ * ONI_EPATHINVALID: the script or data could not be written. */
+int bench_plot_png(const char *path, const struct bench_plot *p, char *why, size_t len);
 
 /* Bar chart of a histogram (x: bin range in ns, log axis for log bins; y:
- * count) to a PNG file. ONI_EINVALARG / ONI_EPATHINVALID. */
-int bench_hist_png(const char *path, const char *title, const char *xlabel,
-                   const struct bench_hist *h);
+ * count), drawn as bench_plot_png draws (<stem>.dat holds the bins: from,
+ * to, count). Same returns; ONI_EINVALARG also for a histogram without
+ * counts or with non-finite edges. */
+int bench_hist_png(const char *path, const char *title, const char *xlabel, const struct bench_hist *h,
+                   char *why, size_t len);
 
-/* Write an RGB image (w*h*3 bytes, rows top to bottom) as an uncompressed
- * PNG (stored deflate blocks). ONI_EINVALARG / ONI_EPATHINVALID. */
-int bench_png_write(const char *path, int w, int h, const uint8_t *rgb);
-
-/* bench_plot_png / bench_hist_png into the result set: writes
- * bench_report_path(r, "-<tag>.png") and lists it in the JSON "plots". */
+/* bench_plot_png / bench_hist_png into the result set: draws
+ * bench_report_path(r, "-<tag>.png") (with its -<tag>.gp and -<tag>.dat) and
+ * lists the PNG in the JSON "plots". Where gnuplot did not draw it, says so
+ * on stderr (the one thing here that prints besides bench_report_print) and
+ * returns 0: the script and data are the result. ONI_EINVALARG (bad tag or
+ * plot) / ONI_EPATHINVALID / ONI_EBADALLOC. */
 int bench_report_plot(struct bench_report *r, const char *tag, const struct bench_plot *p);
 int bench_report_hist(struct bench_report *r, const char *tag, const char *title,
                       const char *xlabel, const struct bench_hist *h);

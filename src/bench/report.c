@@ -10,8 +10,9 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <jansson.h>
 #include "bench.h"
-#include "json.h"
+#include "sys.h"
 
 enum { CELL_EMPTY, CELL_STR, CELL_INT, CELL_NUM };
 #define MAX_COLS 64
@@ -30,16 +31,10 @@ struct table {
     struct cell *cells; /* nrows * ncols */
 };
 
-struct meta {
-    char *key, *value;
-    int is_num;
-};
-
 struct bench_report {
     char *base;        /* "<dir>/<name>-<stamp>" */
     char date[32];     /* ISO 8601 UTC */
-    struct meta *meta;
-    size_t nmeta;
+    json_t *meta;      /* object: key -> string or number, in order of first setting */
     char *row_cols[MAX_COLS];
     struct cell row[MAX_COLS];
     size_t nrow;
@@ -90,37 +85,83 @@ static void cell_clear(struct cell *c)
 
 /* ---- machine metadata ---------------------------------------------------- */
 
-static int add_meta(struct bench_report *r, const char *key, const char *value, int is_num)
+/* s as a JSON string. jansson takes UTF-8 only: a byte that begins no
+ * well-formed UTF-8 sequence (a Latin-1 file name on a command line) becomes
+ * U+FFFD, and UTF-8 stays as it is. jansson itself decides what is
+ * well-formed: the length of a character is the fewest bytes it accepts. */
+static json_t *js_text(const char *s)
 {
-    if (!r || !key || !value)
-        return ONI_EINVALARG;
-    char *v = dup_str(value);
-    if (!v)
-        return ONI_EBADALLOC;
-    for (size_t i = 0; i < r->nmeta; i++) {
-        if (!strcmp(r->meta[i].key, key)) {
-            free(r->meta[i].value);
-            r->meta[i].value = v;
-            r->meta[i].is_num = is_num;
-            return ONI_ESUCCESS;
+    json_t *j = s ? json_string(s) : NULL;
+    if (j || !s)
+        return j;
+    size_t n = strlen(s);
+    char *t = malloc(3 * n + 1), *o = t;
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        size_t k = 1;
+        if ((unsigned char)s[i] >= 0x80) {
+            for (k = 2; k <= 4 && i + k <= n; k++) {
+                json_t *c = json_stringn(s + i, k);
+                json_decref(c);
+                if (c)
+                    break;
+            }
+            if (k > 4 || i + k > n) {
+                memcpy(o, "\xef\xbf\xbd", 3);
+                o += 3;
+                i++;
+                continue;
+            }
         }
+        memcpy(o, s + i, k);
+        o += k;
+        i += k;
     }
-    struct meta *m = realloc(r->meta, (r->nmeta + 1) * sizeof *m);
-    char *k = dup_str(key);
-    if (m)
-        r->meta = m;
-    if (!m || !k) {
-        free(k);
-        free(v);
-        return ONI_EBADALLOC;
+    *o = 0;
+    j = json_string(t);
+    free(t);
+    return j;
+}
+
+/* A JSON number for v: an integer when v is whole (so 3.0 reads "3"), null
+ * when it is not finite. */
+static json_t *js_num(double v)
+{
+    if (!isfinite(v))
+        return json_null();
+    if (v == floor(v) && fabs(v) <= 9007199254740992.0) /* 2^53: every whole double below is exact */
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+/* obj[key] = v (v's reference taken, also on failure). 0 or -1. */
+static int js_put(json_t *obj, const char *key, json_t *v)
+{
+    json_t *k = js_text(key);
+    if (!k) {
+        json_decref(v);
+        return -1;
     }
-    r->meta[r->nmeta++] = (struct meta){k, v, is_num};
-    return ONI_ESUCCESS;
+    int rc = json_object_set_new(obj, json_string_value(k), v); /* takes v, NULL too */
+    json_decref(k);
+    return rc;
+}
+
+static int add_meta(struct bench_report *r, const char *key, json_t *v)
+{
+    if (!r || !key) {
+        json_decref(v);
+        return ONI_EINVALARG;
+    }
+    return js_put(r->meta, key, v) ? ONI_EBADALLOC : ONI_ESUCCESS;
 }
 
 int bench_report_meta(struct bench_report *r, const char *key, const char *value)
 {
-    return add_meta(r, key, value, 0);
+    if (!value)
+        return ONI_EINVALARG;
+    return add_meta(r, key, js_text(value));
 }
 
 /* The shortest %g text of finite v that reads back as v (15 to 17 digits). */
@@ -135,11 +176,7 @@ static void num_text(char *buf, size_t len, double v)
 
 int bench_report_meta_num(struct bench_report *r, const char *key, double value)
 {
-    char buf[64];
-    if (!isfinite(value))
-        return add_meta(r, key, "null", 1);
-    num_text(buf, sizeof buf, value);
-    return add_meta(r, key, buf, 1);
+    return add_meta(r, key, js_num(value));
 }
 
 static void trim(char *s)
@@ -188,54 +225,25 @@ static int read_line(const char *path, char *out, size_t len)
     return 0;
 }
 
-/* Commit of HEAD of the git checkout holding the working directory, read
- * from the files under .git (no git binary needed). */
-static int git_commit(char *out, size_t len)
+/* HEAD's commit of the git checkout holding the working directory, and
+ * whether its tracked files differ from it ("yes"/"no"), asked of git
+ * itself; "unknown" where git or a checkout is not there. */
+static void git_state(char *commit, size_t clen, char *dirty, size_t dlen)
 {
-    char dir[4096], gitdir[4096 + 8], line[4096];
-    if (!getcwd(dir, sizeof dir))
-        return -1;
-    for (;;) {
-        struct stat st;
-        snprintf(gitdir, sizeof gitdir, "%s/.git", dir);
-        if (stat(gitdir, &st) == 0)
-            break;
-        char *slash = strrchr(dir, '/');
-        if (!slash || slash == dir)
-            return -1;
-        *slash = 0;
-    }
-    char path[8300];
-    snprintf(path, sizeof path, "%s/HEAD", gitdir);
-    if (read_line(path, line, sizeof line))
-        return -1;
-    if (strncmp(line, "ref: ", 5)) { /* detached HEAD */
-        snprintf(out, len, "%.64s", line);
-        return 0;
-    }
-    char ref[4096];
-    snprintf(ref, sizeof ref, "%s", line + 5);
-    snprintf(path, sizeof path, "%s/%s", gitdir, ref);
-    if (read_line(path, out, len) == 0)
-        return 0;
-    /* Not a loose ref: look in packed-refs ("<sha> <ref>" lines). */
-    snprintf(path, sizeof path, "%s/packed-refs", gitdir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    int found = -1;
-    while (fgets(line, sizeof line, f)) {
-        trim(line);
-        char *sp = strchr(line, ' ');
-        if (sp && !strcmp(sp + 1, ref)) {
-            *sp = 0;
-            snprintf(out, len, "%.64s", line);
-            found = 0;
-            break;
-        }
-    }
-    fclose(f);
-    return found;
+    char *const head[] = {"git", "rev-parse", "--verify", "HEAD", NULL};
+    /* no optional locks: a status taken beside the user's own git never writes the index */
+    char *const status[] = {"git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no", NULL};
+    char out[256];
+    snprintf(commit, clen, "unknown");
+    snprintf(dirty, dlen, "unknown");
+    if (bench_exec(NULL, head, 1, out, sizeof out) != 0)
+        return;
+    trim(out);
+    if (!*out || strchr(out, '\n'))
+        return;
+    snprintf(commit, clen, "%s", out);
+    if (bench_exec(NULL, status, 1, out, sizeof out) == 0)
+        snprintf(dirty, dlen, "%s", *out ? "yes" : "no");
 }
 
 /* Whether arg reads as one shell word as it is. */
@@ -280,19 +288,19 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
     if (gethostname(buf, sizeof buf) != 0)
         snprintf(buf, sizeof buf, "unknown");
     buf[sizeof buf - 1] = 0;
-    rc |= add_meta(r, "hostname", buf, 0);
+    rc |= bench_report_meta(r, "hostname", buf);
     cpu_model(buf, sizeof buf);
-    rc |= add_meta(r, "cpu", buf, 0);
+    rc |= bench_report_meta(r, "cpu", buf);
     rc |= bench_report_meta_num(r, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
     if (uname(&u) == 0) {
         snprintf(buf, sizeof buf, "%s %s %s", u.sysname, u.release, u.machine);
-        rc |= add_meta(r, "kernel", buf, 0);
+        rc |= bench_report_meta(r, "kernel", buf);
     }
     if (gpu)
-        rc |= add_meta(r, "gpu", gpu, 0);
+        rc |= bench_report_meta(r, "gpu", gpu);
     /* On a shared machine the load at the start explains a noisy run. */
     if (read_line("/proc/loadavg", buf, sizeof buf) == 0)
-        rc |= add_meta(r, "loadavg", buf, 0);
+        rc |= bench_report_meta(r, "loadavg", buf);
 
     size_t need = 1;
     for (int i = 0; i < argc; i++)
@@ -305,16 +313,21 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
             strcat(cmd, " ");
         append_word(cmd, argv[i]);
     }
-    rc |= add_meta(r, "command", cmd, 0);
+    rc |= bench_report_meta(r, "command", cmd);
     free(cmd);
-    rc |= add_meta(r, "date", r->date, 0);
+    rc |= bench_report_meta(r, "date", r->date);
     /* A copied tree (a GPU machine that got the files but an old .git) names
-     * its commit through ONIGPU_GIT_COMMIT; .git is read otherwise. */
+     * its commit through ONIGPU_GIT_COMMIT; git is asked otherwise. */
     const char *env = getenv("ONIGPU_GIT_COMMIT");
-    if (env && *env)
-        rc |= add_meta(r, "git_commit", env, 0);
-    else if (git_commit(buf, sizeof buf) == 0)
-        rc |= add_meta(r, "git_commit", buf, 0);
+    char dirty[16];
+    if (env && *env) {
+        snprintf(buf, sizeof buf, "%s", env);
+        snprintf(dirty, sizeof dirty, "unknown");
+    } else {
+        git_state(buf, sizeof buf, dirty, sizeof dirty);
+    }
+    rc |= bench_report_meta(r, "git_commit", buf);
+    rc |= bench_report_meta(r, "git_dirty", dirty);
     return rc ? ONI_EBADALLOC : ONI_ESUCCESS;
 }
 
@@ -347,22 +360,30 @@ struct bench_report *bench_report_open(const char *dir, const char *name, int ar
 {
     int e = ONI_EINVALARG;
     struct bench_report *r = NULL;
-    if (!dir || !*dir || !name || !*name || strchr(name, '/') || argc < 0 || (argc && !argv))
-        goto fail;
-    e = bench_make_dirs(dir);
-    if (e)
+    /* the set's folder: its name up to the first '-', which must be a file name */
+    if (!dir || !*dir || !name || !*name || strchr(name, '/') || *name == '-' || *name == '.' || argc < 0 ||
+        (argc && !argv))
         goto fail;
     e = ONI_EBADALLOC;
-    r = calloc(1, sizeof *r);
-    if (!r)
+    char *folder = fmt_str("%s/%.*s", dir, (int)strcspn(name, "-"), name);
+    if (!folder)
         goto fail;
+    e = bench_make_dirs(folder);
+    if (!e && !(r = calloc(1, sizeof *r)))
+        e = ONI_EBADALLOC;
+    if (e || !(r->meta = json_object())) {
+        free(folder);
+        e = e ? e : ONI_EBADALLOC;
+        goto fail;
+    }
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    r->base = fmt_str("%s/%s-%s", dir, name, stamp);
+    r->base = fmt_str("%s/%s-%s", folder, name, stamp);
+    free(folder);
     if (!r->base)
         goto fail;
     e = collect_meta(r, argc, argv, gpu);
@@ -581,20 +602,20 @@ out:
 
 /* ---- output ---------------------------------------------------------------- */
 
-/* Text of a cell for the files (json: numbers exact, empty "null") or the
- * text table (numbers to 6 digits, empty ""). */
-static void cell_text(const struct cell *c, char *buf, size_t len, int json)
+/* Text of a cell for the CSV (exact: numbers read back as they were) or the
+ * text table (numbers to 6 digits); empty for an empty cell. */
+static void cell_text(const struct cell *c, char *buf, size_t len, int exact)
 {
     switch (c->type) {
     case CELL_STR: snprintf(buf, len, "%s", c->s); break;
     case CELL_INT: snprintf(buf, len, "%lld", c->i); break;
     case CELL_NUM:
-        if (json)
+        if (exact)
             num_text(buf, len, c->d);
         else
             snprintf(buf, len, "%.6g", c->d);
         break;
-    default: snprintf(buf, len, "%s", json ? "null" : ""); break;
+    default: buf[0] = 0; break;
     }
 }
 
@@ -611,41 +632,6 @@ static void csv_field(FILE *f, const char *s)
         fputc(*s, f);
     }
     fputc('"', f);
-}
-
-/* s as a JSON string. JSON is UTF-8: a byte that begins no well-formed
- * UTF-8 sequence (a Latin-1 file name on a command line) becomes U+FFFD. */
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    size_t len = strlen(s);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        size_t n = c < 0x80 ? 1 : bench_json_utf8(s + i, len - i);
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", f);
-        else if (c == '\t')
-            fputs("\\t", f);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else if (!n)
-            fputs("\\ufffd", f);
-        else {
-            fwrite(s + i, 1, n, f);
-            i += n - 1;
-        }
-    }
-    fputc('"', f);
-}
-
-/* Close a file written with stdio: an error on any earlier write (a full disk
- * that had room again by the last flush) fails it too, not only the flush. */
-static int close_written(FILE *f)
-{
-    int bad = ferror(f);
-    return fclose(f) == 0 && !bad ? ONI_ESUCCESS : ONI_EPATHINVALID;
 }
 
 static int write_csv(const struct bench_report *r, const struct table *t)
@@ -671,82 +657,70 @@ static int write_csv(const struct bench_report *r, const struct table *t)
                 fputc(',', f);
             const struct cell *cl = &t->cells[i * t->ncols + c];
             cell_text(cl, buf, sizeof buf, 1);
-            if (cl->type == CELL_EMPTY)
-                buf[0] = 0;
             csv_field(f, cl->type == CELL_STR ? cl->s : buf); /* a string whole, however long */
         }
         fputc('\n', f);
     }
-    return close_written(f);
+    return bench_close_written(f);
 }
 
-static void json_rows(FILE *f, const struct table *t)
+/* The rows of t as a JSON array of objects, or NULL when memory ran out. */
+static json_t *js_rows(const struct table *t)
 {
-    char buf[1024];
-    fputs("[", f);
-    for (size_t i = 0; i < t->nrows; i++) {
-        fputs(i ? ",\n    {" : "\n    {", f);
-        for (size_t c = 0; c < t->ncols; c++) {
+    json_t *rows = json_array();
+    for (size_t i = 0; rows && i < t->nrows; i++) {
+        json_t *row = json_object();
+        int bad = json_array_append_new(rows, row);
+        for (size_t c = 0; !bad && c < t->ncols; c++) {
             const struct cell *cl = &t->cells[i * t->ncols + c];
-            if (c)
-                fputs(", ", f);
-            json_string(f, t->cols[c]);
-            fputs(": ", f);
-            cell_text(cl, buf, sizeof buf, 1);
-            if (cl->type == CELL_STR)
-                json_string(f, cl->s); /* whole, however long */
-            else
-                fputs(buf, f);
+            json_t *v = cl->type == CELL_STR   ? js_text(cl->s)
+                        : cl->type == CELL_INT ? json_integer(cl->i)
+                        : cl->type == CELL_NUM ? js_num(cl->d)
+                                               : json_null();
+            bad = js_put(row, t->cols[c], v);
         }
-        fputs("}", f);
+        if (bad) {
+            json_decref(rows);
+            rows = NULL;
+        }
     }
-    fputs(t->nrows ? "\n  ]" : "]", f);
+    return rows;
+}
+
+/* The JSON document of the result set: meta, results, tables, plots. */
+static json_t *js_doc(const struct bench_report *r)
+{
+    json_t *doc = json_object(), *tables = json_object(), *plots = json_array();
+    const struct table *res = find_table(r, "results");
+    int bad = js_put(doc, "meta", json_incref(r->meta));
+    bad |= js_put(doc, "results", res ? js_rows(res) : json_array());
+    bad |= js_put(doc, "tables", json_incref(tables));
+    bad |= js_put(doc, "plots", json_incref(plots));
+    for (size_t i = 0; !bad && i < r->ntables; i++)
+        if (strcmp(r->tables[i].name, "results"))
+            bad = js_put(tables, r->tables[i].name, js_rows(&r->tables[i]));
+    for (size_t i = 0; !bad && i < r->nplots; i++)
+        bad = json_array_append_new(plots, js_text(r->plots[i]));
+    json_decref(tables);
+    json_decref(plots);
+    if (bad) {
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
 }
 
 static int write_json(const struct bench_report *r)
 {
     char *path = fmt_str("%s.json", r->base);
-    if (!path)
-        return ONI_EBADALLOC;
-    FILE *f = fopen(path, "w");
+    json_t *doc = path ? js_doc(r) : NULL;
+    int rc = ONI_EBADALLOC;
+    if (doc) /* 17 digits: every number reads back as the double it was */
+        rc = json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) ? ONI_EPATHINVALID
+                                                                                    : ONI_ESUCCESS;
+    json_decref(doc);
     free(path);
-    if (!f)
-        return ONI_EPATHINVALID;
-    fputs("{\n  \"meta\": {", f);
-    for (size_t i = 0; i < r->nmeta; i++) {
-        fputs(i ? ",\n    " : "\n    ", f);
-        json_string(f, r->meta[i].key);
-        fputs(": ", f);
-        if (r->meta[i].is_num)
-            fputs(r->meta[i].value, f);
-        else
-            json_string(f, r->meta[i].value);
-    }
-    fputs("\n  },\n  \"results\": ", f);
-    const struct table *res = find_table(r, "results");
-    if (res)
-        json_rows(f, res);
-    else
-        fputs("[]", f);
-    fputs(",\n  \"tables\": {", f);
-    int first = 1;
-    for (size_t i = 0; i < r->ntables; i++) {
-        if (!strcmp(r->tables[i].name, "results"))
-            continue;
-        fputs(first ? "\n  " : ",\n  ", f);
-        first = 0;
-        json_string(f, r->tables[i].name);
-        fputs(": ", f);
-        json_rows(f, &r->tables[i]);
-    }
-    fputs(first ? "},\n  \"plots\": [" : "\n  },\n  \"plots\": [", f);
-    for (size_t i = 0; i < r->nplots; i++) {
-        if (i)
-            fputs(", ", f);
-        json_string(f, r->plots[i]);
-    }
-    fputs("]\n}\n", f);
-    return close_written(f);
+    return rc;
 }
 
 void bench_report_print(const struct bench_report *r, const char *table, FILE *f)
@@ -806,31 +780,53 @@ static int add_plot(struct bench_report *r, const char *path)
     return ONI_ESUCCESS;
 }
 
+/* The PNG of a plot or histogram drawn (rc 0: listed in the JSON) or not
+ * (BENCH_PLOT_NOT_RENDERED: said, and not an error). */
+static int plot_done(struct bench_report *r, const char *path, int rc, const char *why)
+{
+    if (rc == ONI_ESUCCESS)
+        return add_plot(r, path);
+    if (rc != BENCH_PLOT_NOT_RENDERED)
+        return rc;
+    size_t n = strlen(path) - 4; /* path ends in ".png" */
+    fprintf(stderr, "plot %s not rendered: %s; its script %.*s.gp and data %.*s.dat are written "
+                    "(draw it with gnuplot in that directory)\n",
+            path, why, (int)n, path, (int)n, path);
+    return ONI_ESUCCESS;
+}
+
+/* The PNG's path of figure tag, or NULL (a tag that is no file name: *rc). */
+static const char *plot_path(struct bench_report *r, const char *tag, int *rc)
+{
+    *rc = ONI_EINVALARG;
+    if (!r || !tag || !*tag || strchr(tag, '/'))
+        return NULL;
+    char *suffix = fmt_str("-%s.png", tag);
+    const char *path = suffix ? bench_report_path(r, suffix) : NULL;
+    free(suffix);
+    *rc = path ? ONI_ESUCCESS : ONI_EBADALLOC;
+    return path;
+}
+
 int bench_report_plot(struct bench_report *r, const char *tag, const struct bench_plot *p)
 {
-    if (!r || !tag || !*tag || strchr(tag, '/'))
-        return ONI_EINVALARG;
-    char suffix[256];
-    snprintf(suffix, sizeof suffix, "-%s.png", tag);
-    const char *path = bench_report_path(r, suffix);
+    char why[512] = "";
+    int rc;
+    const char *path = plot_path(r, tag, &rc);
     if (!path)
-        return ONI_EBADALLOC;
-    int rc = bench_plot_png(path, p);
-    return rc ? rc : add_plot(r, path);
+        return rc;
+    return plot_done(r, path, bench_plot_png(path, p, why, sizeof why), why);
 }
 
 int bench_report_hist(struct bench_report *r, const char *tag, const char *title,
                       const char *xlabel, const struct bench_hist *h)
 {
-    if (!r || !tag || !*tag || strchr(tag, '/'))
-        return ONI_EINVALARG;
-    char suffix[256];
-    snprintf(suffix, sizeof suffix, "-%s.png", tag);
-    const char *path = bench_report_path(r, suffix);
+    char why[512] = "";
+    int rc;
+    const char *path = plot_path(r, tag, &rc);
     if (!path)
-        return ONI_EBADALLOC;
-    int rc = bench_hist_png(path, title, xlabel, h);
-    return rc ? rc : add_plot(r, path);
+        return rc;
+    return plot_done(r, path, bench_hist_png(path, title, xlabel, h, why, sizeof why), why);
 }
 
 int bench_report_close(struct bench_report *r)
@@ -859,11 +855,7 @@ int bench_report_close(struct bench_report *r)
         free(t->name);
     }
     free(r->tables);
-    for (size_t i = 0; i < r->nmeta; i++) {
-        free(r->meta[i].key);
-        free(r->meta[i].value);
-    }
-    free(r->meta);
+    json_decref(r->meta);
     for (size_t i = 0; i < r->nplots; i++)
         free(r->plots[i]);
     free(r->plots);

@@ -1,12 +1,13 @@
 /* cmd_advise.c - `onigpu advise`: which backend, from this machine's numbers. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include "oni.h"
 #include "bench/advise.h"
 #include "bench/bench_loop.h"
-#include "bench/json.h"
 #include "cli.h"
 #include "cli_oni.h"
 
@@ -20,44 +21,59 @@ CLI_COMMAND(advise, "advise", USAGE,
 
 /* --- a recorded workload ---------------------------------------------------------
  * The JSON result sets of `onigpu run --out` and `onigpu bench loop`
- * (bench/report.c), read with bench/json.h. A run row gives block_bytes and
+ * (bench/report.c), read with jansson. A run row gives block_bytes and
  * ai (the ephys pipeline's FLOP per byte; older ones only bytes, frames and
  * block_frames); a bench loop row gives data, compute ("4kB", "10MB") and ai. */
 
+/* The name of v's type, for messages. */
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
+}
+
 /* The number under key in row: 1 and *out, 0 when absent or null, -1 (after
  * saying why in msg) when it is of another type. */
-static int num_field(const struct bench_json *row, const char *key, double *out, char *msg, size_t len)
+static int num_field(const json_t *row, const char *key, double *out, char *msg, size_t len)
 {
-    const struct bench_json *v = bench_json_get(row, key);
-    if (!v || v->type == BENCH_JSON_NULL)
+    const json_t *v = json_object_get(row, key);
+    if (!v || json_is_null(v))
         return 0;
-    if (v->type != BENCH_JSON_NUM) {
-        snprintf(msg, len, "%s is not a number: %s", key, bench_json_type_name(v));
+    if (!json_is_number(v)) {
+        snprintf(msg, len, "%s is not a number: %s", key, type_name(v));
         return -1;
     }
-    *out = v->num;
+    *out = json_number_value(v);
     return 1;
 }
 
 /* The string under key in row, NULL when absent or null; *bad (and msg)
  * when it is of another type. */
-static const char *str_field(const struct bench_json *row, const char *key, int *bad, char *msg, size_t len)
+static const char *str_field(const json_t *row, const char *key, int *bad, char *msg, size_t len)
 {
-    const struct bench_json *v = bench_json_get(row, key);
-    if (!v || v->type == BENCH_JSON_NULL)
+    const json_t *v = json_object_get(row, key);
+    if (!v || json_is_null(v))
         return NULL;
-    if (v->type != BENCH_JSON_STR) {
-        snprintf(msg, len, "%s is not a string: %s", key, bench_json_type_name(v));
+    if (!json_is_string(v)) {
+        snprintf(msg, len, "%s is not a string: %s", key, type_name(v));
         *bad = 1;
         return NULL;
     }
-    return v->str;
+    return json_string_value(v);
 }
 
 /* o->data and o->compute from the row: block_bytes, bytes / frames x
  * block_frames (a run result without block_bytes: returns 1), or data and
  * compute (a bench loop result: 0). */
-static int row_sizes(const struct bench_json *row, struct advise_opts *o, char *msg, size_t len)
+static int row_sizes(const json_t *row, struct advise_opts *o, char *msg, size_t len)
 {
     double bytes = NAN, frames = 0, per = 0;
     int bad = 0, b = num_field(row, "block_bytes", &bytes, msg, len);
@@ -94,7 +110,7 @@ static int row_sizes(const struct bench_json *row, struct advise_opts *o, char *
 
 /* Fill o->data, o->compute and o->ai (NAN if absent) from the row; a run
  * row's own ai in *run_ai (NAN for other rows). */
-static int row_workload(const struct bench_json *row, struct advise_opts *o, double *run_ai, char *msg, size_t len)
+static int row_workload(const json_t *row, struct advise_opts *o, double *run_ai, char *msg, size_t len)
 {
     int run_row = row_sizes(row, o, msg, len);
     if (run_row < 0)
@@ -119,23 +135,30 @@ static int row_workload(const struct bench_json *row, struct advise_opts *o, dou
 static int read_workload(const char *path, long row, struct advise_opts *o, double *run_ai)
 {
     char msg[256];
-    struct bench_json *doc = NULL;
-    if (bench_json_load(path, &doc, msg, sizeof msg)) {
-        fprintf(stderr, "onigpu advise: %s: %s\n", path, msg);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "onigpu advise: %s: cannot open: %s\n", path, strerror(errno));
         return -1;
     }
-    const struct bench_json *res = bench_json_get(doc, "results"), *r = bench_json_at(res, (size_t)row);
+    json_error_t e;
+    json_t *doc = json_loadf(f, 0, &e);
+    fclose(f);
+    if (!doc) {
+        fprintf(stderr, "onigpu advise: %s: line %d, column %d: %s\n", path, e.line, e.column, e.text);
+        return -1;
+    }
+    const json_t *res = json_object_get(doc, "results"), *r = json_array_get(res, (size_t)row);
     int rc = -1;
-    if (!res || res->type != BENCH_JSON_ARR)
+    if (!json_is_array(res))
         fprintf(stderr, "onigpu advise: %s has no \"results\" array (not a result set of onigpu run or bench loop?)\n",
                 path);
     else if (!r)
-        fprintf(stderr, "onigpu advise: %s has no result row %ld (it has %zu)\n", path, row, res->n);
-    else if (r->type != BENCH_JSON_OBJ)
-        fprintf(stderr, "onigpu advise: %s row %ld is not an object: %s\n", path, row, bench_json_type_name(r));
+        fprintf(stderr, "onigpu advise: %s has no result row %ld (it has %zu)\n", path, row, json_array_size(res));
+    else if (!json_is_object(r))
+        fprintf(stderr, "onigpu advise: %s row %ld is not an object: %s\n", path, row, type_name(r));
     else if ((rc = row_workload(r, o, run_ai, msg, sizeof msg)))
         fprintf(stderr, "onigpu advise: %s row %ld: %s\n", path, row, msg);
-    bench_json_free(doc);
+    json_decref(doc);
     return rc;
 }
 

@@ -5,9 +5,6 @@ fuzz_signal: a valid reset answer, DEVICETABLEACK (2 devices) and two
 DEVICEINST packets, both as raw COBS signal bytes (first byte even) and in
 fuzz_signal's packetized form (first byte odd, then [n][n bytes] per packet).
 
-fuzz_json: a result set as bench/report.c writes it (meta, results, tables,
-plots), with a command line of quotes, brackets, escapes and non-ASCII.
-
 fuzz_net: requests in fuzz_net's record form (init, running on, data
 and signal reads, a write frame, options) and a server's answers to the
 driver's handshake and init (mode 2).
@@ -17,6 +14,7 @@ its arguments): init, frames on the data stream read and kept, a write
 frame made and sent, registers, RUNNING on and off, RESET, every option
 got, a write cut short and its rest sent first, and the context destroyed
 while frames are alive."""
+import os
 import struct
 
 ACK, INST = 32, 64  # ONI_SIG_DEVICETABLEACK, ONI_SIG_DEVICEINST (include/onidriver.h)
@@ -51,20 +49,6 @@ assert raw[0] % 2 == 0
 packed = b"\x01" + b"".join(bytes([len(p)]) + p for p in packets)
 open("fuzz_signal/table2_raw", "wb").write(raw)
 open("fuzz_signal/table2_packets", "wb").write(packed)
-
-result_set = (
-    '{\n  "meta": {\n    "hostname": "h",\n    "cores": 16,\n'
-    '    "command": "onigpu run --out \\"a]b\\" \\\\x \\u0001 \\t \u00e9 \\ud83d\\ude00 \\"ai\\": 5, ]",\n'
-    '    "roofline_error": null\n  },\n  "results": [\n'
-    '    {"backend": "cpu", "block_frames": 16, "block_bytes": 12672, "ai": 9.74, "lat_p50_us": null, '
-    '"recall": 1, "precision": 0.5, "x": -1.5e-300, "overrun": false},\n'
-    '    {"backend": "gpu-staged", "data": "4kB", "compute": "40kB", "ai": 0.75}\n  ],\n'
-    '  "tables": {"points": [{"ai": 0.25, "gflops": 10.4}]},\n  "plots": ["a-sizes.png"]\n}\n'
-)
-import json, os
-json.loads(result_set)  # a valid seed
-os.makedirs("fuzz_json", exist_ok=True)
-open("fuzz_json/result_set", "w", encoding="utf-8").write(result_set)
 
 # fuzz_api ops (tests/fuzz/fuzz_api.c, step): byte values of op % 20.
 DESTROY, INIT, GET, SET, DATA, SIGNAL, DEVTABLE, KNOB = 0, 1, 3, 5, 8, 9, 10, 11
