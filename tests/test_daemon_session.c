@@ -461,27 +461,15 @@ TEST(daemon_second_daemon_beside_a_stopped_one)
         }
         fds[n++] = s;
     }
-    pid_t second = fork();
-    if (second == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        char exe[4096];
-        snprintf(exe, sizeof exe, "%s/onix-emu", getenv("ONIGPU_BIN"));
-        execl(exe, exe, "--socket", sock_path, (char *)NULL);
-        _exit(127);
-    }
-    REQUIRE(second > 0);
+    char exe[4096];
+    REQUIRE(proc_bin("onix-emu", exe, sizeof exe) == 0);
+    struct proc second;
+    REQUIRE(proc_start(&second, exe, (const char *const[]){exe, "--socket", sock_path, NULL}, NULL) == 0);
     uint64_t t0 = oni_now_ns();
-    int status = 0, exited = 0;
-    while (!exited && oni_now_ns() - t0 < 10000000000ull) /* a hang, not a slow start */
-        if (!(exited = waitpid(second, &status, WNOHANG) == second))
-            usleep(10000);
+    int status = proc_wait(&second, 10000); /* a hang, not a slow start */
     fprintf(stderr, "  %d connections waiting; the second daemon %s after %.0f ms\n", n,
-            exited ? "exited" : "still running", (oni_now_ns() - t0) / 1e6);
-    if (!exited) {
-        kill(second, SIGKILL);
-        waitpid(second, NULL, 0);
-    }
-    CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 1);
+            status != -1 ? "exited" : "still ran (killed)", (oni_now_ns() - t0) / 1e6);
+    CHECK_EQ(proc_exit_code(status), 1);
     for (int i = 0; i < n; i++)
         close(fds[i]);
     kill(pid, SIGCONT);

@@ -10,10 +10,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "drivers/net/netproto.h"
 #include "drivers/net/netserve.h"
@@ -23,6 +21,7 @@
 #include "oninet.h"
 #include "onitest.h"
 #include "onii.h"
+#include "proc.h"
 #include "unit.h"
 #include "xfer_check.h"
 
@@ -502,23 +501,16 @@ TEST(net_server_gone_mid_stream)
 /* The same with `onigpu serve` killed (SIGKILL) as a process. */
 TEST(net_killed_server_process)
 {
-    const char *bin = getenv("ONIGPU_BIN");
     char exe[4096];
-    if (!bin || snprintf(exe, sizeof exe, "%s/onigpu", bin) >= (int)sizeof exe || access(exe, X_OK))
+    if (proc_bin("onigpu", exe, sizeof exe))
         SKIP("no built onigpu (ONIGPU_BIN)");
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(out[1], 1);
-        execl(exe, exe, "serve", "--driver", "test", "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    REQUIRE(pid > 0);
+    struct proc srv;
+    struct proc_opts o = {.capture = PROC_STDOUT};
+    const char *argv[] = {exe, "serve", "--driver", "test", "--listen", "127.0.0.1:0", NULL};
+    REQUIRE(proc_start(&srv, exe, argv, &o) == 0);
     char line[256] = "";
-    FILE *f = fdopen(out[0], "r");
+    FILE *f = fdopen(srv.out, "r");
+    srv.out = -1; /* f's now */
     const char *addr = f && fgets(line, sizeof line, f) ? strstr(line, " on ") : NULL;
     REQUIRE(addr);
     char a[96];
@@ -533,8 +525,7 @@ TEST(net_killed_server_process)
         for (int i = 0; i < 1000 && oni_read_frame(ctx, &fr) >= 0; i++)
             oni_destroy_frame(fr);
     }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    proc_stop(&srv, SIGKILL, -1);
     if (ctx) {
         oni_frame_t *fr;
         uint64_t t0 = oni_now_ns();
