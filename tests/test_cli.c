@@ -3,7 +3,6 @@
  * output for good and bad arguments. */
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,65 +11,41 @@
 #include "oninet.h"
 #include "onitest.h"
 #include "signals.h"
+#include "proc.h"
 #include "result_set.h"
 #include "bench/bench_emu.h"
 #include "bench/floor.h"
 
-extern char **environ;
-
 static char out[1 << 16];
 
 /* Start $ONIGPU_BIN/<prog> with args (NULL-terminated), stdout and stderr
- * into a pipe (*fd: its reading end); returns the pid, -1 if it could not
- * start, -2 if no binary. */
+ * into a pipe (*fd: its reading end; proc.h); returns the pid, -1 if it
+ * could not start, -2 if no binary. */
 static pid_t spawn_prog(const char *prog, const char *const *args, int *fd)
 {
-    const char *dir = getenv("ONIGPU_BIN");
-    if (!dir)
-        return -2;
     char bin[4096];
-    snprintf(bin, sizeof bin, "%s/%s", dir, prog);
-    if (access(bin, X_OK))
+    if (proc_bin(prog, bin, sizeof bin))
         return -2;
     const char *argv[32] = {bin};
     int n = 1;
     for (; args[n - 1] && n < 31; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    int p[2];
-    if (pipe(p))
+    struct proc p;
+    struct proc_opts o = {.capture = PROC_STDOUT_STDERR};
+    if (proc_start(&p, bin, argv, &o))
         return -1;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    posix_spawn_file_actions_addclose(&fa, p[0]);
-    pid_t pid;
-    int rc = posix_spawn(&pid, bin, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (rc) {
-        close(p[0]);
-        return -1;
-    }
-    *fd = p[0];
-    return pid;
+    *fd = p.out;
+    return p.pid;
 }
 
 /* Read what a spawn_prog child writes into out until it ends; returns its
  * exit status, -1 if it did not exit (a signal). Closes fd. */
 static int finish_prog(pid_t pid, int fd)
 {
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(fd, out + len, sizeof out - 1 - len)) > 0)
-        len += (size_t)r;
-    out[len] = 0;
-    close(fd);
-    int st;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-        return -1;
-    return WEXITSTATUS(st);
+    struct proc p = {pid, fd};
+    proc_read(&p, out, sizeof out, -1);
+    return proc_exit_code(proc_wait(&p, -1));
 }
 
 /* Run a program to its end (spawn_prog, finish_prog); output in out. */

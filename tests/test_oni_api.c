@@ -1,6 +1,6 @@
 /* test_oni_api.c - API conformance of the ONI core: every function and
  * option, wrong states, NULLs, short buffers and wrong sizes. Uses the
- * scripted fixture driver (tests/drivers), found through ONI_DRIVER_PATH. */
+ * scripted fixture driver (tests/fixtures/drivers), found through ONI_DRIVER_PATH. */
 #include <errno.h>
 #include "drivers/fixture.h"
 #include "onix.h"

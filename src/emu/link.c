@@ -13,7 +13,7 @@
 #include "card.h"
 #include "onii.h"
 
-/* In the order and with the names of ONIEMU_LINK_PRESETS (oniemu.h; test_emu
+/* In the order and with the names of ONIEMU_LINK_PRESETS (oniemu.h; test_emu_card
  * emu_link_presets_named_in_oniemu_h checks). */
 static const oniemu_link_t presets[] = {
     {"gen2x4", 1.6e9, 3e-6},

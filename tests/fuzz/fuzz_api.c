@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "../drivers/fixture.h"
+#include "../fixtures/drivers/fixture.h"
 
 #define FAILIF(cond)                                                                          \
     do {                                                                                      \

@@ -4,7 +4,7 @@
  * stay readable while later refills happen and after the context is gone. */
 #include <stdint.h>
 #include <string.h>
-#include "../drivers/scripted.h"
+#include "../fixtures/drivers/scripted.h"
 
 static const oni_device_t devs[] = {
     {1, 10, 1, 4, 0},     {2, 10, 1, 5, 0},      {3, 10, 1, 6, 0},  {4, 10, 1, 7, 0},

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../drivers/scripted.h"
+#include "../fixtures/drivers/scripted.h"
 
 static void set_u32(oni_ctx ctx, int opt, uint32_t v) { oni_set_driver_opt(ctx, opt, &v, sizeof v); }
 

@@ -1,0 +1,571 @@
+/* test_emu_devices.c - the emulated devices (src/emu/devices, docs/devices.md):
+ * their frames and registers, the synthetic neural signal and its ground
+ * truth. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "emu/neural.h"
+#include "test_emu_util.h"
+#include "unit.h"
+
+/* --- the neural signal and its ground truth ---------------------------------- */
+
+static int cmp_u16(const void *a, const void *b) { return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b; }
+
+/* Ground-truth spikes are in the signal: at each truth time the unit's
+ * channel lies far below a robust noise threshold; the truth file gets the
+ * same spikes. */
+TEST(emu_ground_truth_in_signal)
+{
+    char path[] = "/tmp/onigpu-emu-truth-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    unlink(path);
+    struct emu_card *c = card_open("mode=fast;link=unlimited;seed=5;devices=np2:units=12");
+    REQUIRE(c);
+    CHECK_RC(emu_card_set_truth_file(c, "/dev/null/x.csv"), ONI_EPATHINVALID); /* never a directory */
+    CHECK_RC(emu_card_set_truth_file(c, path), 0);
+    REQUIRE(emu_card_truth_keep(c, 100000) == 0);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t np2 = find_id(t, n, ONIX_ONIGPU_NEUROPIX2);
+    card_start(c);
+    enum { NF = 15000, CH = 384 }; /* 0.5 s */
+    uint16_t *s = malloc((size_t)NF * CH * 2);
+    uint64_t *times = malloc(NF * sizeof *times);
+    REQUIRE(s && times);
+    static struct frame f;
+    int k = 0;
+    while (k < NF) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.dev != np2)
+            continue;
+        times[k] = f.time;
+        memcpy(s + (size_t)k * CH, f.data + 8, CH * 2);
+        k++;
+    }
+    size_t nt = emu_card_truth_get(c, NULL, 0);
+    struct emu_truth *tr = malloc((nt + 1) * sizeof *tr);
+    REQUIRE(tr);
+    nt = emu_card_truth_get(c, tr, nt);
+    CHECK(nt > 12 * 0.5 * 3 / 2); /* 12 units at 3-20 Hz for 0.5 s */
+    /* robust noise of channel 0..383: median absolute deviation around 2048 */
+    uint16_t *dev = malloc(NF * sizeof *dev);
+    REQUIRE(dev);
+    for (int i = 0; i < NF; i++) {
+        int v = s[(size_t)i * CH + 100] - 2048;
+        dev[i] = (uint16_t)(v < 0 ? -v : v);
+    }
+    qsort(dev, NF, sizeof *dev, cmp_u16);
+    double sigma = dev[NF / 2] / 0.6745;
+    /* np2's noise SD is 8 LSB (np2.c), estimated here from channel 100 */
+    if (!(sigma > 6.5 && sigma < 9.5))
+        UNIT_FAIL("noise SD %.2f LSB, want about 8", sigma);
+    /* each channel reads the noise table at its own offset: channels 100
+     * and 300 are the same in a few samples (|x - y| < 1 for two SDs of 8),
+     * not in all */
+    int same = 0;
+    for (int i = 0; i < NF; i++)
+        same += s[(size_t)i * CH + 100] == s[(size_t)i * CH + 300];
+    CHECK(same < NF / 4);
+    size_t checked = 0, below = 0;
+    for (size_t i = 0; i < nt; i++) {
+        if (tr[i].dev_idx != np2 || tr[i].time > times[NF - 1])
+            continue;
+        int lo = 0, hi = NF - 1;
+        while (lo < hi) { /* frame with this time */
+            int mid = (lo + hi) / 2;
+            if (times[mid] < tr[i].time)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        REQUIRE(times[lo] == tr[i].time);
+        checked++;
+        int v = s[(size_t)lo * CH + tr[i].channel] - 2048;
+        below += v < -5 * sigma;
+    }
+    CHECK(checked > 0);
+    if (below < checked * 95 / 100)
+        UNIT_FAIL("%zu of %zu truth spikes below -5 sigma (%.1f LSB)", below, checked, sigma);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0); /* flushes the truth file */
+    FILE *fp = fopen(path, "r");
+    REQUIRE(fp);
+    char line[128];
+    size_t lines = 0;
+    CHECK(fgets(line, sizeof line, fp) && !strcmp(line, "dev_idx,unit,channel,sample_time\n"));
+    while (fgets(line, sizeof line, fp)) {
+        unsigned d, u, ch;
+        unsigned long long tt;
+        if (sscanf(line, "%u,%u,%u,%llu", &d, &u, &ch, &tt) == 4 && lines < nt && tr[lines].time == tt &&
+            tr[lines].channel == ch && tr[lines].unit == u)
+            lines++;
+    }
+    fclose(fp);
+    CHECK_EQ(lines, emu_card_truth_get(c, NULL, 0));
+    CHECK_RC(emu_card_set_truth_file(c, NULL), 0);
+    unlink(path);
+    free(s), free(times), free(tr), free(dev);
+    emu_card_destroy(c);
+}
+
+/* Neuropixels 1.0 superframes: each truth spike is at frame time + i * 8333
+ * ticks for one of the 12 AP samples, and that AP sample is far below the
+ * noise (AP noise SD 3 LSB around 512, troughs of 8-16 SD). */
+TEST(emu_np1_truth_in_ap_band)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;seed=3;devices=np1:units=10");
+    REQUIRE(c);
+    REQUIRE(emu_card_truth_keep(c, 100000) == 0);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t np1 = find_id(t, n, ONIX_NEUROPIX1R0);
+    card_start(c);
+    enum { NF = 1250, CH = 384, AP = 12 }; /* 0.5 s */
+    uint16_t *ap = malloc((size_t)NF * AP * CH * 2);
+    uint64_t *times = malloc(NF * sizeof *times);
+    REQUIRE(ap && times);
+    static struct frame f;
+    for (int k = 0; k < NF;) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.dev != np1)
+            continue;
+        REQUIRE(f.sz == 8 + CH * 2 * 13);
+        times[k] = f.time;
+        memcpy(ap + (size_t)k * AP * CH, f.data + 8 + CH * 2, AP * CH * 2);
+        k++;
+    }
+    size_t nt = emu_card_truth_get(c, NULL, 0);
+    struct emu_truth *tr = malloc((nt + 1) * sizeof *tr);
+    REQUIRE(tr);
+    nt = emu_card_truth_get(c, tr, nt);
+    size_t checked = 0, below = 0, misplaced = 0;
+    for (size_t i = 0; i < nt; i++) {
+        if (tr[i].time > times[NF - 1] + 11 * 8333ull)
+            continue;
+        int k = 0;
+        while (k + 1 < NF && times[k + 1] <= tr[i].time)
+            k++;
+        uint64_t off = tr[i].time - times[k];
+        if (off % 8333 || off / 8333 >= AP) {
+            misplaced++;
+            continue;
+        }
+        int v = ap[((size_t)k * AP + off / 8333) * CH + tr[i].channel] - 512;
+        checked++;
+        below += v < -5 * 3;
+    }
+    CHECK_EQ(misplaced, 0);
+    CHECK(checked > 10 * 0.5 * 3 / 2);
+    if (below < checked * 95 / 100)
+        UNIT_FAIL("%zu of %zu np1 truth spikes below -5 sigma", below, checked);
+    free(ap), free(times), free(tr);
+    emu_card_destroy(c);
+}
+
+/* The same seed gives the same data; another seed other data (a generator
+ * that ignored the seed, or made a constant, passed the first check alone). */
+TEST(emu_neural_data_reproducible)
+{
+    static const int seeds[3] = {9, 9, 10};
+    uint8_t d[3][4096];
+    for (int r = 0; r < 3; r++) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "mode=fast;link=unlimited;seed=%d;devices=rhd2164", seeds[r]);
+        struct emu_card *c = card_open(spec);
+        REQUIRE(c);
+        card_start(c);
+        CHECK_RC(emu_card_read(c, EMU_STREAM_DATA, d[r], 4096, TMO), 4096);
+        emu_card_destroy(c);
+    }
+    CHECK(!memcmp(d[0], d[1], sizeof d[0]));
+    CHECK(memcmp(d[0], d[2], sizeof d[0]) != 0);
+}
+
+/* The next frame of device dev on the default stream (others skipped). */
+static int dev_frame(struct emu_card *c, uint32_t dev, struct frame *f)
+{
+    for (int i = 0; i < 100000; i++) {
+        int rc = frame_read(c, EMU_STREAM_DATA, f, TMO);
+        if (rc || f->dev == dev)
+            return rc;
+    }
+    return ONI_ETIMEOUT;
+}
+
+/* The units in the ground truth (neural.h): each fires again at least the
+ * 2 ms refractory period after its previous spike, and 64 units at 3-20 Hz
+ * give 96 .. 1280 spikes in 1 s of np2 (30000 frames). */
+TEST(emu_units_fire_at_their_rates_after_a_refractory_period)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;seed=11;devices=np2:units=64");
+    REQUIRE(c);
+    REQUIRE(emu_card_truth_keep(c, 100000) == 0);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t np2 = find_id(t, n, ONIX_ONIGPU_NEUROPIX2);
+    card_start(c);
+    static struct frame f;
+    for (int k = 0; k < 30000; k++)
+        REQUIRE(dev_frame(c, np2, &f) == 0);
+    size_t nt = emu_card_truth_get(c, NULL, 0);
+    struct emu_truth *tr = malloc((nt + 1) * sizeof *tr);
+    REQUIRE(tr);
+    nt = emu_card_truth_get(c, tr, nt);
+    uint64_t last[NEURAL_MAX_UNITS] = {0}, min_gap = UINT64_MAX;
+    int seen[NEURAL_MAX_UNITS] = {0};
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t u = tr[i].unit;
+        REQUIRE(u < NEURAL_MAX_UNITS);
+        if (seen[u] && tr[i].time - last[u] < min_gap)
+            min_gap = tr[i].time - last[u];
+        seen[u] = 1;
+        last[u] = tr[i].time;
+    }
+    /* 2 ms of the acquisition clock, less a sample's rounding */
+    if (min_gap < EMU_ACQ_HZ * 19 / 10000)
+        UNIT_FAIL("a unit fired again after %.3f ms", min_gap * 1e3 / EMU_ACQ_HZ);
+    if (nt < 64 * 3 / 2 || nt > 64 * 20)
+        UNIT_FAIL("%zu spikes of 64 units in 1 s, want 96 .. 1280", nt);
+    free(tr);
+    emu_card_destroy(c);
+}
+
+/* RESET stops acquisition, and like RUNNING = 0 flushes the truth file. */
+TEST(emu_reset_flushes_the_truth_file)
+{
+    char path[] = "/tmp/onigpu-emu-truth-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=np2:units=64");
+    REQUIRE(c);
+    REQUIRE(emu_card_truth_keep(c, 1 << 20) == 0);
+    REQUIRE(emu_card_set_truth_file(c, path) == 0);
+    card_start(c);
+    static uint8_t buf[1 << 20];
+    for (int i = 0; i < 8; i++)
+        REQUIRE(emu_card_read(c, EMU_STREAM_DATA, buf, sizeof buf, TMO) == (int)sizeof buf);
+    CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RESET, 1), 0);
+    size_t spikes = emu_card_truth_get(c, NULL, 0), lines = 0;
+    FILE *fp = fopen(path, "r");
+    REQUIRE(fp);
+    for (int ch; (ch = fgetc(fp)) != EOF;)
+        lines += ch == '\n';
+    fclose(fp);
+    CHECK(spikes > 0);
+    CHECK_EQ(lines, spikes + 1); /* a header line */
+    emu_card_destroy(c);
+    unlink(path);
+}
+
+/* --- frames and registers of each device ------------------------------------- */
+
+static uint16_t median_u16(const uint8_t *p, int n)
+{
+    uint16_t v[384];
+    memcpy(v, p, (size_t)n * 2);
+    qsort(v, (size_t)n, 2, cmp_u16);
+    return v[n / 2];
+}
+
+/* np2, rhd2164 and np1 frames as docs/devices.md lays them out: sizes, a
+ * sample (frame) counter counting 0, 1, 2, ... in the first 8 bytes, the
+ * channels around their offset-binary zero, rhd2164's aux ramps after its 64
+ * channels, np1's 12 AP blocks after the LFP block, and the read-only
+ * CHANNELS/UNITS/AP_HZ/LFP_HZ registers. */
+TEST(emu_neural_frame_layouts)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=np2,rhd2164,np1,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[16];
+    int n = table_read(c, t, 16);
+    uint32_t np2 = find_id(t, n, ONIX_ONIGPU_NEUROPIX2), rhd = find_id(t, n, ONIX_RHD2164);
+    uint32_t np1 = find_id(t, n, ONIX_NEUROPIX1R0), v = 0;
+    CHECK_EQ(reg_get(c, rhd, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 64);
+    CHECK_EQ(reg_get(c, rhd, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 8); /* rhd2164's default units */
+    CHECK_EQ(reg_get(c, np1, EMU_REG_DEVICE + 2, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 30000);
+    CHECK_EQ(reg_get(c, np1, EMU_REG_DEVICE + 3, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 2500);
+    card_start(c);
+    static struct frame f;
+    uint64_t count, first = 0; /* each device's frames are read in turn: count from the first one seen */
+    for (uint64_t k = 0; k < 3; k++) {
+        REQUIRE(dev_frame(c, np2, &f) == 0);
+        CHECK_EQ(f.sz, 776);
+        memcpy(&count, f.data, 8);
+        first = k ? first : count;
+        CHECK_EQ(count, first + k);
+    }
+    for (uint64_t k = 0; k < 3; k++) {
+        REQUIRE(dev_frame(c, np1, &f) == 0);
+        CHECK_EQ(f.sz, 9992);
+        memcpy(&count, f.data, 8);
+        first = k ? first : count;
+        CHECK_EQ(count, first + k);
+        uint16_t lfp = median_u16(f.data + 8, 384), ap11 = median_u16(f.data + 8 + 12 * 768, 384);
+        CHECK(lfp > 462 && lfp < 562);
+        CHECK(ap11 > 502 && ap11 < 522); /* AP noise SD 3 LSB: the last AP block is written */
+    }
+    for (uint64_t k = 0; k <= 100; k++) {
+        REQUIRE(dev_frame(c, rhd, &f) == 0);
+        CHECK_EQ(f.sz, 142);
+        memcpy(&count, f.data, 8);
+        first = k ? first : count;
+        CHECK_EQ(count, first + k);
+        uint16_t mid = median_u16(f.data + 8, 64), aux[3];
+        CHECK(mid > 32768 - 100 && mid < 32768 + 100);
+        memcpy(aux, f.data + 8 + 128, 6);
+        CHECK_EQ(aux[0], 32768 + count / 16); /* slow ramps */
+        CHECK_EQ(aux[1], 32768 - count / 32);
+        CHECK_EQ(aux[2], 32768);
+    }
+    emu_card_destroy(c);
+}
+
+/* BNO055 fusion frames: the head turns at 36 deg/s, so frame k (100 Hz)
+ * has heading 0.36 k deg in 1/16 deg and the quaternion of that turn about
+ * the vertical (w = cos(h/2), z = sin(h/2), 1 = 2^14); gravity 9.81 m/s^2
+ * on z, 25 C and every calibration status bit set. */
+TEST(emu_bno055_frame_fields)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=bno055,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t bno = find_id(t, n, ONIX_BNO055);
+    card_start(c);
+    static struct frame f;
+    for (int k = 0; k <= 100; k++) {
+        REQUIRE(dev_frame(c, bno, &f) == 0);
+        CHECK_EQ(f.sz, 28);
+        int16_t v[13];
+        memcpy(v, f.data, sizeof v);
+        double h = 0.36 * k, half = h * M_PI / 360;
+        CHECK(abs(v[0] - (int)lrint(h * 16)) <= 1);
+        CHECK(abs(v[3] - (int)lrint(cos(half) * 16384)) <= 1);
+        CHECK(abs(v[6] - (int)lrint(sin(half) * 16384)) <= 1);
+        CHECK_EQ(v[12], 981);
+        CHECK_EQ((int8_t)f.data[26], 25);
+        CHECK_EQ(f.data[27], 0xFF);
+    }
+    emu_card_destroy(c);
+}
+
+/* heartbeat: 100 Hz by default; its payload is its hub's clock, which on a
+ * headstage hub (HSNP2E, 50 MHz) is a fifth of the 250 MHz frame time. */
+TEST(emu_heartbeat_default_rate_and_hub_clock)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=np2,heartbeat:hub=1,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t hb = find_id(t, n, ONIX_HEARTBEAT), v = 0;
+    CHECK_EQ(hb >> 8, 1);
+    CHECK_EQ(reg_get(c, hb, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 100);
+    CHECK_EQ(reg_get(c, hb, ONIX_HEARTBEAT_CLK_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 50000000);
+    card_start(c);
+    static struct frame f;
+    for (int k = 0; k < 3; k++) {
+        REQUIRE(dev_frame(c, hb, &f) == 0);
+        uint64_t clock;
+        memcpy(&clock, f.data, 8);
+        CHECK_EQ(clock, f.time / 5);
+    }
+    CHECK(f.time > 0);
+    emu_card_destroy(c);
+}
+
+/* breakout: a frame per edge of the square wave on digital input 0
+ * (inputs 1, 0, 1, ...), buttons 0, link state 3; PULSE_HZ reads hz; hz is
+ * 1..10^4. */
+TEST(emu_breakout_frames_and_range)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=breakout:hz=7,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t brk = find_id(t, n, ONIX_BREAKDIG1R3), v = 0;
+    CHECK_EQ(reg_get(c, brk, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 7);
+    card_start(c);
+    static struct frame f;
+    for (int k = 0; k < 4; k++) {
+        REQUIRE(dev_frame(c, brk, &f) == 0);
+        uint16_t w[4];
+        memcpy(w, f.data, 8);
+        CHECK_EQ(w[0], k % 2 ? 0 : 1);
+        CHECK_EQ(w[1], 0);
+        CHECK_EQ(w[2], 3);
+        CHECK_EQ(w[3], 0);
+    }
+    emu_card_destroy(c);
+    struct emu_card *bad = NULL;
+    char err[200];
+    CHECK_RC(emu_card_create("devices=breakout:hz=10001", &bad, err, sizeof err), ONI_EINVALARG);
+    REQUIRE((c = card_open("devices=breakout:hz=10000")));
+    emu_card_destroy(c);
+}
+
+/* stim: ECHO takes only 0 and 1; LAST_TAG and LAST_TIME are read-only;
+ * LAST_TIME's two halves are the echo's receipt time. */
+TEST(emu_stim_registers)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=stim,heartbeat:hz=1000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t stim = find_id(t, n, ONIX_ONIGPU_STIM), hb = find_id(t, n, ONIX_HEARTBEAT), v = 0;
+    CHECK_EQ(reg_set(c, stim, EMU_REG_DEVICE, 2), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, stim, EMU_REG_DEVICE + 1, 1), ONI_SIG_CONFIGWNACK); /* values ECHO would take */
+    CHECK_EQ(reg_set(c, stim, EMU_REG_DEVICE + 2, 0), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1);
+    card_start(c);
+    static struct frame f;
+    for (int k = 0; k < 10; k++) /* 10 ms of acquisition: past 2^16 ticks */
+        REQUIRE(dev_frame(c, hb, &f) == 0);
+    uint32_t w = 77, lo = 0, hi = 1;
+    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, stim, &w, 1), 12);
+    REQUIRE(dev_frame(c, stim, &f) == 0);
+    uint64_t rt;
+    memcpy(&rt, f.data + 8, 8);
+    CHECK(rt > 65536);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE + 2, &lo), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, stim, EMU_REG_DEVICE + 3, &hi), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(((uint64_t)hi << 32) | lo, rt);
+    emu_card_destroy(c);
+}
+
+/* testcore: RATE_KBPS saturates at 2^32 - 1 for rates above that many kB/s
+ * (1 MiB frames, 5 TB/s: 4.8 M frames/s, under one per tick). */
+TEST(emu_testcore_rate_register_saturates)
+{
+    struct emu_card *c = card_open("mode=fast;devices=testcore:bytes=1048576:rate=5000000000000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t core = find_id(t, n, ONIX_ONIGPU_TESTCORE), v = 0;
+    CHECK_EQ(reg_get(c, core, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, UINT32_MAX);
+    emu_card_destroy(c);
+}
+
+/* testsink: HASH is FNV-1a (32-bit, basis 2166136261) of the payload bytes
+ * in order, NACKed without hash=1; the words-received count is 64-bit (low
+ * and high registers). */
+TEST(emu_testsink_hash_and_word_count)
+{
+    struct emu_card *c = card_open("mode=fast;devices=testsink:hash=1,testsink,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t hashed = UINT32_MAX, plain = UINT32_MAX, v = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i].id == ONIX_ONIGPU_TESTSINK)
+            *(hashed == UINT32_MAX ? &hashed : &plain) = t[i].idx;
+    REQUIRE(plain != UINT32_MAX);
+    uint32_t w[60] = {0x04030201u, 0x08070605u};
+    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, hashed, w, 2), 16);
+    CHECK_EQ(reg_get(c, hashed, EMU_REG_DEVICE + 2, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 671377293u); /* FNV-1a of the bytes 1..8 */
+    CHECK_EQ(reg_get(c, plain, EMU_REG_DEVICE + 2, &v), ONI_SIG_CONFIGRNACK);
+    uint64_t words = 0;
+    while (words < 70000) {
+        CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, plain, w, 60), 8 + 240);
+        words += 60;
+    }
+    CHECK_EQ(reg_get(c, plain, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, words);
+    CHECK_EQ(reg_get(c, plain, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    emu_card_destroy(c);
+}
+
+/* loadtest: FRAME_WORDS starts at (bytes - 8) / 2 and reads back what was
+ * written at once, but the frames keep their size, every word 42, until the
+ * next RESET; its largest value is accepted; hz goes up to 2.5x10^7. */
+TEST(emu_loadtest_frame_words_and_payload)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=loadtest:bytes=64:hz=25000000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t lt = find_id(t, n, ONIX_LOADTEST), v = 0;
+    CHECK_EQ(reg_get(c, lt, ONIX_LOADTEST_FRAME_WORDS, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 28);
+    CHECK_EQ(reg_get(c, lt, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 25000000);
+    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 524284), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 524285), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 4), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_get(c, lt, ONIX_LOADTEST_FRAME_WORDS, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 4);
+    card_start(c);
+    static struct frame f;
+    for (int k = 0; k < 3; k++) {
+        REQUIRE(dev_frame(c, lt, &f) == 0);
+        CHECK_EQ(f.sz, 64);
+        for (int i = 0; i < 28; i++) {
+            uint16_t w;
+            memcpy(&w, f.data + 8 + 2 * i, 2);
+            CHECK_EQ(w, 42);
+        }
+    }
+    emu_card_destroy(c);
+}
+
+/* memusage: MEM_WORDS saturates at 2^32 - 1 (ddr=64G: 16 Gi words); hz is
+ * 1..10^5; FILL_GPU_KIB and DROPPED_GPU are the GPU stream's. */
+TEST(emu_memusage_registers_per_stream)
+{
+    struct emu_card *c = card_open("mode=fast;ddr=64G;devices=memusage");
+    REQUIRE(c);
+    oni_device_t t[4];
+    int n = table_read(c, t, 4);
+    uint32_t mu = find_id(t, n, ONIX_MEMUSAGE), v = 0;
+    CHECK_EQ(reg_get(c, mu, ONIX_MEMUSAGE_MEM_WORDS, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, UINT32_MAX);
+    CHECK_EQ(reg_set(c, mu, EMU_REG_RATE_HZ, 100000), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, mu, EMU_REG_RATE_HZ, 100001), ONI_SIG_CONFIGWNACK);
+    emu_card_destroy(c);
+    struct emu_card *bad = NULL;
+    char err[200];
+    CHECK_RC(emu_card_create("devices=memusage:hz=100001", &bad, err, sizeof err), ONI_EINVALARG);
+}
+
+/* memusage's device block: FILL_DATA_KIB/FILL_GPU_KIB and
+ * DROPPED_DATA/DROPPED_GPU are each stream's own (the GPU stream here fills
+ * its FIFO and drops; the default stream is read). */
+TEST(emu_memusage_fill_and_drops_per_stream)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=64K;devices=testcore:bytes=1024:rate=100M:route=1,"
+                                   "heartbeat:hz=1000,memusage:enable=0");
+    REQUIRE(c);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t mu = find_id(t, n, ONIX_MEMUSAGE), hb = find_id(t, n, ONIX_HEARTBEAT), v = 0;
+    card_start(c);
+    static struct frame f;
+    for (int k = 0; k < 50; k++) /* 50 ms: the test core makes ~4900 frames of 1 KiB for the GPU stream */
+        REQUIRE(dev_frame(c, hb, &f) == 0);
+    onigpu_stream_stats_t st;
+    emu_card_stats(c, &st);
+    REQUIRE(st.dropped_frames[1] > 0);
+    CHECK(st.fifo_bytes[1] >= 16384); /* most of its 32 KiB FIFO (ddr is both FIFOs') */
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, st.fifo_bytes[0] >> 10);
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, st.fifo_bytes[1] >> 10);
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE + 3, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, st.dropped_frames[0]);
+    CHECK_EQ(reg_get(c, mu, EMU_REG_DEVICE + 4, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, (uint32_t)st.dropped_frames[1]);
+    emu_card_destroy(c);
+}
