@@ -25,7 +25,9 @@
 #include "emu/emu.h" /* stream numbers of the protocol */
 #include "oni.h"
 #include "onigpu.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/wire.h"
+#include "oni/util/clock.h"
 #include "oniemu.h"
 #include "signals.h"
 #include "unit.h"

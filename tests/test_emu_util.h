@@ -9,7 +9,9 @@
 #include <string.h>
 #include "emu/card.h"
 #include "oni.h"
-#include "onii.h"
+#include "oni/util/wire.h"
+#include "oni/util/cobs.h"
+#include "oni/util/clock.h"
 
 #define TMO 2000 /* ms */
 

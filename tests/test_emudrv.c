@@ -11,7 +11,9 @@
 #include <unistd.h>
 #include "oni.h"
 #include "onigpu.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/wire.h"
+#include "oni/util/clock.h"
 #include "oniemu.h"
 #include "onix.h"
 #include "unit.h"

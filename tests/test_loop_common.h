@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "oni.h"
-#include "onii.h"
+#include "oni/util/clock.h"
 #include "unit.h"
 #include "loop/loop.h"
 #include "loop/source.h"

@@ -22,7 +22,8 @@
 #include "oniemu.h"
 #include "oninet.h"
 #include "onitest.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/clock.h"
 #include "unit.h"
 #include "xfer_check.h"
 

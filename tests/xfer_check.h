@@ -21,7 +21,7 @@
 #include "oniemu.h"
 #include "onix.h"
 #include "gpu/gpu.h"
-#include "onii.h" /* oni_now_ns */
+#include "oni/util/clock.h"
 #include "unit.h"
 
 struct xcheck {

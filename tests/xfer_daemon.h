@@ -17,7 +17,8 @@
 #include <unistd.h>
 #include "daemon_spawn.h"
 #include "drivers/emu/emuproto.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 #include "xfer_check.h"
 
 static char xd_sock[108];

@@ -10,16 +10,18 @@ set -u
 cd "${1:-$(dirname "$0")/..}" || exit 2
 PUBLIC='oni\.h|onidefs\.h|onidriver\.h|onix\.h|onigpu\.h|oniemu\.h|onitest\.h|oninet\.h'
 CLOCK='oni/util/clock\.h'
+UTIL='oni/util/(clock|cobs|opt|wire)\.h' # the util headers (src/oni/util)
+DRIVER='oni/driver\.h'                    # the driver table and loader
 # directory (its own files, not its subdirectories) -> the other headers it
 # may include; a header of the same directory, by its bare name, always may
 declare -A ALLOW=(
-    [src/oni]="$PUBLIC|onii\.h|ctx\.h|$CLOCK"
-    [src/oni/util]="$PUBLIC|onii\.h|$CLOCK"
-    [src/drivers]="$PUBLIC|onii\.h"
-    [src/drivers/test]="$PUBLIC|onii\.h"
-    [src/drivers/net]="$PUBLIC|onii\.h|gpu/gpu\.h"
-    [src/drivers/emu]="$PUBLIC|onii\.h|emu/emu\.h|emu/dma\.h|gpu/[a-z_]+\.h"
-    [src/emu]="$PUBLIC|onii\.h|gpu/[a-z_]+\.(h|cuh)"
+    [src/oni]="$PUBLIC|$DRIVER|$UTIL"
+    [src/oni/util]="$PUBLIC|$UTIL"
+    [src/drivers]="$PUBLIC|$DRIVER"
+    [src/drivers/test]="$PUBLIC|$DRIVER|$UTIL"
+    [src/drivers/net]="$PUBLIC|$DRIVER|$UTIL|gpu/gpu\.h"
+    [src/drivers/emu]="$PUBLIC|$DRIVER|$UTIL|emu/emu\.h|emu/dma\.h|gpu/[a-z_]+\.h"
+    [src/emu]="$PUBLIC|$UTIL|gpu/[a-z_]+\.(h|cuh)"
     [src/emu/devices]="$PUBLIC|emu/card\.h|emu/neural\.h"
     [src/gpu]="$PUBLIC|$CLOCK"
     [src/loop]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h"

@@ -1,7 +1,7 @@
 /* export.c - turns a built-in driver's backend table into the upstream driver
  * ABI (onidriver.h), so the same driver also builds as libonidriver_<name>.so.
  * Compiled once per driver with -DONIDRV_TABLE=onidrv_<name>. */
-#include "onii.h"
+#include "oni/driver.h"
 
 #ifndef ONIDRV_TABLE
 #error "define ONIDRV_TABLE to the driver's struct oni_driver"

@@ -6,7 +6,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/clock.h"
+#include "oni/util/cobs.h"
+#include "oni/util/opt.h"
+#include "oni/util/wire.h"
 #ifdef ONI_HAVE_SINGLE_THREADED
 #include <sys/single_threaded.h>
 #endif

@@ -334,4 +334,5 @@ const struct oni_driver onifix_scripted = {
     "scripted", scr_create, scr_destroy, scr_init, scr_read_stream, scr_write_stream,
     scr_read_config, scr_write_config, scr_set_opt_callback, scr_set_opt, scr_get_opt, scr_info,
     NULL, /* every option under the config lock */
+    NULL, /* no option names something of this machine */
 };

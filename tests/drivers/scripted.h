@@ -5,7 +5,9 @@
 #define SCRIPTED_H
 
 #include <stdint.h>
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/clock.h"
+#include "oni/util/cobs.h"
 
 enum {
     SCR_OPT_DEVTABLE = 0x5C000000, /* set: raw signal bytes the driver emits on every RESET */

@@ -21,7 +21,8 @@
 #include "emuclient.h"
 #include "emuproto.h"
 #include "gpu/gpu.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 
 #define MAXSEG 4                 /* produced segments a read ring may hold */
 /* On top of the timeout the daemon itself applies to a read or write: time

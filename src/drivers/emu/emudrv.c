@@ -20,7 +20,9 @@
 #include "emudrv.h"
 #include "gpustream.h"
 #include "onigpu.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/opt.h"
+#include "oni/util/clock.h"
 
 #define SPEC_MAX 512
 #define MAX_READ (1u << 30) /* largest single driver read: keeps byte counts in an int */
@@ -254,7 +256,7 @@ static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t stream, void *d
     if (!size)
         return 0;
     uint32_t t = atomic_load(&d->timeout_ms);
-    if (stream == ONI_READ_STREAM_DATA) { /* waits a slice at most (onii.h), then 0 bytes */
+    if (stream == ONI_READ_STREAM_DATA) { /* waits a slice at most (oni/driver.h), then 0 bytes */
         int rc = read_once(d, EMU_STREAM_DATA, data, size, t < ONI_READ_SLICE_MS ? t : ONI_READ_SLICE_MS);
         return rc == ONI_ETIMEOUT ? 0 : rc;
     }
@@ -421,7 +423,10 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
  * lock it never holds across a transfer: docs/transfers.md, Threads). */
 static int drv_concurrent_opt(int opt) { return is_gpu_opt(opt); }
 
-/* The emu driver's backend table (onii.h); libonidriver_emu.so exports it through export.c. */
+/* The truth file is a path of the machine the card runs on (driver.h). */
+static int drv_local_opt(int opt) { return opt == ONI_DRV_EMU_TRUTH_FILE; }
+
+/* The emu driver's backend table (oni/driver.h); libonidriver_emu.so exports it through export.c. */
 const struct oni_driver onidrv_emu = {
     "emu",
     drv_create,
@@ -436,4 +441,5 @@ const struct oni_driver onidrv_emu = {
     drv_get_opt,
     drv_info,
     drv_concurrent_opt,
+    drv_local_opt,
 };

@@ -18,7 +18,9 @@
 #include "emu/dma.h"
 #include "gpu/gpu.h"
 #include "gpu/pipe.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/opt.h"
+#include "oni/util/clock.h"
 
 #define GS_SLOTS 2
 
