@@ -181,9 +181,6 @@ struct oni_ctx_impl {
     struct oni_rframe *fnext, *fend;
 };
 
-/* Built-in driver tables, NULL-terminated (builtin.c). */
-extern const struct oni_driver *const oni_builtin_drivers[];
-
 /* Deadline helpers: the oni_now_ns() time timeout_ms from now; and the pause
  * after a driver returned no bytes: yields first, then sleeps briefly, so a
  * silent driver costs little CPU; *idle counts the pauses of one call (start
