@@ -8,6 +8,7 @@
 #include "oni/driver.h"
 #include "oni/util/clock.h"
 #include "oni/util/cobs.h"
+#include "oni/util/wire.h"
 
 enum {
     SCR_OPT_DEVTABLE = 0x5C000000, /* set: raw signal bytes the driver emits on every RESET */

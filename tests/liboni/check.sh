@@ -14,7 +14,7 @@ needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 [ -n "$needed" ] || { echo "check: readelf found no NEEDED entry in $lib"; exit 2; }
 for n in $needed; do
     case "$n" in
-    libcudart* | libcuda.* | libstdc++* | libgcc_s*)
+    libcudart* | libcuda.* | libstdc++*)
         echo "$lib needs $n"
         bad=1
         ;;
