@@ -1,5 +1,8 @@
 /* test_cobs.c - COBS encode/decode and signal packets (src/oni/util/cobs.c). */
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/wire.h"
+#include "onidriver.h"
+#include "oni/util/cobs.h"
 #include "unit.h"
 
 static uint32_t rng = 12345;

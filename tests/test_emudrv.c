@@ -1,6 +1,6 @@
 /* test_emudrv.c - the emu driver in-process: init, device table, registers,
  * streaming and option handling through oni.h; timeouts and argument checks
- * through the driver table (onii.h). */
+ * through the driver table (oni/driver.h). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,7 +11,9 @@
 #include <unistd.h>
 #include "oni.h"
 #include "onigpu.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/wire.h"
+#include "oni/util/clock.h"
 #include "oniemu.h"
 #include "onix.h"
 #include "unit.h"
@@ -522,7 +524,7 @@ TEST(emudrv_timeout)
     CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &t, 2), ONI_EINVALARG);
     CHECK_RC(drv->set_opt_callback(d, ONI_OPT_TIMEOUTMS, &t, sizeof t), 0);
     /* not running: no data ever comes; a data read waits one slice of the
-     * timeout (onii.h, 10 ms), not all of it, then answers 0 bytes (the
+     * timeout (oni/driver.h, 10 ms), not all of it, then answers 0 bytes (the
      * bound is generous: the machine may be loaded) */
     uint64_t t0 = oni_now_ns();
     CHECK_RC(drv->read_stream(d, ONI_READ_STREAM_DATA, buf, sizeof buf), 0);

@@ -16,7 +16,7 @@
 #include "emu/dma.h"
 #include "emu/dma_agent.h"
 #include "gpu/gpu.h"
-#include "onii.h"
+#include "oni/util/clock.h"
 #include "test_emu_util.h"
 #include "xfer_check.h"
 

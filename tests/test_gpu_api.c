@@ -7,7 +7,7 @@
 #include "oni.h"
 #include "gpu/gpu.h"
 #include "gpu/pipe.h"
-#include "onii.h"
+#include "oni/util/clock.h"
 
 static char why[200];
 

@@ -11,7 +11,8 @@
 #include "unit.h"
 #include "xfer_check.h"
 #include "gpu/gpu.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 
 #define GPU_SPEC "devices=testcore:bytes=4096:rate=2G:route=1,testsink:hash=1;mode=fast;link=unlimited;ddr=256M"
 

@@ -1,11 +1,14 @@
 /* test_loader.c - finding drivers: built-in first, then libonidriver_<name>.so
- * in $ONI_DRIVER_PATH or on the library search path; every failure. */
+ * in $ONI_DRIVER_PATH, beside liboni (tests/liboni) or on the library search
+ * path; every failure. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
 #include "ctx.h"
 #include "drivers/fixture.h"
+#include "oniemu.h"
+#include "onigpu.h"
 #include "unit.h"
 
 /* CTest sets ONI_DRIVER_PATH to the build directory holding the fixtures. */
@@ -189,4 +192,41 @@ TEST(driver_create_ctx_failing)
         CHECK(oni_create_ctx("nullctx") == NULL);
         CHECK_EQ(errno, ENOMEM);
     }
+}
+
+/* A library onigpu built hands the loader its whole table: the options it
+ * runs concurrently and those naming its machine's files survive loading
+ * (the emu driver's library, linked under another name so that the
+ * built-in emu does not win). A table of another layout is refused. */
+TEST(onigpu_library_keeps_its_table)
+{
+    if (!driver_dir())
+        SKIP("ONI_DRIVER_PATH not set (run through ctest)");
+    char lib[4096], dir[] = "/tmp/test_loader.XXXXXX", link[4200];
+    snprintf(lib, sizeof lib, "%s/libonidriver_emu.so", driver_dir());
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(h);
+    const struct oni_driver *(*table)(size_t);
+    *(void **)&table = dlsym(h, ONI_DRIVER_TABLE_SYM);
+    REQUIRE(table);
+    CHECK(table(sizeof(struct oni_driver) - 1) == NULL);
+    REQUIRE(mkdtemp(dir));
+    snprintf(link, sizeof link, "%s/libonidriver_emucopy.so", dir);
+    REQUIRE(symlink(lib, link) == 0);
+    char *saved = strdup(driver_dir());
+    setenv(ONI_DRIVER_PATH_ENV, dir, 1);
+    struct oni_driver drv;
+    void *dl = NULL;
+    CHECK_RC(oni_load_driver("emucopy", &drv, &dl), 0);
+    if (dl) {
+        CHECK(drv.concurrent_opt && drv.concurrent_opt(ONI_DRV_READ));
+        CHECK(drv.local_opt && drv.local_opt(ONI_DRV_EMU_TRUTH_FILE));
+        CHECK(drv.local_opt && !drv.local_opt(ONI_DRV_EMU_SPEC));
+        dlclose(dl);
+    }
+    setenv(ONI_DRIVER_PATH_ENV, saved, 1);
+    free(saved);
+    unlink(link);
+    rmdir(dir);
+    dlclose(h);
 }

@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <time.h>
 #include "unit.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/wire.h"
+#include "oni/util/cobs.h"
 #include "onitest.h"
 #include "onix.h"
 

@@ -245,7 +245,7 @@ static void *read_one(void *p)
 
 /* Hosts written for upstream keep a thread in oni_read_frame while another
  * starts acquisition. The driver waits inside its read (for a slice at a
- * time, onii.h), so the start waited for the reader's whole timeout (3 s
+ * time, oni/driver.h), so the start waited for the reader's whole timeout (3 s
  * here) and the reader got ONI_ETIMEOUT instead of the new run's frame. */
 TEST(start_while_a_reader_waits_in_the_driver)
 {

@@ -11,7 +11,6 @@
 #include "emu/dma.h"
 #include "emu/dma_agent.h"
 #include "gpu/gpu.h"
-#include "onii.h"
 #include "xfer_check.h"
 
 #define SPEC "devices=testcore:bytes=1024:route=1,testsink;mode=fast;link=unlimited;ddr=16M"

@@ -210,7 +210,7 @@ TEST(xfer_daemon_read_answered_timeout_leaves_nothing_pending)
         static uint8_t buf[4096];
         CHECK_RC(emuc_read(c, EMU_STREAM_GPU, buf, sizeof buf, 50), ONI_ETIMEOUT);
         for (int i = 0; i < 3; i++) {
-            struct emuc_dma d = {.write = 0, .id = 777, .len = 8, .buf = buf};
+            struct gpustream_remote d = {.write = 0, .id = 777, .len = 8, .buf = buf};
             uint64_t t0 = oni_now_ns();
             CHECK_RC(emuc_gpu_dma(c, &d, 300), ONI_ENOTPINNED);
             CHECK(oni_now_ns() - t0 < 250000000u); /* not the 300 ms timeout */

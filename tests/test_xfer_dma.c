@@ -13,7 +13,7 @@
 #include "emu/emu.h"
 #include "emu/dma.h"
 #include "gpu/gpu.h"
-#include "onii.h"
+#include "oni/util/clock.h"
 #include "xfer_check.h"
 
 #define SPEC(route) "devices=testcore:bytes=1024:route=" #route ",testsink;mode=fast;link=unlimited;ddr=16M"

@@ -9,7 +9,8 @@
 #include <unistd.h>
 #include "unit.h"
 #include "xfer_check.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 #include "gpu/gpu.h"
 
 static uint32_t core, sink;

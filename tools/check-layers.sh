@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # tools/check-layers.sh - the layout of DEVELOPERS.md as a check: each
 # directory's files may include (with "...") only the headers its row of
-# the table allows. Above all: nothing above the drivers includes src/emu,
-# so the product works unchanged with real hardware. Prints each include
-# that breaks the rule; exit 1 if any. Run by CTest (test "layers").
+# the table allows; and, given a build directory, each directory's object
+# files may use (nm -u) only the symbols of the directories its row of the
+# second table allows (a symbol no object of the project defines is the
+# system's: libc, pthreads, CUDA). Above all: nothing above the drivers
+# includes or calls src/emu, so the product works unchanged with real
+# hardware. Prints each include and each symbol that breaks the rule; exit
+# 1 if any. Run by CTest (test "layers", with the build directory).
 #
-#   tools/check-layers.sh [SOURCE_DIR]
+#   tools/check-layers.sh [SOURCE_DIR [BUILD_DIR]]
 set -u
 cd "${1:-$(dirname "$0")/..}" || exit 2
+BUILD=${2:-}
 PUBLIC='oni\.h|onidefs\.h|onidriver\.h|onix\.h|onigpu\.h|oniemu\.h|onitest\.h|oninet\.h'
 CLOCK='oni/util/clock\.h'
+UTIL='oni/util/(clock|cobs|opt|wire)\.h' # the util headers (src/oni/util)
+DRIVER='oni/driver\.h'                    # the driver table and loader
 # directory (its own files, not its subdirectories) -> the other headers it
 # may include; a header of the same directory, by its bare name, always may
 declare -A ALLOW=(
-    [src/oni]="$PUBLIC|onii\.h|ctx\.h|$CLOCK"
-    [src/oni/util]="$PUBLIC|onii\.h|$CLOCK"
-    [src/drivers]="$PUBLIC|onii\.h"
-    [src/drivers/test]="$PUBLIC|onii\.h"
-    [src/drivers/net]="$PUBLIC|onii\.h|gpu/gpu\.h"
-    [src/drivers/emu]="$PUBLIC|onii\.h|emu/emu\.h|emu/dma\.h|gpu/[a-z_]+\.h"
-    [src/emu]="$PUBLIC|onii\.h|gpu/[a-z_]+\.(h|cuh)"
+    [src/oni]="$PUBLIC|$DRIVER|$UTIL"
+    [src/oni/util]="$PUBLIC|$UTIL"
+    [src/drivers]="$PUBLIC|$DRIVER"
+    [src/drivers/test]="$PUBLIC|$DRIVER|$UTIL"
+    [src/drivers/net]="$PUBLIC|$DRIVER|$UTIL|gpu/gpu\.h"
+    [src/drivers/emu]="$PUBLIC|$DRIVER|$UTIL|emu/emu\.h|emu/dma\.h|gpustream/gpustream\.h|gpu/[a-z_]+\.h"
+    [src/gpustream]="$PUBLIC|$UTIL|gpu/gpu\.h|gpu/pipe\.h"
+    [src/emu]="$PUBLIC|$UTIL|gpu/[a-z_]+\.(h|cuh)"
     [src/emu/devices]="$PUBLIC|emu/card\.h|emu/neural\.h"
     [src/gpu]="$PUBLIC|$CLOCK"
     [src/loop]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h"
@@ -48,4 +56,68 @@ while IFS= read -r dir; do
     [ -n "${ALLOW[$dir]+x}" ] || { echo "check-layers: $dir has no row here (nor, likely, in DEVELOPERS.md)"; bad=1; }
 done < <(find src tools -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) -printf '%h\n' | sort -u)
 [ $bad -eq 0 ] && echo "check-layers: every include within its layer"
+
+# Symbols: directory -> the other directories whose symbols it may use
+# (its own always). The core's builtin.c names the drivers' tables; the net
+# directory holds the server, which loads drivers through the core.
+DRIVERS='src/drivers|src/drivers/test|src/drivers/emu|src/drivers/net'
+ABOVE='api|src/oni/util|src/gpu' # what every layer above the drivers may call (api: the public API)
+declare -A USES=(
+    [src/oni]="src/oni/util|$DRIVERS"
+    [src/oni/util]=""
+    [src/drivers]="$DRIVERS"
+    [src/drivers/test]="src/oni/util"
+    [src/drivers/net]="src/oni|src/oni/util|src/gpu"
+    [src/drivers/emu]="src/oni/util|src/emu|src/gpustream|src/gpu"
+    [src/emu]="src/oni/util|src/emu/devices|src/gpu"
+    [src/emu/devices]="src/oni/util|src/emu"
+    [src/gpustream]="src/oni/util|src/gpu"
+    [src/gpu]="src/oni/util"
+    [src/loop]="$ABOVE"
+    [src/bench]="$ABOVE|src/loop"
+    [tools/onigpu]="$ABOVE|src/loop|src/bench|src/drivers/net|tools/common"
+    [tools/common]=""
+    [tools]="api"
+    [tools/onix-emu]="$ABOVE|src/oni/util|src/emu|src/bench|src/drivers/emu|tools/common"
+)
+if [ -n "$BUILD" ]; then
+    [ -d "$BUILD/CMakeFiles" ] || { echo "check-layers: $BUILD is no CMake build directory"; exit 2; }
+    # object file -> its source's directory: .../<target>.dir/[__/__/]<dir>/<file>.o
+    objs=$(find "$BUILD" -path '*.dir/*' -name '*.o' | grep -E '\.dir/(__/)*(src|tools)/')
+    [ -n "$objs" ] || { echo "check-layers: no object files in $BUILD (build it first)"; exit 2; }
+    # the public API (what the headers mark ONI_EXPORT): pseudo-directory "api"
+    api=$(sed -n 's/^ONI_EXPORT[^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' include/*.h)
+    {
+        for dir in "${!USES[@]}"; do echo "A $dir ${USES[$dir]:-^$}"; done
+        for sym in $api; do echo "P $sym"; done
+        for o in $objs; do
+            f=$(sed -E 's|.*\.dir/(__/)*||; s|\.o$||' <<<"$o")
+            [ -f "$f" ] || continue # left by a source since moved or removed
+            d=${f%/*}
+            # what the tools define is theirs (an allocation hook defines malloc): only
+            # src/ and tools/common provide symbols to other directories
+            nm "$o" 2>/dev/null | awk -v d="$d" -v o="${o#"$BUILD"/}" '$1 == "U" { print "U", d, $2, o; next }
+                NF == 3 && $2 ~ /^[TDBRVWC]$/ && d ~ /^(src|tools\/common)/ { print "D", d, $3 }'
+        done
+    } | awk '
+        $1 == "A" { allow[$2] = $3; next }
+        $1 == "P" { pub[$2] = 1; next }
+        $1 == "D" { def[$3] = def[$3] " " $2; next }
+        $1 == "U" { use[n++] = $0 }
+        END {
+            for (i = 0; i < n; i++) {
+                split(use[i], u, " ")
+                dir = u[2]; sym = u[3]
+                if (!(sym in def)) continue          # the system
+                if (!(dir in allow)) { print "check-layers: " dir " has no row in USES"; bad = 1; continue }
+                ok = 0; k = split(def[sym], from, " ")
+                for (j = 1; j <= k; j++)
+                    if (from[j] == dir || from[j] ~ ("^(" allow[dir] ")$")) ok = 1
+                if (!ok && (sym in pub) && ("api" ~ ("^(" allow[dir] ")$"))) ok = 1
+                if (!ok) { print u[4] " uses " sym " of" def[sym] ": not allowed in " dir " (DEVELOPERS.md, Layout)"; bad = 1 }
+            }
+            exit bad
+        }' || bad=1
+    [ $bad -eq 0 ] && echo "check-layers: every symbol used within its layer ($(wc -l <<<"$objs") objects)"
+fi
 exit $bad

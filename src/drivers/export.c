@@ -1,7 +1,9 @@
-/* export.c - turns a built-in driver's backend table into the upstream driver
- * ABI (onidriver.h), so the same driver also builds as libonidriver_<name>.so.
- * Compiled once per driver with -DONIDRV_TABLE=onidrv_<name>. */
-#include "onii.h"
+/* export.c - turns a driver's backend table into the upstream driver ABI
+ * (onidriver.h), so that it builds as libonidriver_<name>.so; and hands the
+ * whole table to onigpu's loader (ONI_DRIVER_TABLE_SYM, oni/driver.h), which
+ * thus keeps concurrent_opt and local_opt. Compiled once per driver with
+ * -DONIDRV_TABLE=onidrv_<name>. */
+#include "oni/driver.h"
 
 #ifndef ONIDRV_TABLE
 #error "define ONIDRV_TABLE to the driver's struct oni_driver"
@@ -20,3 +22,10 @@ int oni_driver_set_opt_callback(oni_driver_ctx c, int o, const void *v, size_t n
 int oni_driver_set_opt(oni_driver_ctx c, int o, const void *v, size_t n) { return T.set_opt(c, o, v, n); }
 int oni_driver_get_opt(oni_driver_ctx c, int o, void *v, size_t *n) { return T.get_opt(c, o, v, n); }
 const oni_driver_info_t *oni_driver_info(void) { return T.info(); }
+
+/* The table itself, for a liboni built with the same struct oni_driver. */
+ONI_EXPORT const struct oni_driver *onigpu_driver_table(size_t table_size);
+const struct oni_driver *onigpu_driver_table(size_t table_size)
+{
+    return table_size == sizeof(struct oni_driver) ? &T : NULL;
+}

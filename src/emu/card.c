@@ -13,7 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "card.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/wire.h"
+#include "oni/util/cobs.h"
+#include "oni/util/clock.h"
 
 
 

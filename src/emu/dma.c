@@ -9,7 +9,8 @@
 #include "dma.h"
 #include "dma_agent.h"
 #include "gpu/gpu.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 
 #define DMA_QUEUE 256          /* queued asynchronous jobs */
 #define DMA_MAX_LOCKED 64      /* page-locked windows of ring memory */
@@ -281,8 +282,8 @@ static int agent_takes(struct emu_dma *d, size_t n)
 static void agent_fail(struct emu_dma *d, int rc)
 {
     if (!__atomic_exchange_n(&d->agent_dead, 1, __ATOMIC_ACQ_REL)) {
-        fprintf(stderr, "emu: DMA agent failed (%d %s); the copy engine moves every block from now on\n", rc,
-                oni_error_str(rc));
+        /* the code only: the card is below liboni (oni_error_str), docs/errors.md names it */
+        fprintf(stderr, "emu: DMA agent failed (ONI error %d); the copy engine moves every block from now on\n", rc);
         emu_agent_halt(d->agent);
     }
 }

@@ -13,7 +13,7 @@
  * transfer. Each transfer then waits out the card's PCIe link model
  * (emu_card_link_delay).
  *
- * Used by the emu driver (src/drivers/emu/gpustream.c). One engine per card
+ * Used by the emu driver (src/drivers/emu/local.c, for src/gpustream). One engine per card
  * context, thread-safe. The two directions are independent (own lock, copy
  * stream, job queue and thread), so a read waiting for data never holds up a
  * write of results; within a direction, transfers run one at a time, jobs in

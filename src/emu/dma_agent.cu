@@ -11,7 +11,8 @@ extern "C" {
 #include "dma_agent.h"
 #include "gpu/gpu.h"
 #include "onidefs.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 }
 #include "gpu/gpu_device.cuh"
 

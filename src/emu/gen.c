@@ -18,7 +18,9 @@
 #include <sys/prctl.h>
 #endif
 #include "card.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/wire.h"
+#include "oni/util/clock.h"
 
 #define IDLE_WAIT_NS 50000000ull
 #define SPIN_MAX_NS 1000000ull /* wake=spin: longest stretch polled with the lock free */

@@ -11,7 +11,8 @@
 #include <string.h>
 #include <time.h>
 #include "card.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 
 /* In the order and with the names of ONIEMU_LINK_PRESETS (oniemu.h; test_emu_card
  * emu_link_presets_named_in_oniemu_h checks). */

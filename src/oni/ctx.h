@@ -6,7 +6,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/clock.h"
+#include "oni/util/cobs.h"
+#include "oni/util/opt.h"
+#include "oni/util/wire.h"
 #ifdef ONI_HAVE_SINGLE_THREADED
 #include <sys/single_threaded.h>
 #endif
@@ -176,9 +180,6 @@ struct oni_ctx_impl {
     struct oni_rseg *seg;
     struct oni_rframe *fnext, *fend;
 };
-
-/* Built-in driver tables, NULL-terminated (builtin.c). */
-extern const struct oni_driver *const oni_builtin_drivers[];
 
 /* Deadline helpers: the oni_now_ns() time timeout_ms from now; and the pause
  * after a driver returned no bytes: yields first, then sleeps briefly, so a

@@ -1,5 +1,6 @@
 /* loader.c - find a driver by name: built-in first, then
- * libonidriver_<name>.so in $ONI_DRIVER_PATH, then on the library search path. */
+ * libonidriver_<name>.so in $ONI_DRIVER_PATH, next to the liboni that holds
+ * this loader, then on the library search path (oni/driver.h). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -25,9 +26,18 @@ static int valid_name(const char *name)
     return 1;
 }
 
-/* Fill drv from the library's 11 exported symbols; 0 or EINVAL. */
+/* Fill drv from the library: the whole table of a driver onigpu built
+ * (export.c), else its 11 upstream symbols; 0 or EINVAL. */
 static int bind_symbols(void *dl, struct oni_driver *drv)
 {
+    const struct oni_driver *(*table)(size_t);
+    *(void **)&table = dlsym(dl, ONI_DRIVER_TABLE_SYM);
+    const struct oni_driver *t = table ? table(sizeof *t) : NULL;
+    if (t) {
+        *drv = *t;
+        drv->name = NULL; /* it names itself through info(), as any other */
+        return oni_driver_complete(drv) ? 0 : EINVAL;
+    }
     /* POSIX guarantees function pointers survive the trip through void *. */
 #define SYM(field, sym) *(void **)&drv->field = dlsym(dl, sym)
     SYM(create_ctx, "oni_driver_create_ctx");
@@ -44,7 +54,25 @@ static int bind_symbols(void *dl, struct oni_driver *drv)
 #undef SYM
     drv->name = NULL; /* an external driver names itself through info() */
     drv->concurrent_opt = NULL; /* and gets its options one at a time */
+    drv->local_opt = NULL;
     return oni_driver_complete(drv) ? 0 : EINVAL;
+}
+
+/* The library file in the directory of the object that holds this code
+ * (liboni.so; the program itself when linked statically), so that a program
+ * linked with -loni finds the drivers installed beside it. NULL if none. */
+static void *open_beside_liboni(const char *file, char *path, size_t cap)
+{
+    Dl_info at;
+    if (!dladdr((void *)open_beside_liboni, &at) || !at.dli_fname)
+        return NULL;
+    const char *slash = strrchr(at.dli_fname, '/');
+    if (!slash)
+        return NULL; /* no directory named: nothing beside it to look in */
+    int dir = (int)(slash - at.dli_fname);
+    if ((size_t)snprintf(path, cap, "%.*s/%s", dir, at.dli_fname, file) >= cap)
+        return NULL;
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
 }
 
 int oni_load_driver(const char *name, struct oni_driver *drv, void **dl)
@@ -65,6 +93,8 @@ int oni_load_driver(const char *name, struct oni_driver *drv, void **dl)
     const char *dir = getenv(ONI_DRIVER_PATH_ENV);
     if (dir && *dir && (size_t)snprintf(path, sizeof path, "%s/%s", dir, file) < sizeof path)
         h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = open_beside_liboni(file, path, sizeof path);
     if (!h)
         h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (!h)

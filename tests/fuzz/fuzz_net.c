@@ -26,7 +26,7 @@
 #include "drivers/net/netserve.h"
 #include "oni.h"
 #include "oninet.h"
-#include "onii.h"
+#include "oni/util/clock.h"
 
 /* Server side: answers are read back and checked on this thread. */
 static void *check_answers(void *arg)

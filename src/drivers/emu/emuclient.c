@@ -21,7 +21,8 @@
 #include "emuclient.h"
 #include "emuproto.h"
 #include "gpu/gpu.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 
 #define MAXSEG 4                 /* produced segments a read ring may hold */
 /* On top of the timeout the daemon itself applies to a read or write: time
@@ -660,7 +661,7 @@ int emuc_gpu_release(struct emuc *c, int write, uint32_t id, uint32_t timeout_ms
     return rc;
 }
 
-int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms)
+int emuc_gpu_dma(struct emuc *c, const struct gpustream_remote *d, uint32_t timeout_ms)
 {
     if (!d->len || d->len > UINT32_MAX || !d->id || (d->async && (!d->done_id || !d->done)))
         return ONI_EINVALARG;

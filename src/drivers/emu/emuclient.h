@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "emu/emu.h"
+#include "gpustream/gpustream.h"
 
 struct emuc;
 
@@ -61,24 +62,10 @@ int emuc_gpu_import(struct emuc *c, int write, const uint8_t *handle, uint64_t s
                     uint32_t timeout_ms);
 int emuc_gpu_release(struct emuc *c, int write, uint32_t id, uint32_t timeout_ms);
 
-/* One transfer of the daemon's DMA engine between the card and imported GPU
- * memory: buf (this process's address) is offset bytes into import id. With
- * async, the job is queued and seq is written to done (offset done_offset in
- * import done_id) after its payload. release_buf / release_done: release
- * those imports after the job. */
-struct emuc_dma {
-    int write, async, release_buf, release_done;
-    uint32_t id, done_id, seq;
-    uint64_t offset, done_offset;
-    void *buf;
-    volatile uint32_t *done;
-    size_t len;
-};
-
-/* Run or queue d. Synchronous: returns when the payload is complete, within
+/* Run or queue transfer d (gpustream.h) on the daemon's DMA engine. Synchronous: returns when the payload is complete, within
  * twice the timeout (queued jobs first, as in-process). Returns 0, the DMA
  * engine's errors (emu/dma.h), ONI_ENOTPINNED (unknown id), ONI_EBUFFERSIZE,
  * ONI_ETIMEOUT, ONI_EDISCONNECTED (the daemon died meanwhile). */
-int emuc_gpu_dma(struct emuc *c, const struct emuc_dma *d, uint32_t timeout_ms);
+int emuc_gpu_dma(struct emuc *c, const struct gpustream_remote *d, uint32_t timeout_ms);
 
 #endif

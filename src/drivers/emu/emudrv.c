@@ -3,24 +3,27 @@
  * (emuclient.c). The spec string (oniemu.h) decides: a "daemon=PATH" key
  * selects the daemon and the remaining keys describe the card it creates for
  * this context; without it the card is created here and runs its generator
- * on its own thread.
+ * on its own thread. The two are one table (backend.h: local.c,
+ * daemon.c); the GPU stream options go to the GPU stream layer
+ * (src/gpustream) over the backend's DMA operations.
  *
  * Locking: the host library serializes configuration, the signal stream and
  * the options this driver does not declare concurrent; it may read the data
  * stream, write the write stream and run the GPU stream options
- * (drv_concurrent_opt) concurrently with them and with each other; the card,
- * the daemon client and gpustream.c are safe for that. Init and destroy never
+ * (drv_concurrent_opt) concurrently with them and with each other; both
+ * backends and the GPU stream layer are safe for that. Init and destroy never
  * run concurrently with anything else. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "emuclient.h"
-#include "emudrv.h"
-#include "gpustream.h"
+#include "backend.h"
 #include "onigpu.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/opt.h"
+#include "oni/util/clock.h"
 
 #define SPEC_MAX 512
 #define MAX_READ (1u << 30) /* largest single driver read: keeps byte counts in an int */
@@ -31,69 +34,20 @@ struct emudrv {
     char *spec;            /* ONI_DRV_EMU_SPEC as set, or NULL */
     char *spec_used;       /* the spec in effect after init */
     char *truth;           /* ONI_DRV_EMU_TRUTH_FILE, or NULL */
-    struct emu_card *card; /* in-process mode */
-    struct emuc *daemon;   /* daemon mode */
-    struct gpustream *gpu; /* gpustream.h's state */
+    const struct emu_backend *be; /* emu_local or emu_daemon, after init */
+    void *b;                      /* its state */
+    struct gpustream *gpu;        /* the GPU stream layer's state, made on first use */
 };
 
 static const oni_driver_info_t info = {"emu", 1, 0, 0, NULL};
 
 static const oni_driver_info_t *drv_info(void) { return &info; }
 
-struct emu_card *emudrv_card(struct emudrv *d) { return d ? d->card : NULL; }
-
-struct emuc *emudrv_daemon(struct emudrv *d) { return d ? d->daemon : NULL; }
-
-uint32_t emudrv_timeout_ms(struct emudrv *d) { return atomic_load(&d->timeout_ms); }
-
-struct gpustream **emudrv_gpustream(struct emudrv *d) { return &d->gpu; }
-
 static int read_once(struct emudrv *d, enum emu_stream s, void *dst, size_t n, uint32_t t)
 {
     if (n > MAX_READ)
         n = MAX_READ;
-    return d->daemon ? emuc_read(d->daemon, s, dst, n, t) : emu_card_read(d->card, s, dst, n, t);
-}
-
-/* Read n bytes of s in pieces, all within one timeout (see emudrv.h). */
-int emudrv_stream_read(struct emudrv *d, enum emu_stream s, void *dst, size_t n, uint32_t timeout_ms)
-{
-    if (!d || !dst || !n || n > MAX_READ)
-        return ONI_EINVALARG;
-    if (!d->initialized)
-        return ONI_EINVALSTATE;
-    if (s != EMU_STREAM_DATA && s != EMU_STREAM_SIGNAL && s != EMU_STREAM_GPU)
-        return ONI_EINVALARG;
-    uint32_t t = timeout_ms;
-    if (s == EMU_STREAM_SIGNAL)
-        return read_once(d, s, dst, n, t);
-    /* The daemon's rings may deliver a block in pieces (emuc_read): all of
-     * them share one timeout, however slowly each comes. A piece that fails
-     * ends the call, and the pieces taken before it are lost to the stream
-     * (out of the card's FIFO, in dst only): emudrv.h. */
-    uint64_t deadline = oni_ms_from_now(t);
-    size_t got = 0;
-    while (got < n) {
-        uint32_t left = oni_ms_left(deadline);
-        if (!left)
-            return ONI_ETIMEOUT;
-        int rc = read_once(d, s, (uint8_t *)dst + got, n - got, left);
-        if (rc < 0)
-            return rc;
-        got += (size_t)rc;
-    }
-    return (int)got;
-}
-
-int emudrv_stream_write(struct emudrv *d, enum emu_stream s, const void *src, size_t n, uint32_t timeout_ms)
-{
-    if (!d || !src || !n || n > MAX_READ)
-        return ONI_EINVALARG;
-    if (!d->initialized)
-        return ONI_EINVALSTATE;
-    if (s != EMU_STREAM_WRITE && s != EMU_STREAM_GPU_WRITE)
-        return ONI_EINVALARG;
-    return d->daemon ? emuc_write(d->daemon, s, src, n, timeout_ms) : emu_card_write(d->card, s, src, n, timeout_ms);
+    return d->be->read(d->b, s, dst, n, t);
 }
 
 /* --- spec ------------------------------------------------------------------- */
@@ -153,19 +107,7 @@ static int put_string(const char *s, void *value, size_t *len)
 
 static int set_truth(struct emudrv *d, const char *path)
 {
-    if (d->card)
-        return emu_card_set_truth_file(d->card, path[0] ? path : NULL);
-    if (!d->daemon)
-        return 0;
-    /* The daemon writes the file: give it a path that does not depend on its cwd. */
-    char abs[SPEC_MAX];
-    if (path[0] && path[0] != '/') {
-        char cwd[SPEC_MAX];
-        if (!getcwd(cwd, sizeof cwd) || snprintf(abs, sizeof abs, "%s/%s", cwd, path) >= (int)sizeof abs)
-            return ONI_EINVALARG;
-        path = abs;
-    }
-    return emuc_truth_file(d->daemon, path, atomic_load(&d->timeout_ms));
+    return d->be->truth_file(d->b, path, atomic_load(&d->timeout_ms));
 }
 
 /* --- driver ABI -------------------------------------------------------------- */
@@ -180,12 +122,14 @@ static oni_driver_ctx drv_create(void)
 
 static void drv_close(struct emudrv *d)
 {
-    emu_gpu_close(d);
-    emuc_close(d->daemon);
-    if (d->card)
-        emu_card_destroy(d->card);
-    d->daemon = NULL;
-    d->card = NULL;
+    /* The card's DMA engine goes with the card, and waits for its jobs: the
+     * layer's page-locked memory and staging are released after it. */
+    if (d->be)
+        d->be->close(d->b);
+    gpustream_destroy(d->gpu);
+    d->gpu = NULL;
+    d->be = NULL;
+    d->b = NULL;
     d->initialized = 0;
 }
 
@@ -224,9 +168,9 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
     if (!used)
         return ONI_EBADALLOC;
     if (path[0])
-        rc = emuc_open(path, rest, atomic_load(&d->timeout_ms), &d->daemon, err, sizeof err);
+        rc = emu_daemon_open(path, rest, atomic_load(&d->timeout_ms), &d->b, err, sizeof err);
     else
-        rc = emu_card_create(rest[0] ? rest : NULL, &d->card, err, sizeof err);
+        rc = emu_local_open(rest[0] ? rest : NULL, &d->b, err, sizeof err);
     if (rc) {
         /* The host API has no channel for text: a bad --emu spec must still be explained. */
         if (err[0])
@@ -236,6 +180,7 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
     }
     free(d->spec_used);
     d->spec_used = used;
+    d->be = path[0] ? &emu_daemon : &emu_local;
     d->initialized = 1;
     if (d->truth && (rc = set_truth(d, d->truth)) != 0) {
         drv_close(d);
@@ -254,7 +199,7 @@ static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t stream, void *d
     if (!size)
         return 0;
     uint32_t t = atomic_load(&d->timeout_ms);
-    if (stream == ONI_READ_STREAM_DATA) { /* waits a slice at most (onii.h), then 0 bytes */
+    if (stream == ONI_READ_STREAM_DATA) { /* waits a slice at most (oni/driver.h), then 0 bytes */
         int rc = read_once(d, EMU_STREAM_DATA, data, size, t < ONI_READ_SLICE_MS ? t : ONI_READ_SLICE_MS);
         return rc == ONI_ETIMEOUT ? 0 : rc;
     }
@@ -265,9 +210,12 @@ static int drv_read_stream(oni_driver_ctx ctx, oni_read_stream_t stream, void *d
 
 static int drv_write_stream(oni_driver_ctx ctx, oni_write_stream_t stream, const char *data, size_t size)
 {
-    if (stream != ONI_WRITE_STREAM_DATA)
+    struct emudrv *d = ctx;
+    if (stream != ONI_WRITE_STREAM_DATA || !d || !data || !size || size > MAX_READ)
         return ONI_EINVALARG;
-    return emudrv_stream_write(ctx, EMU_STREAM_WRITE, data, size, emudrv_timeout_ms(ctx));
+    if (!d->initialized)
+        return ONI_EINVALSTATE;
+    return d->be->write(d->b, EMU_STREAM_WRITE, data, size, atomic_load(&d->timeout_ms));
 }
 
 static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *value)
@@ -277,9 +225,7 @@ static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *
         return ONI_EINVALARG;
     if (!d->initialized)
         return ONI_EINVALSTATE;
-    if (d->daemon)
-        return emuc_read_config(d->daemon, reg, value, atomic_load(&d->timeout_ms));
-    return emu_card_read_config(d->card, reg, value);
+    return d->be->read_config(d->b, reg, value, atomic_load(&d->timeout_ms));
 }
 
 static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t value)
@@ -289,9 +235,7 @@ static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t 
         return ONI_EINVALARG;
     if (!d->initialized)
         return ONI_EINVALSTATE;
-    if (d->daemon)
-        return emuc_write_config(d->daemon, reg, value, atomic_load(&d->timeout_ms));
-    return emu_card_write_config(d->card, reg, value);
+    return d->be->write_config(d->b, reg, value, atomic_load(&d->timeout_ms));
 }
 
 /* The host tells the driver about context options after setting them. Only the
@@ -311,7 +255,35 @@ static int drv_set_opt_callback(oni_driver_ctx ctx, int oni_option, const void *
     return 0;
 }
 
-static int is_gpu_opt(int opt) { return opt >= ONI_DRV_RD_SZ && opt <= ONI_DRV_DMA_AGENT && opt != ONI_DRV_STREAM_STATS; }
+/* The context's GPU stream state, created on first use over the backend's
+ * DMA operations (by one thread only). */
+static int gpu_state(struct emudrv *d, struct gpustream **g)
+{
+    static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+    const struct gpustream_dma *ops;
+    void *card;
+    int rc = 0;
+    pthread_mutex_lock(&create_lock);
+    if (!d->gpu && (rc = d->be->gpu(d->b, &ops, &card)) == 0)
+        rc = gpustream_create(ops, card, &d->gpu);
+    *g = d->gpu;
+    pthread_mutex_unlock(&create_lock);
+    return rc;
+}
+
+static int gpu_set_opt(struct emudrv *d, int opt, const void *value, size_t len)
+{
+    struct gpustream *g;
+    int rc = gpu_state(d, &g);
+    return rc ? rc : gpustream_set_opt(g, opt, value, len, atomic_load(&d->timeout_ms));
+}
+
+static int gpu_get_opt(struct emudrv *d, int opt, void *value, size_t *len)
+{
+    struct gpustream *g;
+    int rc = gpu_state(d, &g);
+    return rc ? rc : gpustream_get_opt(g, opt, value, len);
+}
 
 static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t len)
 {
@@ -347,8 +319,8 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
     case ONI_DRV_STREAM_STATS:
         return ONI_EREADONLY;
     }
-    if (is_gpu_opt(opt))
-        return d->initialized ? emu_gpu_set_opt(d, opt, value, len) : ONI_EINVALSTATE;
+    if (gpustream_opt(opt))
+        return d->initialized ? gpu_set_opt(d, opt, value, len) : ONI_EINVALSTATE;
     return ONI_EINVALOPT;
 }
 
@@ -372,23 +344,19 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
             return oni_opt_short(len, sizeof link);
         if (!d->initialized)
             return ONI_EINVALSTATE;
-        if (d->daemon) {
-            if ((rc = emuc_link(d->daemon, &link, t)) != 0)
-                return rc;
-        } else {
-            emu_card_link(d->card, &link);
-        }
+        if ((rc = d->be->link(d->b, &link, t)) != 0)
+            return rc;
         memcpy(value, &link, sizeof link);
         *len = sizeof link;
         return 0;
     }
     case ONI_DRV_EMU_MODE: {
-        uint32_t fast = (uint32_t)emu_card_fast(d->card);
+        uint32_t fast = 0;
         if (*len < sizeof fast)
             return oni_opt_short(len, sizeof fast);
         if (!d->initialized)
             return ONI_EINVALSTATE;
-        if (d->daemon && (rc = emuc_mode(d->daemon, &fast, t)) != 0)
+        if ((rc = d->be->mode(d->b, &fast, t)) != 0)
             return rc;
         memcpy(value, &fast, sizeof fast);
         *len = sizeof fast;
@@ -400,28 +368,27 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
             return oni_opt_short(len, sizeof st);
         if (!d->initialized)
             return ONI_EINVALSTATE;
-        if (d->daemon) {
-            if ((rc = emuc_stats(d->daemon, &st, t)) != 0)
-                return rc;
-        } else {
-            emu_card_stats(d->card, &st);
-        }
+        if ((rc = d->be->stats(d->b, &st, t)) != 0)
+            return rc;
         memcpy(value, &st, sizeof st);
         *len = sizeof st;
         return 0;
     }
     }
-    if (is_gpu_opt(opt))
-        return d->initialized ? emu_gpu_get_opt(d, opt, value, len) : ONI_EINVALSTATE;
+    if (gpustream_opt(opt))
+        return d->initialized ? gpu_get_opt(d, opt, value, len) : ONI_EINVALSTATE;
     return ONI_EINVALOPT;
 }
 
 /* The GPU stream's options are thread-safe (the DMA engine has a lock, a
  * queue and a thread per direction, and reads block sizes and pins under a
  * lock it never holds across a transfer: docs/transfers.md, Threads). */
-static int drv_concurrent_opt(int opt) { return is_gpu_opt(opt); }
+static int drv_concurrent_opt(int opt) { return gpustream_opt(opt); }
 
-/* The emu driver's backend table (onii.h); libonidriver_emu.so exports it through export.c. */
+/* The truth file is a path of the machine the card runs on (driver.h). */
+static int drv_local_opt(int opt) { return opt == ONI_DRV_EMU_TRUTH_FILE; }
+
+/* The emu driver's backend table (oni/driver.h); libonidriver_emu.so exports it through export.c. */
 const struct oni_driver onidrv_emu = {
     "emu",
     drv_create,
@@ -436,4 +403,5 @@ const struct oni_driver onidrv_emu = {
     drv_get_opt,
     drv_info,
     drv_concurrent_opt,
+    drv_local_opt,
 };

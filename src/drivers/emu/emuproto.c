@@ -7,7 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "emuproto.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 
 /* Body size of each request type; -1: a NUL-terminated string. */
 static long body_size(uint16_t type)

@@ -28,7 +28,9 @@
 #include "gpu/gpu.h"
 #include "netproto.h"
 #include "onigpu.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/opt.h"
+#include "oni/util/clock.h"
 #include "oninet.h"
 
 #define ADDR_MAX 256

@@ -10,7 +10,8 @@
 #include <sys/uio.h>
 #include "netproto.h"
 #include "onigpu.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/clock.h"
 
 int netp_names_memory(int opt)
 {

@@ -33,9 +33,10 @@
 #include <unistd.h>
 #include "netproto.h"
 #include "netserve.h"
-#include "oniemu.h"
 #include "onigpu.h"
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/opt.h"
+#include "oni/util/clock.h"
 
 #define MAXCONN 16        /* connections at once; more are closed at accept */
 #define FIRST_MS 10000u   /* a new connection's first message must come within this */
@@ -348,8 +349,8 @@ static int32_t call_driver(struct netserve *s, struct session *ss, uint16_t t, c
     } else if ((t == NETP_SET_OPT || t == NETP_GET_OPT) && netp_names_memory((int)q->what)) {
         st = ONI_EUNIMPL; /* the value would be taken as an address in this process */
     } else if (t == NETP_SET_OPT) {
-        /* A path on this machine, opened by the served card: not a client's to name. */
-        st = (int)q->what == ONI_DRV_EMU_TRUTH_FILE ? ONI_EUNIMPL : d->set_opt(ss->dctx, (int)q->what, in, extra);
+        /* Something of this machine (a path here, driver.h local_opt): not a client's to name. */
+        st = d->local_opt && d->local_opt((int)q->what) ? ONI_EUNIMPL : d->set_opt(ss->dctx, (int)q->what, in, extra);
     } else if (t == NETP_GET_OPT) {
         size_t cap = q->arg < NETP_MAXOPT ? q->arg : NETP_MAXOPT, len = cap;
         st = netp_grow(&b->out, &b->out_cap, cap ? cap : 1);

@@ -18,7 +18,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
-#include "onii.h"
+#include "oni/driver.h"
+#include "oni/util/opt.h"
+#include "oni/util/wire.h"
+#include "oni/util/cobs.h"
+#include "oni/util/clock.h"
 #include "onix.h"
 #include "testdrv.h"
 

@@ -1,7 +1,9 @@
 /* cobs.c - Consistent Overhead Byte Stuffing for the signal stream, and the
  * signal packet builder drivers use. */
 #include <string.h>
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/wire.h"
+#include "oni/util/cobs.h"
 
 int oni_cobs_encode(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_cap)
 {

@@ -1,24 +1,23 @@
-/* gpustream.c - the GPU data stream options of the emu driver (include/onigpu.h):
- * block sizes, the pin table, and the transfer paths over the card's DMA
- * engine (src/emu/dma.h).
+/* gpustream.c - the GPU data stream layer (gpustream.h): block sizes, the pin
+ * table, routing, chunked staging and async jobs over a driver's DMA
+ * operations (struct gpustream_dma).
  *
- * In-process, every transfer goes through the card's DMA engine. In daemon
- * mode the engine is in the daemon: host buffers and the chunked (staged)
- * path move through the daemon's shared-memory rings
- * (emudrv_stream_read/_write); GPU buffers are shared with the daemon by
- * CUDA IPC (emuclient.h: imported once by PIN, or per transfer without it)
- * and moved by its engine. */
+ * A card in this process moves every transfer with its own DMA (read,
+ * write, submit). A card in another process (ops->import set) moves host
+ * buffers and the chunked (staged) path through host reads and writes; GPU
+ * buffers are shared with it by CUDA IPC (imported once by PIN, or per
+ * transfer without it) and moved by its engine (ops->remote). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "gpustream.h"
-#include "emuclient.h"
-#include "emu/dma.h"
 #include "gpu/gpu.h"
 #include "gpu/pipe.h"
-#include "onii.h"
+#include "oni.h"
+#include "oni/util/opt.h"
+#include "oni/util/clock.h"
 
 #define GS_SLOTS 2
 
@@ -28,7 +27,7 @@ struct pin {
     enum gpu_kind kind;
     uint64_t buffer_id;  /* CUDA memory: to notice a freed-and-reallocated buffer */
     int registered;      /* host memory page-locked by PIN: unregistered by UNPIN */
-    uint32_t import_id;  /* daemon mode, device memory: the daemon's import of the allocation */
+    uint32_t import_id;  /* remote card, device memory: the card's import of the allocation */
     uintptr_t base;      /* and the allocation's base */
 };
 
@@ -36,7 +35,7 @@ struct pin {
 struct route {
     int on_gpu;          /* the DMA engine must use the copy engine */
     enum gpu_kind kind;
-    uint32_t import_id;  /* daemon mode: pinned, imported already (0: not) */
+    uint32_t import_id;  /* remote card: pinned, imported already (0: not) */
     uintptr_t base;      /* CUDA memory: the allocation's base and size */
     size_t alloc;
 };
@@ -44,11 +43,11 @@ struct route {
 /* Thread-safe: lock guards the block sizes and the pin table (held only
  * while a call reads or changes them, never during a transfer);
  * stage_lock makes chunked transfers, which share the staging slots, take
- * turns. The DMA engine itself is thread-safe. */
+ * turns. The DMA operations are thread-safe themselves. */
 struct gpustream {
-    struct emudrv *drv;
-    struct emu_dma *dma; /* NULL in daemon mode */
-    struct emuc *daemon; /* NULL in-process */
+    const struct gpustream_dma *ops;
+    void *card;          /* the driver's, passed to every op */
+    int remote;          /* the card is in another process (ops->import) */
     pthread_mutex_t lock, stage_lock;
     uint32_t rd_sz, wr_sz, chunk_sz;
     struct pin pins[ONIGPU_MAX_PINS];
@@ -68,19 +67,18 @@ struct buf {
     int explicit_len;
 };
 
-static int gpustream_create(struct emudrv *drv, struct gpustream **out)
+int gpustream_opt(int opt) { return opt >= ONI_DRV_RD_SZ && opt <= ONI_DRV_DMA_AGENT && opt != ONI_DRV_STREAM_STATS; }
+
+int gpustream_create(const struct gpustream_dma *ops, void *card, struct gpustream **out)
 {
+    if (!ops || !ops->read || !ops->write || !out || (ops->import && (!ops->release || !ops->remote)))
+        return ONI_EINVALARG;
     struct gpustream *g = calloc(1, sizeof *g);
     if (!g)
         return ONI_EBADALLOC;
-    struct emu_card *card = emudrv_card(drv);
-    int rc = card ? emu_dma_create(card, &g->dma) : 0;
-    if (rc) {
-        free(g);
-        return rc;
-    }
-    g->drv = drv;
-    g->daemon = emudrv_daemon(drv);
+    g->ops = ops;
+    g->card = card;
+    g->remote = ops->import != NULL;
     g->rd_sz = g->wr_sz = ONIGPU_DEFAULT_BLOCK;
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->stage_lock, NULL);
@@ -88,11 +86,10 @@ static int gpustream_create(struct emudrv *drv, struct gpustream **out)
     return 0;
 }
 
-static void gpustream_destroy(struct gpustream *g)
+void gpustream_destroy(struct gpustream *g)
 {
     if (!g)
         return;
-    emu_dma_destroy(g->dma);
     for (int i = 0; i < g->npins; i++)
         if (g->pins[i].registered)
             gpu_host_unregister((void *)g->pins[i].addr);
@@ -106,21 +103,15 @@ static void gpustream_destroy(struct gpustream *g)
     free(g);
 }
 
-/* Card <-> host memory, in either mode. */
+/* Card <-> host memory. */
 static int host_read(struct gpustream *g, void *dst, size_t n, uint32_t timeout_ms)
 {
-    if (g->dma)
-        return emu_dma_read(g->dma, dst, n, 0, timeout_ms);
-    int rc = emudrv_stream_read(g->drv, EMU_STREAM_GPU, dst, n, timeout_ms);
-    return rc < 0 ? rc : 0;
+    return g->ops->read(g->card, dst, n, 0, timeout_ms);
 }
 
 static int host_write(struct gpustream *g, const void *src, size_t n, uint32_t timeout_ms)
 {
-    if (g->dma)
-        return emu_dma_write(g->dma, src, n, 0, timeout_ms);
-    int rc = emudrv_stream_write(g->drv, EMU_STREAM_GPU_WRITE, src, n, timeout_ms);
-    return rc < 0 ? rc : 0;
+    return g->ops->write(g->card, src, n, 0, timeout_ms);
 }
 
 /* --- argument parsing ------------------------------------------------------ */
@@ -242,17 +233,17 @@ static struct pin *find_pin(struct gpustream *g, const void *p, int inside)
 
 /* --- pinning ----------------------------------------------------------------- */
 
-/* Daemon mode: let the daemon map the device allocation at base (CUDA IPC),
+/* Remote card: let its process map the device allocation at base (CUDA IPC),
  * asking on the channel of the write stream for a write's own import. */
-static int daemon_import(struct gpustream *g, int write, uintptr_t base, size_t alloc, uint32_t *id,
+static int remote_import(struct gpustream *g, int write, uintptr_t base, size_t alloc, uint32_t *id,
                          uint32_t timeout_ms)
 {
     uint8_t h[GPU_IPC_HANDLE_SIZE];
     int rc = gpu_ipc_export((const void *)base, h);
-    return rc ? rc : emuc_gpu_import(g->daemon, write, h, alloc, id, timeout_ms);
+    return rc ? rc : g->ops->import(g->card, write, h, alloc, id, timeout_ms);
 }
 
-/* Daemon mode: the import a PIN of device memory at value needs, made before
+/* Remote card: the import a PIN of device memory at value needs, made before
  * the PIN takes g->lock (the round trip can wait behind a read that waits
  * for data on the GPU channel; under the lock it would hold up every
  * transfer). *id = 0 and *base = 0 when none is needed. */
@@ -263,13 +254,13 @@ static int pin_import(struct gpustream *g, const void *value, size_t len, uint32
     struct gpu_ptr_info info;
     *id = 0;
     *base = 0;
-    if (!g->daemon || parse_buf(value, len, &b) || gpu_query(b.p, &info) || info.kind != GPU_KIND_DEVICE)
+    if (!g->remote || parse_buf(value, len, &b) || gpu_query(b.p, &info) || info.kind != GPU_KIND_DEVICE)
         return 0; /* nothing to import; pin() reports what is wrong */
     *base = (uintptr_t)info.base;
-    return daemon_import(g, 0, *base, info.len, id, timeout_ms);
+    return remote_import(g, 0, *base, info.len, id, timeout_ms);
 }
 
-/* PIN under g->lock; in daemon mode, device memory comes with its import
+/* PIN under g->lock; for a remote card, device memory comes with its import
  * (id, base), made by pin_import. */
 static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, uintptr_t base)
 {
@@ -299,7 +290,7 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, 
         if (overlaps_pin(g, e.addr, e.len))
             return ONI_EPINNED; /* it would hold a pinned buffer */
         e.buffer_id = info.buffer_id;
-        if (g->daemon && info.kind == GPU_KIND_DEVICE) {
+        if (g->remote && info.kind == GPU_KIND_DEVICE) {
             if (!id || base != (uintptr_t)info.base)
                 return ONI_EINVALARG; /* the allocation changed since pin_import */
             e.base = base;
@@ -325,7 +316,7 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, 
     return 0;
 }
 
-/* UNPIN under g->lock; *id: the daemon's import to release once the lock
+/* UNPIN under g->lock; *id: the remote card's import to release once the lock
  * is given back (0: none). */
 static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t *id)
 {
@@ -499,10 +490,10 @@ static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32
     if (!rc)
         rc = need_staging(g, chunk);
     /* A read waits for the whole block first: a chunk that timed out after
-     * earlier chunks left the card would lose them. (Through the daemon the
-     * chunks are host reads of its ring, which cannot wait so.) */
-    if (!rc && !write && g->dma)
-        rc = emu_dma_wait_data(g->dma, n, oni_ms_left(deadline));
+     * earlier chunks left the card would lose them. (A card without
+     * wait_data, such as the emu daemon's, reads its chunks as they come.) */
+    if (!rc && !write && g->ops->wait_data)
+        rc = g->ops->wait_data(g->card, n, oni_ms_left(deadline));
     if (!rc) {
         struct staged st = {g, gpu, deadline};
         struct gpu_pipe_ops rd = {&st, rd_a, NULL, rd_b, wait_ev};
@@ -551,12 +542,12 @@ static int done_route(struct gpustream *g, const volatile uint32_t *p, struct ro
     return 0;
 }
 
-/* Daemon mode: the daemon's DMA engine moves the block between the card and
- * GPU memory it imported: once by PIN, or here for this transfer (released
- * with it: the unpinned path's cost of pinning across processes). CUDA IPC
+/* Remote card: its DMA engine moves the block between the card and GPU
+ * memory it imported: once by PIN, or here for this transfer (released with
+ * it: the unpinned path's cost of pinning across processes). CUDA IPC
  * shares device allocations only: managed memory and completion words in
- * host memory are not reachable from the daemon. */
-static int daemon_dma(struct gpustream *g, struct emuc_dma *d, const struct route *buf, const struct route *done,
+ * host memory are not reachable from the card's process. */
+static int remote_dma(struct gpustream *g, struct gpustream_remote *d, const struct route *buf, const struct route *done,
                       uint32_t timeout_ms)
 {
     if (buf->kind != GPU_KIND_DEVICE || (done && done->kind != GPU_KIND_DEVICE))
@@ -564,22 +555,22 @@ static int daemon_dma(struct gpustream *g, struct emuc_dma *d, const struct rout
     int rc = 0;
     d->id = buf->import_id;
     if (!d->id) {
-        rc = daemon_import(g, d->write, buf->base, buf->alloc, &d->id, timeout_ms);
+        rc = remote_import(g, d->write, buf->base, buf->alloc, &d->id, timeout_ms);
         d->release_buf = 1;
     }
     d->offset = (uintptr_t)d->buf - buf->base;
     if (!rc && done) {
         d->done_id = done->import_id;
         if (!d->done_id) {
-            rc = daemon_import(g, d->write, done->base, done->alloc, &d->done_id, timeout_ms);
+            rc = remote_import(g, d->write, done->base, done->alloc, &d->done_id, timeout_ms);
             d->release_done = 1;
         }
         d->done_offset = (uintptr_t)d->done - done->base;
     }
     if (!rc)
-        return emuc_gpu_dma(g->daemon, d, timeout_ms);
+        return g->ops->remote(g->card, d, timeout_ms);
     if (d->release_buf && d->id)
-        emuc_gpu_release(g->daemon, d->write, d->id, timeout_ms);
+        g->ops->release(g->card, d->write, d->id, timeout_ms);
     return rc;
 }
 
@@ -599,11 +590,11 @@ static int transfer(struct gpustream *g, int write, const void *value, size_t le
         return staged(g, write, b.p, n, chunk, timeout_ms);
     if (!rt.on_gpu)
         return write ? host_write(g, b.p, n, timeout_ms) : host_read(g, b.p, n, timeout_ms);
-    if (!g->dma) {
-        struct emuc_dma d = {.write = write, .buf = b.p, .len = n};
-        return daemon_dma(g, &d, &rt, NULL, timeout_ms);
+    if (g->remote) {
+        struct gpustream_remote d = {.write = write, .buf = b.p, .len = n};
+        return remote_dma(g, &d, &rt, NULL, timeout_ms);
     }
-    return write ? emu_dma_write(g->dma, b.p, n, 1, timeout_ms) : emu_dma_read(g->dma, b.p, n, 1, timeout_ms);
+    return write ? g->ops->write(g->card, b.p, n, 1, timeout_ms) : g->ops->read(g->card, b.p, n, 1, timeout_ms);
 }
 
 static int submit(struct gpustream *g, int write, const void *value, size_t len, uint32_t timeout_ms)
@@ -622,25 +613,27 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
         rc = done_route(g, x->done, &done);
     if (rc)
         return rc;
-    if (!g->dma) {
+    if (g->remote) {
         if (!rt.on_gpu)
-            return ONI_EUNIMPL; /* daemon mode: host buffers move through the rings, synchronously */
-        struct emuc_dma d = {.write = write, .async = 1, .buf = x->buf, .len = n, .done = x->done, .seq = x->seq};
-        return daemon_dma(g, &d, &rt, &done, timeout_ms);
+            return ONI_EUNIMPL; /* a remote card's host buffers move by host reads and writes, synchronously */
+        struct gpustream_remote d = {.write = write, .async = 1, .buf = x->buf, .len = n, .done = x->done, .seq = x->seq};
+        return remote_dma(g, &d, &rt, &done, timeout_ms);
     }
+    if (!g->ops->submit)
+        return ONI_EUNIMPL;
     onigpu_xfer_t job = *x;
     job.len = n;
-    return emu_dma_submit(g->dma, write, &job, rt.on_gpu, done.kind == GPU_KIND_DEVICE, timeout_ms);
+    return g->ops->submit(g->card, write, &job, rt.on_gpu, done.kind == GPU_KIND_DEVICE, timeout_ms);
 }
 
 /* Wait up to timeout_ms until the DMA engine has no job queued or running
- * and no copy that outlived its wait, nor a chunked transfer's staging copy:
- * a buffer about to be unpinned (and then freed) may be one they still write.
- * In-process only; the daemon keeps an import while its transfers use it. */
+ * and no copy that outlived its wait (ops->idle), nor a chunked transfer's
+ * staging copy: a buffer about to be unpinned (and then freed) may be one
+ * they still write. (A remote card keeps an import while its transfers use it.) */
 static int dma_quiet(struct gpustream *g, uint32_t timeout_ms)
 {
     uint64_t deadline = oni_ms_from_now(timeout_ms);
-    while (g->dma && !emu_dma_idle(g->dma)) {
+    while (g->ops->idle && !g->ops->idle(g->card)) {
         if (oni_now_ns() >= deadline)
             return ONI_ETIMEOUT;
         struct timespec ts = {0, 50000};
@@ -668,7 +661,7 @@ static int unpin_ready(struct gpustream *g, const void *value, size_t len, uint3
     return pinned ? dma_quiet(g, timeout_ms) : ONI_ENOTPINNED;
 }
 
-/* An option that only changes state: under the lock, with the daemon's
+/* An option that only changes state: under the lock, with a remote card's
  * round trips of PIN and UNPIN before and after it. */
 static int locked_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
 {
@@ -701,14 +694,14 @@ static int locked_opt(struct gpustream *g, int opt, const void *value, size_t le
     }
     pthread_mutex_unlock(&g->lock);
     if (id) { /* a PIN's import it did not keep, or an UNPIN's */
-        int r = emuc_gpu_release(g->daemon, 0, id, timeout_ms);
+        int r = g->ops->release(g->card, 0, id, timeout_ms);
         if (!rc && opt == ONI_DRV_UNPIN)
             rc = r;
     }
     return rc;
 }
 
-/* ONI_DRV_DMA_AGENT: the DMA engine's agent limit (in-process only). */
+/* ONI_DRV_DMA_AGENT: the DMA engine's agent limit (where the card has one). */
 static int set_agent(struct gpustream *g, const void *value, size_t len)
 {
     uint32_t v;
@@ -717,10 +710,10 @@ static int set_agent(struct gpustream *g, const void *value, size_t len)
         return rc;
     if (v > ONIGPU_MAX_BLOCK)
         return ONI_EINVALARG;
-    return g->dma ? emu_dma_set_agent(g->dma, v) : ONI_EUNIMPL;
+    return g->ops->set_agent ? g->ops->set_agent(g->card, v) : ONI_EUNIMPL;
 }
 
-static int set_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
+int gpustream_set_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
 {
     switch (opt) {
     case ONI_DRV_RD_SZ:
@@ -744,7 +737,7 @@ static int set_opt(struct gpustream *g, int opt, const void *value, size_t len, 
     }
 }
 
-static int get_opt(struct gpustream *g, int opt, void *value, size_t *len)
+int gpustream_get_opt(struct gpustream *g, int opt, void *value, size_t *len)
 {
     pthread_mutex_lock(&g->lock);
     uint32_t v = opt == ONI_DRV_RD_SZ ? g->rd_sz : opt == ONI_DRV_WR_SZ ? g->wr_sz : g->chunk_sz;
@@ -755,49 +748,8 @@ static int get_opt(struct gpustream *g, int opt, void *value, size_t *len)
     case ONI_DRV_CHUNK_SZ:
         return put_u32(value, len, v);
     case ONI_DRV_DMA_AGENT:
-        return put_u32(value, len, g->dma ? (uint32_t)emu_dma_agent(g->dma) : 0);
+        return put_u32(value, len, g->ops->agent ? (uint32_t)g->ops->agent(g->card) : 0);
     default:
         return ONI_EINVALOPT;
-    }
-}
-
-/* --- the seam with the driver (gpustream.h) ---------------------------------- */
-
-/* The context's state, created on first use (by one thread only). */
-static int state(struct emudrv *d, struct gpustream **g)
-{
-    static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
-    struct gpustream **slot = emudrv_gpustream(d);
-    if (!slot)
-        return ONI_EINVALSTATE;
-    int rc = 0;
-    pthread_mutex_lock(&create_lock);
-    if (!*slot)
-        rc = gpustream_create(d, slot);
-    *g = *slot;
-    pthread_mutex_unlock(&create_lock);
-    return rc;
-}
-
-int emu_gpu_set_opt(struct emudrv *d, int opt, const void *value, size_t len)
-{
-    struct gpustream *g;
-    int rc = state(d, &g);
-    return rc ? rc : set_opt(g, opt, value, len, emudrv_timeout_ms(d));
-}
-
-int emu_gpu_get_opt(struct emudrv *d, int opt, void *value, size_t *len)
-{
-    struct gpustream *g;
-    int rc = state(d, &g);
-    return rc ? rc : get_opt(g, opt, value, len);
-}
-
-void emu_gpu_close(struct emudrv *d)
-{
-    struct gpustream **slot = emudrv_gpustream(d);
-    if (slot && *slot) {
-        gpustream_destroy(*slot);
-        *slot = NULL;
     }
 }
