@@ -1355,3 +1355,38 @@ TEST(bad_values_named_with_what_is_allowed)
                       c->args[1] ? c->args[1] : "", c->args[1] && c->args[2] ? c->args[2] : "", rc, c->says, out);
     }
 }
+
+/* Hardware that cannot be opened says which failure it was and where the
+ * address came from (exit 1): nobody listening, bad syntax, an unknown host,
+ * no socket, something that is no socket; not one "Invalid stream path". */
+TEST(open_failures_told_apart)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("info", "--net", "127.0.0.1:1"), 1); /* port 1: nobody listens (tcpmux is long gone) */
+    HAS("onigpu: cannot open the hardware served at 127.0.0.1:1 (--net; driver net): connection refused: nobody listens there");
+    CHECK_EQ(RUN("info", "--net", "localhost"), 1);
+    HAS("served at localhost (--net; driver net): bad address syntax: want HOST:PORT or [IPv6]:PORT, port 1-65535");
+    CHECK_EQ(RUN("info", "--net", "no-such-host.invalid:9455"), 1);
+    HAS("(--net; driver net): unknown host: the name does not resolve");
+    setenv("ONIGPU_NET", "127.0.0.1:70000", 1);
+    CHECK_EQ(RUN("info", "--driver", "net"), 1);
+    unsetenv("ONIGPU_NET");
+    HAS("served at 127.0.0.1:70000 ($ONIGPU_NET; driver net): bad address syntax");
+    CHECK_EQ(RUN("read", "--emu", "daemon=/nonexistent-onigpu/x.sock"), 1);
+    HAS("onigpu: cannot reach the emulator daemon at /nonexistent-onigpu/x.sock (daemon= of --emu): no socket there");
+    setenv("ONIGPU_EMU", "daemon=/etc/hostname", 1);
+    CHECK_EQ(RUN("info"), 1);
+    unsetenv("ONIGPU_EMU");
+    HAS("emulator daemon at /etc/hostname (daemon= of $ONIGPU_EMU): that is not a socket");
+    CHECK(!strstr(out, "Invalid stream path"));
+}
+
+/* No GPU or no driver is said as such: CUDA's "driver version is
+ * insufficient" (its text when there is no driver at all) sent users to
+ * upgrade a driver that is not installed. */
+TEST(version_says_no_driver_plainly)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("--version"), 0);
+    CHECK(!strstr(out, "insufficient"));
+}
