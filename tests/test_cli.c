@@ -1390,3 +1390,36 @@ TEST(version_says_no_driver_plainly)
     CHECK_EQ(RUN("--version"), 0);
     CHECK(!strstr(out, "insufficient"));
 }
+
+/* onix-emu's own arguments say what is wrong as onigpu's do (exit 2, then
+ * its usage); its spec is checked before it listens. */
+TEST(onix_emu_bad_arguments)
+{
+    NEED_BIN();
+    static const struct bad_case cases[] = {
+        {{NULL}, "onix-emu: --socket PATH is required: the path of the socket to listen on\n"},
+        {{"--socket"}, "onix-emu: --socket needs a value: the path of the socket to listen on\n"},
+        {{"--socket", "--spec", "mode=fast"}, "onix-emu: --socket needs a value"},
+        {{"--socket="}, "onix-emu: --socket '': must be the path of the socket to listen on\n"},
+        {{"--socket", "/tmp/x.sock", "--spec"}, "onix-emu: --spec needs a value: the card's spec string (oniemu.h)\n"},
+        {{"--socket", "/tmp/onigpu-never.sock", "--spec", "nosuch=1"}, "onix-emu: --spec nosuch=1: must be a card spec (oniemu.h): unknown key 'nosuch'"},
+        {{"--bogus"}, "onix-emu: --bogus: unknown option\n"},
+        {{"extra"}, "onix-emu: extra: unexpected argument\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int fd;
+        pid_t pid = spawn_prog("onix-emu", cases[i].args, &fd);
+        REQUIRE(pid > 0);
+        int rc = wait_prog(pid, fd, 5000);
+        if (rc != 2 || strncmp(out, cases[i].says, strlen(cases[i].says)) || !strstr(out, "usage: onix-emu --socket"))
+            UNIT_FAIL("onix-emu %s: exit %d, want 2 with \"%s\" then the usage; got:\n%s",
+                      cases[i].args[0] ? cases[i].args[0] : "", rc, cases[i].says, out);
+    }
+    char longer[160] = "/tmp/";
+    memset(longer + 5, 'x', sizeof longer - 6);
+    int fd;
+    pid_t pid = spawn_prog("onix-emu", (const char *const[]){"--socket", longer, NULL}, &fd);
+    REQUIRE(pid > 0);
+    CHECK_EQ(wait_prog(pid, fd, 5000), 2);
+    HAS(": must be a socket path shorter than 108 bytes\n");
+}
