@@ -1,6 +1,7 @@
 /* test_cli.c - the built `onigpu` binary's info, read and reg commands with
  * the test driver, and advise's reading of a workload file: exit codes and
- * output for good and bad arguments. */
+ * output for good and bad arguments; every command's bad values (and
+ * onix-emu's) said one way; hardware that cannot be opened told apart. */
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>

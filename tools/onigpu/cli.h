@@ -60,8 +60,9 @@ int cli_arg_text(const struct cli_command *cmd, const char *opt, const char *v, 
 /* A file to write (replaced if there): not empty, not a directory, in a
  * directory that exists. 0 or 2. */
 int cli_arg_outfile(const struct cli_command *cmd, const char *opt, const char *v, const char **out);
-/* A directory to write in, made if missing: not empty, not a file, and its
- * nearest existing ancestor a directory this user may write in. 0 or 2. */
+/* A directory to write in, there or to be made by the command: not empty,
+ * not a file, and its nearest existing ancestor a directory this user may
+ * write in. Checks only, makes nothing. 0 or 2. */
 int cli_arg_outdir(const struct cli_command *cmd, const char *opt, const char *v, const char **out);
 
 /* Parse "4096", "4K", "4KiB", "16M", "1G" (powers of 1024; "kB"/"MB" are powers of 1000). 0 or -1. */
@@ -107,7 +108,9 @@ const char *cli_link_allowed(void);
 /* Open and initialize a context for driver `drv` (NULL = "emu"); `emu_spec`
  * (NULL = default) is passed to the emu driver as ONI_DRV_EMU_SPEC (to the
  * served driver through `net`), `net_addr` (NULL = default) to the net driver
- * as ONI_DRV_NET_ADDR. Prints a readable error and returns NULL on failure. */
+ * as ONI_DRV_NET_ADDR. On failure returns NULL after saying why on stderr:
+ * for net the server's address and whence it came (--net, $ONIGPU_NET, the
+ * default), for emu's daemon its socket, and what the error code means. */
 oni_ctx cli_open(const char *drv, const char *emu_spec, const char *net_addr, int host_idx);
 
 /* Print "onigpu: <what>: <oni_error_str(rc)>" to stderr; returns 1. */
