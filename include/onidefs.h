@@ -113,7 +113,14 @@ enum {
     ONI_EPINNED = -104,       /* buffer already pinned, or freed while pinned */
     ONI_EOVERFLOW = -105,     /* hardware FIFO overflowed; data was dropped and counted */
     ONI_EBUSY = -106,         /* resource in use (e.g. a stream already owned by another reader) */
-    ONI_MINERRORNUM_ONIGPU = -107
+    /* why hardware could not be opened, where ONI_EPATHINVALID would not say */
+    ONI_EBADADDR = -107,      /* an address that is not one: not HOST:PORT, a port out of range, a path too long */
+    ONI_ENOHOST = -108,       /* a host name that does not resolve */
+    ONI_ECONNREFUSED = -109,  /* nobody listens at the address (or the socket is left by a daemon that died) */
+    ONI_ENOSOCKET = -110,     /* nothing at the socket path */
+    ONI_ENOTSOCKET = -111,    /* something at the socket path that is not a socket (a file, a directory) */
+    ONI_EACCESS = -112,       /* permission denied to the socket or its directory */
+    ONI_MINERRORNUM_ONIGPU = -113
 };
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /* test_cli.c - the built `onigpu` binary's info, read and reg commands with
  * the test driver, and advise's reading of a workload file: exit codes and
- * output for good and bad arguments. */
+ * output for good and bad arguments; every command's bad values (and
+ * onix-emu's) said one way; hardware that cannot be opened told apart. */
 #include <poll.h>
 #include <signal.h>
 #include <time.h>
@@ -191,34 +192,34 @@ TEST(read_bad_arguments)
 {
     NEED_BIN();
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--seconds", "1"), 2);
-    HAS("bad argument '--seconds 1'");
+    HAS("onigpu read: --frames and --seconds exclude each other");
     HAS("usage: onigpu read");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "0"), 2);
-    HAS("bad argument '--frames 0'");
+    HAS("onigpu read: --frames 0: must be a whole number >= 1 (decimal or 0x hex)");
     HAS("usage: onigpu read");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "-3"), 2);
-    HAS("bad argument '--frames -3'");
+    HAS("onigpu read: --frames -3: must be a whole number >= 1");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "1x"), 2);
-    HAS("bad argument '--frames 1x'");
+    HAS("onigpu read: --frames 1x: must be");
     CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "soon"), 2);
-    HAS("bad argument '--seconds soon'");
+    HAS("onigpu read: --seconds soon: must be a duration above 0 s (as 2.5, 2.5s, 500ms, 100us)");
     /* found by a review: nan and inf were taken, and the read never ended */
     CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "nan"), 2);
-    HAS("bad argument '--seconds nan'");
+    HAS("onigpu read: --seconds nan: must be a duration");
     CHECK_EQ(RUN("read", "--driver", "test", "--seconds=inf"), 2);
     /* found by a review: strtoull skipped the space and negated: 2^64 - 5 frames */
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", " -5"), 2);
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "+5"), 2);
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "0x"), 2);
     CHECK_EQ(RUN("read", "--driver", "test", "--block"), 2);
-    HAS("bad argument '--block'");
+    HAS("onigpu read: --block needs a value: a size from 1 B to");
     CHECK_EQ(RUN("read", "--driver", "test", "extra"), 2);
-    HAS("bad argument 'extra'");
+    HAS("onigpu read: extra: unexpected argument");
     HAS("usage: onigpu read");
     CHECK_EQ(RUN("read", "--timeout=0"), 2);
-    HAS("bad argument '--timeout=0'");
+    HAS("onigpu read: --timeout 0: must be a whole number from 1 to 4294967295");
     CHECK_EQ(RUN("read", "--truth"), 2);
-    HAS("bad argument '--truth'");
+    HAS("onigpu read: --truth needs a value: the name of a file to write");
     CHECK_EQ(RUN("read", "--driver", "test", "--frames", "10", "--truth", "/tmp/never-written.csv"), 1);
     HAS("--truth needs the emu driver");
     CHECK_EQ(RUN("read", "--driver", "test", "--block", "100", "--frames", "10"), 1);
@@ -326,7 +327,7 @@ TEST(read_record_writes_every_frame)
     HAS("holds a recording under way or cut off");
     CHECK(unit_sh("test $(ls %s | wc -l) = 1", arg) == 0);
     CHECK_EQ(RUN("read", "--driver", "test", "--record"), 2);
-    HAS("bad argument '--record'");
+    HAS("onigpu read: --record needs a value: the directory of the recording");
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
@@ -415,9 +416,9 @@ TEST(read_limits_out_of_range)
 {
     NEED_BIN();
     CHECK_EQ(RUN("read", "--driver", "test", "--seconds", "0"), 2);
-    HAS("bad argument '--seconds 0'");
+    HAS("onigpu read: --seconds 0: must be a duration above 0 s");
     CHECK_EQ(RUN("read", "--driver", "test", "--block", "4G"), 2);
-    HAS("bad argument '--block 4G'");
+    HAS("onigpu read: --block 4G: must be a size from 1 B to 4294967295 B");
 }
 
 /* No --frames or --seconds: one second. Only readable devices get a row. */
@@ -453,7 +454,7 @@ TEST(connection_option_edges)
 {
     NEED_BIN();
     CHECK_EQ(RUN("info", "--driver", "--verbose"), 2);
-    HAS("bad argument '--driver'");
+    HAS("onigpu info: --driver needs a value: a driver name");
     CHECK_EQ(RUN("info", "--drivers", "test"), 2);
     CHECK_EQ(RUN("info", "--driver="), 2);
     CHECK_EQ(RUN("info", "--driver", "test", "--host", "2000000"), 2);
@@ -553,10 +554,10 @@ TEST(reg_bad_arguments)
     CHECK_EQ(RUN("reg", "get", "1.0", "2", "3", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "set", "1.0", "2", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "get", "1.x", "2", "--driver", "test"), 2);
-    HAS("bad device '1.x'");
+    HAS("onigpu reg: DEV 1.x: must be a device index");
     CHECK_EQ(RUN("reg", "get", "256.0", "2", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "get", "1.0", "0x1ffffffff", "--driver", "test"), 2);
-    HAS("bad number");
+    HAS("onigpu reg: ADDR 0x1ffffffff: must be a register address from 0 to 0xffffffff");
     CHECK_EQ(RUN("reg", "set", "1.0", "1", "-1", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "frob", "1.0", "1", "--driver", "test"), 2);
     CHECK_EQ(RUN("reg", "get", "1.0", "2", "--verbose", "--driver", "test"), 2);
@@ -574,7 +575,7 @@ TEST(reg_number_edges)
     CHECK_EQ(RUN("reg", "set", "1.0", "1", "0xffffffff", "--driver", "test"), 0);
     HAS("1.0 reg 0x1 <- 0xffffffff (4294967295)");
     CHECK_EQ(RUN("reg", "get", "1.256", "2", "--driver", "test"), 2);
-    HAS("bad device '1.256'");
+    HAS("onigpu reg: DEV 1.256: must be a device index: a number (decimal or 0x hex) or hub.dev (each 0 to 255)");
     CHECK_EQ(RUN("reg", "get", "0x10000", "2", "--driver", "test"), 1);
     HAS("device 0x10000 refused (NACK)");
 }
@@ -1041,7 +1042,7 @@ TEST(advise_workload_wrong_types)
     CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": -1}]}", "0"), 2);
     HAS("row 0: ai -1 out of range");
     CHECK_EQ(advise_on("{\"results\": [{\"data\": \"2\", \"compute\": \"4\", \"ai\": 1}]}", "0"), 2);
-    HAS("data 4 B .. 1 GiB");
+    HAS("onigpu advise: data 2 B: must be 4 B to 1 GiB, a multiple of 4");
     /* null is "not recorded": the AI must then be given */
     CHECK_EQ(advise_on("{\"results\": [{\"block_bytes\": 12672, \"ai\": null}]}", "0"), 2);
     HAS("has no arithmetic intensity (ai): give --ai");
@@ -1259,4 +1260,142 @@ TEST(read_verify_through_net)
         }
         CHECK_EQ(wait_prog(pid, fd, 5000), 0);
     }
+}
+
+/* Every bad argument of every command is said one way (cli.h, docs/cli.md):
+ * "onigpu <cmd>: <opt> <value>: must be <what is allowed>", or "<opt> needs
+ * a value: ...", "unknown option", "unexpected argument"; then the usage
+ * line, exit status 2, before any work starts. */
+struct bad_case {
+    const char *args[8];
+    const char *says; /* the whole first line of the message, or its start */
+};
+
+static const struct bad_case bad_cases[] = {
+    {{"info", "--host", "-2"}, "onigpu info: --host -2: must be -1 (the driver's default) or a whole number from 0 to 1000000\n"},
+    {{"info", "--timeout", "0"}, "onigpu info: --timeout 0: must be a whole number from 1 to 4294967295 (decimal or 0x hex)\n"},
+    {{"info", "--timeout=soon"}, "onigpu info: --timeout soon: must be a whole number from 1 to 4294967295"},
+    {{"info", "--driver="}, "onigpu info: --driver '': must be a driver name"},
+    {{"info", "--net"}, "onigpu info: --net needs a value: HOST:PORT of an `onigpu serve`\n"},
+    {{"info", "--emu", "--driver", "test"}, "onigpu info: --emu needs a value: the emulated card's spec string"},
+    {{"info", "--bogus"}, "onigpu info: --bogus: unknown option\n"},
+    {{"info", "test"}, "onigpu info: test: unexpected argument\n"},
+    {{"read", "--frames", "0"}, "onigpu read: --frames 0: must be a whole number >= 1 (decimal or 0x hex)\n"},
+    {{"read", "--seconds", "-1"}, "onigpu read: --seconds -1: must be a duration above 0 s (as 2.5, 2.5s, 500ms, 100us)\n"},
+    {{"read", "--block", "0"}, "onigpu read: --block 0: must be a size from 1 B to 4294967295 B (as 4096, 64K, 1M, 4kB)\n"},
+    {{"read", "--truth", "/"}, "onigpu read: --truth /: must be a file to write: this is a directory\n"},
+    {{"read", "--truth", "/nonexistent-onigpu/t.csv"},
+     "onigpu read: --truth /nonexistent-onigpu/t.csv: must be a file in an existing directory: /nonexistent-onigpu: No such file or directory\n"},
+    {{"read", "--truth", "/dev/null/t.csv"},
+     "onigpu read: --truth /dev/null/t.csv: must be a file in a directory: /dev/null is not a directory\n"},
+    {{"read", "--record="}, "onigpu read: --record '': must be the directory of the recording\n"},
+    {{"read", "--verify=yes"}, "onigpu read: --verify=yes: takes no value\n"},
+    {{"read", "--frames", "5", "--seconds", "1"}, "onigpu read: --frames and --seconds exclude each other: give one\n"},
+    {{"reg", "peek", "1.0", "0"}, "onigpu reg: operation peek: must be get or set\n"},
+    {{"reg"}, "onigpu reg: operation needs a value: get or set\n"},
+    {{"reg", "get", "1.0"}, "onigpu reg: get takes DEV ADDR, 1 given\n"},
+    {{"reg", "get", "x", "0"}, "onigpu reg: DEV x: must be a device index"},
+    {{"reg", "get", "1.0", "-1"}, "onigpu reg: ADDR -1: must be a register address from 0 to 0xffffffff"},
+    {{"reg", "set", "1.0", "0", "0x100000000"}, "onigpu reg: VALUE 0x100000000: must be a value from 0 to 0xffffffff"},
+    {{"reg", "get", "1.0", "0", "--host", "x"}, "onigpu reg: --host x: must be -1"},
+    {{"serve", "--sessions", "0"}, "onigpu serve: --sessions 0: must be a whole number from 1 to 4294967295 (decimal or 0x hex)\n"},
+    {{"serve", "--sessions", "many"}, "onigpu serve: --sessions many: must be a whole number"},
+    {{"serve", "--listen"}, "onigpu serve: --listen needs a value: HOST:PORT to listen on (port 0: any free one)\n"},
+    {{"serve", "--driver="}, "onigpu serve: --driver '': must be a driver name"},
+    {{"serve", "--frames", "3"}, "onigpu serve: --frames: unknown option\n"},
+    {{"roofline", "--link", "gen9x1"},
+     "onigpu roofline: --link gen9x1: must be a link preset (gen2x4, gen3x8, gen4x8, gen4x16, gen5x16, unlimited)\n"},
+    {{"roofline", "--out", "/etc/hostname"}, "onigpu roofline: --out /etc/hostname: must be a directory: /etc/hostname is not a directory\n"},
+    {{"roofline", "--out", "/etc/hostname/sub"}, "onigpu roofline: --out /etc/hostname/sub: must be a directory: /etc/hostname is not a directory\n"},
+    {{"roofline", "extra"}, "onigpu roofline: extra: unexpected argument\n"},
+    {{"advise", "--data", "6"}, "onigpu advise: --data 6: must be a size from 4 B to 1 GiB, a multiple of 4 (as 4096, 64K, 1M, 4kB)\n"},
+    {{"advise", "--compute", "65G"}, "onigpu advise: --compute 65G: must be a size from 4 B to 64 GiB"},
+    {{"advise", "--ai", "0.3"}, "onigpu advise: --ai 0.3: must be a multiple of 0.25 from 0.25 to 10000\n"},
+    {{"advise", "--row", "1.5"}, "onigpu advise: --row 1.5: must be a whole number from 0 to 1000000"},
+    {{"advise", "--workload"}, "onigpu advise: --workload needs a value: a result set's JSON file"},
+    {{"advise", "--link="}, "onigpu advise: --link '': must be a link preset (gen2x4,"},
+    {{"advise", "--serial=1"}, "onigpu advise: --serial=1: takes no value\n"},
+    {{"advise", "--data", "4K", "--compute", "1K"}, "onigpu advise: compute 1024 B: must be at least the data, 4096 B"},
+};
+
+TEST(bad_values_named_with_what_is_allowed)
+{
+    NEED_BIN();
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        const struct bad_case *c = &bad_cases[i];
+        int rc = run_briefly(c->args); /* a bad value taken would run (serve: for good) */
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "usage: onigpu %s ", c->args[0]);
+        if (rc != 2 || strncmp(out, c->says, strlen(c->says)) || !strstr(out, cmd))
+            UNIT_FAIL("onigpu %s %s %s ...: exit %d, want 2 with \"%s\" then the usage; got:\n%s", c->args[0],
+                      c->args[1] ? c->args[1] : "", c->args[1] && c->args[2] ? c->args[2] : "", rc, c->says, out);
+    }
+}
+
+/* Hardware that cannot be opened says which failure it was and where the
+ * address came from (exit 1): nobody listening, bad syntax, an unknown host,
+ * no socket, something that is no socket; not one "Invalid stream path". */
+TEST(open_failures_told_apart)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("info", "--net", "127.0.0.1:1"), 1); /* port 1: nobody listens (tcpmux is long gone) */
+    HAS("onigpu: cannot open the hardware served at 127.0.0.1:1 (--net; driver net): connection refused: nobody listens there");
+    CHECK_EQ(RUN("info", "--net", "localhost"), 1);
+    HAS("served at localhost (--net; driver net): bad address syntax: want HOST:PORT or [IPv6]:PORT, port 1-65535");
+    CHECK_EQ(RUN("info", "--net", "no-such-host.invalid:9455"), 1);
+    HAS("(--net; driver net): unknown host: the name does not resolve");
+    setenv("ONIGPU_NET", "127.0.0.1:70000", 1);
+    CHECK_EQ(RUN("info", "--driver", "net"), 1);
+    unsetenv("ONIGPU_NET");
+    HAS("served at 127.0.0.1:70000 ($ONIGPU_NET; driver net): bad address syntax");
+    CHECK_EQ(RUN("read", "--emu", "daemon=/nonexistent-onigpu/x.sock"), 1);
+    HAS("onigpu: cannot reach the emulator daemon at /nonexistent-onigpu/x.sock (daemon= of --emu): no socket there");
+    setenv("ONIGPU_EMU", "daemon=/etc/hostname", 1);
+    CHECK_EQ(RUN("info"), 1);
+    unsetenv("ONIGPU_EMU");
+    HAS("emulator daemon at /etc/hostname (daemon= of $ONIGPU_EMU): that is not a socket");
+    CHECK(!strstr(out, "Invalid stream path"));
+}
+
+/* No GPU or no driver is said as such: CUDA's "driver version is
+ * insufficient" (its text when there is no driver at all) sent users to
+ * upgrade a driver that is not installed. */
+TEST(version_says_no_driver_plainly)
+{
+    NEED_BIN();
+    CHECK_EQ(RUN("--version"), 0);
+    CHECK(!strstr(out, "insufficient"));
+}
+
+/* onix-emu's own arguments say what is wrong as onigpu's do (exit 2, then
+ * its usage); its spec is checked before it listens. */
+TEST(onix_emu_bad_arguments)
+{
+    NEED_BIN();
+    static const struct bad_case cases[] = {
+        {{NULL}, "onix-emu: --socket PATH is required: the path of the socket to listen on\n"},
+        {{"--socket"}, "onix-emu: --socket needs a value: the path of the socket to listen on\n"},
+        {{"--socket", "--spec", "mode=fast"}, "onix-emu: --socket needs a value"},
+        {{"--socket="}, "onix-emu: --socket '': must be the path of the socket to listen on\n"},
+        {{"--socket", "/tmp/x.sock", "--spec"}, "onix-emu: --spec needs a value: the card's spec string (oniemu.h)\n"},
+        {{"--socket", "/tmp/onigpu-never.sock", "--spec", "nosuch=1"}, "onix-emu: --spec nosuch=1: must be a card spec (oniemu.h): unknown key 'nosuch'"},
+        {{"--bogus"}, "onix-emu: --bogus: unknown option\n"},
+        {{"extra"}, "onix-emu: extra: unexpected argument\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int fd;
+        pid_t pid = spawn_prog("onix-emu", cases[i].args, &fd);
+        REQUIRE(pid > 0);
+        int rc = wait_prog(pid, fd, 5000);
+        if (rc != 2 || strncmp(out, cases[i].says, strlen(cases[i].says)) || !strstr(out, "usage: onix-emu --socket"))
+            UNIT_FAIL("onix-emu %s: exit %d, want 2 with \"%s\" then the usage; got:\n%s",
+                      cases[i].args[0] ? cases[i].args[0] : "", rc, cases[i].says, out);
+    }
+    char longer[160] = "/tmp/";
+    memset(longer + 5, 'x', sizeof longer - 6);
+    int fd;
+    pid_t pid = spawn_prog("onix-emu", (const char *const[]){"--socket", longer, NULL}, &fd);
+    REQUIRE(pid > 0);
+    CHECK_EQ(wait_prog(pid, fd, 5000), 2);
+    HAS(": must be a socket path shorter than 108 bytes\n");
 }

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include "oni.h"
 #include "onigpu.h"
 #include "oni/driver.h"
@@ -340,7 +343,7 @@ TEST(emudrv_env_spec)
     setenv(ONIGPU_EMU_ENV, "daemon=/nonexistent/onix-emu-test.sock", 1);
     oni_ctx ctx = oni_create_ctx("emu");
     REQUIRE(ctx);
-    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EPATHINVALID);
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_ENOSOCKET);
     oni_destroy_ctx(ctx);
     /* a spec set explicitly wins over the environment */
     ctx = open_emu(FAST_SPEC);
@@ -364,7 +367,7 @@ TEST(emudrv_env_spec)
     REQUIRE(ctx);
     const char *spaced = "mode=fast; daemon=/nonexistent/x.sock";
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spaced, strlen(spaced) + 1), 0);
-    CHECK_RC(oni_init_ctx(ctx, -1), ONI_EPATHINVALID);
+    CHECK_RC(oni_init_ctx(ctx, -1), ONI_ENOSOCKET);
     oni_destroy_ctx(ctx);
     ctx = oni_create_ctx("emu");
     REQUIRE(ctx);
@@ -372,6 +375,54 @@ TEST(emudrv_env_spec)
     CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, unknown, strlen(unknown) + 1), 0);
     CHECK_RC(oni_init_ctx(ctx, -1), ONI_EINVALARG);
     oni_destroy_ctx(ctx);
+}
+
+/* oni_init_ctx with spec "daemon=path": its error code. */
+static int daemon_init(const char *path)
+{
+    char spec[300];
+    snprintf(spec, sizeof spec, "daemon=%s", path);
+    oni_ctx ctx = oni_create_ctx("emu");
+    if (!ctx)
+        return 1;
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    oni_destroy_ctx(ctx);
+    return rc;
+}
+
+/* Why a daemon cannot be reached is told apart (docs/errors.md): nothing
+ * there, a file or directory that is no socket, a socket nobody listens on
+ * (a daemon that died), a path too long for a socket. */
+TEST(emudrv_daemon_path_failures_told_apart)
+{
+    char dir[] = "/tmp/onigpu-emudrv-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    char file[64], dead[64], none[64];
+    snprintf(file, sizeof file, "%s/file", dir);
+    snprintf(dead, sizeof dead, "%s/dead.sock", dir);
+    snprintf(none, sizeof none, "%s/none.sock", dir);
+    FILE *f = fopen(file, "w");
+    REQUIRE(f);
+    fclose(f);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", dead);
+    REQUIRE(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0);
+    close(s); /* bound, never listened on: as a daemon that died leaves it */
+    CHECK_RC(daemon_init(none), ONI_ENOSOCKET);
+    CHECK_RC(daemon_init(file), ONI_ENOTSOCKET);
+    CHECK_RC(daemon_init(dir), ONI_ENOTSOCKET);
+    CHECK_RC(daemon_init(dead), ONI_ECONNREFUSED);
+    char longer[200];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[0] = '/';
+    longer[sizeof longer - 1] = 0;
+    CHECK_RC(daemon_init(longer), ONI_EBADADDR);
+    unlink(file);
+    unlink(dead);
+    CHECK(rmdir(dir) == 0);
 }
 
 /* A spec (here from ONIGPU_EMU, which has no length limit of its own) of

@@ -47,12 +47,31 @@ static int fail_drv(CUresult res, const char *what, int code)
     return code;
 }
 
+/* Why there is no device, in words a user can act on: CUDA's own text for
+ * a missing driver ("CUDA driver version is insufficient") would send them
+ * to upgrade a driver that is not there. */
+static void say_no_device(cudaError_t err)
+{
+    int drv = 0, rt = 0;
+    if (err == cudaErrorNoDevice) {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: none found");
+    } else if (err == cudaErrorInsufficientDriver && (cudaDriverGetVersion(&drv) != cudaSuccess || !drv)) {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: no NVIDIA driver (libcuda.so.1 not found)");
+    } else if (err == cudaErrorInsufficientDriver) {
+        cudaRuntimeGetVersion(&rt);
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: the NVIDIA driver supports CUDA %d.%d, this build needs %d.%d",
+                 drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    } else {
+        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(err));
+    }
+}
+
 static void probe(void)
 {
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
-        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(err));
+        say_no_device(err);
         return;
     }
     if (n < 1) {
@@ -61,7 +80,7 @@ static void probe(void)
     }
     err = cudaFree(0); /* creates the primary context */
     if (err != cudaSuccess) {
-        snprintf(probe_why, sizeof probe_why, "no CUDA device: %s", cudaGetErrorString(err));
+        say_no_device(err);
         return;
     }
     probe_ok = 1;

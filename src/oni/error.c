@@ -41,6 +41,12 @@ const char *oni_error_str(int err)
     case ONI_EPINNED: return "Buffer is already pinned, or was freed while pinned";
     case ONI_EOVERFLOW: return "Hardware FIFO overflowed: data was dropped (and counted)";
     case ONI_EBUSY: return "Resource is in use";
+    case ONI_EBADADDR: return "Bad address: not HOST:PORT with a port 1-65535, or a socket path too long";
+    case ONI_ENOHOST: return "Unknown host: the name does not resolve";
+    case ONI_ECONNREFUSED: return "Connection refused: nobody listens at the address";
+    case ONI_ENOSOCKET: return "No socket at the path";
+    case ONI_ENOTSOCKET: return "The path is not a socket";
+    case ONI_EACCESS: return "Permission denied to the socket or its directory";
     default: return "Unknown error";
     }
 }

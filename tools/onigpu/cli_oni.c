@@ -16,46 +16,47 @@ void cli_conn_init(struct cli_conn *c)
     c->timeout_ms = 0;
 }
 
-int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value)
+int cli_conn_arg(const struct cli_command *cmd, struct cli_conn *c, int argc, char **argv, int *i)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n))
+    static const char *const names[] = {"--driver", "--emu", "--net", "--timeout", "--host"};
+    char buf[64];
+    const char *name, *v;
+    size_t k = 0, n = sizeof names / sizeof names[0];
+    for (; k < n; k++) { /* "--driver" or "--driver=...", not "--drivers" */
+        size_t len = strlen(names[k]);
+        if (!strncmp(argv[*i], names[k], len) && (!argv[*i][len] || argv[*i][len] == '='))
+            break;
+    }
+    if (k == n)
         return 0;
-    if (a[n] == '=') {
-        *value = a + n + 1;
+    cli_opt_split(argc, argv, i, buf, sizeof buf, &name, &v);
+    uint64_t x;
+    switch (k) {
+    case 0:
+        return cli_arg_text(cmd, name, v, "a driver name (emu, test, net, or NAME of libonidriver_NAME.so)",
+                            &c->driver) ? 2 : 1;
+    case 1:
+        if (!v)
+            return cli_bad_value(cmd, name, v, "the emulated card's spec string (oniemu.h)");
+        c->emu = v;
+        return 1;
+    case 2:
+        return cli_arg_text(cmd, name, v, "HOST:PORT of an `onigpu serve`", &c->net) ? 2 : 1;
+    case 3:
+        if (cli_arg_count(cmd, name, v, 1, UINT32_MAX, &x))
+            return 2;
+        c->timeout_ms = (uint32_t)x;
+        return 1;
+    default:
+        if (v && !strcmp(v, "-1")) { /* the driver's default, the one signed value */
+            c->host = -1;
+            return 1;
+        }
+        if (!v || cli_parse_u64(v, &x) || x > 1000000)
+            return cli_bad_value(cmd, name, v, "-1 (the driver's default) or a whole number from 0 to 1000000");
+        c->host = (int)x;
         return 1;
     }
-    if (a[n])
-        return 0;
-    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
-        return -1; /* "--driver --verify" lacks the value; it is not "--verify" */
-    *value = argv[++*i];
-    return 1;
-}
-
-int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i)
-{
-    const char *v;
-    int rc;
-    if ((rc = cli_opt_value("--driver", argc, argv, i, &c->driver)))
-        return rc > 0 && *c->driver ? 1 : -1;
-    if ((rc = cli_opt_value("--emu", argc, argv, i, &c->emu)))
-        return rc;
-    if ((rc = cli_opt_value("--net", argc, argv, i, &c->net)))
-        return rc > 0 && *c->net ? 1 : -1;
-    if ((rc = cli_opt_value("--timeout", argc, argv, i, &v)))
-        return rc > 0 && !cli_parse_u32(v, &c->timeout_ms) && c->timeout_ms ? 1 : -1;
-    if ((rc = cli_opt_value("--host", argc, argv, i, &v)) <= 0)
-        return rc;
-    uint32_t h;
-    if (!strcmp(v, "-1")) /* the driver's default, the one signed value */
-        c->host = -1;
-    else if (!cli_parse_u32(v, &h) && h <= 1000000)
-        c->host = (int)h;
-    else
-        return -1;
-    return 1;
 }
 
 oni_ctx cli_conn_open(const struct cli_conn *c)
@@ -90,32 +91,6 @@ int cli_devtable(oni_ctx ctx, oni_device_t **t, oni_size_t *n)
         *t = NULL;
     }
     return rc;
-}
-
-int cli_parse_u64(const char *s, uint64_t *out)
-{
-    /* strtoull would skip leading space and take a sign ("-5" is 2^64 - 5) */
-    if (!s || *s < '0' || *s > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    /* strtoull's base 0 would read "010" as octal: only decimal and 0x. */
-    if (s[0] == '0' && s[1] && s[1] != 'x' && s[1] != 'X')
-        v = strtoull(s, &end, 10);
-    if (errno || end == s || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-int cli_parse_u32(const char *s, uint32_t *out)
-{
-    uint64_t v;
-    if (cli_parse_u64(s, &v) || v > UINT32_MAX)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
 }
 
 int cli_parse_dev(const char *s, uint32_t *idx)

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cli.h"
 #include "oni.h"
 
 /* --driver NAME, --emu SPEC, --net HOST:PORT, --host N, --timeout MS (also as --opt=value). */
@@ -21,8 +22,9 @@ struct cli_conn {
 void cli_conn_init(struct cli_conn *c);
 
 /* If argv[*i] is a connection option, take it (and its value, advancing *i)
- * and return 1; return 0 if it is not one, -1 if its value is missing or bad. */
-int cli_conn_arg(struct cli_conn *c, int argc, char **argv, int *i);
+ * and return 1; return 0 if it is not one, 2 if its value is missing or bad
+ * (said on stderr with cmd's usage: cli_bad_value). */
+int cli_conn_arg(const struct cli_command *cmd, struct cli_conn *c, int argc, char **argv, int *i);
 
 /* Open the connection c (cli_open, then ONI_OPT_TIMEOUTMS if given); NULL
  * after printing the error. */
@@ -31,15 +33,6 @@ oni_ctx cli_conn_open(const struct cli_conn *c);
 /* The device table of an initialized ctx: *t (calloc'ed, the caller frees
  * it; never NULL on success) and *n. 0 or the ONI error (ONI_EBADALLOC). */
 int cli_devtable(oni_ctx ctx, oni_device_t **t, oni_size_t *n);
-
-/* If argv[*i] is "--name VALUE" or "--name=VALUE", set *value, advance *i past
- * it and return 1; 0 if argv[*i] is another argument; -1 if VALUE is missing. */
-int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value);
-
-/* Parse a whole string as a uint64: decimal or 0x hex, no sign or space. 0 or -1. */
-int cli_parse_u64(const char *s, uint64_t *out);
-/* The same for a uint32. */
-int cli_parse_u32(const char *s, uint32_t *out);
 
 /* Parse a device index: a number (decimal or 0x hex) or "hub.dev" (each 0..255). 0 or -1. */
 int cli_parse_dev(const char *s, uint32_t *idx);

@@ -179,36 +179,34 @@ static int run(int argc, char **argv)
             o.measure = 1;
             continue;
         }
+        const struct cli_command *cmd = &cli_cmd_advise;
         char opt[64];
         const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
-        int bad = 0;
-        if (!v) {
-            bad = 1;
-        } else if (!strcmp(a, "--data")) {
-            bad = cli_parse_size(v, &data) || data < 4 || data > (1ull << 30) || data % 4;
+        int st = 0;
+        if (!strcmp(a, "--data")) {
+            st = cli_arg_size(cmd, a, v, 4, 1ull << 30, 4, &data);
             given |= 1;
         } else if (!strcmp(a, "--compute")) {
-            bad = cli_parse_size(v, &compute) || compute > (64ull << 30);
+            st = cli_arg_size(cmd, a, v, 4, 64ull << 30, 1, &compute);
             given |= 2;
         } else if (!strcmp(a, "--ai")) {
-            bad = cli_parse_decimal(v, &ai) || !bench_loop_iters(ai); /* quarters, 0.25 .. 10^4: as bench loop */
+            if (!v || cli_parse_decimal(v, &ai) || !bench_loop_iters(ai)) /* quarters, 0.25 .. 10^4: as bench loop */
+                st = cli_bad_value(cmd, a, v, "a multiple of 0.25 from 0.25 to 10000");
             given |= 4;
         } else if (!strcmp(a, "--workload")) {
-            workload = v;
+            st = cli_arg_text(cmd, a, v, "a result set's JSON file (onigpu run --out, onigpu bench loop)", &workload);
         } else if (!strcmp(a, "--row")) {
-            uint64_t r;
-            bad = cli_parse_u64(v, &r) || r > 1000000;
+            uint64_t r = 0;
+            st = cli_arg_count(cmd, a, v, 0, 1000000, &r);
             row = (long)r;
         } else if (!strcmp(a, "--link")) {
-            o.link = v;
+            st = cli_arg_text(cmd, a, v, cli_link_allowed(), &o.link);
         } else {
-            bad = 1;
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
         }
-        if (bad) {
-            fprintf(stderr, "onigpu advise: bad argument '%s'\n", a);
-            return cli_usage(&cli_cmd_advise);
-        }
+        if (st)
+            return st;
     }
     int st = cli_check_link(&cli_cmd_advise, o.link);
     if (st)
@@ -240,8 +238,15 @@ static int run(int argc, char **argv)
     else if (workload)
         printf("workload: %s row %ld: data %llu B, compute %llu B, AI %.3g FLOP/byte\n", workload, row,
                (unsigned long long)o.data, (unsigned long long)o.compute, o.ai);
-    if (o.data < 4 || o.data > (1ull << 30) || o.data % 4 || o.compute < o.data) {
-        fprintf(stderr, "onigpu advise: --compute must be at least --data (and data 4 B .. 1 GiB, a multiple of 4)\n");
+    /* the workload's sizes, or --data and --compute as given (each checked, not yet against the other) */
+    if (o.data < 4 || o.data > (1ull << 30) || o.data % 4) {
+        fprintf(stderr, "onigpu advise: data %llu B: must be 4 B to 1 GiB, a multiple of 4\n",
+                (unsigned long long)o.data);
+        return cli_usage(&cli_cmd_advise);
+    }
+    if (o.compute < o.data) {
+        fprintf(stderr, "onigpu advise: compute %llu B: must be at least the data, %llu B (--compute, --data)\n",
+                (unsigned long long)o.compute, (unsigned long long)o.data);
         return cli_usage(&cli_cmd_advise);
     }
     int rc = advise_run(&o);

@@ -103,11 +103,11 @@ static int info_run(int argc, char **argv)
 {
     struct cli_conn conn;
     cli_conn_init(&conn);
-    for (int i = 1; i < argc; i++)
-        if (cli_conn_arg(&conn, argc, argv, &i) != 1) {
-            fprintf(stderr, "onigpu info: bad argument '%s'\n", argv[i]);
-            return cli_usage(&cli_cmd_info);
-        }
+    for (int i = 1; i < argc; i++) {
+        int rc = cli_conn_arg(&cli_cmd_info, &conn, argc, argv, &i);
+        if (rc != 1)
+            return rc ? rc : cli_bad_arg(&cli_cmd_info, argv[i]);
+    }
     oni_ctx ctx = cli_conn_open(&conn);
     if (!ctx)
         return 1;

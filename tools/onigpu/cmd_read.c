@@ -3,6 +3,7 @@
  * driver), per-device drops and rates in acquisition-clock time (emu driver)
  * and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS); with
  * --record DIR every frame also goes to its device's file (record.h). */
+#include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -66,53 +67,47 @@ static void on_stop(void *arg) { (void)arg; atomic_store(&interrupted, 1); }
 
 static double now_s(void) { return (double)oni_now_ns() / 1e9; }
 
-/* Print "bad argument 'argv[from] .. argv[to]'" (and why, if not NULL); returns -1. */
-static int bad_arg(char **argv, int from, int to, const char *why)
-{
-    fprintf(stderr, "onigpu read: bad argument '");
-    for (int k = from; k <= to; k++)
-        fprintf(stderr, "%s%s", k > from ? " " : "", argv[k]);
-    fprintf(stderr, "'%s%s\n", why ? ": " : "", why ? why : "");
-    return -1;
-}
-
+/* The options into *o. 0, or 2 after saying which argument is bad (cli.h). */
 static int parse_args(int argc, char **argv, struct read_opts *o)
 {
+    const struct cli_command *cmd = &cli_cmd_read;
     memset(o, 0, sizeof *o);
     cli_conn_init(&o->conn);
     int have_frames = 0, have_seconds = 0;
     for (int i = 1; i < argc; i++) {
-        const char *v;
-        int start = i;
-        int rc = cli_conn_arg(&o->conn, argc, argv, &i);
-        if (rc < 0)
-            return bad_arg(argv, start, i, NULL);
+        int rc = cli_conn_arg(cmd, &o->conn, argc, argv, &i);
+        if (rc > 1)
+            return rc;
         if (rc)
             continue;
-        if ((rc = cli_opt_value("--frames", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_u64(v, &o->frames) || !o->frames)
-                return bad_arg(argv, start, i, NULL);
-            have_frames = 1;
-        } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_seconds(v, &o->seconds) || o->seconds <= 0)
-                return bad_arg(argv, start, i, NULL);
-            have_seconds = 1;
-        } else if ((rc = cli_opt_value("--block", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_size(v, &o->block) || !o->block || o->block > UINT32_MAX)
-                return bad_arg(argv, start, i, NULL);
-        } else if ((rc = cli_opt_value("--truth", argc, argv, &i, &o->truth))) {
-            if (rc < 0 || !*o->truth)
-                return bad_arg(argv, start, i, NULL);
-        } else if ((rc = cli_opt_value("--record", argc, argv, &i, &o->record))) {
-            if (rc < 0 || !*o->record)
-                return bad_arg(argv, start, i, NULL);
-        } else if (!strcmp(argv[i], "--verify")) {
+        if (!strcmp(argv[i], "--verify")) {
             o->verify = 1;
-        } else {
-            return bad_arg(argv, start, i, NULL);
+            continue;
         }
-        if (have_frames && have_seconds)
-            return bad_arg(argv, start, i, "--frames and --seconds exclude each other");
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        if (!strcmp(a, "--frames")) {
+            rc = cli_arg_count(cmd, a, v, 1, UINT64_MAX, &o->frames);
+            have_frames = 1;
+        } else if (!strcmp(a, "--seconds")) {
+            rc = cli_arg_seconds(cmd, a, v, 0, 1, INFINITY, &o->seconds);
+            have_seconds = 1;
+        } else if (!strcmp(a, "--block")) {
+            rc = cli_arg_size(cmd, a, v, 1, UINT32_MAX, 1, &o->block);
+        } else if (!strcmp(a, "--truth")) {
+            rc = cli_arg_outfile(cmd, a, v, &o->truth);
+        } else if (!strcmp(a, "--record")) {
+            rc = cli_arg_text(cmd, a, v, "the directory of the recording", &o->record);
+        } else {
+            return cli_bad_arg(cmd, a == opt ? argv[i] : a);
+        }
+        if (rc)
+            return rc;
+        if (have_frames && have_seconds) {
+            fprintf(stderr, "onigpu read: --frames and --seconds exclude each other: give one\n");
+            return cli_usage(cmd);
+        }
     }
     if (!have_frames && !have_seconds)
         o->seconds = 1;
@@ -312,8 +307,9 @@ static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, co
 static int read_run(int argc, char **argv)
 {
     struct read_opts o;
-    if (parse_args(argc, argv, &o))
-        return cli_usage(&cli_cmd_read);
+    int st = parse_args(argc, argv, &o);
+    if (st)
+        return st;
     int rc = stopsig_start(on_stop, NULL); /* before the driver starts threads */
     if (rc) {
         fprintf(stderr, "onigpu read: cannot take SIGINT/SIGTERM: %s\n", strerror(rc));

@@ -42,32 +42,30 @@ static int reg_run(int argc, char **argv)
     const char *pos[4];
     int npos = 0;
     for (int i = 1; i < argc; i++) {
-        int rc = cli_conn_arg(&conn, argc, argv, &i);
-        if (rc < 0)
-            return cli_usage(&cli_cmd_reg);
+        int rc = cli_conn_arg(&cli_cmd_reg, &conn, argc, argv, &i);
+        if (rc > 1)
+            return rc;
         if (rc)
             continue;
         if (npos == 4 || (argv[i][0] == '-' && argv[i][1] == '-'))
-            return cli_usage(&cli_cmd_reg);
+            return cli_bad_arg(&cli_cmd_reg, argv[i]);
         pos[npos++] = argv[i];
     }
     if (npos < 1 || (strcmp(pos[0], "get") && strcmp(pos[0], "set")))
-        return cli_usage(&cli_cmd_reg);
+        return cli_bad_value(&cli_cmd_reg, "operation", npos ? pos[0] : NULL, "get or set");
     int set = !strcmp(pos[0], "set");
     uint32_t dev, addr, value = 0;
     if (npos != (set ? 4 : 3)) {
-        fprintf(stderr, "onigpu reg: %s takes %s\n", pos[0], set ? "DEV ADDR VALUE" : "DEV ADDR");
+        fprintf(stderr, "onigpu reg: %s takes %s, %d given\n", pos[0], set ? "DEV ADDR VALUE" : "DEV ADDR", npos - 1);
         return cli_usage(&cli_cmd_reg);
     }
-    if (cli_parse_dev(pos[1], &dev)) {
-        fprintf(stderr, "onigpu reg: bad device '%s' (a number or hub.dev)\n", pos[1]);
-        return cli_usage(&cli_cmd_reg);
-    }
-    const char *bad = cli_parse_u32(pos[2], &addr) ? pos[2] : set && cli_parse_u32(pos[3], &value) ? pos[3] : NULL;
-    if (bad) {
-        fprintf(stderr, "onigpu reg: bad number '%s' (decimal or 0x hex, 32 bits)\n", bad);
-        return cli_usage(&cli_cmd_reg);
-    }
+    if (cli_parse_dev(pos[1], &dev))
+        return cli_bad_value(&cli_cmd_reg, "DEV", pos[1], "a device index: a number (decimal or 0x hex) or hub.dev "
+                                                         "(each 0 to 255)");
+    if (cli_parse_u32(pos[2], &addr))
+        return cli_bad_value(&cli_cmd_reg, "ADDR", pos[2], "a register address from 0 to 0xffffffff (decimal or 0x hex)");
+    if (set && cli_parse_u32(pos[3], &value))
+        return cli_bad_value(&cli_cmd_reg, "VALUE", pos[3], "a value from 0 to 0xffffffff (decimal or 0x hex)");
     oni_ctx ctx = cli_conn_open(&conn);
     if (!ctx)
         return 1;

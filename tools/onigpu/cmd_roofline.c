@@ -16,14 +16,15 @@ static int run(int argc, char **argv)
         char opt[64];
         const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
-        if (v && !strcmp(a, "--out")) {
-            out = v;
-        } else if (v && !strcmp(a, "--link")) {
-            link = v;
-        } else {
-            fprintf(stderr, "onigpu roofline: bad argument '%s'\n", a);
-            return cli_usage(&cli_cmd_roofline);
-        }
+        int st;
+        if (!strcmp(a, "--out"))
+            st = cli_arg_outdir(&cli_cmd_roofline, a, v, &out);
+        else if (!strcmp(a, "--link"))
+            st = cli_arg_text(&cli_cmd_roofline, a, v, cli_link_allowed(), &link);
+        else
+            st = cli_bad_arg(&cli_cmd_roofline, a == opt ? argv[i] : a);
+        if (st)
+            return st;
     }
     int st = cli_check_link(&cli_cmd_roofline, link);
     if (st)

@@ -16,7 +16,8 @@ CLI_COMMAND(serve, "serve", "[--driver NAME] [--listen HOST:PORT] [--sessions N]
             "                     ONI_DRV_EMU_SPEC)\n"
             "  --listen HOST:PORT where to listen, default 127.0.0.1:9455; port 0: any free one. Whoever\n"
             "                     reaches the address can drive the hardware: listen on a trusted network only\n"
-            "  --sessions N       exit after N client sessions have ended, default: until SIGINT or SIGTERM\n",
+            "  --sessions N       exit after N (at least 1) client sessions have ended, default: until SIGINT\n"
+            "                     or SIGTERM\n",
             serve_run)
 
 /* The server SIGINT/SIGTERM stop (NULL until it is open; closed only after
@@ -35,20 +36,24 @@ static void on_stop(void *arg)
 
 static int serve_run(int argc, char **argv)
 {
-    const char *driver = "emu", *listen = NETP_DEFAULT_ADDR, *v;
-    uint32_t sessions = 0;
+    const struct cli_command *cmd = &cli_cmd_serve;
+    const char *driver = "emu", *listen = NETP_DEFAULT_ADDR;
+    uint64_t sessions = 0; /* 0: until stopped (--sessions itself is at least 1) */
     for (int i = 1; i < argc; i++) {
-        int rc;
-        if ((rc = cli_opt_value("--driver", argc, argv, &i, &driver)) ||
-            (rc = cli_opt_value("--listen", argc, argv, &i, &listen))) {
-            if (rc < 0)
-                return cli_usage(&cli_cmd_serve);
-        } else if ((rc = cli_opt_value("--sessions", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_u32(v, &sessions))
-                return cli_usage(&cli_cmd_serve);
-        } else {
-            return cli_usage(&cli_cmd_serve);
-        }
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        int st;
+        if (!strcmp(a, "--driver"))
+            st = cli_arg_text(cmd, a, v, "a driver name (emu, test, or NAME of libonidriver_NAME.so)", &driver);
+        else if (!strcmp(a, "--listen"))
+            st = cli_arg_text(cmd, a, v, "HOST:PORT to listen on (port 0: any free one)", &listen);
+        else if (!strcmp(a, "--sessions"))
+            st = cli_arg_count(cmd, a, v, 1, UINT32_MAX, &sessions);
+        else
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
+        if (st)
+            return st;
     }
     int rc = stopsig_start(on_stop, NULL); /* before the served driver starts threads */
     if (rc) {
@@ -67,7 +72,7 @@ static int serve_run(int argc, char **argv)
         netserve_stop(s);
     printf("onigpu serve: driver %s on %s\n", driver, netserve_addr(s));
     fflush(stdout);
-    rc = netserve_run(s, sessions);
+    rc = netserve_run(s, (uint32_t)sessions);
     stopsig_end();
     netserve_close(s);
     return rc ? cli_fail("serving stopped", rc) : 0;

@@ -42,178 +42,90 @@ int cli_fail(const char *what, int rc)
     return 1;
 }
 
-/* Whether s[0..n) is a number as docs/cli.md allows one in a size: 0x and
- * hex digits, or decimal digits with at most one point. strtod takes more
- * (spaces, a sign, exponents, hex fractions, inf). */
-static int plain_number(const char *s, size_t n)
-{
-    int hex = n > 2 && s[0] == '0' && (s[1] | 0x20) == 'x', points = 0;
-    if (!n || !isdigit((unsigned char)s[0]))
-        return 0;
-    for (size_t i = hex ? 2 : 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!(hex ? isxdigit(c) : isdigit(c) || (c == '.' && ++points == 1)))
-            return 0;
-    }
-    return 1;
-}
-
-int cli_parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0 || !plain_number(s, (size_t)(end - s)))
-        return -1;
-    double mul = 1;
-    if (*end) {
-        char u = (char)(*end | 0x20);
-        const char *rest = end + 1;
-        int decimal = !strcmp(rest, "B") && u != 'b'; /* "kB", "MB": powers of 1000 */
-        double base = decimal ? 1000.0 : 1024.0;
-        if (u == 'k') mul = base;
-        else if (u == 'm') mul = base * base;
-        else if (u == 'g') mul = base * base * base;
-        else if (u == 'b' && !*rest) mul = 1;
-        else return -1;
-        if (*rest && strcmp(rest, "B") && strcmp(rest, "iB"))
-            return -1;
-    }
-    double x = v * mul + 0.5;
-    if (!(x < 18446744073709551616.0)) /* 2^64; also NaN and infinity */
-        return -1;
-    *out = (uint64_t)x;
-    return 0;
-}
-
-void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const char **name, const char **value)
-{
-    const char *a = argv[*i], *eq = strchr(a, '=');
-    if (eq && (size_t)(eq - a) < cap) {
-        memcpy(buf, a, (size_t)(eq - a));
-        buf[eq - a] = 0;
-        *name = buf;
-        *value = eq + 1;
-        return;
-    }
-    *name = a;
-    /* "--out --link x" lacks the value: it is not "--link" (as cli_opt_value) */
-    *value = *i + 1 < argc && strncmp(argv[*i + 1], "--", 2) ? argv[++*i] : NULL;
-}
-
-/* The list parsers split a copy: argv itself is recorded in the results' meta. */
-int cli_parse_names(const char *cmd, const char *what, const char *list, int (*parse)(const char *),
-                    unsigned all, unsigned *mask)
-{
-    if (all && !strcmp(list, "all")) {
-        *mask = all;
-        return 0;
-    }
-    char *copy = strdup(list);
-    if (!copy)
-        return -1;
-    unsigned m = 0;
-    int rc = 0;
-    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int b = parse(t);
-        if (b < 0 || b > 31) {
-            fprintf(stderr, "%s: unknown %s '%s'\n", cmd, what, t);
-            rc = -1;
-            break;
-        }
-        m |= 1u << b;
-    }
-    free(copy);
-    if (rc || !m)
-        return -1;
-    *mask = m;
-    return 0;
-}
-
-int cli_parse_sizes(const char *list, uint64_t max, uint64_t mult, uint32_t *v, size_t cap, size_t *n)
-{
-    char *copy = strdup(list);
-    if (!copy)
-        return -1;
-    size_t k = 0;
-    int rc = 0;
-    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        uint64_t x;
-        if (k == cap || cli_parse_size(t, &x) || !x || x > max || x % mult) {
-            rc = -1;
-            break;
-        }
-        v[k++] = (uint32_t)x;
-    }
-    free(copy);
-    if (rc || !k)
-        return -1;
-    *n = k;
-    return 0;
-}
-
-int cli_parse_decimal(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || end == s || !plain_number(s, (size_t)(end - s)))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-int cli_parse_seconds(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0 || !plain_number(s, (size_t)(end - s)))
-        return -1; /* "inf", "nan" (a run that never ends), signs, spaces, exponents: cli.md */
-    if (!*end || !strcmp(end, "s")) *out = v;
-    else if (!strcmp(end, "ms")) *out = v / 1e3;
-    else if (!strcmp(end, "us")) *out = v / 1e6;
-    else return -1;
-    return 0;
-}
-
 int cli_command_line(char ***argv)
 {
     *argv = full_argv;
     return full_argc;
 }
 
+static const char *const link_presets[] = {ONIEMU_LINK_PRESETS};
+#define NPRESETS (sizeof link_presets / sizeof link_presets[0])
+
+const char *cli_link_allowed(void)
+{
+    static char text[160];
+    if (!text[0]) {
+        size_t n = (size_t)snprintf(text, sizeof text, "a link preset (");
+        for (size_t i = 0; i < NPRESETS && n < sizeof text; i++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "%s%s", i ? ", " : "", link_presets[i]);
+        if (n < sizeof text)
+            snprintf(text + n, sizeof text - n, ")");
+    }
+    return text;
+}
+
 int cli_check_link(const struct cli_command *cmd, const char *link)
 {
     if (!link)
         return 0;
-    /* The emu driver knows its presets: a small card opened with this one
-     * either starts or says why (it prints the presets it knows). */
-    char spec[128];
-    if (!*link || strchr(link, ';') || strchr(link, '=') ||
-        snprintf(spec, sizeof spec, "devices=testsink;ddr=64K;link=%s", link) >= (int)sizeof spec) {
-        fprintf(stderr, "onigpu %s: bad link preset '%s'\n", cmd->name, link);
-        return cli_usage(cmd);
+    for (size_t i = 0; i < NPRESETS; i++)
+        if (!strcmp(link, link_presets[i]))
+            return 0;
+    return cli_bad_value(cmd, "--link", link, "%s", cli_link_allowed());
+}
+
+/* What a failed open of hardware at an address or socket means, for the
+ * codes that say (onidefs.h); NULL for the others. */
+static const char *open_hint(int rc)
+{
+    switch (rc) {
+    case ONI_ECONNREFUSED: return "connection refused: nobody listens there";
+    case ONI_EBADADDR: return "bad address syntax: want HOST:PORT or [IPv6]:PORT, port 1-65535";
+    case ONI_ENOHOST: return "unknown host: the name does not resolve";
+    case ONI_ENOSOCKET: return "no socket there";
+    case ONI_ENOTSOCKET: return "that is not a socket";
+    case ONI_EACCESS: return "permission denied";
+    case ONI_ETIMEOUT: return "no answer within the timeout";
+    default: return NULL;
     }
-    oni_ctx ctx = oni_create_ctx("emu");
-    if (!ctx) {
-        fprintf(stderr, "onigpu %s: cannot load the emu driver: %s\n", cmd->name, strerror(errno));
-        return 1;
+}
+
+/* The daemon socket an emu spec names ("...;daemon=PATH;..."), into buf; NULL if none. */
+static const char *spec_daemon(const char *spec, char *buf, size_t cap)
+{
+    for (const char *p = spec; p && *p; p += strcspn(p, ";"), p += *p == ';') {
+        p += strspn(p, " \t");
+        if (!strncmp(p, "daemon=", 7)) {
+            size_t n = strcspn(p + 7, ";");
+            snprintf(buf, cap, "%.*s", (int)n, p + 7);
+            return buf;
+        }
     }
-    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
-    if (!rc)
-        rc = oni_init_ctx(ctx, -1);
-    oni_destroy_ctx(ctx);
-    if (rc == ONI_EINVALARG) {
-        fprintf(stderr, "onigpu %s: unknown link preset '%s'\n", cmd->name, link);
-        return cli_usage(cmd);
+    return NULL;
+}
+
+/* Say why the context of driver drv could not be initialized (rc): where it
+ * looked (net: the server's address; emu: its daemon's socket) and where that
+ * came from, in words for the codes that tell apart what went wrong. */
+static void open_failed(oni_ctx ctx, const char *drv, const char *emu_spec, const char *net_addr, int rc)
+{
+    const char *hint = open_hint(rc);
+    char addr[256], path[256];
+    size_t len = sizeof addr;
+    const char *env = getenv(ONIGPU_EMU_ENV);
+    const char *spec = emu_spec ? emu_spec : env;
+    if (!strcmp(drv, "net") && !oni_get_driver_opt(ctx, ONI_DRV_NET_ADDR, addr, &len)) {
+        const char *from = net_addr ? "--net" : getenv(ONIGPU_NET_ENV) && *getenv(ONIGPU_NET_ENV) ? "$" ONIGPU_NET_ENV
+                                                                                                   : "the default";
+        fprintf(stderr, "onigpu: cannot open the hardware served at %s (%s; driver net): %s%s\n", addr, from,
+                hint ? hint : oni_error_str(rc), rc == ONI_ECONNREFUSED ? " (is `onigpu serve` running?)" : "");
+    } else if (!strcmp(drv, "emu") && spec_daemon(spec, path, sizeof path)) {
+        fprintf(stderr, "onigpu: cannot reach the emulator daemon at %s (daemon= of %s): %s%s\n", path,
+                emu_spec ? "--emu" : "$" ONIGPU_EMU_ENV, hint ? hint : oni_error_str(rc),
+                rc == ONI_ENOSOCKET || rc == ONI_ECONNREFUSED ? " (start one: onix-emu --socket PATH)" : "");
+    } else {
+        cli_fail("cannot initialize the hardware", rc);
     }
-    if (rc) {
-        fprintf(stderr, "onigpu %s: the emulated card cannot be opened with link '%s': %s (%d)\n", cmd->name, link,
-                oni_error_str(rc), rc);
-        return 1;
-    }
-    return 0;
 }
 
 oni_ctx cli_open(const char *drv, const char *emu_spec, const char *net_addr, int host_idx)
@@ -232,15 +144,8 @@ oni_ctx cli_open(const char *drv, const char *emu_spec, const char *net_addr, in
         rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, emu_spec, strlen(emu_spec) + 1);
     if (!rc)
         rc = oni_init_ctx(ctx, host_idx);
-    char addr[256];
-    size_t len = sizeof addr;
-    if (rc && net && !oni_get_driver_opt(ctx, ONI_DRV_NET_ADDR, addr, &len)) {
-        fprintf(stderr, "onigpu: cannot open the hardware served at %s (driver net): %s\n", addr, oni_error_str(rc));
-        oni_destroy_ctx(ctx);
-        return NULL;
-    }
     if (rc) {
-        cli_fail("cannot initialize the hardware", rc);
+        open_failed(ctx, drv, emu_spec, net_addr, rc);
         oni_destroy_ctx(ctx);
         return NULL;
     }

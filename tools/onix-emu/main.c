@@ -870,28 +870,69 @@ static void stop_all(void)
     pthread_mutex_unlock(&g_lock);
 }
 
+/* A bad argument, said as onigpu says one (docs/cli.md): "onix-emu: <opt>
+ * <value>: must be <allowed>" (value NULL: "<opt> needs a value: ..."), or
+ * the whole message when opt is NULL; then the usage. Returns 2. */
+static int bad_arg(const char *opt, const char *value, const char *allowed)
+{
+    if (!opt)
+        fprintf(stderr, "onix-emu: %s\n", allowed);
+    else if (value)
+        fprintf(stderr, "onix-emu: %s %s: must be %s\n", opt, *value ? value : "''", allowed);
+    else
+        fprintf(stderr, "onix-emu: %s needs a value: %s\n", opt, allowed);
+    usage(stderr);
+    return 2;
+}
+
+/* --socket PATH and --spec SPEC (also --opt=VALUE; a next argument that
+ * starts with "--" is no value). 0, 1 for --help, or 2 after bad_arg. */
+static int parse_args(int argc, char **argv, const char **path)
+{
+    static const char socket_allowed[] = "the path of the socket to listen on";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *eq = strchr(a, '='), *v = NULL;
+        size_t n = eq ? (size_t)(eq - a) : strlen(a);
+        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+            return 1;
+        int sock = n == 8 && !strncmp(a, "--socket", n), spec = n == 6 && !strncmp(a, "--spec", n);
+        if (!sock && !spec) {
+            char why[300];
+            snprintf(why, sizeof why, "%s: %s", a, strncmp(a, "--", 2) ? "unexpected argument" : "unknown option");
+            return bad_arg(NULL, NULL, why);
+        }
+        if (eq)
+            v = eq + 1;
+        else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
+            v = argv[++i];
+        const char *opt = sock ? "--socket" : "--spec";
+        if (!v || (sock && !*v))
+            return bad_arg(opt, v, sock ? socket_allowed : "the card's spec string (oniemu.h)");
+        if (sock && strlen(v) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
+            char why[64];
+            snprintf(why, sizeof why, "a socket path shorter than %zu bytes", sizeof ((struct sockaddr_un *)0)->sun_path);
+            return bad_arg(opt, v, why);
+        }
+        if (sock)
+            *path = v;
+        else
+            g_spec = v;
+    }
+    return *path ? 0 : bad_arg(NULL, NULL, "--socket PATH is required: the path of the socket to listen on");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "bench"))
         return emu_bench_main(argc - 1, argv + 1);
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
-            path = argv[++i];
-        } else if (!strcmp(argv[i], "--spec") && i + 1 < argc) {
-            g_spec = argv[++i];
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
+    int st = parse_args(argc, argv, &path);
+    if (st == 1) {
+        usage(stdout);
+        return 0;
     }
-    if (!path) {
-        usage(stderr);
-        return 2;
-    }
+    if (st)
+        return st;
     if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK)) {
         perror("onix-emu: pipe");
         return 1;
@@ -906,7 +947,8 @@ int main(int argc, char **argv)
     char err[256] = "";
     struct emu_card *probe;
     if (emu_card_create(g_spec[0] ? g_spec : NULL, &probe, err, sizeof err)) {
-        fprintf(stderr, "onix-emu: bad --spec \"%s\": %s\n", g_spec, err);
+        fprintf(stderr, "onix-emu: --spec %s: must be a card spec (oniemu.h): %s\n", g_spec, err);
+        usage(stderr);
         stopsig_end();
         return 2;
     }

@@ -280,23 +280,41 @@ static int locked_call(struct emuc *c, int chan, uint16_t type, const void *body
     return rc;
 }
 
+/* Why connect(path) failed with err: nothing there, something that is no
+ * socket, a socket nobody listens on (a daemon that died), no permission. */
+static int connect_error(const char *path, int err)
+{
+    struct stat sb;
+    switch (err) {
+    case ENOENT:
+    case ENOTDIR: return ONI_ENOSOCKET;
+    case EACCES:
+    case EPERM: return ONI_EACCESS;
+    case ECONNREFUSED:
+        return stat(path, &sb) == 0 && !S_ISSOCK(sb.st_mode) ? ONI_ENOTSOCKET : ONI_ECONNREFUSED;
+    case EPROTOTYPE: return ONI_ENOTSOCKET; /* a socket, but not a daemon's (SOCK_SEQPACKET) */
+    default: return ONI_EPATHINVALID;
+    }
+}
+
 /* Connect to the daemon's socket, waiting at most until deadline: a daemon
  * that stopped accepting (its backlog full) must not hang the caller. 0,
- * ONI_ETIMEOUT, or ONI_EPATHINVALID: no daemon there, or it cannot be
- * reached (no socket to be had: out of descriptors, say). */
+ * ONI_ETIMEOUT, ONI_EBADADDR (path too long), connect_error's codes, or
+ * ONI_EPATHINVALID: no socket to be had (out of descriptors, say). */
 static int connect_to(const char *path, int *fd, uint64_t deadline)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof a.sun_path)
-        return ONI_EPATHINVALID;
+        return ONI_EBADADDR;
     strcpy(a.sun_path, path);
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return ONI_EPATHINVALID;
     while (connect(s, (struct sockaddr *)&a, sizeof a)) {
         if (errno != EAGAIN && errno != EINTR) {
+            int rc = connect_error(path, errno);
             close(s);
-            return ONI_EPATHINVALID;
+            return rc;
         }
         if (oni_now_ns() >= deadline) {
             close(s);

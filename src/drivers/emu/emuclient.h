@@ -16,7 +16,9 @@ struct emuc;
 /* Connect to the daemon at socket path, open a session with a card made from
  * spec (NULL or "": the daemon's own spec), map the rings and attach every
  * channel, all within timeout_ms (one deadline, however slowly each answer comes). Returns 0,
- * ONI_EPATHINVALID (no daemon at path, or no socket to reach it: out of
+ * ONI_ENOSOCKET (nothing at path), ONI_ENOTSOCKET (no socket there),
+ * ONI_ECONNREFUSED (a socket no daemon listens on), ONI_EACCESS, ONI_EBADADDR
+ * (path too long), ONI_EPATHINVALID (no socket to reach it: out of
  * descriptors), ONI_EBADALLOC (out of memory), ONI_EBUSY (it serves another
  * session), ONI_EINVALARG (bad spec; why in err), ONI_EBADCONTROLLER (other
  * protocol version), ONI_ETIMEOUT or ONI_EDISCONNECTED. */

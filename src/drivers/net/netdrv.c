@@ -184,7 +184,15 @@ static int call(struct netdrv *d, int c, uint16_t type, uint32_t what, uint32_t 
     return call_by(d, c, answer_deadline(d), type, &q, out, out_n, a, in, in_cap, in_n);
 }
 
-/* A TCP connection to one of res's addresses before deadline, or the error. */
+/* The ONI code of a connect() that failed with err. */
+static int connect_error(int err)
+{
+    return err == ECONNREFUSED ? ONI_ECONNREFUSED : err == EACCES || err == EPERM ? ONI_EACCESS : ONI_EPATHINVALID;
+}
+
+/* A TCP connection to one of res's addresses before deadline, or the error:
+ * ONI_ECONNREFUSED (nobody listens), ONI_ETIMEOUT, or ONI_EPATHINVALID
+ * (unreachable, no socket to be had). */
 static int dial(const struct addrinfo *res, uint64_t deadline, int *fd)
 {
     int rc = ONI_EPATHINVALID;
@@ -197,6 +205,7 @@ static int dial(const struct addrinfo *res, uint64_t deadline, int *fd)
         setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* requests are small: no Nagle delay */
         if (connect(s, ai->ai_addr, ai->ai_addrlen)) {
             if (errno != EINPROGRESS) {
+                rc = rc == ONI_ETIMEOUT ? rc : connect_error(errno);
                 close(s);
                 continue;
             }
@@ -204,6 +213,8 @@ static int dial(const struct addrinfo *res, uint64_t deadline, int *fd)
             if (r == ONI_ETIMEOUT)
                 rc = r;
             if (r || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+                if (!r && err && rc != ONI_ETIMEOUT)
+                    rc = connect_error(err);
                 close(s);
                 continue;
             }

@@ -144,26 +144,33 @@ int netp_resolve(const char *addr, int passive, struct addrinfo **res)
     char host[256];
     const char *colon = addr ? strrchr(addr, ':') : NULL;
     if (!colon || !colon[1])
-        return ONI_EPATHINVALID;
+        return ONI_EBADADDR;
     size_t n = (size_t)(colon - addr);
     if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') { /* [v6]:port */
         addr++;
         n -= 2;
     } else if (memchr(addr, ':', n)) {
-        return ONI_EPATHINVALID; /* a bare IPv6 address: its port cannot be told from it */
+        return ONI_EBADADDR; /* a bare IPv6 address: its port cannot be told from it */
     }
     if (n >= sizeof host)
-        return ONI_EPATHINVALID;
+        return ONI_EBADADDR;
     memcpy(host, addr, n);
     host[n] = 0;
     unsigned long port = 0;
     for (const char *c = colon + 1; *c; c++) {
         if (*c < '0' || *c > '9' || (port = port * 10 + (unsigned long)(*c - '0')) > 65535)
-            return ONI_EPATHINVALID; /* getaddrinfo would take the port modulo 65536 */
+            return ONI_EBADADDR; /* getaddrinfo would take the port modulo 65536 */
     }
     if (!port && !passive)
-        return ONI_EPATHINVALID; /* port 0: "any" to listen on, nothing to connect to */
+        return ONI_EBADADDR; /* port 0: "any" to listen on, nothing to connect to */
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
-    return getaddrinfo(n ? host : NULL, colon + 1, &hints, res) ? ONI_EPATHINVALID : 0;
+    switch (getaddrinfo(n ? host : NULL, colon + 1, &hints, res)) {
+    case 0: return 0;
+    case EAI_NONAME:
+    case EAI_AGAIN:
+    case EAI_FAIL: return ONI_ENOHOST;
+    case EAI_MEMORY: return ONI_EBADALLOC;
+    default: return ONI_EBADADDR;
+    }
 }

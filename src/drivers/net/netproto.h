@@ -101,8 +101,9 @@ int netp_recv(int fd, void *buf, size_t n, uint64_t deadline_ns);
 
 /* Parse "host:port" ("[v6addr]:port"; an empty host: every address on the
  * server, the loopback on the client; port 0..65535, 0 only to listen: any
- * free port) for a TCP socket. 0 or ONI_EPATHINVALID; *res from getaddrinfo,
- * freed with freeaddrinfo. */
+ * free port) for a TCP socket. 0, ONI_EBADADDR (not such an address),
+ * ONI_ENOHOST (the host does not resolve) or ONI_EBADALLOC; *res from
+ * getaddrinfo, freed with freeaddrinfo. */
 struct addrinfo;
 int netp_resolve(const char *addr, int passive, struct addrinfo **res);
 

@@ -575,8 +575,9 @@ const char *netserve_addr(const struct netserve *s) { return s->addr; }
 static int listen_on(struct netserve *s, const char *addr, char *err, size_t err_cap)
 {
     struct addrinfo *res;
-    if (netp_resolve(addr, 1, &res)) {
-        snprintf(err, err_cap, "bad address '%s' (want host:port)", addr);
+    int rc = netp_resolve(addr, 1, &res);
+    if (rc) {
+        snprintf(err, err_cap, rc == ONI_ENOHOST ? "unknown host in '%s'" : "bad address '%s' (want host:port)", addr);
         return ONI_EPATHINVALID;
     }
     int fd = -1, one = 1;
