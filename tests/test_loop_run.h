@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 #include "oni.h"
 #include "unit.h"
@@ -27,9 +28,10 @@ extern char **environ;
 static char out[1 << 17];
 static pid_t onigpu_pid; /* the last run's process id (its temporary files are named by it) */
 
-/* Run $ONIGPU_BIN/onigpu with args (NULL-terminated), output into out;
- * returns the exit status, -1 if it could not run, -2 if there is no binary. */
-static int onigpu(const char *const *args)
+/* Run $ONIGPU_BIN/onigpu with args (NULL-terminated), output into out,
+ * sending it signal sig after after_ms (sig 0: none); returns the exit
+ * status, -1 if it could not run or did not exit, -2 if there is no binary. */
+static int onigpu_kill(const char *const *args, int sig, unsigned after_ms)
 {
     const char *dir = getenv("ONIGPU_BIN");
     char bin[4096];
@@ -60,6 +62,10 @@ static int onigpu(const char *const *args)
         return -1;
     }
     onigpu_pid = pid;
+    if (sig) { /* the output before the signal fits the pipe */
+        usleep(after_ms * 1000u);
+        kill(pid, sig);
+    }
     size_t len = 0;
     ssize_t r;
     while ((r = read(fd[0], out + len, sizeof out - 1 - len)) > 0)
@@ -70,6 +76,11 @@ static int onigpu(const char *const *args)
     if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
         return -1;
     return WEXITSTATUS(st);
+}
+
+static int onigpu(const char *const *args)
+{
+    return onigpu_kill(args, 0, 0);
 }
 
 #define ONIGPU(...) onigpu((const char *const[]){__VA_ARGS__, NULL})
@@ -111,7 +122,7 @@ static void check_run(const char *backend, const char *seconds)
         if (rc)
             fprintf(stderr, "%s\n", out);
         recall = after("recall "), precision = after("precision ");
-        p50 = after("acquisition clock): p50 "), events = after("vs ground truth    ");
+        p50 = after("after the warm-up): p50 "), events = after("vs ground truth    ");
         double dropped = after("dropped            ");
         ran = after(key); /* loop_run's seconds */
         fprintf(stderr, "  %s: %g events, recall %.3f, precision %.3f, latency p50 %.1f us, dropped %g\n", backend,

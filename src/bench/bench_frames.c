@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench.h"
+#include "loop/stats.h"
 
 /* Latency samples are capped so a fast driver cannot make phase 2 eat memory:
  * 8 Mi samples = 64 MiB. Phase 2 ends early when the recorder is full. */
@@ -116,7 +117,7 @@ static void slices_summary(struct slices *s, struct bench_frames_result *r)
         }
     if (nrate) {
         r->slice_fps_min = (double)rate[0];
-        r->slice_fps_p50 = bench_percentile_sorted(rate, nrate, 50);
+        r->slice_fps_p50 = loop_percentile_sorted(rate, nrate, 50);
         r->slice_fps_max = (double)rate[nrate - 1];
     }
 }
