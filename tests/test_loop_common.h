@@ -67,9 +67,9 @@ static void check_mac_at(int b, size_t in_bytes, uint32_t depth, uint32_t inflig
     c.inflight = inflight;
     c.blocks = blocks;
     c.timeout_ms = 2000;
-    c.mac_iters = ms.iters;
-    c.mac_passes = ms.passes;
-    c.mac_seed = 0.1f;
+    c.mac.iters = ms.iters;
+    c.mac.passes = ms.passes;
+    c.mac.seed = 0.1f;
     c.record_cap = (uint32_t)blocks;
     loop_memsrc_source(&src, &c.src);
     c.sink = (struct loop_sink){&ms, mac_sink_write};
@@ -224,9 +224,9 @@ static struct loop_config mac4k_config(int b)
     c.in_bytes = c.out_bytes = 4096;
     c.depth = 3;
     c.timeout_ms = 1000;
-    c.mac_iters = 3;
-    c.mac_passes = 1;
-    c.mac_seed = 0.1f;
+    c.mac.iters = 3;
+    c.mac.passes = 1;
+    c.mac.seed = 0.1f;
     return c;
 }
 
@@ -278,9 +278,9 @@ static void check_overload(int b, uint32_t passes)
     c.depth = 2;
     c.blocks = 60;
     c.timeout_ms = 2000;
-    c.mac_iters = ms.iters;
-    c.mac_passes = ms.passes;
-    c.mac_seed = 0.1f;
+    c.mac.iters = ms.iters;
+    c.mac.passes = ms.passes;
+    c.mac.seed = 0.1f;
     loop_memsrc_source(&src, &c.src);
     c.sink = (struct loop_sink){&ms, mac_sink_write};
     struct loop *lp = NULL;

@@ -130,9 +130,9 @@ static int run_one(int backend, const char *link, int emu, uint64_t data, uint32
     c.inflight = inflight;
     c.blocks = blocks;
     c.timeout_ms = 60000;
-    c.mac_iters = iters;
-    c.mac_passes = passes;
-    c.mac_seed = 0.1f;
+    c.mac.iters = iters;
+    c.mac.passes = passes;
+    c.mac.seed = 0.1f;
     c.record_cap = (uint32_t)blocks;
     c.spin_us = 2000; /* hand-offs by spinning: the stages are timed, not the scheduler */
     c.pin_threads = 1; /* on a machine with cores to spare, the spinning threads keep theirs */
