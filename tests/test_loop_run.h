@@ -104,7 +104,7 @@ static double after(const char *key)
 /* `onigpu run` on backend b for a few seconds: spikes against ground truth,
  * latency measured and positive, nothing dropped, results written. The
  * events scored and the latency need the CPU in real time: realtime.h. */
-static void check_run(const char *backend, const char *seconds)
+__attribute__((unused)) static void check_run(const char *backend, const char *seconds)
 {
     char dir[] = "/tmp/onigpu-run-XXXXXX";
     REQUIRE(mkdtemp(dir));

@@ -41,6 +41,16 @@ void bench_cpu_mark(struct bench_cpu_mark *m);
 uint64_t bench_off_cpu_ns(const struct bench_cpu_mark *a, uint64_t w0, uint64_t w1,
                           const struct bench_cpu_mark *b);
 
+/* ---- stopping early ------------------------------------------------------ */
+
+/* Ask the benchmark that runs to end early (any thread; async-signal-safe):
+ * every body checks between its measurements and in its timed loops, and
+ * then ends as at its normal end, with the rows measured so far (a
+ * measurement cut short is of the time it ran). The CLI calls it on SIGINT
+ * and SIGTERM. bench_stopped: whether it was asked (it stays asked). */
+void bench_stop(void);
+int bench_stopped(void);
+
 /* ---- statistics ---------------------------------------------------------- */
 
 /* Summary of a sample of durations (ns). Percentiles are nearest-rank
@@ -290,6 +300,7 @@ struct bench_frames_result {
 
 /* Run the benchmark for every block size into res[nblocks]; a block size that
  * fails gets its error in res[i].rc and the run goes on with the next one.
+ * After bench_stop the block sizes not begun get res[i].block == 0.
  * Returns ONI_EINVALARG for bad options (nothing run), ONI_EBADALLOC, else 0. */
 int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_result *res);
 

@@ -49,7 +49,7 @@ static int liboni_one(const struct bench_emu_opts *o, struct bench_report *r, co
         rc = bench_rec_init(&rec, 1u << 20);
     uint64_t bytes = 0, pos = 0, frames = 0, start = oni_now_ns(), now = start, mark = start, next_mark = BLOCK;
     uint64_t end = start + (uint64_t)(o->seconds * 1e9);
-    while (!rc && now < end) {
+    while (!rc && now < end && !bench_stopped()) {
         oni_frame_t *f;
         int n = oni_read_frame(ctx, &f);
         if (n < 0) {
@@ -114,7 +114,7 @@ int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
              "one block read each; link model = latency + 1 MiB / bandwidth per block",
              spec);
     int rc = bench_report_meta(r, "method", method);
-    for (size_t i = 0; !rc && i < sizeof presets / sizeof presets[0]; i++)
+    for (size_t i = 0; !rc && !bench_stopped() && i < sizeof presets / sizeof presets[0]; i++)
         rc = liboni_one(o, r, presets[i]);
     return rc;
 }

@@ -144,7 +144,7 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
         frames += CLOCK_CHECK_EVERY;
         now = oni_now_ns();
         slices_add(&sl, CLOCK_CHECK_EVERY, now);
-    } while (now < until_ns);
+    } while (now < until_ns && !bench_stopped());
     slices_end(&sl, now);
     r->frames = frames;
     r->bytes = bytes;
@@ -157,7 +157,7 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
 static int phase_latency(oni_ctx ctx, uint64_t until_ns, struct bench_rec *rec)
 {
     uint64_t t0 = oni_now_ns();
-    while (rec->n < rec->cap && t0 < until_ns) {
+    while (rec->n < rec->cap && t0 < until_ns && !bench_stopped()) {
         oni_frame_t *f;
         int n = oni_read_frame(ctx, &f);
         if (n < 0)
@@ -239,6 +239,8 @@ int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_resu
     double clk = clock_cost_ns();
     for (size_t i = 0; i < o->nblocks; i++) {
         memset(&res[i], 0, sizeof res[i]);
+        if (bench_stopped())
+            continue;
         res[i].block = o->blocks[i];
         res[i].allocs_per_frame = -1;
         res[i].clock_ns = clk;

@@ -377,13 +377,13 @@ int bench_loop_run(const struct bench_loop_opts *o, int *failed)
         return ONI_EBADALLOC;
     int emu = o->source && !strcmp(o->source, "emu"), rc = 0;
     size_t n = 0;
-    for (int s = 0; s < o->nscen && !rc; s++) {
+    for (int s = 0; s < o->nscen && !rc && !bench_stopped(); s++) {
         uint64_t data = o->data[s];
         struct card_sink sink = {malloc(data), data};
         if (!sink.mem)
             rc = ONI_EBADALLOC;
         for (int a = 0; a < o->nai && !rc; a++) {
-            for (int b = 0; b < LOOP_NBACKENDS; b++) {
+            for (int b = 0; b < LOOP_NBACKENDS && !bench_stopped(); b++) {
                 if (!(o->backends & (1u << b)))
                     continue;
                 struct config *c = &cf[n++];

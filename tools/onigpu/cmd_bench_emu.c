@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "bench/bench_emu.h"
+#include "bench_cli.h"
 #include "cli.h"
 
 static int emu_bench_run(int argc, char **argv);
@@ -31,14 +32,21 @@ static int emu_bench_run(int argc, char **argv)
             return cli_usage(&cli_cmd_bench_emu);
         }
     }
+    int rc = bench_cli_out("bench emu", out);
+    if (rc)
+        return rc;
+    if (bench_cli_signals("bench emu"))
+        return 1;
     char **full;
     int nfull = cli_command_line(&full);
-    int rc;
     struct bench_report *r = bench_report_open(out, "emu-liboni", nfull, full, NULL, &rc);
-    if (!r)
+    if (!r) {
+        bench_cli_signals_end("bench emu");
         return cli_fail(out, rc);
+    }
     bench_report_meta_num(r, "seconds_per_preset", o.seconds);
     rc = bench_emu_run(&o, r);
+    bench_cli_signals_end("bench emu");
     if (rc) {
         bench_report_close(r);
         return cli_fail("bench emu", rc);
