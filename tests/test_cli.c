@@ -1125,6 +1125,8 @@ TEST(bench_option_value_is_not_an_option)
 TEST(bench_transfer_counts_are_whole_numbers)
 {
     NEED_BIN();
+    char scratch[] = "/tmp/onigpu-btc-XXXXXX"; /* an --out that takes files: refused before any work if not */
+    REQUIRE(mkdtemp(scratch));
     CHECK_EQ(RUN("bench", "transfer", "--max-reps", "1.5", "--out", "/nonexistent-dir"), 2);
     HAS("bad option or value: --max-reps 1.5");
     CHECK_EQ(RUN("bench", "transfer", "--min-reps", "2.5k", "--out", "/nonexistent-dir"), 2);
@@ -1132,7 +1134,8 @@ TEST(bench_transfer_counts_are_whole_numbers)
     CHECK_EQ(RUN("bench", "transfer", "--max-reps", "0", "--out", "/nonexistent-dir"), 2);
     /* --agent-max up to 1 GiB, the largest GPU block: past the arguments (no GPU: exit 1; one: no --out) */
     CHECK(RUN("bench", "transfer", "--sizes", "4K:4K", "--total", "4K", "--paths", "staged", "--link", "unlimited",
-              "--agent-max", "1G", "--out", "/nonexistent-dir") != 2);
+              "--agent-max", "1G", "--out", scratch) != 2);
+    CHECK(unit_sh("rm -rf %s", scratch) == 0);
 }
 
 /* Found by a review: "--link ," (or "--link ''") named no preset, so bench
@@ -1151,19 +1154,22 @@ TEST(bench_transfer_empty_link_list)
 TEST(bench_transfer_sizes_on_the_doubling)
 {
     NEED_BIN();
+    char scratch[] = "/tmp/onigpu-bts-XXXXXX";
+    REQUIRE(mkdtemp(scratch));
     CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:10M", "--out", "/nonexistent-dir"), 2);
     CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:2G", "--out", "/nonexistent-dir"), 2);
     CHECK_EQ(RUN("bench", "transfer", "--sizes", "100:4K", "--out", "/nonexistent-dir"), 2);
     CHECK(RUN("bench", "transfer", "--sizes", "8K:16K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
-              "--out", "/nonexistent-dir") != 2);
+              "--out", scratch) != 2);
     HAS("no 4 KiB target row");
     CHECK(RUN("bench", "transfer", "--sizes", "64:2K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
-              "--out", "/nonexistent-dir") != 2);
+              "--out", scratch) != 2);
     HAS("no 4 KiB target row"); /* B below 4096 */
     /* one size (A = B) is a run: the benchmark takes it as the CLI does */
     CHECK(RUN("bench", "transfer", "--sizes", "8K:8K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
-              "--out", "/nonexistent-dir") != 2);
+              "--out", scratch) != 2);
     CHECK(strstr(out, "Invalid function argument") == NULL);
+    CHECK(unit_sh("rm -rf %s", scratch) == 0);
 }
 
 /* Wait up to ms for a spawn_prog child to end, then kill it: its exit

@@ -4,6 +4,7 @@
  * refuses before anything runs. The CLI around it: test_loop_run.c. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -96,7 +97,7 @@ TEST(session_sums_up_a_run)
 }
 
 struct stopper {
-    volatile int flag;
+    _Atomic int flag;
     unsigned after_ms;
 };
 
@@ -104,7 +105,7 @@ static void *stop_later(void *p)
 {
     struct stopper *s = p;
     usleep(s->after_ms * 1000u);
-    s->flag = 1;
+    atomic_store(&s->flag, 1);
     return NULL;
 }
 

@@ -413,7 +413,7 @@ static void *loop_main(void *p)
 
 static int stop_asked(const struct session *s)
 {
-    return s->cfg->stop && *s->cfg->stop;
+    return s->cfg->stop && atomic_load(s->cfg->stop);
 }
 
 /* Acquire for cfg->seconds (or until cfg->stop), then stop the loop, the

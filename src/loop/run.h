@@ -53,7 +53,7 @@ struct loop_run_config {
     const char *truth;  /* the card's ground-truth file: an existing empty file (the card appends) */
     /* Set to nonzero (any thread, a signal watcher) to end the run early;
      * it then ends as at --seconds: stopped, scored, summed up. May be NULL. */
-    const volatile int *stop;
+    const _Atomic int *stop;
     /* Called once as acquisition starts, with the result's link, block_bytes,
      * ai and fs_hz known (may be NULL). */
     void (*started)(void *arg, const struct loop_run_result *res);

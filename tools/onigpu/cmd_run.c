@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,12 +244,12 @@ static int write_results(const struct opts *o, const char *truth, const struct l
     return bench_report_close(rep);
 }
 
-static volatile int stop_flag;
+static _Atomic int stop_flag;
 
 static void on_stop(void *arg)
 {
     (void)arg;
-    stop_flag = 1;
+    atomic_store(&stop_flag, 1);
 }
 
 /* The run, its summary and its files; the exit status. */
