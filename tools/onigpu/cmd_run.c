@@ -26,7 +26,7 @@ CLI_COMMAND(run, "run",
             NULL, run)
 
 struct opts {
-    const char *backend, *spec, *link, *out;
+    const char *backend, *out;
     struct loop_run_config c;
 };
 
