@@ -457,8 +457,9 @@ static void check_signal_ends_run(int sig)
     unsigned long long echoed = 0;
     const char *sp = strstr(out, "stimulations ");
     REQUIRE(sp && sscanf(sp, "stimulations %*u sent, %llu echoed", &echoed) == 1);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "test $(($(cat %s/run-*-latency.csv | wc -l) - 1)) -eq %llu", dir, echoed);
+    char cmd[256]; /* (no echo, as in a slow sanitized build: no latency table) */
+    snprintf(cmd, sizeof cmd, "test $(($(cat %s/run-*-latency.csv 2>/dev/null | wc -l) - 1)) -eq %lld", dir,
+             echoed ? (long long)echoed : -1);
     CHECK(unit_sh("%s", cmd) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
     rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--seconds", "30", NULL}, sig, 1500);
