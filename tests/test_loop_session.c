@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "oni.h"
 #include "unit.h"
+#include "realtime.h"
 #include "oni/util/clock.h"
 #include "loop/run.h"
 
@@ -50,7 +51,8 @@ static void on_progress(void *arg, const struct loop_run_progress *p)
     s->progress += p->t > 0;
 }
 
-TEST(session_sums_up_a_run)
+/* One run, checked; 1 when its real-time figures held. */
+static int sums_up_a_run(void)
 {
     struct loop_run_config c = config(2);
     struct seen seen = {0};
@@ -77,7 +79,7 @@ TEST(session_sums_up_a_run)
     CHECK(r.score.recalled <= r.score.events && r.score.true_pos <= r.score.detections);
     CHECK(r.score.detections <= r.spikes);
     CHECK_EQ(r.nlat, r.lat.n + r.lat_warmup.n);
-    CHECK(r.warmup_s == 1.0);
+    CHECK(r.warmup_s == fmin(LOOP_RUN_WARMUP_S, r.seconds / 2));
     size_t warm = 0;
     for (size_t i = 0; i < r.nlat; i++) {
         warm += r.lat_warm[i];
@@ -88,12 +90,28 @@ TEST(session_sums_up_a_run)
         CHECK(r.lat.p50_us <= r.lat.p99_us && r.lat.p99_us <= r.lat.p999_us && r.lat.p999_us <= r.lat.max_us);
     else
         CHECK(isnan(r.lat.p50_us));
-    if (REALTIME_BUILD) {
-        CHECK(r.score.events >= 20 && r.score.recall > 0.9 && r.score.precision > 0.9);
-        CHECK(r.lat.n > 0 && r.lat_warmup.n > 0);
-    }
+    /* what a loop that keeps up gets: judged with the CPU pressure (realtime.h) */
+    int ok = r.score.events >= 20 && r.score.recall > 0.9 && r.score.precision > 0.9 && r.lat.n > 0 &&
+             r.lat_warmup.n > 0;
+    fprintf(stderr, "  %llu events, recall %.3f, precision %.3f, %zu echoes after the warm-up, %zu in it\n",
+            (unsigned long long)r.score.events, r.score.recall, r.score.precision, r.lat.n, r.lat_warmup.n);
     loop_run_result_free(&r);
     unlink(truth);
+    return ok;
+}
+
+TEST(session_sums_up_a_run)
+{
+    enum rt_verdict v = RT_RETRY;
+    for (int attempt = 1; v == RT_RETRY; attempt++) {
+        struct rt_clock clk;
+        rt_start(&clk);
+        int ok = sums_up_a_run();
+        double p = rt_pressure(&clk);
+        v = REALTIME_BUILD ? rt_judge(ok, attempt, p) : RT_PASS;
+        if (v != RT_PASS)
+            rt_report("events and latency", attempt, p, v);
+    }
 }
 
 struct stopper {
@@ -128,7 +146,7 @@ TEST(session_stops_when_asked)
     CHECK(took < 20);
     CHECK(r.seconds > 0 && r.seconds < 20);
     CHECK(r.frames > 0);
-    CHECK(r.warmup_s == 1.0);
+    CHECK(r.warmup_s == fmin(LOOP_RUN_WARMUP_S, r.seconds / 2)); /* of the time it ran, not the 60 s asked */
     loop_run_result_free(&r);
     unlink(truth);
 }

@@ -497,7 +497,9 @@ static int latencies(struct session *s)
 {
     struct loop_run_result *res = s->res;
     size_t n = atomic_load(&s->nlat);
-    res->warmup_s = s->cfg->seconds / 2 < LOOP_RUN_WARMUP_S ? s->cfg->seconds / 2 : LOOP_RUN_WARMUP_S;
+    /* half the run when that is shorter: a run stopped early keeps a part
+     * after its warm-up */
+    res->warmup_s = res->seconds / 2 < LOOP_RUN_WARMUP_S ? res->seconds / 2 : LOOP_RUN_WARMUP_S;
     res->nlat = n;
     res->lat_tag = malloc((n ? n : 1) * sizeof *res->lat_tag);
     res->lat_us = malloc((n ? n : 1) * sizeof *res->lat_us);

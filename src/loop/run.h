@@ -88,7 +88,8 @@ struct loop_run_result {
                                (back-pressure on the card, not loss) */
     uint64_t spikes, spikes_overflow, spikes_unkept;
     struct loop_score score;
-    double warmup_s;        /* the first warmup_s of acquisition: latencies apart */
+    double warmup_s;        /* the first warmup_s of acquisition (LOOP_RUN_WARMUP_S, or half
+                               the loop's time when shorter): latencies apart */
     uint64_t stims, echoes, echoes_unkept, echoes_other;
     struct loop_run_latency lat;        /* echoes of spikes after the warm-up */
     struct loop_run_latency lat_warmup; /* echoes of spikes in the warm-up */
