@@ -300,7 +300,8 @@ struct bench_frames_result {
 
 /* Run the benchmark for every block size into res[nblocks]; a block size that
  * fails gets its error in res[i].rc and the run goes on with the next one.
- * After bench_stop the block sizes not begun get res[i].block == 0.
+ * After bench_stop the block sizes not begun, and one the stop cut short
+ * before it could be measured, get res[i].block == 0.
  * Returns ONI_EINVALARG for bad options (nothing run), ONI_EBADALLOC, else 0. */
 int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_result *res);
 

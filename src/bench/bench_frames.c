@@ -245,6 +245,8 @@ int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_resu
         res[i].allocs_per_frame = -1;
         res[i].clock_ns = clk;
         res[i].rc = run_block(o, &rec, &res[i]);
+        if (res[i].rc && bench_stopped()) /* cut short before it had a sample: not measured, not failed */
+            memset(&res[i], 0, sizeof res[i]);
     }
     bench_rec_free(&rec);
     return ONI_ESUCCESS;
