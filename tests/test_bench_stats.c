@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include "bench/bench.h"
+#include "loop/stats.h"
 #include "unit.h"
 
 #define NEAR(a, b, tol) (fabs((double)(a) - (double)(b)) <= (tol))
@@ -53,11 +54,11 @@ TEST(stats_percentiles_of_thousand)
 TEST(stats_percentile_edges)
 {
     uint64_t v[] = {10, 20, 30, 40};
-    CHECK_EQ(bench_percentile_sorted(v, 4, 0), 10);
-    CHECK_EQ(bench_percentile_sorted(v, 4, 25), 10);
-    CHECK_EQ(bench_percentile_sorted(v, 4, 25.1), 20);
-    CHECK_EQ(bench_percentile_sorted(v, 4, 100), 40);
-    CHECK_EQ(bench_percentile_sorted(v, 4, 150), 40);
+    CHECK_EQ(loop_percentile_sorted(v, 4, 0), 10);
+    CHECK_EQ(loop_percentile_sorted(v, 4, 25), 10);
+    CHECK_EQ(loop_percentile_sorted(v, 4, 25.1), 20);
+    CHECK_EQ(loop_percentile_sorted(v, 4, 100), 40);
+    CHECK_EQ(loop_percentile_sorted(v, 4, 150), 40);
 }
 
 /* pX is the sample of rank ceil(X/100 * n), also where n is large enough
@@ -73,16 +74,16 @@ TEST(stats_percentile_rank_for_large_n)
         size_t n = 1 + (size_t)(x % 20000000); /* the sample values are their ranks, but virtual */
         for (size_t i = 0; i < sizeof tenths / sizeof *tenths; i++) {
             uint64_t want = ((uint64_t)tenths[i] * n + 999) / 1000;
-            bad += bench_percentile_rank(n, tenths[i] / 10.0) != want;
+            bad += loop_percentile_rank(n, tenths[i] / 10.0) != want;
         }
     }
     CHECK_EQ(bad, 0);
     /* out of range and NaN (a cast of NaN to size_t is undefined: UBSan) */
-    CHECK_EQ(bench_percentile_rank(10, NAN), 1);
-    CHECK_EQ(bench_percentile_rank(10, -5), 1);
-    CHECK_EQ(bench_percentile_rank(10, 1e300), 10);
+    CHECK_EQ(loop_percentile_rank(10, NAN), 1);
+    CHECK_EQ(loop_percentile_rank(10, -5), 1);
+    CHECK_EQ(loop_percentile_rank(10, 1e300), 10);
     /* a p so small that p/100 * n is 0: still the first sample, not rank 0 */
-    CHECK_EQ(bench_percentile_rank(10, DBL_TRUE_MIN), 1);
+    CHECK_EQ(loop_percentile_rank(10, DBL_TRUE_MIN), 1);
     enum { N = 1001999 };
     uint64_t *v = malloc(N * sizeof *v);
     REQUIRE(v);

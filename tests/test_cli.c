@@ -580,15 +580,17 @@ TEST(reg_number_edges)
     HAS("device 0x10000 refused (NACK)");
 }
 
-/* A command that fails after its arguments were good exits 1 (cli_fail):
- * here bench frames cannot create its results directory. */
+/* A command that fails after its arguments were good exits 1: here bench
+ * frames cannot load its driver (an --out it cannot write is refused before
+ * any work, exit 2: test_bench_cli). */
 TEST(failure_after_good_arguments_exits_1)
 {
     NEED_BIN();
-    CHECK_EQ(RUN("bench", "frames", "--driver", "test", "--blocks", "4K", "--seconds", "0.02", "--out",
-                 "/dev/null/sub"),
-             1);
-    HAS("onigpu: /dev/null/sub: ");
+    char dir[] = "/tmp/onigpu-fag-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(RUN("bench", "frames", "--driver", "nosuch", "--blocks", "4K", "--seconds", "0.02", "--out", dir), 1);
+    HAS("no block size could be measured with driver 'nosuch'");
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 /* Is there a file matching the shell pattern? */
@@ -637,9 +639,9 @@ static void check_emu_liboni_rows(const char *dir)
     json_decref(v);
 }
 
-/* `onigpu bench emu`: the card through liboni per link preset (above the
- * boundary); `onix-emu bench`: the card itself. Both write their results. */
-TEST(bench_emu_both_sides_write_results)
+/* `onigpu bench emu`: the card through liboni (above the boundary): link
+ * presets, generation, echo, age; its result set and its arguments. */
+TEST(bench_emu_writes_results)
 {
     NEED_BIN();
     char dir[] = "/tmp/onigpu-be-XXXXXX";
@@ -655,27 +657,25 @@ TEST(bench_emu_both_sides_write_results)
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0"), 2);
     CHECK_EQ(RUN("bench", "emu", "--seconds=inf"), 2);
     HAS("bad --seconds 'inf'");
-    /* at most an hour: inside, the run gets to its --out (exit 1); outside, a bad argument */
-    CHECK_EQ(RUN("bench", "emu", "--seconds", "3600", "--out", "/dev/null/sub"), 1);
+    /* at most an hour: inside, the run gets to its --out (refused, exit 2); outside, a bad argument */
+    CHECK_EQ(RUN("bench", "emu", "--seconds", "3600", "--out", "/dev/null/sub"), 2);
+    HAS("--out /dev/null/sub: ");
     CHECK_EQ(RUN("bench", "emu", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
-    CHECK_EQ(RUN("bench", "emu", "--only", "gen"), 2); /* the card's parts are onix-emu bench's */
-    CHECK_EQ(RUN_EMU("bench", "--seconds", "0.02", "--only", "link,echo", "--out", dir), 0);
-    HAS("link gen2x4");
-    HAS(" 1048576 B "); /* the link's blocks: 4 KiB, 64 KiB and 1 MiB */
+    HAS("bad --seconds '3601'");
+    /* the card's own parts, once `onix-emu bench`, through liboni */
+    CHECK_EQ(RUN("bench", "emu", "--seconds", "0.05", "--only", "gen,echo,age", "--out", dir), 0);
+    HAS("generate np2 ");
     HAS("echo gen2x4");
     HAS("echo unlimited");
     CHECK(!strstr(out, "echo gen3x8")); /* the echo: slowest and unlimited link only */
-    CHECK(have(dir, "emu/emu-*-link.csv") && have(dir, "emu/emu-*-echo.csv"));
-    CHECK(!have(dir, "emu/emu-*-age.csv"));
-    CHECK(unit_sh("grep -q '\"command\": \"onix-emu bench --seconds 0.02 --only link,echo ' %s/emu/emu-*.json",
-                  dir) == 0);
-    CHECK_EQ(RUN_EMU("bench", "--only", "liboni"), 2);
-    CHECK_EQ(RUN_EMU("bench", "--only", "li"), 2); /* a part's name, not a prefix of one */
-    CHECK_EQ(RUN_EMU("bench", "--seconds", "3600", "--out", "/dev/null/sub"), 1);
-    CHECK_EQ(RUN_EMU("bench", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
-    CHECK_EQ(RUN_EMU("bench", "--seconds", "x"), 2);
-    CHECK_EQ(RUN_EMU("bench", "--help"), 0);
-    HAS("usage: onix-emu bench");
+    HAS("age  np2 realtime wake=sleep");
+    HAS("age  np2 realtime wake=spin");
+    CHECK(!strstr(out, "liboni gen2x4")); /* link not asked for */
+    CHECK(have(dir, "emu/emu-liboni-*-gen.csv") && have(dir, "emu/emu-liboni-*-echo.csv") && have(dir, "emu/emu-liboni-*-age.csv"));
+    CHECK_EQ(RUN("bench", "emu", "--only", "liboni"), 2);
+    HAS("unknown part 'liboni'");
+    CHECK_EQ(RUN("bench", "emu", "--only", "li"), 2); /* a part's name, not a prefix of one */
+    CHECK_EQ(RUN_EMU("bench"), 2); /* no longer onix-emu's */
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
@@ -831,8 +831,9 @@ TEST(bench_daemon_small_run)
     HAS("net");
     CHECK(unit_sh("rm -rf %s", dir) == 0);
     CHECK_EQ(RUN("bench", "daemon", "--reads", "0"), 2);
-    /* inside the limits the run gets to its --out (exit 1), outside they are bad arguments */
-    CHECK_EQ(RUN("bench", "daemon", "--stream-block", "8", "--seconds", "3600", "--out", "/dev/null/sub"), 1);
+    /* inside the limits the run gets to its --out (refused: exit 2, said), outside they are bad arguments */
+    CHECK_EQ(RUN("bench", "daemon", "--stream-block", "8", "--seconds", "3600", "--out", "/dev/null/sub"), 2);
+    HAS("--out /dev/null/sub: not a directory");
     CHECK_EQ(RUN("bench", "daemon", "--stream-block", "6", "--out", "/dev/null/sub"), 2);
     CHECK_EQ(RUN("bench", "daemon", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
 }
@@ -903,7 +904,7 @@ TEST(bench_emu_run_refuses_bad_seconds)
     REQUIRE(r != NULL);
     const double bad[] = {0, -1, NAN};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK_RC(bench_emu_run(&(struct bench_emu_opts){bad[i], 1}, r), ONI_EINVALARG);
+        CHECK_RC(bench_emu_run(&(struct bench_emu_opts){bad[i], 1, 0}, r), ONI_EINVALARG);
     CHECK_RC(bench_emu_run(NULL, r), ONI_EINVALARG);
     bench_report_close(r);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
@@ -1100,6 +1101,8 @@ TEST(bench_option_value_is_not_an_option)
 TEST(bench_transfer_counts_are_whole_numbers)
 {
     NEED_BIN();
+    char scratch[] = "/tmp/onigpu-btc-XXXXXX"; /* an --out that takes files: refused before any work if not */
+    REQUIRE(mkdtemp(scratch));
     CHECK_EQ(RUN("bench", "transfer", "--max-reps", "1.5", "--out", "/nonexistent-dir"), 2);
     HAS("bad option or value: --max-reps 1.5");
     CHECK_EQ(RUN("bench", "transfer", "--min-reps", "2.5k", "--out", "/nonexistent-dir"), 2);
@@ -1107,7 +1110,8 @@ TEST(bench_transfer_counts_are_whole_numbers)
     CHECK_EQ(RUN("bench", "transfer", "--max-reps", "0", "--out", "/nonexistent-dir"), 2);
     /* --agent-max up to 1 GiB, the largest GPU block: past the arguments (no GPU: exit 1; one: no --out) */
     CHECK(RUN("bench", "transfer", "--sizes", "4K:4K", "--total", "4K", "--paths", "staged", "--link", "unlimited",
-              "--agent-max", "1G", "--out", "/nonexistent-dir") != 2);
+              "--agent-max", "1G", "--out", scratch) != 2);
+    CHECK(unit_sh("rm -rf %s", scratch) == 0);
 }
 
 /* Found by a review: "--link ," (or "--link ''") named no preset, so bench
@@ -1126,19 +1130,22 @@ TEST(bench_transfer_empty_link_list)
 TEST(bench_transfer_sizes_on_the_doubling)
 {
     NEED_BIN();
+    char scratch[] = "/tmp/onigpu-bts-XXXXXX";
+    REQUIRE(mkdtemp(scratch));
     CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:10M", "--out", "/nonexistent-dir"), 2);
     CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:2G", "--out", "/nonexistent-dir"), 2);
     CHECK_EQ(RUN("bench", "transfer", "--sizes", "100:4K", "--out", "/nonexistent-dir"), 2);
     CHECK(RUN("bench", "transfer", "--sizes", "8K:16K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
-              "--out", "/nonexistent-dir") != 2);
+              "--out", scratch) != 2);
     HAS("no 4 KiB target row");
     CHECK(RUN("bench", "transfer", "--sizes", "64:2K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
-              "--out", "/nonexistent-dir") != 2);
+              "--out", scratch) != 2);
     HAS("no 4 KiB target row"); /* B below 4096 */
     /* one size (A = B) is a run: the benchmark takes it as the CLI does */
     CHECK(RUN("bench", "transfer", "--sizes", "8K:8K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
-              "--out", "/nonexistent-dir") != 2);
+              "--out", scratch) != 2);
     CHECK(strstr(out, "Invalid function argument") == NULL);
+    CHECK(unit_sh("rm -rf %s", scratch) == 0);
 }
 
 /* Wait up to ms for a spawn_prog child to end, then kill it: its exit

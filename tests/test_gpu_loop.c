@@ -244,8 +244,8 @@ static void destroy_without_run(int b)
     c.in_bytes = c.out_bytes = 4096;
     c.depth = 2;
     c.timeout_ms = 1000;
-    c.mac_iters = 3;
-    c.mac_passes = 1;
+    c.mac.iters = 3;
+    c.mac.passes = 1;
     loop_memsrc_source(&src, &c.src);
     c.sink.write = NULL;
     CHECK_RC(loop_create(&c, NULL), ONI_EINVALARG);
@@ -281,7 +281,7 @@ TEST(gpu_direct_needs_async_source)
     c.in_bytes = c.out_bytes = 4096;
     c.depth = 2;
     c.timeout_ms = 1000;
-    c.mac_passes = 1;
+    c.mac.passes = 1;
     loop_memsrc_source(&src, &c.src);
     c.src.read_async = NULL; /* a host-only source */
     c.sink = (struct loop_sink){&ms, mac_sink_write};

@@ -97,7 +97,7 @@ TEST(bad_config_and_source_errors)
     c.in_bytes = c.out_bytes = 4096;
     c.depth = 2;
     c.timeout_ms = 100;
-    c.mac_passes = 1;
+    c.mac.passes = 1;
     c.src.read = failing_read;
     c.src.ctx = &calls;
     c.sink.write = null_write;
@@ -193,8 +193,8 @@ TEST(cpu_keeps_a_block_whose_unpin_is_refused)
     c.depth = 2;
     c.blocks = 10;
     c.timeout_ms = 1000;
-    c.mac_iters = 1;
-    c.mac_passes = 1;
+    c.mac.iters = 1;
+    c.mac.passes = 1;
     c.src = (struct loop_source){&ss, stuck_read, NULL, stuck_pin, stuck_unpin, NULL};
     c.sink.write = null_write;
     struct loop *lp = NULL;
@@ -329,8 +329,8 @@ static void check_inflight(uint32_t depth, uint32_t inflight)
     c.inflight = inflight;
     c.blocks = 20;
     c.timeout_ms = 2000;
-    c.mac_iters = 1;
-    c.mac_passes = 1;
+    c.mac.iters = 1;
+    c.mac.passes = 1;
     c.record_cap = 100; /* more than the blocks */
     c.src = (struct loop_source){&f, flight_read, NULL, NULL, NULL, NULL};
     c.sink = (struct loop_sink){&f, flight_write};
@@ -368,7 +368,7 @@ TEST(config_edges_accepted)
     c.inflight = LOOP_MAXDEPTH; /* = depth */
     c.blocks = 40;
     c.timeout_ms = 2000;
-    c.mac_passes = 1;
+    c.mac.passes = 1;
     c.record_cap = 10; /* fewer than the blocks: the rest are not recorded */
     c.src = (struct loop_source){&f, flight_read, NULL, NULL, NULL, NULL};
     c.sink = (struct loop_sink){&f, flight_write};
@@ -487,7 +487,7 @@ TEST(cpu_read_cut_short_by_stop_is_no_error)
     c.in_bytes = c.out_bytes = 256;
     c.depth = 2;
     c.timeout_ms = 1000;
-    c.mac_passes = 1;
+    c.mac.passes = 1;
     c.src = (struct loop_source){&ss, stop_read, NULL, NULL, NULL, NULL};
     c.sink.write = null_write;
     struct loop *lp = NULL;
@@ -515,11 +515,7 @@ TEST(loop_gpu_parts_answer_enogpu_without_cuda)
     char why[64] = "";
     CHECK(!loop_backend_available(LOOP_GPU_DIRECT, why, sizeof why));
     CHECK(strstr(why, "without CUDA") != NULL);
-    float in[16] = {0}, out[16];
-    double s = 1;
-    CHECK_RC(loop_gpu_mac_once(in, out, 16, 1, 1, 0.1f), ONI_ENOGPU);
-    CHECK_RC(loop_gpu_time_mac(16, 1, 1, 1, &s), ONI_ENOGPU);
-    CHECK_RC(loop_gpu_time_copy(64, 1, &s), ONI_ENOGPU);
+    float in[16] = {0};
     struct loop_memsrc m;
     struct loop_source src;
     REQUIRE(loop_memsrc_init(&m, sizeof in, 0, 0, loop_fill_floats, NULL) == ONI_ESUCCESS);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "oni.h"
 #include "unit.h"
+#include "bench/gputime.h"
 #include "loop/kernels.h"
 #include "loop/loop.h"
 #include "loop/source.h"
@@ -572,7 +573,7 @@ TEST(gpu_kernels_match_cpu)
     REQUIRE(in && a && b);
     loop_fill_floats(NULL, 1, in, N * 4);
     loop_mac_cpu(in, a, N, 40, 3, 0.1f);
-    CHECK_RC(loop_gpu_mac_once(in, b, N, 40, 3, 0.1f), ONI_ESUCCESS);
+    CHECK_RC(bench_gpu_mac_once(in, b, N, 40, 3, 0.1f), ONI_ESUCCESS);
     int bad = 0;
     for (int i = 0; i < N; i++)
         bad += !(fabsf(a[i] - b[i]) <= 1e-6f * fabsf(a[i])); /* a NaN is a mismatch */
@@ -580,4 +581,16 @@ TEST(gpu_kernels_match_cpu)
     free(in);
     free(a);
     free(b);
+}
+
+/* Without CUDA the GPU timings and the one-shot MAC say so (ONI_ENOGPU). */
+TEST(bench_gpu_parts_answer_enogpu_without_cuda)
+{
+    if (ONIGPU_HAVE_CUDA)
+        SKIP("built with CUDA");
+    float in[16] = {0}, out[16];
+    double s = 1;
+    CHECK_RC(bench_gpu_mac_once(in, out, 16, 1, 1, 0.1f), ONI_ENOGPU);
+    CHECK_RC(bench_gpu_time_mac(16, 1, 1, 1, &s), ONI_ENOGPU);
+    CHECK_RC(bench_gpu_time_copy(64, 1, &s), ONI_ENOGPU);
 }

@@ -23,8 +23,13 @@ TEST(run_rejects_bad_arguments)
     CHECK_EQ(ONIGPU("run", "--block", "1501"), 2); /* over 50 ms: owed at the stop beyond the verdict's limit */
     CHECK_EQ(ONIGPU("run", "--block", "16.5"), 2);
     CHECK_EQ(ONIGPU("run", "--seconds", "0.1"), 2);  /* shorter than the detector's calibration */
-    CHECK_EQ(ONIGPU("run", "--seconds", "1", "--out", "/nonexistent/a/b"), 1);
-    CHECK(strstr(out, "cannot create") != NULL);
+    /* --out is checked before anything runs: exit 2, the reason named */
+    CHECK_EQ(ONIGPU("run", "--seconds", "1", "--out", "/nonexistent/a/b"), 2);
+    CHECK(strstr(out, "--out /nonexistent/a/b: cannot create the directory") != NULL);
+    CHECK_EQ(ONIGPU("run", "--seconds", "1", "--out", "/etc/hostname"), 2);
+    CHECK(strstr(out, "--out /etc/hostname: not a directory") != NULL);
+    CHECK_EQ(ONIGPU("run", "--seconds", "1", "--out", "/proc"), 2); /* no file can be made there, even by root */
+    CHECK(strstr(out, "--out /proc: cannot create /proc/truth-") != NULL);
     CHECK_EQ(ONIGPU("run", "--bogus", "1"), 2);
     CHECK(strstr(out, "usage: onigpu run") != NULL);
     CHECK_EQ(ONIGPU("run", "--link", "nosuch"), 2); /* found by a review: the card failed to open, exit 1 */
@@ -43,15 +48,19 @@ TEST(run_rejects_bad_arguments)
     CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,np2:route=1,stim", "--backend", "cpu", "--seconds", "1"), 1);
     CHECK(strstr(out, "routed to the GPU stream too") != NULL);
     /* The limits, both sides: a value inside gets past the arguments and
-     * fails on the directory (exit 1), one outside is a bad argument. */
-    CHECK_EQ(ONIGPU("run", "--seconds", "86400", "--out", "/nonexistent/a/b"), 1);
-    CHECK_EQ(ONIGPU("run", "--seconds", "86401", "--out", "/nonexistent/a/b"), 2);
-    CHECK_EQ(ONIGPU("run", "--block", "1500", "--out", "/nonexistent/a/b"), 1);
+     * fails on the card (exit 1), one outside is a bad argument. */
+    CHECK_EQ(ONIGPU("run", "--seconds", "86400", "--emu", "devices=heartbeat"), 1);
+    CHECK_EQ(ONIGPU("run", "--seconds", "86401", "--emu", "devices=heartbeat"), 2);
+    CHECK_EQ(ONIGPU("run", "--block", "1500", "--emu", "devices=heartbeat"), 1);
+    /* a block the card's FIFO cannot hold would never arrive: it processed
+     * 0 frames and exited 0 */
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--emu", "devices=np2,stim;ddr=8K"), 1);
+    CHECK(strstr(out, "does not fit the card's GPU-stream FIFO of 4096 bytes") != NULL);
 }
 
 /* The longest block (1500 frames, 50 ms) on a link other than the default:
  * the header, the live line, the summary and the result row in the units
- * they name, and DIR/truth.csv kept. Latency gets a lower bound only (a
+ * they name, and DIR/truth-<date>.csv kept. Latency gets a lower bound only (a
  * loaded machine makes it larger, never smaller): a spike waits for the rest
  * of its 50 ms block, so the median is well above 10 ms. */
 TEST(run_long_blocks_units_and_files)
@@ -79,7 +88,7 @@ TEST(run_long_blocks_units_and_files)
     if (RUN_REALTIME_BUILD)
         CHECK(echoed > 0);
     if (echoed)
-        CHECK(after("acquisition clock): p50 ") > 10000);
+        CHECK(after("after the warm-up): p50 ") > 10000);
     /* the workload for advise: bytes per block and FLOP per byte */
     json_t *v = result_set_load(dir, "run/run-*.json");
     REQUIRE(v != NULL);
@@ -87,7 +96,7 @@ TEST(run_long_blocks_units_and_files)
     CHECK(result_num(v, 0, "block_frames") == 1500 && result_num(v, 0, "block_bytes") == 1188000);
     CHECK(result_num(v, 0, "ai") >= 9.7 && result_num(v, 0, "ai") < 9.8);
     json_decref(v);
-    CHECK(unit_sh("test \"$(head -n 1 %s/truth.csv)\" = dev_idx,unit,channel,sample_time", dir) == 0);
+    CHECK(unit_sh("test \"$(head -n 1 %s/truth-*.csv)\" = dev_idx,unit,channel,sample_time", dir) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
@@ -428,4 +437,73 @@ TEST(roofline_measures_the_card_link)
         if (!(got[i] > 0 && got[i] <= most * 1.001))
             UNIT_FAIL("reads of %.0f bytes: %.1f MB/s, want above 0 and at most %.1f", n[i], got[i], most);
     }
+}
+
+/* SIGINT or SIGTERM ends a run as its --seconds would: the summary, the
+ * result set (its latency table whole), the truth file complete (its last
+ * line ends), exit 0; without --out the temporary truth file is removed.
+ * (They killed it with 130: no summary, no results, a torn truth.csv and the
+ * temporary file left in /tmp.) */
+static void check_signal_ends_run(int sig)
+{
+    char dir[] = "/tmp/onigpu-runs-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--seconds", "30", "--out", dir, NULL},
+                         sig, 2500);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "ended early by a signal)") != NULL);
+    CHECK(strstr(out, "results in ") != NULL);
+    double ran = after("summary (cpu, ");
+    CHECK(ran > 0 && ran < 20);
+    CHECK(unit_sh("test \"$(tail -c 1 %s/truth-*.csv | od -An -c | tr -d ' ')\" = '\\n'", dir) == 0);
+    CHECK(unit_sh("grep -q '\"stopped\": 1' %s/run/run-*.json", dir) == 0);
+    /* every echo the summary counts kept, one line each */
+    unsigned long long echoed = 0;
+    const char *sp = strstr(out, "stimulations ");
+    REQUIRE(sp && sscanf(sp, "stimulations %*u sent, %llu echoed", &echoed) == 1);
+    char cmd[256]; /* (no echo, as in a slow sanitized build: no latency table) */
+    snprintf(cmd, sizeof cmd, "test $(($(cat %s/run/run-*-latency.csv 2>/dev/null | wc -l) - 1)) -eq %lld", dir,
+             echoed ? (long long)echoed : -1);
+    CHECK(unit_sh("%s", cmd) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+    rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--seconds", "30", NULL}, sig, 1500);
+    CHECK_EQ(rc, 0);
+    char path[128];
+    const char *p = strstr(out, "truth file         ");
+    REQUIRE(p && sscanf(p, "truth file %127s", path) == 1);
+    CHECK(access(path, F_OK) != 0);
+}
+
+TEST(run_ends_on_sigint_as_at_its_end)
+{
+    NEED_BIN();
+    check_signal_ends_run(SIGINT);
+}
+
+TEST(run_ends_on_sigterm_as_at_its_end)
+{
+    NEED_BIN();
+    check_signal_ends_run(SIGTERM);
+}
+
+/* A second run into the same --out keeps the first's files (it replaced
+ * DIR/truth.csv); a truth file of the same name (a run started in the same
+ * second) is refused, exit 2, and left as it was. */
+TEST(run_reused_out_replaces_nothing)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-runo-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5", "--out", dir), 0);
+    sleep(1);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5", "--out", dir), 0);
+    CHECK(unit_sh("test $(ls %s/truth-*.csv | wc -l) -eq 2 && test $(ls %s/run/run-*.json | wc -l) -eq 2", dir, dir) ==
+          0);
+    /* the names of the next few seconds taken: the run must refuse, not overwrite */
+    CHECK(unit_sh("for i in 0 1 2 3 4 5; do echo keep > %s/truth-$(date -u -d \"+$i sec\" +%%Y%%m%%d-%%H%%M%%S).csv; "
+                  "done", dir) == 0);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5", "--out", dir), 2);
+    CHECK(strstr(out, "a run started in the same second: it is not replaced") != NULL);
+    CHECK(unit_sh("test $(grep -l '^keep$' %s/truth-*.csv | wc -l) -eq 6", dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }

@@ -77,7 +77,8 @@ TEST(xfer_cli_runs_or_says_why_not)
         CHECK(file_has(out, "no CUDA device"));
         /* 1 GiB, a GPU block, is the largest size: past the arguments, it
          * too ends on the missing GPU (with one, it would take GiBs) */
-        CHECK_EQ(run("--sizes 512M:1G --paths staged --link unlimited --out /nonexistent-dir", out), 1);
+        snprintf(args, sizeof args, "--sizes 512M:1G --paths staged --link unlimited --out %s", dir);
+        CHECK_EQ(run(args, out), 1);
         CHECK(file_has(out, "no CUDA device"));
     } else {
         CHECK_EQ(rc, 0);

@@ -32,10 +32,10 @@ declare -A ALLOW=(
     [src/gpu]="$PUBLIC|$CLOCK"
     [src/loop]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h"
     [src/bench]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h|bench/[a-z_]+\.h"
-    [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h|drivers/net/net(serve|proto)\.h|common/stopsig\.h"
+    [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h|drivers/net/net(serve|proto)\.h|common/[a-z_]+\.h"
     [tools/common]="" # what both tools share: system headers only
     [tools]="oni\.h" # stand-alone programs (framerate.c builds against upstream liboni too)
-    [tools/onix-emu]="$PUBLIC|$CLOCK|emu/emu\.h|emu/dma\.h|gpu/[a-z_]+\.h|bench/[a-z_]+\.h|drivers/emu/emuproto\.h|common/stopsig\.h"
+    [tools/onix-emu]="$PUBLIC|$CLOCK|emu/emu\.h|emu/dma\.h|gpu/[a-z_]+\.h|drivers/emu/emuproto\.h|common/stopsig\.h"
 )
 bad=0
 for dir in "${!ALLOW[@]}"; do

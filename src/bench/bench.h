@@ -43,12 +43,20 @@ void bench_cpu_mark(struct bench_cpu_mark *m);
 uint64_t bench_off_cpu_ns(const struct bench_cpu_mark *a, uint64_t w0, uint64_t w1,
                           const struct bench_cpu_mark *b);
 
+/* ---- stopping early ------------------------------------------------------ */
+
+/* Ask the benchmark that runs to end early (any thread; async-signal-safe):
+ * every body checks between its measurements and in its timed loops, and
+ * then ends as at its normal end, with the rows measured so far (a
+ * measurement cut short is of the time it ran). The CLI calls it on SIGINT
+ * and SIGTERM. bench_stopped: whether it was asked (it stays asked). */
+void bench_stop(void);
+int bench_stopped(void);
+
 /* ---- statistics ---------------------------------------------------------- */
 
-/* Summary of a sample of durations (ns). Percentiles use the nearest-rank
- * method on a sorted copy: pX is the smallest sample v such that at least X%
- * of the samples are <= v (rank ceil(X/100 * n), 1-based), so every
- * percentile is a value that was really measured. sd is the sample standard
+/* Summary of a sample of durations (ns). Percentiles are nearest-rank
+ * (loop/stats.h) on a sorted copy. sd is the sample standard
  * deviation (n - 1 in the denominator; 0 when n == 1). */
 struct bench_stats {
     size_t n;
@@ -58,12 +66,6 @@ struct bench_stats {
 /* Compute stats of n >= 1 samples. Does not modify ns (sorts a private copy).
  * ONI_EINVALARG: NULL or n == 0; ONI_EBADALLOC: no memory for the copy. */
 int bench_stats_compute(const uint64_t *ns, size_t n, struct bench_stats *out);
-
-/* Nearest-rank percentile p (0..100) of n >= 1 sorted samples (p <= 0 gives
- * the minimum). The caller guarantees sorted ascending. */
-double bench_percentile_sorted(const uint64_t *sorted, size_t n, double p);
-/* Its 1-based rank, ceil(p/100 * n) clamped to 1..n (n >= 1; p NaN or <= 0: 1). */
-size_t bench_percentile_rank(size_t n, double p);
 
 /* How many of the n samples are above limit (0 for NULL): e.g. the
  * transfers over 20x the median, which tells one outlier from many. */
@@ -307,6 +309,8 @@ struct bench_frames_result {
 
 /* Run the benchmark for every block size into res[nblocks]; a block size that
  * fails gets its error in res[i].rc and the run goes on with the next one.
+ * After bench_stop the block sizes not begun, and one the stop cut short
+ * before it could be measured, get res[i].block == 0.
  * Returns ONI_EINVALARG for bad options (nothing run), ONI_EBADALLOC, else 0. */
 int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_result *res);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench.h"
+#include "loop/stats.h"
 
 /* Latency samples are capped so a fast driver cannot make phase 2 eat memory:
  * 8 Mi samples = 64 MiB. Phase 2 ends early when the recorder is full. */
@@ -116,7 +117,7 @@ static void slices_summary(struct slices *s, struct bench_frames_result *r)
         }
     if (nrate) {
         r->slice_fps_min = (double)rate[0];
-        r->slice_fps_p50 = bench_percentile_sorted(rate, nrate, 50);
+        r->slice_fps_p50 = loop_percentile_sorted(rate, nrate, 50);
         r->slice_fps_max = (double)rate[nrate - 1];
     }
 }
@@ -143,7 +144,7 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
         frames += CLOCK_CHECK_EVERY;
         now = oni_now_ns();
         slices_add(&sl, CLOCK_CHECK_EVERY, now);
-    } while (now < until_ns);
+    } while (now < until_ns && !bench_stopped());
     slices_end(&sl, now);
     r->frames = frames;
     r->bytes = bytes;
@@ -156,7 +157,7 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
 static int phase_latency(oni_ctx ctx, uint64_t until_ns, struct bench_rec *rec)
 {
     uint64_t t0 = oni_now_ns();
-    while (rec->n < rec->cap && t0 < until_ns) {
+    while (rec->n < rec->cap && t0 < until_ns && !bench_stopped()) {
         oni_frame_t *f;
         int n = oni_read_frame(ctx, &f);
         if (n < 0)
@@ -238,10 +239,14 @@ int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_resu
     double clk = clock_cost_ns();
     for (size_t i = 0; i < o->nblocks; i++) {
         memset(&res[i], 0, sizeof res[i]);
+        if (bench_stopped())
+            continue;
         res[i].block = o->blocks[i];
         res[i].allocs_per_frame = -1;
         res[i].clock_ns = clk;
         res[i].rc = run_block(o, &rec, &res[i]);
+        if (res[i].rc && bench_stopped()) /* cut short before it had a sample: not measured, not failed */
+            memset(&res[i], 0, sizeof res[i]);
     }
     bench_rec_free(&rec);
     return ONI_ESUCCESS;

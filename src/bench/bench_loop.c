@@ -130,9 +130,9 @@ static int run_one(int backend, const char *link, int emu, uint64_t data, uint32
     c.inflight = inflight;
     c.blocks = blocks;
     c.timeout_ms = 60000;
-    c.mac_iters = iters;
-    c.mac_passes = passes;
-    c.mac_seed = 0.1f;
+    c.mac.iters = iters;
+    c.mac.passes = passes;
+    c.mac.seed = 0.1f;
     c.record_cap = (uint32_t)blocks;
     c.spin_us = 2000; /* hand-offs by spinning: the stages are timed, not the scheduler */
     c.pin_threads = 1; /* on a machine with cores to spare, the spinning threads keep theirs */
@@ -377,13 +377,13 @@ int bench_loop_run(const struct bench_loop_opts *o, int *failed)
         return ONI_EBADALLOC;
     int emu = o->source && !strcmp(o->source, "emu"), rc = 0;
     size_t n = 0;
-    for (int s = 0; s < o->nscen && !rc; s++) {
+    for (int s = 0; s < o->nscen && !rc && !bench_stopped(); s++) {
         uint64_t data = o->data[s];
         struct card_sink sink = {malloc(data), data};
         if (!sink.mem)
             rc = ONI_EBADALLOC;
         for (int a = 0; a < o->nai && !rc; a++) {
-            for (int b = 0; b < LOOP_NBACKENDS; b++) {
+            for (int b = 0; b < LOOP_NBACKENDS && !bench_stopped(); b++) {
                 if (!(o->backends & (1u << b)))
                     continue;
                 struct config *c = &cf[n++];

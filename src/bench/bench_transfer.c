@@ -439,7 +439,7 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
     }
     double sizes[64], med[64];
     size_t npts = 0;
-    for (uint64_t n = o->min_size; n <= o->max_size && !rc; n *= 2) {
+    for (uint64_t n = o->min_size; n <= o->max_size && !rc && !bench_stopped(); n *= 2) {
         /* Above its limit the card moves a block with the copy engine, not the
          * agent (src/emu/dma.c, agent_takes): those times are not the agent's. */
         if (p == XFER_AGENT && o->agent_max && n > o->agent_max) {
@@ -466,7 +466,7 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
         bench_rec_reset(&b->rec);
         bench_rec_reset(&b->on_cpu);
         bench_rec_reset(&b->start);
-        for (uint64_t i = 0; i < reps && !rc; i++) {
+        for (uint64_t i = 0; i < reps && !rc && !bench_stopped(); i++) {
             rc = one(b, p, dir, (size_t)n, &ns, &off, &at);
             if (!i)
                 first = at;

@@ -422,7 +422,7 @@ static int run_slice(struct fl *f, int m, uint64_t count, struct bench_rec *rec)
     const struct mech *me = &mechs[m];
     f->mech = floor_mech_name(m);
     int rc = me->begin ? me->begin(f) : 0;
-    for (uint64_t i = 0; !rc && i < count + WARMUP; i++) {
+    for (uint64_t i = 0; !rc && i < count + WARMUP && !bench_stopped(); i++) {
         uint32_t seq = next_seq(f);
         stamp(f, seq);
         uint64_t ns = 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "bench/bench.h"
 #include "bench/bench_loop.h"
+#include "bench/gputime.h"
 #include "bench/roofline.h"
 #include "gpu/gpu.h"
 #include "loop/loop.h"
@@ -64,7 +65,7 @@ static int roofline_point_gpu(double ai, size_t n, double *gflops)
     uint32_t it = bench_loop_iters(ai);
     if (!it)
         return ONI_EINVALARG;
-    int rc = loop_gpu_time_mac(n, it, 1, 3, &s);
+    int rc = bench_gpu_time_mac(n, it, 1, 3, &s);
     if (!rc)
         *gflops = loop_mac_flops(n, it, 1) / s / 1e9;
     return rc;
@@ -168,10 +169,10 @@ int roofline_measure(struct roofline *r, int quick, const char *link)
     else {
         r->have_gpu = 1;
         size_t gn = quick ? (16u << 20) : (64u << 20);
-        if (loop_gpu_time_mac(gn, 256, 1, 3, &s) == 0)
+        if (bench_gpu_time_mac(gn, 256, 1, 3, &s) == 0)
             r->gpu_gflops = loop_mac_flops(gn, 256, 1) / s / 1e9;
         size_t gb = quick ? (256u << 20) : (1u << 30);
-        if (loop_gpu_time_copy(gb, 5, &s) == 0)
+        if (bench_gpu_time_copy(gb, 5, &s) == 0)
             r->gpu_gbps = 2.0 * (double)gb / s / 1e9;
     }
     card_link(r, link);

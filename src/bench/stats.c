@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include "bench.h"
+#include "loop/stats.h"
 
 
 void bench_cpu_mark(struct bench_cpu_mark *m)
@@ -29,36 +30,6 @@ uint64_t bench_off_cpu_ns(const struct bench_cpu_mark *a, uint64_t w0, uint64_t 
     return (w1 - w0) - cpu;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-size_t bench_percentile_rank(size_t n, double p)
-{
-    if (!(p > 0)) /* NaN too: a cast of NaN to size_t is undefined */
-        return 1;
-    if (p >= 100)
-        return n;
-    /* Nearest rank: ceil(p/100 * n). The product carries a few ulps of
-     * rounding (p/100 is inexact), which must not push an exact rank such as
-     * 0.999 * 1000 up by one; a fixed margin would be larger than a real
-     * fraction (1/1000 of a rank) once n passes 10^6. */
-    double r = p / 100.0 * (double)n;
-    size_t rank = (size_t)ceil(r * (1 - 4 * DBL_EPSILON));
-    if (rank < 1)
-        rank = 1;
-    if (rank > n)
-        rank = n;
-    return rank;
-}
-
-double bench_percentile_sorted(const uint64_t *sorted, size_t n, double p)
-{
-    return (double)sorted[bench_percentile_rank(n, p) - 1];
-}
-
 double bench_mb_per_s(double bytes, double ns)
 {
     return ns > 0 ? bytes / ns * 1e3 : 0;
@@ -80,7 +51,7 @@ int bench_stats_compute(const uint64_t *ns, size_t n, struct bench_stats *out)
     if (!s)
         return ONI_EBADALLOC;
     memcpy(s, ns, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_u64);
+    loop_sort_u64(s, n);
 
     /* Welford's update keeps the SD accurate when the mean is large
      * compared with the spread (e.g. 1e9 ns +- 10 ns). */
@@ -95,10 +66,10 @@ int bench_stats_compute(const uint64_t *ns, size_t n, struct bench_stats *out)
     out->sd = n > 1 ? sqrt(m2 / (double)(n - 1)) : 0;
     out->min = (double)s[0];
     out->max = (double)s[n - 1];
-    out->p50 = bench_percentile_sorted(s, n, 50);
-    out->p90 = bench_percentile_sorted(s, n, 90);
-    out->p99 = bench_percentile_sorted(s, n, 99);
-    out->p999 = bench_percentile_sorted(s, n, 99.9);
+    out->p50 = loop_percentile_sorted(s, n, 50);
+    out->p90 = loop_percentile_sorted(s, n, 90);
+    out->p99 = loop_percentile_sorted(s, n, 99);
+    out->p999 = loop_percentile_sorted(s, n, 99.9);
     free(s);
     return ONI_ESUCCESS;
 }

@@ -278,7 +278,7 @@ static int cpu_process(struct loop *lp, uint32_t slot, uint32_t seq)
     }
     /* MAC: the whole block is computed; the first out_bytes are sent. */
     size_t n = lp->cfg.in_bytes / 4;
-    loop_mac_cpu(lp->hin[slot], lp->out[slot], n, lp->cfg.mac_iters, lp->cfg.mac_passes, lp->cfg.mac_seed);
+    loop_mac_cpu(lp->hin[slot], lp->out[slot], n, lp->cfg.mac.iters, lp->cfg.mac.passes, lp->cfg.mac.seed);
     return 0;
 }
 
@@ -327,7 +327,7 @@ static int check_config(const struct loop_config *c)
         c->inflight > c->depth || !c->src.read || !c->sink.write || c->timeout_ms == 0 || c->in_bytes == 0)
         return ONI_EINVALARG;
     if (c->work == LOOP_WORK_MAC) {
-        if (c->in_bytes % 4 || c->out_bytes > c->in_bytes || c->out_bytes % 4 || c->mac_passes == 0 ||
+        if (c->in_bytes % 4 || c->out_bytes > c->in_bytes || c->out_bytes % 4 || c->mac.passes == 0 ||
             c->in_bytes > UINT32_MAX)
             return ONI_EINVALARG;
     } else if (c->work == LOOP_WORK_EPHYS) {

@@ -25,6 +25,13 @@ extern "C" {
 
 #define LOOP_MAC_STEP 1e-3f
 
+/* The MAC work's parameters: AI = iters / 4 FLOP per byte; compute size =
+ * passes * the block; f's constant seed. */
+struct loop_mac {
+    uint32_t iters, passes;
+    float seed;
+};
+
 /* Evaluate the MAC kernel on n floats (OpenMP SIMD; threads when large). */
 void loop_mac_cpu(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
 /* FLOPs one MAC call performs (the thesis' count: 2 per iteration). */

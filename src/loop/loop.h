@@ -67,8 +67,7 @@ struct loop_config {
     uint32_t inflight;     /* most blocks between read start and send end (0 = depth); 1 = latency mode */
     uint64_t blocks;       /* stop after this many blocks (0 = until loop_stop) */
     uint32_t timeout_ms;   /* deadline of every wait */
-    uint32_t mac_iters, mac_passes; /* MAC: AI = iters / 4; compute size = passes * in_bytes */
-    float mac_seed;
+    struct loop_mac mac;   /* MAC: the kernel's parameters (kernels.h) */
     const struct loop_ephys_state *ephys; /* EPHYS: initial state (copied); frames per block = in_bytes / stride */
     struct loop_source src;
     struct loop_sink sink;
@@ -140,16 +139,9 @@ const struct loop_ephys_state *loop_ephys_final(struct loop *lp);
 /* Free lp and everything it allocated (NULL ok); not while loop_run runs. */
 void loop_destroy(struct loop *lp);
 
-/* One-shot GPU runs for tests and the roofline; ONI_ENOGPU without a GPU.
- * loop_gpu_mac_once: the MAC kernel on n floats (host in, host out).
- * loop_gpu_ephys_once: one EPHYS block; st (host) is updated as the CPU version would.
- * loop_gpu_time_mac / loop_gpu_time_copy: best of reps event-timed runs on
- * device-resident buffers (MAC on n floats; device-to-device copy of bytes);
- * ONI_ETIMEOUT when a run has not finished after 60 s (a stuck GPU). */
-int loop_gpu_mac_once(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
+/* One EPHYS block on the GPU (tests); st (host) is updated as the CPU
+ * version would. ONI_ENOGPU without a GPU. */
 int loop_gpu_ephys_once(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes, struct loop_ephys_out *out);
-int loop_gpu_time_mac(size_t n, uint32_t iters, uint32_t passes, int reps, double *best_s);
-int loop_gpu_time_copy(size_t bytes, int reps, double *best_s);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "bench/bench.h"
+#include "bench_cli.h"
 #include "cli.h"
 #include "cli_oni.h"
 #include "drivers/net/netserve.h"
@@ -122,7 +123,7 @@ static int bench_regs(oni_ctx ctx, unsigned n, struct bench_stats *st)
     uint64_t *t = malloc(n * sizeof *t);
     if (!t)
         return ONI_EBADALLOC;
-    for (unsigned i = 0; i < n && !rc; i++) {
+    for (unsigned i = 0; i < n && !rc && !bench_stopped(); i++) {
         oni_reg_val_t v;
         uint64_t t0 = oni_now_ns();
         rc = oni_read_reg(ctx, hub, 4, &v);
@@ -150,7 +151,7 @@ static int bench_block(oni_ctx ctx, uint32_t size, unsigned n, struct bench_stat
     onigpu_buf_t ob = {buf, size};
     for (unsigned i = 0; i < n / 10 + 1 && !rc; i++) /* warm up: page faults, ring pages */
         rc = oni_set_driver_opt(ctx, ONI_DRV_READ, &ob, sizeof ob);
-    for (unsigned i = 0; i < n && !rc; i++) {
+    for (unsigned i = 0; i < n && !rc && !bench_stopped(); i++) {
         uint64_t t0 = oni_now_ns();
         rc = oni_set_driver_opt(ctx, ONI_DRV_READ, &ob, sizeof ob);
         t[i] = oni_now_ns() - t0;
@@ -176,7 +177,7 @@ static int bench_stream(oni_ctx ctx, double seconds, double *mbps, double *fps)
             frames++;
             oni_destroy_frame(f);
         }
-    } while ((now = oni_now_ns()) < end);
+    } while ((now = oni_now_ns()) < end && !bench_stopped());
     *mbps = bench_mb_per_s((double)bytes, (double)(now - t0));
     *fps = frames / ((now - t0) / 1e9);
     return 0;
@@ -386,6 +387,11 @@ static int daemon_bench(int argc, char **argv)
         fprintf(stderr, "onigpu: %s: %s (use --daemon-bin)\n", o.bin, strerror(errno));
         return 1;
     }
+    int st = bench_cli_out("bench daemon", o.out);
+    if (st)
+        return st;
+    if (bench_cli_signals("bench daemon"))
+        return 1;
     char sock[108];
     snprintf(sock, sizeof sock, "/tmp/onigpu-bench-daemon-%d.sock", (int)getpid());
     pid_t pid = start_daemon(o.bin, sock);
@@ -426,5 +432,6 @@ static int daemon_bench(int argc, char **argv)
     netserve_close(ns); /* NULL: none of its own */
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
+    bench_cli_signals_end("bench daemon");
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench/floor.h"
+#include "bench_cli.h"
 #include "cli.h"
 #include "cli_oni.h"
 #include "gpu/gpu.h"
@@ -47,11 +48,17 @@ static int run(int argc, char **argv)
             return cli_usage(&cli_cmd_bench_floor);
         }
     }
+    int st = bench_cli_out("bench floor", o.out_dir);
+    if (st)
+        return st;
     char why[200];
     if (!gpu_available(why, sizeof why)) {
         printf("onigpu bench floor: no GPU: skipped (%s)\n", why);
         return 0;
     }
+    if (bench_cli_signals("bench floor"))
+        return 1;
     int rc = bench_floor_run(&o);
+    bench_cli_signals_end("bench floor");
     return rc ? cli_fail("bench floor", rc) : 0;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench/bench.h"
+#include "bench_cli.h"
 #include "cli.h"
 #include "cli_oni.h"
 #if defined(__has_include)
@@ -90,7 +91,7 @@ static int write_results(const struct bench_frames_opts *o, const struct bench_f
     bench_report_meta(r, "one_thread_path", one_thread);
     int counted = 0;
     for (size_t i = 0; i < o->nblocks; i++)
-        counted |= !res[i].rc && res[i].allocs_per_frame >= 0;
+        counted |= !res[i].rc && res[i].block && res[i].allocs_per_frame >= 0;
     bench_report_meta(r, "alloc_counting", counted ? "malloc-family hook in onigpu"
                                                    : "not counted (no hook in this build)");
     bench_report_meta(r, "method", "phase 1 (half the time): untimed read+destroy loop -> "
@@ -103,6 +104,8 @@ static int write_results(const struct bench_frames_opts *o, const struct bench_f
     int failures = 0;
     for (size_t i = 0; i < o->nblocks; i++) {
         const struct bench_frames_result *b = &res[i];
+        if (!b->block) /* not begun: stopped before */
+            continue;
         bench_cell_str(r, "driver", o->driver);
         bench_cell_int(r, "block", b->block);
         bench_cell_str(r, "status", b->rc ? oni_error_str(b->rc) : "ok");
@@ -212,10 +215,17 @@ static int frames_run(int argc, char **argv)
         return cli_usage(&cli_cmd_bench_frames);
     }
 
+    int st = bench_cli_out("bench frames", out_dir);
+    if (st)
+        return st;
+    if (bench_cli_signals("bench frames")) /* before the second thread and the driver's */
+        return 1;
     struct bench_frames_result res[MAX_BLOCKS];
     pthread_t idle;
-    if (second_thread && pthread_create(&idle, NULL, idle_thread, NULL))
+    if (second_thread && pthread_create(&idle, NULL, idle_thread, NULL)) {
+        bench_cli_signals_end("bench frames");
         return cli_fail("bench frames: second thread", ONI_EBADALLOC);
+    }
     const char *one_thread = one_thread_path();
     int rc = bench_frames_run(&o, res);
     if (second_thread) {
@@ -225,12 +235,13 @@ static int frames_run(int argc, char **argv)
         pthread_mutex_unlock(&idle_lock);
         pthread_join(idle, NULL);
     }
+    bench_cli_signals_end("bench frames");
     if (rc)
         return cli_fail("bench frames", rc);
     /* Nothing measured: say why for each block size and write no result files. */
     size_t ok = 0;
     for (size_t i = 0; i < o.nblocks; i++)
-        ok += !res[i].rc;
+        ok += !res[i].rc && res[i].block;
     if (!ok) {
         for (size_t i = 0; i < o.nblocks; i++)
             fprintf(stderr, "onigpu bench frames: block %u: %s (%d)\n", res[i].block,

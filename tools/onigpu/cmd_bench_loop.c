@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench/bench_loop.h"
+#include "bench_cli.h"
 #include "cli.h"
 #include "cli_oni.h"
 #include "loop/loop.h"
@@ -129,8 +130,10 @@ static int run(int argc, char **argv)
     o.argc = cli_command_line(&o.argv);
     o.log = stderr;
     int st = parse_args(argc, argv, &o);
-    if (st)
+    if (st || (st = bench_cli_out("bench loop", o.out_dir)) != 0)
         return st;
+    if (bench_cli_signals("bench loop"))
+        return 1;
     int total = 0;
     for (int b = 0; b < LOOP_NBACKENDS; b++) {
         char why[160];
@@ -140,6 +143,7 @@ static int run(int argc, char **argv)
     }
     total *= o.nscen * o.nai;
     int failed = 0, rc = bench_loop_run(&o, &failed);
+    bench_cli_signals_end("bench loop");
     if (rc)
         return cli_fail("bench loop", rc);
     if (failed == total)

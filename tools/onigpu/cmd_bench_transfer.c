@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "onigpu.h"
+#include "bench/bench.h"
 #include "bench/bench_transfer.h"
+#include "bench_cli.h"
 #include "cli.h"
 #include "cli_oni.h"
 
@@ -121,10 +123,16 @@ static int run(int argc, char **argv)
     }
     if (!sizes_ok(o.min_size, 4096) || 4096 > o.max_size) /* the targets are at 4 KiB (TARGETS.md) */
         fprintf(stderr, "onigpu bench transfer: note: 4096 is not among the sizes, so no 4 KiB target row\n");
-    int status = 0;
+    int status = bench_cli_out("bench transfer", o.out_dir);
+    if (status)
+        return status;
+    if (bench_cli_signals("bench transfer"))
+        return 1;
     for (char *save = NULL, *link = strtok_r(links_buf, ",", &save); link; link = strtok_r(NULL, ",", &save)) {
         o.link = link;
         printf("== onigpu bench transfer, link %s ==\n", link);
+        if (bench_stopped())
+            break;
         int rc = bench_transfer_run(&o);
         if (rc) {
             status = cli_fail("bench transfer", rc);
@@ -132,5 +140,6 @@ static int run(int argc, char **argv)
                 break;
         }
     }
+    bench_cli_signals_end("bench transfer");
     return status;
 }

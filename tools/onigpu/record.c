@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "record.h"
-#include "bench/bench.h"
+#include "common/mkdirs.h"
 #include "cli_oni.h"
 #include "onix.h"
 
@@ -95,12 +95,9 @@ struct recorder *rec_open(const char *dir, const oni_device_t *t, oni_size_t n)
     }
     r->index_fd = -1;
     char p[4096];
-    errno = 0;
-    int rc = bench_make_dirs(dir);
-    if (rc) {
-        struct stat st;
-        int err = stat(dir, &st) == 0 && !S_ISDIR(st.st_mode) ? ENOTDIR : errno;
-        fprintf(stderr, "onigpu read: cannot make the directory %s: %s\n", dir, err ? strerror(err) : oni_error_str(rc));
+    int rc, err = make_dirs(dir);
+    if (err) {
+        fprintf(stderr, "onigpu read: cannot make the directory %s: %s\n", dir, strerror(err));
         goto fail;
     }
     path_of(r, INDEX, p, sizeof p);

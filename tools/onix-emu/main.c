@@ -2,7 +2,6 @@
  * it with the spec "daemon=/path/to/sock" (docs/daemon.md).
  *
  *   onix-emu --socket PATH [--spec SPEC]
- *   onix-emu bench [...]    the card's own benchmark (bench.c)
  *
  * Runs in the foreground and serves one session at a time: a session is one
  * driver context, and owns one card created from the client's spec (or from
@@ -26,7 +25,6 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include "bench.h"
 #include "common/stopsig.h"
 #include "drivers/emu/emuproto.h"
 #include "emu/dma.h"
@@ -842,10 +840,9 @@ static void *gpu_start(void *arg)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: onix-emu --socket PATH [--spec SPEC]\n"
-               "       onix-emu bench [--seconds T] [--only gen,link,echo,age] [--out DIR]\n"
                "Serve the emulated ONIX host card to the emu driver (spec \"daemon=PATH\").\n"
                "SPEC is the card's spec string (oniemu.h), used when a client gives none.\n"
-               "bench: benchmark the card itself (onix-emu bench --help).\n");
+               "The card's benchmark is onigpu bench emu.\n");
 }
 
 /* Stop: no new connections, every connection told to finish, wait for them. */
@@ -923,8 +920,6 @@ static int parse_args(int argc, char **argv, const char **path)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "bench"))
-        return emu_bench_main(argc - 1, argv + 1);
     const char *path = NULL;
     int st = parse_args(argc, argv, &path);
     if (st == 1) {

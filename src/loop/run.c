@@ -1,0 +1,649 @@
+/* run.c - the closed loop on the emulated card as one call (run.h):
+ * Neuropixels 2.0 frames from the card's GPU data stream into spike
+ * detection, a stimulation decision written back to the stimulator as a
+ * write frame, and the stimulator's echo (receipt time in the acquisition
+ * clock) read from the default stream: the latency from the spike's sample
+ * time to the stimulator's receipt. */
+#include "run.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "oni/util/clock.h"
+#include "oniemu.h"
+#include "onigpu.h"
+#include "onix.h"
+#include "loop/source.h"
+#include "loop/stats.h"
+
+#define NP2_CHANNELS 384
+#define TAGS 65536        /* stimulation tags remembered for the echo */
+#define MAX_DET (1u << 22)
+#define MAX_LAT (1u << 22)
+#define OWED_MAX_MS 100.0 /* data left in the card at the end beyond which the loop fell behind */
+#define KEEP_UP_SHARE 0.95 /* ... or a processed frame rate below this share of the probe's */
+#define DEFAULT_SPEC "devices=np2:route=1,stim;mode=realtime"
+
+struct session {
+    const struct loop_run_config *cfg;
+    struct loop_run_result *res;
+    oni_ctx ctx;
+    uint32_t np2, stim, stim_wsize, np2_read;
+    double acq_hz;
+    uint64_t tag_time[TAGS];
+    _Atomic uint32_t ntags;
+    struct loop_spike *det;
+    _Atomic size_t ndet;
+    uint64_t *lat, *lat_tag; /* acquisition ticks, tag */
+    _Atomic size_t nlat;
+    _Atomic uint64_t stims, det_overflow, echo_other;
+    _Atomic uint64_t det_unkept, lat_unkept; /* past MAX_DET / MAX_LAT: counted, not scored */
+    _Atomic uint64_t t_block;    /* time of the last processed frame */
+    _Atomic uint64_t t_first_block; /* time of the first block's last frame (0: none yet) */
+    _Atomic int echo_stop, echo_err;
+    uint8_t *wbuf;
+    struct loop_ephys_state *st;
+    struct loop_ephys_layout lay;
+    struct loop_ephys_params p;
+    struct loop_cardsrc cs;
+    struct loop_config c;
+    struct loop *lp;
+    pthread_t echo;
+    int echo_started;
+};
+
+/* Record what failed (the first one only) and return rc. */
+static int fail(struct session *s, int rc, const char *fmt, ...)
+{
+    if (!s->res->why[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(s->res->why, sizeof s->res->why, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uint32_t timeout_ms)
+{
+    (void)len, (void)timeout_ms;
+    struct session *s = ctx;
+    const struct loop_ephys_out *o = outp;
+    size_t n = atomic_load(&s->ndet);
+    uint32_t i = 0;
+    for (; i < o->nspikes && n < MAX_DET; i++)
+        s->det[n++] = o->spikes[i];
+    atomic_store(&s->ndet, n);
+    atomic_fetch_add(&s->det_unkept, o->nspikes - i);
+    atomic_fetch_add(&s->det_overflow, o->overflow);
+    atomic_store(&s->t_block, o->t_block);
+    if (seq == 0)
+        atomic_store(&s->t_first_block, o->t_block);
+    if (!o->nspikes)
+        return 0;
+    /* Stimulate: one write frame per block with spikes, tagged so the echo
+     * names the spike it answers. */
+    uint32_t tag = atomic_load(&s->ntags);
+    s->tag_time[tag % TAGS] = o->t_first;
+    atomic_store(&s->ntags, tag + 1);
+    memcpy(s->wbuf, &tag, 4);
+    oni_frame_t *f = NULL;
+    int rc = oni_create_frame(s->ctx, &f, s->stim, s->wbuf, s->stim_wsize);
+    if (rc)
+        return rc;
+    rc = oni_write_frame(s->ctx, f);
+    oni_destroy_frame(f);
+    if (rc < 0)
+        return rc;
+    atomic_fetch_add(&s->stims, 1);
+    return 0;
+}
+
+/* Default stream: the stimulator's echo frames [u32 tag][u32 words received][u64 receipt]. */
+static void *echo_main(void *p)
+{
+    struct session *s = p;
+    while (!atomic_load(&s->echo_stop)) {
+        oni_frame_t *f = NULL;
+        int rc = oni_read_frame(s->ctx, &f);
+        if (rc == ONI_ETIMEOUT)
+            continue;
+        if (rc < 0) {
+            atomic_store(&s->echo_err, rc);
+            break;
+        }
+        if (f->dev_idx == s->stim && f->data_sz >= 16) {
+            uint32_t tag;
+            uint64_t receipt;
+            memcpy(&tag, f->data, 4);
+            memcpy(&receipt, f->data + 8, 8);
+            size_t n = atomic_load(&s->nlat);
+            if (tag < atomic_load(&s->ntags) && n < MAX_LAT) {
+                s->lat[n] = receipt - s->tag_time[tag % TAGS];
+                s->lat_tag[n] = tag;
+                atomic_store(&s->nlat, n + 1);
+            } else if (tag < atomic_load(&s->ntags)) {
+                atomic_fetch_add(&s->lat_unkept, 1);
+            }
+        } else {
+            atomic_fetch_add(&s->echo_other, 1);
+        }
+        oni_destroy_frame(f);
+    }
+    return NULL;
+}
+
+static double ticks_us(const struct session *s, double ticks)
+{
+    return ticks / s->acq_hz * 1e6;
+}
+
+/* Percentiles (us) of the latencies lat[i] with warm[i] == want_warm (warm
+ * NULL: all of them); none gives NaNs. */
+static void lat_summary(const struct session *s, const uint64_t *lat, size_t n, const uint8_t *warm, int want_warm,
+                        struct loop_run_latency *out)
+{
+    out->n = 0;
+    out->p50_us = out->p99_us = out->p999_us = out->max_us = NAN;
+    uint64_t *v = n ? malloc(n * sizeof *v) : NULL;
+    if (!v)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!warm || warm[i] == want_warm)
+            v[k++] = lat[i];
+    loop_sort_u64(v, k);
+    if (k) {
+        out->n = k;
+        out->p50_us = ticks_us(s, loop_percentile_sorted(v, k, 50));
+        out->p99_us = ticks_us(s, loop_percentile_sorted(v, k, 99));
+        out->p999_us = ticks_us(s, loop_percentile_sorted(v, k, 99.9));
+        out->max_us = ticks_us(s, (double)v[k - 1]);
+    }
+    free(v);
+}
+
+static int find_devices(struct session *s)
+{
+    oni_size_t ndev = 0;
+    size_t sz = sizeof ndev;
+    int rc = oni_get_opt(s->ctx, ONI_OPT_NUMDEVICES, &ndev, &sz);
+    oni_device_t *t = rc || !ndev ? NULL : calloc(ndev, sizeof *t);
+    if (!rc && ndev && !t)
+        rc = ONI_EBADALLOC;
+    sz = ndev * sizeof *t;
+    if (!rc && ndev)
+        rc = oni_get_opt(s->ctx, ONI_OPT_DEVICETABLE, t, &sz);
+    if (rc) {
+        free(t);
+        return fail(s, rc, "reading the device table: %s", oni_error_str(rc));
+    }
+    int have_np2 = 0, have_stim = 0;
+    uint32_t shared = 0; /* a device other than the probe on the GPU stream (+1) */
+    for (oni_size_t i = 0; i < ndev; i++) {
+        oni_reg_val_t route = 0;
+        if (t[i].read_size && !shared && (t[i].id != ONIX_ONIGPU_NEUROPIX2 || have_np2) &&
+            oni_read_reg(s->ctx, t[i].idx, ONIEMU_REG_ROUTE, &route) == 0 && route == 1)
+            shared = t[i].idx + 1;
+        if (t[i].id == ONIX_ONIGPU_NEUROPIX2 && !have_np2) {
+            s->np2 = t[i].idx;
+            s->np2_read = t[i].read_size;
+            have_np2 = 1;
+        } else if (t[i].id == ONIX_ONIGPU_STIM && !have_stim) {
+            s->stim = t[i].idx;
+            s->stim_wsize = t[i].write_size;
+            have_stim = 1;
+        }
+    }
+    free(t);
+    if (!have_np2 || !have_stim || !s->stim_wsize)
+        return fail(s, ONI_EINVALARG, "the card needs a Neuropixels 2.0 device and a stimulator (devices=np2,stim)");
+    /* The loop takes the GPU stream as the probe's frames alone. */
+    if (shared)
+        return fail(s, ONI_EINVALARG,
+                    "device 0x%x is routed to the GPU stream too; the loop needs it for the first Neuropixels 2.0 "
+                    "alone (route=0 for the others)", shared - 1);
+    return 0;
+}
+
+/* The ground truth of device dev from the card's truth file
+ * "dev_idx,unit,channel,sample_time" (the header line is skipped): *out (the
+ * caller frees it) and *n events. 0, ONI_EREADFAILURE or ONI_EBADALLOC; *out
+ * is then NULL. */
+static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return ONI_EREADFAILURE;
+    size_t cap = 4096;
+    struct loop_truth *t = malloc(cap * sizeof *t);
+    char line[256];
+    int rc = t ? 0 : ONI_EBADALLOC;
+    while (!rc && fgets(line, sizeof line, f)) {
+        unsigned long long d, u, c, time;
+        if (sscanf(line, "%llu,%llu,%llu,%llu", &d, &u, &c, &time) != 4 || d != dev)
+            continue;
+        if (*n == cap) {
+            struct loop_truth *g = realloc(t, 2 * cap * sizeof *t);
+            if (!g) {
+                rc = ONI_EBADALLOC;
+                break;
+            }
+            t = g;
+            cap *= 2;
+        }
+        t[(*n)++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u};
+    }
+    if (ferror(f) && !rc)
+        rc = ONI_EREADFAILURE;
+    fclose(f);
+    if (rc) {
+        free(t);
+        *n = 0;
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+static int open_card(struct session *s)
+{
+    const struct loop_run_config *cfg = s->cfg;
+    char spec[512];
+    const char *base = cfg->spec ? cfg->spec : DEFAULT_SPEC;
+    if (cfg->link)
+        snprintf(spec, sizeof spec, "%s;link=%s", base, cfg->link);
+    else
+        snprintf(spec, sizeof spec, "%s", base);
+    if (!(s->ctx = oni_create_ctx("emu")))
+        return fail(s, ONI_EINIT, "cannot load the emu driver");
+    uint32_t tmo = 250; /* every wait of the loop is bounded well below a second */
+    int rc = oni_set_driver_opt(s->ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_set_opt(s->ctx, ONI_OPT_TIMEOUTMS, &tmo, sizeof tmo);
+    if (!rc)
+        rc = oni_set_driver_opt(s->ctx, ONI_DRV_EMU_TRUTH_FILE, cfg->truth, strlen(cfg->truth) + 1);
+    if (!rc)
+        rc = oni_init_ctx(s->ctx, -1);
+    if (rc)
+        return fail(s, rc, "cannot open the emulated card: %s", oni_error_str(rc));
+    /* In fast mode the acquisition clock follows the reads, not wall time,
+     * so neither the latency nor the keeping-up verdict would mean anything.
+     * A driver that cannot say is taken as realtime. */
+    uint32_t fast = 0;
+    size_t sz = sizeof fast;
+    if (oni_get_driver_opt(s->ctx, ONI_DRV_EMU_MODE, &fast, &sz) == 0 && fast)
+        return fail(s, ONI_EINVALSTATE, "the card's mode=fast has no real-time clock to close the loop against "
+                                        "(latency and keeping up need mode=realtime)");
+    oniemu_link_t l;
+    sz = sizeof l;
+    if (oni_get_driver_opt(s->ctx, ONI_DRV_EMU_LINK, &l, &sz))
+        snprintf(s->res->link, sizeof s->res->link, "unknown");
+    else
+        snprintf(s->res->link, sizeof s->res->link, "%.*s", (int)sizeof l.name, l.name);
+    return 0;
+}
+
+/* The card's stream statistics into *ss (zeros on an error, which is
+ * returned: the figures are then unknown, never 0). */
+static int card_stats(struct session *s, onigpu_stream_stats_t *ss)
+{
+    size_t sz = sizeof *ss;
+    memset(ss, 0, sizeof *ss);
+    return oni_get_driver_opt(s->ctx, ONI_DRV_STREAM_STATS, ss, &sz);
+}
+
+/* Data waiting in the card's GPU-stream FIFO (the probe's route), in ms of
+ * acquisition: what the loop owes the card. */
+static double backlog_ms(const struct session *s, const onigpu_stream_stats_t *ss)
+{
+    return s->lay.stride && s->p.fs_hz > 0 ? (double)ss->fifo_bytes[1] / (double)s->lay.stride / s->p.fs_hz * 1e3 : 0;
+}
+
+/* Route the probe to the GPU stream, set up detection and the loop, start
+ * the echo reader. 0 or an error (said). */
+static int setup(struct session *s)
+{
+    const struct loop_run_config *cfg = s->cfg;
+    uint32_t hz = 0;
+    int rc = find_devices(s);
+    if (rc)
+        return rc;
+    if ((rc = oni_get_opt(s->ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz})) != 0)
+        return fail(s, rc, "reading the acquisition clock: %s", oni_error_str(rc));
+    s->acq_hz = hz ? hz : 250e6;
+    /* Neuropixels payload: [u64 sample count][u16 ch[384]], 12-bit offset
+     * binary (docs/devices.md): the samples end the payload. The offset (2048)
+     * is DC, which the band-pass removes. */
+    if (s->np2_read < 2 * NP2_CHANNELS)
+        return fail(s, ONI_EINVALARG, "Neuropixels frames of %u bytes hold no %d channels", s->np2_read,
+                    NP2_CHANNELS);
+    if (!(s->wbuf = calloc(1, s->stim_wsize)))
+        return fail(s, ONI_EBADALLOC, "no memory");
+    if ((rc = oni_write_reg(s->ctx, s->np2, ONIEMU_REG_ROUTE, 1)) != 0)
+        return fail(s, rc, "routing the probe to the GPU stream: %s", oni_error_str(rc));
+    s->lay = (struct loop_ephys_layout){NP2_CHANNELS, 16 + ((s->np2_read + 3u) & ~3u),
+                                        16 + s->np2_read - 2 * NP2_CHANNELS};
+    size_t in_bytes = (size_t)cfg->block * s->lay.stride;
+    /* A block the card's FIFO cannot hold never arrives: the loop would wait
+     * for it until the end and process nothing. */
+    onigpu_stream_stats_t ss;
+    if (card_stats(s, &ss) == 0 && ss.fifo_capacity[1] && ss.fifo_capacity[1] < in_bytes)
+        return fail(s, ONI_EINVALARG,
+                    "a block of %u frames (%zu bytes) does not fit the card's GPU-stream FIFO of %llu bytes "
+                    "(a smaller --block, or more ddr= in the card's spec)", cfg->block, in_bytes,
+                    (unsigned long long)ss.fifo_capacity[1]);
+    loop_ephys_defaults(&s->p);
+    rc = loop_ephys_init(s->st, &s->p, &s->lay);
+    if (!rc)
+        rc = loop_cardsrc_init(&s->cs, s->ctx, (uint32_t)in_bytes);
+    if (rc)
+        return fail(s, rc, "setting up the GPU stream: %s", oni_error_str(rc));
+    struct loop_config *c = &s->c;
+    memset(c, 0, sizeof *c);
+    c->backend = cfg->backend;
+    c->work = LOOP_WORK_EPHYS;
+    c->in_bytes = in_bytes;
+    c->depth = 4;
+    c->timeout_ms = 1000;
+    c->ephys = s->st;
+    loop_cardsrc_source(&s->cs, &c->src);
+    c->sink = (struct loop_sink){s, sink_write};
+    if ((rc = loop_create(c, &s->lp)) != 0)
+        return fail(s, rc, "creating the loop: %s", oni_error_str(rc));
+    if (pthread_create(&s->echo, NULL, echo_main, s))
+        return fail(s, ONI_EBADALLOC, "starting the echo reader");
+    s->echo_started = 1;
+    return 0;
+}
+
+static void stop_echo(struct session *s)
+{
+    if (s->echo_started) {
+        atomic_store(&s->echo_stop, 1);
+        pthread_join(s->echo, NULL);
+        s->echo_started = 0;
+    }
+}
+
+/* One live report: frame rate over the last interval, stimulations,
+ * latency so far, FIFO fill and backlog, drops. */
+static void progress(struct session *s, double t, uint64_t *last_blocks, double *last_t)
+{
+    struct loop_run_progress p = {.t = t};
+    struct loop_stats ls;
+    onigpu_stream_stats_t ss;
+    loop_get_stats(s->lp, &ls);
+    p.fps = t > *last_t ? (double)(ls.blocks - *last_blocks) * s->cfg->block / (t - *last_t) : 0;
+    *last_blocks = ls.blocks;
+    *last_t = t;
+    p.stims = atomic_load(&s->stims);
+    struct loop_run_latency lat;
+    lat_summary(s, s->lat, atomic_load(&s->nlat), NULL, 0, &lat);
+    p.have_lat = lat.n > 0;
+    p.lat_p50_us = lat.p50_us;
+    p.lat_p99_us = lat.p99_us;
+    p.ss_rc = card_stats(s, &ss);
+    if (!p.ss_rc) {
+        p.fifo_pct = ss.fifo_capacity[1] ? 100.0 * (double)ss.fifo_bytes[1] / (double)ss.fifo_capacity[1] : 0.0;
+        p.behind_ms = backlog_ms(s, &ss);
+        p.dropped = ss.dropped_frames[0] + ss.dropped_frames[1];
+    }
+    s->cfg->progress(s->cfg->arg, &p);
+}
+
+struct loop_thread {
+    struct loop *lp;
+    int rc;
+};
+
+static void *loop_main(void *p)
+{
+    struct loop_thread *t = p;
+    t->rc = loop_run(t->lp);
+    return NULL;
+}
+
+static int stop_asked(const struct session *s)
+{
+    return s->cfg->stop && atomic_load(s->cfg->stop);
+}
+
+/* Acquire for cfg->seconds (or until cfg->stop), then stop the loop, the
+ * echo reader and acquisition, noting what the card held and dropped as the
+ * loop stopped. 0, or an error of the start (nothing ran then). */
+static int acquire(struct session *s, int *loop_rc)
+{
+    const struct loop_run_config *cfg = s->cfg;
+    struct loop_run_result *res = s->res;
+    if (cfg->started)
+        cfg->started(cfg->arg, res);
+    uint32_t one = 1, zero = 0;
+    int rc = oni_set_opt(s->ctx, ONI_OPT_RUNNING, &one, sizeof one);
+    if (rc)
+        return fail(s, rc, "starting acquisition: %s", oni_error_str(rc));
+    struct loop_thread lt = {s->lp, 0};
+    pthread_t lth;
+    uint64_t t0 = oni_now_ns();
+    if (pthread_create(&lth, NULL, loop_main, &lt)) {
+        oni_set_opt(s->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
+        return fail(s, ONI_EBADALLOC, "starting the loop");
+    }
+    uint64_t last_blocks = 0;
+    double last_t = 0;
+    for (int sec = 1; sec <= (int)ceil(cfg->seconds) && !loop_error(s->lp) && !stop_asked(s); sec++) {
+        double until = sec < cfg->seconds ? sec : cfg->seconds;
+        while ((double)(oni_now_ns() - t0) / 1e9 < until && !loop_error(s->lp) && !stop_asked(s)) {
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+        if (cfg->progress)
+            progress(s, (double)(oni_now_ns() - t0) / 1e9, &last_blocks, &last_t);
+    }
+    res->stopped = stop_asked(s);
+    /* What the loop owes the card as it stops: a loop that keeps up owes a
+     * block or two; one slower than the probe owes more every second, and
+     * its latency grows with it, long before the FIFO drops anything. The
+     * drops counted are those up to here, while the loop read: once it
+     * stops, the card drops what nobody reads any more. */
+    onigpu_stream_stats_t ss;
+    res->stats_rc = card_stats(s, &ss);
+    res->owed_ms = res->stats_rc ? NAN : backlog_ms(s, &ss);
+    res->dropped = res->stats_rc ? 0 : ss.dropped_frames[0] + ss.dropped_frames[1];
+    loop_stop(s->lp);
+    pthread_join(lth, NULL);
+    struct timespec settle = {0, 300000000}; /* the last echoes */
+    nanosleep(&settle, NULL);
+    /* Stop reading before acquisition: stopping flushes the read path, which
+     * would wait for the echo reader otherwise. */
+    stop_echo(s);
+    oni_set_opt(s->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
+    *loop_rc = lt.rc;
+    return 0;
+}
+
+/* The detections scored against the ground truth, after the detector's
+ * calibration and up to the last processed frame (or the last spike kept).
+ * 0, or the truth file's error (said; the score is then of no events). */
+static int score(struct session *s, struct loop_score *sc)
+{
+    struct loop_truth *tr;
+    size_t ntr;
+    int rc = read_truth(s->cfg->truth, s->np2, &tr, &ntr);
+    if (rc)
+        fail(s, rc, "cannot read the ground truth %s: %s", s->cfg->truth, oni_error_str(rc));
+    const struct loop_ephys_state *fin = loop_ephys_final(s->lp);
+    uint64_t tol = (uint64_t)(LOOP_RUN_TOL_S * s->acq_hz);
+    /* The acquisition clock does not start at the first frame read. */
+    uint64_t t_lo = atomic_load(&s->t_first_block) + (uint64_t)((double)fin->calib / s->p.fs_hz * s->acq_hz) + tol;
+    uint64_t t_hi = atomic_load(&s->t_block) > tol ? atomic_load(&s->t_block) - tol : 0;
+    size_t ndet = atomic_load(&s->ndet);
+    if (atomic_load(&s->det_unkept) && ndet && s->det[ndet - 1].time > tol && s->det[ndet - 1].time - tol < t_hi)
+        t_hi = s->det[ndet - 1].time - tol; /* none kept after it: scored up to the last one kept */
+    loop_score_spikes(tr, ntr, s->det, ndet, tol, 2, t_lo, t_hi, sc);
+    free(tr);
+    return rc;
+}
+
+/* The echoes kept, each marked warm-up or not, and their percentiles apart. */
+static int latencies(struct session *s)
+{
+    struct loop_run_result *res = s->res;
+    size_t n = atomic_load(&s->nlat);
+    /* half the run when that is shorter: a run stopped early keeps a part
+     * after its warm-up */
+    res->warmup_s = res->seconds / 2 < LOOP_RUN_WARMUP_S ? res->seconds / 2 : LOOP_RUN_WARMUP_S;
+    res->nlat = n;
+    res->lat_tag = malloc((n ? n : 1) * sizeof *res->lat_tag);
+    res->lat_us = malloc((n ? n : 1) * sizeof *res->lat_us);
+    res->lat_warm = malloc(n ? n : 1);
+    if (!res->lat_tag || !res->lat_us || !res->lat_warm) {
+        res->nlat = 0;
+        return fail(s, ONI_EBADALLOC, "no memory for the latencies");
+    }
+    /* Warm-up by the spike's time in the acquisition clock, from the first
+     * block: the same spikes whichever machine or load. */
+    uint64_t warm_end = atomic_load(&s->t_first_block) + (uint64_t)(res->warmup_s * s->acq_hz);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t tag = (uint32_t)s->lat_tag[i];
+        res->lat_tag[i] = tag;
+        res->lat_us[i] = ticks_us(s, (double)s->lat[i]);
+        res->lat_warm[i] = s->tag_time[tag % TAGS] < warm_end;
+    }
+    lat_summary(s, s->lat, n, res->lat_warm, 0, &res->lat);
+    lat_summary(s, s->lat, n, res->lat_warm, 1, &res->lat_warmup);
+    return 0;
+}
+
+/* Score and sum up; the first error of the run, the truth or the echo
+ * reader (said). */
+static int summarize(struct session *s, int loop_rc)
+{
+    struct loop_run_result *res = s->res;
+    struct loop_stats ls;
+    res->ran = 1;
+    int rc = loop_rc ? fail(s, loop_rc, "closed loop: %s", oni_error_str(loop_rc)) : 0;
+    int trc = score(s, &res->score);
+    rc = rc ? rc : trc;
+    loop_get_stats(s->lp, &ls);
+    res->seconds = ls.seconds;
+    /* processed: blocks sent back, not blocks read (after an error the loop
+     * has read blocks it never finished) */
+    res->frames = ls.blocks * s->cfg->block;
+    res->bytes = ls.blocks * s->c.in_bytes;
+    res->fps = ls.seconds > 0 ? res->frames / ls.seconds : 0.0;
+    res->stalls = ls.stalls;
+    int behind = res->fps < KEEP_UP_SHARE * s->p.fs_hz || res->owed_ms > OWED_MAX_MS || res->dropped;
+    /* Without the card's statistics the backlog is unknown: only a slow
+     * frame rate gives a verdict then. */
+    res->verdict = behind ? 0 : isnan(res->owed_ms) ? -1 : 1;
+    res->spikes = atomic_load(&s->ndet);
+    res->spikes_overflow = atomic_load(&s->det_overflow);
+    res->spikes_unkept = atomic_load(&s->det_unkept);
+    res->stims = atomic_load(&s->stims);
+    res->echoes_unkept = atomic_load(&s->lat_unkept);
+    res->echoes = atomic_load(&s->nlat) + res->echoes_unkept;
+    res->echoes_other = atomic_load(&s->echo_other);
+    int lrc = latencies(s);
+    rc = rc ? rc : lrc;
+    int erc = atomic_load(&s->echo_err);
+    if (erc) /* the latencies then miss the echoes not read */
+        rc = rc ? rc : fail(s, erc, "reading the stimulator's echoes: %s", oni_error_str(erc));
+    if (!res->frames)
+        rc = rc ? rc : fail(s, ONI_EREADFAILURE, "the loop processed no frame in %.1f s: no block of %u frames "
+                            "came from the card", ls.seconds, s->cfg->block);
+    return rc;
+}
+
+static void session_free(struct session *s)
+{
+    if (!s)
+        return;
+    stop_echo(s);
+    loop_destroy(s->lp);
+    if (s->ctx)
+        oni_destroy_ctx(s->ctx);
+    free(s->det);
+    free(s->lat);
+    free(s->lat_tag);
+    free(s->wbuf);
+    free(s->st);
+    free(s);
+}
+
+static int check_config(const struct loop_run_config *cfg, char *why, size_t cap)
+{
+    char bwhy[160];
+    if (!cfg->truth)
+        snprintf(why, cap, "no ground-truth file given");
+    else if (cfg->block < 1 || cfg->block > LOOP_RUN_MAX_BLOCK)
+        snprintf(why, cap, "a block of %u frames (1..%d)", cfg->block, LOOP_RUN_MAX_BLOCK);
+    else if (!(cfg->seconds >= LOOP_RUN_MIN_SECONDS) || cfg->seconds > 86400)
+        snprintf(why, cap, "a run of %g s (%g..86400)", cfg->seconds, LOOP_RUN_MIN_SECONDS);
+    else if (!loop_backend_available(cfg->backend, bwhy, sizeof bwhy))
+        snprintf(why, cap, "backend %s is not available: %s", loop_backend_name(cfg->backend), bwhy);
+    else
+        return 0;
+    return ONI_EINVALARG;
+}
+
+int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *res)
+{
+    if (!res)
+        return ONI_EINVALARG;
+    memset(res, 0, sizeof *res);
+    res->owed_ms = NAN;
+    if (!cfg)
+        return res->rc = ONI_EINVALARG;
+    if ((res->rc = check_config(cfg, res->why, sizeof res->why)) != 0)
+        return res->rc;
+    res->block = cfg->block;
+    struct session *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(res->why, sizeof res->why, "no memory");
+        return res->rc = ONI_EBADALLOC;
+    }
+    s->cfg = cfg;
+    s->res = res;
+    s->st = calloc(1, sizeof *s->st);
+    s->det = malloc(MAX_DET * sizeof *s->det);
+    s->lat = malloc(MAX_LAT * sizeof *s->lat);
+    s->lat_tag = malloc(MAX_LAT * sizeof *s->lat_tag);
+    int rc = s->st && s->det && s->lat && s->lat_tag ? 0 : fail(s, ONI_EBADALLOC, "no memory");
+    if (!rc)
+        rc = open_card(s);
+    if (!rc)
+        rc = setup(s);
+    if (!rc) {
+        res->block_bytes = s->c.in_bytes;
+        res->ai = loop_ephys_flops(s->lay.nchan, cfg->block) / (double)s->c.in_bytes;
+        res->fs_hz = s->p.fs_hz;
+    }
+    int loop_rc = 0;
+    if (!rc)
+        rc = acquire(s, &loop_rc);
+    if (!rc)
+        rc = summarize(s, loop_rc);
+    session_free(s);
+    return res->rc = rc;
+}
+
+void loop_run_result_free(struct loop_run_result *res)
+{
+    if (!res)
+        return;
+    free(res->lat_tag);
+    free(res->lat_us);
+    free(res->lat_warm);
+    res->lat_tag = NULL;
+    res->lat_us = NULL;
+    res->lat_warm = NULL;
+    res->nlat = 0;
+}

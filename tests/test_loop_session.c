@@ -1,0 +1,188 @@
+/* test_loop_session.c - the closed loop as a library call (src/loop/run.h),
+ * in-process on the emulated card with the cpu backend: what a run sums up
+ * and how its counts relate, an early stop, and the cards and settings it
+ * refuses before anything runs. The CLI around it: test_loop_run.c. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "oni.h"
+#include "unit.h"
+#include "realtime.h"
+#include "oni/util/clock.h"
+#include "loop/run.h"
+
+#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define REALTIME_BUILD 1 /* only such a build keeps up with the card */
+#else
+#define REALTIME_BUILD 0
+#endif
+
+static char truth[64];
+
+/* A config of a cpu run of `seconds` into a new, empty truth file. */
+static struct loop_run_config config(double seconds)
+{
+    snprintf(truth, sizeof truth, "/tmp/onigpu-session-XXXXXX");
+    int fd = mkstemp(truth);
+    if (fd >= 0)
+        close(fd);
+    return (struct loop_run_config){.backend = LOOP_CPU, .block = 16, .seconds = seconds, .truth = truth};
+}
+
+struct seen {
+    int started, progress;
+    char link[32];
+};
+
+static void on_started(void *arg, const struct loop_run_result *r)
+{
+    struct seen *s = arg;
+    s->started++;
+    snprintf(s->link, sizeof s->link, "%s", r->link);
+}
+
+static void on_progress(void *arg, const struct loop_run_progress *p)
+{
+    struct seen *s = arg;
+    s->progress += p->t > 0;
+}
+
+/* One run, checked; 1 when its real-time figures held. */
+static int sums_up_a_run(void)
+{
+    struct loop_run_config c = config(2);
+    struct seen seen = {0};
+    c.started = on_started;
+    c.progress = on_progress;
+    c.arg = &seen;
+    c.link = "gen3x8";
+    struct loop_run_result r;
+    int rc = loop_run_session(&c, &r);
+    /* a sanitized build falls behind and its reads may time out: what it
+     * processed is summed up all the same */
+    CHECK(rc == 0 || !REALTIME_BUILD);
+    CHECK_EQ(r.ran, 1);
+    CHECK_EQ(seen.started, 1);
+    CHECK_EQ(seen.progress, 2);
+    CHECK(strcmp(seen.link, "gen3x8") == 0 && strcmp(r.link, "gen3x8") == 0);
+    CHECK_EQ(r.stopped, 0);
+    CHECK(r.frames > 0 && r.frames % 16 == 0);
+    CHECK_EQ(r.bytes, r.frames * 792);
+    CHECK_EQ(r.block_bytes, 16 * 792);
+    /* the counts' relations (run.h) */
+    CHECK(r.stims <= r.frames / 16);
+    CHECK(r.echoes <= r.stims);
+    CHECK(r.score.recalled <= r.score.events && r.score.true_pos <= r.score.detections);
+    CHECK(r.score.detections <= r.spikes);
+    CHECK_EQ(r.nlat, r.lat.n + r.lat_warmup.n);
+    CHECK(r.warmup_s == fmin(LOOP_RUN_WARMUP_S, r.seconds / 2));
+    size_t warm = 0;
+    for (size_t i = 0; i < r.nlat; i++) {
+        warm += r.lat_warm[i];
+        CHECK(r.lat_us[i] > 0);
+    }
+    CHECK_EQ(warm, r.lat_warmup.n);
+    if (r.lat.n)
+        CHECK(r.lat.p50_us <= r.lat.p99_us && r.lat.p99_us <= r.lat.p999_us && r.lat.p999_us <= r.lat.max_us);
+    else
+        CHECK(isnan(r.lat.p50_us));
+    /* what a loop that keeps up gets: judged with the CPU pressure (realtime.h) */
+    int ok = r.score.events >= 20 && r.score.recall > 0.9 && r.score.precision > 0.9 && r.lat.n > 0 &&
+             r.lat_warmup.n > 0;
+    fprintf(stderr, "  %llu events, recall %.3f, precision %.3f, %zu echoes after the warm-up, %zu in it\n",
+            (unsigned long long)r.score.events, r.score.recall, r.score.precision, r.lat.n, r.lat_warmup.n);
+    loop_run_result_free(&r);
+    unlink(truth);
+    return ok;
+}
+
+TEST(session_sums_up_a_run)
+{
+    enum rt_verdict v = RT_RETRY;
+    for (int attempt = 1; v == RT_RETRY; attempt++) {
+        struct rt_clock clk;
+        rt_start(&clk);
+        int ok = sums_up_a_run();
+        double p = rt_pressure(&clk);
+        v = REALTIME_BUILD ? rt_judge(ok, attempt, p) : RT_PASS;
+        if (v != RT_PASS)
+            rt_report("events and latency", attempt, p, v);
+    }
+}
+
+struct stopper {
+    _Atomic int flag;
+    unsigned after_ms;
+};
+
+static void *stop_later(void *p)
+{
+    struct stopper *s = p;
+    usleep(s->after_ms * 1000u);
+    atomic_store(&s->flag, 1);
+    return NULL;
+}
+
+/* cfg.stop ends a run early as its end would: stopped, scored, summed up. */
+TEST(session_stops_when_asked)
+{
+    struct loop_run_config c = config(60);
+    struct stopper st = {0, 1200};
+    c.stop = &st.flag;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, stop_later, &st) == 0);
+    struct loop_run_result r;
+    uint64_t t0 = oni_now_ns();
+    int rc = loop_run_session(&c, &r);
+    double took = (double)(oni_now_ns() - t0) / 1e9;
+    pthread_join(t, NULL);
+    CHECK(rc == 0 || !REALTIME_BUILD);
+    CHECK_EQ(r.ran, 1);
+    CHECK_EQ(r.stopped, 1);
+    CHECK(took < 20);
+    CHECK(r.seconds > 0 && r.seconds < 20);
+    CHECK(r.frames > 0);
+    CHECK(r.warmup_s == fmin(LOOP_RUN_WARMUP_S, r.seconds / 2)); /* of the time it ran, not the 60 s asked */
+    loop_run_result_free(&r);
+    unlink(truth);
+}
+
+/* What cannot do the job is refused with the reason, before acquisition. */
+TEST(session_refuses_what_cannot_close_the_loop)
+{
+    struct loop_run_config c = config(1);
+    struct loop_run_result r;
+    c.spec = "devices=np2,stim;ddr=8K"; /* the FIFO holds less than a block: 0 frames, exit 0 before */
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK_EQ(r.ran, 0);
+    CHECK(strstr(r.why, "does not fit the card's GPU-stream FIFO") != NULL);
+    c.spec = "devices=heartbeat";
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "devices=np2,stim") != NULL);
+    c.spec = "devices=np2:route=1,stim,heartbeat:hz=100:route=1";
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "routed to the GPU stream too") != NULL);
+    c.spec = "devices=np2:route=1,stim;mode=fast";
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALSTATE);
+    CHECK(strstr(r.why, "mode=realtime") != NULL);
+    c.spec = NULL;
+    c.block = 0;
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "block of 0 frames") != NULL);
+    c.block = LOOP_RUN_MAX_BLOCK + 1;
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    c.block = 16;
+    c.seconds = 0.4;
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "0.4 s") != NULL);
+    c.seconds = 1;
+    c.truth = NULL;
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK_EQ(loop_run_session(NULL, &r), ONI_EINVALARG);
+    CHECK_EQ(loop_run_session(&c, NULL), ONI_EINVALARG);
+    unlink(truth);
+}
