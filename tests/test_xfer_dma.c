@@ -316,7 +316,7 @@ TEST(dma_destroy_ends_queued_waits)
     emu_card_destroy(c);
 }
 
-/* --- mutation testing of the devices and DMA engine 2026-11-25 (docs/results/mutation-devices-20261125.md) --- */
+/* --- mutation testing of the devices and DMA engine 2026-11-25 (docs/results/mutation/mutation-devices-20261125.md) --- */
 
 /* Host reads out of a 1 MiB GPU-stream FIFO: below the ring's restart size,
  * so reads keep wrapping round its end (fast mode generates 256 KiB ahead:

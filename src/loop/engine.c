@@ -42,7 +42,7 @@ int loop_backend_available(int backend, char *why, size_t cap)
 int loop_backend_best(void)
 {
     /* The GPU backends by their measured 4 KiB round trip, p50 on the H100
-     * (docs/results/loop-20261123-192854.csv, AI 0.75): mapped 7.2 us,
+     * (docs/results/loop/loop-20261123-192854.csv, AI 0.75): mapped 7.2 us,
      * persistent 12.2, staged 18.5, graph 22.6, direct 25.8, flag 40.0. */
     static const int order[] = {LOOP_GPU_MAPPED, LOOP_GPU_PERSISTENT, LOOP_GPU_STAGED, LOOP_GPU_GRAPH, LOOP_GPU_DIRECT,
                                 LOOP_GPU_FLAG};

@@ -209,7 +209,7 @@ void oni_read_release(struct oni_ctx_impl *ctx);
 /* ---- the read bias (frame.c) -------------------------------------------
  * The read lock and a block's reference count each cost a locked
  * instruction per frame, 20 cycles apiece on Intel cores, where the rest of
- * oni_read_frame + oni_destroy_frame is about as much (docs/results/frames-log.md).
+ * oni_read_frame + oni_destroy_frame is about as much (docs/results/frames/log.md).
  * Almost always one thread reads a context and destroys what it read, so the
  * first reader gets the bias, a slot of its own (struct oni_bias_slot): its
  * oni_read_frame takes no lock and its oni_destroy_frame of a frame of the
