@@ -91,11 +91,8 @@ int cli_parse_u32(const char *s, uint32_t *out);
 /* The option at argv[*i] as *name and *value: "--opt=VALUE" (the name
  * copied into buf, cap bytes) or "--opt VALUE" (*i stepped past the value).
  * *value is NULL when the value is missing, as when the next argument is
- * another option ("--..."; cli_opt_value's rule). */
+ * another option ("--...": "--driver --verify" gives --driver no value). */
 void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const char **name, const char **value);
-/* If argv[*i] is "--name VALUE" or "--name=VALUE", set *value, advance *i past
- * it and return 1; 0 if argv[*i] is another argument; -1 if VALUE is missing. */
-int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value);
 /* A comma-separated list of at most cap sizes (cli_arg_size), each from
  * mult to max (max <= UINT32_MAX) and a multiple of mult, into v[0..cap);
  * *n how many. 0, or 2 after saying which size is wrong (cli_bad_value). */

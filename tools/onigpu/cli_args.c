@@ -68,7 +68,7 @@ void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const c
         return;
     }
     *name = a;
-    /* "--out --link x" lacks the value: it is not "--link" (as cli_opt_value) */
+    /* "--out --link x" lacks the value: it is not "--link" */
     *value = *i + 1 < argc && strncmp(argv[*i + 1], "--", 2) ? argv[++*i] : NULL;
 }
 
@@ -117,24 +117,6 @@ int cli_parse_seconds(const char *s, double *out)
     else if (!strcmp(end, "us")) *out = v / 1e6;
     else return -1;
     return 0;
-}
-
-int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n))
-        return 0;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return 1;
-    }
-    if (a[n])
-        return 0;
-    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
-        return -1; /* "--driver --verify" lacks the value; it is not "--verify" */
-    *value = argv[++*i];
-    return 1;
 }
 
 int cli_parse_u64(const char *s, uint64_t *out)
