@@ -656,12 +656,12 @@ TEST(bench_emu_writes_results)
     check_emu_liboni_rows(dir);
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0"), 2);
     CHECK_EQ(RUN("bench", "emu", "--seconds=inf"), 2);
-    HAS("bad --seconds 'inf'");
+    HAS("onigpu bench emu: --seconds inf: must be a duration above 0 s and at most 3600 s");
     /* at most an hour: inside, the run gets to its --out (refused, exit 2); outside, a bad argument */
     CHECK_EQ(RUN("bench", "emu", "--seconds", "3600", "--out", "/dev/null/sub"), 2);
     HAS("--out /dev/null/sub: ");
     CHECK_EQ(RUN("bench", "emu", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
-    HAS("bad --seconds '3601'");
+    HAS("onigpu bench emu: --seconds 3601: must be a duration above 0 s and at most 3600 s");
     /* the card's own parts, once `onix-emu bench`, through liboni */
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0.05", "--only", "gen,echo,age", "--out", dir), 0);
     HAS("generate np2 ");
@@ -673,7 +673,7 @@ TEST(bench_emu_writes_results)
     CHECK(!strstr(out, "liboni gen2x4")); /* link not asked for */
     CHECK(have(dir, "emu/emu-liboni-*-gen.csv") && have(dir, "emu/emu-liboni-*-echo.csv") && have(dir, "emu/emu-liboni-*-age.csv"));
     CHECK_EQ(RUN("bench", "emu", "--only", "liboni"), 2);
-    HAS("unknown part 'liboni'");
+    HAS("onigpu bench emu: --only liboni: must be one of link, gen, echo, age");
     CHECK_EQ(RUN("bench", "emu", "--only", "li"), 2); /* a part's name, not a prefix of one */
     CHECK_EQ(RUN_EMU("bench"), 2); /* no longer onix-emu's */
     CHECK(unit_sh("rm -rf %s", dir) == 0);
@@ -833,7 +833,7 @@ TEST(bench_daemon_small_run)
     CHECK_EQ(RUN("bench", "daemon", "--reads", "0"), 2);
     /* inside the limits the run gets to its --out (refused: exit 2, said), outside they are bad arguments */
     CHECK_EQ(RUN("bench", "daemon", "--stream-block", "8", "--seconds", "3600", "--out", "/dev/null/sub"), 2);
-    HAS("--out /dev/null/sub: not a directory");
+    HAS("--out /dev/null/sub: must be a directory: /dev/null is not a directory");
     CHECK_EQ(RUN("bench", "daemon", "--stream-block", "6", "--out", "/dev/null/sub"), 2);
     CHECK_EQ(RUN("bench", "daemon", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
 }
@@ -863,10 +863,10 @@ TEST(bench_floor_arguments_and_no_gpu)
     CHECK_EQ(RUN("bench", "floor", "--help"), 0);
     HAS("usage: onigpu bench floor");
     CHECK_EQ(RUN("bench", "floor", "--reps", "0"), 2);
-    HAS("bad option or value: --reps 0");
+    HAS("onigpu bench floor: --reps 0: must be a whole number from 1 to 100000000");
     CHECK_EQ(RUN("bench", "floor", "--size", "4"), 2);
     CHECK_EQ(RUN("bench", "floor", "--mechs", "memcpy-query,nosuch"), 2);
-    HAS("unknown mechanism 'nosuch'");
+    HAS("onigpu bench floor: --mechs nosuch: must be one of memcpy-query, memcpy-flag,");
     CHECK_EQ(RUN("bench", "floor", "--rounds"), 2);
     /* counts are whole numbers (found by a review: they were read as sizes,
      * --reps 100.4 ran 100, --rounds 16K 16384, --timeout-ms 1K 1024 ms) */
@@ -959,10 +959,10 @@ TEST(bench_list_options)
 {
     NEED_BIN();
     CHECK_EQ(RUN("bench", "transfer", "--paths", "reference,nosuch"), 2);
-    HAS("unknown path 'nosuch'");
+    HAS("onigpu bench transfer: --paths nosuch: must be one of reference, original,");
     CHECK_EQ(RUN("bench", "transfer", "--paths", ","), 2);
     CHECK_EQ(RUN("bench", "loop", "--backends", "cpu,nosuch"), 2); /* an unknown name is a bad argument */
-    HAS("unknown backend 'nosuch'");
+    HAS("onigpu bench loop: --backends nosuch: must be one of cpu, gpu-staged,");
     HAS("usage: onigpu bench loop");
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,0"), 2);
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,x"), 2);
@@ -1103,14 +1103,17 @@ TEST(bench_transfer_counts_are_whole_numbers)
     NEED_BIN();
     char scratch[] = "/tmp/onigpu-btc-XXXXXX"; /* an --out that takes files: refused before any work if not */
     REQUIRE(mkdtemp(scratch));
-    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "1.5", "--out", "/nonexistent-dir"), 2);
-    HAS("bad option or value: --max-reps 1.5");
-    CHECK_EQ(RUN("bench", "transfer", "--min-reps", "2.5k", "--out", "/nonexistent-dir"), 2);
-    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "16K", "--out", "/nonexistent-dir"), 2);
-    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "0", "--out", "/nonexistent-dir"), 2);
+    char none[] = "/tmp/onigpu-btn-XXXXXX"; /* an --out no refused run may make */
+    REQUIRE(mkdtemp(none) && rmdir(none) == 0);
+    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "1.5", "--out", none), 2);
+    HAS("onigpu bench transfer: --max-reps 1.5: must be a whole number >= 1");
+    CHECK_EQ(RUN("bench", "transfer", "--min-reps", "2.5k", "--out", none), 2);
+    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "16K", "--out", none), 2);
+    CHECK_EQ(RUN("bench", "transfer", "--max-reps", "0", "--out", none), 2);
     /* --agent-max up to 1 GiB, the largest GPU block: past the arguments (no GPU: exit 1; one: no --out) */
     CHECK(RUN("bench", "transfer", "--sizes", "4K:4K", "--total", "4K", "--paths", "staged", "--link", "unlimited",
               "--agent-max", "1G", "--out", scratch) != 2);
+    CHECK(access(none, F_OK) != 0);
     CHECK(unit_sh("rm -rf %s", scratch) == 0);
 }
 
@@ -1119,9 +1122,13 @@ TEST(bench_transfer_counts_are_whole_numbers)
 TEST(bench_transfer_empty_link_list)
 {
     NEED_BIN();
-    CHECK_EQ(RUN("bench", "transfer", "--link", ",", "--out", "/nonexistent-dir"), 2);
-    HAS("--link names no preset");
-    CHECK_EQ(RUN("bench", "transfer", "--link", "", "--out", "/nonexistent-dir"), 2);
+    char none[] = "/tmp/onigpu-btl-XXXXXX"; /* an --out no refused run may make */
+    REQUIRE(mkdtemp(none) && rmdir(none) == 0);
+    CHECK_EQ(RUN("bench", "transfer", "--link", ",", "--out", none), 2);
+    HAS("onigpu bench transfer: --link ,: must be a comma-separated list, each a link preset (gen2x4,");
+    CHECK_EQ(RUN("bench", "transfer", "--link", "", "--out", none), 2);
+    HAS("onigpu bench transfer: --link '': must be a comma-separated list, each a link preset");
+    CHECK(access(none, F_OK) != 0);
 }
 
 /* --sizes A:B doubles from A: a B off that doubling (whose target row and
@@ -1132,9 +1139,13 @@ TEST(bench_transfer_sizes_on_the_doubling)
     NEED_BIN();
     char scratch[] = "/tmp/onigpu-bts-XXXXXX";
     REQUIRE(mkdtemp(scratch));
-    CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:10M", "--out", "/nonexistent-dir"), 2);
-    CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:2G", "--out", "/nonexistent-dir"), 2);
-    CHECK_EQ(RUN("bench", "transfer", "--sizes", "100:4K", "--out", "/nonexistent-dir"), 2);
+    char none[] = "/tmp/onigpu-btd-XXXXXX"; /* an --out no refused run may make */
+    REQUIRE(mkdtemp(none) && rmdir(none) == 0);
+    CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:10M", "--out", none), 2);
+    CHECK_EQ(RUN("bench", "transfer", "--sizes", "64:2G", "--out", none), 2);
+    CHECK_EQ(RUN("bench", "transfer", "--sizes", "100:4K", "--out", none), 2);
+    HAS("onigpu bench transfer: --sizes 100:4K: must be A:B or A, sizes doubling from A to B");
+    CHECK(access(none, F_OK) != 0);
     CHECK(RUN("bench", "transfer", "--sizes", "8K:16K", "--total", "16K", "--paths", "staged", "--link", "unlimited",
               "--out", scratch) != 2);
     HAS("no 4 KiB target row");
@@ -1323,6 +1334,80 @@ static const struct bad_case bad_cases[] = {
     {{"advise", "--link="}, "onigpu advise: --link '': must be a link preset (gen2x4,"},
     {{"advise", "--serial=1"}, "onigpu advise: --serial=1: takes no value\n"},
     {{"advise", "--data", "4K", "--compute", "1K"}, "onigpu advise: compute 1024 B: must be at least the data, 4096 B"},
+    {{"run", "--seconds", "0.4"},
+     "onigpu run: --seconds 0.4: must be a duration of at least 0.5 s and at most 86400 s (as 2.5, 2.5s, 500ms, 100us)\n"},
+    {{"run", "--seconds", "86401"}, "onigpu run: --seconds 86401: must be a duration of at least 0.5 s and at most 86400 s"},
+    {{"run", "--block", "1501"}, "onigpu run: --block 1501: must be a whole number from 1 to 1500 (decimal or 0x hex)\n"},
+    {{"run", "--block", "16.5"}, "onigpu run: --block 16.5: must be a whole number from 1 to 1500"},
+    {{"run", "--backend", "gpu-magic"},
+     "onigpu run: --backend gpu-magic: must be one of cpu, gpu-staged, gpu-direct, gpu-graph, gpu-flag, gpu-persistent, "
+     "gpu-mapped\n"},
+    {{"run", "--emu="}, "onigpu run: --emu '': must be the emulated card's spec string (oniemu.h)\n"},
+    {{"run", "--devices"}, "onigpu run: --devices needs a value: the emulated card's spec string (oniemu.h)\n"},
+    {{"run", "--link", "gen9x1"}, "onigpu run: --link gen9x1: must be a link preset (gen2x4, gen3x8, gen4x8, gen4x16, gen5x16, unlimited)\n"},
+    {{"run", "--out", "/etc/hostname"}, "onigpu run: --out /etc/hostname: must be a directory: /etc/hostname is not a directory\n"},
+    {{"run", "--out", "--seconds", "1"}, "onigpu run: --out needs a value: the name of a directory\n"},
+    {{"run", "--bogus", "1"}, "onigpu run: --bogus: unknown option\n"},
+    {{"run", "cpu"}, "onigpu run: cpu: unexpected argument\n"},
+    {{"bench", "emu", "--seconds", "0"}, "onigpu bench emu: --seconds 0: must be a duration above 0 s and at most 3600 s (as 2.5, 2.5s, 500ms, 100us)\n"},
+    {{"bench", "emu", "--only", "link,li"}, "onigpu bench emu: --only li: must be one of link, gen, echo, age (a comma-separated list, or all)\n"},
+    {{"bench", "emu", "--only="}, "onigpu bench emu: --only '': must be one of link, gen, echo, age"},
+    {{"bench", "emu", "--out", "/etc/hostname"}, "onigpu bench emu: --out /etc/hostname: must be a directory: /etc/hostname is not a directory\n"},
+    {{"bench", "emu", "--bogus"}, "onigpu bench emu: --bogus: unknown option\n"},
+    {{"bench", "floor", "--reps", "0"}, "onigpu bench floor: --reps 0: must be a whole number from 1 to 100000000 (decimal or 0x hex)\n"},
+    {{"bench", "floor", "--size", "4"}, "onigpu bench floor: --size 4: must be a size from 8 B to 16 MiB (as 4096, 64K, 1M, 4kB)\n"},
+    {{"bench", "floor", "--mechs", "armed,nope"},
+     "onigpu bench floor: --mechs nope: must be one of memcpy-query, memcpy-flag, memcpy-sync, drv-memcpy-flag, armed, "
+     "kernel-pull, doorbell-rtt, launch-query, ptr-attrs, ptr-id (a comma-separated list, or all)\n"},
+    {{"bench", "floor", "--rounds", "1000001"}, "onigpu bench floor: --rounds 1000001: must be a whole number from 1 to 1000000"},
+    {{"bench", "floor", "--timeout-ms", "0"}, "onigpu bench floor: --timeout-ms 0: must be a whole number from 1 to 600000"},
+    {{"bench", "floor", "--out="}, "onigpu bench floor: --out '': must be the name of a directory\n"},
+    {{"bench", "floor", "--bogus", "1"}, "onigpu bench floor: --bogus: unknown option\n"},
+    {{"bench", "frames", "--driver="}, "onigpu bench frames: --driver '': must be a driver name"},
+    {{"bench", "frames", "--blocks", "1K,0"}, "onigpu bench frames: --blocks 0: must be a size from 1 B to 4294967295 B"},
+    {{"bench", "frames", "--blocks", ","}, "onigpu bench frames: --blocks ,: must be a comma-separated list of sizes"},
+    {{"bench", "frames", "--seconds", "3601"}, "onigpu bench frames: --seconds 3601: must be a duration above 0 s and at most 3600 s"},
+    {{"bench", "frames", "--out", "/etc/hostname/sub"},
+     "onigpu bench frames: --out /etc/hostname/sub: must be a directory: /etc/hostname is not a directory\n"},
+    {{"bench", "frames", "--second-thread=1"}, "onigpu bench frames: --second-thread=1: takes no value\n"},
+    {{"bench", "frames", "--bogus"}, "onigpu bench frames: --bogus: unknown option\n"},
+    {{"bench", "daemon", "--regs", "0"}, "onigpu bench daemon: --regs 0: must be a whole number from 1 to 10000000"},
+    {{"bench", "daemon", "--reads", "x"}, "onigpu bench daemon: --reads x: must be a whole number from 1 to 10000000"},
+    {{"bench", "daemon", "--blocks", "4K,6"}, "onigpu bench daemon: --blocks 6: must be a size from 4 B to 8 MiB, a multiple of 4"},
+    {{"bench", "daemon", "--seconds", "0"}, "onigpu bench daemon: --seconds 0: must be a duration above 0 s and at most 3600 s"},
+    {{"bench", "daemon", "--stream-block", "65M"}, "onigpu bench daemon: --stream-block 65M: must be a size from 4 B to 64 MiB, a multiple of 4"},
+    {{"bench", "daemon", "--daemon-bin="}, "onigpu bench daemon: --daemon-bin '': must be the path of an onix-emu executable\n"},
+    {{"bench", "daemon", "--net"}, "onigpu bench daemon: --net needs a value: HOST:PORT of an `onigpu serve --driver emu`\n"},
+    {{"bench", "daemon", "--out", "--net", "x:1"}, "onigpu bench daemon: --out needs a value: the name of a directory\n"},
+    {{"bench", "daemon", "--bogus"}, "onigpu bench daemon: --bogus: unknown option\n"},
+    {{"bench", "loop", "--sizes", "4kB"}, "onigpu bench loop: --sizes 4kB: must be a comma-separated list of DATA/COMPUTE sizes"},
+    {{"bench", "loop", "--ai", "0.3"}, "onigpu bench loop: --ai 0.3: must be a comma-separated list of multiples of 0.25"},
+    {{"bench", "loop", "--backends", "cpu,nope"},
+     "onigpu bench loop: --backends nope: must be one of cpu, gpu-staged, gpu-direct, gpu-graph, gpu-flag, gpu-persistent, "
+     "gpu-mapped (a comma-separated list, or all)\n"},
+    {{"bench", "loop", "--blocks", "4"}, "onigpu bench loop: --blocks 4: must be a whole number from 5 to 10000000 (decimal or 0x hex)\n"},
+    {{"bench", "loop", "--seconds", "inf"}, "onigpu bench loop: --seconds inf: must be a duration above 0 s (as 2.5, 2.5s, 500ms, 100us)\n"},
+    {{"bench", "loop", "--source", "fpga"}, "onigpu bench loop: --source fpga: must be mem or emu\n"},
+    {{"bench", "loop", "--source", "emu", "--link", "nosuch"}, "onigpu bench loop: --link nosuch: must be a link preset (gen2x4,"},
+    {{"bench", "loop", "--out", "/etc/hostname"}, "onigpu bench loop: --out /etc/hostname: must be a directory: /etc/hostname is not a directory\n"},
+    {{"bench", "loop", "--bogus=1"}, "onigpu bench loop: --bogus=1: unknown option\n"},
+    {{"bench", "transfer", "--sizes", "64:100"}, "onigpu bench transfer: --sizes 64:100: must be A:B or A, sizes doubling from A to B"},
+    {{"bench", "transfer", "--total", "0"}, "onigpu bench transfer: --total 0: must be a size of at least 1 B (as 4096, 64K, 1M, 4kB)\n"},
+    {{"bench", "transfer", "--min-reps", "-1"}, "onigpu bench transfer: --min-reps -1: must be a whole number >= 0 (decimal or 0x hex)\n"},
+    {{"bench", "transfer", "--max-reps", "0"}, "onigpu bench transfer: --max-reps 0: must be a whole number >= 1 (decimal or 0x hex)\n"},
+    {{"bench", "transfer", "--paths", "staged,nope"},
+     "onigpu bench transfer: --paths nope: must be one of reference, original, staged, direct, prepinned, chunked, ring, "
+     "ring-thp, agent (a comma-separated list, or all)\n"},
+    {{"bench", "transfer", "--dir", "up"}, "onigpu bench transfer: --dir up: must be read, write or both\n"},
+    {{"bench", "transfer", "--link", ","}, "onigpu bench transfer: --link ,: must be a comma-separated list, each a link preset (gen2x4,"},
+    {{"bench", "transfer", "--link", "gen2x4,nosuch"}, "onigpu bench transfer: --link nosuch: must be a link preset (gen2x4,"},
+    {{"bench", "transfer", "--chunk", "3"}, "onigpu bench transfer: --chunk 3: must be a size from 4 B to 1 GiB, a multiple of 4"},
+    {{"bench", "transfer", "--agent-max", "2G"}, "onigpu bench transfer: --agent-max 2G: must be a size from 1 B to 1 GiB"},
+    {{"bench", "transfer", "--daemon="}, "onigpu bench transfer: --daemon '': must be the socket of an onix-emu daemon"},
+    {{"bench", "transfer", "--out", "/etc/hostname"},
+     "onigpu bench transfer: --out /etc/hostname: must be a directory: /etc/hostname is not a directory\n"},
+    {{"bench", "transfer", "--bogus"}, "onigpu bench transfer: --bogus: unknown option\n"},
+    {{"roofline", "--out", "/proc"}, "onigpu roofline: --out /proc: must be a directory a file can be made in: "},
 };
 
 TEST(bad_values_named_with_what_is_allowed)
@@ -1331,8 +1416,8 @@ TEST(bad_values_named_with_what_is_allowed)
     for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
         const struct bad_case *c = &bad_cases[i];
         int rc = run_briefly(c->args); /* a bad value taken would run (serve: for good) */
-        char cmd[64];
-        snprintf(cmd, sizeof cmd, "usage: onigpu %s ", c->args[0]);
+        char cmd[64]; /* the command as the message names it: "onigpu bench loop: ..." */
+        snprintf(cmd, sizeof cmd, "usage: %.*s ", (int)strcspn(c->says, ":"), c->says);
         if (rc != 2 || strncmp(out, c->says, strlen(c->says)) || !strstr(out, cmd))
             UNIT_FAIL("onigpu %s %s %s ...: exit %d, want 2 with \"%s\" then the usage; got:\n%s", c->args[0],
                       c->args[1] ? c->args[1] : "", c->args[1] && c->args[2] ? c->args[2] : "", rc, c->says, out);

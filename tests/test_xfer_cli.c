@@ -48,13 +48,25 @@ TEST(xfer_cli_bad_arguments)
         SKIP("no onigpu binary: set ONIGPU_BIN to the build directory");
     char out[64];
     snprintf(out, sizeof out, "/tmp/onigpu-xfer-cli-%d.txt", (int)getpid());
-    static const char *bad[] = {"--sizes bogus", "--sizes 16M:64", "--paths nope", "--dir sideways",
-                                "--chunk 3", "--total 0", "--frobnicate 1", "--sizes",
-                                "--link gen2x4,nosuch"}; /* a link that is no preset: found by a review */
+    /* each: the arguments, and what the first line says (cli.h's one format) */
+    static const char *const bad[][2] = {
+        {"--sizes bogus", "onigpu bench transfer: --sizes bogus: must be A:B or A, sizes doubling from A to B"},
+        {"--sizes 16M:64", "onigpu bench transfer: --sizes 16M:64: must be A:B or A"},
+        {"--paths nope", "onigpu bench transfer: --paths nope: must be one of reference, original, staged,"},
+        {"--dir sideways", "onigpu bench transfer: --dir sideways: must be read, write or both\n"},
+        {"--chunk 3", "onigpu bench transfer: --chunk 3: must be a size from 4 B to 1 GiB, a multiple of 4"},
+        {"--total 0", "onigpu bench transfer: --total 0: must be a size of at least 1 B"},
+        {"--frobnicate 1", "onigpu bench transfer: --frobnicate: unknown option\n"},
+        {"--sizes", "onigpu bench transfer: --sizes needs a value: A:B or A"},
+        /* a link that is no preset: found by a review */
+        {"--link gen2x4,nosuch", "onigpu bench transfer: --link nosuch: must be a link preset (gen2x4,"},
+    };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        int rc = run(bad[i], out);
+        int rc = run(bad[i][0], out);
         if (rc != 2)
-            UNIT_FAIL("'%s': exit %d, want 2", bad[i], rc);
+            UNIT_FAIL("'%s': exit %d, want 2", bad[i][0], rc);
+        if (!file_has(out, bad[i][1]))
+            UNIT_FAIL("'%s': want \"%s\"", bad[i][0], bad[i][1]);
         CHECK(file_has(out, "usage: onigpu bench transfer"));
     }
     CHECK_EQ(run("--help", out), 0);

@@ -51,7 +51,8 @@ int cli_arg_count(const struct cli_command *cmd, const char *opt, const char *v,
 /* A duration (cli_parse_seconds) above lo (lo_open) or from lo, at most hi, into *out. 0 or 2. */
 int cli_arg_seconds(const struct cli_command *cmd, const char *opt, const char *v, double lo, int lo_open, double hi,
                     double *out);
-/* A size (cli_parse_size) from lo to hi bytes, a multiple of mult (1: any), into *out. 0 or 2. */
+/* A size (cli_parse_size) from lo to hi bytes (UINT64_MAX: no bound), a
+ * multiple of mult (1: any), into *out. 0 or 2. */
 int cli_arg_size(const struct cli_command *cmd, const char *opt, const char *v, uint64_t lo, uint64_t hi,
                  uint64_t mult, uint64_t *out);
 /* A value that must not be empty (a name, a path: `what` says which) into *out. 0 or 2. */
@@ -60,10 +61,21 @@ int cli_arg_text(const struct cli_command *cmd, const char *opt, const char *v, 
 /* A file to write (replaced if there): not empty, not a directory, in a
  * directory that exists. 0 or 2. */
 int cli_arg_outfile(const struct cli_command *cmd, const char *opt, const char *v, const char **out);
-/* A directory to write in, there or to be made by the command: not empty,
- * not a file, and its nearest existing ancestor a directory this user may
- * write in. Checks only, makes nothing. 0 or 2. */
+/* A directory to write results in: not empty, not under a file, made if
+ * missing (with its parents), and a file can be made there (one is made and
+ * removed). Call it after the whole command line is parsed, before any
+ * work, also for a default. 0 or 2. */
 int cli_arg_outdir(const struct cli_command *cmd, const char *opt, const char *v, const char **out);
+/* One name of a set of n (name(0..n-1)), as parse gives its number, into
+ * *out: "must be one of a, b, c" otherwise. 0 or 2. */
+int cli_arg_name(const struct cli_command *cmd, const char *opt, const char *v, int (*parse)(const char *),
+                 const char *(*name)(int), int n, int *out);
+/* A comma-separated list of such names into a bit mask (bit = the name's
+ * number, below 32), or "all" into `all` (when not 0). A name not in the set,
+ * or an empty list, is said as cli_bad_value says it ("<opt> li: must be one
+ * of link, gen, echo, age ..."). 0 or 2. */
+int cli_parse_names(const struct cli_command *cmd, const char *opt, const char *list, int (*parse)(const char *),
+                    const char *(*name)(int), int n, unsigned all, unsigned *mask);
 
 /* Parse "4096", "4K", "4KiB", "16M", "1G" (powers of 1024; "kB"/"MB" are powers of 1000). 0 or -1. */
 int cli_parse_size(const char *s, uint64_t *out);
@@ -79,19 +91,13 @@ int cli_parse_u32(const char *s, uint32_t *out);
 /* The option at argv[*i] as *name and *value: "--opt=VALUE" (the name
  * copied into buf, cap bytes) or "--opt VALUE" (*i stepped past the value).
  * *value is NULL when the value is missing, as when the next argument is
- * another option ("--..."; cli_opt_value's rule). */
+ * another option ("--...": "--driver --verify" gives --driver no value). */
 void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const char **name, const char **value);
-/* If argv[*i] is "--name VALUE" or "--name=VALUE", set *value, advance *i past
- * it and return 1; 0 if argv[*i] is another argument; -1 if VALUE is missing. */
-int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value);
-/* A comma-separated list of names into a bit mask, or "all" into `all`
- * (when not 0): parse gives a name's bit number or -1. 0, or -1 after
- * "<cmd>: unknown <what> '<name>'" on stderr (nothing more for an empty list). */
-int cli_parse_names(const char *cmd, const char *what, const char *list, int (*parse)(const char *),
-                    unsigned all, unsigned *mask);
-/* A comma-separated list of sizes (cli_parse_size), each in 1..max (max <=
- * UINT32_MAX) and a multiple of mult, into v[0..cap); *n how many. 0 or -1. */
-int cli_parse_sizes(const char *list, uint64_t max, uint64_t mult, uint32_t *v, size_t cap, size_t *n);
+/* A comma-separated list of at most cap sizes (cli_arg_size), each from
+ * mult to max (max <= UINT32_MAX) and a multiple of mult, into v[0..cap);
+ * *n how many. 0, or 2 after saying which size is wrong (cli_bad_value). */
+int cli_parse_sizes(const struct cli_command *cmd, const char *opt, const char *list, uint64_t max, uint64_t mult,
+                    uint32_t *v, size_t cap, size_t *n);
 
 /* The command line as typed, "onigpu" first ("onigpu bench loop --sizes
  * ..."): what a result set records as its command. Returns argc, *argv set. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "cli.h"
+#include "common/mkdirs.h"
 
 /* Whether s[0..n) is a number as docs/cli.md allows one in a size: 0x and
  * hex digits, or decimal digits with at most one point. strtod takes more
@@ -67,59 +68,30 @@ void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const c
         return;
     }
     *name = a;
-    /* "--out --link x" lacks the value: it is not "--link" (as cli_opt_value) */
+    /* "--out --link x" lacks the value: it is not "--link" */
     *value = *i + 1 < argc && strncmp(argv[*i + 1], "--", 2) ? argv[++*i] : NULL;
 }
 
 /* The list parsers split a copy: argv itself is recorded in the results' meta. */
-int cli_parse_names(const char *cmd, const char *what, const char *list, int (*parse)(const char *),
-                    unsigned all, unsigned *mask)
+int cli_parse_sizes(const struct cli_command *cmd, const char *opt, const char *list, uint64_t max, uint64_t mult,
+                    uint32_t *v, size_t cap, size_t *n)
 {
-    if (all && !strcmp(list, "all")) {
-        *mask = all;
-        return 0;
-    }
-    char *copy = strdup(list);
-    if (!copy)
-        return -1;
-    unsigned m = 0;
-    int rc = 0;
-    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int b = parse(t);
-        if (b < 0 || b > 31) {
-            fprintf(stderr, "%s: unknown %s '%s'\n", cmd, what, t);
-            rc = -1;
-            break;
-        }
-        m |= 1u << b;
-    }
-    free(copy);
-    if (rc || !m)
-        return -1;
-    *mask = m;
-    return 0;
-}
-
-int cli_parse_sizes(const char *list, uint64_t max, uint64_t mult, uint32_t *v, size_t cap, size_t *n)
-{
-    char *copy = strdup(list);
-    if (!copy)
-        return -1;
+    char *copy = list ? strdup(list) : NULL;
     size_t k = 0;
-    int rc = 0;
-    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int st = 0;
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !st; t = strtok_r(NULL, ",", &save)) {
         uint64_t x;
-        if (k == cap || cli_parse_size(t, &x) || !x || x > max || x % mult) {
-            rc = -1;
-            break;
-        }
-        v[k++] = (uint32_t)x;
+        if (k == cap)
+            st = cli_bad_value(cmd, opt, list, "a list of at most %zu sizes", cap);
+        else if (!(st = cli_arg_size(cmd, opt, t, mult, max, mult, &x)))
+            v[k++] = (uint32_t)x;
     }
     free(copy);
-    if (rc || !k)
-        return -1;
-    *n = k;
-    return 0;
+    if (!st && !k)
+        st = cli_bad_value(cmd, opt, list, "a comma-separated list of sizes (as 4K,64K,1M)");
+    if (!st)
+        *n = k;
+    return st;
 }
 
 int cli_parse_decimal(const char *s, double *out)
@@ -145,24 +117,6 @@ int cli_parse_seconds(const char *s, double *out)
     else if (!strcmp(end, "us")) *out = v / 1e6;
     else return -1;
     return 0;
-}
-
-int cli_opt_value(const char *name, int argc, char **argv, int *i, const char **value)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n))
-        return 0;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return 1;
-    }
-    if (a[n])
-        return 0;
-    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
-        return -1; /* "--driver --verify" lacks the value; it is not "--verify" */
-    *value = argv[++*i];
-    return 1;
 }
 
 int cli_parse_u64(const char *s, uint64_t *out)
@@ -278,11 +232,15 @@ int cli_arg_size(const struct cli_command *cmd, const char *opt, const char *v, 
         *out = x;
         return 0;
     }
-    char a[32], b[32], m[48] = "";
+    char a[32], b[48] = "", m[48] = "";
     if (mult > 1)
         snprintf(m, sizeof m, ", a multiple of %llu", (unsigned long long)mult);
-    return cli_bad_value(cmd, opt, v, "a size from %s to %s%s (as 4096, 64K, 1M, 4kB)", fmt_size(lo, a, sizeof a),
-                         fmt_size(hi, b, sizeof b), m);
+    if (hi != UINT64_MAX) {
+        char h[32];
+        snprintf(b, sizeof b, " to %s", fmt_size(hi, h, sizeof h));
+    }
+    return cli_bad_value(cmd, opt, v, "a size %s %s%s%s (as 4096, 64K, 1M, 4kB)", hi == UINT64_MAX ? "of at least" : "from",
+                         fmt_size(lo, a, sizeof a), b, m);
 }
 
 int cli_arg_text(const struct cli_command *cmd, const char *opt, const char *v, const char *what, const char **out)
@@ -352,8 +310,74 @@ int cli_arg_outdir(const struct cli_command *cmd, const char *opt, const char *v
         return cli_bad_value(cmd, opt, v, "a directory: it cannot be looked at: %s", strerror(errno));
     if (!S_ISDIR(sb.st_mode))
         return cli_bad_value(cmd, opt, v, "a directory: %s is not a directory", up);
-    if (access(up, W_OK | X_OK))
-        return cli_bad_value(cmd, opt, v, "a directory %s: %s: %s", strcmp(up, v) ? "that can be made" : "to write in",
-                             up, strerror(errno));
+    int err = make_dirs(v);
+    if (err)
+        return cli_bad_value(cmd, opt, v, "a directory that can be made: %s", strerror(err));
+    /* a file of our own, removed at once: the directory takes files (access()
+     * would say yes to root on a read-only or virtual file system) */
+    char probe[4096 + 32];
+    snprintf(probe, sizeof probe, "%s/.onigpu-out-XXXXXX", v);
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        return cli_bad_value(cmd, opt, v, "a directory a file can be made in: %s", strerror(errno));
+    close(fd);
+    unlink(probe);
     return 0;
+}
+
+/* "a, b, c": the n names of a set. */
+static const char *names_text(const char *(*name)(int), int n, char *buf, size_t cap)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? ", " : "", name(i));
+    return buf;
+}
+
+int cli_arg_name(const struct cli_command *cmd, const char *opt, const char *v, int (*parse)(const char *),
+                 const char *(*name)(int), int n, int *out)
+{
+    int x = v ? parse(v) : -1;
+    if (x >= 0) {
+        *out = x;
+        return 0;
+    }
+    char all[512];
+    return cli_bad_value(cmd, opt, v, "one of %s", names_text(name, n, all, sizeof all));
+}
+
+int cli_parse_names(const struct cli_command *cmd, const char *opt, const char *list, int (*parse)(const char *),
+                    const char *(*name)(int), int n, unsigned all, unsigned *mask)
+{
+    if (list && all && !strcmp(list, "all")) {
+        *mask = all;
+        return 0;
+    }
+    char *copy = list ? strdup(list) : NULL;
+    if (list && !copy) {
+        fprintf(stderr, "onigpu %s: %s: %s\n", cmd->name, opt, strerror(ENOMEM));
+        return 2;
+    }
+    unsigned m = 0;
+    const char *bad = NULL; /* the name not in the set; none: the list names nothing */
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        int b = parse(t);
+        if (b < 0 || b > 31) {
+            bad = list + (t - copy); /* the name itself, in list (still there after copy is freed) */
+            m = 0;
+            break;
+        }
+        m |= 1u << b;
+    }
+    free(copy);
+    if (m) {
+        *mask = m;
+        return 0;
+    }
+    char names[512], one[512];
+    if (bad)
+        snprintf(one, sizeof one, "%.*s", (int)strcspn(bad, ","), bad);
+    return cli_bad_value(cmd, opt, bad ? one : list, "one of %s (a comma-separated list%s)",
+                         names_text(name, n, names, sizeof names), all ? ", or all" : "");
 }

@@ -334,50 +334,52 @@ static int default_bin(char *path, size_t cap)
     return snprintf(path, cap, "%s/onix-emu", self) < (int)cap ? 0 : -1;
 }
 
+/* Parse argv into o: 0, or exit status 2 after saying what was wrong. */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    const struct cli_command *cmd = &cli_cmd_bench_daemon;
+    for (int i = 1; i < argc; i++) {
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        uint64_t x;
+        int st;
+        if (!strcmp(a, "--regs")) {
+            if (!(st = cli_arg_count(cmd, a, v, 1, 10000000, &x)))
+                o->regs = (unsigned)x;
+        } else if (!strcmp(a, "--reads")) {
+            if (!(st = cli_arg_count(cmd, a, v, 1, 10000000, &x)))
+                o->reads = (unsigned)x;
+        } else if (!strcmp(a, "--blocks")) {
+            st = cli_parse_sizes(cmd, a, v, 8u << 20, 4, o->blocks, MAX_BLOCKS, &o->nblocks);
+        } else if (!strcmp(a, "--seconds")) {
+            st = cli_arg_seconds(cmd, a, v, 0, 1, 3600, &o->seconds);
+        } else if (!strcmp(a, "--stream-block")) {
+            if (!(st = cli_arg_size(cmd, a, v, 4, 64u << 20, 4, &x)))
+                o->stream_block = (uint32_t)x;
+        } else if (!strcmp(a, "--daemon-bin")) {
+            st = cli_arg_text(cmd, a, v, "the path of an onix-emu executable", &o->bin);
+        } else if (!strcmp(a, "--net")) {
+            st = cli_arg_text(cmd, a, v, "HOST:PORT of an `onigpu serve --driver emu`", &o->net);
+        } else if (!strcmp(a, "--out")) {
+            st = cli_arg_text(cmd, a, v, "the name of a directory", &o->out);
+        } else {
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
+        }
+        if (st)
+            return st;
+    }
+    return 0;
+}
+
 static int daemon_bench(int argc, char **argv)
 {
     struct opts o = {.regs = 2000, .reads = 1000, .blocks = {4096, 65536, 1 << 20}, .nblocks = 3,
                      .seconds = 1, .stream_block = 65536, .out = "docs/results"};
     char bin[PATH_MAX];
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int rc;
-        uint32_t u;
-        if ((rc = cli_opt_value("--regs", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_u32(v, &u) || !u || u > 10000000)
-                return cli_usage(&cli_cmd_bench_daemon);
-            o.regs = u;
-        } else if ((rc = cli_opt_value("--reads", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_u32(v, &u) || !u || u > 10000000)
-                return cli_usage(&cli_cmd_bench_daemon);
-            o.reads = u;
-        } else if ((rc = cli_opt_value("--blocks", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_sizes(v, 8u << 20, 4, o.blocks, MAX_BLOCKS, &o.nblocks))
-                return cli_usage(&cli_cmd_bench_daemon);
-        } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600)
-                return cli_usage(&cli_cmd_bench_daemon);
-        } else if ((rc = cli_opt_value("--stream-block", argc, argv, &i, &v))) {
-            uint64_t b;
-            if (rc < 0 || cli_parse_size(v, &b) || !b || b % 4 || b > (64u << 20))
-                return cli_usage(&cli_cmd_bench_daemon);
-            o.stream_block = (uint32_t)b;
-        } else if ((rc = cli_opt_value("--daemon-bin", argc, argv, &i, &v))) {
-            if (rc < 0 || !*v)
-                return cli_usage(&cli_cmd_bench_daemon);
-            o.bin = v;
-        } else if ((rc = cli_opt_value("--net", argc, argv, &i, &v))) {
-            if (rc < 0 || !*v)
-                return cli_usage(&cli_cmd_bench_daemon);
-            o.net = v;
-        } else if ((rc = cli_opt_value("--out", argc, argv, &i, &v))) {
-            if (rc < 0 || !*v)
-                return cli_usage(&cli_cmd_bench_daemon);
-            o.out = v;
-        } else {
-            return cli_usage(&cli_cmd_bench_daemon);
-        }
-    }
+    int st = parse_args(argc, argv, &o);
+    if (st)
+        return st;
     if (!o.bin) {
         if (default_bin(bin, sizeof bin))
             return cli_fail("finding onix-emu (use --daemon-bin)", ONI_EPATHINVALID);
@@ -387,8 +389,7 @@ static int daemon_bench(int argc, char **argv)
         fprintf(stderr, "onigpu: %s: %s (use --daemon-bin)\n", o.bin, strerror(errno));
         return 1;
     }
-    int st = bench_cli_out("bench daemon", o.out);
-    if (st)
+    if ((st = cli_arg_outdir(&cli_cmd_bench_daemon, "--out", o.out, &o.out)) != 0)
         return st;
     if (bench_cli_signals("bench daemon"))
         return 1;

@@ -20,30 +20,33 @@ static int part_bit(const char *name)
     return -1;
 }
 
+static const char *part_name(int i)
+{
+    return bench_emu_parts[i];
+}
+
 static int emu_bench_run(int argc, char **argv)
 {
+    const struct cli_command *cmd = &cli_cmd_bench_emu;
     struct bench_emu_opts o = {1.0, 0, 0};
     const char *out = "docs/results";
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
-        if (v && !strcmp(a, "--seconds")) {
-            if (cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600) {
-                fprintf(stderr, "onigpu bench emu: bad --seconds '%s'\n", v);
-                return cli_usage(&cli_cmd_bench_emu);
-            }
-        } else if (v && !strcmp(a, "--only")) {
-            if (cli_parse_names("onigpu bench emu", "part", v, part_bit, BENCH_EMU_ALL, &o.parts) || !o.parts)
-                return cli_usage(&cli_cmd_bench_emu);
-        } else if (v && !strcmp(a, "--out")) {
-            out = v;
-        } else {
-            fprintf(stderr, "onigpu bench emu: unexpected argument '%s'\n", a);
-            return cli_usage(&cli_cmd_bench_emu);
-        }
+        int st;
+        if (!strcmp(a, "--seconds"))
+            st = cli_arg_seconds(cmd, a, v, 0, 1, 3600, &o.seconds);
+        else if (!strcmp(a, "--only"))
+            st = cli_parse_names(cmd, a, v, part_bit, part_name, 4, BENCH_EMU_ALL, &o.parts);
+        else if (!strcmp(a, "--out"))
+            st = cli_arg_text(cmd, a, v, "the name of a directory", &out);
+        else
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
+        if (st)
+            return st;
     }
-    int rc = bench_cli_out("bench emu", out);
+    int rc = cli_arg_outdir(cmd, "--out", out, &out);
     if (rc)
         return rc;
     if (bench_cli_signals("bench emu"))

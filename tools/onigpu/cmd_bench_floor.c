@@ -16,21 +16,33 @@ CLI_COMMAND(bench_floor, "bench floor",
             "armed,kernel-pull,doorbell-rtt,launch-query,ptr-attrs,ptr-id] [--rounds 10] [--timeout-ms 1000] [--out docs/results]",
             "latency floor of host -> GPU copy-and-know mechanisms, interleaved; CSV, JSON", NULL, run)
 
+/* One option of argv: 0, or exit status 2 after saying what was wrong. */
 static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
 {
+    const struct cli_command *cmd = &cli_cmd_bench_floor;
     uint64_t x;
-    if (!strcmp(a, "--reps"))
-        return cli_parse_u64(v, &x) || !x || x > FLOOR_MAX_REPS ? -1 : (o->reps = x, 0); /* counts: whole */
-    if (!strcmp(a, "--size"))
-        return cli_parse_size(v, &x) || x < 8 || x > FLOOR_MAX_SIZE ? -1 : (o->size = (uint32_t)x, 0);
+    int st;
+    if (!strcmp(a, "--reps")) /* counts: whole */
+        return cli_arg_count(cmd, a, v, 1, FLOOR_MAX_REPS, &o->reps);
+    if (!strcmp(a, "--size")) {
+        if (!(st = cli_arg_size(cmd, a, v, 8, FLOOR_MAX_SIZE, 1, &x)))
+            o->size = (uint32_t)x;
+        return st;
+    }
     if (!strcmp(a, "--mechs"))
-        return cli_parse_names("onigpu bench floor", "mechanism", v, floor_mech_parse, FLOOR_ALL_MECHS, &o->mechs);
-    if (!strcmp(a, "--rounds"))
-        return cli_parse_u64(v, &x) || !x || x > 1000000 ? -1 : (o->rounds = (unsigned)x, 0);
-    if (!strcmp(a, "--timeout-ms"))
-        return cli_parse_u64(v, &x) || !x || x > 600000 ? -1 : (o->timeout_ms = (uint32_t)x, 0);
+        return cli_parse_names(cmd, a, v, floor_mech_parse, floor_mech_name, FLOOR_NMECH, FLOOR_ALL_MECHS, &o->mechs);
+    if (!strcmp(a, "--rounds")) {
+        if (!(st = cli_arg_count(cmd, a, v, 1, 1000000, &x)))
+            o->rounds = (unsigned)x;
+        return st;
+    }
+    if (!strcmp(a, "--timeout-ms")) {
+        if (!(st = cli_arg_count(cmd, a, v, 1, 600000, &x)))
+            o->timeout_ms = (uint32_t)x;
+        return st;
+    }
     if (!strcmp(a, "--out"))
-        return o->out_dir = v, 0;
+        return cli_arg_text(cmd, a, v, "the name of a directory", &o->out_dir);
     return -1;
 }
 
@@ -43,12 +55,13 @@ static int run(int argc, char **argv)
         char opt[64];
         const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
-        if (!v || parse_arg(&o, a, v)) {
-            fprintf(stderr, "onigpu bench floor: bad option or value: %s %s\n", a, v ? v : "");
-            return cli_usage(&cli_cmd_bench_floor);
-        }
+        int st = parse_arg(&o, a, v);
+        if (st < 0)
+            st = cli_bad_arg(&cli_cmd_bench_floor, a == opt ? argv[i] : a);
+        if (st)
+            return st;
     }
-    int st = bench_cli_out("bench floor", o.out_dir);
+    int st = cli_arg_outdir(&cli_cmd_bench_floor, "--out", o.out_dir, &o.out_dir);
     if (st)
         return st;
     char why[200];

@@ -186,36 +186,32 @@ static int frames_run(int argc, char **argv)
                                   .seconds = 1, .alloc_count = ALLOC_COUNTER};
     const char *out_dir = "docs/results";
     int second_thread = 0;
+    const struct cli_command *cmd = &cli_cmd_bench_frames;
     for (int i = 1; i < argc; i++) {
-        const char *v;
-        int rc;
+        char opt[64];
+        const char *a, *v;
+        int st = 0;
         if (!strcmp(argv[i], "--second-thread")) {
             second_thread = 1;
-        } else if ((rc = cli_opt_value("--driver", argc, argv, &i, &v))) {
-            if (rc < 0 || !*v)
-                goto usage;
-            o.driver = v;
-        } else if ((rc = cli_opt_value("--blocks", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_sizes(v, UINT32_MAX, 1, blocks, MAX_BLOCKS, &o.nblocks))
-                goto usage;
-            o.blocks = blocks;
-        } else if ((rc = cli_opt_value("--seconds", argc, argv, &i, &v))) {
-            if (rc < 0 || cli_parse_seconds(v, &o.seconds) || !(o.seconds > 0) || o.seconds > 3600)
-                goto usage;
-        } else if ((rc = cli_opt_value("--out", argc, argv, &i, &v))) {
-            if (rc < 0 || !*v)
-                goto usage;
-            out_dir = v;
-        } else {
-            goto usage;
+            continue;
         }
-        continue;
-    usage:
-        fprintf(stderr, "onigpu bench frames: bad option or value: %s\n", argv[i]);
-        return cli_usage(&cli_cmd_bench_frames);
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        if (!strcmp(a, "--driver")) {
+            st = cli_arg_text(cmd, a, v, "a driver name (test, emu, net, or NAME of libonidriver_NAME.so)", &o.driver);
+        } else if (!strcmp(a, "--blocks")) {
+            st = cli_parse_sizes(cmd, a, v, UINT32_MAX, 1, blocks, MAX_BLOCKS, &o.nblocks);
+            o.blocks = blocks;
+        } else if (!strcmp(a, "--seconds")) {
+            st = cli_arg_seconds(cmd, a, v, 0, 1, 3600, &o.seconds);
+        } else if (!strcmp(a, "--out")) {
+            st = cli_arg_text(cmd, a, v, "the name of a directory", &out_dir);
+        } else {
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
+        }
+        if (st)
+            return st;
     }
-
-    int st = bench_cli_out("bench frames", out_dir);
+    int st = cli_arg_outdir(cmd, "--out", out_dir, &out_dir);
     if (st)
         return st;
     if (bench_cli_signals("bench frames")) /* before the second thread and the driver's */

@@ -1,4 +1,5 @@
 /* cmd_bench_loop.c - `onigpu bench loop`: thesis table 5.2 on every backend. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,75 +45,72 @@ static int parse_ai(char *list, struct bench_loop_opts *o)
 }
 
 /* "all" keeps the defaults (every available backend); a list must name
- * available ones only. 0; 2: an unknown name (a bad argument); 1: a backend
- * that cannot run here (the message printed). */
-static int parse_backends(const char *list, struct bench_loop_opts *o)
+ * available ones only. 0; 2: an unknown name (a bad argument, said); 1: a
+ * backend that cannot run here (the message printed). */
+static int parse_backends(const char *opt, const char *list, struct bench_loop_opts *o)
 {
-    if (!strcmp(list, "all"))
+    if (list && !strcmp(list, "all"))
         return 0;
-    if (cli_parse_names("onigpu bench loop", "backend", list, loop_backend_parse, 0, &o->backends))
-        return 2;
-    for (int b = 0; b < 32; b++) {
+    int st = cli_parse_names(&cli_cmd_bench_loop, opt, list, loop_backend_parse, loop_backend_name, LOOP_NBACKENDS,
+                             o->backends, &o->backends);
+    for (int b = 0; b < LOOP_NBACKENDS && !st; b++) {
         char why[160];
         if ((o->backends >> b & 1) && !loop_backend_available(b, why, sizeof why)) {
             fprintf(stderr, "onigpu bench loop: backend %s is not available: %s\n", loop_backend_name(b), why);
             return 1;
         }
     }
-    return 0;
+    return st;
 }
 
-/* Lists are split in a copy: argv itself is recorded in the results' meta. */
-static int parse_list(int (*fn)(char *, struct bench_loop_opts *), const char *v, struct bench_loop_opts *o)
+/* Lists are split in a copy: argv itself is recorded in the results' meta.
+ * 0, or 2 after saying what the list must be. */
+static int parse_list(int (*fn)(char *, struct bench_loop_opts *), const char *opt, const char *v, const char *what,
+                      struct bench_loop_opts *o)
 {
-    char *copy = strdup(v);
+    char *copy = v ? strdup(v) : NULL;
     int rc = copy ? fn(copy, o) : -1;
     free(copy);
-    return rc;
+    return rc ? cli_bad_value(&cli_cmd_bench_loop, opt, v, "%s; at most %d", what, BENCH_LOOP_MAX) : 0;
 }
 
 /* Parse argv into o: 0, or the exit status after a message. */
 static int parse_args(int argc, char **argv, struct bench_loop_opts *o)
 {
+    const struct cli_command *cmd = &cli_cmd_bench_loop;
     for (int i = 1; i < argc; i++) {
         char opt[64];
-        const char *a, *v, *why = NULL;
+        const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
-        int bad = !v;
-        uint64_t n;
-        if (bad) {
-        } else if (!strcmp(a, "--sizes")) {
-            bad = parse_list(parse_scen, v, o);
-            why = "each DATA/COMPUTE: data a multiple of 4 in 4 B .. 1 GiB, compute a multiple of data";
+        int st;
+        if (!strcmp(a, "--sizes")) {
+            st = parse_list(parse_scen, a, v,
+                            "a comma-separated list of DATA/COMPUTE sizes: data a multiple of 4 from 4 B to 1 GiB, "
+                            "compute a multiple of data",
+                            o);
         } else if (!strcmp(a, "--ai")) {
-            bad = parse_list(parse_ai, v, o);
-            why = "multiples of 0.25 in 0.25 .. 10000 (4 x AI MAC iterations per element)";
+            st = parse_list(parse_ai, a, v,
+                            "a comma-separated list of multiples of 0.25 from 0.25 to 10000 (4 x AI MAC iterations "
+                            "per element)",
+                            o);
         } else if (!strcmp(a, "--backends")) {
-            int rc = parse_backends(v, o);
-            if (rc == 1)
-                return 1;
-            bad = rc;
+            st = parse_backends(a, v, o);
         } else if (!strcmp(a, "--blocks")) {
-            bad = cli_parse_u64(v, &n) || n < 5 || n > 10000000; /* a count: no fraction, no unit */
-            why = "a whole number of blocks, 5 .. 10000000";
-            o->blocks = n;
+            st = cli_arg_count(cmd, a, v, 5, 10000000, &o->blocks); /* a count: no fraction, no unit */
         } else if (!strcmp(a, "--seconds")) {
-            bad = cli_parse_seconds(v, &o->seconds) || !(o->seconds > 0);
+            st = cli_arg_seconds(cmd, a, v, 0, 1, INFINITY, &o->seconds);
         } else if (!strcmp(a, "--out")) {
-            o->out_dir = v;
+            st = cli_arg_text(cmd, a, v, "the name of a directory", &o->out_dir);
         } else if (!strcmp(a, "--source")) {
-            bad = strcmp(v, "mem") && strcmp(v, "emu");
+            st = v && (!strcmp(v, "mem") || !strcmp(v, "emu")) ? 0 : cli_bad_value(cmd, a, v, "mem or emu");
             o->source = v;
         } else if (!strcmp(a, "--link")) {
-            o->link = v;
+            st = cli_arg_text(cmd, a, v, cli_link_allowed(), &o->link);
         } else {
-            bad = 1;
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
         }
-        if (bad) {
-            fprintf(stderr, "onigpu bench loop: bad argument '%s%s%s'%s%s\n", a, v ? " " : "", v ? v : "",
-                    why ? ": " : "", why ? why : "");
-            return cli_usage(&cli_cmd_bench_loop);
-        }
+        if (st)
+            return st;
     }
     /* The in-memory source has no link: a preset there would be recorded
      * beside rows that never went through it. */
@@ -130,7 +128,7 @@ static int run(int argc, char **argv)
     o.argc = cli_command_line(&o.argv);
     o.log = stderr;
     int st = parse_args(argc, argv, &o);
-    if (st || (st = bench_cli_out("bench loop", o.out_dir)) != 0)
+    if (st || (st = cli_arg_outdir(&cli_cmd_bench_loop, "--out", o.out_dir, &o.out_dir)) != 0)
         return st;
     if (bench_cli_signals("bench loop"))
         return 1;

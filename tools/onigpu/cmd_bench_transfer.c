@@ -55,6 +55,67 @@ static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
     return cli_parse_size(a, lo) || cli_parse_size(colon + 1, hi) ? -1 : 0;
 }
 
+static int dir_parse(const char *name)
+{
+    return !strcmp(name, "read") ? XFER_DIR_READ : !strcmp(name, "write") ? XFER_DIR_WRITE
+         : !strcmp(name, "both") ? XFER_DIR_READ | XFER_DIR_WRITE : -1;
+}
+
+/* Parse argv into o (the --link list into links, cap bytes): 0, or exit
+ * status 2 after saying what was wrong. */
+static int parse_args(int argc, char **argv, struct xfer_opts *o, char *links, size_t cap)
+{
+    const struct cli_command *cmd = &cli_cmd_bench_transfer;
+    for (int i = 1; i < argc; i++) {
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        uint64_t x, lo, hi;
+        int st, d;
+        if (!strcmp(a, "--sizes")) {
+            st = v && !parse_sizes(v, &lo, &hi) && sizes_ok(lo, hi)
+                   ? 0
+                   : cli_bad_value(cmd, a, v, "A:B or A, sizes doubling from A to B, B = A x 2^k, at most 1 GiB "
+                                              "(as 64:16M)");
+            if (!st)
+                o->min_size = lo, o->max_size = hi;
+        } else if (!strcmp(a, "--total")) {
+            st = cli_arg_size(cmd, a, v, 1, UINT64_MAX, 1, &o->total);
+        } else if (!strcmp(a, "--min-reps")) { /* counts: no fraction, no unit */
+            st = cli_arg_count(cmd, a, v, 0, UINT64_MAX, &o->min_reps);
+        } else if (!strcmp(a, "--max-reps")) {
+            st = cli_arg_count(cmd, a, v, 1, UINT64_MAX, &o->max_reps);
+        } else if (!strcmp(a, "--paths")) {
+            st = cli_parse_names(cmd, a, v, xfer_path_parse, xfer_path_name, XFER_NPATHS, XFER_ALL_PATHS, &o->paths);
+        } else if (!strcmp(a, "--dir")) {
+            d = v ? dir_parse(v) : -1;
+            st = d < 0 ? cli_bad_value(cmd, a, v, "read, write or both") : 0;
+            if (!st)
+                o->dirs = (unsigned)d;
+        } else if (!strcmp(a, "--link")) {
+            st = v && *v && strlen(v) < cap ? 0 : cli_bad_value(cmd, a, v, "a comma-separated list, each %s, shorter "
+                                                                            "than %zu bytes", cli_link_allowed(), cap);
+            if (!st)
+                strcpy(links, v);
+        } else if (!strcmp(a, "--chunk")) {
+            if (!(st = cli_arg_size(cmd, a, v, 4, 1u << 30, 4, &x)))
+                o->chunk = (uint32_t)x;
+        } else if (!strcmp(a, "--agent-max")) {
+            if (!(st = cli_arg_size(cmd, a, v, 1, 1u << 30, 1, &x)))
+                o->agent_max = (uint32_t)x;
+        } else if (!strcmp(a, "--daemon")) {
+            st = cli_arg_text(cmd, a, v, "the socket of an onix-emu daemon (onix-emu --socket SOCK)", &o->daemon);
+        } else if (!strcmp(a, "--out")) {
+            st = cli_arg_text(cmd, a, v, "the name of a directory", &o->out_dir);
+        } else {
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
+        }
+        if (st)
+            return st;
+    }
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     struct xfer_opts o = {.min_size = 64, .max_size = 16u << 20, .total = 256u << 20, .min_reps = 16,
@@ -63,49 +124,9 @@ static int run(int argc, char **argv)
                           .out_dir = "docs/results", .log = stderr};
     char links_buf[256] = "gen2x4,unlimited";
     o.argc = cli_command_line(&o.argv);
-    for (int i = 1; i < argc; i++) {
-        char opt[64];
-        const char *a, *v;
-        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
-        uint64_t x;
-        int bad = !v;
-        if (bad) {
-        } else if (!strcmp(a, "--sizes")) {
-            bad = parse_sizes(v, &o.min_size, &o.max_size) || !sizes_ok(o.min_size, o.max_size);
-        } else if (!strcmp(a, "--total")) {
-            bad = cli_parse_size(v, &o.total) || !o.total;
-        } else if (!strcmp(a, "--min-reps")) { /* counts: no fraction, no unit */
-            bad = cli_parse_u64(v, &o.min_reps);
-        } else if (!strcmp(a, "--max-reps")) {
-            bad = cli_parse_u64(v, &o.max_reps) || !o.max_reps;
-        } else if (!strcmp(a, "--paths")) {
-            bad = cli_parse_names("onigpu bench transfer", "path", v, xfer_path_parse, XFER_ALL_PATHS, &o.paths);
-        } else if (!strcmp(a, "--dir")) {
-            o.dirs = !strcmp(v, "read") ? XFER_DIR_READ : !strcmp(v, "write") ? XFER_DIR_WRITE
-                   : !strcmp(v, "both") ? XFER_DIR_READ | XFER_DIR_WRITE : 0;
-            bad = !o.dirs;
-        } else if (!strcmp(a, "--link")) {
-            bad = strlen(v) >= sizeof links_buf;
-            if (!bad)
-                strcpy(links_buf, v);
-        } else if (!strcmp(a, "--chunk")) {
-            bad = cli_parse_size(v, &x) || !x || x % 4 || x > (1u << 30);
-            o.chunk = (uint32_t)x;
-        } else if (!strcmp(a, "--agent-max")) {
-            bad = cli_parse_size(v, &x) || !x || x > (1u << 30);
-            o.agent_max = (uint32_t)x;
-        } else if (!strcmp(a, "--daemon")) {
-            o.daemon = v;
-        } else if (!strcmp(a, "--out")) {
-            o.out_dir = v;
-        } else {
-            bad = 1;
-        }
-        if (bad) {
-            fprintf(stderr, "onigpu bench transfer: bad option or value: %s %s\n", a, v ? v : "");
-            return cli_usage(&cli_cmd_bench_transfer);
-        }
-    }
+    int status = parse_args(argc, argv, &o, links_buf, sizeof links_buf);
+    if (status)
+        return status;
     if (o.min_reps > o.max_reps)
         o.min_reps = o.max_reps;
     char links[sizeof links_buf];
@@ -117,14 +138,12 @@ static int run(int argc, char **argv)
             return st;
         nlinks++;
     }
-    if (!nlinks) {
-        fprintf(stderr, "onigpu bench transfer: --link names no preset: %s\n", links_buf);
-        return cli_usage(&cli_cmd_bench_transfer);
-    }
+    if (!nlinks)
+        return cli_bad_value(&cli_cmd_bench_transfer, "--link", links_buf, "a comma-separated list, each %s",
+                             cli_link_allowed());
     if (!sizes_ok(o.min_size, 4096) || 4096 > o.max_size) /* the targets are at 4 KiB (TARGETS.md) */
         fprintf(stderr, "onigpu bench transfer: note: 4096 is not among the sizes, so no 4 KiB target row\n");
-    int status = bench_cli_out("bench transfer", o.out_dir);
-    if (status)
+    if ((status = cli_arg_outdir(&cli_cmd_bench_transfer, "--out", o.out_dir, &o.out_dir)) != 0)
         return status;
     if (bench_cli_signals("bench transfer"))
         return 1;

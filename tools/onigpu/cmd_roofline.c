@@ -18,7 +18,7 @@ static int run(int argc, char **argv)
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
         int st;
         if (!strcmp(a, "--out"))
-            st = cli_arg_outdir(&cli_cmd_roofline, a, v, &out);
+            st = cli_arg_text(&cli_cmd_roofline, a, v, "the name of a directory", &out);
         else if (!strcmp(a, "--link"))
             st = cli_arg_text(&cli_cmd_roofline, a, v, cli_link_allowed(), &link);
         else
@@ -27,7 +27,7 @@ static int run(int argc, char **argv)
             return st;
     }
     int st = cli_check_link(&cli_cmd_roofline, link);
-    if (st)
+    if (st || (st = cli_arg_outdir(&cli_cmd_roofline, "--out", out, &out)) != 0)
         return st;
     char **full;
     int nfull = cli_command_line(&full);

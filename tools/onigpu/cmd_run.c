@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "bench/bench.h"
@@ -30,44 +29,44 @@ struct opts {
     struct loop_run_config c;
 };
 
+/* Parse argv into o: 0, or exit status 2 after saying what was wrong. */
 static int parse(int argc, char **argv, struct opts *o)
 {
+    const struct cli_command *cmd = &cli_cmd_run;
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
-        int bad = !v;
-        if (bad) {
-        } else if (!strcmp(a, "--backend")) {
+        uint64_t n;
+        int st;
+        if (!strcmp(a, "--backend")) {
+            st = cli_arg_name(cmd, a, v, loop_backend_parse, loop_backend_name, LOOP_NBACKENDS, &o->c.backend);
             o->backend = v;
         } else if (!strcmp(a, "--emu") || !strcmp(a, "--devices")) {
-            o->c.spec = v;
+            st = cli_arg_text(cmd, a, v, "the emulated card's spec string (oniemu.h)", &o->c.spec);
         } else if (!strcmp(a, "--link")) {
-            o->c.link = v;
+            st = cli_arg_text(cmd, a, v, cli_link_allowed(), &o->c.link);
         } else if (!strcmp(a, "--out")) {
-            o->out = v;
+            st = cli_arg_text(cmd, a, v, "the name of a directory", &o->out);
         } else if (!strcmp(a, "--block")) {
             /* at most 50 ms: more would be owed at the stop than the backlog
              * a loop that keeps up may leave */
-            bad = cli_parse_u32(v, &o->c.block) || o->c.block < 1 || o->c.block > LOOP_RUN_MAX_BLOCK;
+            if (!(st = cli_arg_count(cmd, a, v, 1, LOOP_RUN_MAX_BLOCK, &n)))
+                o->c.block = (uint32_t)n;
         } else if (!strcmp(a, "--seconds")) {
-            double s = 0;
-            bad = cli_parse_seconds(v, &s) || !(s >= LOOP_RUN_MIN_SECONDS) || s > 86400;
-            o->c.seconds = s;
+            st = cli_arg_seconds(cmd, a, v, LOOP_RUN_MIN_SECONDS, 0, 86400, &o->c.seconds);
         } else {
-            bad = 1;
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
         }
-        if (bad) {
-            fprintf(stderr, "onigpu run: bad argument '%s'\n", a);
-            return -1;
-        }
+        if (st)
+            return st;
     }
-    return 0;
+    return cli_check_link(cmd, o->c.link);
 }
 
 /* The ground-truth file the card appends to, a new file of the run's own:
- * DIR/truth-<UTC date>.csv with --out (DIR is made if missing, its parent
- * must exist; an existing file of that name is refused, never replaced),
+ * DIR/truth-<UTC date>.csv with --out (DIR made by cli_arg_outdir; an
+ * existing file of that name is refused, never replaced),
  * else a temporary one (mkstemps: O_EXCL, not a name another user could
  * have put a link at). 0, or exit status 2 (said why). */
 static int make_truth(const struct opts *o, char *truth, size_t cap)
@@ -82,26 +81,15 @@ static int make_truth(const struct opts *o, char *truth, size_t cap)
         close(fd);
         return 0;
     }
-    struct stat st;
-    if (stat(o->out, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "onigpu run: --out %s: not a directory\n", o->out);
-        return 2;
-    }
-    if (mkdir(o->out, 0777) && errno != EEXIST) {
-        fprintf(stderr, "onigpu run: --out %s: cannot create the directory: %s\n", o->out, strerror(errno));
-        return 2;
-    }
     char stamp[32];
     time_t now = time(NULL);
     struct tm tm;
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", gmtime_r(&now, &tm));
     snprintf(truth, cap, "%s/truth-%s.csv", o->out, stamp);
     int fd = open(truth, O_WRONLY | O_CREAT | O_EXCL, 0666);
-    if (fd < 0) {
-        fprintf(stderr, "onigpu run: --out %s: cannot create %s: %s%s\n", o->out, truth, strerror(errno),
-                errno == EEXIST ? " (a run started in the same second: it is not replaced)" : "");
-        return 2;
-    }
+    if (fd < 0)
+        return cli_bad_value(&cli_cmd_run, "--out", o->out, "a directory where %s can be made: %s%s", truth,
+                             strerror(errno), errno == EEXIST ? " (a run started in the same second: not replaced)" : "");
     close(fd);
     return 0;
 }
@@ -283,24 +271,20 @@ static int run(int argc, char **argv)
     o.c.progress = on_progress;
     o.c.arg = &o;
     o.c.stop = &stop_flag;
-    if (parse(argc, argv, &o))
-        return cli_usage(&cli_cmd_run);
-    int bad_link = cli_check_link(&cli_cmd_run, o.c.link);
-    if (bad_link)
-        return bad_link;
-    o.c.backend = o.backend ? loop_backend_parse(o.backend) : loop_backend_best();
+    int status = parse(argc, argv, &o);
+    if (status)
+        return status;
+    if (!o.backend)
+        o.c.backend = loop_backend_best();
     char why[160];
-    if (o.c.backend < 0) {
-        fprintf(stderr, "onigpu run: unknown backend '%s' (cpu, gpu-staged, gpu-direct, gpu-graph, gpu-flag, "
-                        "gpu-persistent, gpu-mapped)\n", o.backend);
-        return cli_usage(&cli_cmd_run);
-    }
     if (!loop_backend_available(o.c.backend, why, sizeof why)) {
         fprintf(stderr, "onigpu run: backend %s is not available: %s\n", loop_backend_name(o.c.backend), why);
         return 1;
     }
     char truth[4096];
-    int status = make_truth(&o, truth, sizeof truth);
+    if (o.out && (status = cli_arg_outdir(&cli_cmd_run, "--out", o.out, &o.out)) != 0)
+        return status;
+    status = make_truth(&o, truth, sizeof truth);
     if (status)
         return status;
     o.c.truth = truth;
