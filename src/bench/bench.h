@@ -11,7 +11,18 @@
  * Errors are ONI error codes (onidefs.h): ONI_EINVALARG for bad arguments,
  * ONI_EBADALLOC when memory runs out, ONI_EPATHINVALID when a file cannot be
  * written. Nothing here prints, except bench_report_print and the note of
- * bench_report_plot / bench_report_hist on a plot gnuplot did not draw. */
+ * bench_report_plot / bench_report_hist on a plot gnuplot did not draw.
+ *
+ * The shape of a benchmark: its command (tools/onigpu) parses and checks the
+ * arguments, takes the signals (bench_cli_signals), opens the result set
+ * (bench_report_open) and passes it to the body; the body (src/bench)
+ * measures, adds meta, rows, tables and plots through bench_report_* and
+ * returns 0 or an ONI error, keeping in the set what it measured before an
+ * error; the command prints the tables and closes the set, or discards it
+ * (bench_report_discard) where the body measured nothing. A body neither
+ * opens nor closes nor prints a set. Followed by `roofline`, `bench emu`,
+ * `bench transfer`, `bench loop` and `bench floor`; `bench frames` and
+ * `bench daemon` still open (or get) their set their own way. */
 #ifndef BENCH_H
 #define BENCH_H
 
@@ -215,6 +226,11 @@ const char *bench_report_path(struct bench_report *r, const char *suffix);
  * error) and free r. Returns 0 or the first error met (sticky cell errors
  * included). NULL-safe. */
 int bench_report_close(struct bench_report *r);
+
+/* Free r without writing a file, and remove its folder <dir>/<bench> when
+ * it is empty (as when bench_report_open made it): for a run that measured
+ * nothing, which leaves no result set. NULL-safe. */
+void bench_report_discard(struct bench_report *r);
 
 /* ---- plots, drawn by gnuplot ---------------------------------------------- */
 

@@ -257,16 +257,11 @@ static void run_config(const struct bench_loop_opts *o, int emu, struct card_sin
     c->rc = rc;
 }
 
-/* The result set of the configurations cf[0..n): rows, the TARGETS.md
- * figure, plots; the table on stdout. 0 or an ONI error. */
-static int write_results(const struct bench_loop_opts *o, int emu, const struct config *cf, size_t n)
+/* The configurations cf[0..n) into rep: rows, the TARGETS.md figure,
+ * plots. */
+static void write_results(const struct bench_loop_opts *o, struct bench_report *rep, int emu,
+                          const struct config *cf, size_t n)
 {
-    int err = 0;
-    char gpu[128] = "";
-    gpu_name(gpu, sizeof gpu); /* "" without a GPU */
-    struct bench_report *rep = bench_report_open(o->out_dir, "loop", o->argc, o->argv, gpu[0] ? gpu : NULL, &err);
-    if (!rep)
-        return err;
     bench_report_meta(rep, "source", emu ? "emu: test core on the GPU data stream -> test sink (ONI_DRV_READ[_ASYNC], "
                                            "ONI_DRV_WRITE), fast mode"
                                          : "mem: in-memory source, unlimited link");
@@ -355,13 +350,11 @@ static int write_results(const struct bench_loop_opts *o, int emu, const struct 
         struct bench_plot p = {title, "compute size (bytes)", "round trip p50 (us)", 1, 1, ser, ns};
         bench_report_plot(rep, tag, &p);
     }
-    bench_report_print(rep, NULL, stdout);
-    return bench_report_close(rep);
 }
 
-int bench_loop_run(const struct bench_loop_opts *o, int *failed)
+int bench_loop_run(const struct bench_loop_opts *o, struct bench_report *rep, int *failed, int *measured)
 {
-    *failed = 0;
+    *failed = *measured = 0;
     if (o->nscen < 1 || o->nscen > BENCH_LOOP_MAX || o->nai < 1 || o->nai > BENCH_LOOP_MAX || o->blocks < 5 ||
         !(o->seconds > 0) || !(o->backends & ((1u << LOOP_NBACKENDS) - 1)))
         return ONI_EINVALARG;
@@ -410,9 +403,10 @@ int bench_loop_run(const struct bench_loop_opts *o, int *failed)
         }
         free(sink.mem);
     }
-    /* Nothing measured: no result set (as bench frames). */
-    if (!rc && (size_t)*failed < n)
-        rc = write_results(o, emu, cf, n);
+    if (!rc && (size_t)*failed < n) {
+        write_results(o, rep, emu, cf, n);
+        *measured = (int)n - *failed;
+    }
     free(cf);
     return rc;
 }

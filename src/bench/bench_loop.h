@@ -9,6 +9,8 @@
 
 #define BENCH_LOOP_MAX 16
 
+struct bench_report;
+
 struct bench_loop_opts {
     uint64_t data[BENCH_LOOP_MAX], compute[BENCH_LOOP_MAX]; /* scenario sizes, bytes */
     int nscen;
@@ -19,9 +21,7 @@ struct bench_loop_opts {
     double seconds;                                          /* per configuration (time budget) */
     const char *source;                                      /* "mem" (default) or "emu" */
     const char *link;                                        /* emu link preset (NULL = the card's default) */
-    const char *out_dir;
-    int argc;
-    char **argv;
+    const char *out_dir;                                     /* where the command opens the result set */
     FILE *log;                                               /* progress lines (may be NULL) */
 };
 
@@ -42,10 +42,12 @@ uint32_t bench_loop_iters(double ai);
  * (rounded down), 4 x ai iterations (ai as bench_loop_iters accepts, else
  * ONI_EINVALARG), on backend. 0 or an ONI error. */
 int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, uint64_t blocks, double *p50_ns);
-/* Run every configuration (scenarios and AIs as bench_loop_sizes_ok and
- * bench_loop_iters accept, else ONI_EINVALARG) and write the result set: a
- * configuration that fails has its error in its row, and *failed counts them;
- * when every one failed no result set is written. 0 or an ONI error. */
-int bench_loop_run(const struct bench_loop_opts *o, int *failed);
+/* The body of `onigpu bench loop` (the shape of bench.h): run every
+ * configuration (scenarios and AIs as bench_loop_sizes_ok and
+ * bench_loop_iters accept, else ONI_EINVALARG) and add them to rep, the open
+ * set "loop": a configuration that fails has its error in its row, and
+ * *failed counts them; *measured counts the others. When none was measured
+ * nothing is added (the command writes no result set). 0 or an ONI error. */
+int bench_loop_run(const struct bench_loop_opts *o, struct bench_report *rep, int *failed, int *measured);
 
 #endif

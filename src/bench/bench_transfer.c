@@ -20,7 +20,6 @@
 #define CORE_REG_ENABLE 0     /* the test core's ENABLE register (docs/devices.md) */
 #define CORE_MAX_FRAME (1u << 20) /* largest test core frame payload (docs/devices.md) */
 #define REFILL_BYTES (64u << 20)  /* how far ahead the card is filled before timing */
-#define OUTLIERS_MAX 100          /* rows of table "outliers" per path and size */
 #define RING_BYTES (64u << 20)    /* host ring of the ring paths: the card's FIFO size here */
 
 static const char *const path_names[XFER_NPATHS] = {"reference", "original", "staged", "direct",
@@ -401,13 +400,13 @@ static void hist_out(struct bench_report *r, struct bx *b, const char *dirname, 
 }
 
 /* Table "outliers": when each transfer above limit ns started and how long
- * it took, on and off the CPU, the first OUTLIERS_MAX of a row; whether the
+ * it took, on and off the CPU, the first XFER_OUTLIERS_MAX of a row; whether the
  * slow ones keep a rhythm says more about their cause than their count. */
 static int outliers_out(struct bench_report *r, struct bx *b, const char *dirname, int p, size_t n,
                         double limit)
 {
     int rc = 0;
-    for (size_t i = 0, k = 0; i < b->rec.n && k < OUTLIERS_MAX && !rc; i++) {
+    for (size_t i = 0, k = 0; i < b->rec.n && k < XFER_OUTLIERS_MAX && !rc; i++) {
         if (b->rec.ns[i] <= limit)
             continue;
         k++;
@@ -699,25 +698,16 @@ static void targets(struct bx *b, struct bench_report *r)
     }
 }
 
-int bench_transfer_run(const struct xfer_opts *o)
+int bench_transfer_run(const struct xfer_opts *o, struct bench_report *r)
 {
-    if (!o || !o->min_size || o->min_size > o->max_size || !o->total || !o->max_reps || !o->link ||
+    if (!o || !r || !o->min_size || o->min_size > o->max_size || !o->total || !o->max_reps || !o->link ||
         !o->paths || !o->dirs || !o->chunk || o->max_size > ONIGPU_MAX_BLOCK)
         return ONI_EINVALARG;
-    char why[200], gname[128] = "";
-    if (!gpu_available(why, sizeof why)) {
-        logf_(o, "onigpu bench transfer: every path needs a GPU: %s\n", why);
+    char why[200];
+    if (!gpu_available(why, sizeof why)) /* the command checks it before it opens r */
         return ONI_ENOGPU;
-    }
-    gpu_name(gname, sizeof gname);
     struct bx b = {.o = o};
     int rc = alloc_buffers(&b);
-    struct bench_report *r = NULL;
-    if (!rc) {
-        char name[64];
-        snprintf(name, sizeof name, "transfer-%s", o->link);
-        r = bench_report_open(o->out_dir ? o->out_dir : ".", name, o->argc, o->argv, gname, &rc);
-    }
     if (rc) {
         free_buffers(&b);
         return rc;
@@ -786,22 +776,6 @@ int bench_transfer_run(const struct xfer_opts *o)
     }
     b.via_daemon = 0;
     targets(&b, r);
-    bench_report_print(r, NULL, stdout);
-    if ((o->paths & (1u << XFER_AGENT)) && o->agent_max && o->agent_max < o->max_size)
-        printf("(agent: sizes above --agent-max = %u bytes not measured; the card moves them with its copy engine)\n",
-               o->agent_max);
-    printf("\nfit t = l + s/b (per-size medians, relative weighting):\n");
-    bench_report_print(r, "fit", stdout);
-    printf("\nwhat pinning costs (ONI_DRV_PIN, ONI_DRV_UNPIN; onigpu_buf_t with the length):\n");
-    bench_report_print(r, "pin", stdout);
-    printf("\ntransfers above 20x their row's p50 (the first %d of a row; start_ms after its first):\n",
-           OUTLIERS_MAX);
-    bench_report_print(r, "outliers", stdout);
-    if (!strcmp(o->link, "unlimited")) {
-        printf("\ntargets (TARGETS.md, unlimited link; measured in this run):\n");
-        bench_report_print(r, "targets", stdout);
-    }
-    int crc = bench_report_close(r);
     free_buffers(&b);
-    return first_rc ? first_rc : crc;
+    return first_rc;
 }

@@ -13,6 +13,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct bench_report;
+
+struct bench_report;
+
 enum xfer_path {
     XFER_REFERENCE = 0, /* plain page-locked cudaMemcpyAsync + sync, no card: the ceiling */
     XFER_ORIGINAL,      /* oni_read_frame / oni_write_frame + cudaMemcpy per frame (listing 4.1) */
@@ -48,9 +52,7 @@ struct xfer_opts {
     uint32_t chunk;              /* chunk size of XFER_CHUNKED */
     uint32_t agent_max;          /* ONI_DRV_DMA_AGENT of XFER_AGENT (0: every size) */
     const char *daemon;          /* onix-emu socket: the card's GPU paths run again through it (NULL: not) */
-    const char *out_dir;         /* result set directory (NULL: none written) */
-    int argc;
-    char **argv;                 /* the command line, for the result's meta */
+    const char *out_dir;         /* where the command opens the result set */
     FILE *log;                   /* progress lines (NULL: quiet) */
 };
 
@@ -58,13 +60,16 @@ struct xfer_opts {
 const char *xfer_path_name(int path);
 int xfer_path_parse(const char *name);
 
-/* Run the benchmark and write the result set "transfer-<link>" to out_dir:
- * rows per link/direction/path/size (n, mean, SD, min, p50, p90, p99, p99.9,
- * max in ns, MB/s, max/p50; mode "in-process", or "daemon" for the paths
- * through the daemon at o->daemon), table "fit" (t = l + s/b per path), PNG plots of
- * time against size and histograms at 4 KiB and 8 MiB; prints the tables to
- * stdout. Returns 0 or the first ONI error; ONI_ENOGPU when GPU paths were
- * asked for and there is no GPU (the message is logged). */
-int bench_transfer_run(const struct xfer_opts *o);
+#define XFER_OUTLIERS_MAX 100 /* rows of table "outliers" per path and size */
+
+/* The body of `onigpu bench transfer` for the link o->link (the shape of
+ * bench.h): adds to r, the open set "transfer-<link>", rows per
+ * direction/path/size (n, mean, SD, min, p50, p90, p99, p99.9, max in ns,
+ * MB/s, max/p50; mode "in-process", or "daemon" for the paths through the
+ * daemon at o->daemon), tables "fit" (t = l + s/b per path), "pin",
+ * "outliers" and "targets", and PNG plots of time against size and
+ * histograms at 4 KiB and 8 MiB. Returns 0 or the first ONI error;
+ * ONI_ENOGPU when there is no GPU (nothing added). */
+int bench_transfer_run(const struct xfer_opts *o, struct bench_report *r);
 
 #endif

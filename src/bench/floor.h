@@ -41,29 +41,32 @@ const char *floor_mech_name(int mech);
 /* The mechanism of a name, or -1. */
 int floor_mech_parse(const char *name);
 
+struct bench_report;
+
 struct bench_floor_opts {
     uint64_t reps;        /* timed transfers per mechanism, 1 .. FLOOR_MAX_REPS */
     uint32_t size;        /* bytes per transfer, 8 .. FLOOR_MAX_SIZE */
     unsigned mechs;       /* bits 1 << enum floor_mech (non-zero) */
     unsigned rounds;      /* rounds the repetitions are split into (>= 1; capped at reps) */
     uint32_t timeout_ms;  /* deadline of every wait (> 0) */
-    const char *out_dir;  /* result set directory (required) */
-    int argc;
-    char **argv;          /* the command line, for the result's meta */
+    const char *out_dir;  /* where the command opens the result set (required) */
     FILE *log;            /* progress and errors (NULL: quiet); the table goes to stdout */
 };
 
 /* 0 when o can be run, else ONI_EINVALARG (see the field comments). */
 int bench_floor_check(const struct bench_floor_opts *o);
 
-/* Run the benchmark, write the result set floor-<date> (CSV + JSON: per
- * mechanism n, mean, min, p50, p99, p99.9, max in us, max/p50, p50 over the
- * first mechanism's p50) to out_dir and print its table to stdout. Returns 0; ONI_EINVALARG for bad options (nothing run);
- * ONI_ENOGPU without a usable GPU or a CUDA build (nothing run, the reason
- * logged) or when a CUDA call fails; ONI_ETIMEOUT when a wait passed its
- * deadline; ONI_EREADFAILURE when the device buffer did not hold the host's
- * bytes; ONI_EBADALLOC / ONI_EPATHINVALID. Every error is logged with the
+/* The body of `onigpu bench floor` (the shape of bench.h): run the
+ * benchmark and add to r, the open set "floor", one row per mechanism (n,
+ * mean, min, p50, p99, p99.9, max in us, max/p50, p50 over the first
+ * mechanism's p50), once every mechanism was measured; *measured says
+ * whether it got that far (else the command writes no set). Says on stdout
+ * what the table shows. Returns 0; ONI_EINVALARG for bad options or a NULL
+ * r (nothing run); ONI_ENOGPU without a usable GPU or a CUDA build (nothing
+ * run, the reason logged) or when a CUDA call fails; ONI_ETIMEOUT when a
+ * wait passed its deadline; ONI_EREADFAILURE when the device buffer did not
+ * hold the host's bytes; ONI_EBADALLOC. Every error is logged with the
  * mechanism it happened in. */
-int bench_floor_run(const struct bench_floor_opts *o);
+int bench_floor_run(const struct bench_floor_opts *o, struct bench_report *r, int *measured);
 
 #endif

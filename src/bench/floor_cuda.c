@@ -561,14 +561,13 @@ static void add_meta(struct bench_report *r, const struct bench_floor_opts *o, c
                                   "once the stream has reached its wait");
 }
 
-/* One row per mechanism; ratio: p50 over the first mechanism's p50. */
-static int write_results(const struct bench_floor_opts *o, const int *list, int nm, struct bench_rec *rec,
-                         const char *gpu, const char *sched)
+/* One row per mechanism into r; ratio: p50 over the first mechanism's p50.
+ * The line saying what the table shows goes to stdout, before the table
+ * the command prints. */
+static int write_results(const struct bench_floor_opts *o, struct bench_report *r, const int *list, int nm,
+                         struct bench_rec *rec, const char *sched)
 {
     int rc = 0;
-    struct bench_report *r = bench_report_open(o->out_dir, "floor", o->argc, o->argv, gpu, &rc);
-    if (!r)
-        return rc;
     add_meta(r, o, sched);
     bench_report_meta(r, "ratio_base", floor_mech_name(list[0]));
     double base = 0;
@@ -596,27 +595,25 @@ static int write_results(const struct bench_floor_opts *o, const int *list, int 
     printf("%u B host -> GPU, %llu per mechanism in %llu rounds; device schedule %s; "
            "p50_ratio: p50 / %s's p50\n",
            o->size, (unsigned long long)o->reps, (unsigned long long)rounds_of(o), sched, floor_mech_name(list[0]));
-    bench_report_print(r, NULL, stdout);
-    printf("results: %s\n", bench_report_path(r, ".json"));
-    fflush(stdout);
-    int rc_close = bench_report_close(r);
-    return rc ? rc : rc_close;
+    return rc;
 }
 
 /* ---- the entry point ----------------------------------------------------------------- */
 
-int bench_floor_run(const struct bench_floor_opts *o)
+int bench_floor_run(const struct bench_floor_opts *o, struct bench_report *r, int *measured)
 {
     int rc = bench_floor_check(o);
     if (rc)
         return rc;
-    char why[200], gname[128] = "";
+    *measured = 0;
+    char why[200];
     if (!gpu_available(why, sizeof why)) {
         if (o->log)
             fprintf(o->log, "onigpu bench floor: every mechanism needs a GPU: %s\n", why);
         return ONI_ENOGPU;
     }
-    gpu_name(gname, sizeof gname);
+    if (!r)
+        return ONI_EINVALARG;
     int list[FLOOR_NMECH], nm = 0;
     struct bench_rec rec[FLOOR_NMECH];
     memset(rec, 0, sizeof rec);
@@ -634,8 +631,10 @@ int bench_floor_run(const struct bench_floor_opts *o)
     if (!rc)
         rc = run_rounds(&f, list, nm, rec);
     teardown(&f);
-    if (!rc)
-        rc = write_results(o, list, nm, rec, gname, schedule_name(flags));
+    if (!rc) {
+        *measured = 1;
+        rc = write_results(o, r, list, nm, rec, schedule_name(flags));
+    }
     for (int m = 0; m < FLOOR_NMECH; m++)
         bench_rec_free(&rec[m]);
     return rc;

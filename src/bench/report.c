@@ -829,6 +829,20 @@ int bench_report_hist(struct bench_report *r, const char *tag, const char *title
     return plot_done(r, path, bench_hist_png(path, title, xlabel, h, why, sizeof why), why);
 }
 
+void bench_report_discard(struct bench_report *r)
+{
+    if (!r)
+        return;
+    char *slash = r->base ? strrchr(r->base, '/') : NULL;
+    if (slash) {
+        *slash = 0;
+        rmdir(r->base); /* fails, and keeps it, when it holds anything */
+    }
+    free(r->base);
+    r->base = NULL; /* nothing to write */
+    bench_report_close(r);
+}
+
 int bench_report_close(struct bench_report *r)
 {
     if (!r)

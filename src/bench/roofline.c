@@ -185,16 +185,12 @@ static double roof(double peak, double bw, double ai)
     return m < peak ? m : peak;
 }
 
-int roofline_run(const char *out_dir, const char *link, int argc, char **argv, FILE *log)
+int roofline_bench(const char *link, struct bench_report *rep, FILE *log)
 {
     struct roofline r;
     int rc = roofline_measure(&r, 0, link);
     if (rc)
         return rc;
-    int err = 0;
-    struct bench_report *rep = bench_report_open(out_dir, "roofline", argc, argv, r.have_gpu ? r.gpu_name : NULL, &err);
-    if (!rep)
-        return err;
     bench_report_meta(rep, "method", "compute: MAC kernel at AI 64 (CPU in cache, all cores; GPU 64 Mi floats); "
                                      "memory: best large copy, read + write bytes; link: emulated card preset");
     /* MAC points over AI, and the roofs. */
@@ -268,9 +264,7 @@ int roofline_run(const char *out_dir, const char *link, int argc, char **argv, F
         else
             fprintf(log, "  card link: the emulated card could not be opened\n");
     }
-    bench_report_print(rep, "points", stdout);
     if (rc) /* the rows measured are kept; the files say the run did not finish */
         bench_report_meta(rep, "error", oni_error_str(rc));
-    int rc2 = bench_report_close(rep);
-    return rc ? rc : rc2;
+    return rc;
 }

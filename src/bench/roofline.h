@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct bench_report;
+
 struct roofline {
     double cpu_gflops, cpu_gbps; /* MAC at high AI in cache; memcpy, bytes read + written */
     double gpu_gflops, gpu_gbps; /* 0 without a GPU */
@@ -21,7 +23,11 @@ struct roofline {
  * link: emu link preset to ask the emulated card about (NULL = its default).
  * 0 or an ONI error (a missing GPU or card is not an error: have_* say so). */
 int roofline_measure(struct roofline *r, int quick, const char *link);
-/* The command: measure, print table 5.1, write CSV + JSON + PNG into out_dir. */
-int roofline_run(const char *out_dir, const char *link, int argc, char **argv, FILE *log);
+/* The body of `onigpu roofline` (the shape of bench.h): measure, add the
+ * ceilings (table 5.1, table "results"), the MAC points (table "points") and
+ * the plot to rep (opened by the caller, who prints and closes it), and say
+ * table 5.1 on log (NULL: quiet). 0 or an ONI error; after an error during
+ * the points the rows measured stay in rep, with meta "error". */
+int roofline_bench(const char *link, struct bench_report *rep, FILE *log);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bench/bench.h"
 #include "bench/floor.h"
 #include "bench_cli.h"
 #include "cli.h"
@@ -50,7 +51,8 @@ static int run(int argc, char **argv)
 {
     struct bench_floor_opts o = {.reps = 100000, .size = 4096, .mechs = FLOOR_ALL_MECHS, .rounds = 10,
                                  .timeout_ms = 1000, .out_dir = "docs/results", .log = stderr};
-    o.argc = cli_command_line(&o.argv);
+    char **full;
+    int nfull = cli_command_line(&full);
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;
@@ -71,7 +73,21 @@ static int run(int argc, char **argv)
     }
     if (bench_cli_signals("bench floor"))
         return 1;
-    int rc = bench_floor_run(&o);
+    char gpu[128] = "";
+    gpu_name(gpu, sizeof gpu);
+    int measured = 0, rc = 0;
+    struct bench_report *r = bench_report_open(o.out_dir, "floor", nfull, full, gpu, &rc);
+    if (r)
+        rc = bench_floor_run(&o, r, &measured);
     bench_cli_signals_end("bench floor");
+    if (!measured) { /* no set without every mechanism measured */
+        bench_report_discard(r);
+    } else {
+        bench_report_print(r, NULL, stdout);
+        printf("results: %s\n", bench_report_path(r, ".json"));
+        fflush(stdout);
+        int crc = bench_report_close(r);
+        rc = rc ? rc : crc;
+    }
     return rc ? cli_fail("bench floor", rc) : 0;
 }

@@ -3,10 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bench/bench.h"
 #include "bench/bench_loop.h"
 #include "bench_cli.h"
 #include "cli.h"
 #include "cli_oni.h"
+#include "gpu/gpu.h"
 #include "loop/loop.h"
 
 static int run(int argc, char **argv);
@@ -125,7 +127,8 @@ static int run(int argc, char **argv)
 {
     struct bench_loop_opts o;
     bench_loop_defaults(&o);
-    o.argc = cli_command_line(&o.argv);
+    char **full;
+    int nfull = cli_command_line(&full);
     o.log = stderr;
     int st = parse_args(argc, argv, &o);
     if (st || (st = cli_arg_outdir(&cli_cmd_bench_loop, "--out", o.out_dir, &o.out_dir)) != 0)
@@ -140,8 +143,19 @@ static int run(int argc, char **argv)
         total += o.backends >> b & 1;
     }
     total *= o.nscen * o.nai;
-    int failed = 0, rc = bench_loop_run(&o, &failed);
+    char gpu[128] = "";
+    gpu_name(gpu, sizeof gpu); /* "" without a GPU */
+    int failed = 0, measured = 0, rc = 0;
+    struct bench_report *rep = bench_report_open(o.out_dir, "loop", nfull, full, gpu[0] ? gpu : NULL, &rc);
+    if (rep)
+        rc = bench_loop_run(&o, rep, &failed, &measured);
     bench_cli_signals_end("bench loop");
+    if (rc || !measured) { /* nothing measured: no result set */
+        bench_report_discard(rep);
+    } else {
+        bench_report_print(rep, NULL, stdout);
+        rc = bench_report_close(rep);
+    }
     if (rc)
         return cli_fail("bench loop", rc);
     if (failed == total)

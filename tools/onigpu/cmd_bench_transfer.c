@@ -8,6 +8,7 @@
 #include "bench_cli.h"
 #include "cli.h"
 #include "cli_oni.h"
+#include "gpu/gpu.h"
 
 /* Sizes double from lo to hi: hi must be on that doubling (the largest
  * size's target row and histograms are taken there), and a GPU block. */
@@ -116,6 +117,42 @@ static int parse_args(int argc, char **argv, struct xfer_opts *o, char *links, s
     return 0;
 }
 
+/* One link: the set "transfer-<link>" opened, measured into by the body,
+ * its tables printed, closed. 0 or an ONI error. */
+static int transfer_link(const struct xfer_opts *o, int argc, char **argv)
+{
+    char why[200], gpu[128] = "";
+    if (!gpu_available(why, sizeof why)) {
+        fprintf(stderr, "onigpu bench transfer: every path needs a GPU: %s\n", why);
+        return ONI_ENOGPU;
+    }
+    gpu_name(gpu, sizeof gpu);
+    char name[64];
+    snprintf(name, sizeof name, "transfer-%s", o->link);
+    int rc = 0;
+    struct bench_report *r = bench_report_open(o->out_dir, name, argc, argv, gpu, &rc);
+    if (!r)
+        return rc;
+    rc = bench_transfer_run(o, r);
+    bench_report_print(r, NULL, stdout);
+    if ((o->paths & (1u << XFER_AGENT)) && o->agent_max && o->agent_max < o->max_size)
+        printf("(agent: sizes above --agent-max = %u bytes not measured; the card moves them with its copy engine)\n",
+               o->agent_max);
+    printf("\nfit t = l + s/b (per-size medians, relative weighting):\n");
+    bench_report_print(r, "fit", stdout);
+    printf("\nwhat pinning costs (ONI_DRV_PIN, ONI_DRV_UNPIN; onigpu_buf_t with the length):\n");
+    bench_report_print(r, "pin", stdout);
+    printf("\ntransfers above 20x their row's p50 (the first %d of a row; start_ms after its first):\n",
+           XFER_OUTLIERS_MAX);
+    bench_report_print(r, "outliers", stdout);
+    if (!strcmp(o->link, "unlimited")) {
+        printf("\ntargets (TARGETS.md, unlimited link; measured in this run):\n");
+        bench_report_print(r, "targets", stdout);
+    }
+    int crc = bench_report_close(r);
+    return rc ? rc : crc;
+}
+
 static int run(int argc, char **argv)
 {
     struct xfer_opts o = {.min_size = 64, .max_size = 16u << 20, .total = 256u << 20, .min_reps = 16,
@@ -123,7 +160,8 @@ static int run(int argc, char **argv)
                           .dirs = XFER_DIR_READ | XFER_DIR_WRITE, .chunk = 1u << 20,
                           .out_dir = "docs/results", .log = stderr};
     char links_buf[256] = "gen2x4,unlimited";
-    o.argc = cli_command_line(&o.argv);
+    char **full;
+    int nfull = cli_command_line(&full);
     int status = parse_args(argc, argv, &o, links_buf, sizeof links_buf);
     if (status)
         return status;
@@ -152,7 +190,7 @@ static int run(int argc, char **argv)
         printf("== onigpu bench transfer, link %s ==\n", link);
         if (bench_stopped())
             break;
-        int rc = bench_transfer_run(&o);
+        int rc = transfer_link(&o, nfull, full);
         if (rc) {
             status = cli_fail("bench transfer", rc);
             if (rc == ONI_ENOGPU)

@@ -1,8 +1,10 @@
 /* cmd_roofline.c - `onigpu roofline`: thesis table 5.1 measured on this machine. */
 #include <stdio.h>
 #include <string.h>
+#include "bench/bench.h"
 #include "bench/roofline.h"
 #include "cli.h"
+#include "gpu/gpu.h"
 
 static int run(int argc, char **argv);
 
@@ -31,6 +33,13 @@ static int run(int argc, char **argv)
         return st;
     char **full;
     int nfull = cli_command_line(&full);
-    int rc = roofline_run(out, link, nfull, full, stdout);
-    return rc ? cli_fail("roofline", rc) : 0;
+    char gpu[128];
+    int have_gpu = gpu_name(gpu, sizeof gpu) == 0, rc = 0;
+    struct bench_report *rep = bench_report_open(out, "roofline", nfull, full, have_gpu ? gpu : NULL, &rc);
+    if (!rep)
+        return cli_fail("roofline", rc);
+    rc = roofline_bench(link, rep, stdout);
+    bench_report_print(rep, "points", stdout);
+    int wrc = bench_report_close(rep);
+    return rc || wrc ? cli_fail("roofline", rc ? rc : wrc) : 0;
 }
