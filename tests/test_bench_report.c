@@ -105,7 +105,8 @@ TEST(report_writes_csv_and_json)
     char dir[] = "/tmp/onigpu-bench-XXXXXX";
     REQUIRE(mkdtemp(dir));
     char out[300];
-    snprintf(out, sizeof out, "%s/sub/results", dir); /* created on open */
+    snprintf(out, sizeof out, "%s/results", dir);
+    REQUIRE(mkdir(out, 0777) == 0);
     char *argv[] = {"onigpu", "bench", "frames", "--label", "a \"quoted\" word"};
     int err = 0;
     struct bench_report *r = bench_report_open(out, "frames", 5, argv, "Test GPU", &err);
@@ -137,7 +138,7 @@ TEST(report_writes_csv_and_json)
     fclose(tf);
 
     const char *png = bench_report_path(r, "-x.png");
-    CHECK(png && strstr(png, "/sub/results/frames/frames-") && strstr(png, "-x.png"));
+    CHECK(png && strstr(png, "/results/frames/frames-") && strstr(png, "-x.png"));
     CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
 
     char path[1024];
@@ -239,6 +240,8 @@ static void git_meta(const char *cwd, char *commit, char *dirty, size_t len)
     if (!getcwd(here, sizeof here) || chdir(cwd))
         return;
     snprintf(out, sizeof out, "%s/out", cwd);
+    if (mkdir(out, 0777) != 0)
+        return;
     int err = 0;
     struct bench_report *r = bench_report_open(out, "g", 0, NULL, NULL, &err);
     const char *json = r ? bench_report_path(r, ".json") : NULL;
@@ -355,6 +358,14 @@ TEST(report_open_errors)
     CHECK(bench_report_open(sub, "x", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EPATHINVALID);
     unlink(file);
+    /* dir itself must exist: the CLI makes --out, the report only its set's folder */
+    char dir[] = "/tmp/onigpu-bench-XXXXXX", missing[300];
+    REQUIRE(mkdtemp(dir));
+    snprintf(missing, sizeof missing, "%s/not-made", dir);
+    CHECK(bench_report_open(missing, "x", 0, NULL, NULL, &err) == NULL);
+    CHECK_EQ(err, ONI_EPATHINVALID);
+    CHECK(access(missing, F_OK) != 0);
+    rmdir(dir);
     CHECK_RC(bench_report_close(NULL), ONI_ESUCCESS);
     CHECK_RC(bench_report_row(NULL, NULL), ONI_EINVALARG);
     CHECK_RC(bench_report_meta(NULL, "k", "v"), ONI_EINVALARG);

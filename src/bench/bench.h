@@ -183,14 +183,11 @@ int bench_fit_model(const double *size, const double *t_ns, size_t n, int weight
  * bench_report_meta entries. Times in the date are UTC. */
 struct bench_report;
 
-/* mkdir -p: make dir and its missing parents. 0, ONI_EBADALLOC, or
- * ONI_EPATHINVALID (one could not be made, or dir is not a directory). */
-int bench_make_dirs(const char *dir);
-
 /* Start a result set. argv/argc: the command line to record (may be NULL/0);
- * gpu: GPU name or NULL. Creates <dir>/<bench> (and its parents) if missing.
- * Returns NULL and sets *err on failure: ONI_EINVALARG (a name with a '/' or
- * starting with '-' or '.'), ONI_EBADALLOC, ONI_EPATHINVALID. */
+ * gpu: GPU name or NULL. dir must exist (the CLI makes --out); the set's
+ * folder <dir>/<bench> is made if missing. Returns NULL and sets *err on
+ * failure: ONI_EINVALARG (a name with a '/' or starting with '-' or '.'),
+ * ONI_EBADALLOC, ONI_EPATHINVALID (dir missing, or the folder not made). */
 struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
                                        char **argv, const char *gpu, int *err);
 

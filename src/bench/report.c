@@ -331,30 +331,6 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
     return rc ? ONI_EBADALLOC : ONI_ESUCCESS;
 }
 
-int bench_make_dirs(const char *dir)
-{
-    char *p = dup_str(dir);
-    if (!p)
-        return ONI_EBADALLOC;
-    int rc = ONI_ESUCCESS;
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || *s == 0) {
-            char c = *s;
-            *s = 0;
-            if (mkdir(p, 0777) != 0 && errno != EEXIST)
-                rc = ONI_EPATHINVALID;
-            *s = c;
-            if (!c || rc)
-                break;
-        }
-    }
-    struct stat st;
-    if (!rc && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)))
-        rc = ONI_EPATHINVALID;
-    free(p);
-    return rc;
-}
-
 struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
                                        char **argv, const char *gpu, int *err)
 {
@@ -368,7 +344,15 @@ struct bench_report *bench_report_open(const char *dir, const char *name, int ar
     char *folder = fmt_str("%s/%.*s", dir, (int)strcspn(name, "-"), name);
     if (!folder)
         goto fail;
-    e = bench_make_dirs(folder);
+    /* dir is the caller's (the CLI's --out, made by cli_arg_outdir); the
+     * set's folder is ours */
+    struct stat st;
+    if (mkdir(folder, 0777) != 0 && errno != EEXIST)
+        e = ONI_EPATHINVALID;
+    else if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
+        e = ONI_EPATHINVALID;
+    else
+        e = ONI_ESUCCESS;
     if (!e && !(r = calloc(1, sizeof *r)))
         e = ONI_EBADALLOC;
     if (e || !(r->meta = json_object())) {
