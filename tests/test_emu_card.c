@@ -98,14 +98,18 @@ TEST(emu_spec_edges)
 }
 
 /* Spec arguments every device takes: enable=0 keeps it silent until enabled,
- * hub=N places it (hubs up to N are created, each with its manager). */
+ * hub=N places it (hubs up to N are created; the table lists the manager of
+ * each hub that has a device). */
 TEST(emu_spec_enable_and_hub_arguments)
 {
     struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1000:enable=0,np2:hub=3");
     REQUIRE(c);
+    uint32_t v0 = 0;
     oni_device_t t[16];
     int n = table_read(c, t, 16);
-    CHECK_EQ(n, 3 + 4);
+    CHECK_EQ(n, 3 + 2); /* heartbeat, np2, memusage; managers of hubs 0 and 3 */
+    CHECK_EQ(find_id(t, n, ONIX_ONIGPU_HUBMGR), 0x0FE);
+    CHECK_EQ(reg_get(c, 0x1FE, ONIX_HUB_HARDWAREID, &v0), ONI_SIG_CONFIGRNACK); /* hub 1 is empty */
     CHECK_EQ(find_id(t, n, ONIX_ONIGPU_NEUROPIX2), 0x300);
     uint32_t hb = find_id(t, n, ONIX_HEARTBEAT), v = 1;
     CHECK_EQ(reg_get(c, hb, EMU_REG_ENABLE, &v), ONI_SIG_CONFIGRACK);

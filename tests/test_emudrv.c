@@ -153,7 +153,9 @@ static int loadtest_configure(oni_ctx ctx, oni_dev_idx_t lt, oni_dev_idx_t mu, o
 
 TEST(emudrv_onix_loadtest_sequence)
 {
-    oni_ctx ctx = open_emu("devices=loadtest;mode=fast;link=unlimited;ddr=4M");
+    /* memusage:le=0: the word order onix-loadtest.c:225 decodes (current
+     * software reads one little-endian word, the emulator's default) */
+    oni_ctx ctx = open_emu("devices=loadtest,memusage:le=0;mode=fast;link=unlimited;ddr=4M");
     REQUIRE(ctx);
     size_t n = 0;
     oni_device_t *t = device_table(ctx, &n);
@@ -169,7 +171,7 @@ TEST(emudrv_onix_loadtest_sequence)
     /* FRAME_WORDS took effect with the reset: the new table says so */
     t = device_table(ctx, &n);
     REQUIRE(t && find_dev(t, n, ONIX_LOADTEST));
-    CHECK_EQ(find_dev(t, n, ONIX_LOADTEST)->read_size, 8 + 2 * LT_WORDS);
+    CHECK_EQ(find_dev(t, n, ONIX_LOADTEST)->read_size, 16 + 2 * LT_WORDS);
     CHECK_EQ(find_dev(t, n, ONIX_MEMUSAGE)->read_size, 12);
     free(t);
     CHECK_RC(oni_read_reg(ctx, lt, ONIX_LOADTEST_CLK_DIV, &v), 0);
@@ -181,10 +183,10 @@ TEST(emudrv_onix_loadtest_sequence)
     CHECK_EQ(mem_words, (4u << 20) / 4);
     oni_reg_val_t run = 1;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run), 0);
-    /* each load-test frame takes 16 + 208 bytes = 56 words of the GPU
+    /* each load-test frame takes 16 + 216 bytes = 58 words of the GPU
      * stream's FIFO (2 MiB) until it is full; the default stream holds up to
      * a block (2048 bytes) of memusage frames generated ahead (7 words each) */
-    const uint64_t per_frame = (16 + 8 + 2 * LT_WORDS) / 4, cap_words = mem_words / 2;
+    const uint64_t per_frame = (16 + 16 + 2 * LT_WORDS) / 4, cap_words = mem_words / 2;
     const uint64_t ahead = 7 * (2048 / 28 + 1);
     uint32_t last = 0;
     int frames = 0, bad_clock = 0;
