@@ -685,3 +685,43 @@ TEST(emudrv_shared_library)
     CHECK_RC(destroy(d), 0);
     dlclose(h);
 }
+
+/* ONIX_OPT_PASSTHROUGH through liboni as the plugin sets it
+ * (OnixSource.cpp:196-208: bit 0 port A, bit 2 port B), then RESET: the
+ * raw devices appear at 8 and 9; a bit that names no port is refused. */
+TEST(emudrv_passthrough_option)
+{
+    oni_ctx ctx = open_emu("devices=breakout;mode=fast");
+    REQUIRE(ctx);
+    int val = 1 << 0 | 1 << 2, one = 1;
+    CHECK_RC(oni_set_opt(ctx, ONIX_OPT_PASSTHROUGH, &val, sizeof val), 0);
+    int got = 0;
+    size_t sz = sizeof got;
+    CHECK_RC(oni_get_opt(ctx, ONIX_OPT_PASSTHROUGH, &got, &sz), 0);
+    CHECK_EQ(got, 5);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &one, sizeof one), 0);
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    int raw = 0;
+    for (size_t i = 0; i < n; i++)
+        raw += t[i].id == ONIX_DS90UB9RAW && (t[i].idx == 8 || t[i].idx == 9) && t[i].version >= 3;
+    CHECK_EQ(raw, 2);
+    free(t);
+    oni_reg_val_t v = 0;
+    CHECK_RC(oni_read_reg(ctx, 8, (0x5C << 7) | 0x30, &v), 0); /* deserializer SER_ALIAS */
+    CHECK_EQ(v, 0x58 << 1);
+    val = 2;
+    CHECK_RC(oni_set_opt(ctx, ONIX_OPT_PASSTHROUGH, &val, sizeof val), ONI_EINVALARG);
+    uint32_t gs = 7;
+    sz = sizeof gs;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_GPU_STREAM, &gs, &sz), 0);
+    CHECK_EQ(gs, 1);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_GPU_STREAM, &gs, sizeof gs), ONI_EREADONLY);
+    oni_destroy_ctx(ctx);
+    REQUIRE((ctx = open_emu("devices=breakout;gpustream=0")));
+    sz = sizeof gs;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_GPU_STREAM, &gs, &sz), 0);
+    CHECK_EQ(gs, 0);
+    oni_destroy_ctx(ctx);
+}
