@@ -699,6 +699,9 @@ TEST(emu_passthrough_serdes_headstage)
     CHECK_EQ(v, 2000); /* two streams of 1 kHz */
     card_start(c);
     static struct frame f;
+    uint32_t lo0 = 0, lo1 = 0;
+    CHECK_EQ(reg_get(c, 9, i2c(0x58, 0x0E, 1, 0), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, 9, 0x8013, &lo0), ONI_SIG_CONFIGRACK); /* LASTI2CL */
     for (int k = 0; k < 6; k++) {
         do
             REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
@@ -712,6 +715,9 @@ TEST(emu_passthrough_serdes_headstage)
         CHECK_EQ(w[0], k % 2); /* streams alternate from stream 0 */
         CHECK_EQ(w[1], k);
     }
+    CHECK_EQ(reg_get(c, 9, i2c(0x58, 0x0E, 1, 0), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, 9, 0x8013, &lo1), ONI_SIG_CONFIGRACK);
+    CHECK(lo1 > lo0); /* the clock of the last transaction moved on */
     /* the voltage goes: lock lost, a port status frame, LINKFLAGS bit 0 */
     CHECK_EQ(reg_set(c, 2, 3, 0), ONI_SIG_CONFIGWACK);
     do

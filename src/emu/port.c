@@ -17,6 +17,7 @@ enum {
 
 #define RAW_BASE 0x8000u
 #define RAW_LINKSTATUS 0x8012u
+#define RAW_LASTI2CL 0x8013u /* hub clock of the last I2C transaction, low and high words */
 #define RAW_LAST (RAW_BASE + 0x14u)
 
 /* The bit of ONIX_OPT_PASSTHROUGH for port p: port A bit 0, port B bit 2
@@ -101,6 +102,15 @@ static int decode(uint32_t a, uint32_t *i2c, uint32_t *reg, unsigned *n, int *re
     return *reg16 || *reg <= 0xFF;
 }
 
+/* Stamp an I2C transaction over the link with the hub clock (LASTI2CL/H:
+ * the plugin's polled BNO055 timestamps, PolledBno055.cpp:301-309). */
+static void stamp(struct emu_card *c, struct emu_port *pt)
+{
+    uint64_t t = emu_dev_hub_clock(pt->raw, emu_card_now(c));
+    pt->raw_reg[RAW_LASTI2CL - RAW_BASE] = (uint32_t)t;
+    pt->raw_reg[RAW_LASTI2CL + 1 - RAW_BASE] = (uint32_t)(t >> 32);
+}
+
 static uint32_t des_get(const struct emu_port *pt, uint32_t reg, unsigned n)
 {
     uint32_t v = 0;
@@ -142,6 +152,7 @@ int emu_port_raw_read(struct emu_card *c, int p, uint32_t addr, uint32_t *v)
     int to = remote_addr(pt, i2c);
     if (to < 0 || !emu_port_locked(c, p) || !pt->hs->i2c_read)
         return 0;
+    stamp(c, pt);
     return pt->hs->i2c_read(pt->hs_priv, (uint32_t)to, reg, n, reg16, v);
 }
 
@@ -169,6 +180,7 @@ int emu_port_raw_write(struct emu_card *c, int p, uint32_t addr, uint32_t v)
     int to = remote_addr(pt, i2c);
     if (to < 0 || !emu_port_locked(c, p) || !pt->hs->i2c_write)
         return 0;
+    stamp(c, pt);
     int ack = pt->hs->i2c_write(pt->hs_priv, (uint32_t)to, reg, n, reg16, v);
     emu_port_streams(c, p); /* the write may have started or stopped a probe */
     return ack;
