@@ -1,0 +1,150 @@
+/* headstages.h - the chips of the emulated headstages that sit behind a
+ * DS90UB9x serializer (NP2.0e, NP1.0e), as plain models: their I2C
+ * registers, their EEPROMs and the payloads of the raw-device frames they
+ * make. The card's passthrough (headstage.h) drives them; the unit tests
+ * (tests/test_emu_headstages.c) call them directly. Facts and their sources:
+ * docs/devices-headstages.md. No locking here: the card lock covers them.
+ *
+ * I2C accesses come as the host encodes them on the raw device (Bonsai
+ * I2CRegisterContext.cs:29-31): a 7-bit chip address, a register (8 or 16
+ * bits wide), 1 to 4 bytes (a multi-byte access covers consecutive
+ * registers, the first in the low byte). Every access returns 1 for ACK,
+ * 0 for NACK (no such chip, chip unpowered, read-only register). */
+#ifndef EMU_HEADSTAGES_H
+#define EMU_HEADSTAGES_H
+
+#include <stdint.h>
+#include "emu/neural.h"
+
+/* I2C chip addresses behind the serializer (7-bit) */
+enum {
+    HS_I2C_PROBE = 0x10,  /* Neuropixels ASIC (NeuropixelsV2.cs:8, Neuropixels1e.h) */
+    HS_I2C_BNO055 = 0x28, /* BNO055 (ConfigurePolledBno055.cs:56) */
+    HS_I2C_FLEX = 0x50,   /* probe flex EEPROM (NeuropixelsV2.cs:9) */
+    HS_I2C_EEPROM = 0x51, /* headstage EEPROM (HeadstageEeprom.cs:8) */
+    HS_I2C_SER = 0x58     /* the DS90UB933 serializer itself (ConfigureDS90UB9x.cs:60) */
+};
+
+/* --- headstage EEPROM ("HSOE" layout, HeadstageEeprom.cs:10-36) ----------------- */
+
+#define HS_EEPROM_SIZE 128
+
+/* Build the EEPROM image of a headstage with hardware id hw_id, revision
+ * major.minor and name into img (HS_EEPROM_SIZE bytes): header, device info
+ * section at byte 16, both zero-checksummed. */
+void hs_eeprom_build(uint8_t *img, uint32_t hw_id, uint8_t major, uint8_t minor, const char *name);
+
+/* --- BNO055 (polled over I2C on the NP headstages, native on hs64) ---------------- */
+
+/* The chip's fused-output block, registers 0x1A..0x35 (BNO055 data sheet
+ * table 4-2; Bonsai Bno055DataFrame.cs Bno055DataPayload): euler (heading,
+ * roll, pitch, 1/16 deg), quaternion (w, x, y, z, 2^-14), linear
+ * acceleration and gravity (1/100 m/s^2), temperature (C), calibration. */
+#define BNO055_DATA 28
+
+/* The 28 bytes of that block at time t_s seconds: the head turns slowly
+ * about the vertical axis (36 deg/s) and rocks a little in roll. */
+void bno055_data(double t_s, uint8_t *out);
+
+struct bno055_chip {
+    uint8_t reg[0x80]; /* page 0 register file */
+};
+
+/* Power-on state: config mode, chip ids in place (data sheet table 4-2). */
+void bno055_chip_init(struct bno055_chip *b);
+/* I2C access to register reg of the chip at acquisition time t (ticks of
+ * EMU_ACQ_HZ): data registers read the fused output of that moment while
+ * the chip is in a fusion mode (OPR_MODE 0x08..0x0C), 0 in config mode. */
+int bno055_chip_read(struct bno055_chip *b, uint32_t reg, unsigned nbytes, uint64_t t, uint32_t *v);
+int bno055_chip_write(struct bno055_chip *b, uint32_t reg, unsigned nbytes, uint32_t v);
+
+/* --- the 64-channel headstage's stimulators (estim.c, ostim.c) -------------------- */
+
+struct hs64_stim {
+    uint32_t reg[18], nreg;
+    uint64_t triggers, ignored;    /* TRIGGER writes obeyed / ignored (disabled) */
+    uint64_t trigger, start, end;  /* the last obeyed one: its time, its train's start and end (acq. ticks) */
+};
+
+/* A TRIGGER write now (card lock held): obeyed if on, the train starting
+ * delay_us after now and lasting train_us. */
+void hs64_stim_trigger(struct hs64_stim *s, struct emu_card *c, int on, uint32_t delay_us, uint64_t train_us);
+
+/* The hs64 hub's devices besides the BNO055 (card.h has the rest). */
+extern const struct emu_devtype emu_dev_estim, emu_dev_ostim;
+
+/* --- Neuropixels 2.0e headstage (two probes) -------------------------------------- */
+
+enum {
+    NP2E_CH = 384,
+    NP2E_FRAMES = 16,      /* frames per super-frame (NeuropixelsV2.cs:15) */
+    NP2E_FRAME_WORDS = 36, /* words per frame (NeuropixelsV2.cs:18) */
+    NP2E_TRASH = 4,        /* words before the first frame's samples (NeuropixelsV2.cs:17) */
+    NP2E_ADCS = 24,
+    /* raw-device frame: u64 hub clock, u16 probe index, u16 data[16 * 36] */
+    NP2E_PAYLOAD = 8 + 2 + 2 * NP2E_FRAMES * NP2E_FRAME_WORDS,
+    NP2E_HZ = 30000,
+    NP2E_BASE_BYTES = NP2E_CH * 4 / 2 / 8, /* a base chain: 768 bits (NeuropixelsV2.cs:76-80) */
+    NP2E_SHANK_BYTES = (1280 + 4 + 4 + 7) / 8 /* a shank chain: 1288 bits (NeuropixelsV2ProbeConfiguration.cs:119) */
+};
+
+/* Probe ASIC registers (NeuropixelsV2.cs:21-52) */
+enum {
+    NP2_OP_MODE = 0x00, NP2_STATUS = 0x09, NP2_SUPERSYNC0 = 0x0A, NP2_SUPERSYNC11 = 0x15,
+    NP2_SR_CHAIN6 = 0x16, NP2_SR_CHAIN5 = 0x17, NP2_SR_CHAIN4 = 0x18, NP2_SR_CHAIN1 = 0x1B,
+    NP2_SR_LENGTH2 = 0x1C, NP2_SR_LENGTH1 = 0x1D, NP2_PROBE_ID = 0x1E, NP2_SOFT_RESET = 0x1F
+};
+#define NP2_OP_RECORD 0x40    /* OP_MODE: recording (ConfigureNeuropixelsV2PsbDecoder.cs:110) */
+#define NP2_OP_POWERDOWN 0x80 /* OP_MODE: power down (ConfigureNeuropixelsV2PsbDecoder.cs:116) */
+#define NP2_SR_OK 0x80        /* STATUS: last chain written whole (NeuropixelsV2.cs:107) */
+
+/* Serializer GPIO registers and the headstage's use of them
+ * (ConfigureDS90UB9x.cs:153-154, ConfigureHeadstageNeuropixelsV2e.cs:103-108) */
+enum { SER_GPIO10 = 0x0D, SER_GPIO32 = 0x0E };
+#define NP2E_GPIO10_SUPPLY 0x08 /* VDDA on */
+#define NP2E_GPIO10_RESET 0x80  /* probes out of reset (low = held in reset) */
+#define NP2E_GPIO32_SELECT 0x08 /* a probe's I2C bus connected ... */
+#define NP2E_GPIO32_B 0x80      /* ... probe B's rather than A's */
+
+struct np2e_probe {
+    int present;
+    uint8_t reg[32];
+    uint8_t flex[128];                      /* flex EEPROM */
+    uint8_t chain[6][NP2E_SHANK_BYTES];     /* SR_CHAIN1..6 as last loaded */
+    uint32_t sr_len, sr_count;              /* SR_LENGTH; bytes shifted since the soft reset */
+    uint32_t sr_chain;                      /* chain being shifted (register), 0 = none */
+    uint64_t sr_loads;                      /* chains loaded whole */
+    struct neural sig;
+};
+
+struct np2e {
+    uint8_t ser[256];      /* serializer registers */
+    uint8_t eeprom[HS_EEPROM_SIZE];
+    struct np2e_probe probe[2];
+    struct bno055_chip bno;
+};
+
+/* Set up the headstage: probes with serial numbers sn[0], sn[1] (0 = no
+ * probe on that side: its flex EEPROM and ASIC NACK) and part number pn;
+ * signal of units units per probe, truth as (card, dev_idx) stream 0/1.
+ * record != 0 starts the probes powered and recording (for hosts that do
+ * not configure them); else they start unpowered and in reset, as the real
+ * headstage does. 0 or ONI_EBADALLOC. */
+int np2e_init(struct np2e *h, struct emu_card *card, uint32_t dev_idx, const uint64_t sn[2], const char *pn,
+              uint32_t units, int record);
+/* Free what np2e_init allocated (safe after a failed one). */
+void np2e_fini(struct np2e *h);
+/* I2C access behind the serializer at acquisition time t. */
+int np2e_i2c_read(struct np2e *h, uint32_t addr, uint32_t reg, unsigned nbytes, uint64_t t, uint32_t *v);
+int np2e_i2c_write(struct np2e *h, uint32_t addr, uint32_t reg, unsigned nbytes, uint32_t v);
+/* 1 if probe p (0 = A, 1 = B) streams super-frames now. */
+int np2e_streaming(const struct np2e *h, int p);
+/* One super-frame of probe p (NP2E_PAYLOAD bytes) sampled at time t. */
+void np2e_fill(struct np2e *h, int p, uint8_t *out, uint64_t hub_clock, uint64_t t);
+/* Channel whose sample ADC k (0..23) gives in frame i (0..15) of a
+ * super-frame (NeuropixelsV2eData.cs:78-110), and that sample's word in the
+ * payload's data[] (NeuropixelsV2eData.cs:125-133, 141-150). */
+uint32_t np2e_channel(uint32_t k, uint32_t i);
+uint32_t np2e_word(uint32_t k, uint32_t i);
+
+#endif
