@@ -4,6 +4,7 @@
  * those programs decode them (file:line of each fact in the comments). */
 #include <math.h>
 #include <stdlib.h>
+#include "emu/headstage.h"
 #include "emu/headstages.h"
 #include "test_emu_util.h"
 #include "unit.h"
@@ -326,6 +327,92 @@ TEST(np2e_probe_b_truth)
     CHECK(dips * 10 >= b * 9);
     np2e_fini(&h);
     emu_card_destroy(c);
+}
+
+/* --- NP2.0e as a breakout port sees it (headstage.h) ----------------------------- */
+
+static struct emu_args args_of(const char *const *kv)
+{
+    struct emu_args a;
+    memset(&a, 0, sizeof a);
+    for (; kv[0]; kv += 2, a.n++) {
+        snprintf(a.kv[a.n].key, sizeof a.kv[a.n].key, "%s", kv[0]);
+        snprintf(a.kv[a.n].val, sizeof a.kv[a.n].val, "%s", kv[1]);
+    }
+    return a;
+}
+
+TEST(np2e_ops_arguments_and_streams)
+{
+    const struct emu_hs_ops *o = &emu_hs_np2e;
+    CHECK(strcmp(o->name, "np2e") == 0);
+    CHECK_EQ(o->hs_id, ONIX_HUB_HSNP2E);
+    CHECK_EQ(o->nstreams, 2);
+    CHECK_EQ(o->read_size, 1162);
+    CHECK_EQ(o->rate_mhz, 30000000);
+    CHECK(o->lock_min_dv <= 33 && o->lock_max_dv >= 43); /* Bonsai's search: 3.3 V, then +1.0 V */
+    struct emu_card *c = any_card();
+    REQUIRE(c);
+    char err[200] = "";
+    void *priv = NULL;
+    static const char *const bad[] = {"pn", "NP2014-WITH-A-VERY-LONG-NAME", NULL};
+    struct emu_args a = args_of(bad);
+    CHECK_RC(o->init(&priv, c, 8, &a, err, sizeof err), ONI_EINVALARG);
+    CHECK(strstr(err, "pn=") != NULL);
+    o->fini(priv);
+    priv = NULL;
+    static const char *const units[] = {"units", "99", NULL};
+    a = args_of(units);
+    CHECK_RC(o->init(&priv, c, 8, &a, err, sizeof err), ONI_EINVALARG);
+    o->fini(priv);
+    priv = NULL;
+    static const char *const one[] = {"sn_b", "0", "sn_a", "777", "record", "1", NULL};
+    a = args_of(one);
+    REQUIRE(o->init(&priv, c, 8, &a, err, sizeof err) == 0);
+    for (int i = 0; i < a.n; i++)
+        CHECK(a.kv[i].used);
+    CHECK(o->streaming(priv, 0));
+    CHECK(!o->streaming(priv, 1)); /* no probe B */
+    uint32_t v;
+    CHECK(o->i2c_write(priv, HS_I2C_SER, SER_GPIO32, 1, 0, 0x19));
+    CHECK(o->i2c_read(priv, HS_I2C_FLEX, 0, 4, 0, &v));
+    CHECK_EQ(v, 777);
+    CHECK(o->i2c_read(priv, HS_I2C_EEPROM, 18, 4, 1, &v));
+    CHECK_EQ(v, ONIX_HUB_HSNP2E);
+    emu_card_lock(c);
+    CHECK(o->i2c_read(priv, HS_I2C_BNO055, 0, 1, 0, &v)); /* reads the card's clock: lock held */
+    pthread_mutex_unlock(&c->lock);
+    CHECK_EQ(v, 0xA0);
+    /* power cycle: back to the power-on state (record=1: recording again) */
+    CHECK(o->i2c_write(priv, HS_I2C_PROBE, NP2_OP_MODE, 1, 0, NP2_OP_POWERDOWN));
+    CHECK(!o->streaming(priv, 0));
+    o->power(priv, 0);
+    o->power(priv, 1);
+    CHECK(o->streaming(priv, 0));
+    uint8_t out[1162];
+    o->fill(priv, 0, out, 12345, 0);
+    uint64_t clk;
+    memcpy(&clk, out, 8);
+    CHECK_EQ(clk, 12345);
+    o->fini(priv);
+    emu_card_destroy(c);
+}
+
+TEST(hs64_ops_lists_bonsais_devices)
+{
+    const struct emu_hs_ops *o = &emu_hs_hs64;
+    /* ConfigureHeadstage64.cs:106-112 */
+    static const uint32_t want[] = {ONIX_RHD2164, ONIX_BNO055, ONIX_TS4231V1ARR, ONIX_ESTIM, ONIX_OSTIM};
+    int n = 0;
+    for (; o->hub_devices[n]; n++) {
+        REQUIRE(n < 5);
+        CHECK_EQ(o->hub_devices[n]->id, want[n]);
+        CHECK_EQ(o->hub_devices[n]->hub_kind, ONIX_HUB_HS64);
+    }
+    CHECK_EQ(n, 5);
+    CHECK_EQ(o->hs_id, ONIX_HUB_HS64);
+    CHECK(o->lock_min_dv <= 33 && o->lock_max_dv >= 65); /* Bonsai ramps down from 6.5 V */
+    CHECK_EQ(o->nstreams, 0);
 }
 
 /* --- BNO055, polled over I2C (PolledBno055Data.cs:64-111) ---------------------------- */

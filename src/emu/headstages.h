@@ -70,8 +70,8 @@ struct hs64_stim {
  * delay_us after now and lasting train_us. */
 void hs64_stim_trigger(struct hs64_stim *s, struct emu_card *c, int on, uint32_t delay_us, uint64_t train_us);
 
-/* The hs64 hub's devices besides the BNO055 (card.h has the rest). */
-extern const struct emu_devtype emu_dev_estim, emu_dev_ostim;
+/* The hs64 hub's devices besides the RHD2164 and BNO055 (card.h has those). */
+extern const struct emu_devtype emu_dev_ts4231, emu_dev_estim, emu_dev_ostim;
 
 /* --- Neuropixels 2.0e headstage (two probes) -------------------------------------- */
 
@@ -118,6 +118,8 @@ struct np2e_probe {
 };
 
 struct np2e {
+    struct emu_card *card;
+    int record;            /* power on recording (spec record=1) */
     uint8_t ser[256];      /* serializer registers */
     uint8_t eeprom[HS_EEPROM_SIZE];
     struct np2e_probe probe[2];
@@ -132,6 +134,8 @@ struct np2e {
  * headstage does. 0 or ONI_EBADALLOC. */
 int np2e_init(struct np2e *h, struct emu_card *card, uint32_t dev_idx, const uint64_t sn[2], const char *pn,
               uint32_t units, int record);
+/* The chips' power-on state (the port's power went on or off). */
+void np2e_power_on(struct np2e *h);
 /* Free what np2e_init allocated (safe after a failed one). */
 void np2e_fini(struct np2e *h);
 /* I2C access behind the serializer at acquisition time t. */
@@ -146,5 +150,9 @@ void np2e_fill(struct np2e *h, int p, uint8_t *out, uint64_t hub_clock, uint64_t
  * payload's data[] (NeuropixelsV2eData.cs:125-133, 141-150). */
 uint32_t np2e_channel(uint32_t k, uint32_t i);
 uint32_t np2e_word(uint32_t k, uint32_t i);
+
+/* The headstages a breakout port takes (headstage.h): spec names np2e, ... */
+struct emu_hs_ops;
+extern const struct emu_hs_ops emu_hs_np2e, emu_hs_hs64;
 
 #endif

@@ -28,8 +28,10 @@
  *
  * STATUS model: SR_OK after a chain took exactly SR_LENGTH bytes and that
  * length is the chain's own (96 bytes base, 161 bytes shank); 0 otherwise. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "emu/headstage.h"
 #include "emu/headstages.h"
 #include "onix.h"
 
@@ -69,14 +71,26 @@ static void probe_record(struct np2e_probe *p)
     p->reg[NP2_OP_MODE] = NP2_OP_RECORD;
 }
 
+void np2e_power_on(struct np2e *h)
+{
+    memset(h->ser, 0, sizeof h->ser);
+    h->ser[SER_GPIO10] = h->record ? NP2E_GPIO10_SUPPLY | NP2E_GPIO10_RESET | 0x11 : 0x11;
+    h->ser[SER_GPIO32] = 0x11;
+    bno055_chip_init(&h->bno);
+    for (int i = 0; i < 2; i++) {
+        probe_reset(&h->probe[i]);
+        if (h->record && h->probe[i].present)
+            probe_record(&h->probe[i]);
+    }
+}
+
 int np2e_init(struct np2e *h, struct emu_card *card, uint32_t dev_idx, const uint64_t sn[2], const char *pn,
               uint32_t units, int record)
 {
     memset(h, 0, sizeof *h);
+    h->card = card;
+    h->record = record;
     hs_eeprom_build(h->eeprom, ONIX_HUB_HSNP2E, 1, 0, "Headstage-NeuropixelsV2.0e");
-    bno055_chip_init(&h->bno);
-    h->ser[SER_GPIO10] = record ? NP2E_GPIO10_SUPPLY | NP2E_GPIO10_RESET | 0x11 : 0x11;
-    h->ser[SER_GPIO32] = 0x11;
     for (int i = 0; i < 2; i++) {
         struct np2e_probe *p = &h->probe[i];
         p->present = sn[i] != 0;
@@ -87,13 +101,11 @@ int np2e_init(struct np2e *h, struct emu_card *card, uint32_t dev_idx, const uin
         p->flex[0x11] = 0;
         put_str(p->flex + 0x20, "NPNH_FLEX_2", 20);
         put_str(p->flex + 0x40, pn, 20);
-        probe_reset(p);
-        if (record && p->present)
-            probe_record(p);
         int rc = neural_init(&p->sig, card, dev_idx, (uint32_t)i, NP2E_CH, NP2E_HZ, 0, 4095, 2048, 8.0, units, 6000);
         if (rc)
             return rc;
     }
+    np2e_power_on(h);
     return 0;
 }
 
@@ -244,3 +256,77 @@ void np2e_fill(struct np2e *h, int p, uint8_t *out, uint64_t hub_clock, uint64_t
     memcpy(out + 8, &index, 2);
     memcpy(out + 10, data, sizeof data);
 }
+
+/* --- the headstage on a breakout port (headstage.h) ------------------------------------ */
+
+static int hs_init(void **priv, struct emu_card *c, uint32_t dev_idx, struct emu_args *a, char *err, size_t cap)
+{
+    uint64_t units, record, sn[2];
+    int rc;
+    if ((rc = emu_arg_u64(a, "units", 16, 0, NEURAL_MAX_UNITS, 1, &units, err, cap)) ||
+        (rc = emu_arg_u64(a, "record", 0, 0, 1, 1, &record, err, cap)) ||
+        (rc = emu_arg_u64(a, "sn_a", 21050000001ull, 0, UINT64_MAX, 1, &sn[0], err, cap)) ||
+        (rc = emu_arg_u64(a, "sn_b", 21050000002ull, 0, UINT64_MAX, 1, &sn[1], err, cap)))
+        return rc;
+    const char *pn = emu_arg(a, "pn");
+    if (pn && (!*pn || strlen(pn) > 20)) {
+        snprintf(err, cap, "np2e: pn=%s: a probe part number has 1 to 20 characters", pn);
+        return ONI_EINVALARG;
+    }
+    struct np2e *h = malloc(sizeof *h);
+    if (!h)
+        return ONI_EBADALLOC;
+    *priv = h;
+    rc = np2e_init(h, c, dev_idx, sn, pn ? pn : "NP2014", (uint32_t)units, (int)record);
+    if (rc)
+        snprintf(err, cap, "np2e: out of memory");
+    return rc;
+}
+
+static void hs_fini(void *priv)
+{
+    if (priv)
+        np2e_fini(priv);
+    free(priv);
+}
+
+/* The card gives no time to I2C accesses; a BNO055 read samples the motion now. */
+static int hs_read(void *priv, uint32_t addr, uint32_t reg, unsigned n, int reg16, uint32_t *v)
+{
+    struct np2e *h = priv;
+    (void)reg16;
+    return np2e_i2c_read(h, addr, reg, n, emu_card_now(h->card), v);
+}
+
+static int hs_write(void *priv, uint32_t addr, uint32_t reg, unsigned n, int reg16, uint32_t v)
+{
+    (void)reg16;
+    return np2e_i2c_write(priv, addr, reg, n, v);
+}
+
+static int hs_streaming(void *priv, int s) { return np2e_streaming(priv, s); }
+
+static void hs_fill(void *priv, int s, uint8_t *out, uint64_t hub_clock, uint64_t t) { np2e_fill(priv, s, out, hub_clock, t); }
+
+static void hs_power(void *priv, int on)
+{
+    (void)on; /* off or on, the chips come back in their power-on state */
+    np2e_power_on(priv);
+}
+
+const struct emu_hs_ops emu_hs_np2e = {
+    .name = "np2e",
+    .hs_id = ONIX_HUB_HSNP2E,
+    .lock_min_dv = 30, /* ConfigureHeadstageNeuropixelsV2e.cs:56-58: 3.0 V to 5.5 V */
+    .lock_max_dv = 55,
+    .nstreams = 2,
+    .read_size = NP2E_PAYLOAD,
+    .rate_mhz = NP2E_HZ * 1000ull,
+    .init = hs_init,
+    .fini = hs_fini,
+    .i2c_read = hs_read,
+    .i2c_write = hs_write,
+    .streaming = hs_streaming,
+    .fill = hs_fill,
+    .power = hs_power,
+};
