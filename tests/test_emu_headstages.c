@@ -166,7 +166,7 @@ TEST(np2e_configured_as_bonsai_does)
         CHECK_EQ(write_chain(&h, ch, shank, sizeof shank), NP2_SR_OK);
     CHECK(memcmp(h.probe[0].chain[NP2_SR_CHAIN1 - NP2_SR_CHAIN5], base, sizeof base) == 0);
     CHECK_EQ(h.probe[0].chain[0][3], 0x40);
-    CHECK_EQ(h.probe[0].sr_loads, 2 * 6);
+    CHECK_EQ(h.probe[0].sr.loads, 2 * 6);
     /* a chain given the wrong length does not load: STATUS says so */
     CHECK_EQ(write_chain(&h, NP2_SR_CHAIN5, base, sizeof base - 1), 0);
     CHECK(!np2e_streaming(&h, 0));
@@ -413,6 +413,126 @@ TEST(hs64_ops_lists_bonsais_devices)
     CHECK_EQ(o->hs_id, ONIX_HUB_HS64);
     CHECK(o->lock_min_dv <= 33 && o->lock_max_dv >= 65); /* Bonsai ramps down from 6.5 V */
     CHECK_EQ(o->nstreams, 0);
+}
+
+/* --- NP1.0e ------------------------------------------------------------------------- */
+
+static int np1_w(struct np1e *h, uint32_t reg, uint32_t v) { return np1e_i2c_write(h, HS_I2C_NP1_PROBE, reg, 1, v); }
+
+TEST(np1e_configured_as_bonsai_does)
+{
+    struct emu_card *c = any_card();
+    REQUIRE(c);
+    static struct np1e h;
+    REQUIRE(np1e_init(&h, c, 9, 18005106123ull, "PRB_1_4_0480_1", 4, 0) == 0);
+    uint32_t v;
+    /* EEPROM id 6 (ConfigureHeadstageNeuropixelsV1e.cs:120), at 18 as onix-source reads it */
+    CHECK(np1e_i2c_read(&h, HS_I2C_EEPROM, 18, 4, 0, &v));
+    CHECK_EQ(v, ONIX_HUB_HSNP1ET);
+    /* flex metadata (NeuropixelsV1eMetadata.cs:6-21) */
+    uint64_t sn = 0;
+    for (uint32_t i = 0; i < 8; i++) {
+        REQUIRE(np1e_i2c_read(&h, HS_I2C_FLEX, i, 1, 0, &v));
+        sn |= (uint64_t)v << (8 * i);
+    }
+    CHECK_EQ(sn, 18005106123ull);
+    char pn[21] = {0};
+    for (uint32_t i = 0; i < 20; i++) {
+        REQUIRE(np1e_i2c_read(&h, HS_I2C_FLEX, 40 + i, 1, 0, &v));
+        pn[i] = (char)v;
+    }
+    CHECK(strcmp(pn, "PRB_1_4_0480_1") == 0);
+    /* serializer defaults, then the MUX reset pulse (:175-177, :216-223) */
+    CHECK(np1e_i2c_write(&h, HS_I2C_SER, SER_GPIO10, 1, 0x11));
+    CHECK(np1e_i2c_write(&h, HS_I2C_SER, SER_GPIO32, 1, 0x91));
+    CHECK(np1e_i2c_read(&h, HS_I2C_SER, SER_GPIO32, 1, 0, &v));
+    CHECK(np1e_i2c_write(&h, HS_I2C_SER, SER_GPIO32, 1, v & ~0x80u)); /* LED on */
+    CHECK(np1e_i2c_read(&h, HS_I2C_SER, SER_GPIO10, 1, 0, &v));
+    CHECK(np1e_i2c_write(&h, HS_I2C_SER, SER_GPIO10, 1, v & ~0x08u));
+    CHECK(np1e_i2c_write(&h, HS_I2C_SER, SER_GPIO10, 1, v | 0x08u));
+    /* NeuropixelsV1RegisterContext.cs:76-144 */
+    CHECK(np1_w(&h, 0x02, 0));
+    for (uint32_t r = 0x03; r <= 0x07; r++)
+        CHECK(np1_w(&h, r, 0));
+    CHECK(np1_w(&h, 0x09, 0));
+    CHECK(np1_w(&h, NP1_REC_MOD, NP1_REC_ACTIVE));
+    CHECK(np1_w(&h, NP1_OP_MODE, NP1_OP_RECORD));
+    CHECK(np1e_streaming(&h));
+    CHECK(np1_w(&h, NP1_SR_LENGTH1, NP1E_SHANK_BYTES % 256));
+    CHECK(np1_w(&h, NP1_SR_LENGTH2, NP1E_SHANK_BYTES / 256));
+    for (int i = 0; i < NP1E_SHANK_BYTES; i++)
+        CHECK(np1_w(&h, NP1_SR_CHAIN1, (uint32_t)i & 0xFF));
+    for (int chain = 0; chain < 2; chain++) {
+        for (int rep = 0; rep < 2; rep++) {
+            CHECK(np1_w(&h, NP1_SOFT_RESET, 0xFF));
+            CHECK(np1_w(&h, NP1_SOFT_RESET, 0x00));
+            CHECK(np1_w(&h, NP1_SR_LENGTH1, NP1E_BASE_BYTES % 256));
+            CHECK(np1_w(&h, NP1_SR_LENGTH2, NP1E_BASE_BYTES / 256));
+            for (int i = 0; i < NP1E_BASE_BYTES; i++)
+                CHECK(np1_w(&h, chain ? NP1_SR_CHAIN3 : NP1_SR_CHAIN2, (uint32_t)(i + chain) & 0xFF));
+        }
+        CHECK(np1e_i2c_read(&h, HS_I2C_NP1_PROBE, NP1_STATUS, 1, 0, &v));
+        CHECK_EQ(v, NP_SR_OK); /* :131 */
+    }
+    CHECK_EQ(h.shank[120], 120);
+    CHECK_EQ(h.base[1][305], (305 + 1) & 0xFF);
+    CHECK(!np1e_streaming(&h)); /* the soft reset left the probe in reset (:140-141) */
+    CHECK(np1_w(&h, NP1_OP_MODE, NP1_OP_RECORD));
+    CHECK(np1_w(&h, NP1_REC_MOD, NP1_REC_ACTIVE));
+    CHECK(np1e_streaming(&h));
+    CHECK(np1e_i2c_write(&h, HS_I2C_SER, SER_GPIO10, 1, 0x11)); /* MUX in reset: no data */
+    CHECK(!np1e_streaming(&h));
+    np1e_fini(&h);
+    emu_card_destroy(c);
+}
+
+/* Decode a super-frame as Bonsai does (NeuropixelsV1eDataFrame.cs:6-56): LFP
+ * from frame 0, AP of frame i + 1 for ADC k at (i + 1) * 40 + adcToFrameIndex[k]. */
+TEST(np1e_superframe_decodes_to_the_signal)
+{
+    static const int adc[32] = {1, 9, 17, 25, 33, 2, 10, 18, 26, 34, 3, 11, 19, 27, 35, 4,
+                                12, 20, 28, 36, 5, 13, 21, 29, 37, 6, 14, 22, 30, 38, 7, 15};
+    CHECK_EQ(np1e_channel(2, 0), 24); /* NeuropixelsV1eData.cs:86 */
+    CHECK_EQ(np1e_channel(31, 11), 383);
+    CHECK_EQ(np1e_channel(1, 5), 11);
+    for (uint32_t k = 0; k < 32; k++)
+        CHECK_EQ(np1e_word(k), (uint32_t)adc[k]);
+    CHECK_EQ(NP1E_PAYLOAD, 1050);
+    struct emu_card *c = any_card();
+    REQUIRE(c);
+    static struct np1e h;
+    static struct neural ref, lref;
+    REQUIRE(np1e_init(&h, c, 9, 1, "PRB_1_4_0480_1", 5, 1) == 0);
+    CHECK(np1e_streaming(&h));
+    REQUIRE(neural_init(&ref, c, 9, 0, 384, 30000, 0, 1023, 512, 3.0, 5, 6000) == 0);
+    REQUIRE(neural_init(&lref, c, 9, 1, 384, 2500, 0, 1023, 512, 20.0, 0, 300) == 0);
+    uint8_t out[NP1E_PAYLOAD];
+    uint16_t w[NP1E_PAYLOAD / 2], ap[384], lfp[384];
+    int bad_ap = 0, bad_lfp = 0, bad_fc = 0;
+    for (int s = 0; s < 240; s++) {
+        uint64_t t = (uint64_t)s * (EMU_ACQ_HZ / 30000);
+        np1e_fill(&h, out, 77, t);
+        neural_sample(&ref, ap, t);
+        if (s % 12 == 0)
+            neural_noise(&lref, lfp);
+        memcpy(w, out, sizeof w);
+        CHECK_EQ(w[4], 0); /* probe index */
+        const uint16_t *d = w + 5;
+        for (int k = 0; k < 32; k++) {
+            bad_lfp += d[adc[k]] != lfp[np1e_channel((uint32_t)k, (uint32_t)(s % 12))];
+            for (int i = 0; i < 12; i++)
+                bad_ap += d[(i + 1) * 40 + adc[k]] != ap[np1e_channel((uint32_t)k, (uint32_t)i)];
+        }
+        for (int f = 0; f < 13; f++)
+            bad_fc += (int)((d[f * 40 + 31] << 10) | d[f * 40 + 39]) != s * 13 + f;
+    }
+    CHECK_EQ(bad_ap, 0);
+    CHECK_EQ(bad_lfp, 0);
+    CHECK_EQ(bad_fc, 0);
+    neural_fini(&ref);
+    neural_fini(&lref);
+    np1e_fini(&h);
+    emu_card_destroy(c);
 }
 
 /* --- BNO055, polled over I2C (PolledBno055Data.cs:64-111) ---------------------------- */

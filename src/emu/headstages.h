@@ -73,6 +73,24 @@ void hs64_stim_trigger(struct hs64_stim *s, struct emu_card *c, int on, uint32_t
 /* The hs64 hub's devices besides the RHD2164 and BNO055 (card.h has those). */
 extern const struct emu_devtype emu_dev_ts4231, emu_dev_estim, emu_dev_ostim;
 
+/* --- Neuropixels ASIC shift-register chains (npsr.c) ------------------------------ */
+
+#define NP_SR_OK 0x80 /* STATUS: the last chain loaded whole */
+
+struct np_sr {
+    uint32_t len, count; /* SR_LENGTH; bytes shifted since the soft reset */
+    uint32_t chain;      /* register of the chain being shifted, 0 = none */
+    uint64_t loads;      /* chains loaded whole */
+};
+
+/* SOFT_RESET went 0xFF -> 0x00: shifting starts over. */
+void np_sr_soft_reset(struct np_sr *s);
+/* A write of SR_LENGTH1 (high = 0) or SR_LENGTH2 (high = 1). */
+void np_sr_length(struct np_sr *s, int high, uint8_t x);
+/* Byte x into the chain at register reg, n bytes long, kept in store (NULL:
+ * not kept). Returns the new STATUS: NP_SR_OK or 0. */
+uint8_t np_sr_shift(struct np_sr *s, uint32_t reg, uint8_t x, uint32_t n, uint8_t *store);
+
 /* --- Neuropixels 2.0e headstage (two probes) -------------------------------------- */
 
 enum {
@@ -96,7 +114,7 @@ enum {
 };
 #define NP2_OP_RECORD 0x40    /* OP_MODE: recording (ConfigureNeuropixelsV2PsbDecoder.cs:110) */
 #define NP2_OP_POWERDOWN 0x80 /* OP_MODE: power down (ConfigureNeuropixelsV2PsbDecoder.cs:116) */
-#define NP2_SR_OK 0x80        /* STATUS: last chain written whole (NeuropixelsV2.cs:107) */
+#define NP2_SR_OK NP_SR_OK
 
 /* Serializer GPIO registers and the headstage's use of them
  * (ConfigureDS90UB9x.cs:153-154, ConfigureHeadstageNeuropixelsV2e.cs:103-108) */
@@ -111,9 +129,7 @@ struct np2e_probe {
     uint8_t reg[32];
     uint8_t flex[128];                      /* flex EEPROM */
     uint8_t chain[6][NP2E_SHANK_BYTES];     /* SR_CHAIN1..6 as last loaded */
-    uint32_t sr_len, sr_count;              /* SR_LENGTH; bytes shifted since the soft reset */
-    uint32_t sr_chain;                      /* chain being shifted (register), 0 = none */
-    uint64_t sr_loads;                      /* chains loaded whole */
+    struct np_sr sr;
     struct neural sig;
 };
 
@@ -151,8 +167,66 @@ void np2e_fill(struct np2e *h, int p, uint8_t *out, uint64_t hub_clock, uint64_t
 uint32_t np2e_channel(uint32_t k, uint32_t i);
 uint32_t np2e_word(uint32_t k, uint32_t i);
 
+/* --- Neuropixels 1.0e headstage (one probe) --------------------------------------- */
+
+enum {
+    NP1E_CH = 384,
+    NP1E_ADCS = 32,
+    NP1E_FRAMES = 13,      /* 1 LFP frame + 12 AP frames (NeuropixelsV1.cs:9-10) */
+    NP1E_FRAME_WORDS = 40, /* NeuropixelsV1.cs:14 */
+    /* raw-device frame: u64 hub clock, u16 probe index, u16 data[13 * 40] */
+    NP1E_PAYLOAD = 8 + 2 + 2 * NP1E_FRAMES * NP1E_FRAME_WORDS,
+    NP1E_HZ = 30000,         /* super-frames: one AP sample of every channel */
+    NP1E_SHANK_BYTES = 121,  /* 968 bits (NeuropixelsV1.cs:34) */
+    NP1E_BASE_BYTES = 306,   /* 2448 bits (NeuropixelsV1.cs:68) */
+    HS_I2C_NP1_PROBE = 0x70  /* NeuropixelsV1.cs:7 */
+};
+
+/* Probe ASIC registers (NeuropixelsV1.cs:16-31) and values (:218-242) */
+enum {
+    NP1_OP_MODE = 0x00, NP1_REC_MOD = 0x01, NP1_STATUS = 0x08, NP1_SR_CHAIN3 = 0x0C, NP1_SR_CHAIN2 = 0x0D,
+    NP1_SR_CHAIN1 = 0x0E, NP1_SR_LENGTH2 = 0x0F, NP1_SR_LENGTH1 = 0x10, NP1_SOFT_RESET = 0x11
+};
+#define NP1_OP_RECORD 0x40
+#define NP1_OP_POWERDOWN 0x80
+#define NP1_REC_ACTIVE 0xC0 /* DIG_ENABLE | CH_ENABLE */
+#define NP1E_GPIO10_MUX 0x08 /* GPIO10: probe MUX out of reset (ConfigureHeadstageNeuropixelsV1e.cs:123) */
+
+struct np1e {
+    struct emu_card *card;
+    int record, present;
+    uint8_t ser[256];
+    uint8_t eeprom[HS_EEPROM_SIZE];
+    uint8_t flex[128];
+    uint8_t reg[0x20];
+    uint8_t shank[NP1E_SHANK_BYTES], base[2][NP1E_BASE_BYTES]; /* SR_CHAIN1, SR_CHAIN2, SR_CHAIN3 */
+    struct np_sr sr;
+    struct neural ap, lfp;
+    uint16_t lfp_now[NP1E_CH]; /* the LFP sample being sent, 32 channels a super-frame */
+    uint64_t frames;           /* super-frames sent */
+    struct bno055_chip bno;
+};
+
+/* Set up the headstage: probe serial number sn (0 = no probe: its flex
+ * EEPROM and ASIC NACK), part number pn, units units, truth as (card,
+ * dev_idx); record as for np2e_init. 0 or ONI_EBADALLOC. */
+int np1e_init(struct np1e *h, struct emu_card *card, uint32_t dev_idx, uint64_t sn, const char *pn, uint32_t units,
+              int record);
+void np1e_power_on(struct np1e *h);
+void np1e_fini(struct np1e *h);
+int np1e_i2c_read(struct np1e *h, uint32_t addr, uint32_t reg, unsigned nbytes, uint64_t t, uint32_t *v);
+int np1e_i2c_write(struct np1e *h, uint32_t addr, uint32_t reg, unsigned nbytes, uint32_t v);
+int np1e_streaming(const struct np1e *h);
+/* One super-frame (NP1E_PAYLOAD bytes) at time t. */
+void np1e_fill(struct np1e *h, uint8_t *out, uint64_t hub_clock, uint64_t t);
+/* Channel of ADC k (0..31) in AP frame i (0..11), or in the LFP frame of
+ * super-frame i mod 12 (NeuropixelsV1eData.cs:83-115); the ADC's word in
+ * a frame (NeuropixelsV1eDataFrame.cs:61-67). */
+uint32_t np1e_channel(uint32_t k, uint32_t i);
+uint32_t np1e_word(uint32_t k);
+
 /* The headstages a breakout port takes (headstage.h): spec names np2e, ... */
 struct emu_hs_ops;
-extern const struct emu_hs_ops emu_hs_np2e, emu_hs_hs64;
+extern const struct emu_hs_ops emu_hs_np2e, emu_hs_np1e, emu_hs_hs64;
 
 #endif

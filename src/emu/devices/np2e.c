@@ -26,8 +26,7 @@
  *   12-bit offset binary samples (2048 = 0 V, NeuropixelsV2eData.cs:120);
  *   words that carry no sample are 0.
  *
- * STATUS model: SR_OK after a chain took exactly SR_LENGTH bytes and that
- * length is the chain's own (96 bytes base, 161 bytes shank); 0 otherwise. */
+ * Chains (npsr.c): 96 bytes base (SR_CHAIN5, 6), 161 bytes shank (1..4). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +57,7 @@ static void put_str(uint8_t *p, const char *s, size_t max)
 static void probe_reset(struct np2e_probe *p)
 {
     memset(p->reg, 0, sizeof p->reg);
-    p->sr_len = p->sr_count = p->sr_chain = 0;
+    memset(&p->sr, 0, sizeof p->sr);
 }
 
 /* The configuration Bonsai and onix-source leave: chains loaded, super-sync
@@ -156,31 +155,19 @@ static uint32_t chain_bytes(uint32_t reg)
 static void probe_write(struct np2e_probe *p, uint32_t r, uint8_t x)
 {
     if (r >= NP2_SR_CHAIN6 && r <= NP2_SR_CHAIN1) {
-        if (p->sr_chain != r) { /* another chain: its shifting starts over */
-            p->sr_chain = r;
-            p->sr_count = 0;
-        }
-        uint32_t n = chain_bytes(r);
-        if (p->sr_count < n)
-            p->chain[NP2_SR_CHAIN1 - r][p->sr_count] = x;
-        p->sr_count++;
-        int ok = p->sr_count == p->sr_len && p->sr_len == n;
-        p->reg[NP2_STATUS] = ok ? NP2_SR_OK : 0;
-        if (ok)
-            p->sr_loads++;
+        p->reg[NP2_STATUS] = np_sr_shift(&p->sr, r, x, chain_bytes(r), p->chain[NP2_SR_CHAIN1 - r]);
         return;
     }
     switch (r) {
     case NP2_STATUS: return; /* read-only */
     case NP2_SOFT_RESET:
         if (x == 0 && p->reg[NP2_SOFT_RESET] == 0xFF) { /* the falling write ends the soft reset */
-            p->sr_count = 0;
-            p->sr_chain = 0;
+            np_sr_soft_reset(&p->sr);
             p->reg[NP2_STATUS] = 0;
         }
         break;
-    case NP2_SR_LENGTH1: p->sr_len = (p->sr_len & 0xFF00u) | x; break;
-    case NP2_SR_LENGTH2: p->sr_len = (p->sr_len & 0x00FFu) | (uint32_t)x << 8; break;
+    case NP2_SR_LENGTH1: np_sr_length(&p->sr, 0, x); break;
+    case NP2_SR_LENGTH2: np_sr_length(&p->sr, 1, x); break;
     }
     p->reg[r] = x;
 }
