@@ -25,6 +25,10 @@ enum {
     HS_I2C_SER = 0x58     /* the DS90UB933 serializer itself (ConfigureDS90UB9x.cs:60) */
 };
 
+/* An I2C read of n bytes (1..4) from register reg of a byte-wide register
+ * file or memory m of size bytes; 0 (NACK) for a bad count or address. */
+int hs_bytes_read(const uint8_t *m, size_t size, uint32_t reg, unsigned n, uint32_t *v);
+
 /* --- headstage EEPROM ("HSOE" layout, HeadstageEeprom.cs:10-36) ----------------- */
 
 #define HS_EEPROM_SIZE 128

@@ -1,4 +1,5 @@
-/* hseeprom.c - the headstage EEPROM at I2C 0x51 of the serialized
+/* hseeprom.c - byte-wide memories on a headstage's I2C bus (hs_bytes_read),
+ * and the headstage EEPROM at I2C 0x51 of the serialized
  * headstages, in the layout Bonsai's HeadstageEeprom.cs:10-36 reads: a
  * 16-byte header ("HSOE", version 1, section offsets in units of 8 bytes,
  * zero checksum in byte 15) and a device info section (version 1, length,
@@ -17,6 +18,16 @@ static void checksum(uint8_t *p, size_t n)
     for (size_t i = 0; i + 1 < n; i++)
         sum = (uint8_t)(sum + p[i]);
     p[n - 1] = (uint8_t)(0x100 - sum);
+}
+
+int hs_bytes_read(const uint8_t *m, size_t size, uint32_t reg, unsigned n, uint32_t *v)
+{
+    if (n < 1 || n > 4 || reg + n > size)
+        return 0;
+    *v = 0;
+    for (unsigned i = 0; i < n; i++)
+        *v |= (uint32_t)m[reg + i] << (8 * i);
+    return 1;
 }
 
 void hs_eeprom_build(uint8_t *img, uint32_t hw_id, uint8_t major, uint8_t minor, const char *name)

@@ -93,24 +93,14 @@ int np1e_streaming(const struct np1e *h)
            (h->reg[NP1_REC_MOD] & NP1_REC_ACTIVE) == NP1_REC_ACTIVE;
 }
 
-static int bytes_read(const uint8_t *m, size_t size, uint32_t reg, unsigned nbytes, uint32_t *v)
-{
-    if (nbytes < 1 || nbytes > 4 || reg + nbytes > size)
-        return 0;
-    *v = 0;
-    for (unsigned i = 0; i < nbytes; i++)
-        *v |= (uint32_t)m[reg + i] << (8 * i);
-    return 1;
-}
-
 int np1e_i2c_read(struct np1e *h, uint32_t addr, uint32_t reg, unsigned nbytes, uint64_t t, uint32_t *v)
 {
     switch (addr) {
-    case HS_I2C_SER: return bytes_read(h->ser, sizeof h->ser, reg, nbytes, v);
-    case HS_I2C_EEPROM: return bytes_read(h->eeprom, sizeof h->eeprom, reg, nbytes, v);
+    case HS_I2C_SER: return hs_bytes_read(h->ser, sizeof h->ser, reg, nbytes, v);
+    case HS_I2C_EEPROM: return hs_bytes_read(h->eeprom, sizeof h->eeprom, reg, nbytes, v);
     case HS_I2C_BNO055: return bno055_chip_read(&h->bno, reg, nbytes, t, v);
-    case HS_I2C_FLEX: return h->present && bytes_read(h->flex, sizeof h->flex, reg, nbytes, v);
-    case HS_I2C_NP1_PROBE: return h->present && bytes_read(h->reg, sizeof h->reg, reg, nbytes, v);
+    case HS_I2C_FLEX: return h->present && hs_bytes_read(h->flex, sizeof h->flex, reg, nbytes, v);
+    case HS_I2C_NP1_PROBE: return h->present && hs_bytes_read(h->reg, sizeof h->reg, reg, nbytes, v);
     }
     return 0;
 }

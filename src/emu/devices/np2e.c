@@ -136,16 +136,6 @@ int np2e_streaming(const struct np2e *h, int p)
     return q->present && powered(h) && (q->reg[NP2_OP_MODE] & (NP2_OP_RECORD | NP2_OP_POWERDOWN)) == NP2_OP_RECORD;
 }
 
-static int bytes_read(const uint8_t *m, size_t size, uint32_t reg, unsigned nbytes, uint32_t *v)
-{
-    if (nbytes < 1 || nbytes > 4 || reg + nbytes > size)
-        return 0;
-    *v = 0;
-    for (unsigned i = 0; i < nbytes; i++)
-        *v |= (uint32_t)m[reg + i] << (8 * i);
-    return 1;
-}
-
 static uint32_t chain_bytes(uint32_t reg)
 {
     return reg == NP2_SR_CHAIN5 || reg == NP2_SR_CHAIN6 ? NP2E_BASE_BYTES : NP2E_SHANK_BYTES;
@@ -176,15 +166,15 @@ int np2e_i2c_read(struct np2e *h, uint32_t addr, uint32_t reg, unsigned nbytes, 
 {
     struct np2e_probe *p;
     switch (addr) {
-    case HS_I2C_SER: return bytes_read(h->ser, sizeof h->ser, reg, nbytes, v);
-    case HS_I2C_EEPROM: return bytes_read(h->eeprom, sizeof h->eeprom, reg, nbytes, v);
+    case HS_I2C_SER: return hs_bytes_read(h->ser, sizeof h->ser, reg, nbytes, v);
+    case HS_I2C_EEPROM: return hs_bytes_read(h->eeprom, sizeof h->eeprom, reg, nbytes, v);
     case HS_I2C_BNO055: return bno055_chip_read(&h->bno, reg, nbytes, t, v);
     case HS_I2C_FLEX:
         p = selected(h);
-        return p ? bytes_read(p->flex, sizeof p->flex, reg, nbytes, v) : 0;
+        return p ? hs_bytes_read(p->flex, sizeof p->flex, reg, nbytes, v) : 0;
     case HS_I2C_PROBE:
         p = selected(h);
-        return p && powered(h) ? bytes_read(p->reg, sizeof p->reg, reg, nbytes, v) : 0;
+        return p && powered(h) ? hs_bytes_read(p->reg, sizeof p->reg, reg, nbytes, v) : 0;
     }
     return 0;
 }
