@@ -535,6 +535,48 @@ TEST(np1e_superframe_decodes_to_the_signal)
     emu_card_destroy(c);
 }
 
+/* NP1.0e truth: each spike's super-frame carries, in the AP band of its
+ * channel, a sample far below the noise (AP SD 3 LSB around 512, troughs of
+ * 8-16 SD); truth channels are 0..383. */
+TEST(np1e_truth_in_ap_band)
+{
+    struct emu_card *c = any_card();
+    REQUIRE(c);
+    REQUIRE(emu_card_truth_keep(c, 100000) == 0);
+    static struct np1e h;
+    REQUIRE(np1e_init(&h, c, 9, 1, "PRB_1_4_0480_1", 10, 1) == 0);
+    enum { NS = 15000 }; /* 0.5 s */
+    static uint16_t ap[NS][NP1E_CH];
+    uint8_t out[NP1E_PAYLOAD];
+    uint16_t w[NP1E_PAYLOAD / 2];
+    const uint64_t dt = EMU_ACQ_HZ / NP1E_HZ;
+    emu_card_lock(c);
+    for (int s = 0; s < NS; s++) {
+        np1e_fill(&h, out, 0, (uint64_t)s * dt);
+        memcpy(w, out, sizeof w);
+        for (uint32_t i = 0; i < 12; i++)
+            for (uint32_t k = 0; k < 32; k++)
+                ap[s][np1e_channel(k, i)] = w[5 + (i + 1) * 40 + np1e_word(k)];
+    }
+    pthread_mutex_unlock(&c->lock);
+    static struct emu_truth tr[100000];
+    size_t n = emu_card_truth_get(c, tr, 100000), checked = 0, below = 0;
+    for (size_t i = 0; i < n; i++) {
+        CHECK(tr[i].channel < NP1E_CH);
+        CHECK_EQ(tr[i].time % dt, 0);
+        uint64_t s = tr[i].time / dt;
+        if (s >= NS)
+            continue;
+        checked++;
+        below += ap[s][tr[i].channel] < 512 - 5 * 3;
+    }
+    CHECK(checked > 10 * 0.5 * 3 / 2);
+    if (below < checked * 95 / 100)
+        UNIT_FAIL("%zu of %zu np1e truth spikes below -5 sigma", below, checked);
+    np1e_fini(&h);
+    emu_card_destroy(c);
+}
+
 /* --- BNO055, polled over I2C (PolledBno055Data.cs:64-111) ---------------------------- */
 
 TEST(bno055_polled_as_bonsai_does)
