@@ -14,7 +14,7 @@
 #define EMU_HEADSTAGES_H
 
 #include <stdint.h>
-#include "emu/neural.h"
+#include "neural.h"
 
 /* I2C chip addresses behind the serializer (7-bit) */
 enum {
