@@ -287,7 +287,7 @@ void emu_wait_until_ns(uint64_t t);
 int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err, size_t cap);
 
 /* Device kinds (src/emu/devices). */
-extern const struct emu_devtype emu_dev_np2, emu_dev_np1, emu_dev_rhd2164, emu_dev_bno055,
+extern const struct emu_devtype emu_dev_rhd2164, emu_dev_bno055,
     emu_dev_heartbeat, emu_dev_testcore, emu_dev_testsink, emu_dev_loadtest, emu_dev_stim,
     emu_dev_memusage, emu_dev_breakout;
 

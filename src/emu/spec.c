@@ -1,8 +1,7 @@
 /* spec.c - the card's spec string (include/oniemu.h, docs/emulator.md):
- * "devices=np2,stim,heartbeat:hz=10;link=gen2x4;mode=realtime;ddr=4G;seed=1".
+ * "devices=rhd2164,stim,heartbeat:hz=10;link=gen2x4;mode=realtime;ddr=4G;seed=1".
  * Builds the device table on hubs: devices of the host hub go to hub 0, each
- * probe or headstage chip that opens a headstage (np2, np1, rhd2164) gets a
- * hub of its own, and a bno055 joins the last headstage (a hub of its own if
+ * headstage chip that opens a headstage (rhd2164) gets a hub of its own, and a bno055 joins the last headstage (a hub of its own if
  * none); "hub=N" overrides. A MEMUSAGE device is always present on hub 0. */
 #include <ctype.h>
 #include <errno.h>
@@ -12,10 +11,10 @@
 #include <string.h>
 #include "card.h"
 
-#define DEFAULT_DEVICES "heartbeat,breakout,stim,np2,bno055"
+#define DEFAULT_DEVICES "heartbeat,breakout,stim,rhd2164,bno055"
 
 static const struct emu_devtype *const kinds[] = {
-    &emu_dev_np2,      &emu_dev_np1,      &emu_dev_rhd2164,  &emu_dev_bno055, &emu_dev_heartbeat,
+    &emu_dev_rhd2164,  &emu_dev_bno055,   &emu_dev_heartbeat,
     &emu_dev_testcore, &emu_dev_testsink, &emu_dev_loadtest, &emu_dev_stim,   &emu_dev_memusage,
     &emu_dev_breakout,
 };
