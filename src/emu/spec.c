@@ -3,9 +3,8 @@
  * Builds the device table on hubs. `breakout` places the breakout board's
  * devices on hub 0 at the indices of current firmware (docs/devices.md) and
  * opens ports A and B (hubs 1 and 2); a headstage name (headstage.h) plugs
- * into a port. Other devices of the host hub go to hub 0 after them; each
- * probe or headstage chip that opens a headstage of the emulator's own
- * layouts (np2, np1, rhd2164) gets a hub of its own, and a bno055 joins the
+ * into a port. Other devices of the host hub go to hub 0 after them; a bare
+ * headstage chip (rhd2164) opens a hub of its own, and a bno055 joins the
  * last such hub (a hub of its own if none); "hub=N" overrides. A MEMUSAGE
  * device is always present on hub 0. */
 #include <ctype.h>
@@ -17,13 +16,14 @@
 #include <string.h>
 #include "card.h"
 #include "headstage.h"
+#include "headstages.h"
 
-/* The default card: a breakout board with its memory monitor, and, until
- * the NP2.0e headstage (np2e) is here, the emulator's own np2 layout. */
-#define DEFAULT_DEVICES "breakout,stim,np2,bno055"
+/* The default card: a breakout board with an NP2.0e headstage on port A,
+ * as a Neuropixels 2.0 rig has. */
+#define DEFAULT_DEVICES "breakout,np2e"
 
 static const struct emu_devtype *const kinds[] = {
-    &emu_dev_np2,      &emu_dev_np1,      &emu_dev_rhd2164,  &emu_dev_bno055,  &emu_dev_heartbeat,
+    &emu_dev_rhd2164,  &emu_dev_bno055,  &emu_dev_heartbeat,
     &emu_dev_testcore, &emu_dev_testsink, &emu_dev_loadtest, &emu_dev_stim,    &emu_dev_memusage,
     &emu_dev_digitalio, &emu_dev_persthb, &emu_dev_analogio, &emu_dev_harpsync, &emu_dev_outclock,
 };
@@ -31,7 +31,9 @@ static const struct emu_devtype *const kinds[] = {
 /* Headstage kinds (headstage.h): each headstage file adds its ops here. */
 #define MAX_HS_KINDS 16
 static const struct emu_hs_ops *hs_kinds[MAX_HS_KINDS] = {
-    NULL,
+    &emu_hs_np2e,
+    &emu_hs_np1e,
+    &emu_hs_hs64,
 };
 static pthread_mutex_t hs_lock = PTHREAD_MUTEX_INITIALIZER;
 
