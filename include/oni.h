@@ -4,8 +4,9 @@
  * the library, so any call may be made from any thread. oni_read_frame blocks
  * other readers of the same context while it refills; oni_destroy_frame may be
  * called from any thread at any time, also after oni_destroy_ctx. */
-#ifndef ONI_H
-#define ONI_H
+/* The include guard is upstream's (api/liboni/oni.h:1), so a program that tests it sees the same. */
+#ifndef __ONI_H__
+#define __ONI_H__
 
 #include <stddef.h>
 #include "onidefs.h"

@@ -1,7 +1,7 @@
 /* onidriver.h - the ONI driver translator ABI (upstream liboni 4.6 compatible).
  * A driver is a shared library libonidriver_<name>.so exporting every function below. */
-#ifndef ONIDRIVER_H
-#define ONIDRIVER_H
+#ifndef __ONI_DRIVER_H__ /* upstream's guard (api/liboni/onidriver.h:1) */
+#define __ONI_DRIVER_H__
 
 #include <stddef.h>
 #include "onidefs.h"
@@ -9,9 +9,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Upstream marks the driver entry points with this; drivers may use it on their definitions. */
-#define ONI_DRIVER_EXPORT ONI_EXPORT
 
 typedef void *oni_driver_ctx;
 
@@ -48,6 +45,13 @@ enum {
  *   set_opt_callback) only runs between calls; a call that blocks inside the
  *   driver is bounded only by the driver itself. */
 
+/* The entry points every driver exports. As upstream (api/liboni/onidriver.h:24),
+ * a file that defines ONI_DRIVER_IGNORE_FUNCTION_PROTOTYPES before including
+ * this header gets neither them nor ONI_DRIVER_EXPORT, which upstream's drivers
+ * put on their definitions. */
+#ifndef ONI_DRIVER_IGNORE_FUNCTION_PROTOTYPES
+#define ONI_DRIVER_EXPORT ONI_EXPORT
+
 /* Allocate a driver context, no hardware opened; NULL on failure (oni_create_ctx: errno ENOMEM). */
 ONI_EXPORT oni_driver_ctx oni_driver_create_ctx(void);
 /* Close the hardware if open and free driver_ctx; called once, by oni_destroy_ctx, which returns a negative result. */
@@ -75,6 +79,8 @@ ONI_EXPORT int oni_driver_set_opt(oni_driver_ctx driver_ctx, int driver_option, 
 ONI_EXPORT int oni_driver_get_opt(oni_driver_ctx driver_ctx, int driver_option, void *value, size_t *option_len);
 /* The driver's name and version, owned by the driver and valid while it is loaded (oni_get_driver_info returns it). */
 ONI_EXPORT const oni_driver_info_t *oni_driver_info(void);
+
+#endif /* ONI_DRIVER_IGNORE_FUNCTION_PROTOTYPES */
 
 #ifdef __cplusplus
 }
