@@ -41,9 +41,13 @@ enum {
  * - Threads (docs/threads.md): read_stream(DATA), write_stream, and the config /
  *   signal / option calls each come from one thread at a time, but the three
  *   groups may run concurrently on one driver context.
- * - Time: the core's deadline (ONI_OPT_TIMEOUTMS, passed in through
- *   set_opt_callback) only runs between calls; a call that blocks inside the
- *   driver is bounded only by the driver itself. */
+ * - Time (docs/timeouts.md): the core's deadline only runs between calls;
+ *   set_opt_callback(ONI_OPT_TIMEOUTMS) tells the driver how long one of its
+ *   calls may wait. A call that blocks inside the driver is bounded only by
+ *   the driver itself.
+ * - Order (docs/drivers.md): as upstream's liboni calls them; the driver hears
+ *   of ONI_OPT_BLOCKREADSIZE after init and every reset, and of every
+ *   successful oni_set_opt. */
 
 /* The entry points every driver exports. As upstream (api/liboni/onidriver.h:24),
  * a file that defines ONI_DRIVER_IGNORE_FUNCTION_PROTOTYPES before including
@@ -69,8 +73,9 @@ ONI_EXPORT int oni_driver_write_stream(oni_driver_ctx driver_ctx, oni_write_stre
 ONI_EXPORT int oni_driver_read_config(oni_driver_ctx driver_ctx, oni_config_t config, oni_reg_val_t *value);
 /* Write config register `config` (custom option n: ONI_CONFIG_CUSTOMBEGIN + n); >= 0 or an ONI error. */
 ONI_EXPORT int oni_driver_write_config(oni_driver_ctx driver_ctx, oni_config_t config, oni_reg_val_t value);
-/* Told of each successful oni_set_opt (already applied; a negative return becomes oni_set_opt's) and, at
- * oni_init_ctx and on change, of ONI_OPT_TIMEOUTMS (uint32_t ms, return ignored); >= 0 or an ONI error. */
+/* Told of each successful oni_set_opt (already applied; its return becomes oni_set_opt's), of
+ * ONI_OPT_BLOCKREADSIZE after init and every reset (return ignored), and, at oni_init_ctx and on
+ * change, of ONI_OPT_TIMEOUTMS (uint32_t ms one call may wait, never 0; return ignored). */
 ONI_EXPORT int oni_driver_set_opt_callback(oni_driver_ctx driver_ctx, int oni_option, const void *value,
                                            size_t option_len);
 /* Set driver option from option_len bytes at value (NULL only with 0); passed on by oni_set_driver_opt. */
