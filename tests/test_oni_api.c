@@ -4,7 +4,6 @@
 #include <errno.h>
 #include "drivers/fixture.h"
 #include "onix.h"
-#include "oni/names.h"
 #include "unit.h"
 
 static const oni_device_t devs3[] = {
@@ -579,14 +578,6 @@ TEST(onix_id_names)
     CHECK(named(onix_hub_str(ONIX_HUB_HSNP2E), "Open Ephys ONIX Headstage-Neuropixels2.0e"));
     CHECK(named(onix_hub_str(ONIX_HUB_ACQBOARD3D), "Open Ephys 3D-capable Acquisition Board"));
     CHECK(named(onix_hub_str(11), "Unknown Hub"));
-    /* onigpu's short names for its tools' tables (oni/names.h) */
-    CHECK(named(onix_device_tag(ONIX_NULL), "NULL"));
-    CHECK(named(onix_device_tag(ONIX_RHD2164), "RHD2164"));
-    CHECK(named(onix_device_tag((int)ONIX_ONIGPU_HUBMGR), "HUBMGR"));
-    CHECK(named(onix_device_tag(12345), "unknown"));
-    CHECK(named(onix_hub_tag(ONIX_HUB_HSNP2E), "HSNP2E"));
-    CHECK(named(onix_hub_tag(ONIX_HUB_ACQBOARD3D), "ACQBOARD3D"));
-    CHECK(named(onix_hub_tag(11), "unknown"));
 }
 
 /* The clock's deadline helpers (oni/util/clock.h): milliseconds left round
