@@ -120,3 +120,90 @@ char *cli_fmt_dev(uint32_t idx, char *buf, size_t n)
     return buf;
 }
 
+
+/* ---- short names of ONIX ids ------------------------------------------------ */
+
+/* onix_device_str / onix_hub_str give upstream's texts, sentences; tables
+ * and files take these: the enum's name in onix.h without its prefix. */
+struct id_tag {
+    int id;
+    const char *tag;
+};
+
+static const struct id_tag dev_tags[] = {
+    {ONIX_NULL, "NULL"},
+    {ONIX_INFO, "INFO"},
+    {ONIX_RHD2132, "RHD2132"},
+    {ONIX_RHD2164, "RHD2164"},
+    {ONIX_ESTIM, "ESTIM"},
+    {ONIX_OSTIM, "OSTIM"},
+    {ONIX_TS4231, "TS4231"},
+    {ONIX_DINPUT32, "DINPUT32"},
+    {ONIX_DOUTPUT32, "DOUTPUT32"},
+    {ONIX_BNO055, "BNO055"},
+    {ONIX_TEST0, "TEST0"},
+    {ONIX_NEUROPIX1R0, "NEUROPIX1R0"},
+    {ONIX_HEARTBEAT, "HEARTBEAT"},
+    {ONIX_AD51X2, "AD51X2"},
+    {ONIX_FMCVCTRL, "FMCVCTRL"},
+    {ONIX_AD7617, "AD7617"},
+    {ONIX_AD576X, "AD576X"},
+    {ONIX_TESTREG0, "TESTREG0"},
+    {ONIX_BREAKDIG1R3, "BREAKDIG1R3"},
+    {ONIX_FMCCLKIN1R3, "FMCCLKIN1R3"},
+    {ONIX_FMCCLKOUT1R3, "FMCCLKOUT1R3"},
+    {ONIX_TS4231V2ARR, "TS4231V2ARR"},
+    {ONIX_FMCANALOG1R3, "FMCANALOG1R3"},
+    {ONIX_FMCLINKCTRL, "FMCLINKCTRL"},
+    {ONIX_DS90UB9RAW, "DS90UB9RAW"},
+    {ONIX_TS4231V1ARR, "TS4231V1ARR"},
+    {ONIX_MAX10ADCCORE, "MAX10ADCCORE"},
+    {ONIX_LOADTEST, "LOADTEST"},
+    {ONIX_MEMUSAGE, "MEMUSAGE"},
+    {ONIX_HARPSYNCINPUT, "HARPSYNCINPUT"},
+    {ONIX_RHS2116, "RHS2116"},
+    {ONIX_RHS2116TRIGGER, "RHS2116TRIGGER"},
+    {ONIX_NRIC1384, "NRIC1384"},
+    {ONIX_I2CRAW, "I2CRAW"},
+    {ONIX_PERSTHEARTBEAT, "PERSTHEARTBEAT"},
+    {(int)ONIX_ONIGPU_NEUROPIX2, "NEUROPIX2"},
+    {(int)ONIX_ONIGPU_TESTCORE, "TESTCORE"},
+    {(int)ONIX_ONIGPU_TESTSINK, "TESTSINK"},
+    {(int)ONIX_ONIGPU_STIM, "STIM"},
+    {(int)ONIX_ONIGPU_HUBMGR, "HUBMGR"},
+};
+
+static const struct id_tag hub_tags[] = {
+    {ONIX_HUB_NULL, "NULL"},
+    {ONIX_HUB_FMCHOST, "FMCHOST"},
+    {ONIX_HUB_HS64, "HS64"},
+    {ONIX_HUB_HSNP, "HSNP"},
+    {ONIX_HUB_HSRHS2116, "HSRHS2116"},
+    {ONIX_HUB_HS64S, "HS64S"},
+    {ONIX_HUB_HSNP1ET, "HSNP1ET"},
+    {ONIX_HUB_HSNP2EB, "HSNP2EB"},
+    {ONIX_HUB_HSNP2E, "HSNP2E"},
+    {ONIX_HUB_HSNRIC1384, "HSNRIC1384"},
+    {ONIX_HUB_HSNP1EH, "HSNP1EH"},
+    {ONIX_HUB_ACQBOARD, "ACQBOARD"},
+    {ONIX_HUB_RHYTHM, "RHYTHM"},
+    {ONIX_HUB_ACQBOARD3D, "ACQBOARD3D"},
+};
+
+static const char *find_tag(const struct id_tag *t, size_t n, int id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].id == id)
+            return t[i].tag;
+    return "unknown";
+}
+
+const char *cli_dev_tag(int dev_id)
+{
+    return find_tag(dev_tags, sizeof dev_tags / sizeof dev_tags[0], dev_id);
+}
+
+const char *cli_hub_tag(int hub_id)
+{
+    return find_tag(hub_tags, sizeof hub_tags / sizeof hub_tags[0], hub_id);
+}

@@ -36,6 +36,10 @@ int cli_devtable(oni_ctx ctx, oni_device_t **t, oni_size_t *n);
 
 /* Parse a device index: a number (decimal or 0x hex) or "hub.dev" (each 0..255). 0 or -1. */
 int cli_parse_dev(const char *s, uint32_t *idx);
+/* The short name of an ONIX device / hub id (onix.h's enum name without
+ * its prefix: "RHD2164", "HS64"), or "unknown". */
+const char *cli_dev_tag(int dev_id);
+const char *cli_hub_tag(int hub_id);
 
 /* Write idx as "hub.dev" into buf (at least 12 bytes); returns buf. */
 char *cli_fmt_dev(uint32_t idx, char *buf, size_t n);

@@ -226,7 +226,7 @@ static int write_index(struct recorder *r)
     for (oni_size_t i = 0; i < r->n; i++) {
         const struct rec_dev *v = &r->dev[i];
         len += snprintf(csv + len, ROW_MAX, "%s,%u,%s,%u,%.40s,%u,%u,%zu,%llu\n", v->file, v->d.idx,
-                        cli_fmt_dev(v->d.idx, idx, sizeof idx), v->d.id, onix_device_str((int)v->d.id), v->d.version,
+                        cli_fmt_dev(v->d.idx, idx, sizeof idx), v->d.id, cli_dev_tag((int)v->d.id), v->d.version,
                         v->d.read_size, v->rec_sz, (unsigned long long)v->frames);
     }
     int err = 0;
