@@ -512,7 +512,7 @@ TEST(emudrv_start_while_a_reader_waits)
     for (int trial = 0; trial < 4; trial++) {
         struct reader r;
         pthread_t th;
-        oni_ctx ctx = start_reading("seed=3", &r, &th);
+        oni_ctx ctx = start_reading("seed=3;devices=breakout,rhd2164", &r, &th);
         REQUIRE(ctx);
         usleep(50000); /* the reader waits in the driver */
         int opt = trial % 2 ? ONI_OPT_RUNNING : ONI_OPT_RESETACQCOUNTER;
@@ -540,7 +540,7 @@ TEST(emudrv_pause_resume_while_reading)
 {
     struct reader r;
     pthread_t th;
-    oni_ctx ctx = start_reading("seed=4", &r, &th);
+    oni_ctx ctx = start_reading("seed=4;devices=breakout,rhd2164", &r, &th);
     REQUIRE(ctx);
     for (int i = 0; i < 20; i++) {
         oni_reg_val_t v = 1;
