@@ -11,6 +11,7 @@
 #include "onigpu.h"
 #include "onix.h"
 #include "realtime.h"
+#include "ephys_layout.h"
 #include "test_loop_common.h"
 
 TEST(backend_names_and_availability)
@@ -121,14 +122,16 @@ TEST(bad_config_and_source_errors)
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     /* a state built by hand, not by loop_ephys_init: its layout is checked again */
     static struct loop_ephys_state hand;
-    hand.lay = (struct loop_ephys_layout){2000, 4096, 16}; /* more channels than the kernels hold */
+    hand.lay = test_layout(384, 4096);
+    hand.lay.nchan = 2000; /* more channels than the kernels hold */
     bad.ephys = &hand;
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
-    hand.lay = (struct loop_ephys_layout){384, 512, 16}; /* samples past the frame's end */
+    hand.lay = test_layout(384, 512); /* samples past the frame's end */
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     /* more frames than a block's frame count holds (uint32): the host
      * blocks' rounded size wrapped to 0 and the cpu backend cleared 2^64 bytes */
-    hand.lay = (struct loop_ephys_layout){1, 8, 0};
+    hand.lay = test_layout(1, 8);
+    hand.lay.off[0] = 0; /* 8-byte frames */
     bad.in_bytes = SIZE_MAX - 7;
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     bad.in_bytes = ((size_t)UINT32_MAX + 1) * 8;
@@ -385,7 +388,7 @@ TEST(config_edges_accepted)
     /* a block of frames and a bit: no whole number of frames */
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
-    struct loop_ephys_layout lay = {32, 80, 16};
+    struct loop_ephys_layout lay = test_layout(32, 80);
     static struct loop_ephys_state es;
     REQUIRE(loop_ephys_init(&es, &p, &lay) == ONI_ESUCCESS);
     c.work = LOOP_WORK_EPHYS;

@@ -329,8 +329,11 @@ static int setup(struct session *s)
         return fail(s, ONI_EBADALLOC, "no memory");
     if ((rc = oni_write_reg(s->ctx, s->np2, ONIEMU_REG_ROUTE, 1)) != 0)
         return fail(s, rc, "routing the probe to the GPU stream: %s", oni_error_str(rc));
-    s->lay = (struct loop_ephys_layout){NP2_CHANNELS, 16 + ((s->np2_read + 3u) & ~3u),
-                                        16 + s->np2_read - 2 * NP2_CHANNELS};
+    memset(&s->lay, 0, sizeof s->lay);
+    s->lay.nchan = NP2_CHANNELS;
+    s->lay.stride = 16 + ((s->np2_read + 3u) & ~3u);
+    for (uint32_t c = 0; c < NP2_CHANNELS; c++)
+        s->lay.off[c] = (uint16_t)(16 + s->np2_read - 2 * NP2_CHANNELS + 2 * c);
     size_t in_bytes = (size_t)cfg->block * s->lay.stride;
     /* A block the card's FIFO cannot hold never arrives: the loop would wait
      * for it until the end and process nothing. */
