@@ -231,6 +231,84 @@ TEST(memsrc_rejects_bad_rates)
     loop_memsrc_free(&m);
 }
 
+/* The default-stream source: one device's frames laid out as the GPU
+ * stream lays them out (header, payload padded to 4), every other frame
+ * handed to the callback, and what a read that timed out took kept for
+ * the next one (the test core's counter runs on without a gap). */
+struct others {
+    oni_dev_idx_t small, big;
+    int n, wrong;
+};
+
+static void count_other(void *arg, oni_frame_t *f)
+{
+    struct others *o = arg;
+    o->n += f->dev_idx == o->small;
+    o->wrong += f->dev_idx == o->big;
+    oni_destroy_frame(f);
+}
+
+TEST(defsrc_takes_one_device_from_the_default_stream)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    const char *spec = "devices=testcore:bytes=1160:rate=3M,testcore:bytes=8:rate=8k;mode=realtime";
+    uint32_t one = 1, zero = 0;
+    oni_size_t n = 0;
+    size_t sz = sizeof n;
+    oni_device_t t[8];
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    if (!rc)
+        rc = oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &sz);
+    sz = sizeof t;
+    if (!rc && n <= 8)
+        rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &sz);
+    REQUIRE(rc == 0);
+    int big = -1, small = -1;
+    for (oni_size_t i = 0; i < n && i < 8; i++)
+        if (t[i].id == ONIX_ONIGPU_TESTCORE)
+            *(big < 0 ? &big : &small) = (int)t[i].idx;
+    REQUIRE(big >= 0 && small >= 0);
+    struct others o = {(oni_dev_idx_t)small, (oni_dev_idx_t)big, 0, 0};
+    struct loop_defsrc d;
+    struct loop_source src;
+    CHECK_RC(loop_defsrc_init(&d, ctx, (oni_dev_idx_t)big, 0, count_other, &o), ONI_EINVALARG);
+    REQUIRE(loop_defsrc_init(&d, ctx, (oni_dev_idx_t)big, 1160, count_other, &o) == 0);
+    loop_defsrc_source(&d, &src);
+    CHECK(src.read_async == NULL); /* host memory only */
+    enum { F = 50, STRIDE = 16 + 1160 };
+    uint8_t *buf = malloc((size_t)F * STRIDE);
+    REQUIRE(buf);
+    CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE + 4, 100), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+    /* 1160 B at 3 MB/s: 50 frames take about 20 ms; 1 ms gets a part of them */
+    CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE, 1), ONI_ETIMEOUT);
+    uint64_t next = 0;
+    int bad = 0;
+    for (int b = 0; b < 4; b++) {
+        CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE, 1000), 0);
+        for (int f = 0; f < F; f++) {
+            const uint8_t *p = buf + (size_t)f * STRIDE;
+            uint32_t idx, dsz;
+            uint64_t w0;
+            memcpy(&idx, p + 8, 4);
+            memcpy(&dsz, p + 12, 4);
+            memcpy(&w0, p + 16, 8);
+            bad += idx != (uint32_t)big || dsz != 1160 || (next && w0 != next);
+            next = w0 + 1160 / 8;
+        }
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(o.n > 0); /* the small core's frames, which came between */
+    CHECK_EQ(o.wrong, 0);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero), 0);
+    loop_defsrc_free(&d);
+    oni_destroy_ctx(ctx);
+    free(buf);
+}
+
 /* The emulated card's source: a block read given to the card's DMA engine
  * (READ_ASYNC) is waited for as long as that job may still run (the
  * context's timeout), whatever the loop's own timeout, so that a buffer the

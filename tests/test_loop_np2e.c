@@ -10,6 +10,7 @@
 #include "unit.h"
 #include "loop/kernels.h"
 #include "loop/np2e.h"
+#include "loop/rig.h"
 #include "loop/synth.h"
 
 /* Rows of Bonsai's RawToChannel (first and last entries of the rows it
@@ -118,4 +119,24 @@ TEST(detects_on_both_probes)
     free(sy);
     free(st);
     free(out);
+}
+
+/* The stimulator's pins (rig.h): pin 0 changes on every stimulation, the
+ * input frame's pins give back n mod 128, and pins no stimulation writes
+ * (the reset state among them) name none. */
+TEST(stim_pins_name_the_stimulation)
+{
+    uint32_t prev = 0;
+    int bad = 0;
+    for (uint64_t n = 0; n < 1000; n++) {
+        uint32_t p = loop_rig_stim_pins(n);
+        bad += p > 0xFF || ((p ^ prev) & 1) == 0 || loop_rig_stim_of((uint8_t)p) != (int)(n % 128);
+        prev = p;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(loop_rig_stim_of(0), -1);
+    int named = 0;
+    for (int p = 0; p < 256; p++)
+        named += loop_rig_stim_of((uint8_t)p) >= 0;
+    CHECK_EQ(named, 128);
 }
