@@ -3,8 +3,9 @@
  * file:line), through oni.h and onix.h only. What the loop leaves out of
  * Bonsai's sequence: the headstage and flex EEPROM checks beyond the probe's
  * serial number, the probes' shift-register (electrode) configuration (the
- * probe keeps its reset selection), the BNO055, probe B, and the waits
- * between steps (Bonsai sleeps 20-500 ms for real hardware to settle). */
+ * probe keeps its reset selection), the BNO055, and the waits between steps
+ * (Bonsai sleeps 20-500 ms for real hardware to settle). Probe B is powered
+ * down, as Bonsai does with a probe it does not enable. */
 #include "loop/rig.h"
 
 #include <stdarg.h>
@@ -28,9 +29,9 @@ enum {
 };
 enum { SER_GPIO10 = 0x0D, SER_GPIO32 = 0x0E };
 /* NP2.0e serializer GPIO values (ConfigureHeadstageNeuropixelsV2e.cs:103-108) */
-enum { GPO10_SUPPLY = 1 << 3, GPO10_RESET = 1 << 7, GPO32_NONE = 0x11, GPO32_PROBE_A = 0x19 };
+enum { GPO10_SUPPLY = 1 << 3, GPO10_RESET = 1 << 7, GPO32_NONE = 0x11, GPO32_PROBE_A = 0x19, GPO32_PROBE_B = 0x99 };
 /* Probe registers (NeuropixelsV2.cs:21-52) */
-enum { NP_OP_MODE = 0x00, NP_SUPERSYNC0 = 0x0A, NP_OP_RECORD = 0x40 };
+enum { NP_OP_MODE = 0x00, NP_SUPERSYNC0 = 0x0A, NP_OP_RECORD = 0x40, NP_OP_POWERDOWN = 0x80 };
 /* DigitalIO (ConfigureDigitalIO.cs:137-140) */
 enum { DIO_ENABLE = 0, DIO_BASE_FREQ_HZ = 5, DIO_DEAD_TICKS = 6, DIO_SAMPLE_PERIOD = 7 };
 
@@ -212,6 +213,20 @@ static int probe_a(struct bring *b)
     return rc;
 }
 
+/* Probe B, where there is one, powered down: the disabled probe of
+ * ConfigureNeuropixelsV2PsbDecoder.cs:143-151, so the raw device streams
+ * probe A's super-frames alone. */
+static int probe_b_off(struct bring *b)
+{
+    uint32_t lo = 0, hi = 0;
+    int rc = i2c_wr(b, I2C_SER, SER_GPIO32, GPO32_PROBE_B, "selecting probe B");
+    if (!rc && i2c_rd(b, I2C_FLEX, 0, 4, &lo) == 0 && i2c_rd(b, I2C_FLEX, 4, 4, &hi) == 0 && (lo || hi))
+        rc = i2c_wr(b, I2C_PROBE, NP_OP_MODE, NP_OP_POWERDOWN, "probe B OP_MODE");
+    if (!rc)
+        rc = i2c_wr(b, I2C_SER, SER_GPIO32, GPO32_NONE, "deselecting probe B");
+    return rc;
+}
+
 /* Asynchronous sampling: a frame per change of the inputs, no dead time
  * (ConfigureDigitalIO.cs:109-124 with SampleRate unset, DeadTime 0). */
 static int digital_io(struct bring *b)
@@ -253,6 +268,8 @@ int loop_rig_open(oni_ctx ctx, int port, struct loop_rig *rig, char *why, size_t
         rc = serdes(&b);
     if (!rc)
         rc = probe_a(&b);
+    if (!rc)
+        rc = probe_b_off(&b);
     if (!rc)
         rc = digital_io(&b);
     return rc;

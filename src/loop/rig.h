@@ -4,7 +4,7 @@
  * cited in rig.c), on any card that presents the real device table.
  *
  * loop_rig_open leaves probe A of the headstage recording (super-frames of
- * the DS90UB9x raw device, np2e.h) and the DigitalIO device sampling its
+ * the DS90UB9x raw device, np2e.h), probe B powered down, and the DigitalIO device sampling its
  * inputs asynchronously (one frame per change). The stimulator is the
  * DigitalIO's output port, written as Bonsai's DigitalOutput writes it: a
  * write frame of one u32 whose bits 0-7 are the pins. */
