@@ -32,6 +32,8 @@ enum { SER_GPIO10 = 0x0D, SER_GPIO32 = 0x0E };
 enum { GPO10_SUPPLY = 1 << 3, GPO10_RESET = 1 << 7, GPO32_NONE = 0x11, GPO32_PROBE_A = 0x19, GPO32_PROBE_B = 0x99 };
 /* Probe registers (NeuropixelsV2.cs:21-52) */
 enum { NP_OP_MODE = 0x00, NP_SUPERSYNC0 = 0x0A, NP_OP_RECORD = 0x40, NP_OP_POWERDOWN = 0x80 };
+/* AnalogIO (ConfigureAnalogIO.cs:297; device 6 of ConfigureBreakoutBoard) */
+enum { AIO_ADDR = 6, AIO_ENABLE = 0 };
 /* DigitalIO (ConfigureDigitalIO.cs:137-140) */
 enum { DIO_ENABLE = 0, DIO_BASE_FREQ_HZ = 5, DIO_DEAD_TICKS = 6, DIO_SAMPLE_PERIOD = 7 };
 
@@ -99,7 +101,10 @@ static int find(struct bring *b)
     }
     struct loop_rig *r = b->rig;
     int pc = 0, raw = 0, dio = 0;
+    r->aio = -1;
     for (oni_size_t i = 0; i < n; i++) {
+        if (t[i].idx == AIO_ADDR && t[i].id == ONIX_FMCANALOG1R3)
+            r->aio = (int)t[i].idx;
         if (t[i].idx == (oni_dev_idx_t)r->port && t[i].id == ONIX_FMCLINKCTRL)
             pc = 1, r->portctl = t[i].idx;
         if (t[i].idx == (oni_dev_idx_t)(7 + r->port) && t[i].id == ONIX_DS90UB9RAW)
@@ -233,7 +238,12 @@ static int digital_io(struct bring *b)
 {
     struct loop_rig *r = b->rig;
     oni_reg_val_t hz = 0;
-    int rc = wr(b, r->dio, DIO_ENABLE, 1, "DigitalIO");
+    /* The loop uses no analog channel: the AnalogIO's 100 kHz stream off
+     * (Bonsai's Enable = false), so the default stream carries little more
+     * than the DigitalIO's frames. */
+    int rc = r->aio >= 0 ? wr(b, (oni_dev_idx_t)r->aio, AIO_ENABLE, 0, "AnalogIO") : 0;
+    if (!rc)
+        rc = wr(b, r->dio, DIO_ENABLE, 1, "DigitalIO");
     if (!rc && (rc = oni_read_reg(b->ctx, r->dio, DIO_BASE_FREQ_HZ, &hz)) != 0)
         return fail(b, rc, "DigitalIO: reading BASE_FREQ_HZ: %s", oni_error_str(rc));
     if (!rc)

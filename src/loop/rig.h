@@ -4,8 +4,9 @@
  * cited in rig.c), on any card that presents the real device table.
  *
  * loop_rig_open leaves probe A of the headstage recording (super-frames of
- * the DS90UB9x raw device, np2e.h), probe B powered down, and the DigitalIO device sampling its
- * inputs asynchronously (one frame per change). The stimulator is the
+ * the DS90UB9x raw device, np2e.h), probe B powered down, the AnalogIO's
+ * stream off (the loop uses no analog channel), and the DigitalIO sampling
+ * its inputs asynchronously (one frame per change). The stimulator is the
  * DigitalIO's output port, written as Bonsai's DigitalOutput writes it: a
  * write frame of one u32 whose bits 0-7 are the pins. */
 #ifndef LOOP_RIG_H
@@ -22,6 +23,7 @@
 struct loop_rig {
     int port;                   /* 1 = A, 2 = B */
     oni_dev_idx_t portctl, raw, dio;
+    int aio;                    /* the AnalogIO's index (its stream turned off), -1: none */
     uint32_t raw_read;          /* the raw device's frame size: the super-frame's */
     uint32_t dio_read, dio_write;
     double volts;               /* the port voltage the link locked at, plus Bonsai's margin */
