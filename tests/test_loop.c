@@ -13,7 +13,7 @@
 #include "realtime.h"
 #include "ephys_layout.h"
 #include "test_loop_common.h"
-#include "loop/np2e.h"
+#include "loop/superframe.h"
 #include "loop/rig.h"
 
 TEST(backend_names_and_availability)

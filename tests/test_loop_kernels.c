@@ -10,7 +10,7 @@
 #include "loop/kernels.h"
 #include "loop/loop.h"
 #include "loop/source.h"
-#include "loop/np2e.h"
+#include "loop/superframe.h"
 #include "loop/synth.h"
 #include "ephys_layout.h"
 

@@ -1,4 +1,4 @@
-/* test_loop_np2e.c - the NP2.0e super-frame decoder (src/loop/np2e.h)
+/* test_loop_superframe.c - the NP2.0e super-frame decoder (src/loop/superframe.h)
  * against the facts of the real software: entries of the channel tables of
  * Bonsai.ONIX1 (NeuropixelsV2eData.cs:108-140) and onix-source
  * (Neuropixels2e.h:233), the word offsets both decode at, a super-frame
@@ -9,7 +9,7 @@
 #include "oni.h"
 #include "unit.h"
 #include "loop/kernels.h"
-#include "loop/np2e.h"
+#include "loop/superframe.h"
 #include "loop/rig.h"
 #include "loop/synth.h"
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include "card.h"
 #include "headstage.h"
+#include "headstages.h"
 
 /* The default card: a breakout board with its memory monitor, and, until
  * the NP2.0e headstage (np2e) is here, the emulator's own np2 layout. */
@@ -31,7 +32,7 @@ static const struct emu_devtype *const kinds[] = {
 /* Headstage kinds (headstage.h): each headstage file adds its ops here. */
 #define MAX_HS_KINDS 16
 static const struct emu_hs_ops *hs_kinds[MAX_HS_KINDS] = {
-    NULL,
+    &emu_hs_np2e, &emu_hs_np1e, &emu_hs_hs64,
 };
 static pthread_mutex_t hs_lock = PTHREAD_MUTEX_INITIALIZER;
 

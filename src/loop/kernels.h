@@ -51,7 +51,7 @@ double loop_ephys_flops(uint32_t nchan, uint32_t nframes);
  * "frame" of the pipeline is one sample of every channel: `stride` bytes,
  * which may span several read frames (two probes). Its timestamp is the u64
  * at time_off (4-byte aligned); channel c is the u16 at off[c], 12-bit offset
- * binary (LOOP_EPHYS_MID = 0 V), as Neuropixels 2.0 sends it. np2e.h builds
+ * binary (LOOP_EPHYS_MID = 0 V), as Neuropixels 2.0 sends it. superframe.h builds
  * the layout of the real NP2.0e super-frame. */
 #define LOOP_EPHYS_MID 2048.0f
 struct loop_ephys_layout {

@@ -4,7 +4,7 @@
  * cited in rig.c), on any card that presents the real device table.
  *
  * loop_rig_open leaves probe A of the headstage recording (super-frames of
- * the DS90UB9x raw device, np2e.h), probe B powered down, the AnalogIO's
+ * the DS90UB9x raw device, superframe.h), probe B powered down, the AnalogIO's
  * stream off (the loop uses no analog channel), and the DigitalIO sampling
  * its inputs asynchronously (one frame per change). The stimulator is the
  * DigitalIO's output port, written as Bonsai's DigitalOutput writes it: a

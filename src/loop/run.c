@@ -18,7 +18,7 @@
 #include "oniemu.h"
 #include "onigpu.h"
 #include "onix.h"
-#include "loop/np2e.h"
+#include "loop/superframe.h"
 #include "loop/rig.h"
 #include "loop/source.h"
 #include "loop/stats.h"

@@ -4,7 +4,7 @@
  * options, include/oniemu.h), brings up its rig as the real software does
  * (rig.h: a breakout board, an NP2.0e headstage on port A in passthrough,
  * probe A recording), runs spike detection on the probe's super-frames
- * (np2e.h) with the chosen backend of the engine (loop.h), and stimulates
+ * (superframe.h) with the chosen backend of the engine (loop.h), and stimulates
  * once for every block with detections by writing the breakout board's
  * digital outputs (rig.h). The board's loopback wire brings each change of
  * the outputs back as a DigitalIO input frame whose hub clock is the

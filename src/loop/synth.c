@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "oni.h"
-#include "loop/np2e.h"
+#include "loop/superframe.h"
 #include "loop/synth.h"
 
 #define FS 30000.0

@@ -1,6 +1,6 @@
 /* synth.h - synthetic NP2.0e super-frames with known spikes, for tests and
  * benchmarks that must not depend on the emulated card. Frames are what a
- * block of the card's data stream holds (np2e.h): per sample period, one read
+ * block of the card's data stream holds (superframe.h): per sample period, one read
  * frame [u64 time][u32 dev_idx][u32 data_sz] per probe, its payload the real
  * super-frame [u64 hub clock][u16 probe index][16 x 36 u16 words], 12-bit
  * offset binary. The read frame's time and the hub clock are the same count. */

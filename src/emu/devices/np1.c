@@ -35,8 +35,8 @@ static int np1_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap
     if (!p)
         return ONI_EBADALLOC;
     d->priv = p; /* np1_fini frees what a failure below leaves (card.h) */
-    if ((rc = neural_init(&p->ap, d, NP1_CH, 30000, 0, 1023, 512, 3.0, (uint32_t)units, 6000)) != 0 ||
-        (rc = neural_init(&p->lfp, d, NP1_CH, 2500, 0, 1023, 512, 20.0, 0, 300)) != 0)
+    if ((rc = neural_init(&p->ap, d->card, d->desc.idx, 0, NP1_CH, 30000, 0, 1023, 512, 3.0, (uint32_t)units, 6000)) != 0 ||
+        (rc = neural_init(&p->lfp, d->card, d->desc.idx, 1, NP1_CH, 2500, 0, 1023, 512, 20.0, 0, 300)) != 0)
         return rc;
     d->desc.read_size = 8 + NP1_CH * 2 * (1 + NP1_AP_PER_FRAME);
     return emu_dev_set_rate(d, 2500 * 1000ull);

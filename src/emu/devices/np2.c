@@ -23,7 +23,7 @@ static int np2_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap
     if (!p)
         return ONI_EBADALLOC;
     d->priv = p; /* np2_fini frees what a failure below leaves (card.h) */
-    if ((rc = neural_init(&p->n, d, NP2_CH, 30000, 0, 4095, 2048, 8.0, (uint32_t)units, 6000)) != 0)
+    if ((rc = neural_init(&p->n, d->card, d->desc.idx, 0, NP2_CH, 30000, 0, 4095, 2048, 8.0, (uint32_t)units, 6000)) != 0)
         return rc;
     d->desc.read_size = 8 + NP2_CH * 2;
     return emu_dev_set_rate(d, 30000 * 1000ull);

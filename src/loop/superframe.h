@@ -1,4 +1,4 @@
-/* np2e.h - the Neuropixels 2.0e super-frame, as the NP2.0e headstage sends
+/* superframe.h - the Neuropixels 2.0e super-frame, as the NP2.0e headstage sends
  * it through its DS90UB9x serializer (the passthrough raw device's frames),
  * and the ephys layout (kernels.h) that walks it in place.
  *

@@ -1,4 +1,4 @@
-/* np2e.c - the NP2.0e super-frame decoder (np2e.h).
+/* superframe.c - the NP2.0e super-frame decoder (superframe.h).
  *
  * The channel map of Bonsai's table (NeuropixelsV2eData.cs:108-140) follows
  * a rule, written here as arithmetic: row k of the 24 ADC rows is ADC
@@ -8,7 +8,7 @@
  * of :171-180: three ADC words and a zero word per group). test_loop_np2e
  * checks the rule against entries of both sources' tables. */
 #include "oni.h"
-#include "loop/np2e.h"
+#include "loop/superframe.h"
 
 #include <string.h>
 
