@@ -1,6 +1,8 @@
 /* test_gpu_loop_run.c - `onigpu run` on the emulated card with every GPU
- * backend (np2 routed to the GPU stream, direct backends fed by
- * ONI_DRV_READ_ASYNC): same checks as the cpu run. Skips without a GPU. */
+ * backend (the NP2.0e's raw device routed to the GPU stream, direct
+ * backends fed by ONI_DRV_READ_ASYNC): same checks as the cpu run; on a
+ * card without the GPU stream, the host GPU backends through the default
+ * stream and the others refused. Skips without a GPU. */
 #include "test_loop_run.h"
 
 TEST(run_every_gpu_backend)
@@ -11,4 +13,19 @@ TEST(run_every_gpu_backend)
         SKIP("%s", why);
     for (int b = LOOP_GPU_STAGED; b < LOOP_NBACKENDS; b++)
         check_run(loop_backend_name(b), "3");
+}
+
+TEST(run_without_gpu_stream)
+{
+    NEED_BIN();
+    char why[160];
+    if (!loop_backend_available(LOOP_GPU_STAGED, why, sizeof why))
+        SKIP("%s", why);
+    check_run_on("gpu-staged", "3", RUN_NO_GPU_STREAM);
+    check_run_on("gpu-mapped", "3", RUN_NO_GPU_STREAM);
+    static const int need[] = {LOOP_GPU_DIRECT, LOOP_GPU_GRAPH, LOOP_GPU_FLAG, LOOP_GPU_PERSISTENT};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        CHECK_EQ(ONIGPU("run", "--backend", loop_backend_name(need[i]), "--seconds", "1", "--emu", RUN_NO_GPU_STREAM), 1);
+        CHECK(strstr(out, "needs the card's GPU data stream") != NULL);
+    }
 }

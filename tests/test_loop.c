@@ -11,7 +11,10 @@
 #include "onigpu.h"
 #include "onix.h"
 #include "realtime.h"
+#include "ephys_layout.h"
 #include "test_loop_common.h"
+#include "loop/superframe.h"
+#include "loop/rig.h"
 
 TEST(backend_names_and_availability)
 {
@@ -121,14 +124,16 @@ TEST(bad_config_and_source_errors)
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     /* a state built by hand, not by loop_ephys_init: its layout is checked again */
     static struct loop_ephys_state hand;
-    hand.lay = (struct loop_ephys_layout){2000, 4096, 16}; /* more channels than the kernels hold */
+    hand.lay = test_layout(384, 4096);
+    hand.lay.nchan = 2000; /* more channels than the kernels hold */
     bad.ephys = &hand;
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
-    hand.lay = (struct loop_ephys_layout){384, 512, 16}; /* samples past the frame's end */
+    hand.lay = test_layout(384, 512); /* samples past the frame's end */
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     /* more frames than a block's frame count holds (uint32): the host
      * blocks' rounded size wrapped to 0 and the cpu backend cleared 2^64 bytes */
-    hand.lay = (struct loop_ephys_layout){1, 8, 0};
+    hand.lay = test_layout(1, 8);
+    hand.lay.off[0] = 0; /* 8-byte frames */
     bad.in_bytes = SIZE_MAX - 7;
     CHECK_RC(loop_create(&bad, &lp), ONI_EINVALARG);
     bad.in_bytes = ((size_t)UINT32_MAX + 1) * 8;
@@ -228,6 +233,178 @@ TEST(memsrc_rejects_bad_rates)
     loop_memsrc_free(&m);
 }
 
+/* The default-stream source: one device's frames laid out as the GPU
+ * stream lays them out (header, payload padded to 4), every other frame
+ * handed to the callback, and what a read that timed out took kept for
+ * the next one (the test core's counter runs on without a gap). */
+struct others {
+    oni_dev_idx_t small, big;
+    int n, wrong;
+};
+
+static void count_other(void *arg, oni_frame_t *f)
+{
+    struct others *o = arg;
+    o->n += f->dev_idx == o->small;
+    o->wrong += f->dev_idx == o->big;
+    oni_destroy_frame(f);
+}
+
+TEST(defsrc_takes_one_device_from_the_default_stream)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    const char *spec = "devices=testcore:bytes=1160:rate=3M,testcore:bytes=8:rate=8k;mode=realtime";
+    uint32_t one = 1, zero = 0;
+    oni_size_t n = 0;
+    size_t sz = sizeof n;
+    oni_device_t t[8];
+    int rc = oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    if (!rc)
+        rc = oni_init_ctx(ctx, -1);
+    if (!rc)
+        rc = oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &sz);
+    sz = sizeof t;
+    if (!rc && n <= 8)
+        rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &sz);
+    REQUIRE(rc == 0);
+    int big = -1, small = -1;
+    for (oni_size_t i = 0; i < n && i < 8; i++)
+        if (t[i].id == ONIX_ONIGPU_TESTCORE)
+            *(big < 0 ? &big : &small) = (int)t[i].idx;
+    REQUIRE(big >= 0 && small >= 0);
+    struct others o = {(oni_dev_idx_t)small, (oni_dev_idx_t)big, 0, 0};
+    struct loop_defsrc d;
+    struct loop_source src;
+    CHECK_RC(loop_defsrc_init(&d, ctx, (oni_dev_idx_t)big, 0, count_other, &o), ONI_EINVALARG);
+    REQUIRE(loop_defsrc_init(&d, ctx, (oni_dev_idx_t)big, 1160, count_other, &o) == 0);
+    loop_defsrc_source(&d, &src);
+    CHECK(src.read_async == NULL); /* host memory only */
+    enum { F = 50, STRIDE = 16 + 1160 };
+    uint8_t *buf = malloc((size_t)F * STRIDE);
+    REQUIRE(buf);
+    CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE + 4, 100), ONI_EBUFFERSIZE);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+    /* 1160 B at 3 MB/s: 50 frames take about 20 ms; 1 ms gets a part of them */
+    CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE, 1), ONI_ETIMEOUT);
+    uint64_t next = 0;
+    int bad = 0;
+    for (int b = 0; b < 4; b++) {
+        CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE, 1000), 0);
+        for (int f = 0; f < F; f++) {
+            const uint8_t *p = buf + (size_t)f * STRIDE;
+            uint32_t idx, dsz;
+            uint64_t w0;
+            memcpy(&idx, p + 8, 4);
+            memcpy(&dsz, p + 12, 4);
+            memcpy(&w0, p + 16, 8);
+            bad += idx != (uint32_t)big || dsz != 1160 || (next && w0 != next);
+            next = w0 + 1160 / 8;
+        }
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(o.n > 0); /* the small core's frames, which came between */
+    CHECK_EQ(o.wrong, 0);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero), 0);
+    loop_defsrc_free(&d);
+    oni_destroy_ctx(ctx);
+    free(buf);
+}
+
+/* The rig (rig.h) on the emulated breakout board: brought up as Bonsai
+ * does, probe A's super-frames alone on the default stream (probe B powered
+ * down), and a write of the digital outputs back through the loopback wire
+ * as a DigitalIO input frame naming the stimulation, its hub clock no
+ * earlier than the write. A card without what the rig needs is refused with
+ * the part named. */
+static oni_ctx rig_ctx(const char *spec)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    uint32_t ms = 500;
+    if (ctx && (oni_set_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1) || oni_init_ctx(ctx, -1) ||
+                oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms))) {
+        oni_destroy_ctx(ctx);
+        ctx = NULL;
+    }
+    return ctx;
+}
+
+TEST(rig_brings_up_the_np2e_and_its_stimulator)
+{
+    oni_ctx ctx = rig_ctx("devices=breakout:loopback=1,np2e;mode=realtime");
+    REQUIRE(ctx);
+    struct loop_rig rig;
+    char why[200];
+    CHECK_RC(loop_rig_open(ctx, 3, &rig, why, sizeof why), ONI_EINVALARG);
+    int rc = loop_rig_open(ctx, 1, &rig, why, sizeof why);
+    if (rc)
+        fprintf(stderr, "  %s\n", why);
+    REQUIRE(rc == 0);
+    CHECK_EQ(rig.raw, 8);
+    CHECK_EQ(rig.dio, 7);
+    CHECK_EQ(rig.raw_read, LOOP_NP2E_PAYLOAD);
+    CHECK(rig.probe_sn != 0);
+    CHECK(rig.volts >= 4.3 && rig.volts <= 6.5);
+    uint32_t one = 1, zero = 0;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+    int probe_frames = 0, bad = 0, echoes = 0;
+    uint64_t t_write = 0, last_hub = 0;
+    for (int i = 0; i < 3000 && (probe_frames < 300 || echoes < 2); i++) {
+        oni_frame_t *f = NULL;
+        rc = oni_read_frame(ctx, &f);
+        if (rc < 0)
+            break;
+        if (f->dev_idx == rig.raw) {
+            uint16_t probe;
+            uint64_t hub;
+            memcpy(&hub, f->data, 8);
+            memcpy(&probe, f->data + LOOP_NP2E_PROBE_OFF, 2);
+            bad += probe != 0 || f->data_sz != LOOP_NP2E_PAYLOAD || hub <= last_hub;
+            last_hub = hub;
+            /* stimulations 0 and 1 once the probe streams */
+            if (++probe_frames == 100 || probe_frames == 200) {
+                uint32_t pins = loop_rig_stim_pins((uint64_t)(probe_frames / 100 - 1));
+                oni_frame_t *w = NULL;
+                REQUIRE(oni_create_frame(ctx, &w, rig.dio, &pins, sizeof pins) >= 0);
+                t_write = hub;
+                CHECK(oni_write_frame(ctx, w) >= 0);
+                oni_destroy_frame(w);
+            }
+        } else if (f->dev_idx == rig.dio && f->data_sz >= LOOP_DIO_INPUT_BYTES) {
+            uint64_t hub;
+            memcpy(&hub, f->data, 8);
+            int k = loop_rig_stim_of((uint8_t)f->data[8]);
+            if (k >= 0) {
+                CHECK_EQ(k, echoes);
+                CHECK(t_write && hub >= t_write);
+                echoes++;
+            }
+        }
+        oni_destroy_frame(f);
+    }
+    CHECK(rc >= 0);
+    CHECK(probe_frames >= 300);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(echoes, 2);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero), 0);
+    oni_destroy_ctx(ctx);
+    /* what is missing is named */
+    static const struct {
+        const char *spec, *why;
+    } bad_cards[] = {
+        {"devices=testcore", "no port controller (id 23) for port A"},
+        {"devices=breakout:loopback=1,np2e:sn_a=0", "no probe A"},
+    };
+    for (size_t i = 0; i < sizeof bad_cards / sizeof bad_cards[0]; i++) {
+        ctx = rig_ctx(bad_cards[i].spec);
+        REQUIRE(ctx);
+        CHECK(loop_rig_open(ctx, 1, &rig, why, sizeof why) != 0);
+        if (!strstr(why, bad_cards[i].why))
+            UNIT_FAIL("%s: \"%s\", want \"%s\"", bad_cards[i].spec, why, bad_cards[i].why);
+        oni_destroy_ctx(ctx);
+    }
+}
+
 /* The emulated card's source: a block read given to the card's DMA engine
  * (READ_ASYNC) is waited for as long as that job may still run (the
  * context's timeout), whatever the loop's own timeout, so that a buffer the
@@ -236,7 +413,7 @@ TEST(cardsrc_never_leaves_a_job_writing)
 {
     oni_ctx ctx = oni_create_ctx("emu");
     REQUIRE(ctx);
-    const char *spec = "devices=np2:route=1,stim;mode=realtime";
+    const char *spec = "devices=testcore:bytes=1024:rate=10M:route=1;mode=realtime";
     uint32_t ms = 500, one = 1, zero = 0;
     oni_size_t n = 0;
     size_t sz = sizeof n;
@@ -253,11 +430,11 @@ TEST(cardsrc_never_leaves_a_job_writing)
         rc = oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &sz);
     uint32_t rs = 0;
     for (oni_size_t i = 0; !rc && i < n && i < 8; i++)
-        if (t[i].id == ONIX_ONIGPU_NEUROPIX2)
+        if (t[i].id == ONIX_ONIGPU_TESTCORE)
             rs = t[i].read_size;
     CHECK_RC(rc, 0);
     REQUIRE(rs > 0);
-    uint32_t block = 3000 * (16 + ((rs + 3) & ~3u)); /* 100 ms of the probe */
+    uint32_t block = 1000 * (16 + ((rs + 3) & ~3u)); /* 100 ms of the test core at 10 MB/s */
     struct loop_cardsrc cs;
     struct loop_source src;
     uint8_t *buf = malloc(block);
@@ -385,7 +562,7 @@ TEST(config_edges_accepted)
     /* a block of frames and a bit: no whole number of frames */
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
-    struct loop_ephys_layout lay = {32, 80, 16};
+    struct loop_ephys_layout lay = test_layout(32, 80);
     static struct loop_ephys_state es;
     REQUIRE(loop_ephys_init(&es, &p, &lay) == ONI_ESUCCESS);
     c.work = LOOP_WORK_EPHYS;

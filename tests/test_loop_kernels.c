@@ -10,7 +10,9 @@
 #include "loop/kernels.h"
 #include "loop/loop.h"
 #include "loop/source.h"
+#include "loop/superframe.h"
 #include "loop/synth.h"
+#include "ephys_layout.h"
 
 static float mac_ref(float v, uint32_t iters, uint32_t passes, float seed)
 {
@@ -80,7 +82,7 @@ static double gain(double hz)
     struct loop_ephys_params p;
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     loop_ephys_defaults(&p);
-    struct loop_ephys_layout lay = {1, 24, 16};
+    struct loop_ephys_layout lay = test_layout(1, 24);
     loop_ephys_init(st, &p, &lay);
     double peak = 0;
     for (int n = 0; n < 30000; n++) {
@@ -109,14 +111,14 @@ TEST(init_rejects_bad_parameters)
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     REQUIRE(st);
     loop_ephys_defaults(&p);
-    struct loop_ephys_layout lay = {384, 784, 16};
+    struct loop_ephys_layout lay = test_layout(384, 784);
     CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_ESUCCESS);
     CHECK_RC(loop_ephys_init(NULL, &p, &lay), ONI_EINVALARG);
     lay.nchan = 0;
     CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
-    lay = (struct loop_ephys_layout){384, 700, 16}; /* stride too small for 384 samples */
+    lay = test_layout(384, 700); /* stride too small for 384 samples */
     CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
-    lay = (struct loop_ephys_layout){384, 784, 16};
+    lay = test_layout(384, 784);
     p.hi_hz = 16000; /* above Nyquist */
     CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
     /* windows whose samples do not fit the state's 32-bit counts, and NaN or
@@ -164,9 +166,9 @@ TEST(car_removes_common_signal)
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     struct loop_ephys_out *out = calloc(1, sizeof *out);
     REQUIRE(sy && st && out);
-    loop_synth_init(sy, 64, 1.0, 1);
+    loop_synth_init(sy, 1, 1.0, 1);
     sy->spike_amp = 0;    /* no spikes from the generator */
-    sy->hum_amp = 3000;   /* huge common-mode hum */
+    sy->hum_amp = 1500;   /* huge common-mode hum, inside the 12-bit range */
     sy->noise_sd = 10;
     loop_ephys_init(st, &p, &sy->lay);
     uint8_t *blk = malloc(32u * sy->lay.stride);
@@ -176,7 +178,7 @@ TEST(car_removes_common_signal)
         loop_ephys_cpu(st, blk, 32, out);
         spikes += out->nspikes + out->overflow;
     }
-    /* Without CAR the hum (300 x noise) would cross every threshold. */
+    /* Without CAR the hum (150 x noise) would cross every threshold. */
     CHECK(spikes < 20);
     free(sy);
     free(st);
@@ -185,7 +187,7 @@ TEST(car_removes_common_signal)
 }
 
 /* Run the CPU pipeline over synthetic data; returns the score. */
-static void run_synth(uint32_t nchan, uint32_t block, int gpu, struct loop_score *sc, int *skipped)
+static void run_synth(uint32_t nprobes, uint32_t block, int gpu, struct loop_score *sc, int *skipped)
 {
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
@@ -193,13 +195,13 @@ static void run_synth(uint32_t nchan, uint32_t block, int gpu, struct loop_score
     struct loop_ephys_state *st = calloc(1, sizeof *st), *st2 = calloc(1, sizeof *st2);
     struct loop_ephys_out *out = calloc(1, sizeof *out), *out2 = calloc(1, sizeof *out2);
     struct loop_spike *det = calloc(100000, sizeof *det);
-    uint8_t *blk = malloc((size_t)block * (16 + 2 * nchan + 4));
+    uint8_t *blk = malloc((size_t)block * nprobes * loop_np2e_read_stride(LOOP_NP2E_PAYLOAD));
     *skipped = 0;
     if (!sy || !st || !st2 || !out || !out2 || !det || !blk) {
         CHECK(0);
         goto done;
     }
-    loop_synth_init(sy, nchan, 40.0, 42);
+    loop_synth_init(sy, nprobes, 40.0, 42);
     CHECK_RC(loop_ephys_init(st, &p, &sy->lay), ONI_ESUCCESS);
     *st2 = *st;
     size_t nd = 0;
@@ -250,7 +252,7 @@ TEST(detector_finds_synthetic_spikes)
 {
     struct loop_score sc;
     int skipped;
-    run_synth(384, 16, 0, &sc, &skipped);
+    run_synth(1, 16, 0, &sc, &skipped);
     fprintf(stderr, "  events %llu recalled %llu detections %llu tp %llu precision %.3f recall %.3f\n",
             (unsigned long long)sc.events, (unsigned long long)sc.recalled, (unsigned long long)sc.detections,
             (unsigned long long)sc.true_pos, sc.precision, sc.recall);
@@ -264,7 +266,7 @@ TEST(refractory_period_holds)
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     p.calib_s = 0.01;
-    struct loop_ephys_layout lay = {4, 24, 16};
+    struct loop_ephys_layout lay = test_layout(4, 24);
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     struct loop_ephys_out *out = calloc(1, sizeof *out);
     REQUIRE(st && out);
@@ -278,11 +280,11 @@ TEST(refractory_period_holds)
             memcpy(fr, &n, 8);
             for (int c = 0; c < 4; c++) {
                 seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-                int16_t v = (int16_t)((int)(seed >> 58) - 32);
+                int v = (int)(seed >> 58) - 32;
                 /* channel 0 gets a 3 kHz burst of large oscillation every 100 ms */
                 if (c == 0 && n > 600 && n % 3000 < 60)
-                    v = (int16_t)(2000 * sin(2 * M_PI * 3000.0 * n / 30000.0));
-                memcpy(fr + 16 + 2 * c, &v, 2);
+                    v = (int)(2000 * sin(2 * M_PI * 3000.0 * n / 30000.0));
+                test_put(fr, (uint32_t)c, v);
             }
         }
         loop_ephys_cpu(st, blk, 64, out);
@@ -314,7 +316,7 @@ TEST(spikes_listed_by_frame_then_channel)
     struct loop_ephys_out *out = calloc(1, sizeof *out);
     uint8_t *blk = NULL;
     REQUIRE(sy && st && out);
-    REQUIRE(loop_synth_init(sy, 384, 200.0, 3) == 0);
+    REQUIRE(loop_synth_init(sy, 1, 200.0, 3) == 0);
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     REQUIRE(loop_ephys_init(st, &p, &sy->lay) == 0);
@@ -381,13 +383,15 @@ TEST(scoring_edges_are_inclusive)
 /* Without noise and hum the synthetic signal is the spikes alone: each truth
  * row's channel has the trough at the peak and the rebound's last sample
  * 15 samples later (the waveform window is +-15), before the next spike is
- * drawn. Frames are padded to whole 32-bit words. */
+ * drawn, read back through the super-frame's channel map; the headers are
+ * the real super-frame's (probe index, hub clock = the read frame's time). */
 TEST(synth_spike_waveform_is_whole)
 {
     struct loop_synth *sy = calloc(1, sizeof *sy);
     REQUIRE(sy);
-    REQUIRE(loop_synth_init(sy, 5, 300.0, 7) == 0);
-    CHECK_EQ(sy->lay.stride, 16 + 12); /* 10 bytes of samples, padded */
+    REQUIRE(loop_synth_init(sy, 2, 300.0, 7) == 0);
+    CHECK_EQ(sy->lay.stride, 2 * (16 + 1164)); /* two 1162-byte payloads, padded */
+    CHECK_EQ(sy->lay.nchan, 768);
     sy->noise_sd = 0;
     sy->hum_amp = 0;
     enum { N = 30000 };
@@ -395,14 +399,20 @@ TEST(synth_spike_waveform_is_whole)
     REQUIRE(blk);
     loop_synth_block(sy, blk, N);
     REQUIRE(sy->ntruth > 100);
+    CHECK_EQ(loop_np2e_check_order(&sy->lay, 2, blk, N), -1);
     int bad = 0;
     for (size_t i = 0; i < sy->ntruth; i++) {
         uint64_t k = sy->truth[i].time / sy->ticks_per_sample;
         REQUIRE(k + 15 < N);
-        int16_t peak, last;
-        memcpy(&peak, blk + k * sy->lay.stride + 16 + 2 * sy->truth[i].chan, 2);
-        memcpy(&last, blk + (k + 15) * sy->lay.stride + 16 + 2 * sy->truth[i].chan, 2);
-        bad += peak > -200 || last < 50;
+        uint16_t peak, last;
+        memcpy(&peak, blk + k * sy->lay.stride + sy->lay.off[sy->truth[i].chan], 2);
+        memcpy(&last, blk + (k + 15) * sy->lay.stride + sy->lay.off[sy->truth[i].chan], 2);
+        bad += peak > 2048 - 200 || last < 2048 + 50;
+        uint64_t hub, t;
+        uint32_t probe_rs = sy->truth[i].chan / 384 * (16 + 1164);
+        memcpy(&t, blk + k * sy->lay.stride + probe_rs, 8);
+        memcpy(&hub, blk + k * sy->lay.stride + probe_rs + 16, 8);
+        bad += hub != sy->truth[i].time || t != hub;
     }
     CHECK_EQ(bad, 0);
     free(blk);
@@ -423,7 +433,7 @@ static int sine_spikes(int dead, uint64_t from, uint64_t n, struct loop_ephys_st
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     p.calib_s = 0; /* the least: 100 samples */
-    struct loop_ephys_layout lay = {2, 20, 16};
+    struct loop_ephys_layout lay = test_layout(2, 20);
     struct loop_ephys_out *out = calloc(1, sizeof *out);
     if (!out || loop_ephys_init(st, &p, &lay))
         return -1;
@@ -439,11 +449,11 @@ static int sine_spikes(int dead, uint64_t from, uint64_t n, struct loop_ephys_st
             uint8_t *fr = blk + f * 20;
             memcpy(fr, &k, 8);
             seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-            int16_t v0 = (int16_t)((int)(seed >> 58) - 32), v1 = 0;
+            int v0 = (int)(seed >> 58) - 32;
             if (k >= from)
-                v0 = (int16_t)lround(2000 * cos(2 * M_PI * (double)(k - from) / 10));
-            memcpy(fr + 16, &v0, 2);
-            memcpy(fr + 18, &v1, 2);
+                v0 = (int)lround(2000 * cos(2 * M_PI * (double)(k - from) / 10));
+            test_put(fr, 0, v0);
+            test_put(fr, 1, 0);
         }
         loop_ephys_cpu(st, blk, 50, out);
         for (uint32_t j = 0; j < out->nspikes; j++) {
@@ -486,7 +496,7 @@ TEST(spike_list_overflow_is_counted)
     loop_ephys_defaults(&p);
     p.calib_s = 0;
     enum { C = 64, F = 200 };
-    struct loop_ephys_layout lay = {C, 16 + 2 * C, 16};
+    struct loop_ephys_layout lay = test_layout(C, 16 + 2 * C);
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     struct loop_ephys_out *out = calloc(1, sizeof *out);
     uint8_t *blk = malloc((size_t)F * lay.stride);
@@ -501,10 +511,10 @@ TEST(spike_list_overflow_is_counted)
             memcpy(fr, &k, 8);
             for (int c = 0; c < C; c++) {
                 seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-                int16_t v = (int16_t)((int)(seed >> 58) - 32);
+                int v = (int)(seed >> 58) - 32;
                 if (k >= 100 && c % 2 == 0) /* half the channels oscillate: CAR leaves them */
-                    v = (int16_t)lround(2000 * cos(2 * M_PI * (double)(k - 100) / 10));
-                memcpy(fr + 16 + 2 * c, &v, 2);
+                    v = (int)lround(2000 * cos(2 * M_PI * (double)(k - 100) / 10));
+                test_put(fr, (uint32_t)c, v);
             }
         }
         loop_ephys_cpu(st, blk, F, out);
@@ -526,9 +536,19 @@ TEST(ephys_edges)
     loop_ephys_defaults(&p);
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     REQUIRE(st);
-    struct loop_ephys_layout lay = {4, 25, 17}; /* an odd offset: samples are 16-bit */
+    struct loop_ephys_layout lay = test_layout(4, 24);
+    lay.off[3] = 17; /* an odd offset: samples are 16-bit */
     CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
-    lay = (struct loop_ephys_layout){4, 24, 16}; /* the samples end at the stride */
+    lay.off[3] = 23; /* past the stride */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    lay = test_layout(4, 26); /* a stride of no whole 32-bit words */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    lay = test_layout(4, 24);
+    lay.time_off = 2; /* a timestamp the GPU cannot load in 32-bit words */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    lay.time_off = 20; /* a timestamp past the stride */
+    CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
+    lay = test_layout(4, 24); /* the samples end at the stride */
     CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_ESUCCESS);
     p.hi_hz = p.fs_hz / 2; /* Nyquist itself */
     CHECK_RC(loop_ephys_init(st, &p, &lay), ONI_EINVALARG);
@@ -556,12 +576,12 @@ TEST(gpu_kernels_match_cpu)
     char why[160];
     if (!loop_backend_available(LOOP_GPU_DIRECT, why, sizeof why))
         SKIP("%s", why);
-    /* 384 channels: 784-byte frames, every timestamp 8-byte aligned; 385: 788
-     * bytes, every other one only 4-byte aligned (a 64-bit load of it faulted
-     * on the GPU until the eighth session of 2026-11-24) */
-    static const uint32_t nchan[] = {384, 385};
+    /* One probe: 1180-byte super-frames, every other hub clock only 4-byte
+     * aligned (a 64-bit load of such a timestamp faulted on the GPU until the
+     * eighth session of 2026-11-24); two probes: 768 channels. */
+    static const uint32_t nprobes[] = {1, 2};
     for (int i = 0; i < 2; i++) {
-        run_synth(nchan[i], 32, 1, &sc, &skipped);
+        run_synth(nprobes[i], 32, 1, &sc, &skipped);
         /* loop_backend_available said the GPU is there: ONI_ENOGPU now is a failure */
         if (skipped) {
             UNIT_FAIL("ONI_ENOGPU after loop_backend_available(LOOP_GPU_DIRECT) said yes");

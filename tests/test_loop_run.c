@@ -13,6 +13,14 @@ TEST(run_cpu_on_emulated_card)
     check_run("cpu", "3");
 }
 
+/* A card without the GPU data stream (today's ONIX firmware): the super-frames
+ * through the default stream, said so, the same checks. */
+TEST(run_cpu_without_gpu_stream)
+{
+    NEED_BIN();
+    check_run_on("cpu", "3", RUN_NO_GPU_STREAM);
+}
+
 TEST(run_rejects_bad_arguments)
 {
     NEED_BIN();
@@ -37,26 +45,33 @@ TEST(run_rejects_bad_arguments)
     CHECK_EQ(ONIGPU("run", "--seconds=0.1"), 2);
     /* --opt=VALUE is read (it was "'--seconds=0.1'"); the message names what --seconds allows */
     CHECK(strstr(out, "onigpu run: --seconds 0.1: must be a duration of at least 0.5 s and at most 86400 s") != NULL);
-    CHECK_EQ(ONIGPU("run", "--emu", "devices=heartbeat", "--backend", "cpu", "--seconds", "1"), 1);
-    CHECK(strstr(out, "np2,stim") != NULL); /* says what the card lacks */
+    CHECK_EQ(ONIGPU("run", "--emu", "devices=testcore", "--backend", "cpu", "--seconds", "1"), 1);
+    CHECK(strstr(out, "breakout:loopback=1,np2e") != NULL); /* says what the card lacks ... */
+    CHECK(strstr(out, "no port controller (id 23) for port A") != NULL); /* ... and what it found missing */
+    /* a breakout board whose port A is empty */
+    CHECK_EQ(ONIGPU("run", "--emu", "devices=breakout:loopback=1", "--backend", "cpu", "--seconds", "1"), 1);
+    CHECK(strstr(out, "no DS90UB9x raw device") != NULL || strstr(out, "no link lock") != NULL);
     /* another device's frames on the probe's stream would be misread as the probe's */
-    CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,stim,heartbeat:hz=100:route=1", "--seconds", "1"), 1);
+    CHECK_EQ(ONIGPU("run", "--emu", "devices=breakout:loopback=1,np2e,testcore:rate=1M:route=1", "--seconds", "1"), 1);
     CHECK(strstr(out, "routed to the GPU stream too") != NULL);
     /* a card whose clock follows the reads: it ran, exit 0, with latencies of seconds */
-    CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,stim;mode=fast", "--backend", "cpu", "--seconds", "1"), 2);
+    CHECK_EQ(ONIGPU("run", "--emu", "devices=breakout:loopback=1,np2e;mode=fast", "--backend", "cpu", "--seconds", "1"),
+             2);
     CHECK(strstr(out, "mode=realtime") != NULL);
-    /* a second probe on the GPU stream is another device there too */
-    CHECK_EQ(ONIGPU("run", "--emu", "devices=np2:route=1,np2:route=1,stim", "--backend", "cpu", "--seconds", "1"), 1);
-    CHECK(strstr(out, "routed to the GPU stream too") != NULL);
     /* The limits, both sides: a value inside gets past the arguments and
      * fails on the card (exit 1), one outside is a bad argument. */
-    CHECK_EQ(ONIGPU("run", "--seconds", "86400", "--emu", "devices=heartbeat"), 1);
-    CHECK_EQ(ONIGPU("run", "--seconds", "86401", "--emu", "devices=heartbeat"), 2);
-    CHECK_EQ(ONIGPU("run", "--block", "1500", "--emu", "devices=heartbeat"), 1);
+    CHECK_EQ(ONIGPU("run", "--seconds", "86400", "--emu", "devices=testcore"), 1);
+    CHECK_EQ(ONIGPU("run", "--seconds", "86401", "--emu", "devices=testcore"), 2);
+    CHECK_EQ(ONIGPU("run", "--block", "1500", "--emu", "devices=testcore"), 1);
     /* a block the card's FIFO cannot hold would never arrive: it processed
      * 0 frames and exited 0 */
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--emu", "devices=np2,stim;ddr=8K"), 1);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--emu", "devices=breakout:loopback=1,np2e;ddr=8K"), 1);
     CHECK(strstr(out, "does not fit the card's GPU-stream FIFO of 4096 bytes") != NULL);
+    /* a block the FIFO holds, but not with the frame coming next: never whole (the card said only
+     * "Invalid function argument") */
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--block", "8", "--emu",
+                    "devices=breakout:loopback=1,np2e;ddr=20K"), 1);
+    CHECK(strstr(out, "a block of 8 frames (9440 bytes, and a frame more coming) does not fit") != NULL);
 }
 
 /* The longest block (1500 frames, 50 ms) on a link other than the default:
@@ -75,16 +90,16 @@ TEST(run_long_blocks_units_and_files)
     CHECK(rc == 0 || (rc == 1 && !RUN_REALTIME_BUILD));
     CHECK(strstr(out, "1500 frames per block (50.00 ms), 2.0 s on the emulated card (link gen3x8)\n") != NULL);
     /* the live line gives frames (1500 per block) per second, 0 before the first block */
-    const char *live = strstr(out, "(link gen3x8)\n");
+    const char *live = strstr(out, "(link gen3x8)\nonigpu run: the probe's super-frames on the card's GPU data stream\n");
     double t = NAN, rate = NAN;
-    REQUIRE(live && sscanf(live + strlen("(link gen3x8)\n"), "%lf s %lf frames/s", &t, &rate) == 2);
+    REQUIRE(live && sscanf(strchr(strchr(live, '\n') + 1, '\n') + 1, "%lf s %lf frames/s", &t, &rate) == 2);
     CHECK(rate == 0 || rate > 100);
     unsigned long long frames = 0, bytes = 0, sent = 0, echoed = 0;
     const char *fp = strstr(out, "frames processed"), *sp = strstr(out, "stimulations ");
     REQUIRE(fp && sscanf(fp, "frames processed %llu (%llu bytes", &frames, &bytes) == 2);
     REQUIRE(sp && sscanf(sp, "stimulations %llu sent, %llu echoed", &sent, &echoed) == 2);
     CHECK(frames % 1500 == 0);
-    CHECK_EQ(bytes, frames * 792); /* np2 frames are 792 bytes, header included */
+    CHECK_EQ(bytes, frames * 1180); /* NP2.0e super-frames: 1162 bytes, padded, and the read frame's header */
     /* A sanitized build may not get past the detector's calibration in 2 s. */
     if (RUN_REALTIME_BUILD)
         CHECK(echoed > 0);
@@ -94,8 +109,8 @@ TEST(run_long_blocks_units_and_files)
     json_t *v = result_set_load(dir, "run/run-*.json");
     REQUIRE(v != NULL);
     CHECK(!strcmp(result_str(v, 0, "link"), "gen3x8"));
-    CHECK(result_num(v, 0, "block_frames") == 1500 && result_num(v, 0, "block_bytes") == 1188000);
-    CHECK(result_num(v, 0, "ai") >= 9.7 && result_num(v, 0, "ai") < 9.8);
+    CHECK(result_num(v, 0, "block_frames") == 1500 && result_num(v, 0, "block_bytes") == 1770000);
+    CHECK(result_num(v, 0, "ai") >= 6.5 && result_num(v, 0, "ai") < 6.6); /* (384 x 20 + 33) / 1180 */
     json_decref(v);
     CHECK(unit_sh("test \"$(head -n 1 %s/truth-*.csv)\" = dev_idx,unit,channel,sample_time", dir) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
@@ -123,8 +138,8 @@ TEST(run_without_out_removes_its_truth_file)
 TEST(run_verdict_counts_drops)
 {
     NEED_BIN();
-    int rc = ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--block", "11", "--emu",
-                    "devices=np2:route=1,stim;mode=realtime;ddr=20K");
+    int rc = ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--block", "7", "--emu",
+                    "devices=breakout:loopback=1,np2e;mode=realtime;ddr=20K");
     CHECK_EQ(rc, 0);
     const char *d = strstr(out, "  dropped ");
     REQUIRE(d);
@@ -132,12 +147,12 @@ TEST(run_verdict_counts_drops)
     const char *v = strstr(out, "keeping up");
     REQUIRE(v);
     fprintf(stderr, "  %llu frames dropped while the loop ran\n", dropped);
-    /* The GPU stream's 10 KiB FIFO holds 12 of np2's 792-byte frames (one
-     * per 33 us); the loop takes 11 at a time, so it would have to come back
-     * within about 33 us after every block for 1 s to drop none. */
+    /* The GPU stream's 10 KiB FIFO holds 8 of the NP2.0e's 1180-byte frames
+     * (one per 33 us); the loop takes 7 at a time, so it would have to come
+     * back within about 33 us after every block for 1 s to drop none. */
     CHECK(dropped > 0);
     CHECK(strncmp(v, "keeping up         NO (overrun)", 31) == 0);
-    /* Nor can the loop owe the card more than that FIFO holds, 0.43 ms of
+    /* Nor can the loop owe the card more than that FIFO holds, 0.29 ms of
      * the probe: the live lines' backlog and the summary's are in ms. */
     for (const char *p = strstr(out, "fifo "); p; p = strstr(p + 1, "fifo ")) {
         double behind = NAN;

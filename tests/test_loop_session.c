@@ -71,8 +71,9 @@ static int sums_up_a_run(void)
     CHECK(strcmp(seen.link, "gen3x8") == 0 && strcmp(r.link, "gen3x8") == 0);
     CHECK_EQ(r.stopped, 0);
     CHECK(r.frames > 0 && r.frames % 16 == 0);
-    CHECK_EQ(r.bytes, r.frames * 792);
-    CHECK_EQ(r.block_bytes, 16 * 792);
+    CHECK_EQ(r.bytes, r.frames * 1180); /* NP2.0e super-frames in read-frame form */
+    CHECK_EQ(r.block_bytes, 16 * 1180);
+    CHECK_EQ(r.gpu_stream, 1);
     /* the counts' relations (run.h) */
     CHECK(r.stims <= r.frames / 16);
     CHECK(r.echoes <= r.stims);
@@ -156,17 +157,28 @@ TEST(session_refuses_what_cannot_close_the_loop)
 {
     struct loop_run_config c = config(1);
     struct loop_run_result r;
-    c.spec = "devices=np2,stim;ddr=8K"; /* the FIFO holds less than a block: 0 frames, exit 0 before */
+    c.spec = "devices=breakout:loopback=1,np2e;ddr=8K"; /* the FIFO holds less than a block: 0 frames, exit 0 before */
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
     CHECK_EQ(r.ran, 0);
     CHECK(strstr(r.why, "does not fit the card's GPU-stream FIFO") != NULL);
-    c.spec = "devices=heartbeat";
+    c.spec = "devices=breakout:loopback=1,np2e;ddr=8K;gpustream=0"; /* the same on the default stream */
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
-    CHECK(strstr(r.why, "devices=np2,stim") != NULL);
-    c.spec = "devices=np2:route=1,stim,heartbeat:hz=100:route=1";
+    CHECK(strstr(r.why, "does not fit the card's default-stream FIFO") != NULL);
+    c.spec = "devices=testcore";
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "devices=breakout:loopback=1,np2e") != NULL);
+    c.spec = "devices=breakout:loopback=1,np2e,testcore:rate=1M:route=1";
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
     CHECK(strstr(r.why, "routed to the GPU stream too") != NULL);
-    c.spec = "devices=np2:route=1,stim;mode=fast";
+    if (loop_backend_available(LOOP_GPU_DIRECT, NULL, 0)) { /* refused for the stream, not for the GPU */
+        c.spec = "devices=breakout:loopback=1,np2e;gpustream=0";
+        c.backend = LOOP_GPU_DIRECT;
+        CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+        CHECK(strstr(r.why, "needs the card's GPU data stream") != NULL);
+        CHECK_EQ(r.gpu_stream, 0);
+        c.backend = LOOP_CPU;
+    }
+    c.spec = "devices=breakout:loopback=1,np2e;mode=fast";
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALSTATE);
     CHECK(strstr(r.why, "mode=realtime") != NULL);
     c.spec = NULL;

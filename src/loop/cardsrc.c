@@ -1,5 +1,6 @@
 /* cardsrc.c - blocks of the card's GPU data stream, and results back to
- * the card, through the driver options of onigpu.h (source.h). */
+ * the card, through the driver options of onigpu.h; blocks of the default
+ * stream (source.h). */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,102 @@ void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src)
     src->read_async = card_read_async;
     src->pin = card_pin;
     src->unpin = card_unpin;
+}
+
+int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, oni_dev_idx_t dev, uint32_t data_sz, loop_frame_fn other,
+                     void *arg)
+{
+    if (!d || !ctx || !data_sz || data_sz > 65536)
+        return ONI_EINVALARG;
+    memset(d, 0, sizeof *d);
+    d->ctx = ctx;
+    d->dev = dev;
+    d->data_sz = data_sz;
+    d->stride = 16 + ((data_sz + 3u) & ~3u);
+    d->other = other;
+    d->arg = arg;
+    return 0;
+}
+
+/* Keep the partial block of buf for the next read. */
+static int def_keep(struct loop_defsrc *d, const uint8_t *buf)
+{
+    if (d->part_cap < d->have) {
+        uint8_t *p = realloc(d->part, d->have);
+        if (!p)
+            return ONI_EBADALLOC;
+        d->part = p;
+        d->part_cap = d->have;
+    }
+    memcpy(d->part, buf, d->have);
+    return 0;
+}
+
+static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
+{
+    struct loop_defsrc *d = ctx;
+    uint8_t *b = buf;
+    if (len % d->stride)
+        return ONI_EBUFFERSIZE;
+    if (d->have)
+        memcpy(b, d->part, d->have);
+    uint64_t limit = oni_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (d->have < len) {
+        if (oni_now_ns() > limit) {
+            int rc = def_keep(d, b);
+            return rc ? rc : ONI_ETIMEOUT;
+        }
+        oni_frame_t *f = NULL;
+        int rc = oni_read_frame(d->ctx, &f);
+        if (rc == ONI_ETIMEOUT)
+            continue;
+        if (rc < 0) {
+            int krc = def_keep(d, b);
+            return krc ? krc : rc;
+        }
+        if (f->dev_idx != d->dev) {
+            d->others++;
+            if (d->other)
+                d->other(d->arg, f);
+            else
+                oni_destroy_frame(f);
+            continue;
+        }
+        if (f->data_sz != d->data_sz) {
+            oni_destroy_frame(f);
+            int krc = def_keep(d, b);
+            return krc ? krc : ONI_EBUFFERSIZE;
+        }
+        uint8_t *p = b + d->have;
+        uint64_t t = f->time;
+        uint32_t idx = f->dev_idx, sz = f->data_sz;
+        memcpy(p, &t, 8);
+        memcpy(p + 8, &idx, 4);
+        memcpy(p + 12, &sz, 4);
+        memcpy(p + 16, f->data, sz);
+        memset(p + 16 + sz, 0, d->stride - 16 - sz);
+        oni_destroy_frame(f);
+        d->have += d->stride;
+        d->frames++;
+    }
+    d->have = 0;
+    return 0;
+}
+
+void loop_defsrc_source(struct loop_defsrc *d, struct loop_source *src)
+{
+    memset(src, 0, sizeof *src);
+    src->ctx = d;
+    src->read = def_read;
+}
+
+void loop_defsrc_free(struct loop_defsrc *d)
+{
+    if (!d)
+        return;
+    free(d->part);
+    d->part = NULL;
+    d->part_cap = 0;
 }
 
 int loop_cardsink_init(struct loop_cardsink *c, oni_ctx ctx, uint32_t dev, uint32_t block)

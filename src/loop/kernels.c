@@ -87,8 +87,13 @@ static void design(float b[3], float a[2], double fc, double fs, int highpass)
 
 int loop_ephys_layout_ok(const struct loop_ephys_layout *lay)
 {
-    return lay && lay->nchan > 0 && lay->nchan <= LOOP_EPHYS_MAXCHAN && lay->stride >= 8 &&
-           lay->stride >= (uint64_t)lay->offset + 2u * lay->nchan && !(lay->offset & 1);
+    if (!lay || lay->nchan == 0 || lay->nchan > LOOP_EPHYS_MAXCHAN || lay->stride < 8 || lay->stride % 4 ||
+        lay->time_off % 4 || (uint64_t)lay->time_off + 8 > lay->stride)
+        return 0;
+    for (uint32_t c = 0; c < lay->nchan; c++)
+        if ((lay->off[c] & 1) || (uint32_t)lay->off[c] + 2 > lay->stride)
+            return 0;
+    return 1;
 }
 
 /* A window of s seconds counts its samples in 32 bits (false for NaN too). */
@@ -195,13 +200,13 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
         uint32_t nf = nframes - f0 < LOOP_EPHYS_CHUNK ? nframes - f0 : LOOP_EPHYS_CHUNK;
         for (uint32_t f = 0; f < nf; f++) {
             const uint8_t *fr = block + (size_t)(f0 + f) * st->lay.stride;
-            const uint8_t *smp = fr + st->lay.offset;
             float *row = buf[f];
 #pragma omp simd
             for (uint32_t c = 0; c < nchan; c++) {
-                int16_t v;
-                memcpy(&v, smp + 2 * c, 2);
-                float y = loop_biquad_step(st->b[0], st->a[0], &st->z[c][0], (float)v);
+                uint16_t v;
+                memcpy(&v, fr + st->lay.off[c], 2);
+                float x = (float)v - LOOP_EPHYS_MID;
+                float y = loop_biquad_step(st->b[0], st->a[0], &st->z[c][0], x);
                 row[c] = loop_biquad_step(st->b[1], st->a[1], &st->z[c][2], y);
             }
             float m = row_mean(row, nchan);
@@ -223,7 +228,7 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
                 if (ax > st->thr[c] && idx >= st->last[c]) {
                     st->last[c] = idx + st->refractory;
                     uint64_t t;
-                    memcpy(&t, block + (size_t)(f0 + f) * st->lay.stride, 8);
+                    memcpy(&t, block + (size_t)(f0 + f) * st->lay.stride + st->lay.time_off, 8);
                     if (t < out->t_first)
                         out->t_first = t;
                     if (out->nspikes < LOOP_EPHYS_MAXSPIKES)
@@ -236,5 +241,5 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
         st->nsamples += nf;
     }
     if (nframes)
-        memcpy(&out->t_block, block + (size_t)(nframes - 1) * st->lay.stride, 8);
+        memcpy(&out->t_block, block + (size_t)(nframes - 1) * st->lay.stride + st->lay.time_off, 8);
 }

@@ -69,8 +69,8 @@ __device__ float ephys_threshold(const struct loop_ephys_state *st, uint32_t c)
 
 // One thread block, one thread per channel (blockDim.x >= nchan and >= 32 * CHUNK
 // for the CAR warps). Same steps and order as loop_ephys_cpu.
-/* A frame's timestamp: frames are 4-byte aligned (a stride of 788 is
- * legal), and a 64-bit load must be 8-byte aligned on the GPU. */
+/* A frame's timestamp: 4-byte aligned (an NP2.0e read frame is 1180 bytes),
+ * and a 64-bit load must be 8-byte aligned on the GPU. */
 __device__ static inline uint64_t frame_time(const uint8_t *p)
 {
     const uint32_t *w = (const uint32_t *)p;
@@ -83,7 +83,7 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
     extern __shared__ float sh[]; // [CHUNK][nchan] then [CHUNK] means
     __shared__ uint32_t nsp, ovf;
     __shared__ unsigned long long tfirst;
-    const uint32_t nchan = st->lay.nchan, stride = st->lay.stride, off = st->lay.offset;
+    const uint32_t nchan = st->lay.nchan, stride = st->lay.stride, toff = st->lay.time_off;
     const uint32_t c = threadIdx.x;
     float *means = sh + LOOP_EPHYS_CHUNK * nchan;
     if (c == 0) {
@@ -97,10 +97,11 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         uint32_t nf = nframes - f0 < LOOP_EPHYS_CHUNK ? nframes - f0 : LOOP_EPHYS_CHUNK;
         if (c < nchan) {
             float z[4] = {st->z[c][0], st->z[c][1], st->z[c][2], st->z[c][3]};
+            const uint32_t off = st->lay.off[c];
             for (uint32_t f = 0; f < nf; f++) {
-                const uint8_t *p = blk + (size_t)(f0 + f) * stride + off + 2 * c;
-                int16_t v = (int16_t)(p[0] | (p[1] << 8));
-                float y = biquad(st->b[0], st->a[0], z, (float)v);
+                const uint8_t *p = blk + (size_t)(f0 + f) * stride + off;
+                uint16_t v = (uint16_t)(p[0] | (p[1] << 8));
+                float y = biquad(st->b[0], st->a[0], z, __fsub_rn((float)v, LOOP_EPHYS_MID));
                 sh[f * nchan + c] = biquad(st->b[1], st->a[1], z + 2, y);
             }
             for (int i = 0; i < 4; i++)
@@ -136,7 +137,7 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
                     st->thr[c] = ephys_threshold(st, c);
                 if (ax > st->thr[c] && idx >= st->last[c]) {
                     st->last[c] = idx + st->refractory;
-                    uint64_t t = frame_time(blk + (size_t)(f0 + f) * stride);
+                    uint64_t t = frame_time(blk + (size_t)(f0 + f) * stride + toff);
                     atomicMin(&tfirst, (unsigned long long)t);
                     uint32_t k = atomicAdd(&nsp, 1);
                     if (k < LOOP_EPHYS_MAXSPIKES) {
@@ -156,7 +157,7 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         out->nspikes = nsp < LOOP_EPHYS_MAXSPIKES ? nsp : LOOP_EPHYS_MAXSPIKES;
         out->overflow = ovf;
         out->t_first = tfirst;
-        out->t_block = nframes ? frame_time(blk + (size_t)(nframes - 1) * stride) : 0;
+        out->t_block = nframes ? frame_time(blk + (size_t)(nframes - 1) * stride + toff) : 0;
     }
 }
 

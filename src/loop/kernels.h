@@ -7,7 +7,7 @@
  *     written) as the thesis counts it, so AI = iters / 4 (AI 0.75 = 3 iters,
  *     AI 10 = 40). passes = compute size / data size (thesis table 5.2: 4 kB
  *     data with 400 kB of compute is 100 passes).
- * (b) EPHYS: Neuropixels-like frames in, spikes out: per-channel band-pass
+ * (b) EPHYS: Neuropixels 2.0 frames in, spikes out: per-channel band-pass
  *     (two biquads, state carried across blocks), common-average reference,
  *     a noise level per channel from the median absolute value of a
  *     calibration window, threshold crossing |x| > k * MAD / 0.6745 with a
@@ -46,13 +46,19 @@ double loop_ephys_flops(uint32_t nchan, uint32_t nframes);
 #define LOOP_EPHYS_MAXSPIKES 256 /* spikes reported per block; more are counted in overflow */
 #define LOOP_EPHYS_CHUNK 8    /* samples filtered before CAR and detection (GPU: in shared memory) */
 
-/* Where the samples are in a block of raw read frames: frame f starts at
- * f * stride, its acquisition time is the u64 at offset 0, channel c is the
- * int16 at offset + 2 * c. */
+/* Where the samples are in a block of read frames (the GPU stream's layout:
+ * [u64 time][u32 dev_idx][u32 data_sz][payload], docs/transfers.md). One
+ * "frame" of the pipeline is one sample of every channel: `stride` bytes,
+ * which may span several read frames (two probes). Its timestamp is the u64
+ * at time_off (4-byte aligned); channel c is the u16 at off[c], 12-bit offset
+ * binary (LOOP_EPHYS_MID = 0 V), as Neuropixels 2.0 sends it. superframe.h builds
+ * the layout of the real NP2.0e super-frame. */
+#define LOOP_EPHYS_MID 2048.0f
 struct loop_ephys_layout {
     uint32_t nchan;
-    uint32_t stride;  /* bytes per frame, header included */
-    uint32_t offset;  /* byte offset of channel 0 from the frame start */
+    uint32_t stride;   /* bytes per pipeline frame, a multiple of 4 */
+    uint32_t time_off; /* byte offset of the frame's u64 timestamp */
+    uint16_t off[LOOP_EPHYS_MAXCHAN]; /* byte offset of channel c's sample */
 };
 
 struct loop_ephys_params {
@@ -97,7 +103,8 @@ struct loop_ephys_out {
 };
 
 /* 1 when lay is a layout the ephys kernels can walk: 1..LOOP_EPHYS_MAXCHAN
- * channels, 16-bit samples at an even offset, all inside each frame. */
+ * channels, a stride that is a multiple of 4, the timestamp 4-byte aligned
+ * and every 16-bit sample at an even offset, all inside the stride. */
 int loop_ephys_layout_ok(const struct loop_ephys_layout *lay);
 /* Fill st from params and layout (zeroed state, designed filters).
  * ONI_EINVALARG for nchan 0 or > LOOP_EPHYS_MAXCHAN, a stride too small, bad band edges, a

@@ -1,9 +1,9 @@
 /* run.c - the closed loop on the emulated card as one call (run.h):
- * Neuropixels 2.0 frames from the card's GPU data stream into spike
- * detection, a stimulation decision written back to the stimulator as a
- * write frame, and the stimulator's echo (receipt time in the acquisition
- * clock) read from the default stream: the latency from the spike's sample
- * time to the stimulator's receipt. */
+ * NP2.0e super-frames from the card (its GPU data stream, or the default
+ * stream) into spike detection, a stimulation written to the breakout
+ * board's digital outputs, and the loopback input frame that reports when
+ * the outputs changed: the latency from the spike's sample to the
+ * stimulator's trigger, both in the host hub's clock. */
 #include "run.h"
 
 #include <math.h>
@@ -18,22 +18,23 @@
 #include "oniemu.h"
 #include "onigpu.h"
 #include "onix.h"
+#include "loop/superframe.h"
+#include "loop/rig.h"
 #include "loop/source.h"
 #include "loop/stats.h"
 
-#define NP2_CHANNELS 384
-#define TAGS 65536        /* stimulation tags remembered for the echo */
+#define TAGS 65536        /* stimulations remembered for the echo */
 #define MAX_DET (1u << 22)
 #define MAX_LAT (1u << 22)
 #define OWED_MAX_MS 100.0 /* data left in the card at the end beyond which the loop fell behind */
 #define KEEP_UP_SHARE 0.95 /* ... or a processed frame rate below this share of the probe's */
-#define DEFAULT_SPEC "devices=np2:route=1,stim;mode=realtime"
 
 struct session {
     const struct loop_run_config *cfg;
     struct loop_run_result *res;
     oni_ctx ctx;
-    uint32_t np2, stim, stim_wsize, np2_read;
+    struct loop_rig rig;
+    int gpu;                  /* the card has the GPU data stream: the probe goes there */
     double acq_hz;
     uint64_t tag_time[TAGS];
     _Atomic uint32_t ntags;
@@ -46,11 +47,11 @@ struct session {
     _Atomic uint64_t t_block;    /* time of the last processed frame */
     _Atomic uint64_t t_first_block; /* time of the first block's last frame (0: none yet) */
     _Atomic int echo_stop, echo_err;
-    uint8_t *wbuf;
     struct loop_ephys_state *st;
     struct loop_ephys_layout lay;
     struct loop_ephys_params p;
     struct loop_cardsrc cs;
+    struct loop_defsrc ds;
     struct loop_config c;
     struct loop *lp;
     pthread_t echo;
@@ -86,14 +87,15 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
         atomic_store(&s->t_first_block, o->t_block);
     if (!o->nspikes)
         return 0;
-    /* Stimulate: one write frame per block with spikes, tagged so the echo
-     * names the spike it answers. */
+    /* Stimulate: one write of the digital outputs per block with spikes,
+     * its pins naming the stimulation (rig.h), so the loopback input frame
+     * says which spike it answers. */
     uint32_t tag = atomic_load(&s->ntags);
     s->tag_time[tag % TAGS] = o->t_first;
     atomic_store(&s->ntags, tag + 1);
-    memcpy(s->wbuf, &tag, 4);
+    uint32_t pins = loop_rig_stim_pins(tag);
     oni_frame_t *f = NULL;
-    int rc = oni_create_frame(s->ctx, &f, s->stim, s->wbuf, s->stim_wsize);
+    int rc = oni_create_frame(s->ctx, &f, s->rig.dio, &pins, sizeof pins);
     if (rc < 0) /* > 0 on success, as upstream's */
         return rc;
     rc = oni_write_frame(s->ctx, f);
@@ -104,7 +106,40 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     return 0;
 }
 
-/* Default stream: the stimulator's echo frames [u32 tag][u32 words received][u64 receipt]. */
+/* A default-stream frame: a DigitalIO input frame [u64 hub clock][u8 pins]
+ * ... whose pins name a stimulation is its echo (rig.h); the probe's own
+ * frames are dropped; anything else is counted as other. The frame is
+ * destroyed. */
+static void on_frame(void *arg, oni_frame_t *f)
+{
+    struct session *s = arg;
+    int k = -1;
+    uint64_t hub = 0;
+    int probe = f->dev_idx == s->rig.raw; /* read by the echo reader after the loop stopped */
+    if (f->dev_idx == s->rig.dio && f->data_sz >= LOOP_DIO_INPUT_BYTES) {
+        memcpy(&hub, f->data, 8);
+        k = loop_rig_stim_of((uint8_t)f->data[8]);
+    }
+    oni_destroy_frame(f);
+    if (probe)
+        return;
+    /* the latest stimulation with that number mod 128 */
+    int64_t last = (int64_t)atomic_load(&s->ntags) - 1, n = last - (last - k) % 128;
+    if (k < 0 || last < k) {
+        atomic_fetch_add(&s->echo_other, 1);
+        return;
+    }
+    size_t i = atomic_load(&s->nlat);
+    if (i < MAX_LAT) {
+        s->lat[i] = hub - s->tag_time[(uint64_t)n % TAGS];
+        s->lat_tag[i] = (uint64_t)n;
+        atomic_store(&s->nlat, i + 1);
+    } else {
+        atomic_fetch_add(&s->lat_unkept, 1);
+    }
+}
+
+/* With the probe on the GPU stream, the default stream is the echoes' alone. */
 static void *echo_main(void *p)
 {
     struct session *s = p;
@@ -117,23 +152,7 @@ static void *echo_main(void *p)
             atomic_store(&s->echo_err, rc);
             break;
         }
-        if (f->dev_idx == s->stim && f->data_sz >= 16) {
-            uint32_t tag;
-            uint64_t receipt;
-            memcpy(&tag, f->data, 4);
-            memcpy(&receipt, f->data + 8, 8);
-            size_t n = atomic_load(&s->nlat);
-            if (tag < atomic_load(&s->ntags) && n < MAX_LAT) {
-                s->lat[n] = receipt - s->tag_time[tag % TAGS];
-                s->lat_tag[n] = tag;
-                atomic_store(&s->nlat, n + 1);
-            } else if (tag < atomic_load(&s->ntags)) {
-                atomic_fetch_add(&s->lat_unkept, 1);
-            }
-        } else {
-            atomic_fetch_add(&s->echo_other, 1);
-        }
-        oni_destroy_frame(f);
+        on_frame(s, f);
     }
     return NULL;
 }
@@ -168,11 +187,20 @@ static void lat_summary(const struct session *s, const uint64_t *lat, size_t n, 
     free(v);
 }
 
+/* The rig, and the GPU stream's other users: the loop takes the GPU stream
+ * for the probe's frames alone. 0 or ONI_EINVALARG (said). */
 static int find_devices(struct session *s)
 {
+    char why[200];
+    int rc = loop_rig_open(s->ctx, 1, &s->rig, why, sizeof why);
+    if (rc)
+        return fail(s, ONI_EINVALARG, "the card needs a breakout board with an NP2.0e headstage on port A "
+                    "(devices=breakout:loopback=1,np2e): %s", why);
+    if (!s->gpu)
+        return 0;
     oni_size_t ndev = 0;
     size_t sz = sizeof ndev;
-    int rc = oni_get_opt(s->ctx, ONI_OPT_NUMDEVICES, &ndev, &sz);
+    rc = oni_get_opt(s->ctx, ONI_OPT_NUMDEVICES, &ndev, &sz);
     oni_device_t *t = rc || !ndev ? NULL : calloc(ndev, sizeof *t);
     if (!rc && ndev && !t)
         rc = ONI_EBADALLOC;
@@ -183,36 +211,24 @@ static int find_devices(struct session *s)
         free(t);
         return fail(s, rc, "reading the device table: %s", oni_error_str(rc));
     }
-    int have_np2 = 0, have_stim = 0;
-    uint32_t shared = 0; /* a device other than the probe on the GPU stream (+1) */
-    for (oni_size_t i = 0; i < ndev; i++) {
+    uint32_t shared = 0; /* a device other than the probe's on the GPU stream (+1) */
+    for (oni_size_t i = 0; i < ndev && !shared; i++) {
         oni_reg_val_t route = 0;
-        if (t[i].read_size && !shared && (t[i].id != ONIX_ONIGPU_NEUROPIX2 || have_np2) &&
+        if (t[i].read_size && t[i].idx != s->rig.raw &&
             oni_read_reg(s->ctx, t[i].idx, ONIEMU_REG_ROUTE, &route) == 0 && route == 1)
             shared = t[i].idx + 1;
-        if (t[i].id == ONIX_ONIGPU_NEUROPIX2 && !have_np2) {
-            s->np2 = t[i].idx;
-            s->np2_read = t[i].read_size;
-            have_np2 = 1;
-        } else if (t[i].id == ONIX_ONIGPU_STIM && !have_stim) {
-            s->stim = t[i].idx;
-            s->stim_wsize = t[i].write_size;
-            have_stim = 1;
-        }
     }
     free(t);
-    if (!have_np2 || !have_stim || !s->stim_wsize)
-        return fail(s, ONI_EINVALARG, "the card needs a Neuropixels 2.0 device and a stimulator (devices=np2,stim)");
-    /* The loop takes the GPU stream as the probe's frames alone. */
     if (shared)
         return fail(s, ONI_EINVALARG,
-                    "device 0x%x is routed to the GPU stream too; the loop needs it for the first Neuropixels 2.0 "
-                    "alone (route=0 for the others)", shared - 1);
+                    "device 0x%x is routed to the GPU stream too; the loop needs it for the NP2.0e's frames alone "
+                    "(route=0 for the others)", shared - 1);
     return 0;
 }
 
 /* The ground truth of device dev from the card's truth file
- * "dev_idx,unit,channel,sample_time" (the header line is skipped): *out (the
+ * "dev_idx,unit,channel,sample_time" (the header line is skipped; channel =
+ * probe * 384 + the probe's channel; time = the super-frame's hub clock), probe A's: *out (the
  * caller frees it) and *n events. 0, ONI_EREADFAILURE or ONI_EBADALLOC; *out
  * is then NULL. */
 static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, size_t *n)
@@ -239,7 +255,8 @@ static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, s
             t = g;
             cap *= 2;
         }
-        t[(*n)++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u};
+        if (c < LOOP_NP2E_CHANNELS) /* probe A's (the loop records probe A only) */
+            t[(*n)++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u};
     }
     if (ferror(f) && !rc)
         rc = ONI_EREADFAILURE;
@@ -257,7 +274,7 @@ static int open_card(struct session *s)
 {
     const struct loop_run_config *cfg = s->cfg;
     char spec[512];
-    const char *base = cfg->spec ? cfg->spec : DEFAULT_SPEC;
+    const char *base = cfg->spec ? cfg->spec : LOOP_RUN_DEFAULT_SPEC;
     if (cfg->link)
         snprintf(spec, sizeof spec, "%s;link=%s", base, cfg->link);
     else
@@ -282,6 +299,12 @@ static int open_card(struct session *s)
     if (oni_get_driver_opt(s->ctx, ONI_DRV_EMU_MODE, &fast, &sz) == 0 && fast)
         return fail(s, ONI_EINVALSTATE, "the card's mode=fast has no real-time clock to close the loop against "
                                         "(latency and keeping up need mode=realtime)");
+    /* The GPU data stream is onigpu's firmware extension: a card that does not
+     * say it has one (today's firmware, a driver without the option) has none. */
+    uint32_t gs = 0;
+    sz = sizeof gs;
+    s->gpu = oni_get_driver_opt(s->ctx, ONI_DRV_GPU_STREAM, &gs, &sz) == 0 && gs == 1;
+    s->res->gpu_stream = s->gpu;
     oniemu_link_t l;
     sz = sizeof l;
     if (oni_get_driver_opt(s->ctx, ONI_DRV_EMU_LINK, &l, &sz))
@@ -300,52 +323,78 @@ static int card_stats(struct session *s, onigpu_stream_stats_t *ss)
     return oni_get_driver_opt(s->ctx, ONI_DRV_STREAM_STATS, ss, &sz);
 }
 
-/* Data waiting in the card's GPU-stream FIFO (the probe's route), in ms of
- * acquisition: what the loop owes the card. */
+/* Data waiting in the FIFO of the probe's stream, in ms of acquisition:
+ * what the loop owes the card (on the default stream, the echoes and the
+ * board's other frames count too: a few bytes a second). */
 static double backlog_ms(const struct session *s, const onigpu_stream_stats_t *ss)
 {
-    return s->lay.stride && s->p.fs_hz > 0 ? (double)ss->fifo_bytes[1] / (double)s->lay.stride / s->p.fs_hz * 1e3 : 0;
+    return s->lay.stride && s->p.fs_hz > 0 ? (double)ss->fifo_bytes[s->gpu] / (double)s->lay.stride / s->p.fs_hz * 1e3
+                                           : 0;
 }
 
-/* Route the probe to the GPU stream, set up detection and the loop, start
- * the echo reader. 0 or an error (said). */
+/* Backends that read blocks into host memory: all a card without the GPU
+ * stream can feed (the others need the card's DMA into GPU memory). */
+static int host_backend(int b)
+{
+    return b == LOOP_CPU || b == LOOP_GPU_STAGED || b == LOOP_GPU_MAPPED;
+}
+
+/* The probe's stream as the loop's source: the GPU stream (cardsrc), or the
+ * default stream (defsrc, which hands the echoes to on_frame). */
+static int source(struct session *s, size_t in_bytes)
+{
+    struct loop_config *c = &s->c;
+    int rc;
+    if (s->gpu) {
+        if ((rc = oni_write_reg(s->ctx, s->rig.raw, ONIEMU_REG_ROUTE, 1)) != 0)
+            return fail(s, rc, "routing the NP2.0e to the GPU stream: %s", oni_error_str(rc));
+        if ((rc = loop_cardsrc_init(&s->cs, s->ctx, (uint32_t)in_bytes)) != 0)
+            return fail(s, rc, "setting up the GPU stream: %s", oni_error_str(rc));
+        loop_cardsrc_source(&s->cs, &c->src);
+        return 0;
+    }
+    if ((rc = loop_defsrc_init(&s->ds, s->ctx, s->rig.raw, s->rig.raw_read, on_frame, s)) != 0)
+        return fail(s, rc, "setting up the default stream: %s", oni_error_str(rc));
+    loop_defsrc_source(&s->ds, &c->src);
+    return 0;
+}
+
+/* Bring up the rig, set up detection and the loop, start the echo reader
+ * (GPU stream only: on the default stream the loop's reads see the echoes).
+ * 0 or an error (said). */
 static int setup(struct session *s)
 {
     const struct loop_run_config *cfg = s->cfg;
     uint32_t hz = 0;
+    if (!s->gpu && !host_backend(cfg->backend))
+        return fail(s, ONI_EINVALARG,
+                    "backend %s needs the card's GPU data stream (onigpu's firmware extension), and this card has "
+                    "none: cpu, gpu-staged and gpu-mapped run through the default stream",
+                    loop_backend_name(cfg->backend));
     int rc = find_devices(s);
     if (rc)
         return rc;
     if ((rc = oni_get_opt(s->ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz})) != 0)
         return fail(s, rc, "reading the acquisition clock: %s", oni_error_str(rc));
-    s->acq_hz = hz ? hz : 250e6;
-    /* Neuropixels payload: [u64 sample count][u16 ch[384]], 12-bit offset
-     * binary (docs/devices.md): the samples end the payload. The offset (2048)
-     * is DC, which the band-pass removes. */
-    if (s->np2_read < 2 * NP2_CHANNELS)
-        return fail(s, ONI_EINVALARG, "Neuropixels frames of %u bytes hold no %d channels", s->np2_read,
-                    NP2_CHANNELS);
-    if (!(s->wbuf = calloc(1, s->stim_wsize)))
-        return fail(s, ONI_EBADALLOC, "no memory");
-    if ((rc = oni_write_reg(s->ctx, s->np2, ONIEMU_REG_ROUTE, 1)) != 0)
-        return fail(s, rc, "routing the probe to the GPU stream: %s", oni_error_str(rc));
-    s->lay = (struct loop_ephys_layout){NP2_CHANNELS, 16 + ((s->np2_read + 3u) & ~3u),
-                                        16 + s->np2_read - 2 * NP2_CHANNELS};
+    s->acq_hz = hz ? hz : 250e6; /* the host hub's clock, which both the super-frames and DigitalIO carry */
+    if (loop_np2e_layout(&s->lay, s->rig.raw_read, 1))
+        return fail(s, ONI_EINVALARG, "the DS90UB9x frames of %u bytes hold no NP2.0e super-frame (%d bytes)",
+                    s->rig.raw_read, LOOP_NP2E_PAYLOAD);
     size_t in_bytes = (size_t)cfg->block * s->lay.stride;
     /* A block the card's FIFO cannot hold never arrives: the loop would wait
-     * for it until the end and process nothing. */
+     * for it until the end and process nothing. The FIFO fills in whole
+     * frames, so a block is whole only with room for the frame coming next
+     * (less the 4 bytes of padding a frame may end on). */
     onigpu_stream_stats_t ss;
-    if (card_stats(s, &ss) == 0 && ss.fifo_capacity[1] && ss.fifo_capacity[1] < in_bytes)
+    uint64_t need = in_bytes + s->lay.stride - 4;
+    if (card_stats(s, &ss) == 0 && ss.fifo_capacity[s->gpu] && ss.fifo_capacity[s->gpu] < need)
         return fail(s, ONI_EINVALARG,
-                    "a block of %u frames (%zu bytes) does not fit the card's GPU-stream FIFO of %llu bytes "
-                    "(a smaller --block, or more ddr= in the card's spec)", cfg->block, in_bytes,
-                    (unsigned long long)ss.fifo_capacity[1]);
+                    "a block of %u frames (%zu bytes, and a frame more coming) does not fit the card's %s FIFO "
+                    "of %llu bytes (a smaller --block, or more ddr= in the card's spec)", cfg->block, in_bytes,
+                    s->gpu ? "GPU-stream" : "default-stream", (unsigned long long)ss.fifo_capacity[s->gpu]);
     loop_ephys_defaults(&s->p);
-    rc = loop_ephys_init(s->st, &s->p, &s->lay);
-    if (!rc)
-        rc = loop_cardsrc_init(&s->cs, s->ctx, (uint32_t)in_bytes);
-    if (rc)
-        return fail(s, rc, "setting up the GPU stream: %s", oni_error_str(rc));
+    if ((rc = loop_ephys_init(s->st, &s->p, &s->lay)) != 0)
+        return fail(s, rc, "setting up detection: %s", oni_error_str(rc));
     struct loop_config *c = &s->c;
     memset(c, 0, sizeof *c);
     c->backend = cfg->backend;
@@ -354,13 +403,16 @@ static int setup(struct session *s)
     c->depth = 4;
     c->timeout_ms = 1000;
     c->ephys = s->st;
-    loop_cardsrc_source(&s->cs, &c->src);
+    if ((rc = source(s, in_bytes)) != 0)
+        return rc;
     c->sink = (struct loop_sink){s, sink_write};
     if ((rc = loop_create(c, &s->lp)) != 0)
         return fail(s, rc, "creating the loop: %s", oni_error_str(rc));
-    if (pthread_create(&s->echo, NULL, echo_main, s))
-        return fail(s, ONI_EBADALLOC, "starting the echo reader");
-    s->echo_started = 1;
+    if (s->gpu) {
+        if (pthread_create(&s->echo, NULL, echo_main, s))
+            return fail(s, ONI_EBADALLOC, "starting the echo reader");
+        s->echo_started = 1;
+    }
     return 0;
 }
 
@@ -392,7 +444,8 @@ static void progress(struct session *s, double t, uint64_t *last_blocks, double 
     p.lat_p99_us = lat.p99_us;
     p.ss_rc = card_stats(s, &ss);
     if (!p.ss_rc) {
-        p.fifo_pct = ss.fifo_capacity[1] ? 100.0 * (double)ss.fifo_bytes[1] / (double)ss.fifo_capacity[1] : 0.0;
+        int k = s->gpu;
+        p.fifo_pct = ss.fifo_capacity[k] ? 100.0 * (double)ss.fifo_bytes[k] / (double)ss.fifo_capacity[k] : 0.0;
         p.behind_ms = backlog_ms(s, &ss);
         p.dropped = ss.dropped_frames[0] + ss.dropped_frames[1];
     }
@@ -459,7 +512,11 @@ static int acquire(struct session *s, int *loop_rc)
     res->dropped = res->stats_rc ? 0 : ss.dropped_frames[0] + ss.dropped_frames[1];
     loop_stop(s->lp);
     pthread_join(lth, NULL);
-    struct timespec settle = {0, 300000000}; /* the last echoes */
+    /* The last echoes: on the default stream the loop's reads took them,
+     * now the echo reader does. */
+    if (!s->echo_started && pthread_create(&s->echo, NULL, echo_main, s) == 0)
+        s->echo_started = 1;
+    struct timespec settle = {0, 300000000};
     nanosleep(&settle, NULL);
     /* Stop reading before acquisition: stopping flushes the read path, which
      * would wait for the echo reader otherwise. */
@@ -476,7 +533,7 @@ static int score(struct session *s, struct loop_score *sc)
 {
     struct loop_truth *tr;
     size_t ntr;
-    int rc = read_truth(s->cfg->truth, s->np2, &tr, &ntr);
+    int rc = read_truth(s->cfg->truth, s->rig.raw, &tr, &ntr);
     if (rc)
         fail(s, rc, "cannot read the ground truth %s: %s", s->cfg->truth, oni_error_str(rc));
     const struct loop_ephys_state *fin = loop_ephys_final(s->lp);
@@ -573,7 +630,7 @@ static void session_free(struct session *s)
     free(s->det);
     free(s->lat);
     free(s->lat_tag);
-    free(s->wbuf);
+    loop_defsrc_free(&s->ds);
     free(s->st);
     free(s);
 }

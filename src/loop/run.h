@@ -1,18 +1,25 @@
 /* run.h - the closed loop on the emulated card as one call (`onigpu run`).
  *
  * loop_run_session opens the emulated card through liboni (the emu driver's
- * options, include/oniemu.h), routes the first Neuropixels 2.0 probe to the
- * GPU data stream, runs spike detection on it with the chosen backend of the
- * engine (loop.h), writes one tagged stimulation frame to the stimulator for
- * every block with detections, reads the stimulator's echoes (tag, receipt
- * time in the acquisition clock) on a thread of its own, and at the end
- * scores the detections against the card's ground truth. Nothing here
- * prints: progress goes to a callback, the summary into a struct.
+ * options, include/oniemu.h), brings up its rig as the real software does
+ * (rig.h: a breakout board, an NP2.0e headstage on port A in passthrough,
+ * probe A recording), runs spike detection on the probe's super-frames
+ * (superframe.h) with the chosen backend of the engine (loop.h), and stimulates
+ * once for every block with detections by writing the breakout board's
+ * digital outputs (rig.h). The board's loopback wire brings each change of
+ * the outputs back as a DigitalIO input frame whose hub clock is the
+ * stimulator's own trigger time; latency = that time - the hub clock of the
+ * super-frame of the block's first spike (one clock, the host hub's). The
+ * super-frames come on the card's GPU data stream when the card has one
+ * (ONI_DRV_GPU_STREAM), else on the default stream, where only the host
+ * backends (cpu, gpu-staged, gpu-mapped) can run. At the end the detections
+ * are scored against the card's ground truth. Nothing here prints: progress
+ * goes to a callback, the summary into a struct.
  *
  * How the counts relate (docs/closed-loop.md):
  *   spikes detected  every detection the loop sent back;
  *   stimulations     one per block with at least one detection (<= blocks);
- *   echoes           stimulations the stimulator confirmed (<= stimulations);
+ *   echoes           stimulations the loopback input reported (<= stimulations);
  *   scored events    ground-truth spikes inside the scored window (from the
  *                    end of the detector's calibration to the last processed
  *                    frame, less the match tolerance at both ends); recall =
@@ -30,6 +37,8 @@
 #define LOOP_RUN_MIN_SECONDS 0.5 /* the detector calibrates on the first 0.2 s */
 #define LOOP_RUN_TOL_S 1e-3      /* spike match tolerance */
 #define LOOP_RUN_WARMUP_S 1.0    /* latencies of the first second are reported apart */
+/* A real rig: the breakout board with its loopback wire, an NP2.0e on port A. */
+#define LOOP_RUN_DEFAULT_SPEC "devices=breakout:loopback=1,np2e;mode=realtime"
 
 struct loop_run_result;
 
@@ -46,7 +55,7 @@ struct loop_run_progress {
 
 struct loop_run_config {
     int backend;        /* enum loop_backend */
-    const char *spec;   /* the card (ONI_DRV_EMU_SPEC); NULL: np2 routed to the GPU stream, stim, realtime */
+    const char *spec;   /* the card (ONI_DRV_EMU_SPEC); NULL: LOOP_RUN_DEFAULT_SPEC */
     const char *link;   /* PCIe link preset appended to the spec; NULL: the spec's */
     uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK */
     double seconds;     /* LOOP_RUN_MIN_SECONDS..86400 */
@@ -72,6 +81,7 @@ struct loop_run_latency {
 struct loop_run_result {
     int ran;                /* 1: acquisition ran; the figures below are of it */
     char link[32];          /* the card's link preset, as it reports it */
+    int gpu_stream;         /* 1: the probe came on the card's GPU data stream; 0: on the default stream */
     uint32_t block;
     size_t block_bytes;     /* bytes per block (the workload, for `onigpu advise`) */
     double ai;              /* FLOP per byte of the detection pipeline */
@@ -90,7 +100,8 @@ struct loop_run_result {
     struct loop_score score;
     double warmup_s;        /* the first warmup_s of acquisition (LOOP_RUN_WARMUP_S, or half
                                the loop's time when shorter): latencies apart */
-    uint64_t stims, echoes, echoes_unkept, echoes_other;
+    uint64_t stims, echoes, echoes_unkept;
+    uint64_t echoes_other;  /* default-stream frames that name no stimulation (other devices, other pins) */
     struct loop_run_latency lat;        /* echoes of spikes after the warm-up */
     struct loop_run_latency lat_warmup; /* echoes of spikes in the warm-up */
     /* Every echo kept: the stimulation's tag, its latency (us), and 1 when
@@ -107,9 +118,10 @@ struct loop_run_result {
  * free its arrays with loop_run_result_free). Returns:
  *   0                      the run did its job;
  *   ONI_EINVALARG          cfg is wrong, or the card cannot serve the loop
- *                          (no np2 or stim, another device on the GPU stream,
- *                          a block that does not fit its FIFO); res->why says;
- *                          nothing ran;
+ *                          (no breakout board or NP2.0e, another device on
+ *                          the GPU stream, a block that does not fit its
+ *                          FIFO, a backend that needs the GPU stream on a
+ *                          card without one); res->why says; nothing ran;
  *   ONI_EINVALSTATE        the card runs in mode=fast (no real-time clock);
  *   another ONI error      the card or the loop failed (res->why says where);
  *                          after acquisition started, res holds what was

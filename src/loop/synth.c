@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "oni.h"
+#include "loop/superframe.h"
 #include "loop/synth.h"
 
 #define FS 30000.0
@@ -33,12 +34,13 @@ static uint64_t next_gap(struct loop_synth *s)
     return (uint64_t)gap + 3 * SPIKE_HALF;
 }
 
-int loop_synth_init(struct loop_synth *s, uint32_t nchan, double spike_hz, uint64_t seed)
+int loop_synth_init(struct loop_synth *s, uint32_t nprobes, double spike_hz, uint64_t seed)
 {
-    if (!s || nchan < 3 || nchan > LOOP_EPHYS_MAXCHAN || !(spike_hz > 0))
+    if (!s || nprobes < 1 || nprobes > LOOP_NP2E_MAXPROBES || !(spike_hz > 0))
         return ONI_EINVALARG;
     memset(s, 0, sizeof *s);
-    s->lay = (struct loop_ephys_layout){nchan, 16 + (uint32_t)((2 * nchan + 3) & ~3u), 16};
+    loop_np2e_layout(&s->lay, LOOP_NP2E_PAYLOAD, nprobes);
+    s->nprobes = nprobes;
     s->ticks_per_sample = 250000000ull / 30000ull;
     s->noise_sd = 20.0;
     s->hum_amp = 100.0;
@@ -46,7 +48,7 @@ int loop_synth_init(struct loop_synth *s, uint32_t nchan, double spike_hz, uint6
     s->spike_hz = spike_hz;
     s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
     s->next_spike = 2 * SPIKE_HALF + next_gap(s);
-    s->spike_chan = (uint32_t)(rnd(&s->rng) % nchan);
+    s->spike_chan = (uint32_t)(rnd(&s->rng) % s->lay.nchan);
     for (int i = 0; i < 65536; i++)
         s->noise[i] = (float)gauss(&s->rng);
     return 0;
@@ -59,17 +61,29 @@ static double wave(int d)
     return -exp(-(t * t) / (2 * 0.12 * 0.12)) + 0.35 * exp(-((t - 0.45) * (t - 0.45)) / (2 * 0.25 * 0.25));
 }
 
+/* The read frame headers and super-frame headers of pipeline frame fr:
+ * zeros where no sample goes (trash and padding words). */
+static void frame_headers(const struct loop_synth *s, uint8_t *fr, uint64_t t)
+{
+    uint32_t rs = s->lay.stride / s->nprobes, idx = 0, sz = LOOP_NP2E_PAYLOAD;
+    memset(fr, 0, s->lay.stride);
+    for (uint32_t p = 0; p < s->nprobes; p++) {
+        uint8_t *r = fr + p * rs;
+        uint16_t probe = (uint16_t)p;
+        memcpy(r, &t, 8);
+        memcpy(r + 8, &idx, 4);
+        memcpy(r + 12, &sz, 4);
+        memcpy(r + LOOP_NP2E_READ_HDR, &t, 8);
+        memcpy(r + LOOP_NP2E_READ_HDR + LOOP_NP2E_PROBE_OFF, &probe, 2);
+    }
+}
+
 void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes)
 {
     const uint32_t nchan = s->lay.nchan;
     for (uint32_t f = 0; f < nframes; f++, s->n++) {
         uint8_t *fr = blk + (size_t)f * s->lay.stride;
-        uint64_t t = s->n * s->ticks_per_sample;
-        uint32_t idx = 0, sz = s->lay.stride - 16;
-        memcpy(fr, &t, 8);
-        memcpy(fr + 8, &idx, 4);
-        memcpy(fr + 12, &sz, 4);
-        memset(fr + 16, 0, sz);
+        frame_headers(s, fr, s->n * s->ticks_per_sample);
         /* A spike whose waveform window has passed: record it, draw the next. */
         if (s->n > s->next_spike + SPIKE_HALF) {
             if (s->ntruth < LOOP_SYNTH_MAXTRUTH) {
@@ -90,9 +104,9 @@ void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes)
                 else if (dc == 1)
                     v += 0.6 * s->spike_amp * wave(d);
             }
-            long q = lround(v);
-            int16_t x = (int16_t)(q > 32767 ? 32767 : q < -32768 ? -32768 : q);
-            memcpy(fr + 16 + 2 * c, &x, 2);
+            long q = lround(v + LOOP_EPHYS_MID); /* 12-bit offset binary */
+            uint16_t x = (uint16_t)(q > 4095 ? 4095 : q < 0 ? 0 : q);
+            memcpy(fr + s->lay.off[c], &x, 2);
         }
     }
 }

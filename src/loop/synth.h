@@ -1,6 +1,9 @@
-/* synth.h - synthetic Neuropixels-like frames with known spikes, for tests
- * and benchmarks that must not depend on the emulated card. Frames use the
- * read-frame layout: [u64 time][u32 dev_idx][u32 data_sz][int16 x nchan]. */
+/* synth.h - synthetic NP2.0e super-frames with known spikes, for tests and
+ * benchmarks that must not depend on the emulated card. Frames are what a
+ * block of the card's data stream holds (superframe.h): per sample period, one read
+ * frame [u64 time][u32 dev_idx][u32 data_sz] per probe, its payload the real
+ * super-frame [u64 hub clock][u16 probe index][16 x 36 u16 words], 12-bit
+ * offset binary. The read frame's time and the hub clock are the same count. */
 #ifndef LOOP_SYNTH_H
 #define LOOP_SYNTH_H
 
@@ -10,7 +13,7 @@
 
 struct loop_truth {
     uint64_t time;  /* acquisition clock of the spike's peak */
-    uint32_t chan;
+    uint32_t chan;  /* probe * 384 + the probe's channel */
     uint32_t unit;
 };
 
@@ -18,6 +21,7 @@ struct loop_truth {
 
 struct loop_synth {
     struct loop_ephys_layout lay;
+    uint32_t nprobes;
     uint64_t ticks_per_sample;  /* acquisition clock ticks per sample */
     double noise_sd, hum_amp, spike_amp, spike_hz;
     uint64_t n;                 /* samples generated */
@@ -29,11 +33,13 @@ struct loop_synth {
     size_t ntruth;
 };
 
-/* nchan channels, 30 kHz at a 250 MHz clock, noise SD 20, 50 Hz common hum,
- * spikes of amplitude 250 at spike_hz (Poisson) on a random channel and its
- * two neighbours (60%). ONI_EINVALARG for bad sizes. */
-int loop_synth_init(struct loop_synth *s, uint32_t nchan, double spike_hz, uint64_t seed);
-/* Write nframes frames into blk (nframes * s->lay.stride bytes). */
+/* nprobes probes (1 or 2) of 384 channels, 30 kHz at a 250 MHz clock, noise
+ * SD 20 LSB, 50 Hz common hum, spikes of amplitude 250 at spike_hz (Poisson)
+ * on a random channel and its two neighbours (60%). ONI_EINVALARG for another
+ * probe count or a spike rate <= 0. */
+int loop_synth_init(struct loop_synth *s, uint32_t nprobes, double spike_hz, uint64_t seed);
+/* Write nframes pipeline frames (nprobes super-frames each) into blk
+ * (nframes * s->lay.stride bytes). */
 void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes);
 
 /* Spike detection scored against ground truth. A detection is a true

@@ -21,7 +21,7 @@ static int run(int argc, char **argv);
 
 CLI_COMMAND(run, "run",
             "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]",
-            "closed loop on the emulated card: Neuropixels -> spike detection -> stimulator; latency and accuracy",
+            "closed loop on the emulated card: NP2.0e -> spike detection -> digital outputs; latency and accuracy",
             NULL, run)
 
 struct opts {
@@ -99,6 +99,11 @@ static void on_started(void *arg, const struct loop_run_result *r)
     const struct opts *o = arg;
     printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card (link %s)\n",
            loop_backend_name(o->c.backend), o->c.block, o->c.block / 30.0, o->c.seconds, r->link);
+    if (r->gpu_stream)
+        printf("onigpu run: the probe's super-frames on the card's GPU data stream\n");
+    else
+        printf("onigpu run: the card has no GPU data stream: the probe's super-frames on the default stream "
+               "(host backends only)\n");
     fflush(stdout);
 }
 
@@ -157,7 +162,7 @@ static void print_summary(const struct opts *o, const char *truth, const struct 
     if (r->echoes_unkept)
         printf(" (latencies of the first %zu)", r->nlat);
     printf("\n");
-    print_lat("closed-loop latency (spike sample -> stimulator receipt, acquisition clock, after the warm-up)",
+    print_lat("closed-loop latency (spike sample -> the digital outputs' change, hub clock, after the warm-up)",
               &r->lat);
     char warm[96];
     snprintf(warm, sizeof warm, "warm-up latency (spikes of the first %.1f s, not in the figures above)", r->warmup_s);
@@ -196,6 +201,7 @@ static int write_results(const struct opts *o, const char *truth, const struct l
     bench_report_meta_num(rep, "warmup_s", r->warmup_s);
     bench_cell_str(rep, "backend", loop_backend_name(o->c.backend));
     bench_cell_str(rep, "link", r->link);
+    bench_cell_str(rep, "stream", r->gpu_stream ? "gpu" : "default");
     bench_cell_int(rep, "block_frames", o->c.block);
     /* the workload, for `onigpu advise --workload` */
     bench_cell_int(rep, "block_bytes", (long long)r->block_bytes);
