@@ -130,6 +130,14 @@ int rp_read_table(replay_t *rp, const char *at)
     return 0;
 }
 
+int rp_clroni_properties(replay_t *rp, uint32_t *acq_hz, const char *at)
+{
+    uint32_t v;
+    return !rp_get(rp, ONI_OPT_SYSCLKHZ, &v, at) && !rp_get(rp, ONI_OPT_ACQCLKHZ, acq_hz, at) &&
+           !rp_get(rp, ONI_OPT_MAXREADFRAMESIZE, &v, at) && !rp_get(rp, ONI_OPT_MAXWRITEFRAMESIZE, &v, at) &&
+           rp_read_table(rp, at) == 0;
+}
+
 const oni_device_t *rp_device(const replay_t *rp, oni_dev_idx_t idx)
 {
     for (oni_size_t i = 0; i < rp->ntable; i++)

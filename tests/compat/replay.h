@@ -54,6 +54,10 @@ int rp_set(replay_t *rp, int opt, uint32_t value, const char *at);
 int rp_get(replay_t *rp, int opt, uint32_t *value, const char *at);
 /* Reads NUMDEVICES and DEVICETABLE into rp->table; 0 or the failed result. */
 int rp_read_table(replay_t *rp, const char *at);
+/* What clroni's Context reads on creation and after each Refresh (clroni
+ * Context.cs:117-130, 140-144, as Bonsai.ONIX1 uses it): SYSCLKHZ, ACQCLKHZ
+ * (into *acq_hz), both maximum frame sizes, the table. 1, or 0 on failure. */
+int rp_clroni_properties(replay_t *rp, uint32_t *acq_hz, const char *at);
 /* The table entry at idx, or NULL. */
 const oni_device_t *rp_device(const replay_t *rp, oni_dev_idx_t idx);
 /* Checks the entry at idx has id `id` and version >= min_version. */

@@ -39,7 +39,7 @@ enum { GPO10_SUPPLY = 1 << 3, GPO10_RESET = 1 << 7, GPO10_DEFAULT = 0x11, NO_PRO
        PROBE_B = 0x99 };
 
 static replay_t rp;
-static uint32_t acq_clk_hz, max_read, max_write;
+static uint32_t acq_clk_hz;
 static int probe_present[2];
 
 static double now_s(void)
@@ -49,15 +49,10 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* new oni.Context(driver, index) and its properties (clroni Context.cs:93-130),
- * again after each Refresh (Context.cs:140-144: RESET, then the table). */
+/* new oni.Context(driver, index) and its properties, again after each Refresh */
 static int populate(const char *at)
 {
-    uint32_t sys = 0;
-    if (rp_get(&rp, ONI_OPT_SYSCLKHZ, &sys, at) || rp_get(&rp, ONI_OPT_ACQCLKHZ, &acq_clk_hz, at) ||
-        rp_get(&rp, ONI_OPT_MAXREADFRAMESIZE, &max_read, at) || rp_get(&rp, ONI_OPT_MAXWRITEFRAMESIZE, &max_write, at))
-        return 0;
-    return rp_read_table(&rp, at) == 0;
+    return rp_clroni_properties(&rp, &acq_clk_hz, at);
 }
 
 /* ContextTask.Reset (ContextTask.cs:114-127) after each configuration stage (:275-295) */

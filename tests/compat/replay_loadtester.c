@@ -48,9 +48,7 @@ static int cmp_u64(const void *a, const void *b)
 
 static int populate(const char *at)
 {
-    uint32_t v;
-    return !rp_get(&rp, ONI_OPT_ACQCLKHZ, &acq_hz, at) && !rp_get(&rp, ONI_OPT_MAXREADFRAMESIZE, &v, at) &&
-           rp_read_table(&rp, at) == 0;
+    return rp_clroni_properties(&rp, &acq_hz, at);
 }
 
 static const oni_device_t *find(oni_dev_id_t id)
