@@ -92,3 +92,26 @@ void np2_start_streaming(replay_t *rp, oni_dev_idx_t idx, const char *at)
         rp_i2c_write(rp, idx, RP_NP2_PROBE_ADDR, (uint32_t)(NP2_SUPERSYNC0 + 11 - i), sync[i], 0, at);
     rp_i2c_write(rp, idx, RP_NP2_PROBE_ADDR, NP2_OP_MODE, 0x40, 0, at); /* recording mode */
 }
+
+void np2_check_frame(replay_t *rp, const oni_frame_t *f, size_t min_size, const int present[2], rp_clock_t clock[2],
+                     int *min, int *max, const char *at)
+{
+    static const int adc[24] = {0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 16, 17, 18, 20, 21, 22, 24, 25, 26, 28, 29, 30};
+    if (!rp_check(rp, f->data_sz >= min_size, at, "NP2.0e frame of %u bytes, the decoder reads %zu",
+                  (unsigned)f->data_sz, min_size))
+        return;
+    unsigned probe = rp_u16(f, 8);
+    if (!rp_check(rp, probe < 2 && present[probe], at, "NP2.0e frame of probe index %u, which has no probe", probe))
+        return;
+    rp_clock_step(&clock[probe], rp_u64(f, 0));
+    for (int i = 0; i < 16; i++)
+        for (int k = 0; k < 24; k++) {
+            int s = rp_u16(f, 18 + 2 * (size_t)(adc[k] + 36 * i));
+            if (s > 4095) {
+                rp_fail(rp, at, "NP2.0e sample %d is not 12-bit", s);
+                return;
+            }
+            *min = s < *min ? s : *min;
+            *max = s > *max ? s : *max;
+        }
+}

@@ -23,4 +23,13 @@ void np2_write_configuration(replay_t *rp, oni_dev_idx_t idx, const char *at);
  * Bonsai ConfigureNeuropixelsV2PsbDecoder.cs:126-140). */
 void np2_start_streaming(replay_t *rp, oni_dev_idx_t idx, const char *at);
 
+/* Checks one frame of the DS90UB9x raw device carrying NP2.0e data, as
+ * both programs decode it (onix-source Neuropixels2e.cpp:575-617, Bonsai
+ * NeuropixelsV2eData.cs:142-189): at least min_size bytes, the probe index
+ * at byte 8 naming a probe in present[], 16 sub-frames of 36 words from byte
+ * 18 with ADC k of sub-frame i at word adc[k] + 36 i, 12-bit samples. Steps
+ * clock[probe] by the hub clock at byte 0; widens [*min, *max] by the samples. */
+void np2_check_frame(replay_t *rp, const oni_frame_t *f, size_t min_size, const int present[2], rp_clock_t clock[2],
+                     int *min, int *max, const char *at);
+
 #endif

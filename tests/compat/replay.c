@@ -3,6 +3,7 @@
 #include "replay.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,4 +230,32 @@ void rp_sleep_ms(unsigned ms)
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+void rp_clock_step(rp_clock_t *c, uint64_t hub)
+{
+    if (c->n && hub <= c->last)
+        c->backwards++;
+    if (!c->n)
+        c->first = hub;
+    c->last = hub;
+    c->n++;
+}
+
+void rp_check_rate(replay_t *rp, const char *name, const rp_clock_t *c, double hz, uint32_t clock_hz, const char *at)
+{
+    rp_check(rp, c->backwards == 0, at, "%s hub clock did not increase %d times", name, c->backwards);
+    if (!rp_check(rp, c->n >= 2, at, "%s: %ld frames", name, c->n) ||
+        !rp_check(rp, clock_hz > 0, at, "%s: hub clock rate 0", name))
+        return;
+    double period = (double)(c->last - c->first) / (double)(c->n - 1) / clock_hz;
+    rp_check(rp, fabs(period * hz - 1) < 0.1, at, "%s: %ld frames, mean period %.3g us by the hub clock, want %.3g us",
+             name, c->n, period * 1e6, 1e6 / hz);
+}
+
+double rp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }

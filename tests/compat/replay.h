@@ -82,6 +82,19 @@ uint16_t rp_u16(const oni_frame_t *f, size_t byte);
 uint32_t rp_u32(const oni_frame_t *f, size_t byte);
 uint64_t rp_u64(const oni_frame_t *f, size_t byte);
 
+/* The hub clocks of one stream of frames. */
+typedef struct {
+    long n;
+    uint64_t first, last;
+    int backwards; /* times it did not increase */
+} rp_clock_t;
+void rp_clock_step(rp_clock_t *c, uint64_t hub);
+/* Checks that c never went back and that its mean period, in ticks of
+ * clock_hz, is within 10 % of 1/hz. */
+void rp_check_rate(replay_t *rp, const char *name, const rp_clock_t *c, double hz, uint32_t clock_hz, const char *at);
+/* Seconds of a monotonic clock. */
+double rp_now(void);
+
 /* Sleeps ms milliseconds (both programs wait for hardware to settle). */
 void rp_sleep_ms(unsigned ms);
 

@@ -42,13 +42,6 @@ static replay_t rp;
 static uint32_t acq_clk_hz;
 static int probe_present[2];
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* new oni.Context(driver, index) and its properties, again after each Refresh */
 static int populate(const char *at)
 {
@@ -390,50 +383,16 @@ static int start(void)
 
 /* --- frames --- */
 
-typedef struct {
-    long n;
-    uint64_t first, last;
-    int backwards;
-} clockstat_t;
-
-static clockstat_t np2[2], dio, aio, heart;
+static rp_clock_t np2[2], dio, aio, heart;
 static long mem_frames, other, bno_polls;
 static int np2_min = 65535, np2_max = 0;
 static uint64_t bno_last;
-
-static void step(clockstat_t *c, uint64_t hub)
-{
-    if (c->n && hub <= c->last)
-        c->backwards++;
-    if (!c->n)
-        c->first = hub;
-    c->last = hub;
-    c->n++;
-}
 
 /* NeuropixelsV2ePayload (NeuropixelsV2eData.cs:183-189) read as
  * CopyAmplifierBuffer does (:148-166, NeuropixelsV2.cs:15-18) */
 static void np2_frame(const oni_frame_t *f)
 {
-    static const int adc[24] = {0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 16, 17, 18, 20, 21, 22, 24, 25, 26, 28, 29, 30};
-    if (!rp_check(&rp, f->data_sz >= 8 + 2 + 2 * 36 * 16, "NeuropixelsV2eData.cs:184-189",
-                  "NP2.0e frame of %u bytes, the payload struct has 1162", (unsigned)f->data_sz))
-        return;
-    unsigned probe = rp_u16(f, 8); /* GetProbeIndex (:142-146) */
-    if (!rp_check(&rp, probe < 2 && probe_present[probe], "NeuropixelsV2eData.cs:75",
-                  "NP2.0e frame of probe index %u, which has no probe", probe))
-        return;
-    step(&np2[probe], rp_u64(f, 0));
-    for (int i = 0; i < 16; i++)
-        for (int k = 0; k < 24; k++) {
-            int s = rp_u16(f, 10 + 2 * (size_t)(4 + i * 36 + adc[k]));
-            if (s > 4095 && !rp_check(&rp, 0, "NeuropixelsV2eData.cs:150-162", "sample %d exceeds 4096 ADC bins", s))
-                return;
-            if (s < np2_min)
-                np2_min = s;
-            if (s > np2_max)
-                np2_max = s;
-        }
+    np2_check_frame(&rp, f, 8 + 2 + 2 * 36 * 16, probe_present, np2, &np2_min, &np2_max, "NeuropixelsV2eData.cs:142-189");
 }
 
 static void dispatch(const oni_frame_t *f)
@@ -450,17 +409,17 @@ static void dispatch(const oni_frame_t *f)
     case DIGITALIO: /* DigitalInputPayload (DigitalInputDataFrame.cs:34-41) */
         if (rp_check(&rp, f->data_sz >= 12, "DigitalInputDataFrame.cs:35-41", "DigitalIO frame of %u bytes",
                      (unsigned)f->data_sz))
-            step(&dio, rp_u64(f, 0));
+            rp_clock_step(&dio, rp_u64(f, 0));
         break;
     case ANALOGIO: /* AnalogInputPayload (AnalogInputDataFrame.cs:49-53) */
         if (rp_check(&rp, f->data_sz >= 8 + 24, "AnalogInputDataFrame.cs:49-53", "AnalogIO frame of %u bytes",
                      (unsigned)f->data_sz))
-            step(&aio, rp_u64(f, 0));
+            rp_clock_step(&aio, rp_u64(f, 0));
         break;
     case HEARTBEAT: /* HeartbeatPayload (HeartbeatDataFrame.cs:22-26) */
         if (rp_check(&rp, f->data_sz >= 8, "HeartbeatDataFrame.cs:23-26", "heartbeat frame of %u bytes",
                      (unsigned)f->data_sz))
-            step(&heart, rp_u64(f, 0));
+            rp_clock_step(&heart, rp_u64(f, 0));
         break;
     case MEMMON:
         mem_frames++;
@@ -493,21 +452,11 @@ static void poll_bno(void)
     bno_polls++;
 }
 
-static void check_rate(const char *name, const clockstat_t *c, double hz, const char *at)
-{
-    rp_check(&rp, c->backwards == 0, at, "%s hub clock went backwards %d times", name, c->backwards);
-    if (!rp_check(&rp, c->n >= 2, at, "%s: %ld frames", name, c->n))
-        return;
-    double period = (double)(c->last - c->first) / (double)(c->n - 1) / acq_clk_hz;
-    rp_check(&rp, fabs(period * hz - 1) < 0.1, at, "%s: mean period %.3g us by the hub clock, want %.3g us", name,
-             period * 1e6, 1e6 / hz);
-}
-
 static void acquire(double seconds)
 {
-    double t0 = now_s(), next_poll = t0;
+    double t0 = rp_now(), next_poll = t0;
     long n = 0;
-    while (now_s() - t0 < seconds && rp.failures <= 20) {
+    while (rp_now() - t0 < seconds && rp.failures <= 20) {
         oni_frame_t *f = NULL;
         int rc = oni_read_frame(rp.ctx, &f); /* clroni Context.cs:440-445 */
         if (!rp_check(&rp, rc > 0, "ContextTask.cs:404", "oni_read_frame: %d (%s)", rc, oni_error_str(rc)))
@@ -515,7 +464,7 @@ static void acquire(double seconds)
         n++;
         dispatch(f);
         oni_destroy_frame(f);
-        if (now_s() >= next_poll) {
+        if (rp_now() >= next_poll) {
             poll_bno();
             next_poll += 0.010;
         }
@@ -525,10 +474,10 @@ static void acquire(double seconds)
             n, seconds, np2[0].n, np2[1].n, dio.n, aio.n, heart.n, mem_frames, other, bno_polls);
     for (int p = 0; p < 2; p++)
         if (probe_present[p])
-            check_rate(p ? "NP2.0e probe B" : "NP2.0e probe A", &np2[p], 30000, "NeuropixelsV2eData.cs:90");
+            rp_check_rate(&rp, p ? "NP2.0e probe B" : "NP2.0e probe A", &np2[p], 30000, acq_clk_hz, "NeuropixelsV2eData.cs:90");
     rp_check(&rp, np2_max > np2_min, "NeuropixelsV2eData.cs:89", "NP2.0e samples are all %d", np2_min);
-    check_rate("AnalogIO", &aio, 100000, "AnalogInput.cs");
-    check_rate("heartbeat", &heart, 100, "ConfigureBreakoutBoard.cs:34");
+    rp_check_rate(&rp, "AnalogIO", &aio, 100000, acq_clk_hz, "AnalogInput.cs");
+    rp_check_rate(&rp, "heartbeat", &heart, 100, acq_clk_hz, "ConfigureBreakoutBoard.cs:34");
     rp_check(&rp, mem_frames == 0, "ConfigureMemoryMonitor.cs:52,80", "%ld frames from the disabled MemoryMonitor",
              mem_frames);
     /* DigitalIO with SAMPLE_PERIOD 0 sends on change only: nothing changes here */

@@ -36,13 +36,6 @@ enum { OS_MAXCURRENT = 1, OS_PULSEMASK = 2, OS_PULSEDUR = 3, OS_PULSEPERIOD = 4,
 static replay_t rp;
 static uint32_t acq_hz;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int reset(const char *at)
 {
     return rp_set(&rp, ONI_OPT_RESET, 1, at) == ONI_ESUCCESS && rp_clroni_properties(&rp, &acq_hz, at);
@@ -167,35 +160,9 @@ static void stimulators(void)
 
 /* --- frames --- */
 
-typedef struct {
-    long n;
-    uint64_t first, last;
-    int backwards;
-} clockstat_t;
-
-static clockstat_t rhd, bno;
+static rp_clock_t rhd, bno;
 static long other;
 static int amp_min = 65535, amp_max = 0;
-
-static void step(clockstat_t *c, uint64_t hub)
-{
-    if (c->n && hub <= c->last)
-        c->backwards++;
-    if (!c->n)
-        c->first = hub;
-    c->last = hub;
-    c->n++;
-}
-
-static void check_rate(const char *name, const clockstat_t *c, double hz, uint32_t clock_hz, const char *at)
-{
-    rp_check(&rp, c->backwards == 0, at, "%s hub clock went backwards %d times", name, c->backwards);
-    if (!rp_check(&rp, c->n >= 2, at, "%s: %ld frames", name, c->n))
-        return;
-    double period = (double)(c->last - c->first) / (double)(c->n - 1) / clock_hz;
-    rp_check(&rp, fabs(period * hz - 1) < 0.1, at, "%s: mean period %.3g us by the hub clock, want %.3g us", name,
-             period * 1e6, 1e6 / hz);
-}
 
 static void dispatch(const oni_frame_t *f)
 {
@@ -208,7 +175,7 @@ static void dispatch(const oni_frame_t *f)
         if (!rp_check(&rp, f->data_sz >= 8 + 2 * 67, "Rhd2000DataFrame.cs:64-69", "RHD2164 frame of %u bytes",
                       (unsigned)f->data_sz))
             return;
-        step(&rhd, rp_u64(f, 0));
+        rp_clock_step(&rhd, rp_u64(f, 0));
         for (int i = 0; i < 64; i++) {
             int s = rp_u16(f, 8 + 2 * (size_t)i);
             amp_min = s < amp_min ? s : amp_min;
@@ -217,7 +184,7 @@ static void dispatch(const oni_frame_t *f)
     } else if (f->dev_idx == BNO) { /* Bno055Payload (Bno055DataFrame.cs:106-121): hub clock, 13 s16, 2 u8 */
         if (rp_check(&rp, f->data_sz >= 8 + 28, "Bno055DataFrame.cs:106-121", "BNO055 frame of %u bytes",
                      (unsigned)f->data_sz))
-            step(&bno, rp_u64(f, 0));
+            rp_clock_step(&bno, rp_u64(f, 0));
     } else {
         other++;
     }
@@ -270,16 +237,16 @@ int main(int argc, char **argv)
     if (rp.failures || rp_set(&rp, ONI_OPT_RESETACQCOUNTER, 2, "ContextTask.cs:348"))
         return rp_close(&rp);
     rp_note(&rp, "start");
-    double t0 = now_s();
+    double t0 = rp_now();
     int triggered = 0;
-    while (now_s() - t0 < seconds && rp.failures <= 20) {
+    while (rp_now() - t0 < seconds && rp.failures <= 20) {
         oni_frame_t *f = NULL;
         int rc = oni_read_frame(rp.ctx, &f);
         if (!rp_check(&rp, rc > 0, "ContextTask.cs:404", "oni_read_frame: %d (%s)", rc, oni_error_str(rc)))
             break;
         dispatch(f);
         oni_destroy_frame(f);
-        if (!triggered && now_s() - t0 > seconds / 2) {
+        if (!triggered && rp_now() - t0 > seconds / 2) {
             /* Headstage64OpticalStimulatorTrigger (Headstage64OpticalStimulatorTrigger.cs:38-44) */
             rp_write(&rp, OSTIM, OS_TRIGGER, 1, "Headstage64OpticalStimulatorTrigger.cs:42");
             triggered = 1;
@@ -289,8 +256,8 @@ int main(int argc, char **argv)
     rp_note(&rp, "RHD2164 %ld frames, BNO055 %ld, others %ld", rhd.n, bno.n, other);
     /* the RHD2164 samples at 30 kHz and the BNO055 at 100 Hz on this headstage (hub clock of hub 1) */
     uint32_t clk = hubclk ? hubclk : acq_hz;
-    check_rate("RHD2164", &rhd, 30000, clk, "Rhd2164Data.cs:74");
-    check_rate("BNO055", &bno, 100, clk, "Bno055Data.cs");
+    rp_check_rate(&rp, "RHD2164", &rhd, 30000, clk, "Rhd2164Data.cs:74");
+    rp_check_rate(&rp, "BNO055", &bno, 100, clk, "Bno055Data.cs");
     rp_check(&rp, amp_max > amp_min, "Rhd2164Data.cs:72", "RHD2164 amplifier samples are all %d", amp_min);
     /* disposal: passthrough bit stays clear, port off (ConfigurePortController.cs:60,65) */
     rp_write(&rp, RP_PORTA, PC_PORTVOLTAGE, 0, "ConfigurePortController.cs:65");

@@ -33,13 +33,6 @@ enum { MEMMON = 10 };
 static replay_t rp;
 static uint32_t acq_hz;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -131,8 +124,8 @@ int main(int argc, char **argv)
     memset(loop, 0, sizeof loop);
     uint64_t last_delta = 0, frames = 0, bad = 0, sent = 0;
     uint32_t mem_max = 0;
-    double t0 = now_s();
-    while (lat && now_s() - t0 < seconds) {
+    double t0 = rp_now();
+    while (lat && rp_now() - t0 < seconds) {
         oni_frame_t *f = NULL;
         int rc = oni_read_frame(rp.ctx, &f);
         if (!rp_check(&rp, rc > 0, "ContextTask.cs:404", "oni_read_frame: %d (%s)", rc, oni_error_str(rc)))

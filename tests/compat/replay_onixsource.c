@@ -44,13 +44,6 @@ static uint32_t acq_clk_hz, total_mem;
 static int probe_connected[2];
 static double last_voltage_a;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* --- port controller (PortController.cpp) --- */
 
 static int check_link_state(oni_dev_idx_t port)
@@ -382,51 +375,17 @@ static int start(void)
 
 /* --- acquisition: FrameReader.cpp:34-67 hands each frame to its device --- */
 
-typedef struct {
-    long n;
-    uint64_t first, last;
-    int backwards;
-} clockstat_t;
-
-static clockstat_t np2[2], dio, aio, mem;
+static rp_clock_t np2[2], dio, aio, mem;
 static long harp, other, bno_polls;
 static int np2_min = 4095, np2_max = 0;
 static uint64_t bno_last;
-
-static void clock_step(clockstat_t *c, uint64_t hub)
-{
-    if (c->n && hub <= c->last)
-        c->backwards++;
-    if (!c->n)
-        c->first = hub;
-    c->last = hub;
-    c->n++;
-}
 
 /* Neuropixels2e::processFrames (Neuropixels2e.cpp:575-617): probe index at
  * u16 word 4, samples from word 9, 16 frames of 36 words, ADC k at
  * adcIndices[k] (Neuropixels2e.h:161-164, 206-230). */
 static void np2_frame(const oni_frame_t *f)
 {
-    static const int adc[24] = {0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 16, 17, 18, 20, 21, 22, 24, 25, 26, 28, 29, 30};
-    if (!rp_check(&rp, f->data_sz >= 2 * (9 + 15 * 36 + 30 + 1), "Neuropixels2e.cpp:583-603",
-                  "NP2.0e frame of %u bytes, the decoder reads 1160", (unsigned)f->data_sz))
-        return;
-    unsigned probe = rp_u16(f, 8);
-    if (!rp_check(&rp, probe < 2 && probe_connected[probe], "Neuropixels2e.cpp:582",
-                  "NP2.0e frame of probe index %u, which is not a connected probe", probe))
-        return;
-    clock_step(&np2[probe], rp_u64(f, 0));
-    for (int i = 0; i < 16; i++)
-        for (int k = 0; k < 24; k++) {
-            int s = rp_u16(f, 2 * (size_t)(9 + adc[k] + i * 36));
-            if (s > 4095 && !rp_check(&rp, 0, "Neuropixels2e.cpp:603", "NP2.0e sample %d is not 12-bit", s))
-                return;
-            if (s < np2_min)
-                np2_min = s;
-            if (s > np2_max)
-                np2_max = s;
-        }
+    np2_check_frame(&rp, f, 2 * (9 + 15 * 36 + 30 + 1), probe_connected, np2, &np2_min, &np2_max, "Neuropixels2e.cpp:575-617");
 }
 
 static void dispatch(const oni_frame_t *f)
@@ -442,16 +401,16 @@ static void dispatch(const oni_frame_t *f)
         break;
     case DIGITALIO: /* hub clock, inputs at word 4, buttons at word 5 (DigitalIO.cpp:139-150) */
         if (rp_check(&rp, f->data_sz >= 12, "DigitalIO.cpp:144-150", "DigitalIO frame of %u bytes", (unsigned)f->data_sz))
-            clock_step(&dio, rp_u64(f, 0));
+            rp_clock_step(&dio, rp_u64(f, 0));
         break;
     case ANALOGIO: /* hub clock, 12 int16 from word 4 (AnalogIO.cpp:214-240) */
         if (rp_check(&rp, f->data_sz >= 8 + 24, "AnalogIO.cpp:216-223", "AnalogIO frame of %u bytes", (unsigned)f->data_sz))
-            clock_step(&aio, rp_u64(f, 0));
+            rp_clock_step(&aio, rp_u64(f, 0));
         break;
     case MEMMON: /* hub clock, words used at u32 2 (MemoryMonitor.cpp:158-161) */
         if (rp_check(&rp, f->data_sz >= 12, "MemoryMonitor.cpp:160", "MemoryMonitor frame of %u bytes",
                      (unsigned)f->data_sz)) {
-            clock_step(&mem, rp_u64(f, 0));
+            rp_clock_step(&mem, rp_u64(f, 0));
             rp_check(&rp, rp_u32(f, 8) <= total_mem, "MemoryMonitor.cpp:161", "memory used %u > TOTAL_MEM %u",
                      (unsigned)rp_u32(f, 8), (unsigned)total_mem);
         }
@@ -492,23 +451,12 @@ static void poll_bno(void)
     bno_polls++;
 }
 
-/* The mean hub-clock period of a stream must be within 10 % of 1/rate. */
-static void check_rate(const char *name, const clockstat_t *c, double hz, const char *at)
-{
-    rp_check(&rp, c->backwards == 0, at, "%s hub clock went backwards %d times", name, c->backwards);
-    if (!rp_check(&rp, c->n >= 2, at, "%s: %ld frames", name, c->n))
-        return;
-    double period = (double)(c->last - c->first) / (double)(c->n - 1) / acq_clk_hz;
-    rp_check(&rp, fabs(period * hz - 1) < 0.1, at, "%s: %ld frames, mean period %.3g us by the hub clock, want %.3g us",
-             name, c->n, period * 1e6, 1e6 / hz);
-}
-
 static void acquire(double seconds)
 {
-    double t0 = now_s(), next_poll = t0;
+    double t0 = rp_now(), next_poll = t0;
     oni_fifo_time_t last = 0;
     long n = 0;
-    while (now_s() - t0 < seconds) {
+    while (rp_now() - t0 < seconds) {
         oni_frame_t *f = NULL;
         int rc = oni_read_frame(rp.ctx, &f);
         if (!rp_check(&rp, rc > 0, "Onix1.cpp:174", "oni_read_frame: %d (%s)", rc, oni_error_str(rc)))
@@ -518,7 +466,7 @@ static void acquire(double seconds)
         last = f->time;
         dispatch(f);
         oni_destroy_frame(f);
-        if (now_s() >= next_poll) {
+        if (rp_now() >= next_poll) {
             poll_bno();
             next_poll += 0.010;
         }
@@ -530,11 +478,11 @@ static void acquire(double seconds)
             n, seconds, np2[0].n, np2[1].n, dio.n, aio.n, mem.n, harp, other, bno_polls);
     for (int p = 0; p < 2; p++)
         if (probe_connected[p])
-            check_rate(p ? "NP2.0e probe B" : "NP2.0e probe A", &np2[p], 30000, "Neuropixels2e.cpp:590-592");
+            rp_check_rate(&rp, p ? "NP2.0e probe B" : "NP2.0e probe A", &np2[p], 30000, acq_clk_hz, "Neuropixels2e.cpp:590-592");
     rp_check(&rp, np2_max > np2_min, "Neuropixels2e.cpp:603", "NP2.0e samples are all %d", np2_min);
-    check_rate("DigitalIO", &dio, 25000, "DigitalIO.cpp:83");
-    check_rate("AnalogIO", &aio, 100000, "AnalogIO.h:101");
-    check_rate("MemoryMonitor", &mem, 100, "MemoryMonitor.cpp:126");
+    rp_check_rate(&rp, "DigitalIO", &dio, 25000, acq_clk_hz, "DigitalIO.cpp:83");
+    rp_check_rate(&rp, "AnalogIO", &aio, 100000, acq_clk_hz, "AnalogIO.h:101");
+    rp_check_rate(&rp, "MemoryMonitor", &mem, 100, acq_clk_hz, "MemoryMonitor.cpp:126");
     rp_check(&rp, bno_polls > 0, "PolledBno055.cpp:200-218", "the BNO055 was never polled");
 }
 
