@@ -1,7 +1,8 @@
 /* oniemu.h - options of the `emu` driver (the emulated ONIX host).
  *
  * The emulated card is configured by a spec string "key=value;key=value":
- *   devices=np2,stim      device set (docs/devices.md lists names and arguments)
+ *   devices=breakout,np2e device set (docs/devices.md lists names and arguments): breakout =
+ *                         the host + breakout board, headstages plug into its ports (port=a|b)
  *   link=gen2x4           PCIe link preset: gen2x4 (default, the thesis card), gen3x8,
  *                         gen4x8, gen4x16, gen5x16, unlimited
  *   mode=realtime|fast    realtime: the acquisition clock follows wall time;
@@ -11,6 +12,8 @@
  *                         reader; lower latency where timer wake-ups are late)
  *   ddr=4G                card FIFO ("DDR") capacity, split between the two data streams
  *   seed=1                seed of every random source (neural data is reproducible)
+ *   gpustream=1           the firmware has the GPU data stream (0: default stream only;
+ *                         ONI_DRV_GPU_STREAM of onigpu.h reports it)
  *   daemon=/path.sock     use the onix-emu daemon at that socket instead of an
  *                         in-process card
  * The spec comes from ONI_DRV_EMU_SPEC (set before oni_init_ctx), else from the

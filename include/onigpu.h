@@ -87,7 +87,11 @@ enum {
     ONI_DRV_WRITE_ASYNC,        /* start buffer -> card; completion record written when consumed */
     ONI_DRV_STREAM_STATS,       /* FIFO fill and drop counters of both data streams */
     ONI_DRV_CHUNK_SZ,           /* chunk size of staged GPU transfers, bytes; 0 = direct (default) */
-    ONI_DRV_DMA_AGENT           /* GPU transfers up to this many bytes by the GPU-resident DMA agent; 0 = off */
+    ONI_DRV_DMA_AGENT,          /* GPU transfers up to this many bytes by the GPU-resident DMA agent; 0 = off */
+    ONI_DRV_GPU_STREAM          /* get only: uint32_t, 1 if the card's firmware has the GPU data stream
+                                   (the thesis' extension; emu: spec gpustream=, default 1), 0 if it has
+                                   the default stream only (as today's ONIX firmware): then no device
+                                   can be routed to the GPU stream */
 };
 
 /* The ONI_DRV_DMA_AGENT limit to use when turning the agent on: up to 16 KiB its

@@ -98,14 +98,18 @@ TEST(emu_spec_edges)
 }
 
 /* Spec arguments every device takes: enable=0 keeps it silent until enabled,
- * hub=N places it (hubs up to N are created, each with its manager). */
+ * hub=N places it (hubs up to N are created; the table lists the manager of
+ * each hub that has a device). */
 TEST(emu_spec_enable_and_hub_arguments)
 {
     struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1000:enable=0,np2:hub=3");
     REQUIRE(c);
+    uint32_t v0 = 0;
     oni_device_t t[16];
     int n = table_read(c, t, 16);
-    CHECK_EQ(n, 3 + 4);
+    CHECK_EQ(n, 3 + 2); /* heartbeat, np2, memusage; managers of hubs 0 and 3 */
+    CHECK_EQ(find_id(t, n, ONIX_ONIGPU_HUBMGR), 0x0FE);
+    CHECK_EQ(reg_get(c, 0x1FE, ONIX_HUB_HARDWAREID, &v0), ONI_SIG_CONFIGRNACK); /* hub 1 is empty */
     CHECK_EQ(find_id(t, n, ONIX_ONIGPU_NEUROPIX2), 0x300);
     uint32_t hb = find_id(t, n, ONIX_HEARTBEAT), v = 1;
     CHECK_EQ(reg_get(c, hb, EMU_REG_ENABLE, &v), ONI_SIG_CONFIGRACK);
@@ -458,5 +462,345 @@ TEST(emu_link_presets_and_model_exact)
         best = took < best ? took : best;
     }
     CHECK(best < model / 2);
+    emu_card_destroy(c);
+}
+
+/* --- the breakout board, its ports and passthrough ------------------------ */
+
+#include "emu/headstage.h"
+
+/* A minimal serdes headstage for these tests (the real ones: the headstage
+ * files): an EEPROM at 0x51 (16-bit register addresses, "HSOE..." from
+ * byte 0), the serializer at 0x58 (its registers kept), two streams that
+ * send frames [u64 hub clock][u16 stream][u16 count] while GPIO32 (0x0E)
+ * is 0x19, and a count of power-ons. */
+struct tiny {
+    uint8_t eeprom[64], ser[256];
+    uint16_t count;
+    int powered_on;
+};
+
+static int tiny_init(void **priv, struct emu_card *c, uint32_t dev_idx, struct emu_args *a, char *err, size_t cap)
+{
+    (void)c, (void)dev_idx, (void)err, (void)cap;
+    struct tiny *t = calloc(1, sizeof *t);
+    if (!t)
+        return ONI_EBADALLOC;
+    memcpy(t->eeprom, "HSOE", 4);
+    t->eeprom[4] = 1;
+    *priv = t;
+    const char *x = emu_arg(a, "x"); /* an argument of its own */
+    (void)x;
+    return 0;
+}
+
+static void tiny_fini(void *priv) { free(priv); }
+
+static int tiny_read(void *priv, uint32_t addr, uint32_t reg, unsigned n, int reg16, uint32_t *v)
+{
+    struct tiny *t = priv;
+    uint8_t *m = addr == 0x51 && reg16 ? t->eeprom : addr == 0x58 && !reg16 ? t->ser : NULL;
+    size_t size = m == t->eeprom ? sizeof t->eeprom : sizeof t->ser;
+    if (!m || reg + n > size)
+        return 0;
+    *v = 0;
+    for (unsigned i = 0; i < n; i++)
+        *v |= (uint32_t)m[reg + i] << (8 * i);
+    return 1;
+}
+
+static int tiny_write(void *priv, uint32_t addr, uint32_t reg, unsigned n, int reg16, uint32_t v)
+{
+    struct tiny *t = priv;
+    if (addr != 0x58 || reg16 || reg + n > sizeof t->ser)
+        return 0;
+    for (unsigned i = 0; i < n; i++)
+        t->ser[reg + i] = (uint8_t)(v >> (8 * i));
+    return 1;
+}
+
+static int tiny_streaming(void *priv, int s)
+{
+    (void)s;
+    return ((struct tiny *)priv)->ser[0x0E] == 0x19;
+}
+
+static void tiny_fill(void *priv, int s, uint8_t *out, uint64_t hub_clock, uint64_t t)
+{
+    (void)t;
+    struct tiny *p = priv;
+    uint16_t w[2] = {(uint16_t)s, p->count++};
+    memcpy(out, &hub_clock, 8);
+    memcpy(out + 8, w, 4);
+}
+
+static void tiny_power(void *priv, int on) { ((struct tiny *)priv)->powered_on += on; }
+
+static const struct emu_hs_ops tiny_hs = {
+    .name = "tinyhs", .hs_id = ONIX_HUB_HSNP2E, .lock_min_dv = 30, .lock_max_dv = 55,
+    .nstreams = 2, .read_size = 12, .rate_mhz = 1000 * 1000ull, .init = tiny_init, .fini = tiny_fini,
+    .i2c_read = tiny_read, .i2c_write = tiny_write, .streaming = tiny_streaming, .fill = tiny_fill,
+    .power = tiny_power,
+};
+
+static const struct emu_devtype *const hub_hs_devices[] = {&emu_dev_heartbeat, &emu_dev_bno055, NULL};
+static const struct emu_hs_ops hub_hs = {
+    .name = "tinyhub", .hs_id = ONIX_HUB_HS64, .hub_rev = 2, .hub_fw = 0x0105, .hub_clk_hz = 42000000,
+    .lock_min_dv = 50, .lock_max_dv = 70, .hub_devices = hub_hs_devices,
+};
+
+/* Raw I2C register address as Bonsai's I2CRegisterContext.cs:26-40 makes it. */
+static uint32_t i2c(uint32_t addr, uint32_t reg, unsigned n, int reg16)
+{
+    return (reg << 7) | (addr & 0x7F) | (n - 1) << 28 | (reg16 ? 0x80000000u : 0);
+}
+
+static const oni_device_t *entry(const oni_device_t *t, int n, uint32_t idx)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i].idx == idx)
+            return &t[i];
+    return NULL;
+}
+
+/* `breakout`: the host hub's devices at the indices, ids and versions that
+ * onix-source (OnixSource.cpp:337-345) and Bonsai (Configure*.cs: default
+ * DeviceAddress, ID, MinimumVersion) address; host firmware major 2; no raw
+ * device and no port hub without passthrough and power. */
+TEST(emu_breakout_table)
+{
+    struct emu_card *c = card_open("mode=fast;devices=breakout:loadtest=1");
+    REQUIRE(c);
+    oni_device_t t[32];
+    int n = table_read(c, t, 32);
+    static const struct {
+        uint32_t idx, id, min_version;
+    } want[] = {
+        {0, ONIX_PERSTHEARTBEAT, 1}, {1, ONIX_FMCLINKCTRL, 2},   {2, ONIX_FMCLINKCTRL, 2},
+        {5, ONIX_FMCCLKOUT1R3, 1},   {6, ONIX_FMCANALOG1R3, 2},  {7, ONIX_BREAKDIG1R3, 2},
+        {10, ONIX_MEMUSAGE, 2},      {11, ONIX_LOADTEST, 2},     {12, ONIX_HARPSYNCINPUT, 2},
+        {0xFE, ONIX_ONIGPU_HUBMGR, 1},
+    };
+    CHECK_EQ(n, (int)(sizeof want / sizeof want[0]));
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const oni_device_t *e = entry(t, n, want[i].idx);
+        REQUIRE(e);
+        CHECK_EQ(e->id, want[i].id);
+        CHECK(e->version >= want[i].min_version);
+    }
+    uint32_t v = 0;
+    CHECK_EQ(reg_get(c, 0xFE, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, ONIX_HUB_FMCHOST);
+    CHECK_EQ(reg_get(c, 0xFE, ONIX_HUB_FIRMWAREVER, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ((v & 0xFF00) >> 8, 2);
+    CHECK_EQ(reg_get(c, 0x1FE, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRNACK); /* no headstage */
+    /* persistent heartbeat: always on, CLK_DIV within CLK_HZ / 10 MHz .. CLK_HZ / MIN_HB_HZ */
+    uint32_t hz = 0, min = 0;
+    CHECK_EQ(reg_get(c, 0, 2, &hz), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, 0, 3, &min), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, 0, 0, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1);
+    CHECK_EQ(reg_set(c, 0, 0, 0), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, 0, 1, hz / 100), ONI_SIG_CONFIGWACK); /* Bonsai's default, 100 Hz */
+    CHECK_EQ(reg_set(c, 0, 1, hz / min + 1), ONI_SIG_CONFIGWNACK);
+    /* memory monitor: TOTAL_MEM at 3 (ConfigureMemoryMonitor.cs:97) */
+    CHECK_EQ(reg_get(c, 10, 3, &v), ONI_SIG_CONFIGRACK);
+    CHECK(v > 0);
+    /* output clock: register 0 is NULL, BASE_FREQ_HZ at 6 */
+    CHECK_EQ(reg_get(c, 5, 6, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 250000000);
+    CHECK_EQ(reg_set(c, 5, 2, 0), ONI_SIG_CONFIGWNACK); /* HIGH_CYCLES >= 1 */
+    emu_card_destroy(c);
+    struct emu_card *bad = NULL;
+    char err[200];
+    CHECK_RC(emu_card_create("devices=breakout,breakout", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK_RC(emu_card_create("devices=breakout,memusage", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK_RC(emu_card_create("devices=breakout,np2:hub=1", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK(strstr(err, "ports") != NULL);
+    /* the breakout board's indices are fixed, whatever comes first in the list */
+    REQUIRE((c = card_open("mode=fast;devices=stim,breakout")));
+    n = table_read(c, t, 32);
+    CHECK_EQ(entry(t, n, 0)->id, ONIX_PERSTHEARTBEAT);
+    CHECK_EQ(find_id(t, n, ONIX_ONIGPU_STIM), 13);
+    emu_card_destroy(c);
+}
+
+/* A serdes headstage on port B through passthrough, in the order the
+ * plugin and Bonsai go: PASSTHROUGH bit 2 (OnixSource.cpp:196-208), RESET,
+ * the raw device at index 9 (ContextTask.cs:582-592: hub + 7), port voltage
+ * until LINKSTATE locks (ConfigureHeadstageNeuropixelsV2ePortController.cs),
+ * deserializer aliases, EEPROM and serializer by raw I2C, then frames. */
+TEST(emu_passthrough_serdes_headstage)
+{
+    REQUIRE(emu_hs_register(&tiny_hs) == 0);
+    REQUIRE(emu_hs_register(&tiny_hs) == 0); /* again: the same */
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=breakout,tinyhs:port=b:x=1");
+    REQUIRE(c);
+    oni_device_t t[32];
+    int n = table_read(c, t, 32);
+    CHECK(!entry(t, n, 8) && !entry(t, n, 9));
+    uint32_t v = 0;
+    CHECK_RC(emu_card_write_config(c, EMU_CONFIG_PASSTHROUGH, 2), ONI_EINVALARG); /* bit 1 is no port */
+    CHECK_RC(emu_card_write_config(c, EMU_CONFIG_PASSTHROUGH, 4), 0);
+    CHECK_RC(emu_card_read_config(c, EMU_CONFIG_PASSTHROUGH, &v), 0);
+    CHECK_EQ(v, 4);
+    CHECK_EQ(reg_get(c, 9, 0x8000, &v), ONI_SIG_CONFIGRNACK); /* in effect only from the next reset */
+    n = table_read(c, t, 32);
+    const oni_device_t *raw = entry(t, n, 9);
+    REQUIRE(raw);
+    CHECK(!entry(t, n, 8));
+    CHECK_EQ(raw->id, ONIX_DS90UB9RAW);
+    CHECK_EQ(raw->version, 3);
+    CHECK_EQ(raw->read_size, 12);
+    /* no power yet: the link is down, the headstage does not answer */
+    CHECK_EQ(reg_get(c, 2, 5, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    CHECK_EQ(reg_get(c, 9, i2c(0x58, 0x0E, 1, 0), &v), ONI_SIG_CONFIGRNACK);
+    CHECK_EQ(reg_set(c, 2, 3, 71), ONI_SIG_CONFIGWNACK); /* over 7.0 V */
+    CHECK_EQ(reg_set(c, 2, 3, 29), ONI_SIG_CONFIGWACK);  /* under its range */
+    CHECK_EQ(reg_get(c, 2, 5, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    CHECK_EQ(reg_set(c, 2, 3, 33), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_get(c, 2, 5, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 3); /* lock and parity */
+    CHECK_EQ(reg_get(c, 9, 0x8012, &v), ONI_SIG_CONFIGRACK); /* raw LINKSTATUS */
+    CHECK_EQ(v & 1, 1);
+    CHECK_EQ(reg_get(c, 1, 5, &v), ONI_SIG_CONFIGRACK); /* port A: nothing plugged in */
+    CHECK_EQ(v, 0);
+    /* the EEPROM is reachable once an alias maps it (HeadStageEEPROM.cpp:34-37) */
+    CHECK_EQ(reg_get(c, 9, i2c(0x51, 0, 1, 1), &v), ONI_SIG_CONFIGRNACK);
+    CHECK_EQ(reg_set(c, 9, i2c(0x30, 0x64, 1, 0), 0x51 << 1), ONI_SIG_CONFIGWACK); /* SlaveID7 */
+    CHECK_EQ(reg_set(c, 9, i2c(0x30, 0x6C, 1, 0), 0x51 << 1), ONI_SIG_CONFIGWACK); /* SlaveAlias7 */
+    CHECK_EQ(reg_get(c, 9, i2c(0x30, 0x64, 1, 0), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0x51 << 1);
+    CHECK_EQ(reg_get(c, 9, i2c(0x51, 0, 4, 1), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0x454F5348); /* "HSOE", first byte lowest */
+    CHECK_EQ(reg_get(c, 9, i2c(0x51, 4, 1, 1), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1);
+    CHECK_EQ(reg_get(c, 9, i2c(0x51, 0, 1, 0), &v), ONI_SIG_CONFIGRNACK); /* the chip's NACK comes back */
+    CHECK_EQ(reg_get(c, 9, 0x40000000u | i2c(0x51, 0, 1, 1), &v), ONI_SIG_CONFIGRNACK); /* malformed */
+    /* an alias elsewhere reaches the chip at its own address */
+    CHECK_EQ(reg_set(c, 9, i2c(0x30, 0x5E, 1, 0), 0x51 << 1), ONI_SIG_CONFIGWACK); /* SlaveID1 */
+    CHECK_EQ(reg_set(c, 9, i2c(0x30, 0x66, 1, 0), 0x52 << 1), ONI_SIG_CONFIGWACK); /* SlaveAlias1 */
+    CHECK_EQ(reg_get(c, 9, i2c(0x52, 0, 1, 1), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 'H');
+    /* raw device registers of its own */
+    CHECK_EQ(reg_set(c, 9, 0x8001, 0x00100009), ONI_SIG_CONFIGWACK); /* READSZ */
+    CHECK_EQ(reg_get(c, 9, 0x8001, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0x00100009);
+    CHECK_EQ(reg_set(c, 9, 0x8012, 0), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, 9, 0x8000, 0), ONI_SIG_CONFIGWACK); /* ENABLE */
+    CHECK_EQ(reg_set(c, 9, 0x8000, 1), ONI_SIG_CONFIGWACK);
+    /* the serializer (0x58, its default alias) starts the streams */
+    CHECK_EQ(reg_set(c, 9, i2c(0x58, 0x0E, 1, 0), 0x19), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_get(c, 9, i2c(0x58, 0x0E, 1, 0), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0x19);
+    CHECK_EQ(reg_get(c, 9, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 2000); /* two streams of 1 kHz */
+    card_start(c);
+    static struct frame f;
+    uint32_t lo0 = 0, lo1 = 0;
+    CHECK_EQ(reg_get(c, 9, i2c(0x58, 0x0E, 1, 0), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, 9, 0x8013, &lo0), ONI_SIG_CONFIGRACK); /* LASTI2CL */
+    for (int k = 0; k < 6; k++) {
+        do
+            REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        while (f.dev != 9);
+        uint64_t clock;
+        uint16_t w[2];
+        memcpy(&clock, f.data, 8);
+        memcpy(w, f.data + 8, 4);
+        CHECK_EQ(f.sz, 12);
+        CHECK_EQ(clock, f.time);
+        CHECK_EQ(w[0], k % 2); /* streams alternate from stream 0 */
+        CHECK_EQ(w[1], k);
+    }
+    CHECK_EQ(reg_get(c, 9, i2c(0x58, 0x0E, 1, 0), &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(reg_get(c, 9, 0x8013, &lo1), ONI_SIG_CONFIGRACK);
+    CHECK(lo1 > lo0); /* the clock of the last transaction moved on */
+    /* the voltage goes: lock lost, a port status frame, LINKFLAGS bit 0 */
+    CHECK_EQ(reg_set(c, 2, 3, 0), ONI_SIG_CONFIGWACK);
+    do
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+    while (f.dev != 2);
+    CHECK_EQ(f.sz, 10);
+    CHECK_EQ(f.data[8] | f.data[9], 0);
+    CHECK_EQ(reg_get(c, 2, 7, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 1);
+    CHECK_EQ(reg_set(c, 2, 7, 3), ONI_SIG_CONFIGWACK); /* as the plugin resets them */
+    CHECK_EQ(reg_get(c, 2, 7, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0);
+    CHECK_EQ(reg_get(c, 9, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0); /* unpowered: no frames */
+    CHECK_EQ(reg_get(c, 9, i2c(0x58, 0x0E, 1, 0), &v), ONI_SIG_CONFIGRNACK);
+    /* passthrough off: the raw device leaves the table */
+    CHECK_RC(emu_card_write_config(c, EMU_CONFIG_PASSTHROUGH, 0), 0);
+    n = table_read(c, t, 32);
+    CHECK(!entry(t, n, 9));
+    CHECK_EQ(reg_get(c, 9, 0x8001, &v), ONI_SIG_CONFIGRNACK);
+    uint32_t w = 1;
+    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, 9, &w, 1), ONI_EBADFRAME);
+    emu_card_destroy(c);
+    struct emu_card *bad = NULL;
+    char err[200];
+    CHECK_RC(emu_card_create("devices=tinyhs", &bad, err, sizeof err), ONI_EINVALARG); /* no breakout */
+    CHECK(strstr(err, "breakout") != NULL);
+    CHECK_RC(emu_card_create("devices=breakout,tinyhs:port=c", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK_RC(emu_card_create("devices=breakout,tinyhs,tinyhs:port=a", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK_RC(emu_card_create("devices=breakout,tinyhs:y=1", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK(strstr(err, "'y'") != NULL);
+    REQUIRE((c = card_open("devices=breakout,tinyhs,tinyhs"))); /* ports a and b */
+    emu_card_destroy(c);
+}
+
+/* A hub headstage: its hub (1 for port A) and devices are in the table
+ * from the first RESET after its link locks, in standard mode only. */
+TEST(emu_hub_headstage_behind_its_port)
+{
+    REQUIRE(emu_hs_register(&hub_hs) == 0);
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=breakout,tinyhub");
+    REQUIRE(c);
+    oni_device_t t[32];
+    int n = table_read(c, t, 32);
+    CHECK(!entry(t, n, 0x100) && !entry(t, n, 0x1FE));
+    uint32_t v = 0;
+    CHECK_EQ(reg_set(c, 1, 3, 55), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_get(c, 0x100, ONIX_HEARTBEAT_CLK_HZ, &v), ONI_SIG_CONFIGRNACK); /* not until a reset */
+    n = table_read(c, t, 32);
+    REQUIRE(entry(t, n, 0x100) && entry(t, n, 0x101) && entry(t, n, 0x1FE));
+    CHECK_EQ(entry(t, n, 0x100)->id, ONIX_HEARTBEAT);
+    CHECK_EQ(entry(t, n, 0x101)->id, ONIX_BNO055);
+    CHECK_EQ(reg_get(c, 0x1FE, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, ONIX_HUB_HS64);
+    CHECK_EQ(reg_get(c, 0x1FE, ONIX_HUB_FIRMWAREVER, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 0x0105);
+    CHECK_EQ(reg_get(c, 0x100, ONIX_HEARTBEAT_CLK_HZ, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 42000000);
+    CHECK_RC(emu_card_write_config(c, EMU_CONFIG_PASSTHROUGH, 1), 0);
+    n = table_read(c, t, 32);
+    CHECK(!entry(t, n, 0x100) && entry(t, n, 8));
+    emu_card_destroy(c);
+}
+
+/* gpustream=0: a card of today's firmware, one read stream: route=1 is
+ * refused by name, ROUTE=1 NACKed, and the card says so. */
+TEST(emu_card_without_gpu_stream)
+{
+    struct emu_card *bad = NULL;
+    char err[200];
+    CHECK_RC(emu_card_create("gpustream=0;devices=testcore:route=1", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK(strstr(err, "gpustream=0") != NULL);
+    CHECK_RC(emu_card_create("gpustream=2", &bad, err, sizeof err), ONI_EINVALARG);
+    struct emu_card *c = card_open("mode=fast;gpustream=0;devices=testcore");
+    REQUIRE(c);
+    CHECK_EQ(emu_card_features(c), EMU_FEAT_FAST);
+    oni_device_t t[8];
+    int n = table_read(c, t, 8);
+    uint32_t core = find_id(t, n, ONIX_ONIGPU_TESTCORE);
+    CHECK_EQ(reg_set(c, core, EMU_REG_ROUTE, 1), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, core, EMU_REG_ROUTE, 0), ONI_SIG_CONFIGWACK);
+    emu_card_destroy(c);
+    REQUIRE((c = card_open("devices=testcore:route=1")));
+    CHECK_EQ(emu_card_features(c), EMU_FEAT_GPUSTREAM);
     emu_card_destroy(c);
 }

@@ -20,12 +20,12 @@ struct rate_case {
 TEST(emu_rates_and_timestamps_fast)
 {
     struct emu_card *c = card_open("mode=fast;link=unlimited;devices=np2,np1,rhd2164,bno055,heartbeat:hz=1000,"
-                                   "testcore:bytes=4096:rate=100M,loadtest:hz=5000,memusage:hz=250,breakout:hz=50");
+                                   "testcore:bytes=4096:rate=100M,loadtest:hz=5000,memusage:hz=250,analogio");
     REQUIRE(c);
     static const struct rate_case want[] = {
         {ONIX_ONIGPU_NEUROPIX2, 30000}, {ONIX_NEUROPIX1R0, 2500}, {ONIX_RHD2164, 30000},
         {ONIX_BNO055, 100},             {ONIX_HEARTBEAT, 1000},  {ONIX_ONIGPU_TESTCORE, 100e6 / 4096},
-        {ONIX_LOADTEST, 5000},          {ONIX_MEMUSAGE, 250},    {ONIX_BREAKDIG1R3, 100},
+        {ONIX_LOADTEST, 5000},          {ONIX_MEMUSAGE, 250},    {ONIX_FMCANALOG1R3, 100000},
     };
     enum { NW = sizeof want / sizeof want[0] };
     oni_device_t t[32];

@@ -382,35 +382,72 @@ TEST(emu_heartbeat_default_rate_and_hub_clock)
     emu_card_destroy(c);
 }
 
-/* breakout: a frame per edge of the square wave on digital input 0
- * (inputs 1, 0, 1, ...), buttons 0, link state 3; PULSE_HZ reads hz; hz is
- * 1..10^4. */
-TEST(emu_breakout_frames_and_range)
+/* digitalio (breakout:loopback=1): output writes as Bonsai's DigitalOutput
+ * makes them (one u32) come back on the inputs; in asynchronous mode
+ * (SAMPLE_PERIOD 0) each change is one 12-byte input frame [u64 hub clock]
+ * [u8 pins][u8 0][u16 buttons] whose hub clock is the write's arrival; a
+ * write that changes nothing gives no frame; SAMPLE_PERIOD p gives a frame
+ * every p + 2 ticks of BASE_FREQ_HZ. Without loopback the inputs stay 0. */
+TEST(emu_digitalio_loopback_and_sampling)
 {
-    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=breakout:hz=7,memusage:enable=0");
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=breakout:loopback=1,heartbeat:hz=10000");
     REQUIRE(c);
-    oni_device_t t[8];
-    int n = table_read(c, t, 8);
-    uint32_t brk = find_id(t, n, ONIX_BREAKDIG1R3), v = 0;
-    CHECK_EQ(reg_get(c, brk, EMU_REG_DEVICE + 1, &v), ONI_SIG_CONFIGRACK);
-    CHECK_EQ(v, 7);
+    oni_device_t t[32];
+    int n = table_read(c, t, 32);
+    uint32_t dio = find_id(t, n, ONIX_BREAKDIG1R3), hb = find_id(t, n, ONIX_HEARTBEAT), v = 0;
+    CHECK_EQ(dio, 7);
+    CHECK_EQ(reg_get(c, dio, 5, &v), ONI_SIG_CONFIGRACK); /* BASE_FREQ_HZ */
+    CHECK_EQ(v, 250000000);
     card_start(c);
     static struct frame f;
-    for (int k = 0; k < 4; k++) {
-        REQUIRE(dev_frame(c, brk, &f) == 0);
-        uint16_t w[4];
-        memcpy(w, f.data, 8);
-        CHECK_EQ(w[0], k % 2 ? 0 : 1);
-        CHECK_EQ(w[1], 0);
-        CHECK_EQ(w[2], 3);
-        CHECK_EQ(w[3], 0);
+    for (int k = 0; k < 5; k++) /* 0.5 ms of acquisition */
+        REQUIRE(dev_frame(c, hb, &f) == 0);
+    uint32_t pins[3] = {0x1A5, 0x1A5, 0x03};
+    uint64_t seen[2];
+    int got = 0;
+    for (int w = 0; w < 3; w++)
+        CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, dio, &pins[w], 1), 12);
+    while (got < 2) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        if (f.dev != dio)
+            continue;
+        uint64_t clock;
+        memcpy(&clock, f.data, 8);
+        CHECK_EQ(f.sz, 12);
+        CHECK_EQ(clock, f.time); /* the host hub's clock is the acquisition clock */
+        CHECK_EQ(f.data[8], got ? 0x03 : 0xA5);
+        CHECK_EQ(f.data[9], 0);
+        CHECK_EQ(f.data[10] | f.data[11], 0);
+        seen[got++] = clock;
     }
+    CHECK(seen[0] > 0 && seen[1] >= seen[0]);
+    for (int k = 0; k < 20; k++) { /* the unchanged second write made none */
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
+        CHECK(f.dev != dio);
+    }
+    CHECK_EQ(reg_set(c, dio, 7, 2498), ONI_SIG_CONFIGWACK); /* 250 MHz / (2498 + 2) = 100 kHz */
+    uint64_t last = 0;
+    for (int k = 0; k < 4; k++) {
+        REQUIRE(dev_frame(c, dio, &f) == 0);
+        CHECK_EQ(f.data[8], 0x03);
+        if (k)
+            CHECK_EQ(f.time - last, 2500);
+        last = f.time;
+    }
+    emu_card_destroy(c);
+    REQUIRE((c = card_open("mode=fast;link=unlimited;devices=breakout")));
+    n = table_read(c, t, 32);
+    card_start(c);
+    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, 7, &pins[2], 1), 12);
+    CHECK_EQ(reg_set(c, 7, 7, 2498), ONI_SIG_CONFIGWACK);
+    REQUIRE(dev_frame(c, 7, &f) == 0);
+    CHECK_EQ(f.data[8], 0); /* no wire: the inputs stay low */
     emu_card_destroy(c);
     struct emu_card *bad = NULL;
     char err[200];
-    CHECK_RC(emu_card_create("devices=breakout:hz=10001", &bad, err, sizeof err), ONI_EINVALARG);
-    REQUIRE((c = card_open("devices=breakout:hz=10000")));
-    emu_card_destroy(c);
+    CHECK_RC(emu_card_create("devices=breakout:loopback=2", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK_RC(emu_card_create("devices=breakout:hz=7", &bad, err, sizeof err), ONI_EINVALARG);
+    CHECK(strstr(err, "hz") != NULL);
 }
 
 /* stim: ECHO takes only 0 and 1; LAST_TAG and LAST_TIME are read-only;
@@ -488,9 +525,12 @@ TEST(emu_testsink_hash_and_word_count)
     emu_card_destroy(c);
 }
 
-/* loadtest: FRAME_WORDS starts at (bytes - 8) / 2 and reads back what was
- * written at once, but the frames keep their size, every word 42, until the
- * next RESET; its largest value is accepted; hz goes up to 2.5x10^7. */
+/* loadtest (LoadTester v2): DT0H16_WORDS starts at (bytes - 16) / 2 and
+ * reads back what was written at once, but the frames keep their size until
+ * the next RESET; its largest value is accepted; HTOD32_WORDS is taken.
+ * Frames: [u64 hub clock][u64 hub clock - last loopback value][u16 counter
+ * from DTOH_START, one up per word across frames]; a write frame's first
+ * 8 bytes are the loopback value. hz goes up to 2.5x10^7. */
 TEST(emu_loadtest_frame_words_and_payload)
 {
     struct emu_card *c = card_open("mode=fast;link=unlimited;devices=loadtest:bytes=64:hz=25000000,memusage:enable=0");
@@ -498,26 +538,59 @@ TEST(emu_loadtest_frame_words_and_payload)
     oni_device_t t[8];
     int n = table_read(c, t, 8);
     uint32_t lt = find_id(t, n, ONIX_LOADTEST), v = 0;
+    CHECK_EQ(t[0].version, 2);
     CHECK_EQ(reg_get(c, lt, ONIX_LOADTEST_FRAME_WORDS, &v), ONI_SIG_CONFIGRACK);
-    CHECK_EQ(v, 28);
+    CHECK_EQ(v, 24);
     CHECK_EQ(reg_get(c, lt, EMU_REG_RATE_HZ, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 25000000);
-    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 524284), ONI_SIG_CONFIGWACK);
-    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 524285), ONI_SIG_CONFIGWNACK);
+    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 524280), ONI_SIG_CONFIGWACK);
+    CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 524281), ONI_SIG_CONFIGWNACK);
     CHECK_EQ(reg_set(c, lt, ONIX_LOADTEST_FRAME_WORDS, 4), ONI_SIG_CONFIGWACK);
     CHECK_EQ(reg_get(c, lt, ONIX_LOADTEST_FRAME_WORDS, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 4);
+    CHECK_EQ(reg_set(c, lt, 4, 3), ONI_SIG_CONFIGWACK); /* HTOD32_WORDS */
+    CHECK_EQ(reg_get(c, lt, 4, &v), ONI_SIG_CONFIGRACK);
+    CHECK_EQ(v, 3);
+    CHECK_EQ(reg_set(c, lt, 5, 0xFFFE), ONI_SIG_CONFIGWACK); /* DTOH_START, from the next reset */
+    CHECK_EQ(reg_set(c, lt, 5, 0x10000), ONI_SIG_CONFIGWNACK);
     card_start(c);
     static struct frame f;
+    uint16_t want = 0;
     for (int k = 0; k < 3; k++) {
         REQUIRE(dev_frame(c, lt, &f) == 0);
         CHECK_EQ(f.sz, 64);
-        for (int i = 0; i < 28; i++) {
+        uint64_t clock, delta;
+        memcpy(&clock, f.data, 8);
+        memcpy(&delta, f.data + 8, 8);
+        CHECK_EQ(clock, f.time);
+        CHECK_EQ(delta, clock); /* nothing looped back yet */
+        for (int i = 0; i < 24; i++, want++) {
             uint16_t w;
-            memcpy(&w, f.data + 8 + 2 * i, 2);
-            CHECK_EQ(w, 42);
+            memcpy(&w, f.data + 16 + 2 * i, 2);
+            CHECK_EQ(w, want);
         }
     }
+    uint64_t back = f.time;
+    uint32_t wf[5] = {(uint32_t)back, (uint32_t)(back >> 32), 9, 9, 9}; /* as LoadTesterLoopback writes */
+    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, lt, wf, 5), 28);
+    uint64_t clock = 0, delta = 0;
+    for (int k = 0; k < 100000 && delta == clock; k++) { /* fast mode generated some frames ahead */
+        REQUIRE(dev_frame(c, lt, &f) == 0);
+        memcpy(&clock, f.data, 8);
+        memcpy(&delta, f.data + 8, 8);
+    }
+    CHECK(clock > back);
+    CHECK_EQ(delta, clock - back);
+    n = table_read(c, t, 8);
+    CHECK_EQ(t[0].read_size, 16 + 2 * 4);
+    card_start(c);
+    REQUIRE(dev_frame(c, lt, &f) == 0);
+    CHECK_EQ(f.sz, 24);
+    uint16_t w[4];
+    memcpy(w, f.data + 16, 8);
+    CHECK_EQ(w[0], 0xFFFE);
+    CHECK_EQ(w[1], 0xFFFF);
+    CHECK_EQ(w[2], 0);
     emu_card_destroy(c);
 }
 

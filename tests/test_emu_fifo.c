@@ -105,19 +105,19 @@ TEST(emu_route_to_gpu_stream)
 
 /* Padding after a payload that is not a whole number of words is zero,
  * also where the ring reuses memory that held other frames' bytes (a load
- * tester of 10-byte payloads, 28-byte frames, in a 4 KiB FIFO, so the
+ * tester of 18-byte payloads, 36-byte frames, in a 4 KiB FIFO, so the
  * padding lands on old headers and payload). Guards put_frame's memset. */
 TEST(emu_frame_padding_is_zero_in_reused_memory)
 {
-    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=8K;devices=loadtest:bytes=10:hz=1M,memusage:enable=0");
+    struct emu_card *c = card_open("mode=fast;link=unlimited;ddr=8K;devices=loadtest:bytes=18:hz=1M,memusage:enable=0");
     REQUIRE(c);
     card_start(c);
     static struct frame f;
     int nonzero = 0;
     for (int i = 0; i < 2000; i++) {
         REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, TMO) == 0);
-        REQUIRE(f.sz == 10);
-        nonzero += f.data[10] || f.data[11];
+        REQUIRE(f.sz == 18);
+        nonzero += f.data[18] || f.data[19];
     }
     CHECK_EQ(nonzero, 0);
     emu_card_destroy(c);

@@ -23,8 +23,8 @@ TEST(emu_write_frames_reach_stimulator)
 {
     struct emu_card *c = card_open("mode=realtime;devices=stim,testsink:bytes=8,heartbeat,breakout");
     REQUIRE(c);
-    oni_device_t t[8];
-    int n = table_read(c, t, 8);
+    oni_device_t t[32];
+    int n = table_read(c, t, 32);
     uint32_t stim = find_id(t, n, ONIX_ONIGPU_STIM), sink = find_id(t, n, ONIX_ONIGPU_TESTSINK);
     uint32_t hb = find_id(t, n, ONIX_HEARTBEAT);
     card_start(c);
@@ -160,8 +160,8 @@ TEST(emu_write_frames_changed_meanwhile_stay_in_the_buffer)
 #endif
     struct emu_card *c = card_open("mode=fast;link=gen2x4;devices=stim,breakout");
     REQUIRE(c);
-    oni_device_t t[4];
-    int n = table_read(c, t, 4);
+    oni_device_t t[32];
+    int n = table_read(c, t, 32);
     uint32_t stim = find_id(t, n, ONIX_ONIGPU_STIM);
     uint32_t *w = malloc(24); /* [stim][1][5] [stim][1][0]: the second frame ends the buffer */
     REQUIRE(w);

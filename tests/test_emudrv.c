@@ -153,7 +153,9 @@ static int loadtest_configure(oni_ctx ctx, oni_dev_idx_t lt, oni_dev_idx_t mu, o
 
 TEST(emudrv_onix_loadtest_sequence)
 {
-    oni_ctx ctx = open_emu("devices=loadtest;mode=fast;link=unlimited;ddr=4M");
+    /* memusage:le=0: the word order onix-loadtest.c:225 decodes (current
+     * software reads one little-endian word, the emulator's default) */
+    oni_ctx ctx = open_emu("devices=loadtest,memusage:le=0;mode=fast;link=unlimited;ddr=4M");
     REQUIRE(ctx);
     size_t n = 0;
     oni_device_t *t = device_table(ctx, &n);
@@ -169,7 +171,7 @@ TEST(emudrv_onix_loadtest_sequence)
     /* FRAME_WORDS took effect with the reset: the new table says so */
     t = device_table(ctx, &n);
     REQUIRE(t && find_dev(t, n, ONIX_LOADTEST));
-    CHECK_EQ(find_dev(t, n, ONIX_LOADTEST)->read_size, 8 + 2 * LT_WORDS);
+    CHECK_EQ(find_dev(t, n, ONIX_LOADTEST)->read_size, 16 + 2 * LT_WORDS);
     CHECK_EQ(find_dev(t, n, ONIX_MEMUSAGE)->read_size, 12);
     free(t);
     CHECK_RC(oni_read_reg(ctx, lt, ONIX_LOADTEST_CLK_DIV, &v), 0);
@@ -181,10 +183,10 @@ TEST(emudrv_onix_loadtest_sequence)
     CHECK_EQ(mem_words, (4u << 20) / 4);
     oni_reg_val_t run = 1;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run), 0);
-    /* each load-test frame takes 16 + 208 bytes = 56 words of the GPU
+    /* each load-test frame takes 16 + 216 bytes = 58 words of the GPU
      * stream's FIFO (2 MiB) until it is full; the default stream holds up to
      * a block (2048 bytes) of memusage frames generated ahead (7 words each) */
-    const uint64_t per_frame = (16 + 8 + 2 * LT_WORDS) / 4, cap_words = mem_words / 2;
+    const uint64_t per_frame = (16 + 16 + 2 * LT_WORDS) / 4, cap_words = mem_words / 2;
     const uint64_t ahead = 7 * (2048 / 28 + 1);
     uint32_t last = 0;
     int frames = 0, bad_clock = 0;
@@ -682,4 +684,44 @@ TEST(emudrv_shared_library)
     CHECK(hz > 0);
     CHECK_RC(destroy(d), 0);
     dlclose(h);
+}
+
+/* ONIX_OPT_PASSTHROUGH through liboni as the plugin sets it
+ * (OnixSource.cpp:196-208: bit 0 port A, bit 2 port B), then RESET: the
+ * raw devices appear at 8 and 9; a bit that names no port is refused. */
+TEST(emudrv_passthrough_option)
+{
+    oni_ctx ctx = open_emu("devices=breakout;mode=fast");
+    REQUIRE(ctx);
+    int val = 1 << 0 | 1 << 2, one = 1;
+    CHECK_RC(oni_set_opt(ctx, ONIX_OPT_PASSTHROUGH, &val, sizeof val), 0);
+    int got = 0;
+    size_t sz = sizeof got;
+    CHECK_RC(oni_get_opt(ctx, ONIX_OPT_PASSTHROUGH, &got, &sz), 0);
+    CHECK_EQ(got, 5);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &one, sizeof one), 0);
+    size_t n = 0;
+    oni_device_t *t = device_table(ctx, &n);
+    REQUIRE(t);
+    int raw = 0;
+    for (size_t i = 0; i < n; i++)
+        raw += t[i].id == ONIX_DS90UB9RAW && (t[i].idx == 8 || t[i].idx == 9) && t[i].version >= 3;
+    CHECK_EQ(raw, 2);
+    free(t);
+    oni_reg_val_t v = 0;
+    CHECK_RC(oni_read_reg(ctx, 8, (0x5C << 7) | 0x30, &v), 0); /* deserializer SER_ALIAS */
+    CHECK_EQ(v, 0x58 << 1);
+    val = 2;
+    CHECK_RC(oni_set_opt(ctx, ONIX_OPT_PASSTHROUGH, &val, sizeof val), ONI_EINVALARG);
+    uint32_t gs = 7;
+    sz = sizeof gs;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_GPU_STREAM, &gs, &sz), 0);
+    CHECK_EQ(gs, 1);
+    CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_GPU_STREAM, &gs, sizeof gs), ONI_EREADONLY);
+    oni_destroy_ctx(ctx);
+    REQUIRE((ctx = open_emu("devices=breakout;gpustream=0")));
+    sz = sizeof gs;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_GPU_STREAM, &gs, &sz), 0);
+    CHECK_EQ(gs, 0);
+    oni_destroy_ctx(ctx);
 }

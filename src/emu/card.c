@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "card.h"
+#include "headstage.h"
 #include "oni.h"
 #include "oni/util/wire.h"
 #include "oni/util/cobs.h"
@@ -73,6 +74,24 @@ static struct emu_dev *find_dev(struct emu_card *c, uint32_t idx)
     return NULL;
 }
 
+/* The device at idx if it is in the device table now. */
+static struct emu_dev *find_present(struct emu_card *c, uint32_t idx)
+{
+    struct emu_dev *d = find_dev(c, idx);
+    return d && !d->absent ? d : NULL;
+}
+
+/* Does hub h have a device in the table now? (Hub 0, the host's, always.) */
+static int hub_present(const struct emu_card *c, int h)
+{
+    if (h == 0)
+        return 1;
+    for (int i = 0; i < c->ndev; i++)
+        if ((int)(c->dev[i].desc.idx >> 8) == h && !c->dev[i].absent)
+            return 1;
+    return 0;
+}
+
 /* --- signal stream ---------------------------------------------------------- */
 
 static void sig_push(struct emu_card *c, uint32_t type, const void *payload, size_t n)
@@ -91,15 +110,23 @@ static void sig_push(struct emu_card *c, uint32_t type, const void *payload, siz
     pthread_cond_signal(&c->sig_cond);
 }
 
+/* The device table as RESET sends it: the devices present, then a hub
+ * manager entry for each hub that has one of them. */
 static void push_table(struct emu_card *c)
 {
-    uint32_t n = (uint32_t)(c->ndev + c->nhub);
+    uint32_t n = 0;
+    for (int i = 0; i < c->ndev; i++)
+        n += !c->dev[i].absent;
+    for (int h = 0; h < c->nhub; h++)
+        n += (uint32_t)hub_present(c, h);
     sig_push(c, ONI_SIG_DEVICETABLEACK, &n, sizeof n);
     for (int i = 0; i < c->ndev; i++)
-        sig_push(c, ONI_SIG_DEVICEINST, &c->dev[i].desc, sizeof(oni_device_t));
+        if (!c->dev[i].absent)
+            sig_push(c, ONI_SIG_DEVICEINST, &c->dev[i].desc, sizeof(oni_device_t));
     for (int h = 0; h < c->nhub; h++) {
         oni_device_t m = {((uint32_t)h << 8) | ONIX_HUB_DEV_IDX, ONIX_ONIGPU_HUBMGR, 1, 0, 0};
-        sig_push(c, ONI_SIG_DEVICEINST, &m, sizeof m);
+        if (hub_present(c, h))
+            sig_push(c, ONI_SIG_DEVICEINST, &m, sizeof m);
     }
 }
 
@@ -132,7 +159,7 @@ static int sig_read(struct emu_card *c, uint8_t *dst, size_t n, uint64_t deadlin
 
 static int hub_access(struct emu_card *c, uint32_t hub, uint32_t addr, int write, uint32_t *v)
 {
-    if (hub >= (uint32_t)c->nhub)
+    if (hub >= (uint32_t)c->nhub || !hub_present(c, (int)hub))
         return 0;
     struct emu_hub *h = &c->hub[hub];
     if (write) {
@@ -153,8 +180,11 @@ static int hub_access(struct emu_card *c, uint32_t hub, uint32_t addr, int write
 
 static int common_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
 {
+    if (addr == d->enable_reg) {
+        *v = d->enable;
+        return 1;
+    }
     switch (addr) {
-    case EMU_REG_ENABLE: *v = d->enable; return 1;
     case EMU_REG_ROUTE: *v = d->route; return d->desc.read_size > 0;
     case EMU_REG_READSIZE: *v = d->desc.read_size; return 1;
     case EMU_REG_WRITESIZE: *v = d->desc.write_size; return 1;
@@ -170,8 +200,7 @@ static int common_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
 
 static int common_write(struct emu_card *c, struct emu_dev *d, uint32_t addr, uint32_t v)
 {
-    switch (addr) {
-    case EMU_REG_ENABLE:
+    if (addr == d->enable_reg) {
         if (v > 1)
             return 0;
         if (v && !d->enable) { /* its schedule resumes now, not in the past */
@@ -183,9 +212,11 @@ static int common_write(struct emu_card *c, struct emu_dev *d, uint32_t addr, ui
         d->enable = v;
         pthread_cond_signal(&c->gen_cond);
         return 1;
+    }
+    switch (addr) {
     case EMU_REG_ROUTE:
-        if (!d->desc.read_size || v > 1)
-            return 0;
+        if (!d->desc.read_size || v > 1 || (v && !c->gpustream))
+            return 0; /* a card without the GPU stream has one read stream */
         d->route = v;
         return 1;
     case EMU_REG_RATE_HZ:
@@ -205,7 +236,7 @@ static int reg_access(struct emu_card *c, int write, uint32_t *v)
 {
     if ((c->reg_dev & 0xFF) == ONIX_HUB_DEV_IDX && c->reg_dev < ((uint32_t)EMU_MAX_HUB << 8))
         return hub_access(c, c->reg_dev >> 8, c->reg_addr, write, v);
-    struct emu_dev *d = find_dev(c, c->reg_dev);
+    struct emu_dev *d = find_present(c, c->reg_dev);
     if (!d)
         return 0;
     return write ? common_write(c, d, c->reg_addr, *v) : common_read(d, c->reg_addr, v);
@@ -231,6 +262,7 @@ int emu_card_read_config(struct emu_card *c, oni_config_t reg, uint32_t *value)
     case ONI_CONFIG_ACQCLKHZ: *value = (uint32_t)EMU_ACQ_HZ; break;
     case ONI_CONFIG_RESETACQCOUNTER: *value = 0; break;
     case ONI_CONFIG_HWADDRESS: *value = c->hwaddress; break;
+    case EMU_CONFIG_PASSTHROUGH: *value = c->passthrough; break;
     default: rc = ONI_EINVALOPT;
     }
     pthread_mutex_unlock(&c->lock);
@@ -243,6 +275,7 @@ static void start(struct emu_card *c, uint64_t t)
     emu_fifo_flush(&c->fifo[0]);
     emu_fifo_flush(&c->fifo[1]);
     emu_gen_restart(c, t);
+    emu_port_start(c);
     c->running = 1;
     pthread_cond_signal(&c->gen_cond);
 }
@@ -300,6 +333,7 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
             for (int i = 0; i < c->ndev; i++)
                 if (c->dev[i].type->reset)
                     c->dev[i].type->reset(&c->dev[i]);
+            emu_port_reset(c);
             push_table(c);
         }
         break;
@@ -314,6 +348,13 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
         }
         break;
     case ONI_CONFIG_HWADDRESS: c->hwaddress = value; break;
+    case EMU_CONFIG_PASSTHROUGH:
+        /* ONIX_OPT_PASSTHROUGH: bit 0 port A, bit 2 port B; in effect from the next RESET */
+        if (value & ~EMU_PASSTHROUGH_BITS)
+            rc = ONI_EINVALARG;
+        else
+            c->passthrough = value;
+        break;
     case ONI_CONFIG_SYSCLKHZ:
     case ONI_CONFIG_ACQCLKHZ: rc = ONI_EREADONLY; break;
     default: rc = ONI_EINVALOPT;
@@ -339,7 +380,7 @@ static int has_source(struct emu_card *c, int k)
 {
     for (int i = 0; i < c->ndev; i++) {
         struct emu_dev *d = &c->dev[i];
-        if (d->enable && d->rate_mhz && d->desc.read_size && (d->route ? 1 : 0) == k)
+        if (d->enable && !d->absent && d->rate_mhz && d->desc.read_size && (d->route ? 1 : 0) == k)
             return 1;
     }
     return 0;
@@ -355,7 +396,7 @@ static size_t read_max(const struct emu_card *c, int k)
     for (int i = 0; i < c->ndev; i++) {
         const struct emu_dev *d = &c->dev[i];
         size_t f = ONI_RFRAMEHEADERSZ + oni_pad4(d->desc.read_size);
-        if (d->desc.read_size && d->enable && (d->route ? 1 : 0) == k && f <= cap && f > big)
+        if (d->desc.read_size && d->enable && !d->absent && (d->route ? 1 : 0) == k && f <= cap && f > big)
             big = f;
     }
     return big ? cap - big + 4 : cap;
@@ -548,7 +589,7 @@ static struct emu_dev *wframe_at(struct emu_card *c, const uint8_t *p, size_t n,
     memcpy(&idx, p + off, 4);
     memcpy(&words, p + off + 4, 4);
     uint64_t b = (uint64_t)words * 4;
-    struct emu_dev *d = find_dev(c, idx);
+    struct emu_dev *d = find_present(c, idx);
     if (!d || !d->desc.write_size || !words || b % d->desc.write_size || b > n - off - ONI_WFRAMEHEADERSZ)
         return NULL;
     *bytes = (size_t)b;
@@ -644,6 +685,13 @@ void emu_card_stats(struct emu_card *c, onigpu_stream_stats_t *st)
 int emu_card_fast(const struct emu_card *c)
 {
     return c && c->fast; /* set by the spec at creation, never changed */
+}
+
+uint32_t emu_card_features(const struct emu_card *c)
+{
+    if (!c)
+        return 0;
+    return (c->fast ? EMU_FEAT_FAST : 0) | (c->gpustream ? EMU_FEAT_GPUSTREAM : 0);
 }
 
 int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, uint64_t *dropped,
@@ -742,6 +790,9 @@ void emu_card_destroy(struct emu_card *c)
     for (int i = 0; i < c->ndev; i++)
         if (c->dev[i].type->fini)
             c->dev[i].type->fini(&c->dev[i]);
+    for (int p = 0; p < 2; p++)
+        if (c->port[p].hs && c->port[p].hs->fini)
+            c->port[p].hs->fini(c->port[p].hs_priv);
     emu_fifo_fini(&c->fifo[0]);
     emu_fifo_fini(&c->fifo[1]);
     if (c->truth_file)

@@ -22,6 +22,7 @@
 #define EMU_MAX_ARGS 12
 #define EMU_MAX_READ (1u << 20) /* largest read_size a device may have */
 #define EMU_GEN_CHUNK (256u << 10) /* bytes generated per hold of the card lock */
+#define EMU_NO_ENABLE 0xFFFFFFFFu  /* emu_dev.enable_reg of a device without an ENABLE register */
 
 /* Register addresses common to every device but the hub managers
  * (docs/devices.md): ENABLE is ONIX's own; the rest are the emulator's
@@ -40,6 +41,11 @@ enum {
     EMU_REG_RATE_HZ = ONIEMU_REG_RATE_HZ,
     EMU_REG_DEVICE = ONIEMU_REG_DEVICE
 };
+
+/* ONIX_OPT_PASSTHROUGH (custom option 0, onix.h) reaches the card as this
+ * configuration register; bit 0 is port A, bit 2 port B. */
+#define EMU_CONFIG_PASSTHROUGH ONI_CONFIG_CUSTOMBEGIN
+#define EMU_PASSTHROUGH_BITS 0x5u
 
 /* Spec arguments of one device ("np2:units=8:route=1"). */
 struct emu_args {
@@ -91,12 +97,18 @@ struct emu_dev {
     struct emu_card *card;
     oni_device_t desc;
     uint32_t enable, route;
+    /* Address of the ENABLE register: 0 (ONIX's usual), 0x8000 for the
+     * DS90UB9x raw device (its low addresses are raw I2C), EMU_NO_ENABLE
+     * for none; init may change it, as desc.version (1 before init). */
+    uint32_t enable_reg;
     /* Schedule: rate_mhz frames per 1000 s; period = per_q + per_r / rate_mhz ticks. */
     uint64_t rate_mhz;
     uint64_t per_q, per_r, rem, next_due;
     uint64_t frames, dropped, wframes;
     uint32_t clk_div; /* ONIX CLK_DIV of a device that has one (emu_dev_clk_*) */
     uint32_t hub_kind;
+    int absent; /* not in the device table now (a port's device, see emu_port): no frames, no access */
+    int port;   /* the port (0 A, 1 B) whose state decides absent, or -1 */
     void *priv;
 };
 
@@ -176,6 +188,26 @@ struct emu_hub {
     uint32_t kind, rev, fw, clk_hz, delay_ns;
 };
 
+struct emu_hs_ops;
+
+/* A headstage port of the breakout board (docs/devices.md, Ports): its port
+ * controller's registers, the headstage plugged in, and, for a serdes
+ * headstage, the deserializer's I2C registers and the raw device. All
+ * fields: card lock. */
+struct emu_port {
+    int used;                      /* the breakout board has this port (spec `breakout`) */
+    const struct emu_hs_ops *hs;   /* headstage plugged in, or NULL */
+    void *hs_priv;
+    struct emu_dev *ctrl, *raw;    /* port controller (idx 1 / 2), raw device (idx 8 / 9) */
+    uint32_t voltage_dv, saved_dv, despwr, gpo, linkflags;
+    int powered;                   /* voltage in the headstage's lock range and DESPWR on */
+    uint8_t des[256];              /* deserializer registers (I2C 0x30) */
+    uint32_t raw_reg[0x15];        /* raw device registers 0x8000.. (ENABLE is the device's enable) */
+    int stream_on[4];              /* which headstage streams send frames (ops->streaming) */
+    int next_stream;               /* the stream of the raw device's next frame */
+};
+
+
 /* A ground-truth spike. */
 struct emu_truth {
     uint32_t dev_idx, unit, channel;
@@ -208,6 +240,10 @@ struct emu_card {
 
     struct emu_fifo fifo[2]; /* [0] EMU_STREAM_DATA, [1] EMU_STREAM_GPU */
     struct emu_dev *memusage;
+    int gpustream;      /* the firmware has the GPU data stream (spec gpustream=, default 1) */
+    struct emu_port port[2];   /* breakout ports A, B */
+    uint32_t passthrough;      /* ONIX_OPT_PASSTHROUGH as written (bit 0 A, bit 2 B) */
+    uint32_t passthrough_now;  /* as the last RESET applied it */
 
     /* signal stream: encoded packets */
     uint8_t sigq[EMU_SIGQ_CAP];
@@ -286,9 +322,30 @@ void emu_wait_until_ns(uint64_t t);
 /* Spec parsing (spec.c): fills c->dev, c->hub, mode, link, seed, ddr. */
 int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err, size_t cap);
 
+/* Ports (port.c), card lock held. */
+/* Apply the state RESET brings: passthrough as written, which devices of
+ * the ports are present, headstage streams. */
+void emu_port_reset(struct emu_card *c);
+/* Acquisition starts: the raw devices' streams alternate from stream 0. */
+void emu_port_start(struct emu_card *c);
+/* Power and lock of port p after a port controller write. */
+void emu_port_update(struct emu_card *c, int p);
+/* 1 if port p's link is locked. */
+int emu_port_locked(const struct emu_card *c, int p);
+/* A raw device's register access (ds90ub9x.c): 1 = ACK. */
+int emu_port_raw_read(struct emu_card *c, int p, uint32_t addr, uint32_t *v);
+int emu_port_raw_write(struct emu_card *c, int p, uint32_t addr, uint32_t v);
+/* The raw device's frame rate from its headstage's streaming streams. */
+void emu_port_streams(struct emu_card *c, int p);
+
 /* Device kinds (src/emu/devices). */
 extern const struct emu_devtype emu_dev_np2, emu_dev_np1, emu_dev_rhd2164, emu_dev_bno055,
     emu_dev_heartbeat, emu_dev_testcore, emu_dev_testsink, emu_dev_loadtest, emu_dev_stim,
-    emu_dev_memusage, emu_dev_breakout;
+    emu_dev_memusage, emu_dev_digitalio, emu_dev_persthb, emu_dev_portctl, emu_dev_analogio,
+    emu_dev_harpsync, emu_dev_outclock, emu_dev_ds90ub9x;
+
+/* Headstage kinds (headstage.h); tests may add their own with emu_hs_register. */
+/* Make headstage kind ops known to the spec parser (tests: a minimal headstage). 0 or ONI_EINVALARG (full). */
+int emu_hs_register(const struct emu_hs_ops *ops);
 
 #endif

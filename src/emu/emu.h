@@ -100,6 +100,9 @@ void emu_card_stats(struct emu_card *card, onigpu_stream_stats_t *st);
 void emu_card_link(struct emu_card *card, oniemu_link_t *link);
 /* 1 if the card runs in fast mode (mode=fast), 0 in real time. */
 int emu_card_fast(const struct emu_card *card);
+/* What the card's firmware has: EMU_FEAT_* bits. */
+enum { EMU_FEAT_FAST = 1, EMU_FEAT_GPUSTREAM = 2 };
+uint32_t emu_card_features(const struct emu_card *card);
 /* Append ground-truth spikes to path as they are generated (NULL stops). */
 int emu_card_set_truth_file(struct emu_card *card, const char *path);
 

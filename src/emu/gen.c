@@ -128,11 +128,11 @@ static void put_frame(struct emu_card *c, struct emu_dev *d, uint64_t t)
 
 void emu_dev_emit(struct emu_dev *d, uint64_t time)
 {
-    if (d->enable && d->desc.read_size && d->card->running) /* stopped: no frames, as in the periodic case */
+    if (d->enable && !d->absent && d->desc.read_size && d->card->running) /* stopped: no frames, as in the periodic case */
         put_frame(d->card, d, time);
 }
 
-static int periodic(const struct emu_dev *d) { return d->enable && d->rate_mhz && d->desc.read_size; }
+static int periodic(const struct emu_dev *d) { return d->enable && !d->absent && d->rate_mhz && d->desc.read_size; }
 
 static void advance(struct emu_dev *d)
 {

@@ -674,7 +674,7 @@ static int dispatch(struct conn *c, const struct emup_msg *m)
         return conn_send(c, EMUP_LINK | EMUP_REPLY, m->seq, &r, sizeof r, -1);
     }
     case EMUP_MODE:
-        return reply_status(c, m, 0, (uint32_t)s->fast);
+        return reply_status(c, m, 0, emu_card_features(s->card));
     case EMUP_TRUTH:
         if (!ctrl)
             return reply_status(c, m, ONI_EINVALSTATE, 0);

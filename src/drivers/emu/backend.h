@@ -25,8 +25,8 @@ struct emu_backend {
     int (*write_config)(void *b, oni_config_t reg, uint32_t value, uint32_t timeout_ms);
     int (*link)(void *b, oniemu_link_t *link, uint32_t timeout_ms);
     int (*stats)(void *b, onigpu_stream_stats_t *st, uint32_t timeout_ms);
-    /* *fast = 1 with mode=fast, else 0. */
-    int (*mode)(void *b, uint32_t *fast, uint32_t timeout_ms);
+    /* The card's EMU_FEAT_* bits (emu.h): fast mode, GPU data stream. */
+    int (*features)(void *b, uint32_t *bits, uint32_t timeout_ms);
     /* Ground truth to the file at path (relative: to this process's working
      * directory), or "" to stop. */
     int (*truth_file)(void *b, const char *path, uint32_t timeout_ms);

@@ -42,7 +42,7 @@ static int d_link(void *b, oniemu_link_t *link, uint32_t t) { return emuc_link(b
 
 static int d_stats(void *b, onigpu_stream_stats_t *st, uint32_t t) { return emuc_stats(b, st, t); }
 
-static int d_mode(void *b, uint32_t *fast, uint32_t t) { return emuc_mode(b, fast, t); }
+static int d_features(void *b, uint32_t *bits, uint32_t t) { return emuc_features(b, bits, t); }
 
 /* The daemon writes the file: give it a path that does not depend on its cwd. */
 static int d_truth_file(void *b, const char *path, uint32_t t)
@@ -109,5 +109,5 @@ static int d_gpu(void *b, const struct gpustream_dma **ops, void **card)
 }
 
 const struct emu_backend emu_daemon = {
-    d_close, d_read, d_write, d_read_config, d_write_config, d_link, d_stats, d_mode, d_truth_file, d_gpu,
+    d_close, d_read, d_write, d_read_config, d_write_config, d_link, d_stats, d_features, d_truth_file, d_gpu,
 };

@@ -635,12 +635,12 @@ int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms)
     return rc;
 }
 
-int emuc_mode(struct emuc *c, uint32_t *fast, uint32_t timeout_ms)
+int emuc_features(struct emuc *c, uint32_t *bits, uint32_t timeout_ms)
 {
     struct emup_status_reply st;
     int rc = locked_call(c, EMUP_CHAN_CTRL, EMUP_MODE, NULL, 0, &st, sizeof st, timeout_ms);
     if (!rc)
-        *fast = st.value != 0;
+        *bits = st.value;
     return rc;
 }
 

@@ -46,8 +46,8 @@ int emuc_write(struct emuc *c, enum emu_stream s, const void *src, size_t n, uin
 /* The card's FIFO counters and link preset (emu_card_stats, emu_card_link). */
 int emuc_stats(struct emuc *c, onigpu_stream_stats_t *st, uint32_t timeout_ms);
 int emuc_link(struct emuc *c, oniemu_link_t *link, uint32_t timeout_ms);
-/* The card's mode: *fast = 1 with mode=fast, else 0. */
-int emuc_mode(struct emuc *c, uint32_t *fast, uint32_t timeout_ms);
+/* The card's EMU_FEAT_* bits (emu.h). */
+int emuc_features(struct emuc *c, uint32_t *bits, uint32_t timeout_ms);
 /* Ground truth to a file the daemon writes: an absolute path, or "" to stop. */
 int emuc_truth_file(struct emuc *c, const char *path, uint32_t timeout_ms);
 

@@ -317,6 +317,7 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
     case ONI_DRV_EMU_LINK:
     case ONI_DRV_EMU_MODE:
     case ONI_DRV_STREAM_STATS:
+    case ONI_DRV_GPU_STREAM:
         return ONI_EREADONLY;
     }
     if (gpustream_opt(opt))
@@ -356,10 +357,24 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
             return oni_opt_short(len, sizeof fast);
         if (!d->initialized)
             return ONI_EINVALSTATE;
-        if ((rc = d->be->mode(d->b, &fast, t)) != 0)
+        if ((rc = d->be->features(d->b, &fast, t)) != 0)
             return rc;
+        fast = (fast & EMU_FEAT_FAST) != 0;
         memcpy(value, &fast, sizeof fast);
         *len = sizeof fast;
+        return 0;
+    }
+    case ONI_DRV_GPU_STREAM: {
+        uint32_t bits = 0;
+        if (*len < sizeof bits)
+            return oni_opt_short(len, sizeof bits);
+        if (!d->initialized)
+            return ONI_EINVALSTATE;
+        if ((rc = d->be->features(d->b, &bits, t)) != 0)
+            return rc;
+        bits = (bits & EMU_FEAT_GPUSTREAM) != 0;
+        memcpy(value, &bits, sizeof bits);
+        *len = sizeof bits;
         return 0;
     }
     case ONI_DRV_STREAM_STATS: {

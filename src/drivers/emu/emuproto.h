@@ -60,7 +60,7 @@ enum emup_type {
     EMUP_GPU_IMPORT,   /* GPU or GPUW: struct emup_gpu_import; status reply, value = import id */
     EMUP_GPU_DMA,      /* GPU channel (card -> GPU), GPUW (GPU -> card): struct emup_gpu_dma; status reply */
     EMUP_GPU_RELEASE,  /* GPU or GPUW: struct emup_gpu_release; status reply */
-    EMUP_MODE,         /* empty body; status reply, value = 1 in fast mode, 0 realtime */
+    EMUP_MODE,         /* empty body; status reply, value = the card's EMU_FEAT_* bits (emu.h) */
     EMUP_NTYPE,
     EMUP_REPLY = 0x80  /* or-ed into the request's type in its reply */
 };

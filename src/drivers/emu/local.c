@@ -66,9 +66,9 @@ static int l_stats(void *b, onigpu_stream_stats_t *st, uint32_t t)
     return 0;
 }
 
-static int l_mode(void *b, uint32_t *fast, uint32_t t)
+static int l_features(void *b, uint32_t *bits, uint32_t t)
 {
-    *fast = (uint32_t)emu_card_fast(((struct local *)b)->card);
+    *bits = emu_card_features(((struct local *)b)->card);
     return 0;
 }
 
@@ -124,5 +124,5 @@ static int l_gpu(void *b, const struct gpustream_dma **ops, void **card)
 }
 
 const struct emu_backend emu_local = {
-    l_close, l_read, l_write, l_read_config, l_write_config, l_link, l_stats, l_mode, l_truth_file, l_gpu,
+    l_close, l_read, l_write, l_read_config, l_write_config, l_link, l_stats, l_features, l_truth_file, l_gpu,
 };

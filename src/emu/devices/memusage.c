@@ -1,13 +1,15 @@
-/* memusage.c - the card's memory-usage monitor (ONIX MEMUSAGE), always on hub
- * 0. The card's memory here is both data streams' FIFOs. Payload (12 bytes,
- * the ONIX datasheet's): [u64 hub clock][32-bit words waiting in the FIFOs],
- * the count as two 16-bit words, high half first (as onix-loadtest and
- * Bonsai.ONIX read it), or with le=1 as one little-endian u32 (as
- * OpenEphys.Onix1 and the Open Ephys onix-source plugin read it).
- * Registers: ONIX ENABLE, CLK_DIV, CLK_HZ, MEM_WORDS, MEM_USAGE; the
+/* memusage.c - the card's memory monitor (ONIX MEMUSAGE = MemoryMonitor,
+ * version 2 as Bonsai ConfigureMemoryMonitor.cs:89-90 requires), always on
+ * hub 0 (index 10 on the breakout board). The card's memory here is both
+ * data streams' FIFOs. Payload (12 bytes): [u64 hub clock][32-bit words
+ * waiting in the FIFOs] as one little-endian u32, as current software reads
+ * it (Bonsai MemoryMonitorDataFrame.cs:26-30, onix-source MemoryMonitor.cpp
+ * processFrames), or with le=0 as two 16-bit words, high half first (as
+ * upstream's onix-loadtest.c:225 reads it).
+ * Registers: ONIX ENABLE, CLK_DIV, CLK_HZ, TOTAL_MEM (3, = MEM_WORDS), MEM_USAGE (4); the
  * emulator's RATE_HZ (writable) and, from its device block, FILL_DATA_KIB,
  * FILL_GPU_KIB, CAPACITY_KIB, DROPPED_DATA, DROPPED_GPU (low 32 bits), all
- * read-only. Arguments: hz=N (default 100, 1..100000), le=0|1 (default 0). */
+ * read-only. Arguments: hz=N (default 100, 1..100000), le=0|1 (default 1). */
 #include <stdlib.h>
 #include <string.h>
 #include "emu/card.h"
@@ -20,10 +22,11 @@ struct mu {
 
 static int mu_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
 {
+    d->desc.version = 2;
     uint64_t hz, le;
     int rc;
     if ((rc = emu_arg_u64(a, "hz", 100, 1, MU_MAX_HZ, 1, &hz, err, cap)) ||
-        (rc = emu_arg_u64(a, "le", 0, 0, 1, 1, &le, err, cap)))
+        (rc = emu_arg_u64(a, "le", 1, 0, 1, 1, &le, err, cap)))
         return rc;
     struct mu *p = calloc(1, sizeof *p);
     if (!p)
