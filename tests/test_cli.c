@@ -496,11 +496,11 @@ TEST(read_emu_fast_truth_and_drops)
     REQUIRE(f);
     fputs("stale\n", f);
     fclose(f);
-    /* 30000 frames: about 1 s of emulated time (np2 at 30 kHz) */
-    CHECK_EQ(RUN("read", "--emu", "devices=np2;mode=fast;seed=5", "--frames", "30000", "--truth", path), 0);
+    /* 30000 frames: about 1 s of emulated time (rhd2164 at 30 kHz) */
+    CHECK_EQ(RUN("read", "--emu", "devices=rhd2164;mode=fast;seed=5", "--frames", "30000", "--truth", path), 0);
     HAS("dropped");
     HAS("acq frames/s");
-    HAS("30000.0"); /* np2's rate in acquisition-clock time */
+    HAS("30000.0"); /* rhd2164's rate in acquisition-clock time */
     HAS("write frames rejected as malformed: 0");
     f = fopen(path, "r");
     REQUIRE(f);

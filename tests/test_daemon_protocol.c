@@ -156,7 +156,7 @@ TEST(daemon_longest_timeout_does_not_wrap)
     NEED_DAEMON(pid);
     struct emuc *c = NULL;
     char err[200] = "";
-    CHECK_RC(emuc_open(sock_path, "devices=np2", 2000, &c, err, sizeof err), 0);
+    CHECK_RC(emuc_open(sock_path, "devices=testcore:bytes=776:rate=23280000", 2000, &c, err, sizeof err), 0);
     if (c) {
         struct start_later s = {c, -1};
         pthread_t th;

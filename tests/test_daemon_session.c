@@ -166,7 +166,7 @@ TEST(daemon_idle_session_outlives_the_handshake_limit)
     pid_t pid = start_daemon("");
     NEED_DAEMON(pid);
     int rc;
-    oni_ctx ctx = open_daemon("devices=np2;mode=fast", &rc);
+    oni_ctx ctx = open_daemon("devices=testcore:bytes=776:rate=23280000;mode=fast", &rc);
     REQUIRE(ctx);
     usleep(5500 * 1000); /* past the daemon's HANDSHAKE_S */
     oni_reg_val_t v;

@@ -162,7 +162,7 @@ TEST(daemon_read_ahead_realtime_only)
 {
     pid_t pid = start_daemon("");
     NEED_DAEMON(pid);
-    static const char *const specs[2] = {"devices=np2", "devices=np2;mode=fast"};
+    static const char *const specs[2] = {"devices=testcore:bytes=776:rate=23280000", "devices=testcore:bytes=776:rate=23280000;mode=fast"};
     for (int k = 0; k < 2; k++) {
         int ctrl = sock_connect(), memfd = -1;
         REQUIRE(ctrl >= 0);
@@ -211,7 +211,7 @@ TEST(daemon_read_ahead_from_a_full_fifo)
     NEED_DAEMON(pid);
     for (int daemon = 0; daemon < 2; daemon++) {
         int rc;
-        oni_ctx ctx = daemon ? open_daemon("devices=np2;ddr=1M", &rc) : open_spec("devices=np2;ddr=1M", &rc);
+        oni_ctx ctx = daemon ? open_daemon("devices=testcore:bytes=776:rate=23280000;ddr=1M", &rc) : open_spec("devices=testcore:bytes=776:rate=23280000;ddr=1M", &rc);
         REQUIRE(ctx);
         oni_reg_val_t on = 1;
         CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &on, sizeof on), 0);
@@ -275,7 +275,7 @@ TEST(daemon_reset_drops_read_ahead)
     pid_t pid = start_daemon("");
     NEED_DAEMON(pid);
     int rc;
-    oni_ctx ctx = open_daemon("devices=np2", &rc); /* real time: the daemon reads ahead */
+    oni_ctx ctx = open_daemon("devices=testcore:bytes=776:rate=23280000", &rc); /* real time: the daemon reads ahead */
     REQUIRE(ctx);
     oni_reg_val_t on = 1, off = 0;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &on, sizeof on), 0);
@@ -345,7 +345,7 @@ TEST(daemon_restart_drops_read_ahead)
     NEED_DAEMON(pid);
     for (int daemon = 0; daemon < 2; daemon++) {
         int rc;
-        oni_ctx ctx = daemon ? open_daemon("devices=np2", &rc) : open_spec("devices=np2", &rc);
+        oni_ctx ctx = daemon ? open_daemon("devices=testcore:bytes=776:rate=23280000", &rc) : open_spec("devices=testcore:bytes=776:rate=23280000", &rc);
         REQUIRE(ctx);
         uint64_t before = 0, after = 0;
         int bad = 0;
@@ -449,7 +449,7 @@ TEST(daemon_late_reads_fill_the_ring)
     pid_t pid = start_daemon("");
     NEED_DAEMON(pid);
     int rc;
-    oni_ctx ctx = open_daemon("devices=np2,np2,np2", &rc);
+    oni_ctx ctx = open_daemon("devices=testcore:bytes=776:rate=69840000", &rc);
     REQUIRE(ctx);
     oni_reg_val_t on = 1;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &on, sizeof on), 0);
@@ -584,7 +584,7 @@ TEST(daemon_truth_file)
 {
     pid_t pid = start_daemon("");
     NEED_DAEMON(pid);
-    const char *spec = "devices=np2;mode=fast;seed=5";
+    const char *spec = "devices=rhd2164;mode=fast;seed=5";
     char pa[128], pb[128], abs_b[4096 + 160], cwd[4096];
     snprintf(pa, sizeof pa, "/tmp/emudrv-truth-%d-a.csv", (int)getpid());
     snprintf(pb, sizeof pb, "emudrv-truth-%d-b.csv", (int)getpid());
@@ -679,7 +679,7 @@ TEST(daemon_truth_file_relative_to_the_client)
     snprintf(want, sizeof want, "%s/t.csv", dir);
     REQUIRE(chdir(dir) == 0);
     int rc;
-    oni_ctx ctx = open_daemon("devices=np2;mode=fast", &rc);
+    oni_ctx ctx = open_daemon("devices=rhd2164;mode=fast", &rc);
     CHECK_RC(rc, 0);
     if (ctx) {
         CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_TRUTH_FILE, "t.csv", 6), 0); /* created at once */

@@ -48,24 +48,24 @@ static void walk(struct walker *w, const uint8_t *p, size_t n)
     }
 }
 
-/* One realtime run of ~1 s: frames/s of np2 and the heartbeat counted where
+/* One realtime run of ~1 s: frames/s of rhd2164 and the heartbeat counted where
  * they are made, and how far the clock moved, against the wall clock. */
 struct rt_result {
-    double secs, r_np2, r_hb, clock_s;
+    double secs, r_rhd, r_hb, clock_s;
     uint64_t dropped, walked, made;
 };
 
 static int realtime_run(struct rt_result *res, const char *wake)
 {
     char spec[128];
-    snprintf(spec, sizeof spec, "mode=realtime;wake=%s;link=gen2x4;devices=np2,heartbeat:hz=1000", wake);
+    snprintf(spec, sizeof spec, "mode=realtime;wake=%s;link=gen2x4;devices=rhd2164,heartbeat:hz=1000", wake);
     struct emu_card *c = card_open(spec);
     if (!c)
         return -1;
     oni_device_t t[8];
     int n = table_read(c, t, 8);
-    uint32_t np2 = find_id(t, n, ONIX_ONIGPU_NEUROPIX2), hb = find_id(t, n, ONIX_HEARTBEAT);
-    struct walker w = {.dev = np2};
+    uint32_t rhd = find_id(t, n, ONIX_RHD2164), hb = find_id(t, n, ONIX_HEARTBEAT);
+    struct walker w = {.dev = rhd};
     static uint8_t blk[16384];
     uint64_t t0 = oni_now_ns();
     int rc = emu_card_write_config(c, ONI_CONFIG_RESETACQCOUNTER, 2);
@@ -79,11 +79,11 @@ static int realtime_run(struct rt_result *res, const char *wake)
     res->secs = (oni_now_ns() - t0) / 1e9;
     uint64_t f_hb = 0;
     if (!rc)
-        rc = emu_card_dev_counts(c, np2, &res->made, &res->dropped, NULL);
+        rc = emu_card_dev_counts(c, rhd, &res->made, &res->dropped, NULL);
     if (!rc)
         rc = emu_card_dev_counts(c, hb, &f_hb, NULL, NULL);
     emu_card_destroy(c);
-    res->r_np2 = res->made / res->secs;
+    res->r_rhd = res->made / res->secs;
     res->r_hb = f_hb / res->secs;
     res->walked = w.frames;
     res->clock_s = (w.last - w.first) / 250e6;
@@ -104,28 +104,28 @@ static void realtime_check(const char *wake)
         struct rt_clock clk;
         rt_start(&clk);
         REQUIRE(realtime_run(&r, wake) == 0);
-        int ok = within(r.r_np2, 30000, 0.03) && within(r.r_hb, 1000, 0.03) && r.clock_s >= r.secs * 0.95 &&
+        int ok = within(r.r_rhd, 30000, 0.03) && within(r.r_hb, 1000, 0.03) && r.clock_s >= r.secs * 0.95 &&
                  r.clock_s <= r.secs * 1.01 && r.walked > r.made * 9 / 10;
         double p = rt_pressure(&clk);
         v = rt_judge(ok, attempt, p);
         if (v != RT_PASS) {
-            fprintf(stderr, "  wake=%s attempt %d: np2 %.0f/s, heartbeat %.0f/s, clock %.3f s in %.3f s, read %llu of %llu\n",
-                    wake, attempt, r.r_np2, r.r_hb, r.clock_s, r.secs, (unsigned long long)r.walked,
+            fprintf(stderr, "  wake=%s attempt %d: rhd2164 %.0f/s, heartbeat %.0f/s, clock %.3f s in %.3f s, read %llu of %llu\n",
+                    wake, attempt, r.r_rhd, r.r_hb, r.clock_s, r.secs, (unsigned long long)r.walked,
                     (unsigned long long)r.made);
             rt_report("realtime rates", attempt, p, v);
         }
     }
-    CHECK_EQ(r.dropped, 0); /* the FIFO holds far more than 1 s of np2 */
+    CHECK_EQ(r.dropped, 0); /* the FIFO holds far more than 1 s of rhd2164 */
 #if defined(__SANITIZE_THREAD__)
     /* TSan slows the generator ~10x: the threads ran (that is what this build
      * checks), but rates against the wall clock mean nothing here */
     if (v != RT_PASS)
-        SKIP("rates against the wall clock are not checked under TSan (np2 %.0f frames/s)", r.r_np2);
+        SKIP("rates against the wall clock are not checked under TSan (rhd2164 %.0f frames/s)", r.r_rhd);
 #endif
     if (v == RT_STARVED)
         SKIP("the machine was too busy on every attempt to check rates against the wall clock");
-    if (!within(r.r_np2, 30000, 0.03))
-        UNIT_FAIL("np2: %.0f frames/s, want 30000 +- 3%%", r.r_np2);
+    if (!within(r.r_rhd, 30000, 0.03))
+        UNIT_FAIL("rhd2164: %.0f frames/s, want 30000 +- 3%%", r.r_rhd);
     if (!within(r.r_hb, 1000, 0.03))
         UNIT_FAIL("heartbeat: %.0f frames/s, want 1000 +- 3%%", r.r_hb);
     if (r.clock_s < r.secs * 0.95 || r.clock_s > r.secs * 1.01)

@@ -256,19 +256,19 @@ TEST(net_options_reach_the_served_driver)
     REQUIRE(server_start(&sv, "emu") == 0);
     const char *addr = netserve_addr(sv.s);
     int rc;
-    oni_ctx ctx = net_open(addr, "devices=np2;mode=fast", 0, &rc);
+    oni_ctx ctx = net_open(addr, "devices=rhd2164;mode=fast", 0, &rc);
     CHECK_RC(rc, 0);
     REQUIRE(ctx);
     oni_device_t t[16];
     int n = devices(ctx, t, 16);
-    int np2 = 0;
+    int rhd = 0;
     for (int i = 0; i < n; i++)
-        np2 += t[i].id == 0x4F470001;
-    CHECK_EQ(np2, 1);
+        rhd += t[i].id == ONIX_RHD2164;
+    CHECK_EQ(rhd, 1);
     char spec[256];
     size_t len = sizeof spec;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_SPEC, spec, &len), 0);
-    CHECK(strstr(spec, "np2") != NULL);
+    CHECK(strstr(spec, "rhd2164") != NULL);
     len = sizeof spec;
     CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_NET_ADDR, spec, &len), 0);
     CHECK(!strcmp(spec, addr));

@@ -220,7 +220,7 @@ TEST(xfer_daemon_read_answered_timeout_leaves_nothing_pending)
     xd_stop(pid);
 }
 
-/* With the np2 session c through daemon pid: start, read a little (the
+/* With the session c (a 30 kHz source of 776-byte frames) through daemon pid: start, read a little (the
  * daemon reads ahead), then write config reg = value while the daemon is
  * stopped, so the client gives up (ONI_ETIMEOUT) before the answer comes.
  * The daemon runs again on return. */
@@ -252,10 +252,10 @@ static void check_read_ahead_dropped(struct emuc *c, uint8_t *buf, size_t cap)
  * daemon reads ahead). */
 TEST(xfer_daemon_late_reset_drops_read_ahead)
 {
-    XD_START(pid, "devices=np2");
+    XD_START(pid, "devices=testcore:bytes=776:rate=23280000");
     struct emuc *c = NULL;
     char err[200] = "";
-    CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
+    CHECK_RC(emuc_open(xd_sock, "devices=testcore:bytes=776:rate=23280000", 2000, &c, err, sizeof err), 0);
     if (c) {
         static uint8_t buf[1 << 16];
         late_config_write(pid, c, ONI_CONFIG_RESET, 1, buf);
@@ -275,10 +275,10 @@ TEST(xfer_daemon_late_reset_drops_read_ahead)
  * is not counted before its answer comes. */
 TEST(xfer_daemon_late_stop_drops_read_ahead)
 {
-    XD_START(pid, "devices=np2");
+    XD_START(pid, "devices=testcore:bytes=776:rate=23280000");
     struct emuc *c = NULL;
     char err[200] = "";
-    CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
+    CHECK_RC(emuc_open(xd_sock, "devices=testcore:bytes=776:rate=23280000", 2000, &c, err, sizeof err), 0);
     if (c) {
         static uint8_t buf[1 << 16];
         late_config_write(pid, c, ONI_CONFIG_RUNNING, 0, buf);
@@ -296,10 +296,10 @@ TEST(xfer_daemon_late_stop_drops_read_ahead)
  * keeps, and its bytes, from before the RESET, are dropped. */
 TEST(xfer_daemon_late_read_after_a_reset_is_dropped)
 {
-    XD_START(pid, "devices=np2");
+    XD_START(pid, "devices=testcore:bytes=776:rate=23280000");
     struct emuc *c = NULL;
     char err[200] = "";
-    CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
+    CHECK_RC(emuc_open(xd_sock, "devices=testcore:bytes=776:rate=23280000", 2000, &c, err, sizeof err), 0);
     if (c) {
         static uint8_t buf[1 << 16];
         CHECK_RC(emuc_write_config(c, ONI_CONFIG_RUNNING, 1, 1000), 0);
@@ -365,10 +365,10 @@ TEST(xfer_daemon_late_answer_at_the_ring_end)
  * already counts as a flush, so what was read ahead before it is dropped. */
 TEST(xfer_daemon_unanswered_reset_drops_read_ahead)
 {
-    XD_START(pid, "devices=np2");
+    XD_START(pid, "devices=testcore:bytes=776:rate=23280000");
     struct emuc *c = NULL;
     char err[200] = "";
-    CHECK_RC(emuc_open(xd_sock, "devices=np2", 2000, &c, err, sizeof err), 0);
+    CHECK_RC(emuc_open(xd_sock, "devices=testcore:bytes=776:rate=23280000", 2000, &c, err, sizeof err), 0);
     if (c) {
         static uint8_t buf[1 << 16];
         late_config_write(pid, c, ONI_CONFIG_RESET, 1, buf);

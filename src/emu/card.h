@@ -339,7 +339,7 @@ int emu_port_raw_write(struct emu_card *c, int p, uint32_t addr, uint32_t v);
 void emu_port_streams(struct emu_card *c, int p);
 
 /* Device kinds (src/emu/devices). */
-extern const struct emu_devtype emu_dev_np2, emu_dev_np1, emu_dev_rhd2164, emu_dev_bno055,
+extern const struct emu_devtype emu_dev_rhd2164, emu_dev_bno055,
     emu_dev_heartbeat, emu_dev_testcore, emu_dev_testsink, emu_dev_loadtest, emu_dev_stim,
     emu_dev_memusage, emu_dev_digitalio, emu_dev_persthb, emu_dev_portctl, emu_dev_analogio,
     emu_dev_harpsync, emu_dev_outclock, emu_dev_ds90ub9x;

@@ -68,16 +68,21 @@ static uint64_t gap(struct neural *n, struct neural_unit *u)
     return (uint64_t)(n->fs_hz / 500) + (uint64_t)(-log(uniform(&n->rng)) * u->mean_gap);
 }
 
-int neural_init(struct neural *n, struct emu_dev *dev, uint32_t nch, uint32_t fs_hz, int32_t lo, int32_t hi,
-                int32_t mid, double sigma, uint32_t nunits, uint32_t lowpass_hz)
+int neural_init(struct neural *n, struct emu_card *card, uint32_t dev_idx, uint32_t stream, uint32_t nch,
+                uint32_t fs_hz, int32_t lo, int32_t hi, int32_t mid, double sigma, uint32_t nunits,
+                uint32_t lowpass_hz)
 {
     memset(n, 0, sizeof *n);
-    n->dev = dev;
+    n->card = card;
+    n->dev_idx = dev_idx;
+    n->ch_base = stream * nch;
     n->nch = nch;
     n->fs_hz = fs_hz;
     n->lo = lo, n->hi = hi, n->mid = (uint32_t)mid;
     n->ticks_per_sample = EMU_ACQ_HZ / fs_hz;
-    n->rng = dev->card->seed * 0x2545F4914F6CDD1Dull ^ (dev->desc.idx + 1) * 0x9E3779B97F4A7C15ull;
+    /* stream 0 keeps the seeding of a one-stream device */
+    n->rng = card->seed * 0x2545F4914F6CDD1Dull ^ (dev_idx + 1) * 0x9E3779B97F4A7C15ull ^
+             (uint64_t)stream * 0xD1B54A32D192ED03ull;
     n->off = malloc(nch * sizeof *n->off);
     n->acc = calloc(nch, sizeof *n->acc);
     if (!n->off || !n->acc || make_noise(n, sigma, lowpass_hz)) {
@@ -152,7 +157,7 @@ void neural_sample(struct neural *n, uint16_t *out, uint64_t t)
         for (int j = 0; j < NEURAL_SPREAD; j++)
             n->acc[u->ch0 + j] += (w * u->amp[j]) / 1024;
         if (at == NEURAL_TROUGH)
-            emu_card_truth_add(n->dev->card, n->dev->desc.idx, sp.unit, u->ch0 + 1, t);
+            emu_card_truth_add(n->card, n->dev_idx, sp.unit, n->ch_base + u->ch0 + 1, t);
         if (at + 1 < NEURAL_SPIKE_LEN)
             n->active[live++] = sp;
     }

@@ -30,7 +30,8 @@ struct neural_spike {
 };
 
 struct neural {
-    struct emu_dev *dev;
+    struct emu_card *card;        /* where ground truth goes */
+    uint32_t dev_idx, ch_base;    /* truth: device index, channel = ch_base + channel */
     uint32_t nch, fs_hz, mid;     /* channels, sample rate, code of 0 V */
     int32_t lo, hi;               /* code range */
     int16_t *noise;               /* NEURAL_TABLE samples, SD = sigma LSB */
@@ -48,9 +49,12 @@ struct neural {
 
 /* Set up a generator of nch channels at fs_hz, codes lo..hi around mid, noise
  * SD sigma LSB, nunits units with troughs of 8-16 sigma firing 3-20 Hz; seeded
- * from the card seed and the device index. 0 or ONI_EBADALLOC. */
-int neural_init(struct neural *n, struct emu_dev *dev, uint32_t nch, uint32_t fs_hz, int32_t lo, int32_t hi,
-                int32_t mid, double sigma, uint32_t nunits, uint32_t lowpass_hz);
+ * from the card seed, the device index and stream (e.g. the probe of a
+ * two-probe headstage). Ground truth is recorded as device dev_idx, channel
+ * stream * nch + channel. 0 or ONI_EBADALLOC. */
+int neural_init(struct neural *n, struct emu_card *card, uint32_t dev_idx, uint32_t stream, uint32_t nch,
+                uint32_t fs_hz, int32_t lo, int32_t hi, int32_t mid, double sigma, uint32_t nunits,
+                uint32_t lowpass_hz);
 /* Free what neural_init allocated (safe after a failed init). */
 void neural_fini(struct neural *n);
 /* One sample of every channel into out[0..nch) (16-bit codes), taken at

@@ -17,13 +17,14 @@
 #include <string.h>
 #include "card.h"
 #include "headstage.h"
+#include "headstages.h"
 
 /* The default card: a breakout board with its memory monitor, and, until
  * the NP2.0e headstage (np2e) is here, the emulator's own np2 layout. */
-#define DEFAULT_DEVICES "breakout,stim,np2,bno055"
+#define DEFAULT_DEVICES "breakout,np2e"
 
 static const struct emu_devtype *const kinds[] = {
-    &emu_dev_np2,      &emu_dev_np1,      &emu_dev_rhd2164,  &emu_dev_bno055,  &emu_dev_heartbeat,
+    &emu_dev_rhd2164,  &emu_dev_bno055,  &emu_dev_heartbeat,
     &emu_dev_testcore, &emu_dev_testsink, &emu_dev_loadtest, &emu_dev_stim,    &emu_dev_memusage,
     &emu_dev_digitalio, &emu_dev_persthb, &emu_dev_analogio, &emu_dev_harpsync, &emu_dev_outclock,
 };
@@ -31,7 +32,7 @@ static const struct emu_devtype *const kinds[] = {
 /* Headstage kinds (headstage.h): each headstage file adds its ops here. */
 #define MAX_HS_KINDS 16
 static const struct emu_hs_ops *hs_kinds[MAX_HS_KINDS] = {
-    NULL,
+    &emu_hs_np2e, &emu_hs_np1e, &emu_hs_hs64,
 };
 static pthread_mutex_t hs_lock = PTHREAD_MUTEX_INITIALIZER;
 
