@@ -4,8 +4,9 @@
  * the library, so any call may be made from any thread. oni_read_frame blocks
  * other readers of the same context while it refills; oni_destroy_frame may be
  * called from any thread at any time, also after oni_destroy_ctx. */
-#ifndef ONI_H
-#define ONI_H
+/* The include guard is upstream's (api/liboni/oni.h:1), so a program that tests it sees the same. */
+#ifndef __ONI_H__
+#define __ONI_H__
 
 #include <stddef.h>
 #include "onidefs.h"
@@ -41,14 +42,18 @@ typedef struct {
 
 /* Context options ONI_OPT_*: onidefs.h, where upstream declares them. */
 
-/* onigpu extension: per-context timeout for every blocking call, in
- * milliseconds (uint32_t, read/write in any initialized or uninitialized
- * state). 0 is refused: there is no "wait forever". Default
- * ONI_DEFAULT_TIMEOUTMS, or the environment variable ONI_TIMEOUTMS (ms) when
- * set: a program written for upstream cannot set the option, and one that
- * keeps a reader waiting through a pause longer than 2 s needs it (a bad
- * value makes oni_create_ctx fail, EINVAL). Expiry returns ONI_ETIMEOUT. The core checks the
- * deadline between driver calls and passes the value to the driver through
+/* onigpu extension: per-context timeout of blocking calls, in milliseconds
+ * (uint32_t, read/write in any state; docs/timeouts.md). A call fails with
+ * ONI_ETIMEOUT only when no byte came for that long: every byte starts the
+ * wait again. 0, the default, waits as upstream does while the device is
+ * live: after each ONI_DEFAULT_TIMEOUTMS with no byte on a data stream the
+ * hardware's RUNNING is read; nonzero waits on, 0 gives ONI_ETIMEOUT, a
+ * driver error is returned (so a stopped or dead device is reported within
+ * ONI_DEFAULT_TIMEOUTMS); the signal stream gets ONI_DEFAULT_TIMEOUTMS per
+ * call. The environment variable ONI_TIMEOUTMS (ms) sets new contexts'
+ * value, for programs written for upstream (a bad value makes
+ * oni_create_ctx fail, EINVAL). The core checks the deadline between driver
+ * calls and tells the driver how long one call may wait through
  * set_opt_callback; a driver that blocks inside one of its own calls without
  * honouring it can still block longer (docs/threads.md). The number lies in
  * the open-ended custom range (>= ONI_OPT_CUSTOMBEGIN): it shadows the custom
@@ -71,15 +76,18 @@ ONI_EXPORT int oni_init_ctx(oni_ctx ctx, int host_idx);
 ONI_EXPORT int oni_destroy_ctx(oni_ctx ctx);
 
 /* Read context option ctx_opt into value; *size is the buffer size in, bytes written out.
- * 0, or ONI_ENULLCTX, ONI_EINVALARG (a NULL pointer), ONI_EBUFFERSIZE (*size = what it
- * takes), ONI_EINVALOPT, ONI_EWRITEONLY, ONI_EINVALSTATE (before init), the driver's error for
- * a hardware register (docs/errors.md). */
+ * RUNNING, SYSCLKHZ, ACQCLKHZ, HWADDRESS and custom options are read from the hardware.
+ * 0, or ONI_ENULLCTX, ONI_EWRITEONLY (any state), ONI_EPROTCONFIG (a negative option),
+ * ONI_EINVALSTATE (before init), ONI_EINVALARG (a NULL pointer), ONI_EBUFFERSIZE (*size = what
+ * it takes), the driver's error for a hardware register (docs/errors.md). */
 ONI_EXPORT int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size);
 
 /* Write context option ctx_opt from value of size bytes (4: every writable option is
- * 32 bits); then calls the driver's set_opt_callback. 0, or ONI_ENULLCTX, ONI_EINVALARG (NULL
- * value, or a value the option refuses), ONI_EBUFFERSIZE, ONI_EINVALOPT, ONI_EREADONLY,
- * ONI_EINVALSTATE, ONI_EINVALREADSIZE / ONI_EINVALWRITESIZE, the driver's error (docs/errors.md). */
+ * 32 bits), checked in upstream's order, then call the driver's set_opt_callback and return
+ * its answer as it is (docs/drivers.md). ONI_ENULLCTX, ONI_EREADONLY (any state),
+ * ONI_EPROTCONFIG, ONI_EINVALSTATE (RESET, BLOCKREADSIZE, BLOCKWRITESIZE: IDLE only),
+ * ONI_EBUFFERSIZE, ONI_EINVALARG (NULL value), ONI_EINVALREADSIZE / ONI_EINVALWRITESIZE, the
+ * driver's error (docs/errors.md). RESET brings both block sizes back to their defaults. */
 ONI_EXPORT int oni_set_opt(oni_ctx ctx, int ctx_opt, const void *value, size_t size);
 
 /* Read driver-specific option drv_opt (onigpu.h, oniemu.h) into value; *size is the buffer size in, bytes
@@ -90,7 +98,8 @@ ONI_EXPORT int oni_get_driver_opt(const oni_ctx ctx, int drv_opt, void *value, s
  * driver's answer (0 or an ONI error). Any state. */
 ONI_EXPORT int oni_set_driver_opt(oni_ctx ctx, int drv_opt, const void *value, size_t size);
 
-/* Read register addr of device dev_idx into *value through the signal stream; 0, ONI_EREADFAILURE on NACK,
+/* Read register addr of device dev_idx into *value through the signal stream (in any state, as
+ * upstream: before init the driver answers as it can); 0, ONI_EREADFAILURE on NACK,
  * ONI_ERETRIG if an access is still pending, ONI_ETIMEOUT if no answer within ONI_OPT_TIMEOUTMS. */
 ONI_EXPORT int oni_read_reg(const oni_ctx ctx, oni_dev_idx_t dev_idx, oni_reg_addr_t addr, oni_reg_val_t *value);
 
@@ -98,21 +107,23 @@ ONI_EXPORT int oni_read_reg(const oni_ctx ctx, oni_dev_idx_t dev_idx, oni_reg_ad
  * ONI_ERETRIG if an access is still pending, ONI_ETIMEOUT if no answer within ONI_OPT_TIMEOUTMS. */
 ONI_EXPORT int oni_write_reg(const oni_ctx ctx, oni_dev_idx_t dev_idx, oni_reg_addr_t addr, oni_reg_val_t value);
 
-/* Read the next frame. On success returns the bytes the frame took in the stream (> 0) and
- * *frame is owned by the caller until oni_destroy_frame. No heap allocation in steady state.
- * Errors: ONI_ETIMEOUT (no frame within ONI_OPT_TIMEOUTMS), ONI_EBADFRAME (bytes that are no
+/* Read the next frame. On success returns upstream's sizeof(oni_frame_t) + data_sz + data_sz % 4
+ * (> 0) and *frame is owned by the caller until oni_destroy_frame. No heap allocation in steady
+ * state. Errors: ONI_ETIMEOUT (docs/timeouts.md), ONI_EBADFRAME (bytes that are no
  * frame of the table were dropped; the next call goes on), ONI_ENOREADDEV, ONI_EINVALSTATE,
  * ONI_ENULLCTX, ONI_EINVALARG (NULL frame), ONI_EBADALLOC, or the driver's read error
  * (docs/errors.md). */
 ONI_EXPORT int oni_read_frame(const oni_ctx ctx, oni_frame_t **frame);
 
 /* Make a write frame for dev_idx holding a copy of data (data_sz: a multiple of the device's
- * write_size); the caller owns *frame until oni_destroy_frame. 0, or ONI_ENULLCTX, ONI_EINVALARG
+ * write_size, 0 too); the caller owns *frame until oni_destroy_frame. Returns upstream's
+ * sizeof(oni_frame_t) + data_sz + data_sz % 4 (> 0), or ONI_ENULLCTX, ONI_EINVALARG
  * (NULL frame, or NULL data with data_sz > 0), ONI_EDEVIDX (no such device), ONI_ENOTWRITEDEV,
  * ONI_EWRITESIZE, ONI_EINVALSTATE, ONI_EBADALLOC. */
 ONI_EXPORT int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_idx, void *data, size_t data_sz);
 
-/* Send a write frame made by oni_create_frame; returns bytes written (> 0) or an ONI error. */
+/* Send a write frame made by oni_create_frame (padded to a word); returns upstream's 8 + data_sz
+ * (> 0) or an ONI error. */
 ONI_EXPORT int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame);
 
 /* Release a frame (read or write). NULL is ignored. Thread-safe. */

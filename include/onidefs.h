@@ -1,6 +1,7 @@
 /* onidefs.h - ONI basic types, error codes and driver info (ONI API 4.6 compatible). */
-#ifndef ONIDEFS_H
-#define ONIDEFS_H
+/* Include guard as upstream's (api/liboni/onidefs.h:1). */
+#ifndef __ONI_DEFS_H__
+#define __ONI_DEFS_H__
 
 #include <stdint.h>
 #include <stddef.h>
@@ -27,6 +28,8 @@ typedef uint64_t oni_fifo_time_t;
  * a register value (upstream's names; drivers use them). */
 #define ONI_FRAMEHEADERSZ (2 * sizeof(oni_fifo_dat_t) + sizeof(oni_fifo_time_t))
 #define ONI_REGSZ sizeof(oni_reg_val_t)
+/* Bytes to 32-bit FIFO words (upstream's name, api/liboni/onidefs.h:87). */
+#define BYTE_TO_FIFO_SHIFT 2
 
 /* Context options: the value is the enum position (upstream numbering). */
 enum {

@@ -1,7 +1,7 @@
 /* onidriver.h - the ONI driver translator ABI (upstream liboni 4.6 compatible).
  * A driver is a shared library libonidriver_<name>.so exporting every function below. */
-#ifndef ONIDRIVER_H
-#define ONIDRIVER_H
+#ifndef __ONI_DRIVER_H__ /* upstream's guard (api/liboni/onidriver.h:1) */
+#define __ONI_DRIVER_H__
 
 #include <stddef.h>
 #include "onidefs.h"
@@ -9,9 +9,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Upstream marks the driver entry points with this; drivers may use it on their definitions. */
-#define ONI_DRIVER_EXPORT ONI_EXPORT
 
 typedef void *oni_driver_ctx;
 
@@ -44,9 +41,20 @@ enum {
  * - Threads (docs/threads.md): read_stream(DATA), write_stream, and the config /
  *   signal / option calls each come from one thread at a time, but the three
  *   groups may run concurrently on one driver context.
- * - Time: the core's deadline (ONI_OPT_TIMEOUTMS, passed in through
- *   set_opt_callback) only runs between calls; a call that blocks inside the
- *   driver is bounded only by the driver itself. */
+ * - Time (docs/timeouts.md): the core's deadline only runs between calls;
+ *   set_opt_callback(ONI_OPT_TIMEOUTMS) tells the driver how long one of its
+ *   calls may wait. A call that blocks inside the driver is bounded only by
+ *   the driver itself.
+ * - Order (docs/drivers.md): as upstream's liboni calls them; the driver hears
+ *   of ONI_OPT_BLOCKREADSIZE after init and every reset, and of every
+ *   successful oni_set_opt. */
+
+/* The entry points every driver exports. As upstream (api/liboni/onidriver.h:24),
+ * a file that defines ONI_DRIVER_IGNORE_FUNCTION_PROTOTYPES before including
+ * this header gets neither them nor ONI_DRIVER_EXPORT, which upstream's drivers
+ * put on their definitions. */
+#ifndef ONI_DRIVER_IGNORE_FUNCTION_PROTOTYPES
+#define ONI_DRIVER_EXPORT ONI_EXPORT
 
 /* Allocate a driver context, no hardware opened; NULL on failure (oni_create_ctx: errno ENOMEM). */
 ONI_EXPORT oni_driver_ctx oni_driver_create_ctx(void);
@@ -65,8 +73,9 @@ ONI_EXPORT int oni_driver_write_stream(oni_driver_ctx driver_ctx, oni_write_stre
 ONI_EXPORT int oni_driver_read_config(oni_driver_ctx driver_ctx, oni_config_t config, oni_reg_val_t *value);
 /* Write config register `config` (custom option n: ONI_CONFIG_CUSTOMBEGIN + n); >= 0 or an ONI error. */
 ONI_EXPORT int oni_driver_write_config(oni_driver_ctx driver_ctx, oni_config_t config, oni_reg_val_t value);
-/* Told of each successful oni_set_opt (already applied; a negative return becomes oni_set_opt's) and, at
- * oni_init_ctx and on change, of ONI_OPT_TIMEOUTMS (uint32_t ms, return ignored); >= 0 or an ONI error. */
+/* Told of each successful oni_set_opt (already applied; its return becomes oni_set_opt's), of
+ * ONI_OPT_BLOCKREADSIZE after init and every reset (return ignored), and, at oni_init_ctx and on
+ * change, of ONI_OPT_TIMEOUTMS (uint32_t ms one call may wait, never 0; return ignored). */
 ONI_EXPORT int oni_driver_set_opt_callback(oni_driver_ctx driver_ctx, int oni_option, const void *value,
                                            size_t option_len);
 /* Set driver option from option_len bytes at value (NULL only with 0); passed on by oni_set_driver_opt. */
@@ -75,6 +84,8 @@ ONI_EXPORT int oni_driver_set_opt(oni_driver_ctx driver_ctx, int driver_option, 
 ONI_EXPORT int oni_driver_get_opt(oni_driver_ctx driver_ctx, int driver_option, void *value, size_t *option_len);
 /* The driver's name and version, owned by the driver and valid while it is loaded (oni_get_driver_info returns it). */
 ONI_EXPORT const oni_driver_info_t *oni_driver_info(void);
+
+#endif /* ONI_DRIVER_IGNORE_FUNCTION_PROTOTYPES */
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* onix.h - ONIX device and hub identifiers (ONI API 4.6 compatible), plus onigpu's private ids. */
-#ifndef ONIX_H
-#define ONIX_H
+#ifndef __ONIX_H__ /* upstream's guard (api/liboni/onix.h:1) */
+#define __ONIX_H__
 
 #include "oni.h"
 

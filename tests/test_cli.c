@@ -80,7 +80,7 @@ TEST(info_prints_table_clocks_and_hubs)
     HAS("max read frame   792 B");
     HAS("max write frame  24 B"); /* STIM: 16-byte header, 12-byte sample */
     HAS("block read       792 B");
-    HAS("block write      4096 B");
+    HAS("block write      24 B"); /* the default: one largest write frame, as upstream's */
     HAS("devices          14");
     HAS("2.0       0x4f470001  NEUROPIX2");
     HAS("1.0       3           RHD2164");

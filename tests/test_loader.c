@@ -1,6 +1,6 @@
-/* test_loader.c - finding drivers: built-in first, then libonidriver_<name>.so
- * in $ONI_DRIVER_PATH, beside liboni (tests/liboni) or on the library search
- * path; every failure. */
+/* test_loader.c - finding drivers: libonidriver_<name>.so in
+ * $ONI_DRIVER_PATH first, then the built-in drivers, then beside liboni
+ * (tests/liboni) or on the library search path; every failure. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -129,17 +129,42 @@ TEST(longest_name)
     CHECK_EQ(errno, EINVAL);
 }
 
-/* Built-ins come first, even where ONI_DRIVER_PATH holds a library of the
- * same name (the build directory holds libonidriver_test.so). */
-TEST(builtin_wins_over_the_driver_path)
+/* A library in ONI_DRIVER_PATH wins over the built-in driver of the same
+ * name: here the build directory's shadow/libonidriver_test.so, a driver
+ * written for upstream that calls itself "test" as upstream's own test
+ * driver does (one device, where the built-in test driver has its table of
+ * testtable.c). Without it, "test" is the built-in one again. */
+TEST(driver_path_wins_over_the_builtin)
 {
     if (!driver_dir())
         SKIP("ONI_DRIVER_PATH not set (run through ctest)");
+    char *saved = strdup(driver_dir());
+    REQUIRE(saved);
+    char dir[4096];
+    REQUIRE((size_t)snprintf(dir, sizeof dir, "%s/shadow", saved) < sizeof dir);
+    REQUIRE(setenv(ONI_DRIVER_PATH_ENV, dir, 1) == 0);
     struct oni_driver drv;
-    void *dl = (void *)&drv;
+    void *dl = NULL;
     CHECK_RC(oni_load_driver("test", &drv, &dl), 0);
-    CHECK(dl == NULL);
+    CHECK(dl != NULL);
+    CHECK(drv.info && strcmp(drv.info()->name, "test") == 0);
+    if (dl)
+        dlclose(dl);
+    oni_ctx ctx = oni_create_ctx("test");
+    REQUIRE(ctx);
+    CHECK_RC(oni_init_ctx(ctx, 0), 0);
+    uint32_t n = 0;
+    size_t len = sizeof n;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &len), 0);
+    CHECK_EQ(n, 1); /* the shadowing driver's table, not the built-in one */
+    oni_destroy_ctx(ctx);
+    REQUIRE(setenv(ONI_DRIVER_PATH_ENV, "/nonexistent-onigpu-dir", 1) == 0);
+    dl = (void *)&drv;
+    CHECK_RC(oni_load_driver("test", &drv, &dl), 0);
+    CHECK(dl == NULL); /* nothing there: the built-in one */
     CHECK(drv.name && strcmp(drv.name, "test") == 0);
+    REQUIRE(setenv(ONI_DRIVER_PATH_ENV, saved, 1) == 0);
+    free(saved);
 }
 
 /* Without ONI_DRIVER_PATH the bare file name goes to dlopen's own search. The

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include "drivers/fixture.h"
 #include "onix.h"
+#include "oni/names.h"
 #include "unit.h"
 
 static const oni_device_t devs3[] = {
@@ -72,19 +73,26 @@ TEST(uninitialized_context)
     const oni_driver_info_t *info = oni_get_driver_info(ctx);
     REQUIRE(info);
     CHECK(strcmp(info->name, "scripted") == 0);
+    /* Upstream's answers before init (api/liboni/oni.c:197-542): write-only
+     * and read-only options say so in any state, the rest ONI_EINVALSTATE. */
     for (int opt = ONI_OPT_DEVICETABLE; opt <= ONI_OPT_CUSTOMBEGIN + 1; opt++) {
+        int ro = opt == ONI_OPT_DEVICETABLE || opt == ONI_OPT_NUMDEVICES || opt == ONI_OPT_SYSCLKHZ ||
+                 opt == ONI_OPT_ACQCLKHZ || opt == ONI_OPT_MAXREADFRAMESIZE || opt == ONI_OPT_MAXWRITEFRAMESIZE;
+        int wo = opt == ONI_OPT_RESET || opt == ONI_OPT_RESETACQCOUNTER;
         n = sizeof v;
-        CHECK_RC(oni_get_opt(ctx, opt, &v, &n), ONI_EINVALSTATE);
-        CHECK_RC(oni_set_opt(ctx, opt, &v, sizeof v), ONI_EINVALSTATE);
+        CHECK_RC(oni_get_opt(ctx, opt, &v, &n), wo ? ONI_EWRITEONLY : ONI_EINVALSTATE);
+        CHECK_RC(oni_set_opt(ctx, opt, &v, sizeof v), ro ? ONI_EREADONLY : ONI_EINVALSTATE);
     }
-    CHECK_RC(oni_read_reg(ctx, 0x0102, 0, &r), ONI_EINVALSTATE);
-    CHECK_RC(oni_write_reg(ctx, 0x0102, 0, 1), ONI_EINVALSTATE);
+    /* Register access before init goes to the driver, as upstream's does (it
+     * only asserts, api/liboni/oni.c:560 and 601); this one answers it. */
+    CHECK_RC(oni_read_reg(ctx, 0x0102, 0, &r), 0);
+    CHECK_RC(oni_write_reg(ctx, 0x0102, 0, 1), 0);
     CHECK_RC(oni_read_frame(ctx, &f), ONI_EINVALSTATE);
     CHECK_RC(oni_create_frame(ctx, &f, 0x0001, &v, 4), ONI_EINVALSTATE);
     /* Timeout and driver options work before init (the CLI sets the emu spec there). */
     n = sizeof v;
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &v, &n), 0);
-    CHECK_EQ(v, ONI_DEFAULT_TIMEOUTMS);
+    CHECK_EQ(v, 0); /* the default: wait while the device is live */
     CHECK_EQ(n, 4);
     CHECK_RC(fx_set_u32(ctx, SCR_OPT_REPEAT, 1), 0);
     struct scr_stats st;
@@ -169,8 +177,12 @@ TEST(read_only_options)
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &small, &(size_t){2}), ONI_EBUFFERSIZE);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, NULL, &n), ONI_EINVALARG);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &v, NULL), ONI_EINVALARG);
-    CHECK_RC(oni_get_opt(ctx, -1, &v, &n), ONI_EINVALOPT);
-    CHECK_RC(oni_set_opt(ctx, -5, &v, 4), ONI_EINVALOPT);
+    /* A number below ONI_OPT_CUSTOMBEGIN that names no option: upstream's
+     * ONI_EPROTCONFIG (api/liboni/oni.c:352 and 522). */
+    CHECK_RC(oni_get_opt(ctx, -1, &v, &n), ONI_EPROTCONFIG);
+    CHECK_RC(oni_set_opt(ctx, -5, &v, 4), ONI_EPROTCONFIG);
+    /* Read-only options are refused before their value is looked at. */
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_NUMDEVICES, NULL, 0), ONI_EREADONLY);
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, NULL, 4), ONI_EINVALARG);
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 2), ONI_EBUFFERSIZE);
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 8), ONI_EBUFFERSIZE);
@@ -187,7 +199,7 @@ TEST(writable_options_and_callbacks)
     uint32_t v;
     size_t n = sizeof v;
     struct scr_stats st = fx_stats(ctx);
-    CHECK_EQ(st.timeout_ms, ONI_DEFAULT_TIMEOUTMS); /* given to the driver at init */
+    CHECK_EQ(st.timeout_ms, ONI_DEFAULT_TIMEOUTMS); /* what one driver call may wait, given at init */
     uint32_t before = st.callbacks;
 
     /* RUNNING: driver register follows, callback called. */
@@ -224,10 +236,19 @@ TEST(writable_options_and_callbacks)
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), ONI_EINVALWRITESIZE);
     v = 22;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), ONI_EINVALWRITESIZE);
-    v = 20;
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, &n), 0);
+    CHECK_EQ(v, 20); /* the default: one largest write frame, as upstream's */
+    v = 24;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), 0);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, &n), 0);
-    CHECK_EQ(v, 20);
+    CHECK_EQ(v, 24);
+    /* and IDLE-only, as upstream (api/liboni/oni.c:489) */
+    v = 1;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), 0);
+    v = 28;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), ONI_EINVALSTATE);
+    v = 0;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), 0);
 
     /* HWADDRESS and custom options go to hardware registers. */
     v = 0x77;
@@ -246,26 +267,31 @@ TEST(writable_options_and_callbacks)
     /* A register the driver does not have: its error comes back. */
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_CUSTOMBEGIN + 100, &v, 4), ONI_EINVALOPT);
 
-    /* RESETACQCOUNTER: 1 resets, 2 resets and runs, 0 does nothing (as
-     * upstream: host programs written for it set 0), others refused. */
+    /* RESETACQCOUNTER: every nonzero value goes to the hardware register and
+     * nothing else happens, 0 does nothing (api/liboni/oni.c:426-442). */
     v = 3;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), ONI_EINVALARG);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_RESETACQCOUNTER], 3);
     v = 1;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), 0);
     v = 0;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), 0);
     CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_RESETACQCOUNTER], 1); /* not passed on */
+    CHECK_EQ(fx_stats(ctx).last_callback, ONI_OPT_RESETACQCOUNTER); /* but the driver is told */
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
     CHECK_EQ(v, 0);
+    /* 2 is the hardware's reset-and-run: no RUNNING write, and the context
+     * stays IDLE, so block sizes and RESET may still be set (clroni's
+     * Start(true) configures after it). */
     v = 2;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), 0);
-    CHECK_RC(oni_get_opt(ctx, ONI_OPT_RUNNING, &v, &n), 0);
-    CHECK_EQ(v, 1);
-    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_RUNNING], 1);
-    v = 0;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_RESETACQCOUNTER], 2);
+    CHECK_EQ(fx_stats(ctx).config[ONI_CONFIG_RUNNING], 0);
+    v = 4096;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
 
-    /* RESET: the table is read again (the block sizes chosen still fit, so they stay). */
+    /* RESET: the table is read again, and both block sizes go back to their
+     * defaults, as upstream's reset routine sets them (api/liboni/oni.c:1055). */
     uint32_t resets = fx_stats(ctx).resets;
     v = 0; /* nothing to do (upstream's answer; its hosts write 0 after init) */
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
@@ -276,7 +302,9 @@ TEST(writable_options_and_callbacks)
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &v, &n), 0);
     CHECK_EQ(v, 3);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
-    CHECK_EQ(v, 4096);
+    CHECK_EQ(v, 56);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, &n), 0);
+    CHECK_EQ(v, 20);
     oni_destroy_ctx(ctx);
 }
 
@@ -301,7 +329,8 @@ TEST(timeout_option)
     REQUIRE(ctx);
     uint32_t v = 0;
     size_t n = sizeof v;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &v, 4), ONI_EINVALARG); /* no "forever" */
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &v, 4), 0); /* the default: wait while live */
+    CHECK_EQ(fx_stats(ctx).timeout_ms, ONI_DEFAULT_TIMEOUTMS); /* what one driver call may wait then */
     v = 150;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &v, 4), 0);
     CHECK_EQ(fx_stats(ctx).timeout_ms, 150); /* callback before init too */
@@ -370,7 +399,7 @@ TEST(driver_claiming_more_than_asked)
 }
 
 /* ONI_TIMEOUTMS sets new contexts' ONI_OPT_TIMEOUTMS (for programs written
- * for upstream, which cannot set it); a value that is not 1 .. 2^32 - 1 ms
+ * for upstream, which cannot set it); a value that is not 0 .. 2^32 - 1 ms
  * makes context creation fail with EINVAL rather than be ignored. */
 TEST(timeout_from_the_environment)
 {
@@ -382,7 +411,7 @@ TEST(timeout_from_the_environment)
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &v, &n), 0);
     CHECK_EQ(v, 60000);
     oni_destroy_ctx(ctx);
-    static const char *bad[] = {"0", "", "abc", "12ms", "-5", "4294967296", " 5"};
+    static const char *bad[] = {"", "abc", "12ms", "-5", "4294967296", " 5"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         REQUIRE(setenv("ONI_TIMEOUTMS", bad[i], 1) == 0);
         errno = 0;
@@ -397,7 +426,7 @@ TEST(timeout_from_the_environment)
     ctx = oni_create_ctx_driver(&onidrv_test);
     REQUIRE(ctx);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_TIMEOUTMS, &v, &n), 0);
-    CHECK_EQ(v, ONI_DEFAULT_TIMEOUTMS);
+    CHECK_EQ(v, 0);
     oni_destroy_ctx(ctx);
 }
 
@@ -504,20 +533,24 @@ TEST(running_refused_by_the_driver_keeps_the_state)
     oni_destroy_ctx(ctx);
 }
 
-/* RESETACQCOUNTER = 2 is the driver's reset-and-run, then RUNNING = 1: when
- * the second write fails, the hardware the first started is stopped again,
- * so that it does not run under a context that says idle. */
-TEST(reset_and_run_refused_halfway_stops_the_hardware)
+/* RESETACQCOUNTER = 2 is the hardware's reset-and-run alone, as upstream
+ * passes it (api/liboni/oni.c:436): no RUNNING write follows (this driver
+ * refuses every one), the hardware runs, ONI_OPT_RUNNING reads what the
+ * hardware says (api/liboni/oni.c:239), the context stays IDLE so
+ * BLOCKREADSIZE may still be set, and frames come. */
+TEST(reset_and_run_is_the_register_write_alone)
 {
     oni_ctx ctx = open_refusing();
     REQUIRE(ctx);
     uint32_t v = 2;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), ONI_EWRITEFAILURE);
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESETACQCOUNTER, &v, 4), 0);
+    CHECK(!reads_idle(ctx));
+    v = 4096;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    oni_frame_t *f = NULL;
+    CHECK(oni_read_frame(ctx, &f) > 0);
+    oni_destroy_frame(f);
     refuse_running = 0;
-    CHECK(reads_idle(ctx));
-    oni_reg_val_t hw = 1;
-    CHECK_RC(onidrv_test.read_config(refusing_dctx, ONI_CONFIG_RUNNING, &hw), 0);
-    CHECK_EQ(hw, 0);
     oni_destroy_ctx(ctx);
 }
 
@@ -526,21 +559,34 @@ static int named(const char *s, const char *want)
     return s && !strcmp(s, want);
 }
 
-/* onix.h's names of device and hub ids: neighbours in the tables keep
- * their own, the first and last entry of each table are found, an id
- * without a name gives "unknown". */
+/* onix.h's names of device and hub ids are upstream's texts
+ * (api/liboni/onix.c): neighbours in the tables keep their own, the first
+ * and last entry of each table are found, an id without a name gives
+ * upstream's "Unknown device" / "Unknown Hub". */
 TEST(onix_id_names)
 {
-    CHECK(named(onix_device_str(ONIX_NULL), "NULL"));
-    CHECK(named(onix_device_str(ONIX_RHD2132), "RHD2132"));
-    CHECK(named(onix_device_str(ONIX_RHD2164), "RHD2164"));
-    CHECK(named(onix_device_str((int)ONIX_ONIGPU_HUBMGR), "HUBMGR"));
-    CHECK(named(onix_device_str(12345), "unknown"));
-    CHECK(named(onix_hub_str(ONIX_HUB_NULL), "NULL"));
-    CHECK(named(onix_hub_str(ONIX_HUB_HSNP2EB), "HSNP2EB"));
-    CHECK(named(onix_hub_str(ONIX_HUB_HSNP2E), "HSNP2E"));
-    CHECK(named(onix_hub_str(ONIX_HUB_ACQBOARD3D), "ACQBOARD3D"));
-    CHECK(named(onix_hub_str(11), "unknown"));
+    CHECK(named(onix_device_str(ONIX_NULL), "Placeholder device: neither generates or accepts data"));
+    CHECK(named(onix_device_str(ONIX_RHD2132), "Intan RHD2132 bioamplifier"));
+    CHECK(named(onix_device_str(ONIX_RHD2164), "Intan RHD2164 bioamplifier"));
+    CHECK(named(onix_device_str(ONIX_HEARTBEAT), "Heartbeat"));
+    CHECK(named(onix_device_str(ONIX_PERSTHEARTBEAT), "Persistent heartbeat"));
+    CHECK(named(onix_device_str(ONIX_DS90UB9RAW), "Raw DS90UB9x deserializer"));
+    CHECK(named(onix_device_str((int)ONIX_ONIGPU_HUBMGR), "onigpu hub manager (private id)"));
+    CHECK(named(onix_device_str(29), "Unknown device")); /* no id 29 in onix.h */
+    CHECK(named(onix_device_str(12345), "Unknown device"));
+    CHECK(named(onix_hub_str(ONIX_HUB_NULL), "Placeholder Hub"));
+    CHECK(named(onix_hub_str(ONIX_HUB_HSNP2EB), "Open Ephys ONIX Headstage-Neuropixels2.0e-Beta"));
+    CHECK(named(onix_hub_str(ONIX_HUB_HSNP2E), "Open Ephys ONIX Headstage-Neuropixels2.0e"));
+    CHECK(named(onix_hub_str(ONIX_HUB_ACQBOARD3D), "Open Ephys 3D-capable Acquisition Board"));
+    CHECK(named(onix_hub_str(11), "Unknown Hub"));
+    /* onigpu's short names for its tools' tables (oni/names.h) */
+    CHECK(named(onix_device_tag(ONIX_NULL), "NULL"));
+    CHECK(named(onix_device_tag(ONIX_RHD2164), "RHD2164"));
+    CHECK(named(onix_device_tag((int)ONIX_ONIGPU_HUBMGR), "HUBMGR"));
+    CHECK(named(onix_device_tag(12345), "unknown"));
+    CHECK(named(onix_hub_tag(ONIX_HUB_HSNP2E), "HSNP2E"));
+    CHECK(named(onix_hub_tag(ONIX_HUB_ACQBOARD3D), "ACQBOARD3D"));
+    CHECK(named(onix_hub_tag(11), "unknown"));
 }
 
 /* The clock's deadline helpers (oni/util/clock.h): milliseconds left round

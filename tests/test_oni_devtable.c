@@ -241,17 +241,21 @@ TEST(reset_reads_new_table_and_keeps_old_on_failure)
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
     CHECK_EQ(v, 116); /* the old default no longer fits: new default */
 
-    /* A default follows a table of smaller frames; a size the user chose
-     * stays while it fits. */
+    /* Every reset brings the block read size back to its default, one
+     * largest frame of the new table (upstream's reset routine,
+     * api/liboni/oni.c:1055), also one the user chose, and tells the driver. */
     oni_device_t small[1] = {{1, 10, 1, 8, 0}};
     CHECK_RC(reset_to(ctx, small, 1), 0);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
     CHECK_EQ(v, 24);
+    CHECK_EQ(fx_stats(ctx).block_read, 24);
     v = 400;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).block_read, 400);
     CHECK_RC(reset_to(ctx, three, 3), 0);
     CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
-    CHECK_EQ(v, 400);
+    CHECK_EQ(v, 116);
+    CHECK_EQ(fx_stats(ctx).block_read, 116);
 
     /* A reset that fails leaves the table as it was. */
     oni_device_t rep[2] = {{4, 10, 1, 4, 0}, {4, 10, 1, 4, 0}};
@@ -334,45 +338,51 @@ TEST(packet_of_three_bytes_is_malformed)
     CHECK_RC(init_with(sig, sizeof sig), ONI_ECOBSPACK);
 }
 
-/* A BLOCKREADSIZE the user chose stays across resets while it fits; one
- * equal to the new largest frame fits. Here 28 = the largest frame of
- * `two`: a reset to the same table keeps it as chosen, so a later table of
- * smaller frames (24) keeps it too. Guards reset's block_read < max_rframe
- * (with <= the choice was dropped for the default, which is also 28 here,
- * and the next table's default 24 replaced it). */
-TEST(chosen_block_size_equal_to_the_largest_frame_stays)
+/* The driver hears of the block read size at init and after every reset
+ * (RESET = 1), before it hears of the RESET itself, as upstream calls it
+ * (api/liboni/oni.c:1059 in the reset routine, then 541); RESET = 0 resets
+ * nothing and tells only of itself. The riffa driver sizes its reads by it
+ * (onidriver_riffa.c:231-236), so a program that keeps the default reads. */
+TEST(driver_told_the_block_read_size_at_init_and_reset)
 {
     oni_ctx ctx = fx_open(two, 2, 1);
     REQUIRE(ctx);
-    uint32_t v = 28;
-    size_t n = 4;
+    struct scr_stats st = fx_stats(ctx);
+    CHECK_EQ(st.block_read_calls, 1);
+    CHECK_EQ(st.block_read, 28);
+    uint32_t v = 64;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
+    CHECK_EQ(fx_stats(ctx).block_read, 64);
+    uint32_t calls = fx_stats(ctx).callbacks;
     CHECK_RC(reset_to(ctx, two, 2), 0);
-    oni_device_t small[1] = {{1, 10, 1, 8, 0}};
-    CHECK_RC(reset_to(ctx, small, 1), 0);
-    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
-    CHECK_EQ(v, 28);
+    st = fx_stats(ctx);
+    CHECK_EQ(st.block_read_calls, 3);
+    CHECK_EQ(st.block_read, 28);
+    CHECK_EQ(st.callbacks, calls + 2);
+    CHECK_EQ(st.last_callback, ONI_OPT_RESET);
+    v = 0;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_RESET, &v, 4), 0);
+    st = fx_stats(ctx);
+    CHECK_EQ(st.block_read_calls, 3);
+    CHECK_EQ(st.callbacks, calls + 3);
     oni_destroy_ctx(ctx);
 }
 
-/* A chosen BLOCKREADSIZE that a table of larger frames no longer fits is
- * replaced by the default, and from then on it is a default: it follows the
- * next table down again. Guards reset's block_read_set = 0 (without it the
- * old table's default stayed as if chosen). */
-TEST(replaced_block_size_follows_later_tables)
+/* A BLOCKWRITESIZE the user chose goes back to the default (one largest
+ * write frame) at a reset too, as upstream's (api/liboni/oni.c:1056). */
+TEST(reset_brings_the_block_write_size_back)
 {
-    oni_device_t small[1] = {{1, 10, 1, 8, 0}};
-    oni_device_t large[1] = {{1, 10, 1, 100, 0}};
-    oni_ctx ctx = fx_open(small, 1, 1);
+    oni_device_t w[1] = {{1, 10, 1, 8, 12}};
+    oni_ctx ctx = fx_open(w, 1, 1);
     REQUIRE(ctx);
-    uint32_t v = 64;
+    uint32_t v = 0;
     size_t n = 4;
-    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, 4), 0);
-    CHECK_RC(reset_to(ctx, large, 1), 0);
-    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
-    CHECK_EQ(v, 116);
-    CHECK_RC(reset_to(ctx, small, 1), 0);
-    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKREADSIZE, &v, &n), 0);
-    CHECK_EQ(v, 24);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, &n), 0);
+    CHECK_EQ(v, 20);
+    v = 4096;
+    CHECK_RC(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, 4), 0);
+    CHECK_RC(reset_to(ctx, w, 1), 0);
+    CHECK_RC(oni_get_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &v, &n), 0);
+    CHECK_EQ(v, 20);
     oni_destroy_ctx(ctx);
 }

@@ -271,11 +271,11 @@ TEST(write_frames_through_oni)
     REQUIRE(ctx);
     uint8_t data[24] = {1, 2, 3};
     oni_frame_t *f = NULL;
-    CHECK_RC(oni_create_frame(ctx, &f, 0x102, data, 16), 0);
+    CHECK(oni_create_frame(ctx, &f, 0x102, data, 16) > 0);
     REQUIRE(f);
     CHECK_EQ(oni_write_frame(ctx, f), 24);
     oni_destroy_frame(f);
-    CHECK_RC(oni_create_frame(ctx, &f, 0x202, data, 24), 0);
+    CHECK(oni_create_frame(ctx, &f, 0x202, data, 24) > 0);
     REQUIRE(f);
     CHECK_EQ(oni_write_frame(ctx, f), 32);
     oni_destroy_frame(f);
@@ -310,7 +310,7 @@ static void *conc_regs(void *arg)
         if (oni_write_reg(c->ctx, 0x101, ONITEST_REG_MESSAGE, i) ||
             oni_read_reg(c->ctx, 0x101, ONITEST_REG_MESSAGE, &v) || v != i)
             c->errors++;
-        if (oni_create_frame(c->ctx, &f, 0x102, data, sizeof data) || oni_write_frame(c->ctx, f) != 16)
+        if (oni_create_frame(c->ctx, &f, 0x102, data, sizeof data) < 0 || oni_write_frame(c->ctx, f) != 16)
             c->errors++;
         oni_destroy_frame(f);
     }

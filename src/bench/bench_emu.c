@@ -90,7 +90,7 @@ static int link_one(const struct bench_emu_opts *o, struct bench_report *r, cons
             break;
         }
         bytes += f->data_sz + 16;
-        pos += (uint64_t)n; /* the frame's bytes in the stream, padding included */
+        pos += 16 + ((f->data_sz + 3u) & ~3u); /* the frame's bytes in the stream, padding included */
         frames++;
         oni_destroy_frame(f);
         if (pos > next_mark) {
@@ -178,7 +178,7 @@ static int gen_one(const struct bench_emu_opts *o, struct bench_report *r, const
             rc = n;
             break;
         }
-        bytes += (uint64_t)n;
+        bytes += 16 + ((f->data_sz + 3u) & ~3u); /* the frame's bytes in the stream */
         oni_destroy_frame(f);
         if (k % 64 == 0)
             now = oni_now_ns();
@@ -256,8 +256,9 @@ static int echo_one(const struct bench_emu_opts *o, struct bench_report *r, cons
         memcpy(w, &tag, 4);
         oni_frame_t *f = NULL;
         uint64_t t0 = oni_now_ns();
-        if ((rc = oni_create_frame(ctx, &f, stim, w, wsize)) != 0)
+        if ((rc = oni_create_frame(ctx, &f, stim, w, wsize)) < 0)
             break;
+        rc = 0;
         int n = oni_write_frame(ctx, f);
         oni_destroy_frame(f);
         if (n < 0) {

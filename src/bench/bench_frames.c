@@ -138,7 +138,7 @@ static int phase_throughput(oni_ctx ctx, uint64_t t0, uint64_t until_ns,
             if (n < 0)
                 return n;
             bytes += f->data_sz;
-            sbytes += (uint64_t)n;
+            sbytes += 16 + ((f->data_sz + 3u) & ~3u); /* the frame's bytes in the stream */
             oni_destroy_frame(f);
         }
         frames += CLOCK_CHECK_EVERY;

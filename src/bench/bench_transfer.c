@@ -274,7 +274,7 @@ static int one(struct bx *b, int p, int dir, size_t n, uint64_t *ns, uint64_t *o
         rc = gpu_copy(b->host, b->dev, n);
         if (!rc)
             rc = oni_create_frame(b->ctx, &f, b->sink, b->host, n);
-        if (!rc) {
+        if (rc > 0) { /* oni_create_frame answers > 0 on success, as upstream's */
             rc = oni_write_frame(b->ctx, f);
             oni_destroy_frame(f);
         }

@@ -94,7 +94,7 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     memcpy(s->wbuf, &tag, 4);
     oni_frame_t *f = NULL;
     int rc = oni_create_frame(s->ctx, &f, s->stim, s->wbuf, s->stim_wsize);
-    if (rc)
+    if (rc < 0) /* > 0 on success, as upstream's */
         return rc;
     rc = oni_write_frame(s->ctx, f);
     oni_destroy_frame(f);

@@ -10,9 +10,15 @@
 
 /* ---- deadlines ----------------------------------------------------------- */
 
+uint32_t oni_wait_ms(const struct oni_ctx_impl *ctx)
+{
+    uint32_t ms = atomic_load(&ctx->timeout_ms);
+    return ms ? ms : ONI_DEFAULT_TIMEOUTMS;
+}
+
 uint64_t oni_deadline(const struct oni_ctx_impl *ctx)
 {
-    return oni_ms_from_now(atomic_load(&ctx->timeout_ms));
+    return oni_ms_from_now(oni_wait_ms(ctx));
 }
 
 int oni_idle_wait(uint64_t deadline, unsigned *idle)
@@ -30,6 +36,24 @@ int oni_idle_wait(uint64_t deadline, unsigned *idle)
     return 0;
 }
 
+int oni_wait_live(struct oni_ctx_impl *ctx, uint64_t *deadline)
+{
+    if (atomic_load(&ctx->timeout_ms))
+        return ONI_ETIMEOUT;
+    oni_reg_val_t run = 1;
+    int rc = 0;
+    if (pthread_mutex_trylock(&ctx->lock) == 0) {
+        rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_RUNNING, &run);
+        pthread_mutex_unlock(&ctx->lock);
+    }
+    if (rc < 0)
+        return rc;
+    if (!run)
+        return ONI_ETIMEOUT;
+    *deadline = oni_deadline(ctx);
+    return 0;
+}
+
 /* ---- lifecycle ----------------------------------------------------------- */
 
 int oni_driver_complete(const struct oni_driver *d)
@@ -40,18 +64,18 @@ int oni_driver_complete(const struct oni_driver *d)
 }
 
 /* The default ONI_OPT_TIMEOUTMS: ONI_TIMEOUTMS_ENV when set (so that a
- * program written for upstream, which has no such option, can pause longer
- * than the default), else ONI_DEFAULT_TIMEOUTMS. -1 if the variable is not a
- * number of milliseconds, 1 .. 2^32 - 1. */
+ * program written for upstream, which has no such option, can choose one),
+ * else 0 (wait while the device is live, as upstream: docs/timeouts.md). -1
+ * if the variable is not a number of milliseconds, 0 .. 2^32 - 1. */
 static int64_t default_timeout(void)
 {
     const char *s = getenv(ONI_TIMEOUTMS_ENV);
     if (!s)
-        return ONI_DEFAULT_TIMEOUTMS;
+        return 0;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (!isdigit((unsigned char)*s) || *end || errno || v == 0 || v > UINT32_MAX)
+    if (!isdigit((unsigned char)*s) || *end || errno || v > UINT32_MAX)
         return -1;
     return (int64_t)v;
 }
@@ -148,24 +172,24 @@ static struct oni_hslot *build_map(const oni_device_t *devs, size_t n, uint32_t 
     return slot;
 }
 
-/* Reset the hardware, read clocks and device table, and install them with
- * every frame size that follows (lock held). Nothing changes on failure. */
-static int reset(struct oni_ctx_impl *ctx)
+/* Reset the hardware (ONI_CONFIG_RESET = value), read the device table and
+ * install it with every frame size that follows (lock held). Nothing changes
+ * on failure. As upstream's reset routine (api/liboni/oni.c:1051-1062): both
+ * block sizes go back to their defaults, one largest frame each rounded up
+ * to a word, and the driver is told the read block size (its answer is not
+ * looked at there either: the riffa driver sizes its DMA reads by it). */
+static int reset(struct oni_ctx_impl *ctx, oni_reg_val_t value)
 {
     oni_device_t *devs;
     size_t n;
-    int rc = oni_read_devtable(ctx, &devs, &n);
+    int rc = oni_read_devtable(ctx, value, &devs, &n);
     if (rc < 0)
         return rc;
-    oni_reg_val_t sys = 0, acq = 0;
-    struct oni_hslot *slot = NULL;
     uint32_t mask = 0, shift = 0;
-    if ((rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_SYSCLKHZ, &sys)) >= 0 &&
-             (rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_ACQCLKHZ, &acq)) >= 0)
-        rc = (slot = build_map(devs, n, &mask, &shift)) ? 0 : ONI_EBADALLOC;
-    if (rc < 0) {
+    struct oni_hslot *slot = build_map(devs, n, &mask, &shift);
+    if (!slot) {
         free(devs);
-        return rc;
+        return ONI_EBADALLOC;
     }
     oni_size_t rmax = 0, wmax = 0;
     for (size_t i = 0; i < n; i++) {
@@ -183,32 +207,23 @@ static int reset(struct oni_ctx_impl *ctx)
     ctx->hslot = slot;
     ctx->hmask = mask;
     ctx->hshift = shift;
-    ctx->sysclk_hz = sys;
-    ctx->acqclk_hz = acq;
     ctx->max_rframe = ONI_RFRAMEHEADERSZ + rmax;
     ctx->max_wframe = ONI_WFRAMEHEADERSZ + wmax;
-    /* A block size the user chose survives a reset while it still fits;
-     * a default follows the new table. */
-    if (!ctx->block_read_set || ctx->block_read < ctx->max_rframe) {
-        ctx->block_read = (oni_size_t)oni_pad4(ctx->max_rframe);
-        ctx->block_read_set = 0;
-    }
-    if (!ctx->block_write_set || ctx->block_write < ctx->max_wframe) {
-        ctx->block_write = (oni_size_t)oni_pad4(ctx->max_wframe) > ONI_DEFAULTBLOCKWRITESIZE
-                               ? (oni_size_t)oni_pad4(ctx->max_wframe)
-                               : ONI_DEFAULTBLOCKWRITESIZE;
-        ctx->block_write_set = 0;
-    }
+    ctx->block_read = (oni_size_t)oni_pad4(ctx->max_rframe);
+    ctx->block_write = (oni_size_t)oni_pad4(ctx->max_wframe);
     oni_read_release(ctx);
     pthread_mutex_unlock(&ctx->wlock);
     oni_runlock_opt(ctx, rt);
+    oni_size_t block = ctx->block_read;
+    (void)ctx->drv.set_opt_callback(ctx->dctx, ONI_OPT_BLOCKREADSIZE, &block, sizeof block);
     return 0;
 }
 
+/* Tell the driver how long one of its calls may wait (oni_wait_ms). Drivers
+ * built for upstream do not know this option; their answer does not matter. */
 static void send_timeout(struct oni_ctx_impl *ctx)
 {
-    uint32_t ms = atomic_load(&ctx->timeout_ms);
-    /* Drivers built for upstream do not know this option; their answer does not matter. */
+    uint32_t ms = oni_wait_ms(ctx);
     (void)ctx->drv.set_opt_callback(ctx->dctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms);
 }
 
@@ -228,7 +243,7 @@ int oni_init_ctx(oni_ctx ctx, int host_idx)
         ctx->drv_open = 1;
     }
     send_timeout(ctx);
-    if ((rc = reset(ctx)) < 0)
+    if ((rc = reset(ctx, 1)) < 0)
         goto out;
     atomic_store(&ctx->state, ONI_STATE_IDLE);
 out:
@@ -241,8 +256,8 @@ int oni_destroy_ctx(oni_ctx ctx)
 {
     if (!ctx)
         return ONI_ENULLCTX;
-    if (atomic_load(&ctx->state) != ONI_STATE_UNINIT)
-        (void)ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, 0); /* best effort */
+    /* As upstream (api/liboni/oni.c:174), the driver alone closes the
+     * hardware: no register write comes before. */
     int rc = ctx->drv.destroy_ctx(ctx->dctx);
     if (ctx->dl)
         dlclose(ctx->dl);
@@ -267,6 +282,10 @@ const oni_driver_info_t *oni_get_driver_info(const oni_ctx ctx)
 
 /* ---- context options ----------------------------------------------------- */
 
+/* Each option is checked in upstream's order (api/liboni/oni.c:197-542):
+ * state, then the value's size, then the value; where upstream would
+ * dereference a NULL pointer, onigpu answers ONI_EINVALARG at that point. */
+
 /* Copy a 32-bit option value out, checking the caller's buffer. */
 static int put_u32(void *value, size_t *size, uint32_t v)
 {
@@ -277,18 +296,30 @@ static int put_u32(void *value, size_t *size, uint32_t v)
     return 0;
 }
 
+/* A config register read into a 32-bit option value. */
+static int put_config(struct oni_ctx_impl *ctx, oni_config_t reg, void *value, size_t *size)
+{
+    if (*size < sizeof(oni_reg_val_t))
+        return oni_opt_short(size, sizeof(oni_reg_val_t));
+    oni_reg_val_t v;
+    int rc = ctx->drv.read_config(ctx->dctx, reg, &v);
+    if (rc < 0)
+        return rc;
+    return put_u32(value, size, v);
+}
+
 static int get_locked(struct oni_ctx_impl *ctx, int opt, void *value, size_t *size)
 {
-    oni_reg_val_t v;
-    int rc;
-    if (opt == ONI_OPT_TIMEOUTMS)
-        return put_u32(value, size, atomic_load(&ctx->timeout_ms));
-    int state = atomic_load(&ctx->state);
-    if (state == ONI_STATE_UNINIT)
+    if (opt == ONI_OPT_RESET || opt == ONI_OPT_RESETACQCOUNTER)
+        return ONI_EWRITEONLY; /* in any state, as upstream */
+    if (opt < 0)
+        return ONI_EPROTCONFIG; /* below ONI_OPT_CUSTOMBEGIN and none of upstream's */
+    if (opt != ONI_OPT_TIMEOUTMS && atomic_load(&ctx->state) == ONI_STATE_UNINIT)
         return ONI_EINVALSTATE;
-    if (opt != ONI_OPT_DEVICETABLE && opt != ONI_OPT_RESET && opt != ONI_OPT_RESETACQCOUNTER &&
-        *size < sizeof v)
-        return oni_opt_short(size, sizeof v);
+    if (!value || !size)
+        return ONI_EINVALARG;
+    if (opt == ONI_OPT_TIMEOUTMS) /* any state */
+        return put_u32(value, size, atomic_load(&ctx->timeout_ms));
     switch (opt) {
     case ONI_OPT_DEVICETABLE: {
         size_t need = ctx->ndev * sizeof(oni_device_t);
@@ -301,19 +332,14 @@ static int get_locked(struct oni_ctx_impl *ctx, int opt, void *value, size_t *si
     }
     case ONI_OPT_NUMDEVICES:
         return put_u32(value, size, (uint32_t)ctx->ndev);
-    case ONI_OPT_RUNNING:
-        return put_u32(value, size, state == ONI_STATE_RUNNING);
-    case ONI_OPT_RESET:
-    case ONI_OPT_RESETACQCOUNTER:
-        return ONI_EWRITEONLY;
+    case ONI_OPT_RUNNING: /* what the hardware says, as upstream reads it */
+        return put_config(ctx, ONI_CONFIG_RUNNING, value, size);
     case ONI_OPT_SYSCLKHZ:
-        return put_u32(value, size, ctx->sysclk_hz);
+        return put_config(ctx, ONI_CONFIG_SYSCLKHZ, value, size);
     case ONI_OPT_ACQCLKHZ:
-        return put_u32(value, size, ctx->acqclk_hz);
+        return put_config(ctx, ONI_CONFIG_ACQCLKHZ, value, size);
     case ONI_OPT_HWADDRESS:
-        if ((rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_HWADDRESS, &v)) < 0)
-            return rc;
-        return put_u32(value, size, v);
+        return put_config(ctx, ONI_CONFIG_HWADDRESS, value, size);
     case ONI_OPT_MAXREADFRAMESIZE:
         return put_u32(value, size, ctx->max_rframe);
     case ONI_OPT_MAXWRITEFRAMESIZE:
@@ -323,10 +349,7 @@ static int get_locked(struct oni_ctx_impl *ctx, int opt, void *value, size_t *si
     case ONI_OPT_BLOCKWRITESIZE:
         return put_u32(value, size, ctx->block_write);
     default: /* custom: a hardware register */
-        rc = ctx->drv.read_config(ctx->dctx, ONI_CONFIG_CUSTOMBEGIN + (opt - ONI_OPT_CUSTOMBEGIN), &v);
-        if (rc < 0)
-            return rc;
-        return put_u32(value, size, v);
+        return put_config(ctx, ONI_CONFIG_CUSTOMBEGIN + (opt - ONI_OPT_CUSTOMBEGIN), value, size);
     }
 }
 
@@ -334,132 +357,132 @@ int oni_get_opt(const oni_ctx ctx, int ctx_opt, void *value, size_t *size)
 {
     if (!ctx)
         return ONI_ENULLCTX;
-    if (!value || !size)
-        return ONI_EINVALARG;
-    if (ctx_opt < 0)
-        return ONI_EINVALOPT;
     pthread_mutex_lock(&ctx->lock);
     int rc = get_locked(ctx, ctx_opt, value, size);
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }
 
-/* Start or stop acquisition (with reset_counter: ONI_CONFIG_RESETACQCOUNTER
- * = 2 first, the driver's reset-and-run). Buffered data belongs to the run
- * before, so it is dropped, under the read lock together with the driver's
- * writes: the driver drops its frame in progress then, and a reader
- * refilling between the two would keep the start of a frame whose rest is
- * gone. On an error the context stays as it was. */
-static int set_running(struct oni_ctx_impl *ctx, int run, int reset_counter)
+/* Write ONI_CONFIG_RUNNING and drop buffered data, which belongs to the run
+ * before (upstream dumps its buffers there too: api/liboni/oni.c:397). Under
+ * the read lock together with the driver's write: the driver drops its frame
+ * in progress then, and a reader refilling between the two would keep the
+ * start of a frame whose rest is gone. On an error the context stays as it was. */
+static int set_running(struct oni_ctx_impl *ctx, uint32_t v)
 {
     unsigned rt = oni_rlock_opt(ctx);
-    int rc = reset_counter ? ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESETACQCOUNTER, 2) : 0;
-    if (rc >= 0) {
-        rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, run ? 1 : 0);
-        /* The reset-and-run started the hardware, the context stays idle:
-         * stop it again (best effort; the error returned is the first). */
-        if (rc < 0 && reset_counter)
-            (void)ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, 0);
-    }
+    int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RUNNING, v);
     if (rc >= 0)
         oni_read_flush(ctx);
     oni_runlock_opt(ctx, rt);
     if (rc < 0)
         return rc;
-    atomic_store(&ctx->state, run ? ONI_STATE_RUNNING : ONI_STATE_IDLE);
+    atomic_store(&ctx->state, v ? ONI_STATE_RUNNING : ONI_STATE_IDLE);
     return 0;
 }
 
-static int set_locked(struct oni_ctx_impl *ctx, int opt, uint32_t v)
+/* A block size the read or write path will use: at least one largest frame,
+ * a whole number of words, and (onigpu's bound, docs/errors.md) at most
+ * ONI_MAXBLOCKSIZE. */
+static int block_ok(uint32_t v, oni_size_t max_frame)
 {
-    int state = atomic_load(&ctx->state);
+    return v >= max_frame && v % 4 == 0 && v <= ONI_MAXBLOCKSIZE;
+}
+
+/* The option's own work, value already checked for size (4 bytes). */
+static int set_value(struct oni_ctx_impl *ctx, int opt, uint32_t v)
+{
     int rc;
-    if (opt == ONI_OPT_TIMEOUTMS) {
-        if (v == 0)
-            return ONI_EINVALARG; /* no "wait forever" */
-        atomic_store(&ctx->timeout_ms, v);
-        return 0;
-    }
-    if (state == ONI_STATE_UNINIT)
-        return ONI_EINVALSTATE;
     switch (opt) {
     case ONI_OPT_RUNNING:
-        return set_running(ctx, v != 0, 0);
+        return set_running(ctx, v);
     case ONI_OPT_RESET:
-        if (state != ONI_STATE_IDLE)
-            return ONI_EINVALSTATE;
         if (v == 0)
-            return 0; /* nothing to do, as upstream answers: host programs write 0 */
+            return 0; /* as upstream: nothing to do */
         pthread_rwlock_wrlock(&ctx->olock);
-        rc = reset(ctx);
+        rc = reset(ctx, v);
         pthread_rwlock_unlock(&ctx->olock);
         return rc;
     case ONI_OPT_RESETACQCOUNTER:
-        if (v == 0)
-            return 0; /* as RESET = 0 */
-        if (v != 1 && v != 2)
-            return ONI_EINVALARG;
-        /* 2 = reset and run: a start, so under the read lock like RUNNING (a
-         * reader must not meet the new run's bytes before the flush), and
-         * RUNNING said too, for drivers that only know 1. */
-        if (v == 2)
-            return set_running(ctx, 1, 1);
-        rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESETACQCOUNTER, v);
+        /* Any nonzero value goes to the hardware, and nothing else happens:
+         * 2 (reset and run) starts the hardware, the context keeps its state
+         * (api/liboni/oni.c:426-442). */
+        rc = v ? ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESETACQCOUNTER, v) : 0;
         return rc < 0 ? rc : 0;
     case ONI_OPT_HWADDRESS:
         rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_HWADDRESS, v);
         return rc < 0 ? rc : 0;
-    case ONI_OPT_BLOCKREADSIZE:
-        if (state != ONI_STATE_IDLE)
-            return ONI_EINVALSTATE;
-        if (v < ctx->max_rframe || v % 4 || v > ONI_MAXBLOCKSIZE)
+    case ONI_OPT_BLOCKREADSIZE: {
+        if (!block_ok(v, ctx->max_rframe))
             return ONI_EINVALREADSIZE;
         unsigned rt = oni_rlock_opt(ctx);
         ctx->block_read = v;
-        ctx->block_read_set = 1;
         oni_read_release(ctx); /* blocks are sized for the old value */
         oni_runlock_opt(ctx, rt);
         return 0;
+    }
     case ONI_OPT_BLOCKWRITESIZE:
-        if (v < ctx->max_wframe || v % 4 || v > ONI_MAXBLOCKSIZE)
+        if (!block_ok(v, ctx->max_wframe))
             return ONI_EINVALWRITESIZE;
         pthread_mutex_lock(&ctx->wlock);
         ctx->block_write = v;
-        ctx->block_write_set = 1;
         pthread_mutex_unlock(&ctx->wlock);
         return 0;
-    case ONI_OPT_DEVICETABLE:
-    case ONI_OPT_NUMDEVICES:
-    case ONI_OPT_SYSCLKHZ:
-    case ONI_OPT_ACQCLKHZ:
-    case ONI_OPT_MAXREADFRAMESIZE:
-    case ONI_OPT_MAXWRITEFRAMESIZE:
-        return ONI_EREADONLY;
     default: /* custom: a hardware register */
         rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_CUSTOMBEGIN + (opt - ONI_OPT_CUSTOMBEGIN), v);
         return rc < 0 ? rc : 0;
     }
 }
 
+static int set_locked(struct oni_ctx_impl *ctx, int opt, const void *value, size_t size)
+{
+    int state = atomic_load(&ctx->state);
+    switch (opt) {
+    case ONI_OPT_DEVICETABLE:
+    case ONI_OPT_NUMDEVICES:
+    case ONI_OPT_SYSCLKHZ:
+    case ONI_OPT_ACQCLKHZ:
+    case ONI_OPT_MAXREADFRAMESIZE:
+    case ONI_OPT_MAXWRITEFRAMESIZE:
+        return ONI_EREADONLY; /* in any state, as upstream */
+    case ONI_OPT_RESET:
+    case ONI_OPT_BLOCKREADSIZE:
+    case ONI_OPT_BLOCKWRITESIZE:
+        if (state != ONI_STATE_IDLE)
+            return ONI_EINVALSTATE;
+        break;
+    case ONI_OPT_TIMEOUTMS:
+        break; /* any state */
+    default:
+        if (opt < 0)
+            return ONI_EPROTCONFIG; /* as any other number below ONI_OPT_CUSTOMBEGIN upstream does not know */
+        if (state == ONI_STATE_UNINIT)
+            return ONI_EINVALSTATE;
+    }
+    if (size != sizeof(uint32_t))
+        return ONI_EBUFFERSIZE; /* every writable option is 32 bits */
+    if (!value)
+        return ONI_EINVALARG;
+    uint32_t v;
+    memcpy(&v, value, sizeof v);
+    if (opt == ONI_OPT_TIMEOUTMS) {
+        atomic_store(&ctx->timeout_ms, v);
+        send_timeout(ctx);
+        return 0;
+    }
+    int rc = set_value(ctx, opt, v);
+    if (rc < 0)
+        return rc;
+    /* Upstream returns the driver's answer as it is (api/liboni/oni.c:541). */
+    return ctx->drv.set_opt_callback(ctx->dctx, opt, value, size);
+}
+
 int oni_set_opt(oni_ctx ctx, int ctx_opt, const void *value, size_t size)
 {
     if (!ctx)
         return ONI_ENULLCTX;
-    if (!value)
-        return ONI_EINVALARG;
-    if (ctx_opt < 0)
-        return ONI_EINVALOPT;
-    if (size != sizeof(uint32_t))
-        return ONI_EBUFFERSIZE; /* every writable option is 32 bits */
-    uint32_t v;
-    memcpy(&v, value, sizeof v);
     pthread_mutex_lock(&ctx->lock);
-    int rc = set_locked(ctx, ctx_opt, v);
-    if (rc == 0) {
-        rc = ctx->drv.set_opt_callback(ctx->dctx, ctx_opt, value, size);
-        if (ctx_opt == ONI_OPT_TIMEOUTMS || rc > 0)
-            rc = 0; /* see send_timeout */
-    }
+    int rc = set_locked(ctx, ctx_opt, value, size);
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }
@@ -517,10 +540,10 @@ static int reg(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t addr,
         return ONI_ENULLCTX;
     if (!value)
         return ONI_EINVALARG;
+    /* In any state, as upstream (api/liboni/oni.c:554-635, which only
+     * asserts): before init the driver answers, whatever it does then. */
     pthread_mutex_lock(&ctx->lock);
-    int rc = ONI_EINVALSTATE;
-    if (atomic_load(&ctx->state) != ONI_STATE_UNINIT)
-        rc = oni_reg_access(ctx, dev, addr, value, write);
+    int rc = oni_reg_access(ctx, dev, addr, value, write);
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }

@@ -19,7 +19,6 @@
 #define ONI_MAXDEVICES 65536u          /* one per RSV.RSV.HUB.IDX hub/device pair */
 #define ONI_MAXFRAMEPAYLOAD (16u << 20) /* bytes of one frame's payload */
 #define ONI_MAXBLOCKSIZE (1u << 30)    /* BLOCKREADSIZE / BLOCKWRITESIZE ceiling */
-#define ONI_DEFAULTBLOCKWRITESIZE 4096u
 
 enum oni_state { ONI_STATE_UNINIT = 0, ONI_STATE_IDLE, ONI_STATE_RUNNING };
 
@@ -151,7 +150,7 @@ struct oni_ctx_impl {
     atomic_uint rwant;         /* callers in oni_rlock_opt: a refill waiting for data gives way */
     _Atomic int state;
     int drv_open;              /* the driver's init succeeded */
-    _Atomic uint32_t timeout_ms;
+    _Atomic uint32_t timeout_ms; /* ONI_OPT_TIMEOUTMS; 0: wait while the device is live (oni_wait_live) */
     unsigned reg_owed;         /* answers of register accesses that failed after TRIG (lock) */
     struct {                   /* a signal packet read in part when its reader gave up (lock) */
         uint8_t raw[ONI_COBSMAXPACKET];
@@ -160,14 +159,12 @@ struct oni_ctx_impl {
     } sig;
     uint8_t *wpend;            /* the unsent rest of a frame whose write timed out (wlock) */
     size_t wpend_len, wpend_cap;
-    oni_size_t sysclk_hz, acqclk_hz;
     oni_device_t *devs;        /* sorted by idx */
     size_t ndev;
     struct oni_hslot *hslot;   /* hmask + 1 slots, first probe (idx * 0x9E3779B1) >> hshift */
     uint32_t hmask, hshift;
     oni_size_t max_rframe, max_wframe; /* header included */
-    oni_size_t block_read, block_write;
-    int block_read_set, block_write_set; /* chosen by the user: kept across resets while they fit */
+    oni_size_t block_read, block_write; /* back to their defaults at every reset, as upstream's */
     struct oni_pool *pool;
     /* Read state (read lock): bytes [pos, end) of cur are unparsed;
      * fill_left bytes of the current refill are still to be read from the
@@ -181,16 +178,33 @@ struct oni_ctx_impl {
     struct oni_rframe *fnext, *fend;
 };
 
-/* Deadline helpers: the oni_now_ns() time timeout_ms from now; and the pause
- * after a driver returned no bytes: yields first, then sleeps briefly, so a
- * silent driver costs little CPU; *idle counts the pauses of one call (start
- * at 0). Returns ONI_ETIMEOUT once past the deadline, else 0. */
+/* Timeouts (docs/timeouts.md). A blocking call fails with ONI_ETIMEOUT only
+ * when no byte at all came for the timeout: every byte moves the deadline on.
+ * oni_wait_ms: the timeout in ms, ONI_OPT_TIMEOUTMS or, while that is 0 (the
+ * default), ONI_DEFAULT_TIMEOUTMS, which is also what the driver is told
+ * through set_opt_callback. oni_deadline: the oni_now_ns() time that far
+ * from now. oni_idle_wait: the pause after a driver returned no bytes: yields
+ * first, then sleeps briefly, so a silent driver costs little CPU; *idle
+ * counts the pauses of one call (start at 0); ONI_ETIMEOUT once past the
+ * deadline, else 0. */
+uint32_t oni_wait_ms(const struct oni_ctx_impl *ctx);
 uint64_t oni_deadline(const struct oni_ctx_impl *ctx);
 int oni_idle_wait(uint64_t deadline, unsigned *idle);
+/* A data-stream wait reached its deadline with no byte. With ONI_OPT_TIMEOUTMS
+ * set, that is the end: ONI_ETIMEOUT. At the default 0, as upstream waits
+ * for as long as the hardware delivers, the core asks the driver whether the
+ * device still runs (ONI_CONFIG_RUNNING): a driver error is returned (a dead
+ * device), RUNNING 0 gives ONI_ETIMEOUT (a stopped one), RUNNING != 0 gives
+ * 0 with *deadline moved on (a live device with a slow table: wait on).
+ * The config lock is only tried (the reader holds the read lock, which comes
+ * after it): when another call holds it, the device is busy answering that
+ * one, so the wait goes on too. */
+int oni_wait_live(struct oni_ctx_impl *ctx, uint64_t *deadline);
 
-/* signal.c: reset the hardware and read its device table into ctx (lock held;
- * takes wlock around the driver's RESET, where a write's kept rest is dropped). */
-int oni_read_devtable(struct oni_ctx_impl *ctx, oni_device_t **devs, size_t *ndev);
+/* signal.c: reset the hardware (ONI_CONFIG_RESET = value, nonzero) and read
+ * its device table into ctx (lock held; takes wlock around the driver's
+ * RESET, where a write's kept rest is dropped). */
+int oni_read_devtable(struct oni_ctx_impl *ctx, oni_reg_val_t value, oni_device_t **devs, size_t *ndev);
 /* signal.c: one register access (lock held). */
 int oni_reg_access(struct oni_ctx_impl *ctx, oni_dev_idx_t dev, oni_reg_addr_t addr, oni_reg_val_t *value, int write);
 

@@ -50,10 +50,10 @@ extern const struct oni_driver onidrv_net;
 extern const struct oni_driver *const oni_builtin_drivers[];
 
 /* Find driver `name` and fill drv with its table; *dl is the library to
- * dlclose when done (NULL for a built-in one). Searched in order: the
- * built-in drivers, $ONI_DRIVER_PATH/libonidriver_<name>.so, the directory
- * of the liboni that holds this loader, then the library search path
- * (dlopen). A library built by onigpu (src/drivers/export.c) hands over its
+ * dlclose when done (NULL for a built-in one). Searched in order:
+ * $ONI_DRIVER_PATH/libonidriver_<name>.so (so it wins over a built-in driver
+ * of the same name), the built-in drivers, the directory of the liboni that
+ * holds this loader, then the library search path (dlopen). A library built by onigpu (src/drivers/export.c) hands over its
  * whole table, concurrent_opt and local_opt included, through
  * ONI_DRIVER_TABLE_SYM; any other is bound by its 11 upstream symbols.
  * 0, ENOENT (none found) or EINVAL (a bad name, or a library that lacks an
@@ -76,7 +76,7 @@ oni_ctx oni_create_ctx_driver(const struct oni_driver *drv);
 
 /* Environment variable naming an extra directory searched for libonidriver_<name>.so. */
 #define ONI_DRIVER_PATH_ENV "ONI_DRIVER_PATH"
-/* Environment variable giving new contexts' ONI_OPT_TIMEOUTMS (ms, 1 .. 2^32 - 1). */
+/* Environment variable giving new contexts' ONI_OPT_TIMEOUTMS (ms, 0 .. 2^32 - 1). */
 #define ONI_TIMEOUTMS_ENV "ONI_TIMEOUTMS"
 
 /* The longest a built-in driver's data-stream read waits before it answers

@@ -333,9 +333,10 @@ static int start_fill(struct oni_ctx_impl *ctx)
 /* Make sure [pos, pos + need) is in the current block. Starts a new refill
  * of exactly BLOCKREADSIZE bytes when the unparsed bytes are not enough,
  * and finishes an interrupted refill first. The deadline (*deadline, 0 =
- * not yet) starts when the driver first answers with no bytes: a refill is
- * usually one driver call that delivers everything, and then the clock is
- * never read (it costs more than parsing a frame). */
+ * not yet) starts when the driver answers with no bytes, and every byte that
+ * comes clears it (ctx.h, oni_wait_live): a refill is usually one driver call
+ * that delivers everything, and then the clock is never read (it costs more
+ * than parsing a frame). */
 static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
 {
     unsigned idle = 0;
@@ -351,14 +352,16 @@ static int refill(struct oni_ctx_impl *ctx, size_t need, uint64_t *deadline)
             return ONI_EREADFAILURE; /* driver claims more than asked */
         ctx->end += (size_t)rc;
         ctx->fill_left -= (size_t)rc;
-        if (rc == 0) {
+        if (rc > 0) {
+            *deadline = 0; /* progress: the wait for the next byte starts again */
+        } else {
             /* Nothing yet: give way to a call that needs the read state
              * (oni_rlock_opt, ctx.h); it may be the start the data waits for. */
             if (atomic_load_explicit(&ctx->rwant, memory_order_relaxed))
                 return ONI_EYIELD;
             if (!*deadline)
                 *deadline = oni_deadline(ctx);
-            if ((rc = oni_idle_wait(*deadline, &idle)) < 0)
+            if (oni_idle_wait(*deadline, &idle) < 0 && (rc = oni_wait_live(ctx, deadline)) < 0)
                 return rc;
         }
     }
@@ -437,6 +440,15 @@ _Static_assert(offsetof(oni_frame_t, dev_idx) == 8 && offsetof(oni_frame_t, data
                    offsetof(oni_frame_t, data) == ONI_RFRAMEHEADERSZ,
                "oni_frame_t starts like a read frame header");
 
+/* What oni_read_frame and oni_create_frame return for a frame of data_sz
+ * bytes: upstream's sizeof(oni_frame_t) + data_sz + data_sz % 4
+ * (api/liboni/oni.c:668-688 and 739-744; for a size that is no multiple of
+ * 2 that is not the padded size, but it is what upstream answers). */
+static inline int frame_answer(uint64_t data_sz)
+{
+    return (int)(sizeof(oni_frame_t) + data_sz + data_sz % 4);
+}
+
 /* Fill f with the frame of len bytes (header included) at pos and step over it. */
 static inline int hand_out(struct oni_ctx_impl *ctx, struct oni_rframe *f, size_t len,
                            oni_frame_t **out)
@@ -446,7 +458,7 @@ static inline int hand_out(struct oni_ctx_impl *ctx, struct oni_rframe *f, size_
     f->h.u.w.data = h + ONI_RFRAMEHEADERSZ;
     ctx->pos += len;
     *out = &f->h.u.pub;
-    return (int)len;
+    return frame_answer(f->h.u.w.data_sz);
 }
 
 /* Any case the fast path of oni_read_frame leaves: a refill, a bad header,
@@ -630,8 +642,8 @@ int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_i
         rc = ONI_EDEVIDX;
     else if (d->write_size == 0)
         rc = ONI_ENOTWRITEDEV;
-    else if (data_sz == 0 || data_sz % d->write_size || data_sz > INT_MAX - ONI_WFRAMEHEADERSZ - 3)
-        rc = ONI_EWRITESIZE; /* the frame's length must fit oni_write_frame's int answer */
+    else if (data_sz % d->write_size || data_sz > INT_MAX - sizeof(oni_frame_t) - 3)
+        rc = ONI_EWRITESIZE; /* 0 is a multiple too, as upstream takes it; the answer must fit an int */
     else if (!(f = take_wframe(ctx, len)))
         rc = ONI_EBADALLOC;
     pthread_mutex_unlock(&ctx->wlock);
@@ -647,12 +659,12 @@ int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_i
     f->h.u.w.data = f->buf + ONI_WFRAMEHEADERSZ;
     f->wlen = (uint32_t)len;
     *frame = &f->h.u.pub;
-    return 0;
+    return frame_answer(data_sz);
 }
 
 /* Hand n bytes at p to the driver by deadline (wlock held); *done says how
  * many it took, also on an error. */
-static int write_all(struct oni_ctx_impl *ctx, const uint8_t *p, size_t n, uint64_t deadline, size_t *done)
+static int write_all(struct oni_ctx_impl *ctx, const uint8_t *p, size_t n, uint64_t *deadline, size_t *done)
 {
     unsigned idle = 0;
     *done = 0;
@@ -662,7 +674,9 @@ static int write_all(struct oni_ctx_impl *ctx, const uint8_t *p, size_t n, uint6
             return rc;
         if ((size_t)rc > n - *done)
             return ONI_EWRITEFAILURE; /* driver claims more than asked */
-        if (rc == 0 && (rc = oni_idle_wait(deadline, &idle)) < 0)
+        if (rc > 0)
+            *deadline = oni_deadline(ctx); /* progress: the wait starts again */
+        else if (oni_idle_wait(*deadline, &idle) < 0 && (rc = oni_wait_live(ctx, deadline)) < 0)
             return rc;
         *done += (size_t)rc;
     }
@@ -711,17 +725,18 @@ int oni_write_frame(const oni_ctx ctx, const oni_frame_t *frame)
     size_t done = 0;
     int rc = reserve_rest(ctx, f->wlen);
     if (!rc && ctx->wpend_len) { /* the rest of an earlier frame comes first */
-        rc = write_all(ctx, ctx->wpend, ctx->wpend_len, deadline, &done);
+        rc = write_all(ctx, ctx->wpend, ctx->wpend_len, &deadline, &done);
         keep_rest(ctx, ctx->wpend + done, ctx->wpend_len - done);
         done = 0;
     }
     if (!rc) {
-        rc = write_all(ctx, (const uint8_t *)f->buf, f->wlen, deadline, &done);
+        rc = write_all(ctx, (const uint8_t *)f->buf, f->wlen, &deadline, &done);
         if (rc && done)
             keep_rest(ctx, (const uint8_t *)f->buf + done, f->wlen - done);
     }
     pthread_mutex_unlock(&ctx->wlock);
-    return rc < 0 ? rc : (int)done;
+    /* Upstream answers the header and data_sz bytes (api/liboni/oni.c:789-793). */
+    return rc < 0 ? rc : (int)(ONI_WFRAMEHEADERSZ + f->h.u.w.data_sz);
 }
 
 /* A destroy by the bias holder of a frame of an open block: counted in the

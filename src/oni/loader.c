@@ -1,6 +1,7 @@
-/* loader.c - find a driver by name: built-in first, then
- * libonidriver_<name>.so in $ONI_DRIVER_PATH, next to the liboni that holds
- * this loader, then on the library search path (oni/driver.h). */
+/* loader.c - find a driver by name: libonidriver_<name>.so in
+ * $ONI_DRIVER_PATH first, then the built-in drivers, then the library next to
+ * the liboni that holds this loader, then the library search path
+ * (oni/driver.h, docs/drivers.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -79,20 +80,22 @@ int oni_load_driver(const char *name, struct oni_driver *drv, void **dl)
 {
     if (!valid_name(name))
         return EINVAL;
-    for (const struct oni_driver *const *b = oni_builtin_drivers; *b; b++) {
+    char file[MAXNAME + 32], path[4096];
+    snprintf(file, sizeof file, "libonidriver_%s.so", name);
+    void *h = NULL;
+    /* The explicit directory wins over everything, the built-in drivers
+     * included: a driver put there on purpose (upstream's own test driver,
+     * "test") must not be shadowed by one of the same name built in. */
+    const char *dir = getenv(ONI_DRIVER_PATH_ENV);
+    if (dir && *dir && (size_t)snprintf(path, sizeof path, "%s/%s", dir, file) < sizeof path)
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    for (const struct oni_driver *const *b = oni_builtin_drivers; !h && *b; b++) {
         if ((*b)->name && strcmp((*b)->name, name) == 0) {
             *drv = **b;
             *dl = NULL;
             return 0;
         }
     }
-    char file[MAXNAME + 32], path[4096];
-    snprintf(file, sizeof file, "libonidriver_%s.so", name);
-    void *h = NULL;
-    /* The explicit directory wins over whatever is installed system-wide. */
-    const char *dir = getenv(ONI_DRIVER_PATH_ENV);
-    if (dir && *dir && (size_t)snprintf(path, sizeof path, "%s/%s", dir, file) < sizeof path)
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
         h = open_beside_liboni(file, path, sizeof path);
     if (!h)

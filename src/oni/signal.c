@@ -5,6 +5,9 @@
 #include "ctx.h"
 
 /* Read one signal packet and decode it into buf ([u32 type][payload]);
+ * the deadline is the whole wait's: on the signal stream, progress is the
+ * answer a call waits for, which live hardware sends at once, so NULLSIG
+ * and stale packets do not move it (docs/timeouts.md).
  * *type and *n (payload bytes) are set. Bytes are read one at a time up to
  * the 0 delimiter, so that it works with any driver, whatever it buffers.
  * A packet cut short by the deadline or a driver error stays in ctx->sig,
@@ -63,11 +66,12 @@ static int cmp_idx(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Reset: write ONI_CONFIG_RESET, then expect DEVICETABLEACK (u32 count) and
+/* Reset: write ONI_CONFIG_RESET (the value the caller gave, as upstream's
+ * oni_set_opt passes it on: api/liboni/oni.c:415), then expect DEVICETABLEACK (u32 count) and
  * one DEVICEINST per device. Packets before the ACK are stale answers and
  * skipped, malformed ones too (ONI_ECOBSPACK if no ACK comes); after it
  * only DEVICEINST and NULLSIG may come. */
-int oni_read_devtable(struct oni_ctx_impl *ctx, oni_device_t **devs, size_t *ndev)
+int oni_read_devtable(struct oni_ctx_impl *ctx, oni_reg_val_t value, oni_device_t **devs, size_t *ndev)
 {
     uint64_t deadline = oni_deadline(ctx);
     uint8_t pkt[4 + ONI_SIGMAXPAYLOAD];
@@ -82,7 +86,7 @@ int oni_read_devtable(struct oni_ctx_impl *ctx, oni_device_t **devs, size_t *nde
      * the host kept goes at that moment too (write lock), not before or
      * after, so that writes beside a reset leave whole frames. */
     pthread_mutex_lock(&ctx->wlock);
-    int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESET, 1);
+    int rc = ctx->drv.write_config(ctx->dctx, ONI_CONFIG_RESET, value);
     if (rc >= 0)
         ctx->wpend_len = 0;
     pthread_mutex_unlock(&ctx->wlock);

@@ -77,7 +77,8 @@ static struct {
     oni_ctx ctx;
     unsigned gen;
     int inited;
-    int running;          /* -1: unknown */
+    int running;          /* the context's state: ONI_OPT_RUNNING last set nonzero; -1: unknown */
+    int64_t hwrun;        /* the value the RUNNING register was last written, -1: unknown */
     uint32_t timeout;
     oni_device_t *devs;   /* the table as the last successful reset gave it */
     size_t ndev;
@@ -214,12 +215,12 @@ static void note_resets(void)
     S.resets = r;
 }
 
+/* ONI_OPT_RUNNING reads the hardware's register, as upstream's does. */
 static void check_running(void)
 {
     uint32_t v = get_u32(ONI_OPT_RUNNING);
-    FAILIF(v > 1);
-    FAILIF(S.running >= 0 && (int)v != S.running);
-    S.running = (int)v;
+    FAILIF(S.hwrun >= 0 && v != (uint32_t)S.hwrun);
+    S.hwrun = v;
 }
 
 /* Every frame still held must be what it was when handed out. */
@@ -259,6 +260,7 @@ static void op_create(void)
     S.gen++;
     S.inited = 0;
     S.running = 0;
+    S.hwrun = -1;
     S.ndev = 0;
     S.regmode = 0;
     S.callback_rc = 0;
@@ -297,6 +299,7 @@ static void op_init(struct in *in)
     if (rc == 0) {
         S.inited = 1;
         S.running = 0;
+        S.hwrun = -1;
         load_table();
         check_running();
     }
@@ -336,14 +339,14 @@ static size_t pick_size(struct in *in, size_t table)
 static int expect_get(int opt, size_t size)
 {
     size_t need = opt == ONI_OPT_DEVICETABLE ? S.ndev * sizeof(oni_device_t) : 4;
+    if (opt == ONI_OPT_RESET || opt == ONI_OPT_RESETACQCOUNTER)
+        return ONI_EWRITEONLY;
     if (opt < 0)
-        return ONI_EINVALOPT;
+        return ONI_EPROTCONFIG;
     if (opt == ONI_OPT_TIMEOUTMS)
         return size < 4 ? ONI_EBUFFERSIZE : 0;
     if (!S.inited)
         return ONI_EINVALSTATE;
-    if (opt == ONI_OPT_RESET || opt == ONI_OPT_RESETACQCOUNTER)
-        return ONI_EWRITEONLY;
     if (size < need)
         return ONI_EBUFFERSIZE;
     if (opt >= ONI_OPT_CUSTOMBEGIN && opt != ONI_OPT_TIMEOUTMS && !custom_ok(opt))
@@ -381,9 +384,11 @@ static void op_get_opt(struct in *in)
     uint8_t how = u8(in);
     if (how % 8 == 0) { /* NULL pointers */
         size_t n = size;
-        EXPECT(oni_get_opt(S.ctx, opt, NULL, &n), ONI_EINVALARG);
+        int want = expect_get(opt, 4);
+        want = want == ONI_EWRITEONLY || want == ONI_EPROTCONFIG || want == ONI_EINVALSTATE ? want : ONI_EINVALARG;
+        EXPECT(oni_get_opt(S.ctx, opt, NULL, &n), want);
         uint32_t v;
-        EXPECT(oni_get_opt(S.ctx, opt, &v, NULL), ONI_EINVALARG);
+        EXPECT(oni_get_opt(S.ctx, opt, &v, NULL), want);
         return;
     }
     uint8_t *buf = malloc(size); /* exactly size bytes: ASan sees a write past them */
@@ -404,7 +409,7 @@ static uint32_t pick_value(struct in *in, int opt)
 {
     uint8_t c = u8(in);
     if (opt == ONI_OPT_TIMEOUTMS)
-        return c % 6; /* 0 is refused; keep every wait short */
+        return 1 + c % 5; /* keep every wait short (0, waiting while live, could wait for ever) */
     if (opt == ONI_OPT_BLOCKREADSIZE || opt == ONI_OPT_BLOCKWRITESIZE) {
         uint32_t base = opt == ONI_OPT_BLOCKREADSIZE ? S.maxr : S.maxw;
         switch (c % 8) {
@@ -423,31 +428,11 @@ static uint32_t pick_value(struct in *in, int opt)
     return c < 192 ? c : u32(in);
 }
 
-/* What oni_set_opt must answer for a 4-byte value v, before the callback. */
-static int expect_set(int opt, uint32_t v)
+/* What oni_set_opt must answer before it looks at the value (upstream's
+ * order: the option, the state), 0 if it goes on. */
+static int expect_set_pre(int opt)
 {
-    if (opt < 0)
-        return ONI_EINVALOPT;
-    if (opt == ONI_OPT_TIMEOUTMS)
-        return v == 0 ? ONI_EINVALARG : 0;
-    if (!S.inited)
-        return ONI_EINVALSTATE;
     switch (opt) {
-    case ONI_OPT_RUNNING:
-    case ONI_OPT_HWADDRESS:
-        return 0;
-    case ONI_OPT_RESET:
-        if (S.running != 0)
-            return S.running < 0 ? UNKNOWN : ONI_EINVALSTATE;
-        return v == 0 ? 0 : UNKNOWN;
-    case ONI_OPT_RESETACQCOUNTER:
-        return v > 2 ? ONI_EINVALARG : 0;
-    case ONI_OPT_BLOCKREADSIZE:
-        if (S.running)
-            return S.running < 0 ? UNKNOWN : ONI_EINVALSTATE;
-        return v < S.maxr || v % 4 || v > (1u << 30) ? ONI_EINVALREADSIZE : 0;
-    case ONI_OPT_BLOCKWRITESIZE:
-        return v < S.maxw || v % 4 || v > (1u << 30) ? ONI_EINVALWRITESIZE : 0;
     case ONI_OPT_DEVICETABLE:
     case ONI_OPT_NUMDEVICES:
     case ONI_OPT_SYSCLKHZ:
@@ -455,6 +440,41 @@ static int expect_set(int opt, uint32_t v)
     case ONI_OPT_MAXREADFRAMESIZE:
     case ONI_OPT_MAXWRITEFRAMESIZE:
         return ONI_EREADONLY;
+    case ONI_OPT_TIMEOUTMS:
+        return 0;
+    case ONI_OPT_RESET:
+    case ONI_OPT_BLOCKREADSIZE:
+    case ONI_OPT_BLOCKWRITESIZE:
+        if (!S.inited)
+            return ONI_EINVALSTATE;
+        if (S.running != 0)
+            return S.running < 0 ? UNKNOWN : ONI_EINVALSTATE;
+        return 0;
+    default:
+        if (opt < 0)
+            return ONI_EPROTCONFIG;
+        return S.inited ? 0 : ONI_EINVALSTATE;
+    }
+}
+
+/* What oni_set_opt must answer for a 4-byte value v, before the callback. */
+static int expect_set(int opt, uint32_t v)
+{
+    int pre = expect_set_pre(opt);
+    if (pre)
+        return pre;
+    switch (opt) {
+    case ONI_OPT_TIMEOUTMS:
+    case ONI_OPT_RUNNING:
+    case ONI_OPT_HWADDRESS:
+    case ONI_OPT_RESETACQCOUNTER:
+        return 0;
+    case ONI_OPT_RESET:
+        return v == 0 ? 0 : UNKNOWN;
+    case ONI_OPT_BLOCKREADSIZE:
+        return v < S.maxr || v % 4 || v > (1u << 30) ? ONI_EINVALREADSIZE : 0;
+    case ONI_OPT_BLOCKWRITESIZE:
+        return v < S.maxw || v % 4 || v > (1u << 30) ? ONI_EINVALWRITESIZE : 0;
     default:
         return custom_ok(opt) ? 0 : ONI_EINVALOPT;
     }
@@ -465,10 +485,10 @@ static void set_done(int opt, uint32_t v, int rc)
 {
     if (opt == ONI_OPT_TIMEOUTMS)
         S.timeout = v;
-    if (opt == ONI_OPT_RUNNING)
+    if (opt == ONI_OPT_RUNNING) {
         S.running = v != 0;
-    if (opt == ONI_OPT_RESETACQCOUNTER && v == 2)
-        S.running = 1;
+        S.hwrun = v; /* written as it is, as upstream writes it */
+    }
     if (opt == ONI_OPT_BLOCKREADSIZE && rc == 0)
         FAILIF(get_u32(ONI_OPT_BLOCKREADSIZE) != v);
     if (opt == ONI_OPT_BLOCKWRITESIZE && rc == 0)
@@ -481,7 +501,9 @@ static void op_set_opt(struct in *in)
     uint32_t v = pick_value(in, opt);
     size_t size = pick_size(in, 4);
     if (u8(in) % 8 == 0) {
-        EXPECT(oni_set_opt(S.ctx, opt, NULL, size), ONI_EINVALARG);
+        int pre = expect_set_pre(opt);
+        if (pre != UNKNOWN)
+            EXPECT(oni_set_opt(S.ctx, opt, NULL, size), pre ? pre : size != 4 ? ONI_EBUFFERSIZE : ONI_EINVALARG);
         return;
     }
     uint8_t *buf = malloc(size); /* exactly size bytes: ASan sees a read past them */
@@ -490,12 +512,13 @@ static void op_set_opt(struct in *in)
     memcpy(buf, &v, size < 4 ? size : 4);
     if (size > 4)
         memset(buf + 4, 0xA5, size - 4);
-    int want = size != 4 && opt >= 0 ? ONI_EBUFFERSIZE : expect_set(opt, v);
+    int pre = expect_set_pre(opt);
+    int want = pre ? pre : size != 4 ? ONI_EBUFFERSIZE : expect_set(opt, v);
     int rc = oni_set_opt(S.ctx, opt, buf, size);
     free(buf);
     int core = want;
-    if (want == 0 && opt != ONI_OPT_TIMEOUTMS && S.callback_rc < 0)
-        want = S.callback_rc; /* the driver's set_opt_callback answers after the core */
+    if (want == 0 && opt != ONI_OPT_TIMEOUTMS && S.callback_rc != 0)
+        want = S.callback_rc; /* the driver's set_opt_callback answers after the core, as it is */
     if (want == UNKNOWN) { /* a reset: the hardware's answer */
         EXPECT_ONE_OF(rc, 0, ONI_ETIMEOUT, ONI_ECOBSPACK, ONI_EBADDEVTABLE, ONI_EDEVIDXREPEAT,
                       ONI_EBADALLOC, ONI_EINVALSTATE, ONI_EREADFAILURE, S.callback_rc < 0 ? S.callback_rc : 0);
@@ -650,10 +673,7 @@ static void op_reg(struct in *in, int write)
         dev = u32(in);
     }
     int rc = write ? oni_write_reg(S.ctx, dev, addr, v) : oni_read_reg(S.ctx, dev, addr, &v);
-    if (!S.inited) {
-        EXPECT(rc, ONI_EINVALSTATE);
-        return;
-    }
+    /* before init too: the driver answers, as under upstream's liboni */
     EXPECT_ONE_OF(rc, 0, write ? ONI_EWRITEFAILURE : ONI_EREADFAILURE, ONI_ERETRIG, ONI_ETIMEOUT,
                   ONI_ECOBSPACK, ONI_EBADALLOC);
     if (dev >= 4 || !store_mode())
@@ -672,7 +692,7 @@ static void check_read_frame(const oni_frame_t *f, int rc)
 {
     const oni_device_t *d = find_dev(f->dev_idx);
     FAILIF(!d || d->read_size == 0 || d->read_size != f->data_sz);
-    FAILIF((size_t)rc != 16 + oni_pad4(f->data_sz));
+    FAILIF((size_t)rc != sizeof(oni_frame_t) + f->data_sz + f->data_sz % 4); /* upstream's answer */
     FAILIF(f->data_sz && !f->data);
 }
 
@@ -727,7 +747,8 @@ static int expect_create(const oni_device_t *d, size_t sz)
         return ONI_EDEVIDX;
     if (!d->write_size)
         return ONI_ENOTWRITEDEV;
-    return sz == 0 || sz % d->write_size ? ONI_EWRITESIZE : 0;
+    /* 0 is a multiple too; success answers upstream's 24 + sz + sz % 4 */
+    return sz % d->write_size ? ONI_EWRITESIZE : (int)(sizeof(oni_frame_t) + sz + sz % 4);
 }
 
 static void op_create_frame(struct in *in)
@@ -747,13 +768,15 @@ static void op_create_frame(struct in *in)
         if (sz)
             EXPECT(oni_create_frame(S.ctx, &f, idx, NULL, sz), ONI_EINVALARG);
         EXPECT(oni_create_frame(S.ctx, &f, idx, NULL, 0), expect_create(d, 0)); /* no data: size 0 */
+        if (expect_create(d, 0) > 0)
+            oni_destroy_frame(f);
         free(data);
         return;
     }
     int want = expect_create(d, sz);
     int rc = oni_create_frame(S.ctx, &f, idx, data, sz);
     EXPECT(rc, want);
-    if (rc == 0) {
+    if (rc > 0) {
         FAILIF(f->dev_idx != idx || f->data_sz != sz || memcmp(f->data, data, sz));
         hold(f, 0);
     }
@@ -787,7 +810,7 @@ static void op_write_frame(struct in *in)
     memset(frame + 8 + f->data_sz, 0, wlen - 8 - f->data_sz);
     int rc = oni_write_frame(S.ctx, f);
     if (rc > 0)
-        FAILIF((size_t)rc != wlen);
+        FAILIF((size_t)rc != 8 + f->data_sz); /* upstream's answer: header and data_sz */
     else
         EXPECT_ONE_OF(rc, ONI_ETIMEOUT, ONI_EWRITEFAILURE, ONI_EBADALLOC);
     size_t n = sizeof written_buf;

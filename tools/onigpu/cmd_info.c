@@ -9,6 +9,7 @@
 #include "onigpu.h"
 #include "oniemu.h"
 #include "onix.h"
+#include "oni/names.h" /* short names for tables and files */
 
 static int info_run(int argc, char **argv);
 CLI_COMMAND(info, "info", "[--driver NAME] [--emu SPEC] [--net HOST:PORT] [--host N] [--timeout MS]",
@@ -61,7 +62,7 @@ static void print_devices(const oni_device_t *t, oni_size_t n)
         /* onigpu's private ids read better in hex */
         snprintf(id, sizeof id, t[i].id > 0xFFFF ? "0x%x" : "%u", t[i].id);
         printf("  %-9s %-11s %-15s %5u %6u %6u\n", cli_fmt_dev(t[i].idx, idx, sizeof idx), id,
-               onix_device_str((int)t[i].id), t[i].version, t[i].read_size, t[i].write_size);
+               onix_device_tag((int)t[i].id), t[i].version, t[i].read_size, t[i].write_size);
     }
 }
 
@@ -85,7 +86,7 @@ static void print_hubs(oni_ctx ctx, const oni_device_t *t, oni_size_t n)
         if (rc)
             printf("  hub %-3u hardware ? (%s)", t[i].idx >> 8, oni_error_str(rc));
         else
-            printf("  hub %-3u %s (%u)", t[i].idx >> 8, onix_hub_str((int)v), v);
+            printf("  hub %-3u %s (%u)", t[i].idx >> 8, onix_hub_tag((int)v), v);
         for (size_t r = 0; r < sizeof regs / sizeof regs[0]; r++) {
             rc = oni_read_reg(ctx, t[i].idx, regs[r].addr, &v);
             if (rc)

@@ -16,6 +16,7 @@
 #include "common/mkdirs.h"
 #include "cli_oni.h"
 #include "onix.h"
+#include "oni/names.h" /* short names for tables and files */
 
 #define REC_BUF (256u << 10) /* bytes buffered per device before a write */
 #define ROW_MAX 192           /* room for one row of devices.csv (its fields are bounded) */
@@ -226,7 +227,7 @@ static int write_index(struct recorder *r)
     for (oni_size_t i = 0; i < r->n; i++) {
         const struct rec_dev *v = &r->dev[i];
         len += snprintf(csv + len, ROW_MAX, "%s,%u,%s,%u,%.40s,%u,%u,%zu,%llu\n", v->file, v->d.idx,
-                        cli_fmt_dev(v->d.idx, idx, sizeof idx), v->d.id, onix_device_str((int)v->d.id), v->d.version,
+                        cli_fmt_dev(v->d.idx, idx, sizeof idx), v->d.id, onix_device_tag((int)v->d.id), v->d.version,
                         v->d.read_size, v->rec_sz, (unsigned long long)v->frames);
     }
     int err = 0;

@@ -138,6 +138,11 @@ static int drv_destroy(oni_driver_ctx ctx)
     struct emudrv *d = ctx;
     if (!d)
         return ONI_EINVALARG;
+    /* The card stops before it goes (its truth file is flushed then), as
+     * upstream's riffa driver resets its card at destroy (onidriver_riffa.c:
+     * 111-118): the core writes no register there, as upstream's liboni. */
+    if (d->initialized)
+        (void)d->be->write_config(d->b, ONI_CONFIG_RUNNING, 0, atomic_load(&d->timeout_ms));
     drv_close(d);
     free(d->spec);
     free(d->spec_used);
