@@ -14,7 +14,22 @@
 oni_driver_ctx oni_driver_create_ctx(void) { return T.create_ctx(); }
 int oni_driver_destroy_ctx(oni_driver_ctx c) { return T.destroy_ctx(c); }
 int oni_driver_init(oni_driver_ctx c, int host_idx) { return T.init(c, host_idx); }
-int oni_driver_read_stream(oni_driver_ctx c, oni_read_stream_t s, void *d, size_t n) { return T.read_stream(c, s, d, n); }
+/* An upstream host (oni.c reads block_read_size and refuses less) needs the
+ * whole data block, as riffa's blocking read gives it; onigpu's liboni takes
+ * the table instead and keeps the drivers' read-slice contract. */
+int oni_driver_read_stream(oni_driver_ctx c, oni_read_stream_t s, void *d, size_t n)
+{
+    if (s != ONI_READ_STREAM_DATA)
+        return T.read_stream(c, s, d, n);
+    size_t got = 0;
+    while (got < n) {
+        int rc = T.read_stream(c, s, (char *)d + got, n - got);
+        if (rc < 0)
+            return rc;
+        got += (size_t)rc;
+    }
+    return (int)got;
+}
 int oni_driver_write_stream(oni_driver_ctx c, oni_write_stream_t s, const char *d, size_t n) { return T.write_stream(c, s, d, n); }
 int oni_driver_read_config(oni_driver_ctx c, oni_config_t k, oni_reg_val_t *v) { return T.read_config(c, k, v); }
 int oni_driver_write_config(oni_driver_ctx c, oni_config_t k, oni_reg_val_t v) { return T.write_config(c, k, v); }

@@ -4,7 +4,9 @@
  * run against the test driver, so a change that breaks source or binary
  * compatibility for such programs fails the build or this run.
  *
- * Usage: compat_host [driver] [frames]   (defaults: test 10000)
+ * Usage: compat_host [driver] [frames] [name]   (defaults: test 10000; name:
+ * the name the loaded driver must report, when the driver was asked for by
+ * another name, as the riffa name pointed at the emu driver)
  * Exit 0 when every call behaved as the ONI API says; 1 otherwise. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,7 @@ int main(int argc, char **argv)
 {
     const char *driver = argc > 1 ? argv[1] : "test";
     long want = argc > 2 ? atol(argv[2]) : 10000;
+    const char *name = argc > 3 ? argv[3] : NULL;
     int major, minor, patch;
     oni_version(&major, &minor, &patch);
     printf("liboni %d.%d.%d\n", major, minor, patch);
@@ -74,6 +77,8 @@ int main(int argc, char **argv)
     expect(info != NULL, "oni_get_driver_info", 0);
     if (info)
         printf("driver %s %d.%d.%d\n", info->name, info->major, info->minor, info->patch);
+    if (name)
+        expect(info && info->name && strcmp(info->name, name) == 0, "the driver loaded reports another name", 0);
 
     oni_size_t n = 0;
     size_t sz = sizeof n;
