@@ -664,12 +664,12 @@ TEST(bench_emu_writes_results)
     HAS("onigpu bench emu: --seconds 3601: must be a duration above 0 s and at most 3600 s");
     /* the card's own parts, once `onix-emu bench`, through liboni */
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0.05", "--only", "gen,echo,age", "--out", dir), 0);
-    HAS("generate np2 ");
+    HAS("generate rhd2164 ");
     HAS("echo gen2x4");
     HAS("echo unlimited");
     CHECK(!strstr(out, "echo gen3x8")); /* the echo: slowest and unlimited link only */
-    HAS("age  np2 realtime wake=sleep");
-    HAS("age  np2 realtime wake=spin");
+    HAS("age  rhd2164 realtime wake=sleep");
+    HAS("age  rhd2164 realtime wake=spin");
     CHECK(!strstr(out, "liboni gen2x4")); /* link not asked for */
     CHECK(have(dir, "emu/emu-liboni-*-gen.csv") && have(dir, "emu/emu-liboni-*-echo.csv") && have(dir, "emu/emu-liboni-*-age.csv"));
     CHECK_EQ(RUN("bench", "emu", "--only", "liboni"), 2);
@@ -824,7 +824,7 @@ TEST(bench_daemon_small_run)
     CHECK(unit_sh("awk -F, '$2 == \"read_reg\" && $4 == 7 {r++} $2 == \"gpu_read\" && $4 == 9 {b[$3]++} "
                   "END {exit !(r == 3 && b[4096] == 3 && b[8192] == 3)}' %s/daemon/daemon-*[0-9].csv", dir) == 0);
     CHECK(unit_sh("test $(grep -c '^net,' %s/daemon/daemon-*-stream.csv) = 1", dir) == 0);
-    CHECK(unit_sh("test $(grep -c 'np2' %s/daemon/daemon-*-realtime.csv) = 6", dir) == 0);
+    CHECK(unit_sh("test $(grep -c 'rhd2164' %s/daemon/daemon-*-realtime.csv) = 6", dir) == 0);
     CHECK_EQ(RUN("bench", "daemon", "--regs", "7", "--reads", "9", "--blocks", "4K", "--seconds", "0.05", "--net",
                  "127.0.0.1:1", "--out", dir),
              1);

@@ -12,15 +12,15 @@ TEST(emu_spec_errors)
 {
     static const char *bad[] = {
         "nokey", "mode=slow", "wake=nap", "link=gen9x1", "ddr=1", "ddr=12Q", "seed=x", "color=red",
-        "devices=nosuch", "devices=np2:nosucharg=1", "devices=testcore:bytes=12", "devices=heartbeat:hz=0",
-        "devices=np2:route=2", "devices=memusage,memusage", "devices=testcore:rate=0", "devices=np2:",
-        "devices=np2:units=9999", "devices=testsink:bytes=6",
+        "devices=nosuch", "devices=rhd2164:nosucharg=1", "devices=testcore:bytes=12", "devices=heartbeat:hz=0",
+        "devices=rhd2164:route=2", "devices=memusage,memusage", "devices=testcore:rate=0", "devices=rhd2164:",
+        "devices=rhd2164:units=9999", "devices=testsink:bytes=6",
         "devices=testcore:rate=1", /* under a frame in 1000 s: refused after init allocated (no leak: ASan) */
         "devices=testcore:bytes=8:rate=147573952589676416", /* x1000/8 wrapped past 2^64 to a small rate */
         "seed=18446744073709551616", "seed=0x10",
-        "devices=:np2", /* strtok_r skipped the empty name: the card got an np2 */
-        "devices=np2,,stim", "devices=,np2", "devices=np2,", "devices=", /* so did strtok_r at ',' */
-        "devices=heartbeat:hz=0.6", "devices=np2:units=2.5", /* no whole number: were rounded to 1 and 3 */
+        "devices=:rhd2164", /* strtok_r skipped the empty name: the card got an rhd2164 */
+        "devices=rhd2164,,stim", "devices=,rhd2164", "devices=rhd2164,", "devices=", /* so did strtok_r at ',' */
+        "devices=heartbeat:hz=0.6", "devices=rhd2164:units=2.5", /* no whole number: were rounded to 1 and 3 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct emu_card *c = (struct emu_card *)1;
@@ -30,10 +30,10 @@ TEST(emu_spec_errors)
         if (!err[0])
             UNIT_FAIL("no message for spec \"%s\"", bad[i]);
     }
-    /* a repeated argument is named as such (the message was "np2 has no argument 'units'") */
+    /* a repeated argument is named as such (the message was "rhd2164 has no argument 'units'") */
     char err[200] = "";
     struct emu_card *dup = NULL;
-    CHECK_RC(emu_card_create("devices=np2:units=1:units=2", &dup, err, sizeof err), ONI_EINVALARG);
+    CHECK_RC(emu_card_create("devices=rhd2164:units=1:units=2", &dup, err, sizeof err), ONI_EINVALARG);
     if (!strstr(err, "given twice"))
         UNIT_FAIL("repeated argument: \"%s\"", err);
     CHECK_RC(emu_card_create(NULL, NULL, NULL, 0), ONI_EINVALARG);
@@ -102,7 +102,7 @@ TEST(emu_spec_edges)
  * each hub that has a device). */
 TEST(emu_spec_enable_and_hub_arguments)
 {
-    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1000:enable=0,np2:hub=3");
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=heartbeat:hz=1000:enable=0,rhd2164:hub=3");
     REQUIRE(c);
     uint32_t v0 = 0;
     oni_device_t t[16];
@@ -115,7 +115,7 @@ TEST(emu_spec_enable_and_hub_arguments)
     CHECK_EQ(reg_get(c, hb, EMU_REG_ENABLE, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 0);
     CHECK_EQ(reg_get(c, 0x3FE, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
-    CHECK_EQ(v, ONIX_HUB_HSNP2E);
+    CHECK_EQ(v, ONIX_HUB_HS64);
     card_start(c);
     static struct frame f;
     int seen = 0;
@@ -141,12 +141,12 @@ TEST(emu_spec_enable_and_hub_arguments)
 
 TEST(emu_device_table_and_hubs)
 {
-    struct emu_card *c = card_open("mode=fast;devices=heartbeat,testcore,stim,np2,bno055,rhd2164,np1");
+    struct emu_card *c = card_open("mode=fast;devices=heartbeat,testcore,stim,rhd2164,bno055,rhd2164");
     REQUIRE(c);
     oni_device_t t[64];
     int n = table_read(c, t, 64);
     REQUIRE(n > 0);
-    CHECK_EQ(n, 8 + 4); /* 7 devices + memusage, hubs 0..3 */
+    CHECK_EQ(n, 7 + 3); /* 6 devices + memusage, hubs 0..2 */
     int hubmgr = 0;
     for (int i = 0; i < n; i++) {
         if ((t[i].idx & 0xFF) != ONIX_HUB_DEV_IDX)
@@ -157,25 +157,26 @@ TEST(emu_device_table_and_hubs)
         CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUB_CLKRATEHZ, &v), ONI_SIG_CONFIGRACK);
         CHECK(v > 0);
         CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUB_HARDWAREID, &v), ONI_SIG_CONFIGRACK);
-        CHECK_EQ(v, (t[i].idx >> 8) == 0 ? ONIX_HUB_FMCHOST : (t[i].idx >> 8) == 1 ? ONIX_HUB_HSNP2E
-                    : (t[i].idx >> 8) == 2 ? ONIX_HUB_HS64 : ONIX_HUB_HSNP1ET);
+        CHECK_EQ(v, (t[i].idx >> 8) == 0 ? ONIX_HUB_FMCHOST : ONIX_HUB_HS64);
         CHECK_EQ(reg_set(c, t[i].idx, ONIX_HUB_FIRMWAREVER, 7), ONI_SIG_CONFIGWNACK);
         CHECK_EQ(reg_set(c, t[i].idx, ONIX_HUB_DELAYNS, 777), ONI_SIG_CONFIGWACK);
         CHECK_EQ(reg_get(c, t[i].idx, ONIX_HUB_DELAYNS, &v), ONI_SIG_CONFIGRACK);
         CHECK_EQ(v, 777);
     }
-    CHECK_EQ(hubmgr, 4);
-    /* host devices on hub 0, np2 opens hub 1, bno055 joins it, rhd2164 hub 2, np1 hub 3 */
+    CHECK_EQ(hubmgr, 3);
+    /* host devices on hub 0, an rhd2164 opens hub 1, bno055 joins it, the second rhd2164 hub 2 */
     CHECK_EQ(find_id(t, n, ONIX_HEARTBEAT) >> 8, 0);
     CHECK_EQ(find_id(t, n, ONIX_MEMUSAGE) >> 8, 0);
     CHECK_EQ(find_id(t, n, ONIX_BREAKDIG1R3), UINT32_MAX); /* only where asked for */
-    CHECK_EQ(find_id(t, n, ONIX_ONIGPU_NEUROPIX2), 0x100);
+    CHECK_EQ(find_id(t, n, ONIX_RHD2164), 0x100);
     CHECK_EQ(find_id(t, n, ONIX_BNO055), 0x101);
-    CHECK_EQ(find_id(t, n, ONIX_RHD2164), 0x200);
-    CHECK_EQ(find_id(t, n, ONIX_NEUROPIX1R0), 0x300);
+    int rhds = 0;
     for (int i = 0; i < n; i++) {
-        if (t[i].id == ONIX_ONIGPU_NEUROPIX2)
-            CHECK_EQ(t[i].read_size, 8 + 384 * 2);
+        if (t[i].id == ONIX_RHD2164) {
+            CHECK_EQ(t[i].idx, rhds ? 0x200u : 0x100u);
+            CHECK_EQ(t[i].read_size, 8 + 64 * 2 + 3 * 2);
+            rhds++;
+        }
         if (t[i].id == ONIX_ONIGPU_STIM) {
             CHECK_EQ(t[i].read_size, 16);
             CHECK_EQ(t[i].write_size, 4);
@@ -656,7 +657,7 @@ TEST(emu_passthrough_serdes_headstage)
     CHECK_EQ(reg_get(c, 2, 5, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 0);
     CHECK_EQ(reg_get(c, 9, i2c(0x58, 0x0E, 1, 0), &v), ONI_SIG_CONFIGRNACK);
-    CHECK_EQ(reg_set(c, 2, 3, 71), ONI_SIG_CONFIGWNACK); /* over 7.0 V */
+    CHECK_EQ(reg_set(c, 2, 3, 101), ONI_SIG_CONFIGWNACK); /* over 10.0 V */
     CHECK_EQ(reg_set(c, 2, 3, 29), ONI_SIG_CONFIGWACK);  /* under its range */
     CHECK_EQ(reg_get(c, 2, 5, &v), ONI_SIG_CONFIGRACK);
     CHECK_EQ(v, 0);

@@ -424,7 +424,9 @@ TEST(emu_loadtest_frame_words_and_payload)
     }
     uint64_t back = f.time;
     uint32_t wf[5] = {(uint32_t)back, (uint32_t)(back >> 32), 9, 9, 9}; /* as LoadTesterLoopback writes */
-    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, lt, wf, 5), 28);
+    CHECK_EQ(t[0].write_size, 8); /* HTOD32_WORDS takes effect at the next reset */
+    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, lt, wf, 5), ONI_EBADFRAME);
+    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, lt, wf, 2), 16);
     uint64_t clock = 0, delta = 0;
     for (int k = 0; k < 100000 && delta == clock; k++) { /* fast mode generated some frames ahead */
         REQUIRE(dev_frame(c, lt, &f) == 0);
@@ -435,6 +437,7 @@ TEST(emu_loadtest_frame_words_and_payload)
     CHECK_EQ(delta, clock - back);
     n = table_read(c, t, 8);
     CHECK_EQ(t[0].read_size, 16 + 2 * 4);
+    CHECK_EQ(t[0].write_size, 8 + 4 * 3); /* the loopback value and HTOD32_WORDS words */
     card_start(c);
     REQUIRE(dev_frame(c, lt, &f) == 0);
     CHECK_EQ(f.sz, 24);

@@ -11,7 +11,7 @@
  * core (liboni's frame parsing included), robust on a shared machine.
  * echo: realtime mode, a write frame to the stimulator and the read of its
  * echo frame, timed from the write call to the echo's return.
- * age: realtime mode, how long after its timestamp each np2 frame is read,
+ * age: realtime mode, how long after its timestamp each rhd2164 frame is read,
  * with the generator sleeping until frames are due and with wake=spin. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,14 +140,12 @@ struct gen_case {
     double nominal_Bps; /* stream bytes/s of the set in real time */
 };
 
-/* Stream bytes per second of np2 at 30 kHz (792-byte frames) etc., with the
+/* Stream bytes per second of rhd2164 at 30 kHz (160-byte frames) etc., with the
  * card's MEMUSAGE (100 Hz x 28 bytes) that is always there. */
 static const struct gen_case gen_cases[] = {
     {"testcore", "testcore:bytes=4096:rate=2G", 2e9 * 4112 / 4096 + 2800},
-    {"np2", "np2", 30000 * 792.0 + 2800},
-    {"np1", "np1", 2500 * (16 + 9992.0) + 2800},
     {"rhd2164", "rhd2164", 30000 * (16 + 144.0) + 2800},
-    {"np2x4", "np2,np2,np2,np2", 4 * 30000 * 792.0 + 2800},
+    {"rhd2164x4", "rhd2164,rhd2164,rhd2164,rhd2164", 4 * 30000 * (16 + 144.0) + 2800},
 };
 
 static int gen_one(const struct bench_emu_opts *o, struct bench_report *r, const struct gen_case *g)
@@ -295,22 +293,22 @@ static int echo_one(const struct bench_emu_opts *o, struct bench_report *r, cons
     return bench_report_row(r, "echo");
 }
 
-/* Realtime mode: how long after its timestamp an np2 frame is read (the
+/* Realtime mode: how long after its timestamp an rhd2164 frame is read (the
  * generator's wake-up delay plus the read), frames read one by one with an
  * unlimited link. Acquisition starts with the clock reset at a known
  * instant (between t0 and t1), so a frame's due time is t0 + its time. */
 static int age_one(const struct bench_emu_opts *o, struct bench_report *r, const char *wake)
 {
     char spec[128];
-    snprintf(spec, sizeof spec, "mode=realtime;wake=%s;link=unlimited;devices=np2", wake);
+    snprintf(spec, sizeof spec, "mode=realtime;wake=%s;link=unlimited;devices=rhd2164", wake);
     int rc;
     oni_ctx ctx = open_emu(spec, 0, &rc);
     if (!ctx)
         return rc;
-    uint32_t hz = 0, np2 = 0, wsize = 0, reset = 2; /* reset and run: no frame from before */
+    uint32_t hz = 0, dev = 0, wsize = 0, reset = 2; /* reset and run: no frame from before */
     rc = oni_get_opt(ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz});
     if (!rc)
-        rc = find_dev(ctx, ONIX_ONIGPU_NEUROPIX2, &np2, &wsize);
+        rc = find_dev(ctx, ONIX_RHD2164, &dev, &wsize);
     struct bench_rec rec = {0};
     if (!rc)
         rc = bench_rec_init(&rec, 1u << 20);
@@ -327,7 +325,7 @@ static int age_one(const struct bench_emu_opts *o, struct bench_report *r, const
             break;
         }
         uint64_t now = oni_now_ns(), due = t0 + (uint64_t)((double)f->time * ns_per_tick);
-        if (f->dev_idx == np2)
+        if (f->dev_idx == dev)
             bench_rec_add(&rec, now > due ? now - due : 0);
         oni_destroy_frame(f);
     }
@@ -338,12 +336,12 @@ static int age_one(const struct bench_emu_opts *o, struct bench_report *r, const
     bench_rec_free(&rec);
     if (rc)
         return rc;
-    bench_cell_str(r, "devices", "np2");
+    bench_cell_str(r, "devices", "rhd2164");
     bench_cell_str(r, "wake", wake);
     bench_cell_num(r, "clock_reset_uncertainty_ns", (double)(t1 - t0));
     bench_cell_stats(r, "age", &st);
     if (!o->quiet)
-        printf("age  np2 realtime wake=%-5s: read after its timestamp by p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f "
+        printf("age  rhd2164 realtime wake=%-5s: read after its timestamp by p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f "
                "ns (clock reset known to %llu ns)\n", wake, st.p50, st.p99, st.p999, st.max,
                (unsigned long long)(t1 - t0));
     return bench_report_row(r, "age");
@@ -370,7 +368,7 @@ int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
         rc = bench_report_meta(r, "method_echo", "realtime, devices=stim; oni_write_frame of a tagged frame -> "
                                "oni_read_frame until its echo, per round trip; links gen2x4 and unlimited");
     if (!rc)
-        rc = bench_report_meta(r, "method_age", "realtime np2, link unlimited; the read time of each np2 frame minus "
+        rc = bench_report_meta(r, "method_age", "realtime rhd2164, link unlimited; the read time of each rhd2164 frame minus "
                                "its timestamp, the clock reset (RESETACQCOUNTER) at a known instant");
     for (size_t i = 0; !rc && (parts & BENCH_EMU_LINK) && !bench_stopped() && i < NPRESETS; i++)
         rc = link_one(o, r, presets[i]);

@@ -92,8 +92,8 @@ static pid_t start_daemon(const char *bin, const char *sock)
     return -1;
 }
 
-/* Real-time card for the small-block stream test: three probes, 90k frames/s. */
-#define RT_CARD "devices=np2,np2,np2"
+/* Real-time card for the small-block stream test: three 64-channel headstage chips, 90k frames/s. */
+#define RT_CARD "devices=rhd2164,rhd2164,rhd2164"
 
 static oni_ctx open_mode(int mode, const struct opts *o, const char *sock, const char *card)
 {

@@ -10,8 +10,10 @@
  * clock][u64 hub clock delta: hub clock now minus the last loopback value
  * written][u16 counter x DT0H16_WORDS], the counter counting up by one per
  * word from DTOH_START, across frames. Write frames: [u64 loopback value]
- * [u32 dummy x HTOD32_WORDS] (LoadTesterLoopback.cs:41-47), or any whole
- * number of 32-bit words: the first two are the loopback value. Arguments:
+ * [u32 dummy x HTOD32_WORDS] (LoadTesterLoopback.cs:41-47): the table's
+ * write_size is that frame, 8 + 4 x HTOD32_WORDS, from the RESET after the
+ * write (no public source gives the firmware's write_size; this one takes
+ * exactly the frames Bonsai writes). Arguments:
  * hz=N (default 1000, 1..25000000), bytes=N (default 64, even, >= 16: the
  * initial frame size, 16 + 2 x DT0H16_WORDS). */
 #include <stdio.h>
@@ -21,11 +23,12 @@
 
 #define LT_MAX_HZ 25000000
 #define LT_MAX_WORDS ((EMU_MAX_READ - 16) / 2)
+#define LT_MAX_HTOD ((EMU_MAX_READ - 8) / 4)
 enum { LT_DTOH_WORDS = 3, LT_HTOD_WORDS, LT_DTOH_START };
 
 struct lt {
     uint32_t words, next_words; /* DT0H16_WORDS in use; written, for the next reset */
-    uint32_t htod, start;
+    uint32_t next_htod, start; /* HTOD32_WORDS written, for the next reset */
     uint16_t counter;
     uint64_t loopback;
 };
@@ -48,7 +51,7 @@ static int lt_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
     d->priv = p;
     p->words = p->next_words = (uint32_t)(bytes - 16) / 2;
     d->desc.read_size = 16 + 2 * p->words;
-    d->desc.write_size = 4;
+    d->desc.write_size = 8;
     return emu_dev_set_hz(d, hz, LT_MAX_HZ);
 }
 
@@ -76,7 +79,7 @@ static int lt_reg_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
     const struct lt *p = d->priv;
     switch (addr) {
     case LT_DTOH_WORDS: *v = p->next_words; return 1;
-    case LT_HTOD_WORDS: *v = p->htod; return 1;
+    case LT_HTOD_WORDS: *v = p->next_htod; return 1;
     case LT_DTOH_START: *v = p->start; return 1;
     }
     return emu_dev_clk_read(d, addr, v);
@@ -91,7 +94,11 @@ static int lt_reg_write(struct emu_dev *d, uint32_t addr, uint32_t v)
             return 0;
         p->next_words = v;
         return 1;
-    case LT_HTOD_WORDS: p->htod = v; return 1;
+    case LT_HTOD_WORDS:
+        if (v > LT_MAX_HTOD)
+            return 0;
+        p->next_htod = v;
+        return 1;
     case LT_DTOH_START:
         if (v > 0xFFFF)
             return 0;
@@ -107,6 +114,7 @@ static void lt_reset(struct emu_dev *d)
     p->words = p->next_words;
     p->counter = (uint16_t)p->start;
     d->desc.read_size = 16 + 2 * p->words;
+    d->desc.write_size = 8 + 4 * p->next_htod;
 }
 
 const struct emu_devtype emu_dev_loadtest = {

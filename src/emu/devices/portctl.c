@@ -3,7 +3,7 @@
  * (port A) or 2 (port B). Registers (ConfigurePortController.cs:113-121,
  * onix-source PortController.h:35-44): ENABLE 0 (the status frames), GPOSTATE
  * 1, DESPWR 2 (deserializer power, on at power-up: the plugin never writes
- * it), PORTVOLTAGE 3 (tenths of a volt, 0..70), SAVEVOLTAGE 4 (stored;
+ * it), PORTVOLTAGE 3 (tenths of a volt, 0..100), SAVEVOLTAGE 4 (stored;
  * applied at card creation in the real board's EEPROM, here kept as
  * written), LINKSTATE 5 (ro: bit 0 serdes lock, bit 1 parity pass), LINKFLAGS
  * 7 (bit 0 set when the lock was lost; writing 1s clears). The link locks
@@ -15,7 +15,9 @@
 #include "emu/card.h"
 
 enum { PC_GPOSTATE = 1, PC_DESPWR, PC_PORTVOLTAGE, PC_SAVEVOLTAGE, PC_LINKSTATE, PC_LINKFLAGS = 7 };
-#define PC_MAX_DV 70 /* the plugin's limit, PortController.cpp setVoltage: 0..7.0 V */
+/* Bonsai charges the 64-channel headstage at 10 V (ConfigureHeadstage64.cs:176,
+ * 187); the plugin's own limit is 7.0 V (PortController.cpp setVoltage). */
+#define PC_MAX_DV 100
 
 static int pc_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
 {
