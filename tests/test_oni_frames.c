@@ -593,6 +593,10 @@ TEST(write_padding_is_zero_in_a_reused_frame)
     REQUIRE(ctx);
     uint8_t ff[12], six[6] = {1, 2, 3, 4, 5, 6}, out[64];
     memset(ff, 0xFF, sizeof ff);
+    /* both frames fit a pooled frame: the default BLOCKWRITESIZE is one
+     * largest write frame, and larger frames come from malloc */
+    uint32_t wblock = 64;
+    REQUIRE(oni_set_opt(ctx, ONI_OPT_BLOCKWRITESIZE, &wblock, 4) == 0);
     oni_frame_t *a, *b;
     REQUIRE(oni_create_frame(ctx, &a, 0x301, ff, 12) > 0);
     oni_destroy_frame(a);

@@ -112,7 +112,8 @@ static void sig_push(struct rules *r, oni_reg_val_t type, const unsigned char *p
     if (r->sig_len + n + 8 > SIGCAP)
         die("signal stream never read");
     put32(raw, type);
-    memcpy(raw + 4, payload, n);
+    if (n)
+        memcpy(raw + 4, payload, n);
     n += 4;
     for (i = 0; i < n; i++) {
         if (raw[i] == 0) {
