@@ -7,8 +7,10 @@
  * 5 (the counter's first value); the word counts take effect on RESET, when
  * the new device table announces the new frame size; the emulator's RATE_HZ
  * is writable too. Read frames (LoadTesterDataFrame.cs:34-39): [u64 hub
- * clock][u64 hub clock delta: hub clock now minus the last loopback value
- * written][u16 counter x DT0H16_WORDS], the counter counting up by one per
+ * clock][u64 hub clock delta: the hub clock when the last loopback frame
+ * arrived minus the value it carried, 0 before the first (the tutorial's
+ * "timestamps its arrival", bonsai-onix1-docs tune-readsize.md)][u16 counter
+ * x DT0H16_WORDS], the counter counting up by one per
  * word from DTOH_START, across frames. Write frames: [u64 loopback value]
  * [u32 dummy x HTOD32_WORDS] (LoadTesterLoopback.cs:41-47): the table's
  * write_size is that frame, 8 + 4 x HTOD32_WORDS, from the RESET after the
@@ -30,7 +32,7 @@ struct lt {
     uint32_t words, next_words; /* DT0H16_WORDS in use; written, for the next reset */
     uint32_t next_htod, start; /* HTOD32_WORDS written, for the next reset */
     uint16_t counter;
-    uint64_t loopback;
+    uint64_t delta; /* of the last loopback frame, at its arrival */
 };
 
 static int lt_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
@@ -60,18 +62,20 @@ static void lt_fini(struct emu_dev *d) { free(d->priv); }
 static void lt_fill(struct emu_dev *d, uint8_t *out, uint64_t t)
 {
     struct lt *p = d->priv;
-    uint64_t clock = emu_dev_hub_clock(d, t), delta = clock - p->loopback;
+    uint64_t clock = emu_dev_hub_clock(d, t);
     memcpy(out, &clock, 8);
-    memcpy(out + 8, &delta, 8);
+    memcpy(out + 8, &p->delta, 8);
     for (uint32_t i = 0; i < p->words; i++, p->counter++)
         memcpy(out + 16 + 2 * i, &p->counter, 2);
 }
 
 static void lt_write(struct emu_dev *d, const uint8_t *src, size_t n, uint64_t t)
 {
-    (void)t;
-    if (n >= 8)
-        memcpy(&((struct lt *)d->priv)->loopback, src, 8);
+    uint64_t value;
+    if (n < 8)
+        return;
+    memcpy(&value, src, 8);
+    ((struct lt *)d->priv)->delta = emu_dev_hub_clock(d, t) - value;
 }
 
 static int lt_reg_read(struct emu_dev *d, uint32_t addr, uint32_t *v)
