@@ -2,13 +2,15 @@
  * replay_bonsai.c) share: calls through the public ONI API (<oni.h>,
  * <onix.h>, C99) that report each failure with the place in the replayed
  * program's source that makes the same call, and the raw I2C access through a
- * DS90UB9x passthrough device as both programs encode it.
+ * DS90UB9x passthrough device as both programs encode it, and the thread
+ * both programs poll the BNO055 on.
  *
  * Nothing here is onigpu's: a program written against upstream liboni could
  * carry these helpers unchanged. */
 #ifndef COMPAT_REPLAY_H
 #define COMPAT_REPLAY_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <oni.h>
@@ -17,7 +19,8 @@
 typedef struct {
     oni_ctx ctx;
     const char *who;  /* the program name in messages */
-    int failures;
+    int failures;     /* under lock: a poller thread records failures too */
+    pthread_mutex_t lock;
     int verbose;      /* REPLAY_VERBOSE set: every call is printed */
     oni_device_t *table;
     oni_size_t ntable;
@@ -35,6 +38,8 @@ void rp_fail(replay_t *rp, const char *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* The failures recorded so far (any thread). */
+int rp_failures(replay_t *rp);
 /* Records a failure unless ok; returns ok. */
 int rp_check(replay_t *rp, int ok, const char *at, const char *fmt, ...)
 #ifdef __GNUC__
@@ -92,6 +97,23 @@ void rp_clock_step(rp_clock_t *c, uint64_t hub);
 /* Checks that c never went back and that its mean period, in ticks of
  * clock_hz, is within 10 % of 1/hz. */
 void rp_check_rate(replay_t *rp, const char *name, const rp_clock_t *c, double hz, uint32_t clock_hz, const char *at);
+/* A function called every period_ms on a thread of its own while frames are
+ * read, as both programs poll the BNO055 (onix-source PolledBno055.cpp:199-217,
+ * a juce thread that sleeps out the rest of each interval; Bonsai
+ * PolledBno055Data.cs:71-73, Observable.Interval on a NewThreadScheduler). */
+typedef struct {
+    replay_t *rp;
+    void (*fn)(void);
+    unsigned period_ms;
+    int stop;         /* under rp->lock */
+    pthread_t thread;
+    int started;
+} rp_poller_t;
+/* Starts p->fn every p->period_ms; 0, or records a failure and returns -1. */
+int rp_poller_start(rp_poller_t *p, const char *at);
+/* Stops the poller and waits for its last call to end. */
+void rp_poller_stop(rp_poller_t *p);
+
 /* Seconds of a monotonic clock. */
 double rp_now(void);
 

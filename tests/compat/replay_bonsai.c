@@ -454,21 +454,24 @@ static void poll_bno(void)
 
 static void acquire(double seconds)
 {
-    double t0 = rp_now(), next_poll = t0;
+    rp_poller_t bno = {&rp, poll_bno, 10, 0, 0, 0};
+    if (rp_poller_start(&bno, "PolledBno055Data.cs:73"))
+        return;
+    double t0 = rp_now();
     long n = 0;
-    while (rp_now() - t0 < seconds && rp.failures <= 20) {
+    int rc = 1;
+    while (rp_now() - t0 < seconds && rp_failures(&rp) <= 20) {
         oni_frame_t *f = NULL;
-        int rc = oni_read_frame(rp.ctx, &f); /* clroni Context.cs:440-445 */
+        rc = oni_read_frame(rp.ctx, &f); /* clroni Context.cs:440-445 */
         if (!rp_check(&rp, rc > 0, "ContextTask.cs:404", "oni_read_frame: %d (%s)", rc, oni_error_str(rc)))
-            return;
+            break;
         n++;
         dispatch(f);
         oni_destroy_frame(f);
-        if (rp_now() >= next_poll) {
-            poll_bno();
-            next_poll += 0.010;
-        }
     }
+    rp_poller_stop(&bno);
+    if (rc <= 0)
+        return;
     rp_note(&rp, "%ld frames in %.1f s: NP2.0e A %ld, B %ld; DigitalIO %ld, AnalogIO %ld, heartbeat %ld, "
             "MemoryMonitor %ld, others %ld; BNO055 polled %ld times",
             n, seconds, np2[0].n, np2[1].n, dio.n, aio.n, heart.n, mem_frames, other, bno_polls);

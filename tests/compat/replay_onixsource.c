@@ -453,26 +453,29 @@ static void poll_bno(void)
 
 static void acquire(double seconds)
 {
-    double t0 = rp_now(), next_poll = t0;
+    rp_poller_t bno = {&rp, poll_bno, 10, 0, 0, 0};
+    if (rp_poller_start(&bno, "PolledBno055.cpp:196"))
+        return;
+    double t0 = rp_now();
     oni_fifo_time_t last = 0;
     long n = 0;
+    int rc = 1;
     while (rp_now() - t0 < seconds) {
         oni_frame_t *f = NULL;
-        int rc = oni_read_frame(rp.ctx, &f);
+        rc = oni_read_frame(rp.ctx, &f);
         if (!rp_check(&rp, rc > 0, "Onix1.cpp:174", "oni_read_frame: %d (%s)", rc, oni_error_str(rc)))
-            return; /* the plugin stops acquisition (FrameReader.cpp:40-48) */
+            break; /* the plugin stops acquisition (FrameReader.cpp:40-48) */
         if (n++ && f->time < last)
             rp_fail(&rp, "FrameReader.cpp:38", "frame time went backwards");
         last = f->time;
         dispatch(f);
         oni_destroy_frame(f);
-        if (rp_now() >= next_poll) {
-            poll_bno();
-            next_poll += 0.010;
-        }
-        if (rp.failures > 20)
-            return;
+        if (rp_failures(&rp) > 20)
+            break;
     }
+    rp_poller_stop(&bno);
+    if (rc <= 0)
+        return;
     rp_note(&rp, "%ld frames in %.1f s: NP2.0e A %ld, B %ld; DigitalIO %ld, AnalogIO %ld, MemoryMonitor %ld, "
             "HarpSync %ld, others %ld; BNO055 polled %ld times",
             n, seconds, np2[0].n, np2[1].n, dio.n, aio.n, mem.n, harp, other, bno_polls);
