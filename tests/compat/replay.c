@@ -177,6 +177,13 @@ int rp_expect_device(replay_t *rp, oni_dev_idx_t idx, oni_dev_id_t id, uint32_t 
                     (unsigned)idx, onix_device_str((int)id), (unsigned)d->version, (unsigned)min_version);
 }
 
+int rp_frame_size_ok(replay_t *rp, const oni_frame_t *f, const char *at)
+{
+    const oni_device_t *d = rp_device(rp, f->dev_idx);
+    return rp_check(rp, d && f->data_sz == d->read_size, at, "frame of device %u with %u bytes, the table says %u",
+                    (unsigned)f->dev_idx, (unsigned)f->data_sz, d ? (unsigned)d->read_size : 0u);
+}
+
 int rp_read(replay_t *rp, oni_dev_idx_t idx, oni_reg_addr_t addr, oni_reg_val_t *v, const char *at)
 {
     *v = 0;
@@ -266,6 +273,26 @@ void rp_check_rate(replay_t *rp, const char *name, const rp_clock_t *c, double h
     double period = (double)(c->last - c->first) / (double)(c->n - 1) / clock_hz;
     rp_check(rp, fabs(period * hz - 1) < 0.1, at, "%s: %ld frames, mean period %.3g us by the hub clock, want %.3g us",
              name, c->n, period * 1e6, 1e6 / hz);
+}
+
+void rp_bno_poll(replay_t *rp, rp_bno_t *b)
+{
+    for (size_t i = 0; i < b->nreads; i++) {
+        uint32_t v, reg = 0x1A + b->reads[i][0];
+        int rc = rp_i2c_read(rp, RP_PASSTHROUGH_A, RP_BNO_ADDR, reg, b->reads[i][1], 0, &v);
+        if (!rp_check(rp, rc == ONI_ESUCCESS, b->at_read, "BNO055 read at 0x%x: %d (%s)", (unsigned)reg, rc,
+                      oni_error_str(rc)))
+            return;
+    }
+    oni_reg_val_t lo = 0, hi = 0;
+    if (rp_read(rp, RP_PASSTHROUGH_A, RP_DS_LASTI2CL, &lo, b->at_time) ||
+        rp_read(rp, RP_PASSTHROUGH_A, RP_DS_LASTI2CH, &hi, b->at_time))
+        return;
+    uint64_t t = (uint64_t)hi << 32 | lo;
+    rp_check(rp, t > b->last, b->at_time, "LASTI2C time %llu does not advance (previous %llu)",
+             (unsigned long long)t, (unsigned long long)b->last);
+    b->last = t;
+    b->polls++;
 }
 
 static int poller_stopped(rp_poller_t *p)

@@ -68,6 +68,9 @@ const oni_device_t *rp_device(const replay_t *rp, oni_dev_idx_t idx);
 /* Checks the entry at idx has id `id` and version >= min_version. */
 int rp_expect_device(replay_t *rp, oni_dev_idx_t idx, oni_dev_id_t id, uint32_t min_version, const char *at);
 
+/* Checks a frame has the read size its device's table entry gives. */
+int rp_frame_size_ok(replay_t *rp, const oni_frame_t *f, const char *at);
+
 /* Registers; failures recorded. Return the liboni result. */
 int rp_read(replay_t *rp, oni_dev_idx_t idx, oni_reg_addr_t addr, oni_reg_val_t *v, const char *at);
 int rp_write(replay_t *rp, oni_dev_idx_t idx, oni_reg_addr_t addr, oni_reg_val_t v, const char *at);
@@ -113,6 +116,20 @@ typedef struct {
 int rp_poller_start(rp_poller_t *p, const char *at);
 /* Stops the poller and waits for its last call to end. */
 void rp_poller_stop(rp_poller_t *p);
+
+/* One BNO055 sample as a program polls it through port A's passthrough device:
+ * I2C reads of reads[i] = {offset from register 0x1A, bytes}, then LASTI2CL/H,
+ * the hub clock of the last I2C transaction, which must advance. at_read and
+ * at_time cite the program's lines. */
+typedef struct {
+    const uint32_t (*reads)[2];
+    size_t nreads;
+    const char *at_read, *at_time;
+    uint64_t last;
+    long polls;
+} rp_bno_t;
+/* Takes one sample; failures recorded. */
+void rp_bno_poll(replay_t *rp, rp_bno_t *b);
 
 /* Seconds of a monotonic clock. */
 double rp_now(void);
