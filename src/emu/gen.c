@@ -144,7 +144,8 @@ static void advance(struct emu_dev *d)
     }
 }
 
-size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
+/* Every frame due at or before until, up to about max_bytes. */
+static size_t gen_range(struct emu_card *c, uint64_t until, size_t max_bytes)
 {
     size_t tried = 0;
     while (tried < max_bytes) {
@@ -174,6 +175,46 @@ size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
         } while (tried < max_bytes && best->next_due <= until && best->next_due < second);
     }
     return tried;
+}
+
+static void apply_write(struct emu_card *c)
+{
+    struct emu_wpend *w = &c->wpend[c->wpend_rd];
+    if (w->d->type->write)
+        w->d->type->write(w->d, w->data, w->n, w->t);
+    c->wpend_rd = (c->wpend_rd + 1) % EMU_WPEND_MAX;
+    c->wpend_n--;
+}
+
+size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
+{
+    size_t tried = 0;
+    while (c->wpend_n && c->wpend[c->wpend_rd].t <= until) {
+        tried += gen_range(c, c->wpend[c->wpend_rd].t, max_bytes - tried);
+        if (tried >= max_bytes)
+            return tried;
+        apply_write(c);
+    }
+    return tried + gen_range(c, until, max_bytes - tried);
+}
+
+int emu_gen_defer_write(struct emu_card *c, struct emu_dev *d, const uint8_t *src, size_t n, uint64_t t)
+{
+    if (c->wpend_n == EMU_WPEND_MAX || n > EMU_WPEND_BYTES)
+        return -1;
+    struct emu_wpend *w = &c->wpend[(c->wpend_rd + c->wpend_n) % EMU_WPEND_MAX];
+    w->d = d;
+    w->t = t;
+    w->n = (uint32_t)n;
+    memcpy(w->data, src, n);
+    c->wpend_n++;
+    return 0;
+}
+
+void emu_gen_flush_writes(struct emu_card *c)
+{
+    while (c->wpend_n)
+        apply_write(c);
 }
 
 uint64_t emu_gen_next_due(struct emu_card *c)
