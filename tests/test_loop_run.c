@@ -103,8 +103,12 @@ TEST(run_long_blocks_units_and_files)
     /* A sanitized build may not get past the detector's calibration in 2 s. */
     if (RUN_REALTIME_BUILD)
         CHECK(echoed > 0);
+    /* every echo's latency spans a block (50 ms); a slow build's may all be in the warm-up */
+    double p50 = after("after the warm-up): p50 ");
+    if (isnan(p50))
+        p50 = after("not in the figures above): p50 ");
     if (echoed)
-        CHECK(after("after the warm-up): p50 ") > 10000);
+        CHECK(p50 > 10000);
     /* the workload for advise: bytes per block and FLOP per byte */
     json_t *v = result_set_load(dir, "run/run-*.json");
     REQUIRE(v != NULL);
