@@ -1271,7 +1271,8 @@ TEST(read_verify_through_net)
                                                       "--sessions", "1", NULL},
                                 &fd, addr, sizeof addr);
         REQUIRE(pid > 0);
-        CHECK_EQ(RUN("read", "--net", addr, "--frames", "20000", "--verify"), 0);
+        /* the default card sends ~200 frames/s until a headstage is configured */
+        CHECK_EQ(RUN("read", "--net", addr, "--frames", k ? "400" : "20000", "--verify"), 0);
         if (k == 0) {
             HAS("verify: ok");
             CHECK(strstr(out, "verify: skipped") == NULL);
