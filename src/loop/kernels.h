@@ -10,14 +10,16 @@
  * (b) EPHYS: Neuropixels 2.0 frames in, spikes out: per-channel band-pass
  *     (two biquads, state carried across blocks), common-average reference,
  *     a noise level per channel from the median absolute value of a
- *     calibration window, threshold crossing |x| > k * MAD / 0.6745 with a
- *     refractory period. The GPU version does the same float operations in
+ *     calibration window, a negative threshold crossing x < -k * MAD / 0.6745
+ *     (an extracellular spike is a trough: its rebound never fires) with a
+ *     refractory period, and the decision: stimulate when a block has a spike. The GPU version does the same float operations in
  *     the same order, so both find exactly the same spikes. */
 #ifndef LOOP_KERNELS_H
 #define LOOP_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "onigpu_stage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,9 +43,9 @@ double loop_mac_flops(size_t n, uint32_t iters, uint32_t passes);
  * and per frame 32 partial sums and a division. */
 double loop_ephys_flops(uint32_t nchan, uint32_t nframes);
 
-#define LOOP_EPHYS_MAXCHAN 1024
+#define LOOP_EPHYS_MAXCHAN ONIGPU_STAGE_MAXCHAN
 #define LOOP_EPHYS_BINS 512   /* noise histogram: 8 bins per octave */
-#define LOOP_EPHYS_MAXSPIKES 256 /* spikes reported per block; more are counted in overflow */
+#define LOOP_EPHYS_MAXSPIKES ONIGPU_STAGE_MAXSPIKES /* spikes listed per block; more are counted in overflow */
 #define LOOP_EPHYS_CHUNK 8    /* samples filtered before CAR and detection (GPU: in shared memory) */
 
 /* Where the samples are in a block of read frames (the GPU stream's layout:
@@ -83,24 +85,10 @@ struct loop_ephys_state {
     uint32_t hist[LOOP_EPHYS_MAXCHAN][LOOP_EPHYS_BINS];
 };
 
-struct loop_spike {
-    uint64_t time;   /* acquisition clock of the sample */
-    uint32_t chan;
-    uint32_t frame;  /* frame index within the block */
-};
-
-/* Output descriptor of one block: what the send side needs to stimulate. */
-struct loop_ephys_out {
-    uint32_t nspikes;   /* spikes listed (<= LOOP_EPHYS_MAXSPIKES) */
-    uint32_t overflow;  /* spikes found but not listed */
-    uint64_t t_first;   /* time of the earliest spike of the block (valid if nspikes) */
-    uint64_t t_block;   /* time of the block's last frame */
-    /* The CPU lists spikes by frame, then channel; the GPU by chunks of
-     * LOOP_EPHYS_CHUNK frames in order, in arrival order within a chunk. So
-     * the two find the same spikes, but a block that overflows may list
-     * different ones (nspikes, overflow and t_first agree). */
-    struct loop_spike spikes[LOOP_EPHYS_MAXSPIKES];
-};
+/* A block's spikes and stimulation decision are the stage API's
+ * (include/onigpu_stage.h); the engine's names for them: */
+#define loop_spike onigpu_spike
+#define loop_ephys_out onigpu_out
 
 /* 1 when lay is a layout the ephys kernels can walk: 1..LOOP_EPHYS_MAXCHAN
  * channels, a stride that is a multiple of 4, the timestamp 4-byte aligned
@@ -110,10 +98,32 @@ int loop_ephys_layout_ok(const struct loop_ephys_layout *lay);
  * ONI_EINVALARG for nchan 0 or > LOOP_EPHYS_MAXCHAN, a stride too small, bad band edges, a
  * NaN or infinite parameter, or a refractory or calibration window over 2^32 - 1 samples. */
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay);
+/* Redesign st's band-pass (filter state kept) / set its detection
+ * parameters (threshold k in noise SDs, refractory and calibration windows);
+ * st unchanged and ONI_EINVALARG for values loop_ephys_init refuses. */
+int loop_ephys_set_band(struct loop_ephys_state *st, double lo_hz, double hi_hz, double fs_hz);
+int loop_ephys_set_detect(struct loop_ephys_state *st, double k, double refractory_s, double calib_s, double fs_hz);
 /* Default parameters (300-6000 Hz at 30 kHz, k = 5, 1 ms refractory, 0.2 s calibration). */
 void loop_ephys_defaults(struct loop_ephys_params *p);
-/* Process nframes frames of block on the CPU; fills out (spikes ordered by frame, then channel). */
+/* Process nframes frames of block on the CPU: the built-in stages below in
+ * turn; fills out (spikes ordered by frame, then channel; the decision). */
 void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out);
+
+/* The built-in stages' per-block work (src/loop/stage_builtin.c wraps them
+ * as onigpu_stage descriptors). x is [nframes][nchan]. decode: the frames'
+ * samples less LOOP_EPHYS_MID; filter: both biquads of every channel, st's
+ * b, a, z; reference: each row less its mean; detect: calibration, then
+ * crossings of frames f0 .. f0 + nframes of block (times read there),
+ * st's calib, hist, thr, k, last, refractory and nsamples (advanced by
+ * nframes); decide: out->stim and out->t_stim from the spikes. out_reset
+ * readies out for a block (no spikes, t_first UINT64_MAX, no decision). */
+void loop_ephys_decode(const struct loop_ephys_layout *lay, const uint8_t *block, uint32_t nframes, float *x);
+void loop_ephys_filter(struct loop_ephys_state *st, float *x, uint32_t nframes);
+void loop_ephys_reference(float *x, uint32_t nchan, uint32_t nframes);
+void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nframes, const uint8_t *block, uint32_t f0,
+                       struct loop_ephys_out *out);
+void loop_ephys_decide(struct loop_ephys_out *out);
+void loop_ephys_out_reset(struct loop_ephys_out *out);
 
 /* Per-sample helpers, shared by the CPU pipeline and the unit tests.
  * loop_biquad_step: one sample x through the biquad (b, a), state z updated;

@@ -1,0 +1,171 @@
+/* onigpu_stage.h - processing stages of onigpu's closed loop (docs/stages.md).
+ *
+ * The loop's processing is a chain of stages. Each block read from the card
+ * passes through the chain in order; each stage reads what it declares as its
+ * input and writes what it declares as its output:
+ *
+ *   FRAMES    the block as read: nframes frames of `stride` bytes, channel c's
+ *             sample a u16 (12-bit offset binary, 2048 = 0 V) at byte off[c]
+ *             of a frame, the frame's u64 acquisition time at time_off;
+ *   SAMPLES   float samples x[f * nchan + c]; the first stage that reads
+ *             SAMPLES gets the FRAMES decoded (sample - 2048), and every
+ *             stage that writes SAMPLES changes them in place for the next;
+ *   SPIKES    the block's spike list (struct onigpu_out: spikes, overflow, t_first);
+ *   DECISION  whether to stimulate after this block (out->stim) and the
+ *             acquisition time the stimulus answers (out->t_stim; the loop's
+ *             latency is measured from it).
+ *
+ * A chain is refused before the run when a stage reads what no stage before
+ * it wrote (FRAMES are always there). A chain that does not end in a
+ * DECISION gets the built-in `decide` appended (stimulate when the block has
+ * a spike). The built-in pipeline is the chain filter, reference, detect,
+ * decide, made of these same descriptors (src/loop/stage_builtin.c).
+ *
+ * State: the loop allocates state_bytes of zeroed memory per stage, once; it
+ * persists across blocks and is the stage's alone (the loop never reads it).
+ * Calls, all from one thread of the loop, never concurrently: configure
+ * (once, before the run), start (the loop starts), process (each block, in
+ * order), reconfigure (between two blocks, when asked), stop (the loop
+ * stopped). A stage is loaded from a shared object that exports
+ * `const struct onigpu_stage onigpu_stage` (`onigpu run --stage FILE[:OPTIONS]`).
+ *
+ * GPU: a stage may give CUDA source (gpu_source) defining
+ *   extern "C" __device__ int ENTRY(void *state, struct onigpu_block *b);
+ * run by every thread of the loop's thread block (threadIdx.x, blockDim.x;
+ * __syncthreads() is allowed, every thread must return the same value). It
+ * is compiled when the loop is created (NVRTC) and linked into the loop's
+ * kernels (nvJitLink); a compile or link error refuses the stage with the
+ * compiler's log. See docs/stages.md for which backends run GPU stages.
+ *
+ * This header compiles as C11, C++ and CUDA (nvcc and NVRTC). */
+#ifndef ONIGPU_STAGE_H
+#define ONIGPU_STAGE_H
+
+#if defined(__CUDACC_RTC__)
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef unsigned long size_t;
+#else
+#include <stddef.h>
+#include <stdint.h>
+#endif
+
+#if defined(__CUDACC__)
+#define ONIGPU_STAGE_FN __host__ __device__ static inline
+#else
+#define ONIGPU_STAGE_FN static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONIGPU_STAGE_VERSION 1    /* of this header's structures; a stage of another version is refused */
+#define ONIGPU_STAGE_MAXCHAN 1024 /* channels of a frame at most */
+#define ONIGPU_STAGE_MAXSPIKES 256 /* spikes listed per block; more are counted in overflow */
+
+/* What a stage reads and writes (the chain's data, above). */
+enum onigpu_stage_data {
+    ONIGPU_DATA_FRAMES = 1,
+    ONIGPU_DATA_SAMPLES = 2,
+    ONIGPU_DATA_SPIKES = 3,
+    ONIGPU_DATA_DECISION = 4,
+};
+
+struct onigpu_spike {
+    uint64_t time;  /* acquisition clock of the sample */
+    uint32_t chan;
+    uint32_t frame; /* frame index within the block */
+};
+
+/* What the loop sends on after a block: spikes and the decision. */
+struct onigpu_out {
+    uint32_t nspikes;  /* spikes listed (<= ONIGPU_STAGE_MAXSPIKES) */
+    uint32_t overflow; /* spikes found but not listed */
+    uint64_t t_first;  /* time of the block's earliest spike (valid if nspikes) */
+    uint64_t t_block;  /* time of the block's last frame */
+    uint32_t stim;     /* DECISION: 1 = stimulate after this block */
+    uint32_t reserved;
+    uint64_t t_stim;   /* DECISION: the time the stimulus answers (valid if stim) */
+    struct onigpu_spike spikes[ONIGPU_STAGE_MAXSPIKES];
+};
+
+/* One block as a stage sees it. On the GPU every pointer is device memory. */
+struct onigpu_block {
+    uint64_t seq;            /* block number, from 0 */
+    uint32_t nframes, nchan; /* frames in the block, channels of a frame */
+    uint32_t stride;         /* bytes per frame */
+    uint32_t time_off;       /* byte offset of a frame's u64 acquisition time (4-byte aligned) */
+    const uint16_t *off;     /* off[c]: byte offset of channel c's u16 sample in a frame */
+    const uint8_t *frames;   /* FRAMES: nframes * stride bytes */
+    float *x;                /* SAMPLES: [nframes][nchan] */
+    struct onigpu_out *out;  /* SPIKES, DECISION: reset before the first stage (no spikes, t_first
+                                UINT64_MAX, no decision), t_block set */
+    double fs_hz;            /* frame rate */
+};
+
+/* What a stage is configured for. */
+struct onigpu_stage_env {
+    uint32_t nchan;      /* channels of a frame */
+    uint32_t nframes;    /* frames per block */
+    double fs_hz;        /* frame rate */
+    const char *options; /* the text after FILE: in --stage FILE:OPTIONS ("" when none) */
+    const void *init;    /* NULL, or a state to start from (the built-in stages: the loop's EPHYS state) */
+};
+
+struct onigpu_stage {
+    uint32_t version;     /* ONIGPU_STAGE_VERSION */
+    const char *name;     /* short name, for messages */
+    int input, output;    /* enum onigpu_stage_data */
+    size_t state_bytes;   /* the stage's state (0: none); the loop allocates it zeroed */
+    /* Set up the zeroed state for env (parse options, check the shape).
+     * 0, or an ONI error (ONI_EINVALARG for bad options) with a message in
+     * err: the stage is refused before the run. May be NULL. */
+    int (*configure)(void *state, const struct onigpu_stage_env *env, char *err, size_t cap);
+    /* The loop starts / stopped. May be NULL. */
+    void (*start)(void *state);
+    void (*stop)(void *state);
+    /* One block (CPU). 0, or an ONI error: the loop stops with it (the
+     * stage's name in the loop's message). NULL: GPU only. */
+    int (*process)(void *state, struct onigpu_block *b);
+    /* A changed configuration between two blocks: env as configure had it,
+     * with the new options and no init. 0, or an error with a message in
+     * err: refused, the state unchanged. NULL: the stage takes no change
+     * while running. */
+    int (*reconfigure)(void *state, const struct onigpu_stage_env *env, char *err, size_t cap);
+    /* The GPU implementation: CUDA source, and the name of its entry
+     * function (see above). NULL: CPU only. */
+    const char *gpu_source;
+    const char *gpu_entry;
+};
+
+/* A frame's acquisition time (a memcpy-free 4-byte-aligned read, the same on
+ * host and GPU). */
+ONIGPU_STAGE_FN uint64_t onigpu_frame_time(const struct onigpu_block *b, uint32_t f)
+{
+    const uint32_t *w = (const uint32_t *)(const void *)(b->frames + (size_t)f * b->stride + b->time_off);
+    return (uint64_t)w[1] << 32 | w[0];
+}
+
+/* List a spike in o (counted in overflow when the list is full; t_first
+ * kept the earliest either way). Not thread-safe: on the GPU, one thread lists. */
+ONIGPU_STAGE_FN void onigpu_add_spike(struct onigpu_out *o, uint64_t time, uint32_t chan, uint32_t frame)
+{
+    if (time < o->t_first)
+        o->t_first = time;
+    if (o->nspikes < ONIGPU_STAGE_MAXSPIKES) {
+        o->spikes[o->nspikes].time = time;
+        o->spikes[o->nspikes].chan = chan;
+        o->spikes[o->nspikes].frame = frame;
+        o->nspikes++;
+    } else {
+        o->overflow++;
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
