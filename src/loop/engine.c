@@ -402,7 +402,6 @@ static int create_ephys(struct loop *lp, const struct loop_config *cfg)
     lp->cfg.ephys = NULL; /* the caller's copy may go away */
     lp->cfg.stages = NULL; /* so may its list */
     lp->cfg.nstages = 0;
-    lp->cfg.why = NULL;
     int rc = loop_chain_create(cfg, lp->ephys, lp->nframes, &lp->chain, why, sizeof why);
     if (rc) {
         say(cfg, "%s", why);
@@ -439,6 +438,7 @@ int loop_create(const struct loop_config *cfg, struct loop **out)
     if (!lp)
         return ONI_EBADALLOC;
     lp->cfg = *cfg;
+    lp->cfg.why = NULL; /* loop_create's alone */
     lp->be = be;
     pthread_mutex_init(&lp->rmu, NULL);
     pthread_condattr_t ca;

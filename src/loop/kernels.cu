@@ -158,6 +158,10 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         out->overflow = ovf;
         out->t_first = tfirst;
         out->t_block = nframes ? frame_time(blk + (size_t)(nframes - 1) * stride + toff) : 0;
+        // the built-in decide stage (loop_ephys_decide)
+        out->stim = nsp > 0;
+        out->reserved = 0;
+        out->t_stim = nsp > 0 ? tfirst : 0;
     }
 }
 

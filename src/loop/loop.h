@@ -69,6 +69,7 @@ struct loop_stage_spec {
     const char *options;              /* with stage: its options (NULL: none) */
 };
 
+#define LOOP_MAXCHAIN 15 /* stages a chain may list (decide may be appended) */
 #define LOOP_STAGE_BUDGET_US 100000u /* a stage's time for one block, at most, unless set */
 
 struct loop_config {
@@ -154,6 +155,11 @@ void loop_stop(struct loop *lp);
 /* The first error of a running or finished loop (0: none so far; ONI_EINVALARG
  * for NULL). Thread-safe. */
 int loop_error(const struct loop *lp);
+/* Load and check the stage that text names ("NAME[:OPTIONS]" or
+ * "FILE[:OPTIONS]", loop_stage_spec), then unload it: 0, or ONI_EINVALARG
+ * with why saying what is wrong (the loader's message, a missing symbol,
+ * another API version). Its options are checked by loop_create. */
+int loop_stage_check(const char *text, char *why, size_t cap);
 /* The first error's text ("" when none: then oni_error_str of loop_error
  * says it all), owned by lp; "" for NULL. Thread-safe once loop_run returned. */
 const char *loop_error_text(const struct loop *lp);

@@ -214,8 +214,8 @@ int loop_chain_create(const struct loop_config *cfg, const struct loop_ephys_sta
         snprintf(why, cap, "%u stages and no list of them", cfg->nstages);
         return ONI_EINVALARG;
     }
-    if (n > LOOP_MAXSTAGES - 1) {
-        snprintf(why, cap, "a chain of %u stages (%d at most)", n, LOOP_MAXSTAGES - 1);
+    if (n > LOOP_MAXCHAIN) {
+        snprintf(why, cap, "a chain of %u stages (%d at most)", n, LOOP_MAXCHAIN);
         return ONI_EINVALARG;
     }
     struct loop_chain *ch = calloc(1, sizeof *ch);
@@ -381,4 +381,14 @@ int loop_chain_reconfigure(struct loop_chain *ch, uint32_t i, const char *option
 uint32_t loop_chain_count(const struct loop_chain *ch)
 {
     return ch ? ch->n : 0;
+}
+
+int loop_stage_check(const char *text, char *why, size_t cap)
+{
+    struct chain_stage cs = {0};
+    struct loop_stage_spec spec = {text, NULL, NULL};
+    int rc = open_stage(&cs, &spec, 0, why, cap);
+    if (cs.lib)
+        dlclose(cs.lib);
+    return rc;
 }

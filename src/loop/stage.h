@@ -6,7 +6,7 @@
 #include "loop/loop.h"
 #include "onigpu_stage.h"
 
-#define LOOP_MAXSTAGES 16
+#define LOOP_MAXSTAGES (LOOP_MAXCHAIN + 1)
 
 struct loop_chain;
 

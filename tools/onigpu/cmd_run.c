@@ -20,14 +20,32 @@
 static int run(int argc, char **argv);
 
 CLI_COMMAND(run, "run",
-            "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]",
+            "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]\n"
+            "          [--stage NAME|FILE[:OPTIONS]]...",
             "closed loop on the emulated card: NP2.0e -> spike detection -> digital outputs; latency and accuracy",
             NULL, run)
 
 struct opts {
     const char *backend, *out;
+    struct loop_stage_spec stages[LOOP_MAXCHAIN];
     struct loop_run_config c;
 };
+
+/* --stage NAME|FILE[:OPTIONS]: loaded and checked now (its options when the loop is made). */
+static int add_stage(const struct cli_command *cmd, const char *a, const char *v, struct opts *o)
+{
+    char why[400];
+    if (!v)
+        return cli_bad_value(cmd, a, v, "a built-in stage (filter, reference, detect, decide) or a shared object "
+                             "(a path with a '/'), then :OPTIONS");
+    if (o->c.nstages == LOOP_MAXCHAIN)
+        return cli_bad_value(cmd, a, v, "at most %d stages", LOOP_MAXCHAIN);
+    if (loop_stage_check(v, why, sizeof why))
+        return cli_bad_value(cmd, a, v, "a stage that loads: %s", why);
+    o->stages[o->c.nstages++] = (struct loop_stage_spec){v, NULL, NULL};
+    o->c.stages = o->stages;
+    return 0;
+}
 
 /* Parse argv into o: 0, or exit status 2 after saying what was wrong. */
 static int parse(int argc, char **argv, struct opts *o)
@@ -53,6 +71,8 @@ static int parse(int argc, char **argv, struct opts *o)
              * a loop that keeps up may leave */
             if (!(st = cli_arg_count(cmd, a, v, 1, LOOP_RUN_MAX_BLOCK, &n)))
                 o->c.block = (uint32_t)n;
+        } else if (!strcmp(a, "--stage")) {
+            st = add_stage(cmd, a, v, o);
         } else if (!strcmp(a, "--seconds")) {
             st = cli_arg_seconds(cmd, a, v, LOOP_RUN_MIN_SECONDS, 0, 86400, &o->c.seconds);
         } else {
