@@ -27,7 +27,8 @@
  * (once, before the run), start (the loop starts), process (each block, in
  * order), reconfigure (between two blocks, when asked), stop (the loop
  * stopped). A stage is loaded from a shared object that exports
- * `const struct onigpu_stage onigpu_stage` (`onigpu run --stage FILE[:OPTIONS]`).
+ * `ONIGPU_STAGE_EXPORT const struct onigpu_stage onigpu_stage = {...};`
+ * (`onigpu run --stage FILE[:OPTIONS]`).
  *
  * GPU: a stage may give CUDA source (gpu_source) defining
  *   extern "C" __device__ int ENTRY(void *state, struct onigpu_block *b);
@@ -57,6 +58,9 @@ typedef unsigned long size_t;
 #else
 #define ONIGPU_STAGE_FN static inline
 #endif
+
+/* Marks a shared object's onigpu_stage visible (builds with hidden visibility). */
+#define ONIGPU_STAGE_EXPORT __attribute__((visibility("default")))
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,6 +115,7 @@ struct onigpu_stage_env {
     uint32_t nchan;      /* channels of a frame */
     uint32_t nframes;    /* frames per block */
     double fs_hz;        /* frame rate */
+    double clock_hz;     /* ticks per second of the frames' times (the ONIX hub clock: 250e6) */
     const char *options; /* the text after FILE: in --stage FILE:OPTIONS ("" when none) */
     const void *init;    /* NULL, or a state to start from (the built-in stages: the loop's EPHYS state) */
 };
@@ -164,6 +169,58 @@ ONIGPU_STAGE_FN void onigpu_add_spike(struct onigpu_out *o, uint64_t time, uint3
         o->overflow++;
     }
 }
+
+#if !defined(__CUDACC__)
+#include <stdlib.h>
+#include <string.h>
+/* Options for a stage's configure, "key=NUMBER,key=NUMBER" (host only).
+ * onigpu_stage_option: 1 and *v set when key is there with a number, 0 when
+ * it is not there, -1 when its value is not a number. onigpu_stage_unknown:
+ * the first key of options that is none of keys[0..n), or NULL. */
+ONIGPU_STAGE_FN const char *onigpu_stage_next_(const char *p, size_t *klen, const char **val)
+{
+    const char *end = strchr(p, ',');
+    const char *eq = strchr(p, '=');
+    if (!end)
+        end = p + strlen(p);
+    *klen = eq && eq < end ? (size_t)(eq - p) : (size_t)(end - p);
+    *val = eq && eq < end ? eq + 1 : end;
+    return *end ? end + 1 : end;
+}
+
+ONIGPU_STAGE_FN int onigpu_stage_option(const char *options, const char *key, double *v)
+{
+    for (const char *p = options ? options : ""; *p;) {
+        size_t klen;
+        const char *val, *next = onigpu_stage_next_(p, &klen, &val);
+        if (klen == strlen(key) && !strncmp(p, key, klen)) {
+            char *q;
+            double d = strtod(val, &q);
+            if (q == val || (*q && *q != ','))
+                return -1;
+            *v = d;
+            return 1;
+        }
+        p = next;
+    }
+    return 0;
+}
+
+ONIGPU_STAGE_FN const char *onigpu_stage_unknown(const char *options, const char *const *keys, size_t n)
+{
+    for (const char *p = options ? options : ""; *p;) {
+        size_t klen, i;
+        const char *val, *next = onigpu_stage_next_(p, &klen, &val);
+        for (i = 0; i < n; i++)
+            if (klen == strlen(keys[i]) && !strncmp(p, keys[i], klen))
+                break;
+        if (i == n)
+            return p;
+        p = next;
+    }
+    return NULL;
+}
+#endif
 
 #ifdef __cplusplus
 }

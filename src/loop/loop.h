@@ -90,6 +90,7 @@ struct loop_config {
     const struct loop_stage_spec *stages;
     uint32_t nstages;
     double fs_hz;
+    double clock_hz;       /* ticks per second of the frames' times (0: 250e6, the ONIX hub clock) */
     uint32_t stage_budget_us;
     /* Where loop_create writes why it refused the config, the chain or a
      * stage (a loader's or a stage's message; may be NULL). */

@@ -408,6 +408,8 @@ static int setup(struct session *s)
     c->sink = (struct loop_sink){s, sink_write};
     c->stages = cfg->stages;
     c->nstages = cfg->nstages;
+    c->fs_hz = s->p.fs_hz;
+    c->clock_hz = s->acq_hz;
     char why[320] = "";
     c->why = why;
     c->why_cap = sizeof why;

@@ -23,7 +23,7 @@ struct loop_chain {
     struct chain_stage s[LOOP_MAXSTAGES];
     struct loop_ephys_layout lay;
     uint32_t nframes;
-    double fs_hz;
+    double fs_hz, clock_hz;
     uint64_t budget_ns;
     float *x;              /* [nframes][nchan] */
 };
@@ -164,7 +164,7 @@ static int is_builtin(const struct onigpu_stage *d)
 static struct onigpu_stage_env env_of(const struct loop_chain *ch, const struct chain_stage *cs, const char *options,
                                       const void *init)
 {
-    return (struct onigpu_stage_env){ch->lay.nchan, ch->nframes, ch->fs_hz, options, init};
+    return (struct onigpu_stage_env){ch->lay.nchan, ch->nframes, ch->fs_hz, ch->clock_hz, options, init};
 }
 
 /* Data kinds in order: every stage reads what is there; SAMPLES read first
@@ -226,6 +226,7 @@ int loop_chain_create(const struct loop_config *cfg, const struct loop_ephys_sta
     ch->lay = init->lay;
     ch->nframes = nframes;
     ch->fs_hz = cfg->fs_hz > 0 ? cfg->fs_hz : 30000.0;
+    ch->clock_hz = cfg->clock_hz > 0 ? cfg->clock_hz : 250e6;
     ch->budget_ns = (uint64_t)(cfg->stage_budget_us ? cfg->stage_budget_us : LOOP_STAGE_BUDGET_US) * 1000u;
     int rc = 0;
     for (uint32_t i = 0; i < n && !rc; i++, ch->n++)

@@ -177,7 +177,7 @@ static void print_summary(const struct opts *o, const char *truth, const struct 
            (unsigned long long)r->score.detections);
     if (!o->out)
         printf("  truth file         %s (temporary: removed at the end)\n", truth);
-    printf("  stimulations       %llu sent, %llu echoed (one per block with a detection)", (unsigned long long)r->stims,
+    printf("  stimulations       %llu sent, %llu echoed (one per block the chain decided to stimulate)", (unsigned long long)r->stims,
            (unsigned long long)r->echoes);
     if (r->echoes_unkept)
         printf(" (latencies of the first %zu)", r->nlat);
