@@ -483,7 +483,11 @@ int loop_run(struct loop *lp)
 {
     if (!lp)
         return ONI_EINVALARG;
-    if (atomic_exchange(&lp->ran, 1))
+    /* under rmu: a reconfigure made "before the run" is then wholly before it */
+    pthread_mutex_lock(&lp->rmu);
+    int again = atomic_exchange(&lp->ran, 1);
+    pthread_mutex_unlock(&lp->rmu);
+    if (again)
         return ONI_EINVALSTATE; /* slots, counters and the GPU state are spent */
     pthread_t th[3];
     void *(*mains[3])(void *) = {recv_main, process_main, send_main};
