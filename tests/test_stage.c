@@ -498,7 +498,7 @@ TEST(start_stop_and_reconfigure)
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     REQUIRE(loop_ephys_init(&st, &p, &sy.lay) == 0);
-    const struct loop_stage_spec s[] = {{NULL, &life, "gain=2"}, {"detect", NULL, NULL}};
+    const struct loop_stage_spec s[] = {{NULL, &life, "gain=2"}, {"reference", NULL, NULL}, {"detect", NULL, NULL}};
     struct loop_config c = {0};
     c.backend = LOOP_CPU;
     c.work = LOOP_WORK_EPHYS;
@@ -507,7 +507,7 @@ TEST(start_stop_and_reconfigure)
     c.timeout_ms = 2000;
     c.ephys = &st;
     c.stages = s;
-    c.nstages = 2;
+    c.nstages = 3;
     c.src.read = paced_read;
     c.sink.write = null_write;
     struct loop *lp = NULL;
@@ -529,10 +529,11 @@ TEST(start_stop_and_reconfigure)
     }
     REQUIRE(seen && atomic_load(&seen->blocks));
     CHECK_RC(loop_stage_reconfigure(lp, 0, "gain=4", why, sizeof why), 0);
-    CHECK_RC(loop_stage_reconfigure(lp, 1, "k=7", why, sizeof why), 0);
-    CHECK_RC(loop_stage_reconfigure(lp, 1, "calib_s=1", why, sizeof why), ONI_EINVALARG);
+    CHECK_RC(loop_stage_reconfigure(lp, 2, "k=7", why, sizeof why), 0);
+    CHECK_RC(loop_stage_reconfigure(lp, 2, "calib_s=1", why, sizeof why), ONI_EINVALARG);
     CHECK(strstr(why, "calibration started") != NULL);
-    CHECK_RC(loop_stage_reconfigure(lp, 2, "", why, sizeof why), ONI_EUNIMPL); /* the appended decide */
+    CHECK_RC(loop_stage_reconfigure(lp, 1, "", why, sizeof why), ONI_EUNIMPL); /* reference takes none */
+    CHECK_RC(loop_stage_reconfigure(lp, 3, "lockout_ms=3", why, sizeof why), 0); /* the appended decide */
     loop_stop(lp);
     pthread_join(th, NULL);
     CHECK_RC(loop_stage_reconfigure(lp, 0, "gain=5", why, sizeof why), ONI_EINVALSTATE);
@@ -542,6 +543,7 @@ TEST(start_stop_and_reconfigure)
     CHECK_EQ(seen->configs, 3);
     CHECK(seen->gain == 4);
     CHECK(fabs(loop_ephys_final(lp)->k - 7 / 0.6745) < 1e-5);
+    CHECK_EQ(loop_ephys_final(lp)->lockout, 3 * 250000); /* 3 ms of the 250 MHz clock */
     loop_destroy(lp);
 }
 

@@ -8,7 +8,7 @@
  *
  * Options: first, count (the channels first .. first + count - 1; default
  * all), thr (in ADC counts of the filtered signal, default 60),
- * refractory_ms (default 1). Build: see examples/stages/CMakeLists.txt. */
+ * refractory_ms (default 1.5). Build: see examples/stages/CMakeLists.txt. */
 #include <stdio.h>
 #include "onigpu_stage.h"
 
@@ -24,7 +24,7 @@ static int configure(void *state, const struct onigpu_stage_env *env, char *err,
 {
     static const char *const keys[] = {"first", "count", "thr", "refractory_ms"};
     struct threshold *t = state;
-    double first = 0, count = env->nchan, thr = 60, refr = 1;
+    double first = 0, count = env->nchan, thr = 60, refr = 1.5;
     const char *bad = onigpu_stage_unknown(env->options, keys, 4);
     if (bad) {
         snprintf(err, cap, "unknown option '%s' (first, count, thr, refractory_ms)", bad);

@@ -66,8 +66,10 @@ void loop_ephys_defaults(struct loop_ephys_params *p)
     p->lo_hz = 300.0;
     p->hi_hz = 6000.0;
     p->k = 5.0;
-    p->refractory_s = 1e-3;
+    p->refractory_s = 1.5e-3; /* Wave_clus's detection dead time (par.ref_ms = 1.5) */
     p->calib_s = 0.2;
+    p->lockout_s = 1.5e-3;
+    p->clock_hz = 250e6;
 }
 
 /* Second-order Butterworth sections from the bilinear transform (the
@@ -134,16 +136,26 @@ int loop_ephys_set_detect(struct loop_ephys_state *st, double k, double refracto
     return 0;
 }
 
+int loop_ephys_set_lockout(struct loop_ephys_state *st, double lockout_s, double clock_hz)
+{
+    if (!(clock_hz > 0) || !isfinite(clock_hz) || !(lockout_s >= 0) || lockout_s > 3600)
+        return ONI_EINVALARG;
+    st->lockout = (uint64_t)llround(lockout_s * clock_hz);
+    return 0;
+}
+
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay)
 {
     if (!st || !p || !loop_ephys_layout_ok(lay))
         return ONI_EINVALARG;
-    if (!band_ok(p->lo_hz, p->hi_hz, p->fs_hz) || !detect_ok(p->k, p->refractory_s, p->calib_s, p->fs_hz))
+    if (!band_ok(p->lo_hz, p->hi_hz, p->fs_hz) || !detect_ok(p->k, p->refractory_s, p->calib_s, p->fs_hz) ||
+        !(p->clock_hz > 0) || !isfinite(p->clock_hz) || !(p->lockout_s >= 0) || p->lockout_s > 3600)
         return ONI_EINVALARG;
     memset(st, 0, sizeof *st);
     st->lay = *lay;
     loop_ephys_set_band(st, p->lo_hz, p->hi_hz, p->fs_hz);
     loop_ephys_set_detect(st, p->k, p->refractory_s, p->calib_s, p->fs_hz);
+    loop_ephys_set_lockout(st, p->lockout_s, p->clock_hz);
     return ONI_ESUCCESS;
 }
 
@@ -277,7 +289,11 @@ void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nfr
             }
             if (st->thr[c] == 0.0f)
                 st->thr[c] = threshold(st, c);
-            if (fabsf(v) > st->thr[c] && idx >= st->last[c]) {
+            /* negative crossings only: an extracellular spike is a trough,
+             * and the high-pass turns its end into a positive overshoot that
+             * outlasts the refractory period (test_loop_kernels:
+             * one_spike_one_detection_one_stimulus) */
+            if (v < -st->thr[c] && idx >= st->last[c]) {
                 st->last[c] = idx + st->refractory;
                 uint64_t t;
                 memcpy(&t, block + (size_t)(f0 + f) * st->lay.stride + st->lay.time_off, 8);
@@ -288,10 +304,16 @@ void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nfr
     st->nsamples += nframes;
 }
 
-void loop_ephys_decide(struct loop_ephys_out *out)
+void loop_ephys_decide(struct loop_ephys_state *st, struct loop_ephys_out *out)
 {
-    out->stim = out->nspikes > 0;
-    out->t_stim = out->stim ? out->t_first : 0;
+    uint64_t from = st->stim_last ? st->stim_last - 1 + st->lockout : 0, t = UINT64_MAX;
+    for (uint32_t i = 0; i < out->nspikes; i++)
+        if (out->spikes[i].time >= from && out->spikes[i].time < t)
+            t = out->spikes[i].time;
+    out->stim = t != UINT64_MAX;
+    out->t_stim = out->stim ? t : 0;
+    if (out->stim)
+        st->stim_last = t + 1;
 }
 
 void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out)
@@ -307,5 +329,5 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
     }
     if (nframes)
         memcpy(&out->t_block, block + (size_t)(nframes - 1) * st->lay.stride + st->lay.time_off, 8);
-    loop_ephys_decide(out);
+    loop_ephys_decide(st, out);
 }

@@ -11,8 +11,12 @@
  *     (two biquads, state carried across blocks), common-average reference,
  *     a noise level per channel from the median absolute value of a
  *     calibration window, a negative threshold crossing x < -k * MAD / 0.6745
- *     (an extracellular spike is a trough: its rebound never fires) with a
- *     refractory period, and the decision: stimulate when a block has a spike. The GPU version does the same float operations in
+ *     (an extracellular spike is a trough) with a refractory period of 1.5 ms
+ *     (the high-pass filter's undershoot after a large trough, 1.0-1.3 ms
+ *     later, would cross again after 1 ms), and the decision: one
+ *     stimulation for a block with a spike, unless that spike follows the
+ *     one the last stimulation answered by less than the lockout (1.5 ms:
+ *     the same spike seen on a neighbouring channel in the next block). The GPU version does the same float operations in
  *     the same order, so both find exactly the same spikes. */
 #ifndef LOOP_KERNELS_H
 #define LOOP_KERNELS_H
@@ -67,8 +71,11 @@ struct loop_ephys_params {
     double fs_hz;            /* sample rate (Neuropixels AP: 30000) */
     double lo_hz, hi_hz;     /* band-pass edges (300, 6000) */
     double k;                /* threshold in noise SDs (5) */
-    double refractory_s;     /* per channel dead time after a spike (1e-3) */
+    double refractory_s;     /* per channel dead time after a spike (1.5e-3) */
     double calib_s;          /* calibration window before detection starts (0.2) */
+    double lockout_s;        /* no stimulation for a spike this soon after the one the last
+                                stimulation answered (1.5e-3) */
+    double clock_hz;         /* ticks per second of the frames' times (250e6, the ONIX hub clock) */
 };
 
 /* Filter state and thresholds: plain arrays so the GPU keeps an identical copy. */
@@ -79,6 +86,8 @@ struct loop_ephys_state {
     uint32_t calib;                  /* samples */
     float k;
     uint64_t nsamples;               /* samples processed so far */
+    uint64_t lockout;                /* decide: clock ticks */
+    uint64_t stim_last;              /* decide: time of the spike the last stimulation answered + 1 (0 = none) */
     float z[LOOP_EPHYS_MAXCHAN][4];  /* direct form II transposed state, 2 per biquad */
     float thr[LOOP_EPHYS_MAXCHAN];   /* 0 until calibrated */
     uint64_t last[LOOP_EPHYS_MAXCHAN]; /* sample index of the last spike + 1 (0 = none) */
@@ -103,7 +112,11 @@ int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params 
  * st unchanged and ONI_EINVALARG for values loop_ephys_init refuses. */
 int loop_ephys_set_band(struct loop_ephys_state *st, double lo_hz, double hi_hz, double fs_hz);
 int loop_ephys_set_detect(struct loop_ephys_state *st, double k, double refractory_s, double calib_s, double fs_hz);
-/* Default parameters (300-6000 Hz at 30 kHz, k = 5, 1 ms refractory, 0.2 s calibration). */
+/* Set the decision's lockout (s, at a clock of clock_hz); ONI_EINVALARG for a
+ * negative, NaN or over-an-hour lockout or a bad clock. */
+int loop_ephys_set_lockout(struct loop_ephys_state *st, double lockout_s, double clock_hz);
+/* Default parameters (300-6000 Hz at 30 kHz, k = 5, 1.5 ms refractory, 0.2 s calibration,
+ * 1.5 ms lockout, 250 MHz clock). */
 void loop_ephys_defaults(struct loop_ephys_params *p);
 /* Process nframes frames of block on the CPU: the built-in stages below in
  * turn; fills out (spikes ordered by frame, then channel; the decision). */
@@ -115,14 +128,16 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
  * b, a, z; reference: each row less its mean; detect: calibration, then
  * crossings of frames f0 .. f0 + nframes of block (times read there),
  * st's calib, hist, thr, k, last, refractory and nsamples (advanced by
- * nframes); decide: out->stim and out->t_stim from the spikes. out_reset
+ * nframes); decide: stimulate for the earliest listed spike at least
+ * st->lockout after the one the last stimulation answered (out->stim,
+ * out->t_stim; st->stim_last). out_reset
  * readies out for a block (no spikes, t_first UINT64_MAX, no decision). */
 void loop_ephys_decode(const struct loop_ephys_layout *lay, const uint8_t *block, uint32_t nframes, float *x);
 void loop_ephys_filter(struct loop_ephys_state *st, float *x, uint32_t nframes);
 void loop_ephys_reference(float *x, uint32_t nchan, uint32_t nframes);
 void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nframes, const uint8_t *block, uint32_t f0,
                        struct loop_ephys_out *out);
-void loop_ephys_decide(struct loop_ephys_out *out);
+void loop_ephys_decide(struct loop_ephys_state *st, struct loop_ephys_out *out);
 void loop_ephys_out_reset(struct loop_ephys_out *out);
 
 /* Per-sample helpers, shared by the CPU pipeline and the unit tests.

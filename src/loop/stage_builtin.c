@@ -148,16 +148,40 @@ const struct onigpu_stage loop_stage_detect = {
     .reconfigure = detect_reconfigure,
 };
 
-/* --- decide: stimulate when the block has a spike --------------------------- */
+/* --- decide: one stimulation per spike, with a lockout ------------------------ */
+
+static int decide_options(struct loop_ephys_state *st, const struct onigpu_stage_env *env, int fresh, char *err,
+                          size_t cap)
+{
+    static const char *const keys[] = {"lockout_ms"};
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    double v = fresh ? p.lockout_s * 1e3 : (double)st->lockout / env->clock_hz * 1e3;
+    int given = 0;
+    int rc = loop_stage_opts("decide", env->options, keys, 1, &v, &given, err, cap);
+    if (rc || (!fresh && !given))
+        return rc;
+    if (loop_ephys_set_lockout(st, v / 1e3, env->clock_hz)) {
+        snprintf(err, cap, "stage decide: lockout_ms=%g (0 .. 3600000)", v);
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
 
 static int decide_configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
 {
-    return loop_stage_opts("decide", env->options, NULL, 0, NULL, NULL, err, cap);
+    struct loop_ephys_state *st = state_from(state, env);
+    return decide_options(st, env, env->init == NULL, err, cap);
+}
+
+static int decide_reconfigure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
+{
+    return decide_options(state, env, 0, err, cap);
 }
 
 static int decide_process(void *state, struct onigpu_block *b)
 {
-    loop_ephys_decide(b->out);
+    loop_ephys_decide(state, b->out);
     return 0;
 }
 
@@ -166,8 +190,10 @@ const struct onigpu_stage loop_stage_decide = {
     .name = "decide",
     .input = ONIGPU_DATA_SPIKES,
     .output = ONIGPU_DATA_DECISION,
+    .state_bytes = sizeof(struct loop_ephys_state),
     .configure = decide_configure,
     .process = decide_process,
+    .reconfigure = decide_reconfigure,
 };
 
 const struct onigpu_stage *loop_stage_builtin(const char *name, size_t len)
