@@ -66,7 +66,10 @@ void loop_ephys_defaults(struct loop_ephys_params *p)
     p->lo_hz = 300.0;
     p->hi_hz = 6000.0;
     p->k = 5.0;
-    p->refractory_s = 1.5e-3; /* Wave_clus's detection dead time (par.ref_ms = 1.5) */
+    /* Wave_clus detects negative crossings with a dead time of 1.5 ms
+     * (csn-le/wave_clus Parameters_files/set_parameters_ascii_spikes.m:
+     * ref = 1.5 ms, detection 'neg') */
+    p->refractory_s = 1.5e-3;
     p->calib_s = 0.2;
     p->lockout_s = 1.5e-3;
     p->clock_hz = 250e6;
