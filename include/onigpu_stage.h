@@ -170,6 +170,22 @@ ONIGPU_STAGE_FN void onigpu_add_spike(struct onigpu_out *o, uint64_t time, uint3
     }
 }
 
+#if defined(__CUDACC__)
+/* List a spike from any thread of the block (GPU): the list's count may run
+ * past ONIGPU_STAGE_MAXSPIKES while the stage runs; after it, the loop
+ * counts what is past the list in overflow. Listed in arrival order. */
+__device__ static inline void onigpu_add_spike_gpu(struct onigpu_out *o, uint64_t time, uint32_t chan, uint32_t frame)
+{
+    atomicMin((unsigned long long *)&o->t_first, (unsigned long long)time);
+    uint32_t k = atomicAdd(&o->nspikes, 1u);
+    if (k < ONIGPU_STAGE_MAXSPIKES) {
+        o->spikes[k].time = time;
+        o->spikes[k].chan = chan;
+        o->spikes[k].frame = frame;
+    }
+}
+#endif
+
 #if !defined(__CUDACC__)
 #include <stdlib.h>
 #include <string.h>

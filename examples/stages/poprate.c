@@ -11,14 +11,9 @@
  * (default 20). Spikes are taken in the order the chain lists them (by
  * frame, then channel, on the cpu backend). */
 #include <stdio.h>
-#include "onigpu_stage.h"
+#include "poprate.h"
 
-struct poprate {
-    uint32_t n;
-    uint64_t w, dead;    /* acquisition clock ticks */
-    uint64_t last_stim;  /* time of the last stimulus + 1 (0: none) */
-    uint64_t last[ONIGPU_STAGE_MAXCHAN]; /* time of channel c's last spike + 1 (0: none) */
-};
+extern const char poprate_cu[]; /* poprate.h and poprate.cu (examples/CMakeLists.txt) */
 
 static int configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
 {
@@ -43,33 +38,9 @@ static int configure(void *state, const struct onigpu_stage_env *env, char *err,
     return 0;
 }
 
-/* Channels whose last spike is within the window that ends at t. */
-static uint32_t active(const struct poprate *p, uint32_t nchan, uint64_t t)
-{
-    uint32_t k = 0;
-    for (uint32_t c = 0; c < nchan; c++)
-        k += p->last[c] && p->last[c] - 1 + p->w >= t;
-    return k;
-}
-
 static int process(void *state, struct onigpu_block *b)
 {
-    struct poprate *p = state;
-    const struct onigpu_out *o = b->out;
-    for (uint32_t i = 0; i < o->nspikes; i++) {
-        const struct onigpu_spike *s = &o->spikes[i];
-        if (s->chan >= b->nchan)
-            continue;
-        p->last[s->chan] = s->time + 1;
-        if (b->out->stim || (p->last_stim && s->time < p->last_stim - 1 + p->dead))
-            continue;
-        if (active(p, b->nchan, s->time) >= p->n) {
-            b->out->stim = 1;
-            b->out->t_stim = s->time;
-            p->last_stim = s->time + 1;
-        }
-    }
-    return 0;
+    return poprate_block(state, b);
 }
 
 ONIGPU_STAGE_EXPORT const struct onigpu_stage onigpu_stage = {
@@ -80,4 +51,6 @@ ONIGPU_STAGE_EXPORT const struct onigpu_stage onigpu_stage = {
     .state_bytes = sizeof(struct poprate),
     .configure = configure,
     .process = process,
+    .gpu_source = poprate_cu,
+    .gpu_entry = "poprate_gpu",
 };

@@ -8,17 +8,12 @@
  *
  * Options: first, count (the channels first .. first + count - 1; default
  * all), thr (in ADC counts of the filtered signal, default 60),
- * refractory_ms (default 1.5). Build: see examples/stages/CMakeLists.txt. */
+ * refractory_ms (default 1.5). Build: see examples/stages/CMakeLists.txt.
+ * The GPU version is threshold.cu. */
 #include <stdio.h>
-#include "onigpu_stage.h"
+#include "threshold.h"
 
-struct threshold {
-    uint32_t first, count;
-    float thr;
-    uint32_t refractory; /* samples */
-    uint64_t nsamples;   /* samples seen so far */
-    uint64_t next[ONIGPU_STAGE_MAXCHAN]; /* sample index from which channel c may fire again */
-};
+extern const char threshold_cu[]; /* threshold.h and threshold.cu (examples/CMakeLists.txt) */
 
 static int configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
 {
@@ -77,4 +72,6 @@ ONIGPU_STAGE_EXPORT const struct onigpu_stage onigpu_stage = {
     .state_bytes = sizeof(struct threshold),
     .configure = configure,
     .process = process,
+    .gpu_source = threshold_cu,
+    .gpu_entry = "threshold_gpu",
 };

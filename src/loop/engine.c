@@ -407,12 +407,8 @@ static int create_ephys(struct loop *lp, const struct loop_config *cfg)
         say(cfg, "%s", why);
         return rc;
     }
-    if (cfg->backend != LOOP_CPU && !loop_chain_is_builtin(lp->chain)) {
-        snprintf(why, sizeof why, "backend %s runs the built-in chain (filter, reference, detect, decide) only; "
-                 "a chain of other stages runs on the cpu backend", loop_backend_name(cfg->backend));
-        say(cfg, "%s", why);
-        return ONI_EINVALARG;
-    }
+    /* the GPU backends hand the stages' configured state to the fused
+     * kernel (the built-in chain) or compile the chain (gpu_cuda.c) */
     loop_chain_state(lp->chain, lp->ephys);
     return 0;
 }
@@ -452,8 +448,12 @@ int loop_create(const struct loop_config *cfg, struct loop **out)
         lp->out_len = cfg->out_bytes;
     if (!rc && cfg->record_cap && !(lp->rec = calloc(cfg->record_cap, sizeof *lp->rec)))
         rc = ONI_EBADALLOC;
-    if (!rc && (rc = be->init(lp)) != 0)
-        say(cfg, "backend %s could not be set up", loop_backend_name(cfg->backend));
+    if (!rc && (rc = be->init(lp)) != 0) {
+        if (lp->why[0])
+            say(cfg, "%s", lp->why); /* the backend's reason (a GPU chain's compiler log) */
+        else
+            say(cfg, "backend %s could not be set up", loop_backend_name(cfg->backend));
+    }
     if (rc) {
         loop_destroy(lp);
         return rc;

@@ -17,6 +17,9 @@
 #include "gpu/gpu.h"
 #include "loop/engine.h"
 #include "loop/cukern.h"
+#include "loop/gpu_chain.h"
+#include "loop/gpu_jit.h"
+#include "loop/stage.h"
 #include "oni/util/clock.h"
 
 #define NONE 0xFFFFFFFFu
@@ -40,6 +43,15 @@ struct gpu {
     int pinned[LOOP_MAXDEPTH];
     int launched, sm;
     int stuck;                         /* halt could not drain the GPU: fini leaks rather than blocks */
+    /* A chain of stages compiled for the GPU (gpu_jit.h), run by its own
+     * persistent kernel: */
+    CUmodule jmod;
+    CUfunction jfn;
+    void *jstate[LOOP_MAXSTAGES];      /* device copies of the stages' states */
+    float *jx;                         /* device samples [nframes][nchan] */
+    uint16_t *joff;                    /* device copy of the layout's offsets */
+    uint32_t *jfault, *jfault_dev;     /* host-mapped: (stage + 1) << 16 | -code of a stage's error */
+    int jstarted;                      /* the stages were told of the start */
 };
 
 /* The mapped words' layout, in either view (w: g->words for the host,
@@ -201,10 +213,25 @@ static int mapped_recv(struct loop *lp, uint32_t slot, uint32_t seq)
 }
 
 /* The persistent kernels' doorbell, and the GPU time they tagged with seq. */
+/* A stage's error on the GPU, reported with the block whose doorbell it rang. */
+static int chain_fault(struct loop *lp, struct gpu *g, uint32_t seq)
+{
+    uint32_t f = g->jfault ? __atomic_load_n(g->jfault, __ATOMIC_ACQUIRE) : 0;
+    if (!f)
+        return 0;
+    int code = -(int)(f & 0xFFFF);
+    const struct onigpu_stage *d = loop_chain_stage(lp->chain, (f >> 16) - 1, NULL, NULL);
+    loop_fail_why(lp, code, "stage %u (%s) failed on block %u on the GPU: %s", f >> 16, d ? d->name : "?", seq,
+                  oni_error_str(code));
+    return code;
+}
+
 static int persist_finish(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
     int rc = bell_finish(lp, slot, seq);
+    if (!rc)
+        rc = chain_fault(lp, g, seq);
     struct loop_record *r = loop_record_of(lp, seq);
     if (!rc && r) {
         unsigned long long v = __atomic_load_n(&g->gpu_ns[slot], __ATOMIC_ACQUIRE);
@@ -256,11 +283,28 @@ static void halt(struct loop *lp)
     if (!rc)
         rc = rc_s;
     g->launched = 0;
-    if (!g->stuck && lp->cfg.work == LOOP_WORK_EPHYS && g->dst) {
+    if (!g->stuck && lp->cfg.work == LOOP_WORK_EPHYS && g->dst && !g->jfn) {
         int r = cu(cudaMemcpy(lp->ephys, g->dst, sizeof *lp->ephys, cudaMemcpyDeviceToHost));
         if (!rc)
             rc = r; /* the caller would read a stale detector state */
     }
+    if (!g->stuck && g->jfn) { /* the stages' states back, for loop_ephys_final and the stages */
+        for (uint32_t i = 0; i < loop_chain_count(lp->chain); i++) {
+            void *st = NULL;
+            const struct onigpu_stage *d = loop_chain_stage(lp->chain, i, &st, NULL);
+            int r = g->jstate[i] ? cu(cudaMemcpy(st, g->jstate[i], d->state_bytes, cudaMemcpyDeviceToHost)) : 0;
+            if (!rc)
+                rc = r;
+        }
+        loop_chain_state(lp->chain, lp->ephys);
+    }
+    if (g->jstarted) {
+        loop_chain_stop(lp->chain);
+        g->jstarted = 0;
+    }
+    if (g->stuck && g->jfn)
+        loop_fail_why(lp, rc, "the GPU chain's kernel did not stop within %u ms of the stop request (a stage that "
+                      "does not return?): it is left running, its memory is not freed", HALT_MS);
     if (rc)
         loop_fail(lp, rc); /* a kernel that does not stop is an error the caller sees */
 }
@@ -298,7 +342,18 @@ static void fini(struct loop *lp)
         cudaFreeHost(lp->hin[i]);
         lp->out[i] = lp->hin[i] = NULL;
     }
+    if (g->jstarted) {
+        loop_chain_stop(lp->chain);
+        g->jstarted = 0;
+    }
     if (!keep) {
+        for (uint32_t i = 0; i < LOOP_MAXSTAGES; i++)
+            cudaFree(g->jstate[i]);
+        cudaFree(g->jx);
+        cudaFree(g->joff);
+        cudaFreeHost(g->jfault);
+        if (g->jmod)
+            cuModuleUnload(g->jmod);
         cudaFree(g->ddone);
         cudaFree(g->ticket);
         cudaFree(g->dst);
@@ -386,6 +441,105 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     return 0;
 }
 
+/* The chain compiled for this GPU, loaded, its stages' states, samples,
+ * layout offsets and fault word in GPU memory; the stages told of the start. */
+static int chain_prepare(struct loop *lp, struct gpu *g)
+{
+    int dev = 0, maj = 0, min = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&maj, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&min, cudaDevAttrComputeCapabilityMinor, dev);
+    void *img = NULL;
+    size_t len = 0;
+    int rc = loop_gpu_jit(lp->chain, maj * 10 + min, &img, &len, lp->why, sizeof lp->why);
+    if (rc)
+        return rc;
+    rc = cud(cuModuleLoadData(&g->jmod, img));
+    free(img);
+    if (!rc)
+        rc = cud(cuModuleGetFunction(&g->jfn, g->jmod, "loop_gpu_chain_persistent"));
+    if (rc) {
+        snprintf(lp->why, sizeof lp->why, "the chain's linked GPU code does not load on this GPU");
+        return rc;
+    }
+    const struct loop_ephys_layout *lay = loop_chain_layout(lp->chain);
+    for (uint32_t i = 0; i < loop_chain_count(lp->chain) && !rc; i++) {
+        void *st = NULL;
+        const struct onigpu_stage *d = loop_chain_stage(lp->chain, i, &st, NULL);
+        if (d->state_bytes && !(rc = cu(cudaMalloc(&g->jstate[i], d->state_bytes))))
+            rc = cu(cudaMemcpy(g->jstate[i], st, d->state_bytes, cudaMemcpyHostToDevice));
+    }
+    size_t nx = (size_t)lp->nframes * lay->nchan;
+    if (!rc)
+        rc = cu(cudaMalloc((void **)&g->jx, (nx ? nx : 1) * sizeof(float)));
+    if (!rc)
+        rc = cu(cudaMalloc((void **)&g->joff, lay->nchan * sizeof(uint16_t)));
+    if (!rc)
+        rc = cu(cudaMemcpy(g->joff, lay->off, lay->nchan * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    if (!rc)
+        rc = cu(cudaHostAlloc((void **)&g->jfault, 4, cudaHostAllocMapped));
+    if (!rc)
+        rc = cu(cudaHostGetDevicePointer((void **)&g->jfault_dev, g->jfault, 0));
+    if (!rc) {
+        *g->jfault = 0;
+        loop_chain_start(lp->chain);
+        g->jstarted = 1;
+    }
+    return rc;
+}
+
+/* The chain's persistent kernel, one thread block (a thread per channel,
+ * at least 256). */
+static int launch_chain(struct loop *lp, struct gpu *g)
+{
+    const struct loop_ephys_layout *lay = loop_chain_layout(lp->chain);
+    struct loop_gpu_chain_args a;
+    memset(&a, 0, sizeof a);
+    a.mapped = lp->cfg.backend == LOOP_GPU_MAPPED;
+    a.done = a.mapped ? W_DONE(g->words_dev, 0) : g->ddone;
+    a.bell = W_BELL(g->words_dev, 0);
+    a.stop = W_STOP(g->words_dev);
+    a.alive = W_ALIVE(g->words_dev);
+    a.fault = g->jfault_dev;
+    a.gpu_ns = g->gpu_ns_dev;
+    for (uint32_t i = 0; i < lp->cfg.depth; i++) {
+        a.in[i] = g->din[i];
+        int rc = cu(cudaHostGetDevicePointer(&g->out_dev[i], lp->out[i], 0));
+        if (!rc && a.mapped)
+            rc = cu(cudaHostGetDevicePointer((void **)&a.in_host[i], lp->hin[i], 0));
+        if (rc)
+            return rc;
+        a.out[i] = g->out_dev[i];
+    }
+    for (uint32_t i = 0; i < LOOP_MAXSTAGES && i < LOOP_GPU_CHAIN_STAGES; i++)
+        a.states[i] = g->jstate[i];
+    a.off = g->joff;
+    a.x = g->jx;
+    a.in_bytes = lp->cfg.in_bytes;
+    a.fs_hz = loop_chain_fs_hz(lp->chain);
+    a.depth = lp->cfg.depth;
+    a.nframes = lp->nframes;
+    a.nchan = lay->nchan;
+    a.stride = lay->stride;
+    a.time_off = lay->time_off;
+    unsigned threads = lay->nchan < 256 ? 256 : (lay->nchan + 31) / 32 * 32;
+    if (threads > 1024)
+        threads = 1024;
+    void *params[] = {&a};
+    int rc = cud(cuLaunchKernel(g->jfn, 1, 1, 1, threads, 1, 1, 0, (CUstream)g->s, params, NULL));
+    if (rc)
+        return rc;
+    g->launched = 1;
+    uint64_t limit = oni_now_ns() + HALT_MS * 1000000ull;
+    while (*(volatile uint32_t *)ALIVE(g) != 1) {
+        if (oni_now_ns() > limit)
+            return ONI_ETIMEOUT;
+        if (cudaStreamQuery(g->s) != cudaErrorNotReady)
+            return ONI_ENOGPU;
+    }
+    return 0;
+}
+
 static int init(struct loop *lp)
 {
     if (!gpu_available(NULL, 0))
@@ -395,6 +549,13 @@ static int init(struct loop *lp)
     int persist = b == LOOP_GPU_PERSISTENT || b == LOOP_GPU_MAPPED;
     if (!host_in && !lp->cfg.src.read_async)
         return ONI_EINVALARG; /* direct backends need a source that writes GPU memory */
+    /* a chain of other than the built-in stages: its own persistent kernel */
+    int chain = lp->chain && !loop_chain_is_builtin(lp->chain);
+    if (chain && !persist) {
+        snprintf(lp->why, sizeof lp->why, "backend %s runs the built-in chain only; a chain of other stages runs "
+                 "on gpu-persistent, gpu-mapped or cpu", loop_backend_name(b));
+        return ONI_EINVALARG;
+    }
     struct gpu *g = calloc(1, sizeof *g);
     if (!g)
         return ONI_EBADALLOC;
@@ -466,8 +627,10 @@ static int init(struct loop *lp)
         rc = drain(g->s);
     if (!rc && b == LOOP_GPU_GRAPH)
         rc = capture_graphs(lp, g);
+    if (!rc && chain)
+        rc = chain_prepare(lp, g);
     if (!rc && persist)
-        rc = launch_persistent(lp, g);
+        rc = chain ? launch_chain(lp, g) : launch_persistent(lp, g);
     return rc;
 }
 

@@ -38,6 +38,7 @@ struct loop_mac {
     float seed;
 };
 
+#if !defined(__CUDACC_RTC__)
 /* Evaluate the MAC kernel on n floats (OpenMP SIMD; threads when large). */
 void loop_mac_cpu(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
 /* FLOPs one MAC call performs (the thesis' count: 2 per iteration). */
@@ -46,6 +47,7 @@ double loop_mac_flops(size_t n, uint32_t iters, uint32_t passes);
  * channels: two biquads (9 each), the CAR sum and subtraction per sample,
  * and per frame 32 partial sums and a division. */
 double loop_ephys_flops(uint32_t nchan, uint32_t nframes);
+#endif
 
 #define LOOP_EPHYS_MAXCHAN ONIGPU_STAGE_MAXCHAN
 #define LOOP_EPHYS_BINS 512   /* noise histogram: 8 bins per octave */
@@ -99,6 +101,8 @@ struct loop_ephys_state {
 #define loop_spike onigpu_spike
 #define loop_ephys_out onigpu_out
 
+/* Host functions (NVRTC, compiling the GPU chain, sees the types alone). */
+#if !defined(__CUDACC_RTC__)
 /* 1 when lay is a layout the ephys kernels can walk: 1..LOOP_EPHYS_MAXCHAN
  * channels, a stride that is a multiple of 4, the timestamp 4-byte aligned
  * and every 16-bit sample at an even offset, all inside the stride. */
@@ -150,6 +154,7 @@ uint32_t loop_ephys_bin(float absx);
 float loop_ephys_bin_value(uint32_t bin);
 /* Median absolute value from a histogram of count samples (bin centre). */
 float loop_ephys_hist_median(const uint32_t *hist, uint64_t count);
+#endif /* !__CUDACC_RTC__ */
 
 #ifdef __cplusplus
 }

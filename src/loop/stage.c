@@ -396,3 +396,29 @@ int loop_stage_check(const char *text, char *why, size_t cap)
         dlclose(cs.lib);
     return rc;
 }
+
+const struct onigpu_stage *loop_chain_stage(const struct loop_chain *ch, uint32_t i, void **state, int *decode_first)
+{
+    if (!ch || i >= ch->n)
+        return NULL;
+    if (state)
+        *state = ch->s[i].state;
+    if (decode_first)
+        *decode_first = ch->s[i].decode_first;
+    return ch->s[i].d;
+}
+
+uint32_t loop_chain_nframes(const struct loop_chain *ch)
+{
+    return ch->nframes;
+}
+
+const struct loop_ephys_layout *loop_chain_layout(const struct loop_chain *ch)
+{
+    return &ch->lay;
+}
+
+double loop_chain_fs_hz(const struct loop_chain *ch)
+{
+    return ch->fs_hz;
+}

@@ -38,6 +38,13 @@ int loop_chain_process(struct loop_chain *ch, const uint8_t *blk, uint64_t seq, 
 int loop_chain_reconfigure(struct loop_chain *ch, uint32_t i, const char *options, char *why, size_t cap);
 /* Stages in the chain (decide included when appended). */
 uint32_t loop_chain_count(const struct loop_chain *ch);
+/* Stage i's descriptor (NULL past the end), its state and state size, and
+ * whether the chain decodes the frames before it. */
+const struct onigpu_stage *loop_chain_stage(const struct loop_chain *ch, uint32_t i, void **state, int *decode_first);
+/* The chain's block shape: frames per block, the layout, the frame rate. */
+uint32_t loop_chain_nframes(const struct loop_chain *ch);
+const struct loop_ephys_layout *loop_chain_layout(const struct loop_chain *ch);
+double loop_chain_fs_hz(const struct loop_chain *ch);
 
 /* Parse "key=value,key=value" options into vals[] of keys[] (given[k] set to
  * 1 for each found). 0, or ONI_EINVALARG with err naming the stage, the key
