@@ -224,6 +224,33 @@ TEST(gpu_chain_matches_cpu)
     free(cpu.out);
 }
 
+/* The built-in chain, as the GPU backends run it (one fused kernel), gives
+ * the cpu backend's spikes and decisions block by block. */
+TEST(builtin_chain_on_gpu_matches_cpu)
+{
+    char why[4096];
+    if (!loop_backend_available(LOOP_GPU_PERSISTENT, why, sizeof why))
+        SKIP("%s", why);
+    struct keep cpu = {calloc(BLOCKS, sizeof(struct onigpu_out)), 0};
+    REQUIRE(cpu.out);
+    CHECK_RC(run_on(LOOP_CPU, NULL, 0, &cpu, why, sizeof why), 0);
+    static const int backends[] = {LOOP_GPU_STAGED, LOOP_GPU_PERSISTENT, LOOP_GPU_MAPPED};
+    for (int k = 0; k < 3; k++) {
+        struct keep gpu = {calloc(BLOCKS, sizeof(struct onigpu_out)), 0};
+        REQUIRE(gpu.out);
+        CHECK_RC(run_on(backends[k], NULL, 0, &gpu, why, sizeof why), 0);
+        CHECK_EQ(gpu.n, cpu.n);
+        uint64_t bad = 0;
+        for (uint64_t i = 0; i < gpu.n && i < cpu.n; i++)
+            bad += !same_block(&gpu.out[i], &cpu.out[i]);
+        if (bad)
+            fprintf(stderr, "  %s: %llu blocks differ\n", loop_backend_name(backends[k]), (unsigned long long)bad);
+        CHECK_EQ(bad, 0);
+        free(gpu.out);
+    }
+    free(cpu.out);
+}
+
 TEST(gpu_stage_error_stops_the_loop)
 {
     char why[4096];
