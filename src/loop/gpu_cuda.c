@@ -466,8 +466,10 @@ static int chain_prepare(struct loop *lp, struct gpu *g)
     for (uint32_t i = 0; i < loop_chain_count(lp->chain) && !rc; i++) {
         void *st = NULL;
         const struct onigpu_stage *d = loop_chain_stage(lp->chain, i, &st, NULL);
+        /* on the loop's stream, as init's copies (another kernel that never
+         * ends must not hold them up); drained below */
         if (d->state_bytes && !(rc = cu(cudaMalloc(&g->jstate[i], d->state_bytes))))
-            rc = cu(cudaMemcpy(g->jstate[i], st, d->state_bytes, cudaMemcpyHostToDevice));
+            rc = cu(cudaMemcpyAsync(g->jstate[i], st, d->state_bytes, cudaMemcpyHostToDevice, g->s));
     }
     size_t nx = (size_t)lp->nframes * lay->nchan;
     if (!rc)
@@ -475,7 +477,9 @@ static int chain_prepare(struct loop *lp, struct gpu *g)
     if (!rc)
         rc = cu(cudaMalloc((void **)&g->joff, lay->nchan * sizeof(uint16_t)));
     if (!rc)
-        rc = cu(cudaMemcpy(g->joff, lay->off, lay->nchan * sizeof(uint16_t), cudaMemcpyHostToDevice));
+        rc = cu(cudaMemcpyAsync(g->joff, lay->off, lay->nchan * sizeof(uint16_t), cudaMemcpyHostToDevice, g->s));
+    if (!rc)
+        rc = drain(g->s);
     if (!rc)
         rc = cu(cudaHostAlloc((void **)&g->jfault, 4, cudaHostAllocMapped));
     if (!rc)
