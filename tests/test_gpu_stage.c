@@ -1,8 +1,8 @@
 /* test_gpu_stage.c - stages on the GPU (docs/stages.md): the chain's GPU
  * code compiled and linked (NVRTC, nvJitLink: no GPU needed, CUDA builds),
  * a compiler's or linker's error refusing the stage with its log; with a
- * GPU, the example chain on gpu-persistent and gpu-mapped against the cpu
- * backend, and a stage's error on the GPU stopping the loop. */
+ * GPU, the example chain on every GPU backend against the cpu backend, the
+ * built-in chain too, and a stage's error on the GPU stopping the loop. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,8 +206,9 @@ TEST(gpu_chain_matches_cpu)
     for (uint64_t i = 0; i < cpu.n; i++)
         stims += cpu.out[i].stim;
     CHECK(stims > 3);
-    static const int backends[] = {LOOP_GPU_PERSISTENT, LOOP_GPU_MAPPED};
-    for (int k = 0; k < 2; k++) {
+    static const int backends[] = {LOOP_GPU_STAGED, LOOP_GPU_DIRECT, LOOP_GPU_GRAPH,
+                                   LOOP_GPU_FLAG,   LOOP_GPU_PERSISTENT, LOOP_GPU_MAPPED};
+    for (int k = 0; k < 6; k++) {
         struct keep gpu = {calloc(BLOCKS, sizeof(struct onigpu_out)), 0};
         REQUIRE(gpu.out);
         int rc = run_on(backends[k], s, 4, &gpu, why, sizeof why);
@@ -264,11 +265,13 @@ TEST(gpu_stage_error_stops_the_loop)
     const struct loop_stage_spec s[] = {{"filter", NULL, NULL}, {NULL, &fails, NULL}, {"reference", NULL, NULL}};
     struct keep k = {calloc(BLOCKS, sizeof(struct onigpu_out)), 0};
     REQUIRE(k.out);
-    CHECK_RC(run_on(LOOP_GPU_PERSISTENT, s, 3, &k, why, sizeof why), ONI_EREADFAILURE);
-    CHECK(strstr(why, "stage 2 (fails) failed on block 9 on the GPU") != NULL);
-    CHECK(k.n <= 10);
-    /* a chain of other stages on a backend that launches per block: refused */
-    CHECK_RC(run_on(LOOP_GPU_STAGED, s, 3, &k, why, sizeof why), ONI_EINVALARG);
-    CHECK(strstr(why, "gpu-persistent, gpu-mapped or cpu") != NULL);
+    static const int backends[] = {LOOP_GPU_PERSISTENT, LOOP_GPU_STAGED, LOOP_GPU_GRAPH};
+    for (int i = 0; i < 3; i++) {
+        k.n = 0;
+        CHECK_RC(run_on(backends[i], s, 3, &k, why, sizeof why), ONI_EREADFAILURE);
+        if (!strstr(why, "stage 2 (fails) failed on block 9 on the GPU"))
+            UNIT_FAIL("%s: '%s'", loop_backend_name(backends[i]), why);
+        CHECK(k.n <= 10);
+    }
     free(k.out);
 }

@@ -144,14 +144,66 @@ extern "C" __device__ void loop_gpu_settle(struct onigpu_block *b, int sort)
     __syncthreads();
 }
 
-// --- the persistent chain kernel ----------------------------------------------
+// --- the chain kernels --------------------------------------------------------
 
+// Block seq of slot through the chain, by every thread: pulled first when
+// mapped, out reset, the stages; the result (0 or loop_gpu_chain_run's
+// code), the same in every thread.
+__device__ static int run_block(const struct loop_gpu_chain_args *p, unsigned int slot, unsigned int seq)
+{
+    __shared__ struct onigpu_block blk;
+    __shared__ int rc;
+    if (p->mapped) { // pull the block over the link into GPU memory
+        const unsigned int *src = (const unsigned int *)p->in_host[slot];
+        unsigned int *dst = (unsigned int *)p->in[slot];
+        for (unsigned long long i = threadIdx.x; i < p->in_bytes / 4; i += blockDim.x)
+            dst[i] = __ldcv(src + i);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        struct onigpu_out *o = (struct onigpu_out *)p->out[slot];
+        blk.seq = seq;
+        blk.nframes = p->nframes;
+        blk.nchan = p->nchan;
+        blk.stride = p->stride;
+        blk.time_off = p->time_off;
+        blk.off = p->off;
+        blk.frames = p->in[slot];
+        blk.x = p->x;
+        blk.out = o;
+        blk.fs_hz = p->fs_hz;
+        o->nspikes = 0;
+        o->overflow = 0;
+        o->t_first = ~0ull;
+        o->stim = 0;
+        o->reserved = 0;
+        o->t_stim = 0;
+        o->t_block = p->nframes ? onigpu_frame_time(&blk, p->nframes - 1) : 0;
+    }
+    __syncthreads();
+    int r = loop_gpu_chain_run(p->states, &blk);
+    if (threadIdx.x == 0)
+        rc = r;
+    __threadfence_system(); // results reach host memory before the doorbell
+    __syncthreads();
+    return rc;
+}
+
+// gpu-staged, -direct, -graph, -flag: one block, seq from p.seqs[slot]; the
+// doorbell is the stream's write after it.
+extern "C" __global__ void loop_gpu_chain_once(struct loop_gpu_chain_args p, unsigned int slot)
+{
+    int rc = run_block(&p, slot, p.seqs[slot]);
+    if (threadIdx.x == 0 && rc)
+        *p.fault = (unsigned int)rc; // (stage + 1) << 16 | -code
+    __threadfence_system();
+}
+
+// gpu-persistent, -mapped: launched once; polls the completion words.
 extern "C" __global__ void loop_gpu_chain_persistent(struct loop_gpu_chain_args p)
 {
     __shared__ int quit;
-    __shared__ int rc;
     __shared__ unsigned long long t_seen;
-    __shared__ struct onigpu_block blk;
     if (threadIdx.x == 0)
         *p.alive = 1;
     for (unsigned int seq = 0, slot = 0;; seq++, slot = slot + 1 == p.depth ? 0 : slot + 1) {
@@ -176,42 +228,10 @@ extern "C" __global__ void loop_gpu_chain_persistent(struct loop_gpu_chain_args 
         __syncthreads();
         if (quit)
             break;
-        if (p.mapped) { // pull the block over the link into GPU memory
-            const unsigned int *src = (const unsigned int *)p.in_host[slot];
-            unsigned int *dst = (unsigned int *)p.in[slot];
-            for (unsigned long long i = threadIdx.x; i < p.in_bytes / 4; i += blockDim.x)
-                dst[i] = __ldcv(src + i);
-            __syncthreads();
-        }
-        if (threadIdx.x == 0) {
-            struct onigpu_out *o = (struct onigpu_out *)p.out[slot];
-            blk.seq = seq;
-            blk.nframes = p.nframes;
-            blk.nchan = p.nchan;
-            blk.stride = p.stride;
-            blk.time_off = p.time_off;
-            blk.off = p.off;
-            blk.frames = p.in[slot];
-            blk.x = p.x;
-            blk.out = o;
-            blk.fs_hz = p.fs_hz;
-            o->nspikes = 0;
-            o->overflow = 0;
-            o->t_first = ~0ull;
-            o->stim = 0;
-            o->reserved = 0;
-            o->t_stim = 0;
-            o->t_block = p.nframes ? onigpu_frame_time(&blk, p.nframes - 1) : 0;
-        }
-        __syncthreads();
-        int r = loop_gpu_chain_run(p.states, &blk);
-        if (threadIdx.x == 0)
-            rc = r;
-        __threadfence_system(); // results reach host memory before the doorbell
-        __syncthreads();
+        int rc = run_block(&p, slot, seq);
         if (threadIdx.x == 0) {
             if (rc)
-                *p.fault = (unsigned int)rc; // (stage + 1) << 16 | -code (loop_gpu_chain_run)
+                *p.fault = (unsigned int)rc; // (stage + 1) << 16 | -code
             unsigned long long ns = globaltimer() - t_seen;
             p.gpu_ns[slot] = (ns > 0xFFFFFFFFull ? 0xFFFFFFFFull : ns) << 32 | seq;
             __threadfence_system();

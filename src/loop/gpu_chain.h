@@ -25,6 +25,7 @@ struct loop_gpu_chain_args {
     void *out[LOOP_GPU_CHAIN_DEPTH];                    /* device view of the mapped results */
     void *states[LOOP_GPU_CHAIN_STAGES];                /* device copies of the stages' states */
     const unsigned short *off;                          /* device copy of the layout's offsets */
+    const volatile unsigned int *seqs;                  /* per slot, mapped: the block's seq (the one-block kernel) */
     float *x;                                           /* [nframes][nchan] */
     unsigned long long in_bytes;
     double fs_hz;

@@ -46,7 +46,10 @@ struct gpu {
     /* A chain of stages compiled for the GPU (gpu_jit.h), run by its own
      * persistent kernel: */
     CUmodule jmod;
-    CUfunction jfn;
+    CUfunction jfn, jonce;             /* its persistent and one-block kernels */
+    struct loop_gpu_chain_args jargs;  /* their arguments */
+    unsigned jthreads;
+    uint32_t *jseqs, *jseqs_dev;       /* host-mapped: per slot, the seq of the block the one-block kernel runs */
     void *jstate[LOOP_MAXSTAGES];      /* device copies of the stages' states */
     float *jx;                         /* device samples [nframes][nchan] */
     uint16_t *joff;                    /* device copy of the layout's offsets */
@@ -87,6 +90,10 @@ static CUdeviceptr devptr(const void *p)
 /* Enqueue the block's compute on g->s, reading din[slot], result to dout[slot]. */
 static int enqueue_compute(struct loop *lp, struct gpu *g, uint32_t slot)
 {
+    if (g->jonce) { /* a chain of stages: its one-block kernel, results straight into lp->out */
+        void *params[] = {&g->jargs, &slot};
+        return cud(cuLaunchKernel(g->jonce, 1, 1, 1, g->jthreads, 1, 1, 0, (CUstream)g->s, params, NULL));
+    }
     if (lp->cfg.work == LOOP_WORK_EPHYS)
         return cu(loop_cu_ephys(g->dst, lp->ephys->lay.nchan, g->din[slot], lp->nframes, g->dout[slot], g->s));
     return cu(loop_cu_mac(g->din[slot], g->dout[slot], lp->cfg.in_bytes / 4, lp->cfg.mac.iters, lp->cfg.mac.passes,
@@ -96,8 +103,10 @@ static int enqueue_compute(struct loop *lp, struct gpu *g, uint32_t slot)
 /* Compute, copy the result to lp->out[slot], ring the doorbell. */
 static int enqueue_block(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t seq)
 {
+    if (g->jonce) /* read by the kernel when it runs: queued work of this slot is done (its bell rang) */
+        __atomic_store_n(&g->jseqs[slot], seq, __ATOMIC_RELEASE);
     int rc = enqueue_compute(lp, g, slot);
-    if (!rc)
+    if (!rc && !g->jonce)
         rc = cu(cudaMemcpyAsync(lp->out[slot], g->dout[slot], lp->out_len, cudaMemcpyDeviceToHost, g->s));
     if (!rc)
         rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(W_BELL(g->words_dev, slot)), seq, 0));
@@ -120,6 +129,8 @@ static int timed_bell(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t se
     return rc;
 }
 
+static int chain_fault(struct loop *lp, struct gpu *g, uint32_t seq);
+
 /* --- the hooks --------------------------------------------------------------- */
 
 static int staged_recv(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -133,7 +144,9 @@ static int staged_process(struct loop *lp, uint32_t slot, uint32_t seq)
     int rc = cu(cudaMemcpyAsync(g->din[slot], lp->hin[slot], lp->cfg.in_bytes, cudaMemcpyHostToDevice, g->s));
     if (!rc)
         rc = enqueue_block(lp, g, slot, seq);
-    return rc ? rc : timed_bell(lp, g, slot, seq);
+    if (!rc)
+        rc = timed_bell(lp, g, slot, seq);
+    return rc ? rc : chain_fault(lp, g, seq);
 }
 
 static int direct_recv(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -148,18 +161,24 @@ static int direct_process(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
     int rc = enqueue_block(lp, g, slot, seq);
-    return rc ? rc : timed_bell(lp, g, slot, seq);
+    if (!rc)
+        rc = timed_bell(lp, g, slot, seq);
+    return rc ? rc : chain_fault(lp, g, seq);
 }
 
 static int graph_process(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
+    if (g->jonce) /* the graph's kernel reads the block's seq here */
+        __atomic_store_n(&g->jseqs[slot], seq, __ATOMIC_RELEASE);
     int rc = cu(cudaGraphLaunch(g->gx[slot], g->s));
     /* The graph's doorbell write carries no seq (a graph is fixed), so the
      * doorbell is written outside it. */
     if (!rc)
         rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(W_BELL(g->words_dev, slot)), seq, 0));
-    return rc ? rc : timed_bell(lp, g, slot, seq);
+    if (!rc)
+        rc = timed_bell(lp, g, slot, seq);
+    return rc ? rc : chain_fault(lp, g, seq);
 }
 
 /* gpu-flag: the work for seq waits in the stream for the completion word the
@@ -190,7 +209,7 @@ static int bell_finish(struct loop *lp, uint32_t slot, uint32_t seq)
     int rc = wait_bell(lp, g, slot, seq);
     if (!rc)
         g->waits[slot] = 0;
-    return rc;
+    return rc ? rc : chain_fault(lp, g, seq);
 }
 
 static int persistent_recv(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -230,8 +249,6 @@ static int persist_finish(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
     int rc = bell_finish(lp, slot, seq);
-    if (!rc)
-        rc = chain_fault(lp, g, seq);
     struct loop_record *r = loop_record_of(lp, seq);
     if (!rc && r) {
         unsigned long long v = __atomic_load_n(&g->gpu_ns[slot], __ATOMIC_ACQUIRE);
@@ -352,6 +369,7 @@ static void fini(struct loop *lp)
         cudaFree(g->jx);
         cudaFree(g->joff);
         cudaFreeHost(g->jfault);
+        cudaFreeHost(g->jseqs);
         if (g->jmod)
             cuModuleUnload(g->jmod);
         cudaFree(g->ddone);
@@ -376,7 +394,7 @@ static int capture_graphs(struct loop *lp, struct gpu *g)
         if (rc)
             return rc;
         rc = enqueue_compute(lp, g, i);
-        if (!rc)
+        if (!rc && !g->jonce)
             rc = cu(cudaMemcpyAsync(lp->out[i], g->dout[i], lp->out_len, cudaMemcpyDeviceToHost, g->s));
         cudaError_t e = cudaStreamEndCapture(g->s, &graph);
         if (!rc)
@@ -441,6 +459,8 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     return 0;
 }
 
+static int chain_args(struct loop *lp, struct gpu *g);
+
 /* The chain compiled for this GPU, loaded, its stages' states, samples,
  * layout offsets and fault word in GPU memory; the stages told of the start. */
 static int chain_prepare(struct loop *lp, struct gpu *g)
@@ -458,6 +478,8 @@ static int chain_prepare(struct loop *lp, struct gpu *g)
     free(img);
     if (!rc)
         rc = cud(cuModuleGetFunction(&g->jfn, g->jmod, "loop_gpu_chain_persistent"));
+    if (!rc)
+        rc = cud(cuModuleGetFunction(&g->jonce, g->jmod, "loop_gpu_chain_once"));
     if (rc) {
         snprintf(lp->why, sizeof lp->why, "the chain's linked GPU code does not load on this GPU");
         return rc;
@@ -484,53 +506,67 @@ static int chain_prepare(struct loop *lp, struct gpu *g)
         rc = cu(cudaHostAlloc((void **)&g->jfault, 4, cudaHostAllocMapped));
     if (!rc)
         rc = cu(cudaHostGetDevicePointer((void **)&g->jfault_dev, g->jfault, 0));
+    if (!rc)
+        rc = cu(cudaHostAlloc((void **)&g->jseqs, LOOP_MAXDEPTH * 4, cudaHostAllocMapped));
+    if (!rc)
+        rc = cu(cudaHostGetDevicePointer((void **)&g->jseqs_dev, g->jseqs, 0));
+    if (!rc)
+        rc = chain_args(lp, g);
     if (!rc) {
         *g->jfault = 0;
+        memset(g->jseqs, 0xFF, LOOP_MAXDEPTH * 4);
         loop_chain_start(lp->chain);
         g->jstarted = 1;
     }
     return rc;
 }
 
-/* The chain's persistent kernel, one thread block (a thread per channel,
- * at least 256). */
-static int launch_chain(struct loop *lp, struct gpu *g)
+/* The chain kernels' arguments (g->jargs) and block size: one thread
+ * block, a thread per channel, at least 256 (the spike sort's). */
+static int chain_args(struct loop *lp, struct gpu *g)
 {
     const struct loop_ephys_layout *lay = loop_chain_layout(lp->chain);
-    struct loop_gpu_chain_args a;
-    memset(&a, 0, sizeof a);
-    a.mapped = lp->cfg.backend == LOOP_GPU_MAPPED;
-    a.done = a.mapped ? W_DONE(g->words_dev, 0) : g->ddone;
-    a.bell = W_BELL(g->words_dev, 0);
-    a.stop = W_STOP(g->words_dev);
-    a.alive = W_ALIVE(g->words_dev);
-    a.fault = g->jfault_dev;
-    a.gpu_ns = g->gpu_ns_dev;
+    struct loop_gpu_chain_args *a = &g->jargs;
+    memset(a, 0, sizeof *a);
+    a->mapped = lp->cfg.backend == LOOP_GPU_MAPPED;
+    a->done = a->mapped ? W_DONE(g->words_dev, 0) : g->ddone;
+    a->bell = W_BELL(g->words_dev, 0);
+    a->stop = W_STOP(g->words_dev);
+    a->alive = W_ALIVE(g->words_dev);
+    a->fault = g->jfault_dev;
+    a->seqs = g->jseqs_dev;
+    a->gpu_ns = g->gpu_ns_dev;
     for (uint32_t i = 0; i < lp->cfg.depth; i++) {
-        a.in[i] = g->din[i];
+        a->in[i] = g->din[i];
         int rc = cu(cudaHostGetDevicePointer(&g->out_dev[i], lp->out[i], 0));
-        if (!rc && a.mapped)
-            rc = cu(cudaHostGetDevicePointer((void **)&a.in_host[i], lp->hin[i], 0));
+        if (!rc && a->mapped)
+            rc = cu(cudaHostGetDevicePointer((void **)&a->in_host[i], lp->hin[i], 0));
         if (rc)
             return rc;
-        a.out[i] = g->out_dev[i];
+        a->out[i] = g->out_dev[i];
     }
     for (uint32_t i = 0; i < LOOP_MAXSTAGES && i < LOOP_GPU_CHAIN_STAGES; i++)
-        a.states[i] = g->jstate[i];
-    a.off = g->joff;
-    a.x = g->jx;
-    a.in_bytes = lp->cfg.in_bytes;
-    a.fs_hz = loop_chain_fs_hz(lp->chain);
-    a.depth = lp->cfg.depth;
-    a.nframes = lp->nframes;
-    a.nchan = lay->nchan;
-    a.stride = lay->stride;
-    a.time_off = lay->time_off;
-    unsigned threads = lay->nchan < 256 ? 256 : (lay->nchan + 31) / 32 * 32;
-    if (threads > 1024)
-        threads = 1024;
-    void *params[] = {&a};
-    int rc = cud(cuLaunchKernel(g->jfn, 1, 1, 1, threads, 1, 1, 0, (CUstream)g->s, params, NULL));
+        a->states[i] = g->jstate[i];
+    a->off = g->joff;
+    a->x = g->jx;
+    a->in_bytes = lp->cfg.in_bytes;
+    a->fs_hz = loop_chain_fs_hz(lp->chain);
+    a->depth = lp->cfg.depth;
+    a->nframes = lp->nframes;
+    a->nchan = lay->nchan;
+    a->stride = lay->stride;
+    a->time_off = lay->time_off;
+    g->jthreads = lay->nchan < 256 ? 256 : (lay->nchan + 31) / 32 * 32;
+    if (g->jthreads > 1024)
+        g->jthreads = 1024;
+    return 0;
+}
+
+/* The chain's persistent kernel (gpu-persistent, gpu-mapped). */
+static int launch_chain(struct loop *lp, struct gpu *g)
+{
+    void *params[] = {&g->jargs};
+    int rc = cud(cuLaunchKernel(g->jfn, 1, 1, 1, g->jthreads, 1, 1, 0, (CUstream)g->s, params, NULL));
     if (rc)
         return rc;
     g->launched = 1;
@@ -553,13 +589,8 @@ static int init(struct loop *lp)
     int persist = b == LOOP_GPU_PERSISTENT || b == LOOP_GPU_MAPPED;
     if (!host_in && !lp->cfg.src.read_async)
         return ONI_EINVALARG; /* direct backends need a source that writes GPU memory */
-    /* a chain of other than the built-in stages: its own persistent kernel */
+    /* a chain of other than the built-in stages: its own kernels (gpu_jit.h) */
     int chain = lp->chain && !loop_chain_is_builtin(lp->chain);
-    if (chain && !persist) {
-        snprintf(lp->why, sizeof lp->why, "backend %s runs the built-in chain only; a chain of other stages runs "
-                 "on gpu-persistent, gpu-mapped or cpu", loop_backend_name(b));
-        return ONI_EINVALARG;
-    }
     struct gpu *g = calloc(1, sizeof *g);
     if (!g)
         return ONI_EBADALLOC;
@@ -629,10 +660,10 @@ static int init(struct loop *lp)
         rc = cu(loop_cu_mac(g->din[0], g->dout[0], 0, 0, 1, 0.0f, g->s));
     if (!rc)
         rc = drain(g->s);
-    if (!rc && b == LOOP_GPU_GRAPH)
-        rc = capture_graphs(lp, g);
     if (!rc && chain)
         rc = chain_prepare(lp, g);
+    if (!rc && b == LOOP_GPU_GRAPH)
+        rc = capture_graphs(lp, g);
     if (!rc && persist)
         rc = chain ? launch_chain(lp, g) : launch_persistent(lp, g);
     return rc;
