@@ -33,10 +33,12 @@
  * GPU: a stage may give CUDA source (gpu_source) defining
  *   extern "C" __device__ int ENTRY(void *state, struct onigpu_block *b);
  * run by every thread of the loop's thread block (threadIdx.x, blockDim.x;
- * __syncthreads() is allowed, every thread must return the same value). It
- * is compiled when the loop is created (NVRTC) and linked into the loop's
- * kernels (nvJitLink); a compile or link error refuses the stage with the
- * compiler's log. See docs/stages.md for which backends run GPU stages.
+ * __syncthreads() is allowed; a nonzero return stops the loop). It is
+ * compiled when the loop is created (NVRTC) and linked into the loop's
+ * kernels (nvJitLink), which every GPU backend runs (gpu-persistent and
+ * gpu-mapped with no host launch per block); a compile or link error refuses
+ * the stage with the compiler's log. The state lives on the GPU for the run
+ * (copied there before, back after). docs/stages.md has the contract.
  *
  * This header compiles as C11, C++ and CUDA (nvcc and NVRTC). */
 #ifndef ONIGPU_STAGE_H
