@@ -1,7 +1,7 @@
 /* cmd_run.c - `onigpu run`: the closed loop on the emulated card
- * (src/loop/run.h does the work): arguments, the truth file, the live lines,
- * the summary, the result set. SIGINT and SIGTERM end the run as --seconds
- * would. */
+ * (src/loop/run.h does the work, src/bench writes the result set):
+ * arguments, the stages, the truth file, the live lines, the summary.
+ * SIGINT and SIGTERM end the run as --seconds would. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
