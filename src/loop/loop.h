@@ -70,7 +70,7 @@ struct loop_stage_spec {
 };
 
 #define LOOP_MAXCHAIN 15 /* stages a chain may list (decide may be appended) */
-#define LOOP_STAGE_BUDGET_US 100000u /* a stage's time for one block, at most, unless set */
+#define LOOP_STAGE_BUDGET_US 100000u /* a stage's processor time for one block, at most, unless set */
 
 struct loop_config {
     int backend;           /* enum loop_backend */
@@ -85,8 +85,9 @@ struct loop_config {
     const struct loop_ephys_state *ephys; /* EPHYS: initial state (copied); frames per block = in_bytes / stride */
     /* EPHYS: the processing chain, in order (0 stages: the built-in one,
      * filter, reference, detect, decide); the stages' frame rate (0: 30000);
-     * a stage's time for one block at most (0: LOOP_STAGE_BUDGET_US; over
-     * it, the loop stops with ONI_ETIMEOUT). */
+     * a stage's processor time for one block at most (0:
+     * LOOP_STAGE_BUDGET_US; over it, the loop stops with ONI_ETIMEOUT; a
+     * CPU stage that never returns holds the loop's thread: not caught). */
     const struct loop_stage_spec *stages;
     uint32_t nstages;
     double fs_hz;
