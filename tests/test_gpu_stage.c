@@ -140,7 +140,10 @@ static int run_on(int b, const struct loop_stage_spec *s, uint32_t n, struct kee
 {
     setup_state();
     struct loop_memsrc src;
-    REQUIRE(loop_memsrc_init(&src, (size_t)FRAMES * sy.lay.stride, 0, 0, synth_fill, &sy) == 0);
+    if (loop_memsrc_init(&src, (size_t)FRAMES * sy.lay.stride, 0, 0, synth_fill, &sy)) {
+        UNIT_FAIL("no memory source");
+        return ONI_EBADALLOC;
+    }
     struct loop_config c = {0};
     c.backend = b;
     c.work = LOOP_WORK_EPHYS;
