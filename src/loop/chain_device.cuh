@@ -1,15 +1,15 @@
 // chain_device.cuh - the GPU side of a chain of stages (gpu_chain.h). Not
-// compiled with the library: gpu_chain_cuda.c hands this text to NVRTC when
-// a loop with a GPU chain is made, links it with the generated dispatch
-// (loop_gpu_chain_run) and every stage's gpu_source, and launches
-// loop_gpu_chain_persistent once. The built-in stages' GPU versions below do
+// compiled with the library: gpu_jit_cuda.c hands this text to NVRTC when
+// a loop with a GPU chain is made and links it with the generated dispatch
+// (loop_gpu_chain_run) and every stage's gpu_source; gpu_cuda.c launches
+// loop_gpu_chain_persistent once, or loop_gpu_chain_once per block. The built-in stages' GPU versions below do
 // the float operations of kernels.c in the same order, each rounded
 // (__fadd_rn, __fmul_rn: never fused), so they give the CPU's results.
 #include "onigpu_stage.h"
 #include "loop/kernels.h"
 #include "loop/gpu_chain.h"
 
-// The chain, generated for it (gpu_chain_cuda.c): 0, or (stage index + 1)
+// The chain, generated for it (gpu_jit_cuda.c): 0, or (stage index + 1)
 // << 16 | (-code & 0xFFFF) for the first stage that failed.
 extern "C" __device__ int loop_gpu_chain_run(void *const *states, struct onigpu_block *b);
 
