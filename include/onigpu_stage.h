@@ -146,6 +146,11 @@ struct onigpu_stage {
      * function (see above). NULL: CPU only. */
     const char *gpu_source;
     const char *gpu_entry;
+    /* Or, instead of gpu_source, a device library built beforehand (nvcc
+     * -dlto -rdc=true: LTO IR, a fatbin, a cubin or an object with device
+     * code for the GPU it runs on) that defines gpu_entry; NULL: none. */
+    const void *gpu_image;
+    size_t gpu_image_bytes;
 };
 
 /* A frame's acquisition time (a memcpy-free 4-byte-aligned read, the same on

@@ -83,11 +83,11 @@ static int dispatch(const struct loop_chain *ch, struct text *t, char *why, size
            "extern \"C\" __device__ void loop_gpu_settle(struct onigpu_block *b, int sort);\n");
     for (uint32_t i = 0; i < n; i++) {
         const struct onigpu_stage *d = loop_chain_stage(ch, i, NULL, NULL);
-        const char *e = is_builtin(d) ? builtin_entry(d) : d->gpu_source ? d->gpu_entry : NULL;
+        const char *e = is_builtin(d) ? builtin_entry(d) : d->gpu_source || d->gpu_image ? d->gpu_entry : NULL;
         if (!e || !e[0]) {
             snprintf(why, cap, "stage %u (%s) has no GPU implementation%s", i + 1, d->name,
                      d == &loop_stage_detect ? " of its own (detect runs on the GPU in the built-in chain only)"
-                                             : " (gpu_source and gpu_entry): run the chain on the cpu backend");
+                     : " (gpu_source or gpu_image, and gpu_entry): run the chain on the cpu backend");
             return ONI_EINVALARG;
         }
         put(t, "extern \"C\" __device__ int %s(void *state, struct onigpu_block *b);\n", e);
@@ -193,10 +193,20 @@ int loop_gpu_jit(const struct loop_chain *ch, int arch, void **image, size_t *le
         rc = compile(disp.s, names[nir], arch, &ir[nir], &irlen[nir], why, cap);
         nir++;
     }
+    const void *lib[LOOP_MAXSTAGES] = {0}; /* prebuilt device libraries, linked as they are */
+    size_t image_bytes[LOOP_MAXSTAGES] = {0};
+    char image_name[LOOP_MAXSTAGES][64];
+    uint32_t nimage = 0;
     for (uint32_t i = 0; i < n && !rc; i++) {
         const struct onigpu_stage *d = loop_chain_stage(ch, i, NULL, NULL);
         if (is_builtin(d))
             continue;
+        if (d->gpu_image) {
+            snprintf(image_name[nimage], sizeof image_name[nimage], "stage %u (%.40s)", i + 1, d->name);
+            lib[nimage] = d->gpu_image;
+            image_bytes[nimage++] = d->gpu_image_bytes;
+            continue;
+        }
         snprintf(names[nir], sizeof names[nir], "stage %u (%.40s)", i + 1, d->name);
         rc = compile(d->gpu_source, names[nir], arch, &ir[nir], &irlen[nir], why, cap);
         nir++;
@@ -215,6 +225,12 @@ int loop_gpu_jit(const struct loop_chain *ch, int arch, void **image, size_t *le
         for (uint32_t i = 0; i < nir && !rc; i++)
             if ((r = nvJitLinkAddData(h, NVJITLINK_INPUT_LTOIR, ir[i], irlen[i], names[i])) != NVJITLINK_SUCCESS) {
                 link_log(h, names[i], r, why, cap);
+                rc = ONI_EINVALARG;
+            }
+        for (uint32_t i = 0; i < nimage && !rc; i++)
+            if ((r = nvJitLinkAddData(h, NVJITLINK_INPUT_ANY, lib[i], image_bytes[i], image_name[i])) !=
+                NVJITLINK_SUCCESS) {
+                link_log(h, image_name[i], r, why, cap);
                 rc = ONI_EINVALARG;
             }
         if (!rc && (r = nvJitLinkComplete(h)) != NVJITLINK_SUCCESS) {
