@@ -420,7 +420,7 @@ TEST(synth_spike_waveform_is_whole)
 }
 
 /* Two channels (CAR needs two): small noise through calibration, then a
- * 3 kHz sine of amplitude 2000 on channel 0 from its peak at sample `from`
+ * 3 kHz sine of amplitude 2000 on channel 0 from its trough at sample `from`
  * (channel 1 silent: after CAR it carries minus half of channel 0). The sine
  * repeats every 10 samples, so channel 0 is over its threshold at the same
  * phase every refractory period (30 samples) and fires exactly that far apart.
@@ -433,6 +433,7 @@ static int sine_spikes(int dead, uint64_t from, uint64_t n, struct loop_ephys_st
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     p.calib_s = 0; /* the least: 100 samples */
+    p.refractory_s = 1e-3; /* 30 samples, three periods of the sine */
     struct loop_ephys_layout lay = test_layout(2, 20);
     struct loop_ephys_out *out = calloc(1, sizeof *out);
     if (!out || loop_ephys_init(st, &p, &lay))
@@ -451,7 +452,7 @@ static int sine_spikes(int dead, uint64_t from, uint64_t n, struct loop_ephys_st
             seed = seed * 6364136223846793005ull + 1442695040888963407ull;
             int v0 = (int)(seed >> 58) - 32;
             if (k >= from)
-                v0 = (int)lround(2000 * cos(2 * M_PI * (double)(k - from) / 10));
+                v0 = (int)lround(-2000 * cos(2 * M_PI * (double)(k - from) / 10));
             test_put(fr, 0, v0);
             test_put(fr, 1, 0);
         }
@@ -481,11 +482,96 @@ TEST(detection_starts_right_after_calibration_and_refires_after_refractory)
     CHECK_EQ(st->calib, 100);
     CHECK_EQ(st->refractory, 30);
     CHECK(n >= 90); /* about one per 30 samples over 2900 */
-    CHECK_EQ(first, st->calib); /* the first sample past calibration, at the sine's peak */
+    CHECK_EQ(first, st->calib); /* the first sample past calibration, at the sine's trough */
     CHECK_EQ(gap, st->refractory);
     /* no calibration samples: every channel dead, none fires */
     CHECK_EQ(sine_spikes(1, 100, 3000, st, &first, &gap), 0);
     free(st);
+}
+
+/* One spike, one detection, one stimulus (issue 23 item 7). The emulated
+ * card's waveform (src/emu/neural.c: a trough of sigma 3 samples, a positive
+ * lobe of 0.29 of its depth 12 samples later, sigma 8), 16 noise SDs deep
+ * on its centre channel and 0.6, 0.7, 0.4 of that on three neighbours, as
+ * the card spreads a unit; one spike every 10 ms, on the synthetic probe's
+ * noise and hum, in blocks of 16 frames. After the 300 Hz high-pass, the
+ * trough is followed by a positive overshoot still above 5 SDs after the
+ * 1 ms refractory period: a detector of |x| fires on it again. Each spike
+ * must give exactly one detection on its centre channel, none in the 3 ms
+ * after it on any of its channels, and exactly one stimulation. */
+static double emu_wave(int d)
+{
+    double a = d / 3.0, b = (d - 12) / 8.0;
+    return -exp(-a * a / 2) + 300.0 / 1024.0 * exp(-b * b / 2);
+}
+
+TEST(one_spike_one_detection_one_stimulus)
+{
+    enum { B = 16, NB = 30000 * 2 / B, PERIOD = 300, CH = 100 };
+    static const double fall[4] = {0.6, 1.0, 0.7, 0.4};
+    struct loop_synth *sy = calloc(1, sizeof *sy);
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    struct loop_ephys_out *out = calloc(1, sizeof *out);
+    uint8_t *blk = malloc((size_t)B * 1180);
+    REQUIRE(sy && st && out && blk);
+    REQUIRE(loop_synth_init(sy, 1, 0.001, 3) == 0);
+    sy->spike_amp = 0; /* its own spikes off: the noise and hum only */
+    REQUIRE(sy->lay.stride == 1180);
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    REQUIRE(loop_ephys_init(st, &p, &sy->lay) == 0);
+    uint64_t first = st->calib + PERIOD; /* troughs at first + i * PERIOD */
+    uint64_t nspk = 0, centre = 0, again = 0, stims = 0, extra_stims = 0;
+    uint64_t stim_of[NB * B / PERIOD + 1] = {0};
+    for (uint64_t b = 0; b < NB; b++) {
+        loop_synth_block(sy, blk, B);
+        for (uint32_t f = 0; f < B; f++) {
+            uint64_t k = b * B + f;
+            int d = k >= first ? (int)((k - first + PERIOD / 2) % PERIOD) - PERIOD / 2 : 1000;
+            if (d < -20 || d > 40)
+                continue;
+            for (int j = 0; j < 4; j++) {
+                uint8_t *s = blk + (size_t)f * sy->lay.stride + sy->lay.off[CH + j];
+                uint16_t v;
+                memcpy(&v, s, 2);
+                v = (uint16_t)lrint(v + 16 * sy->noise_sd * fall[j] * emu_wave(d));
+                memcpy(s, &v, 2);
+            }
+        }
+        loop_ephys_cpu(st, blk, B, out);
+        for (uint32_t i = 0; i < out->nspikes; i++) {
+            uint64_t k = out->spikes[i].time / sy->ticks_per_sample;
+            if (k + 20 < first || k + 40 >= (uint64_t)NB * B || out->spikes[i].chan < CH || out->spikes[i].chan >= CH + 4)
+                continue;
+            int64_t d = (int64_t)((k - first + 20) % PERIOD) - 20; /* from the nearest trough before */
+            if (d > 5)
+                again++; /* after the spike's own crossing: a re-trigger */
+            else if (out->spikes[i].chan == CH + 1)
+                centre++;
+        }
+        if (out->stim) {
+            uint64_t k = out->t_stim / sy->ticks_per_sample;
+            uint64_t n = (k + 20 - first) / PERIOD, d = (k + 20 - first) % PERIOD;
+            stims++;
+            if (k + 20 >= first && d <= 60 && n < sizeof stim_of / sizeof stim_of[0] && stim_of[n]++)
+                extra_stims++; /* a second stimulation for spike n (-20 .. +40 samples of its trough) */
+        }
+    }
+    for (uint64_t k = first; k + 20 + 40 < (uint64_t)NB * B; k += PERIOD)
+        nspk++;
+    fprintf(stderr, "  %llu spikes: %llu centre detections, %llu re-triggers, %llu stimulations (%llu extra)\n",
+            (unsigned long long)nspk, (unsigned long long)centre, (unsigned long long)again,
+            (unsigned long long)stims, (unsigned long long)extra_stims);
+    CHECK(nspk > 150);
+    CHECK_EQ(centre, nspk);
+    CHECK_EQ(again, 0);
+    CHECK_EQ(extra_stims, 0);
+    CHECK(stims >= nspk); /* one each; noise may add a few of its own */
+    CHECK(stims <= nspk + nspk / 50);
+    free(sy);
+    free(st);
+    free(out);
+    free(blk);
 }
 
 /* More spikes in a block than the list holds: the list is full, the rest
@@ -495,6 +581,7 @@ TEST(spike_list_overflow_is_counted)
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     p.calib_s = 0;
+    p.refractory_s = 1e-3; /* 30 samples: 6 crossings of each channel a block */
     enum { C = 64, F = 200 };
     struct loop_ephys_layout lay = test_layout(C, 16 + 2 * C);
     struct loop_ephys_state *st = calloc(1, sizeof *st);

@@ -13,7 +13,7 @@
 set -u
 cd "${1:-$(dirname "$0")/..}" || exit 2
 BUILD=${2:-}
-PUBLIC='oni\.h|onidefs\.h|onidriver\.h|onix\.h|onigpu\.h|oniemu\.h|onitest\.h|oninet\.h'
+PUBLIC='oni\.h|onidefs\.h|onidriver\.h|onix\.h|onigpu\.h|oniemu\.h|onitest\.h|oninet\.h|onigpu_stage\.h'
 CLOCK='oni/util/clock\.h'
 UTIL='oni/util/(clock|cobs|opt|wire)\.h' # the util headers (src/oni/util)
 DRIVER='oni/driver\.h'                    # the driver table and loader

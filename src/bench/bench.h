@@ -327,4 +327,11 @@ struct bench_frames_result {
  * Returns ONI_EINVALARG for bad options (nothing run), ONI_EBADALLOC, else 0. */
 int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_result *res);
 
+/* The result set of `onigpu run` in dir: one row of r (the run on backend,
+ * its ground truth in the file truth) and one row of each echo's latency;
+ * argc/argv the command line. 0 or an ONI error (bench_report_open's). */
+struct loop_run_result;
+int bench_run_report(const char *dir, int argc, char **argv, int backend, const char *truth,
+                     const struct loop_run_result *r);
+
 #endif

@@ -74,3 +74,37 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char **str)
     DRIVER_FN(fn, errstr_fn, "cuGetErrorString");
     return fn(error, str);
 }
+
+/* Modules: a cubin linked at run time (src/loop/gpu_jit.h), its kernel
+ * launched once (the loop's GPU chain). */
+typedef CUresult (*modload_fn)(CUmodule *, const void *);
+typedef CUresult (*modfn_fn)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*modunload_fn)(CUmodule);
+typedef CUresult (*launch_fn)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                              unsigned int, unsigned int, CUstream, void **, void **);
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
+{
+    DRIVER_FN(fn, modload_fn, "cuModuleLoadData");
+    return fn(module, image);
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    DRIVER_FN(fn, modfn_fn, "cuModuleGetFunction");
+    return fn(hfunc, hmod, name);
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
+{
+    DRIVER_FN(fn, modunload_fn, "cuModuleUnload");
+    return fn(hmod);
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params,
+                                void **extra)
+{
+    DRIVER_FN(fn, launch_fn, "cuLaunchKernel");
+    return fn(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}

@@ -1,6 +1,7 @@
 /* engine.c - the closed-loop engine's threads and the CPU backend (loop.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "oni.h"
 #include "gpu/gpu.h"
 #include "loop/engine.h"
+#include "loop/stage.h"
 
 static const char *const names[LOOP_NBACKENDS] = {
     "cpu", "gpu-staged", "gpu-direct", "gpu-graph", "gpu-flag", "gpu-persistent", "gpu-mapped",
@@ -56,6 +58,20 @@ void loop_fail(struct loop *lp, int rc)
 {
     int zero = 0;
     atomic_compare_exchange_strong(&lp->err, &zero, rc);
+    atomic_store(&lp->stop, 1);
+}
+
+void loop_fail_why(struct loop *lp, int rc, const char *fmt, ...)
+{
+    /* The text is written only by the thread whose error is the first; it
+     * is read after loop_run joined every thread. */
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&lp->err, &zero, rc)) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(lp->why, sizeof lp->why, fmt, ap);
+        va_end(ap);
+    }
     atomic_store(&lp->stop, 1);
 }
 
@@ -211,19 +227,43 @@ static void *recv_main(void *p)
     return NULL;
 }
 
+/* A reconfigure request, if one waits: applied here, between two blocks. */
+static void take_reconfigure(struct loop *lp, int closing)
+{
+    pthread_mutex_lock(&lp->rmu);
+    if (lp->rpending) {
+        if (closing) {
+            lp->rrc = ONI_EINVALSTATE;
+            snprintf(lp->rwhy, sizeof lp->rwhy, "the loop ended before the change was made");
+        } else {
+            lp->rrc = loop_chain_reconfigure(lp->chain, lp->ridx, lp->ropts, lp->rwhy, sizeof lp->rwhy);
+        }
+        lp->rpending = 0;
+        lp->rdone = 1;
+        pthread_cond_broadcast(&lp->rcv);
+    }
+    if (closing)
+        lp->rclosed = 1;
+    pthread_mutex_unlock(&lp->rmu);
+}
+
 static void *process_main(void *p)
 {
     struct loop *lp = p;
+    if (lp->chain && lp->cfg.backend == LOOP_CPU)
+        loop_chain_start(lp->chain);
     for (uint64_t seq = 0; !drained(lp, seq); seq++) {
         uint32_t slot = (uint32_t)(seq % lp->cfg.depth);
         struct state_arg sa = {&lp->state[slot], SLOT_FILLED};
         if (wait_for(lp, state_is, &sa, drained, seq, 0))
             break;
+        if (lp->chain && lp->cfg.backend == LOOP_CPU)
+            take_reconfigure(lp, 0);
         if (lp->be->process) {
             uint64_t t0 = oni_now_ns();
             int rc = lp->be->process(lp, slot, (uint32_t)seq);
             if (rc) {
-                loop_fail(lp, rc);
+                loop_fail_why(lp, rc, "%s", lp->proc_why);
                 break;
             }
             struct loop_record *r = loop_record_of(lp, seq);
@@ -232,6 +272,9 @@ static void *process_main(void *p)
         }
         atomic_store_explicit(&lp->state[slot], SLOT_DONE, memory_order_release);
     }
+    if (lp->chain && lp->cfg.backend == LOOP_CPU)
+        loop_chain_stop(lp->chain);
+    take_reconfigure(lp, 1);
     return NULL;
 }
 
@@ -272,10 +315,8 @@ static int cpu_recv(struct loop *lp, uint32_t slot, uint32_t seq)
 
 static int cpu_process(struct loop *lp, uint32_t slot, uint32_t seq)
 {
-    if (lp->cfg.work == LOOP_WORK_EPHYS) {
-        loop_ephys_cpu(lp->ephys, lp->hin[slot], lp->nframes, lp->out[slot]);
-        return 0;
-    }
+    if (lp->cfg.work == LOOP_WORK_EPHYS)
+        return loop_chain_process(lp->chain, lp->hin[slot], seq, lp->out[slot], lp->proc_why, sizeof lp->proc_why);
     /* MAC: the whole block is computed; the first out_bytes are sent. */
     size_t n = lp->cfg.in_bytes / 4;
     loop_mac_cpu(lp->hin[slot], lp->out[slot], n, lp->cfg.mac.iters, lp->cfg.mac.passes, lp->cfg.mac.seed);
@@ -341,43 +382,78 @@ static int check_config(const struct loop_config *c)
     return 0;
 }
 
+static void say(const struct loop_config *cfg, const char *fmt, const char *arg)
+{
+    if (cfg->why && cfg->why_cap)
+        snprintf(cfg->why, cfg->why_cap, fmt, arg);
+}
+
+/* EPHYS: the state copied, the chain built; a GPU backend runs the built-in
+ * chain only (one kernel), with the state its stages were configured to. */
+static int create_ephys(struct loop *lp, const struct loop_config *cfg)
+{
+    char why[320] = "";
+    lp->out_len = sizeof(struct loop_ephys_out);
+    lp->nframes = (uint32_t)(cfg->in_bytes / cfg->ephys->lay.stride);
+    lp->ephys = malloc(sizeof *lp->ephys);
+    if (!lp->ephys)
+        return ONI_EBADALLOC;
+    *lp->ephys = *cfg->ephys;
+    lp->cfg.ephys = NULL; /* the caller's copy may go away */
+    lp->cfg.stages = NULL; /* so may its list */
+    lp->cfg.nstages = 0;
+    int rc = loop_chain_create(cfg, lp->ephys, lp->nframes, &lp->chain, why, sizeof why);
+    if (rc) {
+        say(cfg, "%s", why);
+        return rc;
+    }
+    /* the GPU backends hand the stages' configured state to the fused
+     * kernel (the built-in chain) or compile the chain (gpu_cuda.c) */
+    loop_chain_state(lp->chain, lp->ephys);
+    return 0;
+}
+
 int loop_create(const struct loop_config *cfg, struct loop **out)
 {
     if (!cfg || !out)
         return ONI_EINVALARG;
     *out = NULL;
+    if (cfg->why && cfg->why_cap)
+        cfg->why[0] = 0;
     int rc = check_config(cfg);
-    if (rc)
+    if (rc) {
+        say(cfg, "%s", "bad loop configuration");
         return rc;
+    }
     const struct loop_be *be = cfg->backend == LOOP_CPU ? &loop_be_cpu : loop_gpu_backend(cfg->backend);
-    if (!be)
+    if (!be) {
+        say(cfg, "backend %s: no GPU in this build or on this machine", loop_backend_name(cfg->backend));
         return ONI_ENOGPU;
+    }
     struct loop *lp = calloc(1, sizeof *lp);
     if (!lp)
         return ONI_EBADALLOC;
     lp->cfg = *cfg;
+    lp->cfg.why = NULL; /* loop_create's alone */
     lp->be = be;
-    if (cfg->work == LOOP_WORK_EPHYS) {
-        lp->out_len = sizeof(struct loop_ephys_out);
-        lp->nframes = (uint32_t)(cfg->in_bytes / cfg->ephys->lay.stride);
-        lp->ephys = malloc(sizeof *lp->ephys);
-        if (!lp->ephys) {
-            free(lp);
-            return ONI_EBADALLOC;
-        }
-        *lp->ephys = *cfg->ephys;
-        lp->cfg.ephys = NULL; /* the caller's copy may go away */
-    } else {
+    pthread_mutex_init(&lp->rmu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* oni_timespec_at's clock */
+    pthread_cond_init(&lp->rcv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (cfg->work == LOOP_WORK_EPHYS)
+        rc = create_ephys(lp, cfg);
+    else
         lp->out_len = cfg->out_bytes;
+    if (!rc && cfg->record_cap && !(lp->rec = calloc(cfg->record_cap, sizeof *lp->rec)))
+        rc = ONI_EBADALLOC;
+    if (!rc && (rc = be->init(lp)) != 0) {
+        if (lp->why[0])
+            say(cfg, "%s", lp->why); /* the backend's reason (a GPU chain's compiler log) */
+        else
+            say(cfg, "backend %s could not be set up", loop_backend_name(cfg->backend));
     }
-    if (cfg->record_cap) {
-        lp->rec = calloc(cfg->record_cap, sizeof *lp->rec);
-        if (!lp->rec) {
-            loop_destroy(lp);
-            return ONI_EBADALLOC;
-        }
-    }
-    rc = be->init(lp);
     if (rc) {
         loop_destroy(lp);
         return rc;
@@ -407,7 +483,11 @@ int loop_run(struct loop *lp)
 {
     if (!lp)
         return ONI_EINVALARG;
-    if (atomic_exchange(&lp->ran, 1))
+    /* under rmu: a reconfigure made "before the run" is then wholly before it */
+    pthread_mutex_lock(&lp->rmu);
+    int again = atomic_exchange(&lp->ran, 1);
+    pthread_mutex_unlock(&lp->rmu);
+    if (again)
         return ONI_EINVALSTATE; /* slots, counters and the GPU state are spent */
     pthread_t th[3];
     void *(*mains[3])(void *) = {recv_main, process_main, send_main};
@@ -471,7 +551,60 @@ const struct loop_record *loop_records(const struct loop *lp)
 
 const struct loop_ephys_state *loop_ephys_final(struct loop *lp)
 {
+    if (lp && lp->chain && lp->cfg.backend == LOOP_CPU)
+        loop_chain_state(lp->chain, lp->ephys);
     return lp ? lp->ephys : NULL;
+}
+
+const char *loop_error_text(const struct loop *lp)
+{
+    return lp ? lp->why : "";
+}
+
+int loop_stage_reconfigure(struct loop *lp, uint32_t i, const char *options, char *why, size_t cap)
+{
+    char none[8];
+    if (!why || !cap)
+        why = none, cap = sizeof none;
+    why[0] = 0;
+    if (!lp || !lp->chain) {
+        snprintf(why, cap, "no chain of stages (a MAC loop)");
+        return ONI_EINVALARG;
+    }
+    if (lp->cfg.backend != LOOP_CPU) {
+        snprintf(why, cap, "backend %s: the chain runs on the GPU, whose state is not changed while running",
+                 loop_backend_name(lp->cfg.backend));
+        return ONI_EUNIMPL;
+    }
+    pthread_mutex_lock(&lp->rmu);
+    int rc;
+    if (!atomic_load(&lp->ran)) {
+        rc = loop_chain_reconfigure(lp->chain, i, options, why, cap);
+    } else if (lp->rclosed || lp->rpending) {
+        snprintf(why, cap, lp->rclosed ? "the loop ended" : "another change is under way");
+        rc = lp->rclosed ? ONI_EINVALSTATE : ONI_EBUSY;
+    } else {
+        lp->ridx = i;
+        lp->ropts = options;
+        lp->rdone = 0;
+        lp->rwhy[0] = 0;
+        lp->rpending = 1;
+        struct timespec until;
+        oni_timespec_at(oni_ms_from_now(lp->cfg.timeout_ms), &until);
+        rc = 0;
+        while (!lp->rdone && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&lp->rcv, &lp->rmu, &until);
+        if (lp->rdone) {
+            rc = lp->rrc;
+            snprintf(why, cap, "%s", lp->rwhy);
+        } else { /* withdrawn: the loop never took it */
+            lp->rpending = 0;
+            snprintf(why, cap, "the loop took no block within %u ms to make the change between", lp->cfg.timeout_ms);
+            rc = ONI_ETIMEOUT;
+        }
+    }
+    pthread_mutex_unlock(&lp->rmu);
+    return rc;
 }
 
 void loop_destroy(struct loop *lp)
@@ -480,6 +613,9 @@ void loop_destroy(struct loop *lp)
         return;
     if (lp->be && lp->be->fini)
         lp->be->fini(lp);
+    loop_chain_destroy(lp->chain);
+    pthread_mutex_destroy(&lp->rmu);
+    pthread_cond_destroy(&lp->rcv);
     free(lp->ephys);
     free(lp->rec);
     free(lp);

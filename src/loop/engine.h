@@ -33,7 +33,19 @@ struct loop {
     void *hin[LOOP_MAXDEPTH];            /* host input blocks (cpu, gpu-staged) */
     int hin_pinned[LOOP_MAXDEPTH];       /* cpu: pinned through the source */
     void *out[LOOP_MAXDEPTH];            /* host output blocks (pinned for GPU backends) */
-    struct loop_ephys_state *ephys;      /* CPU copy of the EPHYS state */
+    struct loop_ephys_state *ephys;      /* CPU copy of the EPHYS state (GPU backends: their initial
+                                            and final state; cpu: the chain's, at the end) */
+    struct loop_chain *chain;            /* EPHYS: the stages (stage.h) */
+    char why[320];                       /* the first error's text (loop_fail_why) */
+    char proc_why[320];                  /* the process hook's text of its error (process thread) */
+    /* loop_stage_reconfigure while running: one request at a time, taken by
+     * the process thread between blocks */
+    pthread_mutex_t rmu;
+    pthread_cond_t rcv;
+    int rpending, rdone, rrc, rclosed;
+    uint32_t ridx;
+    const char *ropts;
+    char rwhy[256];
     void *gpu;                           /* backend private state */
     _Atomic int state[LOOP_MAXDEPTH];
     _Atomic int stop;
@@ -59,6 +71,8 @@ static inline uint32_t loop_ns32(uint64_t ns)
 struct loop_record *loop_record_of(struct loop *lp, uint64_t seq);
 /* Record the first error and stop every thread. */
 void loop_fail(struct loop *lp, int rc);
+/* The same with its text (printf format; kept only if the error is the first). */
+void loop_fail_why(struct loop *lp, int rc, const char *fmt, ...);
 /* Wait until *word == want (32-bit, written by a device or another thread),
  * spinning first, then polling; ONI_ETIMEOUT after timeout_ms (0 counts as
  * 1 ms: this wait always has a deadline), ONI_EINVALSTATE if the loop failed

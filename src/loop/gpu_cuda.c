@@ -17,6 +17,9 @@
 #include "gpu/gpu.h"
 #include "loop/engine.h"
 #include "loop/cukern.h"
+#include "loop/gpu_chain.h"
+#include "loop/gpu_jit.h"
+#include "loop/stage.h"
 #include "oni/util/clock.h"
 
 #define NONE 0xFFFFFFFFu
@@ -40,6 +43,18 @@ struct gpu {
     int pinned[LOOP_MAXDEPTH];
     int launched, sm;
     int stuck;                         /* halt could not drain the GPU: fini leaks rather than blocks */
+    /* A chain of stages compiled for the GPU (gpu_jit.h), run by its own
+     * persistent kernel: */
+    CUmodule jmod;
+    CUfunction jfn, jonce;             /* its persistent and one-block kernels */
+    struct loop_gpu_chain_args jargs;  /* their arguments */
+    unsigned jthreads;
+    uint32_t *jseqs, *jseqs_dev;       /* host-mapped: per slot, the seq of the block the one-block kernel runs */
+    void *jstate[LOOP_MAXSTAGES];      /* device copies of the stages' states */
+    float *jx;                         /* device samples [nframes][nchan] */
+    uint16_t *joff;                    /* device copy of the layout's offsets */
+    uint32_t *jfault, *jfault_dev;     /* host-mapped: (stage + 1) << 16 | -code of a stage's error */
+    int jstarted;                      /* the stages were told of the start */
 };
 
 /* The mapped words' layout, in either view (w: g->words for the host,
@@ -75,6 +90,10 @@ static CUdeviceptr devptr(const void *p)
 /* Enqueue the block's compute on g->s, reading din[slot], result to dout[slot]. */
 static int enqueue_compute(struct loop *lp, struct gpu *g, uint32_t slot)
 {
+    if (g->jonce) { /* a chain of stages: its one-block kernel, results straight into lp->out */
+        void *params[] = {&g->jargs, &slot};
+        return cud(cuLaunchKernel(g->jonce, 1, 1, 1, g->jthreads, 1, 1, 0, (CUstream)g->s, params, NULL));
+    }
     if (lp->cfg.work == LOOP_WORK_EPHYS)
         return cu(loop_cu_ephys(g->dst, lp->ephys->lay.nchan, g->din[slot], lp->nframes, g->dout[slot], g->s));
     return cu(loop_cu_mac(g->din[slot], g->dout[slot], lp->cfg.in_bytes / 4, lp->cfg.mac.iters, lp->cfg.mac.passes,
@@ -84,8 +103,10 @@ static int enqueue_compute(struct loop *lp, struct gpu *g, uint32_t slot)
 /* Compute, copy the result to lp->out[slot], ring the doorbell. */
 static int enqueue_block(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t seq)
 {
+    if (g->jonce) /* read by the kernel when it runs: queued work of this slot is done (its bell rang) */
+        __atomic_store_n(&g->jseqs[slot], seq, __ATOMIC_RELEASE);
     int rc = enqueue_compute(lp, g, slot);
-    if (!rc)
+    if (!rc && !g->jonce)
         rc = cu(cudaMemcpyAsync(lp->out[slot], g->dout[slot], lp->out_len, cudaMemcpyDeviceToHost, g->s));
     if (!rc)
         rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(W_BELL(g->words_dev, slot)), seq, 0));
@@ -108,6 +129,8 @@ static int timed_bell(struct loop *lp, struct gpu *g, uint32_t slot, uint32_t se
     return rc;
 }
 
+static int chain_fault(struct loop *lp, struct gpu *g, uint32_t seq);
+
 /* --- the hooks --------------------------------------------------------------- */
 
 static int staged_recv(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -121,7 +144,9 @@ static int staged_process(struct loop *lp, uint32_t slot, uint32_t seq)
     int rc = cu(cudaMemcpyAsync(g->din[slot], lp->hin[slot], lp->cfg.in_bytes, cudaMemcpyHostToDevice, g->s));
     if (!rc)
         rc = enqueue_block(lp, g, slot, seq);
-    return rc ? rc : timed_bell(lp, g, slot, seq);
+    if (!rc)
+        rc = timed_bell(lp, g, slot, seq);
+    return rc ? rc : chain_fault(lp, g, seq);
 }
 
 static int direct_recv(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -136,18 +161,24 @@ static int direct_process(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
     int rc = enqueue_block(lp, g, slot, seq);
-    return rc ? rc : timed_bell(lp, g, slot, seq);
+    if (!rc)
+        rc = timed_bell(lp, g, slot, seq);
+    return rc ? rc : chain_fault(lp, g, seq);
 }
 
 static int graph_process(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
+    if (g->jonce) /* the graph's kernel reads the block's seq here */
+        __atomic_store_n(&g->jseqs[slot], seq, __ATOMIC_RELEASE);
     int rc = cu(cudaGraphLaunch(g->gx[slot], g->s));
     /* The graph's doorbell write carries no seq (a graph is fixed), so the
      * doorbell is written outside it. */
     if (!rc)
         rc = cud(cuStreamWriteValue32((CUstream)g->s, devptr(W_BELL(g->words_dev, slot)), seq, 0));
-    return rc ? rc : timed_bell(lp, g, slot, seq);
+    if (!rc)
+        rc = timed_bell(lp, g, slot, seq);
+    return rc ? rc : chain_fault(lp, g, seq);
 }
 
 /* gpu-flag: the work for seq waits in the stream for the completion word the
@@ -178,7 +209,7 @@ static int bell_finish(struct loop *lp, uint32_t slot, uint32_t seq)
     int rc = wait_bell(lp, g, slot, seq);
     if (!rc)
         g->waits[slot] = 0;
-    return rc;
+    return rc ? rc : chain_fault(lp, g, seq);
 }
 
 static int persistent_recv(struct loop *lp, uint32_t slot, uint32_t seq)
@@ -201,6 +232,19 @@ static int mapped_recv(struct loop *lp, uint32_t slot, uint32_t seq)
 }
 
 /* The persistent kernels' doorbell, and the GPU time they tagged with seq. */
+/* A stage's error on the GPU, reported with the block whose doorbell it rang. */
+static int chain_fault(struct loop *lp, struct gpu *g, uint32_t seq)
+{
+    uint32_t f = g->jfault ? __atomic_load_n(g->jfault, __ATOMIC_ACQUIRE) : 0;
+    if (!f)
+        return 0;
+    int code = -(int)(f & 0xFFFF);
+    const struct onigpu_stage *d = loop_chain_stage(lp->chain, (f >> 16) - 1, NULL, NULL);
+    loop_fail_why(lp, code, "stage %u (%s) failed on block %u on the GPU: %s", f >> 16, d ? d->name : "?", seq,
+                  oni_error_str(code));
+    return code;
+}
+
 static int persist_finish(struct loop *lp, uint32_t slot, uint32_t seq)
 {
     struct gpu *g = lp->gpu;
@@ -256,11 +300,28 @@ static void halt(struct loop *lp)
     if (!rc)
         rc = rc_s;
     g->launched = 0;
-    if (!g->stuck && lp->cfg.work == LOOP_WORK_EPHYS && g->dst) {
+    if (!g->stuck && lp->cfg.work == LOOP_WORK_EPHYS && g->dst && !g->jfn) {
         int r = cu(cudaMemcpy(lp->ephys, g->dst, sizeof *lp->ephys, cudaMemcpyDeviceToHost));
         if (!rc)
             rc = r; /* the caller would read a stale detector state */
     }
+    if (!g->stuck && g->jfn) { /* the stages' states back, for loop_ephys_final and the stages */
+        for (uint32_t i = 0; i < loop_chain_count(lp->chain); i++) {
+            void *st = NULL;
+            const struct onigpu_stage *d = loop_chain_stage(lp->chain, i, &st, NULL);
+            int r = g->jstate[i] ? cu(cudaMemcpy(st, g->jstate[i], d->state_bytes, cudaMemcpyDeviceToHost)) : 0;
+            if (!rc)
+                rc = r;
+        }
+        loop_chain_state(lp->chain, lp->ephys);
+    }
+    if (g->jstarted) {
+        loop_chain_stop(lp->chain);
+        g->jstarted = 0;
+    }
+    if (g->stuck && g->jfn)
+        loop_fail_why(lp, rc, "the GPU chain's kernel did not stop within %u ms of the stop request (a stage that "
+                      "does not return?): it is left running, its memory is not freed", HALT_MS);
     if (rc)
         loop_fail(lp, rc); /* a kernel that does not stop is an error the caller sees */
 }
@@ -298,7 +359,19 @@ static void fini(struct loop *lp)
         cudaFreeHost(lp->hin[i]);
         lp->out[i] = lp->hin[i] = NULL;
     }
+    if (g->jstarted) {
+        loop_chain_stop(lp->chain);
+        g->jstarted = 0;
+    }
     if (!keep) {
+        for (uint32_t i = 0; i < LOOP_MAXSTAGES; i++)
+            cudaFree(g->jstate[i]);
+        cudaFree(g->jx);
+        cudaFree(g->joff);
+        cudaFreeHost(g->jfault);
+        cudaFreeHost(g->jseqs);
+        if (g->jmod)
+            cuModuleUnload(g->jmod);
         cudaFree(g->ddone);
         cudaFree(g->ticket);
         cudaFree(g->dst);
@@ -321,7 +394,7 @@ static int capture_graphs(struct loop *lp, struct gpu *g)
         if (rc)
             return rc;
         rc = enqueue_compute(lp, g, i);
-        if (!rc)
+        if (!rc && !g->jonce)
             rc = cu(cudaMemcpyAsync(lp->out[i], g->dout[i], lp->out_len, cudaMemcpyDeviceToHost, g->s));
         cudaError_t e = cudaStreamEndCapture(g->s, &graph);
         if (!rc)
@@ -386,6 +459,127 @@ static int launch_persistent(struct loop *lp, struct gpu *g)
     return 0;
 }
 
+static int chain_args(struct loop *lp, struct gpu *g);
+
+/* The chain compiled for this GPU, loaded, its stages' states, samples,
+ * layout offsets and fault word in GPU memory; the stages told of the start. */
+static int chain_prepare(struct loop *lp, struct gpu *g)
+{
+    int dev = 0, maj = 0, min = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&maj, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&min, cudaDevAttrComputeCapabilityMinor, dev);
+    void *img = NULL;
+    size_t len = 0;
+    int rc = loop_gpu_jit(lp->chain, maj * 10 + min, &img, &len, lp->why, sizeof lp->why);
+    if (rc)
+        return rc;
+    rc = cud(cuModuleLoadData(&g->jmod, img));
+    free(img);
+    if (!rc)
+        rc = cud(cuModuleGetFunction(&g->jfn, g->jmod, "loop_gpu_chain_persistent"));
+    if (!rc)
+        rc = cud(cuModuleGetFunction(&g->jonce, g->jmod, "loop_gpu_chain_once"));
+    if (rc) {
+        snprintf(lp->why, sizeof lp->why, "the chain's linked GPU code does not load on this GPU");
+        return rc;
+    }
+    const struct loop_ephys_layout *lay = loop_chain_layout(lp->chain);
+    for (uint32_t i = 0; i < loop_chain_count(lp->chain) && !rc; i++) {
+        void *st = NULL;
+        const struct onigpu_stage *d = loop_chain_stage(lp->chain, i, &st, NULL);
+        /* on the loop's stream, as init's copies (another kernel that never
+         * ends must not hold them up); drained below */
+        if (d->state_bytes && !(rc = cu(cudaMalloc(&g->jstate[i], d->state_bytes))))
+            rc = cu(cudaMemcpyAsync(g->jstate[i], st, d->state_bytes, cudaMemcpyHostToDevice, g->s));
+    }
+    size_t nx = (size_t)lp->nframes * lay->nchan;
+    if (!rc)
+        rc = cu(cudaMalloc((void **)&g->jx, (nx ? nx : 1) * sizeof(float)));
+    if (!rc)
+        rc = cu(cudaMalloc((void **)&g->joff, lay->nchan * sizeof(uint16_t)));
+    if (!rc)
+        rc = cu(cudaMemcpyAsync(g->joff, lay->off, lay->nchan * sizeof(uint16_t), cudaMemcpyHostToDevice, g->s));
+    if (!rc)
+        rc = drain(g->s);
+    if (!rc)
+        rc = cu(cudaHostAlloc((void **)&g->jfault, 4, cudaHostAllocMapped));
+    if (!rc)
+        rc = cu(cudaHostGetDevicePointer((void **)&g->jfault_dev, g->jfault, 0));
+    if (!rc)
+        rc = cu(cudaHostAlloc((void **)&g->jseqs, LOOP_MAXDEPTH * 4, cudaHostAllocMapped));
+    if (!rc)
+        rc = cu(cudaHostGetDevicePointer((void **)&g->jseqs_dev, g->jseqs, 0));
+    if (!rc)
+        rc = chain_args(lp, g);
+    if (!rc) {
+        *g->jfault = 0;
+        memset(g->jseqs, 0xFF, LOOP_MAXDEPTH * 4);
+        loop_chain_start(lp->chain);
+        g->jstarted = 1;
+    }
+    return rc;
+}
+
+/* The chain kernels' arguments (g->jargs) and block size: one thread
+ * block, a thread per channel, at least 256 (the spike sort's). */
+static int chain_args(struct loop *lp, struct gpu *g)
+{
+    const struct loop_ephys_layout *lay = loop_chain_layout(lp->chain);
+    struct loop_gpu_chain_args *a = &g->jargs;
+    memset(a, 0, sizeof *a);
+    a->mapped = lp->cfg.backend == LOOP_GPU_MAPPED;
+    a->done = a->mapped ? W_DONE(g->words_dev, 0) : g->ddone;
+    a->bell = W_BELL(g->words_dev, 0);
+    a->stop = W_STOP(g->words_dev);
+    a->alive = W_ALIVE(g->words_dev);
+    a->fault = g->jfault_dev;
+    a->seqs = g->jseqs_dev;
+    a->gpu_ns = g->gpu_ns_dev;
+    for (uint32_t i = 0; i < lp->cfg.depth; i++) {
+        a->in[i] = g->din[i];
+        int rc = cu(cudaHostGetDevicePointer(&g->out_dev[i], lp->out[i], 0));
+        if (!rc && a->mapped)
+            rc = cu(cudaHostGetDevicePointer((void **)&a->in_host[i], lp->hin[i], 0));
+        if (rc)
+            return rc;
+        a->out[i] = g->out_dev[i];
+    }
+    for (uint32_t i = 0; i < LOOP_MAXSTAGES && i < LOOP_GPU_CHAIN_STAGES; i++)
+        a->states[i] = g->jstate[i];
+    a->off = g->joff;
+    a->x = g->jx;
+    a->in_bytes = lp->cfg.in_bytes;
+    a->fs_hz = loop_chain_fs_hz(lp->chain);
+    a->depth = lp->cfg.depth;
+    a->nframes = lp->nframes;
+    a->nchan = lay->nchan;
+    a->stride = lay->stride;
+    a->time_off = lay->time_off;
+    g->jthreads = lay->nchan < 256 ? 256 : (lay->nchan + 31) / 32 * 32;
+    if (g->jthreads > 1024)
+        g->jthreads = 1024;
+    return 0;
+}
+
+/* The chain's persistent kernel (gpu-persistent, gpu-mapped). */
+static int launch_chain(struct loop *lp, struct gpu *g)
+{
+    void *params[] = {&g->jargs};
+    int rc = cud(cuLaunchKernel(g->jfn, 1, 1, 1, g->jthreads, 1, 1, 0, (CUstream)g->s, params, NULL));
+    if (rc)
+        return rc;
+    g->launched = 1;
+    uint64_t limit = oni_now_ns() + HALT_MS * 1000000ull;
+    while (*(volatile uint32_t *)ALIVE(g) != 1) {
+        if (oni_now_ns() > limit)
+            return ONI_ETIMEOUT;
+        if (cudaStreamQuery(g->s) != cudaErrorNotReady)
+            return ONI_ENOGPU;
+    }
+    return 0;
+}
+
 static int init(struct loop *lp)
 {
     if (!gpu_available(NULL, 0))
@@ -395,6 +589,8 @@ static int init(struct loop *lp)
     int persist = b == LOOP_GPU_PERSISTENT || b == LOOP_GPU_MAPPED;
     if (!host_in && !lp->cfg.src.read_async)
         return ONI_EINVALARG; /* direct backends need a source that writes GPU memory */
+    /* a chain of other than the built-in stages: its own kernels (gpu_jit.h) */
+    int chain = lp->chain && !loop_chain_is_builtin(lp->chain);
     struct gpu *g = calloc(1, sizeof *g);
     if (!g)
         return ONI_EBADALLOC;
@@ -464,10 +660,12 @@ static int init(struct loop *lp)
         rc = cu(loop_cu_mac(g->din[0], g->dout[0], 0, 0, 1, 0.0f, g->s));
     if (!rc)
         rc = drain(g->s);
+    if (!rc && chain)
+        rc = chain_prepare(lp, g);
     if (!rc && b == LOOP_GPU_GRAPH)
         rc = capture_graphs(lp, g);
     if (!rc && persist)
-        rc = launch_persistent(lp, g);
+        rc = chain ? launch_chain(lp, g) : launch_persistent(lp, g);
     return rc;
 }
 

@@ -66,8 +66,13 @@ void loop_ephys_defaults(struct loop_ephys_params *p)
     p->lo_hz = 300.0;
     p->hi_hz = 6000.0;
     p->k = 5.0;
-    p->refractory_s = 1e-3;
+    /* Wave_clus detects negative crossings with a dead time of 1.5 ms
+     * (csn-le/wave_clus Parameters_files/set_parameters_ascii_spikes.m:
+     * ref = 1.5 ms, detection 'neg') */
+    p->refractory_s = 1.5e-3;
     p->calib_s = 0.2;
+    p->lockout_s = 1.5e-3;
+    p->clock_hz = 250e6;
 }
 
 /* Second-order Butterworth sections from the bilinear transform (the
@@ -102,23 +107,58 @@ static int samples_ok(double s, double fs)
     return s >= 0 && s * fs <= (double)UINT32_MAX;
 }
 
+static int band_ok(double lo_hz, double hi_hz, double fs_hz)
+{
+    return fs_hz > 0 && isfinite(fs_hz) && lo_hz > 0 && hi_hz > lo_hz && hi_hz < fs_hz / 2;
+}
+
+static int detect_ok(double k, double refractory_s, double calib_s, double fs_hz)
+{
+    return fs_hz > 0 && isfinite(fs_hz) && k > 0 && isfinite(k) && samples_ok(refractory_s, fs_hz) &&
+           samples_ok(calib_s, fs_hz);
+}
+
+int loop_ephys_set_band(struct loop_ephys_state *st, double lo_hz, double hi_hz, double fs_hz)
+{
+    if (!band_ok(lo_hz, hi_hz, fs_hz))
+        return ONI_EINVALARG;
+    design(st->b[0], st->a[0], lo_hz, fs_hz, 1);
+    design(st->b[1], st->a[1], hi_hz, fs_hz, 0);
+    return 0;
+}
+
+int loop_ephys_set_detect(struct loop_ephys_state *st, double k, double refractory_s, double calib_s, double fs_hz)
+{
+    if (!detect_ok(k, refractory_s, calib_s, fs_hz))
+        return ONI_EINVALARG;
+    st->refractory = (uint32_t)llround(refractory_s * fs_hz);
+    st->calib = (uint32_t)llround(calib_s * fs_hz);
+    if (st->calib < 100)
+        st->calib = 100; /* a median needs samples */
+    st->k = (float)(k / 0.6745);
+    return 0;
+}
+
+int loop_ephys_set_lockout(struct loop_ephys_state *st, double lockout_s, double clock_hz)
+{
+    if (!(clock_hz > 0) || !isfinite(clock_hz) || !(lockout_s >= 0) || lockout_s > 3600)
+        return ONI_EINVALARG;
+    st->lockout = (uint64_t)llround(lockout_s * clock_hz);
+    return 0;
+}
+
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay)
 {
     if (!st || !p || !loop_ephys_layout_ok(lay))
         return ONI_EINVALARG;
-    if (!(p->fs_hz > 0) || !isfinite(p->fs_hz) || !(p->lo_hz > 0) || !(p->hi_hz > p->lo_hz) ||
-        !(p->hi_hz < p->fs_hz / 2) || !(p->k > 0) || !isfinite(p->k) || !samples_ok(p->refractory_s, p->fs_hz) ||
-        !samples_ok(p->calib_s, p->fs_hz))
+    if (!band_ok(p->lo_hz, p->hi_hz, p->fs_hz) || !detect_ok(p->k, p->refractory_s, p->calib_s, p->fs_hz) ||
+        !(p->clock_hz > 0) || !isfinite(p->clock_hz) || !(p->lockout_s >= 0) || p->lockout_s > 3600)
         return ONI_EINVALARG;
     memset(st, 0, sizeof *st);
     st->lay = *lay;
-    design(st->b[0], st->a[0], p->lo_hz, p->fs_hz, 1);
-    design(st->b[1], st->a[1], p->hi_hz, p->fs_hz, 0);
-    st->refractory = (uint32_t)llround(p->refractory_s * p->fs_hz);
-    st->calib = (uint32_t)llround(p->calib_s * p->fs_hz);
-    if (st->calib < 100)
-        st->calib = 100; /* a median needs samples */
-    st->k = (float)(p->k / 0.6745);
+    loop_ephys_set_band(st, p->lo_hz, p->hi_hz, p->fs_hz);
+    loop_ephys_set_detect(st, p->k, p->refractory_s, p->calib_s, p->fs_hz);
+    loop_ephys_set_lockout(st, p->lockout_s, p->clock_hz);
     return ONI_ESUCCESS;
 }
 
@@ -188,58 +228,109 @@ static float row_mean(const float *row, uint32_t nchan)
     return s / (float)nchan;
 }
 
-void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out)
+void loop_ephys_decode(const struct loop_ephys_layout *lay, const uint8_t *block, uint32_t nframes, float *x)
+{
+    const uint32_t nchan = lay->nchan;
+    for (uint32_t f = 0; f < nframes; f++) {
+        const uint8_t *fr = block + (size_t)f * lay->stride;
+        float *row = x + (size_t)f * nchan;
+        for (uint32_t c = 0; c < nchan; c++) {
+            uint16_t v;
+            memcpy(&v, fr + lay->off[c], 2);
+            row[c] = (float)v - LOOP_EPHYS_MID;
+        }
+    }
+}
+
+void loop_ephys_filter(struct loop_ephys_state *st, float *x, uint32_t nframes)
 {
     const uint32_t nchan = st->lay.nchan;
-    float buf[LOOP_EPHYS_CHUNK][LOOP_EPHYS_MAXCHAN];
+    for (uint32_t f = 0; f < nframes; f++) {
+        float *row = x + (size_t)f * nchan;
+#pragma omp simd
+        for (uint32_t c = 0; c < nchan; c++) {
+            float y = loop_biquad_step(st->b[0], st->a[0], &st->z[c][0], row[c]);
+            row[c] = loop_biquad_step(st->b[1], st->a[1], &st->z[c][2], y);
+        }
+    }
+}
+
+void loop_ephys_reference(float *x, uint32_t nchan, uint32_t nframes)
+{
+    for (uint32_t f = 0; f < nframes; f++) {
+        float *row = x + (size_t)f * nchan;
+        float m = row_mean(row, nchan);
+        for (uint32_t c = 0; c < nchan; c++)
+            row[c] = row[c] - m;
+    }
+}
+
+void loop_ephys_out_reset(struct loop_ephys_out *out)
+{
     out->nspikes = 0;
     out->overflow = 0;
     out->t_first = UINT64_MAX;
     out->t_block = 0;
+    out->stim = 0;
+    out->reserved = 0;
+    out->t_stim = 0;
+}
+
+/* Frame by frame, so spikes are listed by frame, then channel (each
+ * channel's state is its own: the order changes nothing else). */
+void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nframes, const uint8_t *block, uint32_t f0,
+                       struct loop_ephys_out *out)
+{
+    const uint32_t nchan = st->lay.nchan;
+    for (uint32_t f = 0; f < nframes; f++) {
+        uint64_t idx = st->nsamples + f;
+        for (uint32_t c = 0; c < nchan; c++) {
+            float v = x[(size_t)f * nchan + c];
+            if (idx < st->calib) {
+                st->hist[c][loop_ephys_bin(fabsf(v))]++;
+                continue;
+            }
+            if (st->thr[c] == 0.0f)
+                st->thr[c] = threshold(st, c);
+            /* negative crossings only: an extracellular spike is a trough,
+             * and the high-pass turns its end into a positive overshoot that
+             * outlasts the refractory period (test_loop_kernels:
+             * one_spike_one_detection_one_stimulus) */
+            if (v < -st->thr[c] && idx >= st->last[c]) {
+                st->last[c] = idx + st->refractory;
+                uint64_t t;
+                memcpy(&t, block + (size_t)(f0 + f) * st->lay.stride + st->lay.time_off, 8);
+                onigpu_add_spike(out, t, c, f0 + f);
+            }
+        }
+    }
+    st->nsamples += nframes;
+}
+
+void loop_ephys_decide(struct loop_ephys_state *st, struct loop_ephys_out *out)
+{
+    uint64_t from = st->stim_last ? st->stim_last - 1 + st->lockout : 0, t = UINT64_MAX;
+    for (uint32_t i = 0; i < out->nspikes; i++)
+        if (out->spikes[i].time >= from && out->spikes[i].time < t)
+            t = out->spikes[i].time;
+    out->stim = t != UINT64_MAX;
+    out->t_stim = out->stim ? t : 0;
+    if (out->stim)
+        st->stim_last = t + 1;
+}
+
+void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out)
+{
+    float buf[LOOP_EPHYS_CHUNK * LOOP_EPHYS_MAXCHAN];
+    loop_ephys_out_reset(out);
     for (uint32_t f0 = 0; f0 < nframes; f0 += LOOP_EPHYS_CHUNK) {
         uint32_t nf = nframes - f0 < LOOP_EPHYS_CHUNK ? nframes - f0 : LOOP_EPHYS_CHUNK;
-        for (uint32_t f = 0; f < nf; f++) {
-            const uint8_t *fr = block + (size_t)(f0 + f) * st->lay.stride;
-            float *row = buf[f];
-#pragma omp simd
-            for (uint32_t c = 0; c < nchan; c++) {
-                uint16_t v;
-                memcpy(&v, fr + st->lay.off[c], 2);
-                float x = (float)v - LOOP_EPHYS_MID;
-                float y = loop_biquad_step(st->b[0], st->a[0], &st->z[c][0], x);
-                row[c] = loop_biquad_step(st->b[1], st->a[1], &st->z[c][2], y);
-            }
-            float m = row_mean(row, nchan);
-            for (uint32_t c = 0; c < nchan; c++)
-                row[c] = row[c] - m;
-        }
-        /* Frame by frame, so spikes are listed by frame, then channel (each
-         * channel's state is its own: the order changes nothing else). */
-        for (uint32_t f = 0; f < nf; f++) {
-            for (uint32_t c = 0; c < nchan; c++) {
-                uint64_t idx = st->nsamples + f;
-                float ax = fabsf(buf[f][c]);
-                if (idx < st->calib) {
-                    st->hist[c][loop_ephys_bin(ax)]++;
-                    continue;
-                }
-                if (st->thr[c] == 0.0f)
-                    st->thr[c] = threshold(st, c);
-                if (ax > st->thr[c] && idx >= st->last[c]) {
-                    st->last[c] = idx + st->refractory;
-                    uint64_t t;
-                    memcpy(&t, block + (size_t)(f0 + f) * st->lay.stride + st->lay.time_off, 8);
-                    if (t < out->t_first)
-                        out->t_first = t;
-                    if (out->nspikes < LOOP_EPHYS_MAXSPIKES)
-                        out->spikes[out->nspikes++] = (struct loop_spike){t, c, f0 + f};
-                    else
-                        out->overflow++;
-                }
-            }
-        }
-        st->nsamples += nf;
+        loop_ephys_decode(&st->lay, block + (size_t)f0 * st->lay.stride, nf, buf);
+        loop_ephys_filter(st, buf, nf);
+        loop_ephys_reference(buf, st->lay.nchan, nf);
+        loop_ephys_detect(st, buf, nf, block, f0, out);
     }
     if (nframes)
         memcpy(&out->t_block, block + (size_t)(nframes - 1) * st->lay.stride + st->lay.time_off, 8);
+    loop_ephys_decide(st, out);
 }

@@ -128,14 +128,14 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         if (c < nchan) {
             for (uint32_t f = 0; f < nf; f++) {
                 uint64_t idx = n0 + f0 + f;
-                float ax = fabsf(__fsub_rn(sh[f * nchan + c], means[f]));
+                float x = __fsub_rn(sh[f * nchan + c], means[f]);
                 if (idx < st->calib) {
-                    st->hist[c][ephys_bin(ax)]++;
+                    st->hist[c][ephys_bin(fabsf(x))]++;
                     continue;
                 }
                 if (st->thr[c] == 0.0f)
                     st->thr[c] = ephys_threshold(st, c);
-                if (ax > st->thr[c] && idx >= st->last[c]) {
+                if (x < -st->thr[c] && idx >= st->last[c]) { // negative crossings only (kernels.c)
                     st->last[c] = idx + st->refractory;
                     uint64_t t = frame_time(blk + (size_t)(f0 + f) * stride + toff);
                     atomicMin(&tfirst, (unsigned long long)t);
@@ -158,6 +158,18 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         out->overflow = ovf;
         out->t_first = tfirst;
         out->t_block = nframes ? frame_time(blk + (size_t)(nframes - 1) * stride + toff) : 0;
+        // the built-in decide stage (loop_ephys_decide): the earliest listed
+        // spike past the lockout
+        uint32_t n = nsp < LOOP_EPHYS_MAXSPIKES ? nsp : LOOP_EPHYS_MAXSPIKES;
+        uint64_t from = st->stim_last ? st->stim_last - 1 + st->lockout : 0, t = ~0ull;
+        for (uint32_t i = 0; i < n; i++)
+            if (out->spikes[i].time >= from && out->spikes[i].time < t)
+                t = out->spikes[i].time;
+        out->stim = t != ~0ull;
+        out->reserved = 0;
+        out->t_stim = out->stim ? t : 0;
+        if (out->stim)
+            st->stim_last = t + 1;
     }
 }
 

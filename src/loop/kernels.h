@@ -10,14 +10,20 @@
  * (b) EPHYS: Neuropixels 2.0 frames in, spikes out: per-channel band-pass
  *     (two biquads, state carried across blocks), common-average reference,
  *     a noise level per channel from the median absolute value of a
- *     calibration window, threshold crossing |x| > k * MAD / 0.6745 with a
- *     refractory period. The GPU version does the same float operations in
+ *     calibration window, a negative threshold crossing x < -k * MAD / 0.6745
+ *     (an extracellular spike is a trough) with a refractory period of 1.5 ms
+ *     (the high-pass filter's undershoot after a large trough, 1.0-1.3 ms
+ *     later, would cross again after 1 ms), and the decision: one
+ *     stimulation for a block with a spike, unless that spike follows the
+ *     one the last stimulation answered by less than the lockout (1.5 ms:
+ *     the same spike seen on a neighbouring channel in the next block). The GPU version does the same float operations in
  *     the same order, so both find exactly the same spikes. */
 #ifndef LOOP_KERNELS_H
 #define LOOP_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "onigpu_stage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +38,7 @@ struct loop_mac {
     float seed;
 };
 
+#if !defined(__CUDACC_RTC__)
 /* Evaluate the MAC kernel on n floats (OpenMP SIMD; threads when large). */
 void loop_mac_cpu(const float *in, float *out, size_t n, uint32_t iters, uint32_t passes, float seed);
 /* FLOPs one MAC call performs (the thesis' count: 2 per iteration). */
@@ -40,10 +47,11 @@ double loop_mac_flops(size_t n, uint32_t iters, uint32_t passes);
  * channels: two biquads (9 each), the CAR sum and subtraction per sample,
  * and per frame 32 partial sums and a division. */
 double loop_ephys_flops(uint32_t nchan, uint32_t nframes);
+#endif
 
-#define LOOP_EPHYS_MAXCHAN 1024
+#define LOOP_EPHYS_MAXCHAN ONIGPU_STAGE_MAXCHAN
 #define LOOP_EPHYS_BINS 512   /* noise histogram: 8 bins per octave */
-#define LOOP_EPHYS_MAXSPIKES 256 /* spikes reported per block; more are counted in overflow */
+#define LOOP_EPHYS_MAXSPIKES ONIGPU_STAGE_MAXSPIKES /* spikes listed per block; more are counted in overflow */
 #define LOOP_EPHYS_CHUNK 8    /* samples filtered before CAR and detection (GPU: in shared memory) */
 
 /* Where the samples are in a block of read frames (the GPU stream's layout:
@@ -65,8 +73,11 @@ struct loop_ephys_params {
     double fs_hz;            /* sample rate (Neuropixels AP: 30000) */
     double lo_hz, hi_hz;     /* band-pass edges (300, 6000) */
     double k;                /* threshold in noise SDs (5) */
-    double refractory_s;     /* per channel dead time after a spike (1e-3) */
+    double refractory_s;     /* per channel dead time after a spike (1.5e-3) */
     double calib_s;          /* calibration window before detection starts (0.2) */
+    double lockout_s;        /* no stimulation for a spike this soon after the one the last
+                                stimulation answered (1.5e-3) */
+    double clock_hz;         /* ticks per second of the frames' times (250e6, the ONIX hub clock) */
 };
 
 /* Filter state and thresholds: plain arrays so the GPU keeps an identical copy. */
@@ -77,31 +88,21 @@ struct loop_ephys_state {
     uint32_t calib;                  /* samples */
     float k;
     uint64_t nsamples;               /* samples processed so far */
+    uint64_t lockout;                /* decide: clock ticks */
+    uint64_t stim_last;              /* decide: time of the spike the last stimulation answered + 1 (0 = none) */
     float z[LOOP_EPHYS_MAXCHAN][4];  /* direct form II transposed state, 2 per biquad */
     float thr[LOOP_EPHYS_MAXCHAN];   /* 0 until calibrated */
     uint64_t last[LOOP_EPHYS_MAXCHAN]; /* sample index of the last spike + 1 (0 = none) */
     uint32_t hist[LOOP_EPHYS_MAXCHAN][LOOP_EPHYS_BINS];
 };
 
-struct loop_spike {
-    uint64_t time;   /* acquisition clock of the sample */
-    uint32_t chan;
-    uint32_t frame;  /* frame index within the block */
-};
+/* A block's spikes and stimulation decision are the stage API's
+ * (include/onigpu_stage.h); the engine's names for them: */
+#define loop_spike onigpu_spike
+#define loop_ephys_out onigpu_out
 
-/* Output descriptor of one block: what the send side needs to stimulate. */
-struct loop_ephys_out {
-    uint32_t nspikes;   /* spikes listed (<= LOOP_EPHYS_MAXSPIKES) */
-    uint32_t overflow;  /* spikes found but not listed */
-    uint64_t t_first;   /* time of the earliest spike of the block (valid if nspikes) */
-    uint64_t t_block;   /* time of the block's last frame */
-    /* The CPU lists spikes by frame, then channel; the GPU by chunks of
-     * LOOP_EPHYS_CHUNK frames in order, in arrival order within a chunk. So
-     * the two find the same spikes, but a block that overflows may list
-     * different ones (nspikes, overflow and t_first agree). */
-    struct loop_spike spikes[LOOP_EPHYS_MAXSPIKES];
-};
-
+/* Host functions (NVRTC, compiling the GPU chain, sees the types alone). */
+#if !defined(__CUDACC_RTC__)
 /* 1 when lay is a layout the ephys kernels can walk: 1..LOOP_EPHYS_MAXCHAN
  * channels, a stride that is a multiple of 4, the timestamp 4-byte aligned
  * and every 16-bit sample at an even offset, all inside the stride. */
@@ -110,10 +111,38 @@ int loop_ephys_layout_ok(const struct loop_ephys_layout *lay);
  * ONI_EINVALARG for nchan 0 or > LOOP_EPHYS_MAXCHAN, a stride too small, bad band edges, a
  * NaN or infinite parameter, or a refractory or calibration window over 2^32 - 1 samples. */
 int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params *p, const struct loop_ephys_layout *lay);
-/* Default parameters (300-6000 Hz at 30 kHz, k = 5, 1 ms refractory, 0.2 s calibration). */
+/* Redesign st's band-pass (filter state kept) / set its detection
+ * parameters (threshold k in noise SDs, refractory and calibration windows);
+ * st unchanged and ONI_EINVALARG for values loop_ephys_init refuses. */
+int loop_ephys_set_band(struct loop_ephys_state *st, double lo_hz, double hi_hz, double fs_hz);
+int loop_ephys_set_detect(struct loop_ephys_state *st, double k, double refractory_s, double calib_s, double fs_hz);
+/* Set the decision's lockout (s, at a clock of clock_hz); ONI_EINVALARG for a
+ * negative, NaN or over-an-hour lockout or a bad clock. */
+int loop_ephys_set_lockout(struct loop_ephys_state *st, double lockout_s, double clock_hz);
+/* Default parameters (300-6000 Hz at 30 kHz, k = 5, 1.5 ms refractory, 0.2 s calibration,
+ * 1.5 ms lockout, 250 MHz clock). */
 void loop_ephys_defaults(struct loop_ephys_params *p);
-/* Process nframes frames of block on the CPU; fills out (spikes ordered by frame, then channel). */
+/* Process nframes frames of block on the CPU: the built-in stages below in
+ * turn; fills out (spikes ordered by frame, then channel; the decision). */
 void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t nframes, struct loop_ephys_out *out);
+
+/* The built-in stages' per-block work (src/loop/stage_builtin.c wraps them
+ * as onigpu_stage descriptors). x is [nframes][nchan]. decode: the frames'
+ * samples less LOOP_EPHYS_MID; filter: both biquads of every channel, st's
+ * b, a, z; reference: each row less its mean; detect: calibration, then
+ * crossings of frames f0 .. f0 + nframes of block (times read there),
+ * st's calib, hist, thr, k, last, refractory and nsamples (advanced by
+ * nframes); decide: stimulate for the earliest listed spike at least
+ * st->lockout after the one the last stimulation answered (out->stim,
+ * out->t_stim; st->stim_last). out_reset
+ * readies out for a block (no spikes, t_first UINT64_MAX, no decision). */
+void loop_ephys_decode(const struct loop_ephys_layout *lay, const uint8_t *block, uint32_t nframes, float *x);
+void loop_ephys_filter(struct loop_ephys_state *st, float *x, uint32_t nframes);
+void loop_ephys_reference(float *x, uint32_t nchan, uint32_t nframes);
+void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nframes, const uint8_t *block, uint32_t f0,
+                       struct loop_ephys_out *out);
+void loop_ephys_decide(struct loop_ephys_state *st, struct loop_ephys_out *out);
+void loop_ephys_out_reset(struct loop_ephys_out *out);
 
 /* Per-sample helpers, shared by the CPU pipeline and the unit tests.
  * loop_biquad_step: one sample x through the biquad (b, a), state z updated;
@@ -125,6 +154,7 @@ uint32_t loop_ephys_bin(float absx);
 float loop_ephys_bin_value(uint32_t bin);
 /* Median absolute value from a histogram of count samples (bin centre). */
 float loop_ephys_hist_median(const uint32_t *hist, uint64_t count);
+#endif /* !__CUDACC_RTC__ */
 
 #ifdef __cplusplus
 }

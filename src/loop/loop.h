@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "loop/kernels.h"
+#include "onigpu_stage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,19 @@ struct loop_sink {
     int (*write)(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t timeout_ms);
 };
 
+/* One stage of an EPHYS chain (include/onigpu_stage.h, docs/stages.md):
+ * a descriptor the caller holds (stage), or text naming one: "NAME[:OPTIONS]"
+ * for a built-in stage (filter, reference, detect, decide), else
+ * "FILE[:OPTIONS]", a shared object exporting `onigpu_stage`. */
+struct loop_stage_spec {
+    const char *text;                 /* used when stage is NULL */
+    const struct onigpu_stage *stage; /* or NULL */
+    const char *options;              /* with stage: its options (NULL: none) */
+};
+
+#define LOOP_MAXCHAIN 15 /* stages a chain may list (decide may be appended) */
+#define LOOP_STAGE_BUDGET_US 100000u /* a stage's processor time for one block, at most, unless set */
+
 struct loop_config {
     int backend;           /* enum loop_backend */
     int work;              /* enum loop_work */
@@ -69,6 +83,20 @@ struct loop_config {
     uint32_t timeout_ms;   /* deadline of every wait */
     struct loop_mac mac;   /* MAC: the kernel's parameters (kernels.h) */
     const struct loop_ephys_state *ephys; /* EPHYS: initial state (copied); frames per block = in_bytes / stride */
+    /* EPHYS: the processing chain, in order (0 stages: the built-in one,
+     * filter, reference, detect, decide); the stages' frame rate (0: 30000);
+     * a stage's processor time for one block at most (0:
+     * LOOP_STAGE_BUDGET_US; over it, the loop stops with ONI_ETIMEOUT; a
+     * CPU stage that never returns holds the loop's thread: not caught). */
+    const struct loop_stage_spec *stages;
+    uint32_t nstages;
+    double fs_hz;
+    double clock_hz;       /* ticks per second of the frames' times (0: 250e6, the ONIX hub clock) */
+    uint32_t stage_budget_us;
+    /* Where loop_create writes why it refused the config, the chain or a
+     * stage (a loader's or a stage's message; may be NULL). */
+    char *why;
+    size_t why_cap;
     struct loop_source src;
     struct loop_sink sink;
     uint32_t record_cap;   /* per-block timings kept (0 = none) */
@@ -129,6 +157,21 @@ void loop_stop(struct loop *lp);
 /* The first error of a running or finished loop (0: none so far; ONI_EINVALARG
  * for NULL). Thread-safe. */
 int loop_error(const struct loop *lp);
+/* Load and check the stage that text names ("NAME[:OPTIONS]" or
+ * "FILE[:OPTIONS]", loop_stage_spec), then unload it: 0, or ONI_EINVALARG
+ * with why saying what is wrong (the loader's message, a missing symbol,
+ * another API version). Its options are checked by loop_create. */
+int loop_stage_check(const char *text, char *why, size_t cap);
+/* The first error's text ("" when none: then oni_error_str of loop_error
+ * says it all), owned by lp; "" for NULL. Thread-safe once loop_run returned. */
+const char *loop_error_text(const struct loop *lp);
+/* Change stage i's configuration (its options, as after FILE:) between two
+ * blocks: applied at once before loop_run, else by the loop before its next
+ * block, waiting up to cfg.timeout_ms for it. 0, or ONI_EINVALARG (no such
+ * stage, or the stage refused: why says), ONI_EUNIMPL (the stage takes no
+ * change, or the chain runs on the GPU), ONI_ETIMEOUT, ONI_EINVALSTATE
+ * (the loop ended). Not from a sink or a stage. */
+int loop_stage_reconfigure(struct loop *lp, uint32_t i, const char *options, char *why, size_t cap);
 /* Counters and timing records (valid during and after loop_run). loop_get_stats
  * writes zeros for a NULL lp and nothing for a NULL st. */
 void loop_get_stats(const struct loop *lp, struct loop_stats *st);

@@ -85,13 +85,13 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     atomic_store(&s->t_block, o->t_block);
     if (seq == 0)
         atomic_store(&s->t_first_block, o->t_block);
-    if (!o->nspikes)
+    if (!o->stim) /* the chain's decision (onigpu_stage.h) */
         return 0;
     /* Stimulate: one write of the digital outputs per block with spikes,
      * its pins naming the stimulation (rig.h), so the loopback input frame
      * says which spike it answers. */
     uint32_t tag = atomic_load(&s->ntags);
-    s->tag_time[tag % TAGS] = o->t_first;
+    s->tag_time[tag % TAGS] = o->t_stim;
     atomic_store(&s->ntags, tag + 1);
     uint32_t pins = loop_rig_stim_pins(tag);
     oni_frame_t *f = NULL;
@@ -406,8 +406,15 @@ static int setup(struct session *s)
     if ((rc = source(s, in_bytes)) != 0)
         return rc;
     c->sink = (struct loop_sink){s, sink_write};
+    c->stages = cfg->stages;
+    c->nstages = cfg->nstages;
+    c->fs_hz = s->p.fs_hz;
+    c->clock_hz = s->acq_hz;
+    char why[320] = "";
+    c->why = why;
+    c->why_cap = sizeof why;
     if ((rc = loop_create(c, &s->lp)) != 0)
-        return fail(s, rc, "creating the loop: %s", oni_error_str(rc));
+        return fail(s, rc, "creating the loop: %s", why[0] ? why : oni_error_str(rc));
     if (s->gpu) {
         if (pthread_create(&s->echo, NULL, echo_main, s))
             return fail(s, ONI_EBADALLOC, "starting the echo reader");

@@ -60,6 +60,11 @@ struct loop_run_config {
     uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK */
     double seconds;     /* LOOP_RUN_MIN_SECONDS..86400 */
     const char *truth;  /* the card's ground-truth file: an existing empty file (the card appends) */
+    /* The processing chain (loop.h, include/onigpu_stage.h); 0 stages: the
+     * built-in one. A stage refused (not loaded, not configured) fails the
+     * run before acquisition, ONI_EINVALARG, why saying why. */
+    const struct loop_stage_spec *stages;
+    uint32_t nstages;
     /* Set to nonzero (any thread, a signal watcher) to end the run early;
      * it then ends as at --seconds: stopped, scored, summed up. May be NULL. */
     const _Atomic int *stop;

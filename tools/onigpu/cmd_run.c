@@ -1,7 +1,7 @@
 /* cmd_run.c - `onigpu run`: the closed loop on the emulated card
- * (src/loop/run.h does the work): arguments, the truth file, the live lines,
- * the summary, the result set. SIGINT and SIGTERM end the run as --seconds
- * would. */
+ * (src/loop/run.h does the work, src/bench writes the result set):
+ * arguments, the stages, the truth file, the live lines, the summary.
+ * SIGINT and SIGTERM end the run as --seconds would. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -20,14 +20,32 @@
 static int run(int argc, char **argv);
 
 CLI_COMMAND(run, "run",
-            "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]",
+            "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]\n"
+            "          [--stage NAME|FILE[:OPTIONS]]...",
             "closed loop on the emulated card: NP2.0e -> spike detection -> digital outputs; latency and accuracy",
             NULL, run)
 
 struct opts {
     const char *backend, *out;
+    struct loop_stage_spec stages[LOOP_MAXCHAIN];
     struct loop_run_config c;
 };
+
+/* --stage NAME|FILE[:OPTIONS]: loaded and checked now (its options when the loop is made). */
+static int add_stage(const struct cli_command *cmd, const char *a, const char *v, struct opts *o)
+{
+    char why[400];
+    if (!v)
+        return cli_bad_value(cmd, a, v, "a built-in stage (filter, reference, detect, decide) or a shared object "
+                             "(a path with a '/'), then :OPTIONS");
+    if (o->c.nstages == LOOP_MAXCHAIN)
+        return cli_bad_value(cmd, a, v, "at most %d stages", LOOP_MAXCHAIN);
+    if (loop_stage_check(v, why, sizeof why))
+        return cli_bad_value(cmd, a, v, "a stage that loads: %s", why);
+    o->stages[o->c.nstages++] = (struct loop_stage_spec){v, NULL, NULL};
+    o->c.stages = o->stages;
+    return 0;
+}
 
 /* Parse argv into o: 0, or exit status 2 after saying what was wrong. */
 static int parse(int argc, char **argv, struct opts *o)
@@ -53,6 +71,8 @@ static int parse(int argc, char **argv, struct opts *o)
              * a loop that keeps up may leave */
             if (!(st = cli_arg_count(cmd, a, v, 1, LOOP_RUN_MAX_BLOCK, &n)))
                 o->c.block = (uint32_t)n;
+        } else if (!strcmp(a, "--stage")) {
+            st = add_stage(cmd, a, v, o);
         } else if (!strcmp(a, "--seconds")) {
             st = cli_arg_seconds(cmd, a, v, LOOP_RUN_MIN_SECONDS, 0, 86400, &o->c.seconds);
         } else {
@@ -157,7 +177,7 @@ static void print_summary(const struct opts *o, const char *truth, const struct 
            (unsigned long long)r->score.detections);
     if (!o->out)
         printf("  truth file         %s (temporary: removed at the end)\n", truth);
-    printf("  stimulations       %llu sent, %llu echoed (one per block with a detection)", (unsigned long long)r->stims,
+    printf("  stimulations       %llu sent, %llu echoed (one per block the chain decided to stimulate)", (unsigned long long)r->stims,
            (unsigned long long)r->echoes);
     if (r->echoes_unkept)
         printf(" (latencies of the first %zu)", r->nlat);
@@ -174,68 +194,6 @@ static void print_summary(const struct opts *o, const char *truth, const struct 
         printf("  dropped            %llu frames in the card FIFOs while the loop ran, %llu stalled reads\n",
                (unsigned long long)r->dropped, (unsigned long long)r->stalls);
     printf("                     (a stalled read waited for a free block slot: back-pressure on the card, no loss)\n");
-}
-
-static void cell_lat(struct bench_report *rep, const char *prefix, const struct loop_run_latency *l)
-{
-    char col[64];
-    static const char *const names[] = {"p50", "p99", "p999", "max"};
-    const double v[] = {l->p50_us, l->p99_us, l->p999_us, l->max_us};
-    for (int i = 0; i < 4; i++) {
-        snprintf(col, sizeof col, "%s_%s_us", prefix, names[i]);
-        bench_cell_num(rep, col, v[i]);
-    }
-}
-
-/* The result set in o->out: one row of the run, and its latencies. 0 or an error. */
-static int write_results(const struct opts *o, const char *truth, const struct loop_run_result *r)
-{
-    int err = 0;
-    char **full;
-    int nfull = cli_command_line(&full);
-    struct bench_report *rep = bench_report_open(o->out, "run", nfull, full, NULL, &err);
-    if (!rep)
-        return err;
-    const char *base = strrchr(truth, '/');
-    bench_report_meta(rep, "truth", base ? base + 1 : truth);
-    bench_report_meta_num(rep, "warmup_s", r->warmup_s);
-    bench_cell_str(rep, "backend", loop_backend_name(o->c.backend));
-    bench_cell_str(rep, "link", r->link);
-    bench_cell_str(rep, "stream", r->gpu_stream ? "gpu" : "default");
-    bench_cell_int(rep, "block_frames", o->c.block);
-    /* the workload, for `onigpu advise --workload` */
-    bench_cell_int(rep, "block_bytes", (long long)r->block_bytes);
-    bench_cell_num(rep, "ai", r->ai);
-    bench_cell_num(rep, "seconds", r->seconds);
-    bench_cell_int(rep, "stopped", r->stopped);
-    bench_cell_int(rep, "frames", (long long)r->frames);
-    bench_cell_int(rep, "bytes", (long long)r->bytes);
-    bench_cell_int(rep, "spikes", (long long)r->spikes);
-    bench_cell_int(rep, "spikes_unkept", (long long)r->spikes_unkept);
-    bench_cell_int(rep, "truth_events", (long long)r->score.events);
-    bench_cell_num(rep, "recall", r->score.recall);
-    bench_cell_num(rep, "precision", r->score.precision);
-    bench_cell_int(rep, "stims", (long long)r->stims);
-    bench_cell_int(rep, "echoes", (long long)r->echoes);
-    bench_cell_int(rep, "echoes_unkept", (long long)r->echoes_unkept);
-    cell_lat(rep, "lat", &r->lat);
-    cell_lat(rep, "warmup_lat", &r->lat_warmup);
-    if (r->stats_rc)
-        bench_cell_num(rep, "dropped_frames", NAN);
-    else
-        bench_cell_int(rep, "dropped_frames", (long long)r->dropped);
-    bench_cell_int(rep, "stalled_reads", (long long)r->stalls);
-    bench_cell_num(rep, "frames_per_s", r->fps);
-    bench_cell_num(rep, "backlog_ms", r->owed_ms);
-    bench_cell_num(rep, "overrun", r->verdict < 0 ? NAN : !r->verdict);
-    bench_report_row(rep, NULL);
-    for (size_t i = 0; i < r->nlat; i++) {
-        bench_cell_int(rep, "tag", r->lat_tag[i]);
-        bench_cell_num(rep, "latency_us", r->lat_us[i]);
-        bench_cell_int(rep, "warmup", r->lat_warm[i]);
-        bench_report_row(rep, "latency");
-    }
-    return bench_report_close(rep);
 }
 
 static _Atomic int stop_flag;
@@ -260,7 +218,9 @@ static int session(struct opts *o, const char *truth)
     }
     print_summary(o, truth, &r);
     if (o->out) {
-        int err = write_results(o, truth, &r);
+        char **full;
+        int nfull = cli_command_line(&full);
+        int err = bench_run_report(o->out, nfull, full, o->c.backend, truth, &r);
         if (err)
             rc = rc ? rc : cli_fail("writing results", err);
         else

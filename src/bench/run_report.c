@@ -1,0 +1,69 @@
+/* run_report.c - the result set of `onigpu run` (bench.h): one row of the
+ * run's summary (struct loop_run_result, src/loop/run.h) and one row per
+ * echo's latency, in the benchmarks' CSV/JSON format. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "bench/bench.h"
+#include "loop/run.h"
+
+static void cell_lat(struct bench_report *rep, const char *prefix, const struct loop_run_latency *l)
+{
+    char col[64];
+    static const char *const names[] = {"p50", "p99", "p999", "max"};
+    const double v[] = {l->p50_us, l->p99_us, l->p999_us, l->max_us};
+    for (int i = 0; i < 4; i++) {
+        snprintf(col, sizeof col, "%s_%s_us", prefix, names[i]);
+        bench_cell_num(rep, col, v[i]);
+    }
+}
+
+int bench_run_report(const char *dir, int argc, char **argv, int backend, const char *truth,
+                     const struct loop_run_result *r)
+{
+    int err = 0;
+    struct bench_report *rep = bench_report_open(dir, "run", argc, argv, NULL, &err);
+    if (!rep)
+        return err;
+    const char *base = strrchr(truth, '/');
+    bench_report_meta(rep, "truth", base ? base + 1 : truth);
+    bench_report_meta_num(rep, "warmup_s", r->warmup_s);
+    bench_cell_str(rep, "backend", loop_backend_name(backend));
+    bench_cell_str(rep, "link", r->link);
+    bench_cell_str(rep, "stream", r->gpu_stream ? "gpu" : "default");
+    bench_cell_int(rep, "block_frames", r->block);
+    /* the workload, for `onigpu advise --workload` */
+    bench_cell_int(rep, "block_bytes", (long long)r->block_bytes);
+    bench_cell_num(rep, "ai", r->ai);
+    bench_cell_num(rep, "seconds", r->seconds);
+    bench_cell_int(rep, "stopped", r->stopped);
+    bench_cell_int(rep, "frames", (long long)r->frames);
+    bench_cell_int(rep, "bytes", (long long)r->bytes);
+    bench_cell_int(rep, "spikes", (long long)r->spikes);
+    bench_cell_int(rep, "spikes_unkept", (long long)r->spikes_unkept);
+    bench_cell_int(rep, "truth_events", (long long)r->score.events);
+    bench_cell_num(rep, "recall", r->score.recall);
+    bench_cell_num(rep, "precision", r->score.precision);
+    bench_cell_int(rep, "stims", (long long)r->stims);
+    bench_cell_int(rep, "echoes", (long long)r->echoes);
+    bench_cell_int(rep, "echoes_unkept", (long long)r->echoes_unkept);
+    cell_lat(rep, "lat", &r->lat);
+    cell_lat(rep, "warmup_lat", &r->lat_warmup);
+    if (r->stats_rc)
+        bench_cell_num(rep, "dropped_frames", NAN);
+    else
+        bench_cell_int(rep, "dropped_frames", (long long)r->dropped);
+    bench_cell_int(rep, "stalled_reads", (long long)r->stalls);
+    bench_cell_num(rep, "frames_per_s", r->fps);
+    bench_cell_num(rep, "backlog_ms", r->owed_ms);
+    bench_cell_num(rep, "overrun", r->verdict < 0 ? NAN : !r->verdict);
+    bench_report_row(rep, NULL);
+    for (size_t i = 0; i < r->nlat; i++) {
+        bench_cell_int(rep, "tag", r->lat_tag[i]);
+        bench_cell_num(rep, "latency_us", r->lat_us[i]);
+        bench_cell_int(rep, "warmup", r->lat_warm[i]);
+        bench_report_row(rep, "latency");
+    }
+    return bench_report_close(rep);
+}
+

@@ -1,0 +1,207 @@
+/* stage_builtin.c - the built-in ephys pipeline as stages (onigpu_stage.h):
+ * filter, reference, detect, decide, over the kernels of kernels.c. Their
+ * state is a struct loop_ephys_state each (the parts they use), so the
+ * chain's state can be handed to the GPU kernels as one (stage.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "oni.h"
+#include "loop/stage.h"
+
+/* The state from env->init when given, else zeros with the channel count. */
+static struct loop_ephys_state *state_from(void *state, const struct onigpu_stage_env *env)
+{
+    struct loop_ephys_state *st = state;
+    if (env->init)
+        memcpy(st, env->init, sizeof *st);
+    st->lay.nchan = env->nchan;
+    return st;
+}
+
+/* --- filter: both biquads of the band-pass, state carried across blocks --- */
+
+static int filter_options(struct loop_ephys_state *st, const char *options, double fs, int fresh, char *err,
+                          size_t cap)
+{
+    static const char *const keys[] = {"lo", "hi"};
+    double v[2] = {300.0, 6000.0};
+    int given[2] = {0, 0};
+    int rc = loop_stage_opts("filter", options, keys, 2, v, given, err, cap);
+    if (rc || (!fresh && !given[0] && !given[1]))
+        return rc; /* the band of the initial state stands */
+    if (loop_ephys_set_band(st, v[0], v[1], fs)) {
+        snprintf(err, cap, "stage filter: band %g-%g Hz at %g Hz sampling (0 < lo < hi < fs/2)", v[0], v[1], fs);
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
+
+static int filter_configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
+{
+    struct loop_ephys_state *st = state_from(state, env);
+    return filter_options(st, env->options, env->fs_hz, env->init == NULL, err, cap);
+}
+
+static int filter_process(void *state, struct onigpu_block *b)
+{
+    loop_ephys_filter(state, b->x, b->nframes);
+    return 0;
+}
+
+static int filter_reconfigure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
+{
+    return filter_options(state, env->options, env->fs_hz, 0, err, cap);
+}
+
+const struct onigpu_stage loop_stage_filter = {
+    .version = ONIGPU_STAGE_VERSION,
+    .name = "filter",
+    .input = ONIGPU_DATA_SAMPLES,
+    .output = ONIGPU_DATA_SAMPLES,
+    .state_bytes = sizeof(struct loop_ephys_state),
+    .configure = filter_configure,
+    .process = filter_process,
+    .reconfigure = filter_reconfigure,
+};
+
+/* --- reference: the common average of each frame subtracted ----------------- */
+
+static int reference_configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
+{
+    return loop_stage_opts("reference", env->options, NULL, 0, NULL, NULL, err, cap);
+}
+
+static int reference_process(void *state, struct onigpu_block *b)
+{
+    loop_ephys_reference(b->x, b->nchan, b->nframes);
+    return 0;
+}
+
+const struct onigpu_stage loop_stage_reference = {
+    .version = ONIGPU_STAGE_VERSION,
+    .name = "reference",
+    .input = ONIGPU_DATA_SAMPLES,
+    .output = ONIGPU_DATA_SAMPLES,
+    .configure = reference_configure,
+    .process = reference_process,
+};
+
+/* --- detect: noise calibration, then negative threshold crossings ----------- */
+
+static int detect_options(struct loop_ephys_state *st, const char *options, double fs, int fresh, char *err,
+                          size_t cap)
+{
+    static const char *const keys[] = {"k", "refractory_ms", "calib_s"};
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    double v[3] = {p.k, p.refractory_s * 1e3, p.calib_s};
+    int given[3] = {0, 0, 0};
+    int rc = loop_stage_opts("detect", options, keys, 3, v, given, err, cap);
+    if (rc)
+        return rc;
+    if (!fresh) { /* what was not given stays as the state has it */
+        if (!given[0])
+            v[0] = (double)st->k * 0.6745;
+        if (!given[1])
+            v[1] = st->refractory / fs * 1e3;
+        if (!given[2])
+            v[2] = st->calib / fs;
+    }
+    if (!fresh && st->nsamples > 0 && given[2]) {
+        snprintf(err, cap, "stage detect: calib_s cannot change once calibration started");
+        return ONI_EINVALARG;
+    }
+    if (loop_ephys_set_detect(st, v[0], v[1] / 1e3, v[2], fs)) {
+        snprintf(err, cap, "stage detect: k=%g refractory_ms=%g calib_s=%g (k > 0; windows of 0 .. 2^32-1 samples)",
+                 v[0], v[1], v[2]);
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
+
+static int detect_configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
+{
+    struct loop_ephys_state *st = state_from(state, env);
+    /* an initial state keeps its parameters unless options change them */
+    return detect_options(st, env->options, env->fs_hz, env->init == NULL, err, cap);
+}
+
+static int detect_reconfigure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
+{
+    return detect_options(state, env->options, env->fs_hz, 0, err, cap);
+}
+
+static int detect_process(void *state, struct onigpu_block *b)
+{
+    loop_ephys_detect(state, b->x, b->nframes, b->frames, 0, b->out);
+    return 0;
+}
+
+const struct onigpu_stage loop_stage_detect = {
+    .version = ONIGPU_STAGE_VERSION,
+    .name = "detect",
+    .input = ONIGPU_DATA_SAMPLES,
+    .output = ONIGPU_DATA_SPIKES,
+    .state_bytes = sizeof(struct loop_ephys_state),
+    .configure = detect_configure,
+    .process = detect_process,
+    .reconfigure = detect_reconfigure,
+};
+
+/* --- decide: one stimulation per spike, with a lockout ------------------------ */
+
+static int decide_options(struct loop_ephys_state *st, const struct onigpu_stage_env *env, int fresh, char *err,
+                          size_t cap)
+{
+    static const char *const keys[] = {"lockout_ms"};
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    double v = fresh ? p.lockout_s * 1e3 : (double)st->lockout / env->clock_hz * 1e3;
+    int given = 0;
+    int rc = loop_stage_opts("decide", env->options, keys, 1, &v, &given, err, cap);
+    if (rc || (!fresh && !given))
+        return rc;
+    if (loop_ephys_set_lockout(st, v / 1e3, env->clock_hz)) {
+        snprintf(err, cap, "stage decide: lockout_ms=%g (0 .. 3600000)", v);
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
+
+static int decide_configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
+{
+    struct loop_ephys_state *st = state_from(state, env);
+    return decide_options(st, env, env->init == NULL, err, cap);
+}
+
+static int decide_reconfigure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
+{
+    return decide_options(state, env, 0, err, cap);
+}
+
+static int decide_process(void *state, struct onigpu_block *b)
+{
+    loop_ephys_decide(state, b->out);
+    return 0;
+}
+
+const struct onigpu_stage loop_stage_decide = {
+    .version = ONIGPU_STAGE_VERSION,
+    .name = "decide",
+    .input = ONIGPU_DATA_SPIKES,
+    .output = ONIGPU_DATA_DECISION,
+    .state_bytes = sizeof(struct loop_ephys_state),
+    .configure = decide_configure,
+    .process = decide_process,
+    .reconfigure = decide_reconfigure,
+};
+
+const struct onigpu_stage *loop_stage_builtin(const char *name, size_t len)
+{
+    static const struct onigpu_stage *const all[] = {&loop_stage_filter, &loop_stage_reference, &loop_stage_detect,
+                                                     &loop_stage_decide};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (strlen(all[i]->name) == len && !strncmp(all[i]->name, name, len))
+            return all[i];
+    return NULL;
+}
