@@ -80,6 +80,7 @@ struct loop_cardsrc {
     int sync_only;            /* the driver has no READ_ASYNC into host memory */
     uint32_t ctx_timeout_ms;  /* ONI_OPT_TIMEOUTMS at init: each READ_ASYNC job's own deadline */
     volatile uint32_t done;   /* its completion word */
+    uint64_t spin_ns;         /* waiting for it: spin (yielding) this long, then 20 us sleeps (0: 50 us) */
 };
 
 /* ONI_DRV_RD_SZ = block; errors of oni_set_driver_opt (ONI_EINVALOPT: the

@@ -98,7 +98,7 @@ static void on_started(void *arg, const struct loop_run_result *r)
 {
     const struct opts *o = arg;
     printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card (link %s)\n",
-           loop_backend_name(o->c.backend), o->c.block, o->c.block / 30.0, o->c.seconds, r->link);
+           loop_backend_name(o->c.backend), r->block, r->block / 30.0, o->c.seconds, r->link);
     if (r->gpu_stream)
         printf("onigpu run: the probe's super-frames on the card's GPU data stream\n");
     else
@@ -129,6 +129,18 @@ static void print_lat(const char *what, const struct loop_run_latency *l)
                l->p999_us, l->max_us, l->n);
     else
         printf("no echo\n");
+}
+
+/* Where the time after the block's last sample went (run.h's stages). */
+static void print_stages(const struct loop_run_result *r)
+{
+    if (!r->stage[LOOP_RUN_AFTER].n)
+        return;
+    printf("  after the block's last sample (p50 / p99 us; clock placed within %.1f us):", r->clock_err_us);
+    for (int k = 0; k < LOOP_RUN_NSTAGES; k++)
+        if (r->stage[k].n)
+            printf(" %s %.1f / %.1f", loop_run_stage_name(k), r->stage[k].p50_us, r->stage[k].p99_us);
+    printf("\n");
 }
 
 static void print_summary(const struct opts *o, const char *truth, const struct loop_run_result *r)
@@ -167,6 +179,9 @@ static void print_summary(const struct opts *o, const char *truth, const struct 
     char warm[96];
     snprintf(warm, sizeof warm, "warm-up latency (spikes of the first %.1f s, not in the figures above)", r->warmup_s);
     print_lat(warm, &r->lat_warmup);
+    if (r->block_picked)
+        printf("  block              %u frames: %s\n", r->block, r->block_why);
+    print_stages(r);
     if (r->stats_rc)
         printf("  dropped            unknown (card statistics: %s), %llu stalled reads\n", oni_error_str(r->stats_rc),
                (unsigned long long)r->stalls);
@@ -202,7 +217,8 @@ static int write_results(const struct opts *o, const char *truth, const struct l
     bench_cell_str(rep, "backend", loop_backend_name(o->c.backend));
     bench_cell_str(rep, "link", r->link);
     bench_cell_str(rep, "stream", r->gpu_stream ? "gpu" : "default");
-    bench_cell_int(rep, "block_frames", o->c.block);
+    bench_cell_int(rep, "block_frames", r->block);
+    bench_cell_int(rep, "block_picked", r->block_picked);
     /* the workload, for `onigpu advise --workload` */
     bench_cell_int(rep, "block_bytes", (long long)r->block_bytes);
     bench_cell_num(rep, "ai", r->ai);
@@ -220,6 +236,8 @@ static int write_results(const struct opts *o, const char *truth, const struct l
     bench_cell_int(rep, "echoes_unkept", (long long)r->echoes_unkept);
     cell_lat(rep, "lat", &r->lat);
     cell_lat(rep, "warmup_lat", &r->lat_warmup);
+    for (int k = 0; k < LOOP_RUN_NSTAGES; k++)
+        cell_lat(rep, loop_run_stage_name(k), &r->stage[k]);
     if (r->stats_rc)
         bench_cell_num(rep, "dropped_frames", NAN);
     else
@@ -272,7 +290,7 @@ static int session(struct opts *o, const char *truth)
 
 static int run(int argc, char **argv)
 {
-    struct opts o = {.c = {.block = 16, .seconds = 5.0}};
+    struct opts o = {.c = {.block = 0, .seconds = 5.0}}; /* block 0: picked by trials (run.h) */
     o.c.started = on_started;
     o.c.progress = on_progress;
     o.c.arg = &o;
