@@ -65,7 +65,8 @@ TEST(run_rejects_bad_arguments)
     CHECK_EQ(ONIGPU("run", "--block", "1500", "--emu", "devices=testcore"), 1);
     /* a block the card's FIFO cannot hold would never arrive: it processed
      * 0 frames and exited 0 */
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--emu", "devices=breakout:loopback=1,np2e;ddr=8K"), 1);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--block", "16", "--emu",
+                    "devices=breakout:loopback=1,np2e;ddr=8K"), 1);
     CHECK(strstr(out, "does not fit the card's GPU-stream FIFO of 4096 bytes") != NULL);
     /* a block the FIFO holds, but not with the frame coming next: never whole (the card said only
      * "Invalid function argument") */
@@ -464,7 +465,8 @@ static void check_signal_ends_run(int sig)
 {
     char dir[] = "/tmp/onigpu-runs-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    int rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--seconds", "30", "--out", dir, NULL},
+    int rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--block", "16", "--seconds", "30", "--out",
+                                                dir, NULL},
                          sig, 2500);
     CHECK_EQ(rc, 0);
     CHECK(strstr(out, "ended early by a signal)") != NULL);

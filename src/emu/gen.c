@@ -144,10 +144,22 @@ static void advance(struct emu_dev *d)
     }
 }
 
+/* A pending write is due before the frame at t. */
+static int write_before(const struct emu_card *c, uint64_t t)
+{
+    return c->pend_n && c->pend[c->pend_rd].t < t;
+}
+
 size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
 {
     size_t tried = 0;
     while (tried < max_bytes) {
+        /* Someone waits for the lock (a register access, a reader, a
+         * writer): one frame per hold then, so that a generator that fell
+         * behind (a starved or instrumented build) holds it for one frame's
+         * work, not a chunk's (which under ASan took milliseconds). */
+        if (tried && atomic_load_explicit(&c->lock_waiters, memory_order_relaxed))
+            return max_bytes;
         struct emu_dev *best = NULL;
         uint64_t second = UINT64_MAX;
         for (int i = 0; i < c->ndev; i++) {
@@ -162,8 +174,12 @@ size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
                 second = d->next_due;
             }
         }
-        if (!best || best->next_due > until)
+        if (!best || best->next_due > until) {
+            emu_card_deliver(c, until);
             break;
+        }
+        if (best->next_due && write_before(c, best->next_due))
+            emu_card_deliver(c, best->next_due - 1);
         size_t frame = ONI_RFRAMEHEADERSZ + oni_pad4(best->desc.read_size);
         do { /* a run of best's frames until another device is due */
             uint64_t t = best->next_due;
@@ -171,7 +187,8 @@ size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
             tried += frame;
             c->gen_now = t;
             advance(best);
-        } while (tried < max_bytes && best->next_due <= until && best->next_due < second);
+        } while (tried < max_bytes && best->next_due <= until && best->next_due < second &&
+                 !write_before(c, best->next_due));
     }
     return tried;
 }

@@ -822,57 +822,52 @@ static int kept_up(const struct loop_run_result *r)
     return r->rc == 0 && r->verdict == 1 && !r->dropped && r->owed_ms <= TRIAL_OWED_MS + 2 * blk_ms;
 }
 
-/* Trials of LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... up to
- * LOOP_RUN_MAX_BLOCK, each against a truth file of its own: the first that
- * keeps up is *block, with why said in res->block_why. None: the largest
- * tried. 0, or the error of a trial that could not run (res says why; a
- * card that cannot serve the loop fails the same way in every trial). */
+/* Trials of LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... up to LOOP_RUN_PICK_MAX,
+ * each on a card of its own against cfg->truth emptied first: the first that
+ * keeps up is *block, why said in res->block_why (none: the largest tried).
+ * A trial ended by cfg->stop is the run's result (*block = 0, res holds it).
+ * 0, or the error of a trial that could not run (res holds it: a card that
+ * cannot serve the loop fails the same way in every trial). */
 static int pick_block(const struct loop_run_config *cfg, struct loop_run_result *res, uint32_t *block)
 {
-    char truth[64], why[256] = "";
+    char why[256] = "";
     struct loop_run_config t = *cfg;
     t.seconds = LOOP_RUN_TRIAL_S;
     t.started = NULL;
     t.progress = NULL;
-    t.truth = truth;
     uint32_t last = 0;
-    int rc = 0;
-    for (uint32_t b = 1; b <= LOOP_RUN_MAX_BLOCK && !(cfg->stop && atomic_load(cfg->stop)); b *= 2) {
-        snprintf(truth, sizeof truth, "/tmp/onigpu-trial-XXXXXX");
-        int fd = mkstemp(truth);
-        if (fd < 0) {
-            snprintf(res->why, sizeof res->why, "cannot create a trial's truth file in /tmp");
+    *block = 0;
+    for (uint32_t b = 1; b <= LOOP_RUN_PICK_MAX; b *= 2) {
+        if (truncate(cfg->truth, 0)) {
+            snprintf(res->why, sizeof res->why, "cannot empty the truth file %s for a trial", cfg->truth);
             return ONI_EPATHINVALID;
         }
-        close(fd);
         t.block = b;
         struct loop_run_result r;
-        rc = run_one(&t, &r);
-        remove(truth);
-        loop_run_result_free(&r);
-        if (rc == ONI_EINVALARG && last) /* e.g. a block the FIFO cannot hold: the largest tried */
-            break;
-        if (rc && !r.ran) {
-            memcpy(res->why, r.why, sizeof res->why);
+        int rc = run_one(&t, &r);
+        if (r.stopped || (rc && !r.ran && !last)) { /* stopped, or nothing could run: this is the result */
+            loop_run_result_free(res);
+            *res = r;
+            snprintf(res->block_why, sizeof res->block_why, "%s during the trial of block %u",
+                     r.stopped ? "stopped" : "failed", b);
             return rc;
         }
+        loop_run_result_free(&r);
+        if (rc && !r.ran) /* e.g. a block the FIFO cannot hold: the largest tried */
+            break;
         last = b;
         size_t k = strlen(why);
         snprintf(why + k, sizeof why - k, "%s%u: %.0f frames/s, %.1f ms left%s", k ? "; " : "", b, r.fps,
                  r.owed_ms, r.rc ? " (error)" : r.dropped ? " (drops)" : "");
         if (kept_up(&r)) {
             *block = b;
-            snprintf(res->block_why, sizeof res->block_why, "the smallest block that kept up in %.1f s trials (%s)",
+            snprintf(res->block_why, sizeof res->block_why, "the smallest that kept up in %.1f s trials (%s)",
                      LOOP_RUN_TRIAL_S, why);
             return 0;
         }
     }
-    if (!last) {
-        snprintf(res->why, sizeof res->why, "stopped before a trial ran");
-        return ONI_EINVALARG;
-    }
     *block = last;
-    snprintf(res->block_why, sizeof res->block_why, "no block kept up in %.1f s trials: the largest tried (%s)",
+    snprintf(res->block_why, sizeof res->block_why, "none kept up in %.1f s trials: the largest tried (%s)",
              LOOP_RUN_TRIAL_S, why);
     return 0;
 }
@@ -892,9 +887,14 @@ int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *
     uint32_t b = 0;
     char why[256];
     int rc = pick_block(cfg, res, &b);
-    if (rc)
+    res->block_picked = 1;
+    if (rc || !b)
         return res->rc = rc;
     memcpy(why, res->block_why, sizeof why);
+    if (truncate(cfg->truth, 0)) {
+        snprintf(res->why, sizeof res->why, "cannot empty the truth file %s after the trials", cfg->truth);
+        return res->rc = ONI_EPATHINVALID;
+    }
     struct loop_run_config c = *cfg;
     c.block = b;
     rc = run_one(&c, res);

@@ -38,6 +38,7 @@
 #define LOOP_RUN_TOL_S 1e-3      /* spike match tolerance */
 #define LOOP_RUN_WARMUP_S 1.0    /* latencies of the first second are reported apart */
 #define LOOP_RUN_TRIAL_S 1.0     /* block 0 (pick): each candidate block's trial run */
+#define LOOP_RUN_PICK_MAX 256    /* ... blocks 1, 2, 4, ... up to this one */
 #define LOOP_RUN_SPIN_US 1000u   /* spin_us 0: how long a waiting loop thread spins (yielding) before it sleeps */
 /* A real rig: the breakout board with its loopback wire, an NP2.0e on port A. */
 #define LOOP_RUN_DEFAULT_SPEC "devices=breakout:loopback=1,np2e;mode=realtime"
@@ -60,8 +61,9 @@ struct loop_run_config {
     const char *spec;   /* the card (ONI_DRV_EMU_SPEC); NULL: LOOP_RUN_DEFAULT_SPEC */
     const char *link;   /* PCIe link preset appended to the spec; NULL: the spec's */
     uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK; 0: pick it (trials of
-                           LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ...: the smallest that keeps
-                           up; res->block and res->block_why say which and why) */
+                           LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... LOOP_RUN_PICK_MAX, each
+                           emptying the truth file first: the smallest that keeps up;
+                           res->block and res->block_why say which and why) */
     uint32_t spin_us;   /* a waiting loop thread (engine hand-offs, the card source's
                            completion word) spins, yielding, this long before it sleeps in
                            20 us polls; 0: LOOP_RUN_SPIN_US */
