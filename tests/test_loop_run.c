@@ -525,3 +525,49 @@ TEST(run_reused_out_replaces_nothing)
     CHECK(unit_sh("test $(grep -l '^keep$' %s/truth-*.csv | wc -l) -eq 6", dir) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
+
+/* bench latency: one row per run with the stages, a ratio per variant
+ * against the first, the two plots' scripts; bad lists refused before any
+ * run (exit 2, the option named). */
+TEST(bench_latency_writes_results)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-blat-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int rc = ONIGPU("bench", "latency", "--backends", "cpu", "--blocks", "16", "--spins", "50", "--reads",
+                    "dma,blocking", "--seconds", "1", "--out", dir);
+    /* a sanitized build may see no echo (exit 1): the files are there all the same */
+    CHECK(rc == 0 || rc == 1);
+    json_t *v = result_set_load(dir, "latency/latency-*[0-9].json");
+    REQUIRE(v);
+    CHECK_EQ(result_rows(v), 2);
+    for (size_t i = 0; i < result_rows(v); i++) {
+        CHECK_EQ(result_num(v, i, "block_frames"), 16);
+        CHECK_EQ(result_num(v, i, "spin_us"), 50);
+        CHECK(fabs(result_num(v, i, "block_wait_us") - 7.5 / 30000 * 1e6) < 1e-6); /* (16 - 1) / 2 frames */
+        double after = result_num(v, i, "after_p50_us"), lat = result_num(v, i, "lat_p50_us");
+        if (!isnan(after)) /* the time after the last sample is within the latency */
+            CHECK(after > 0 && after <= result_num(v, i, "lat_max_us") && lat > 0);
+    }
+    json_decref(v);
+    CHECK(unit_sh("ls %s/latency/latency-*-blocks.gp %s/latency/latency-*.csv >/dev/null", dir, dir) == 0);
+    if (rc == 0) /* both runs gave latencies: blocking against dma */
+        CHECK(unit_sh("grep -q '^cpu,16,0,50,blocking,50,dma,' %s/latency/latency-*-ratios.csv", dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+    CHECK_EQ(ONIGPU("bench", "latency", "--blocks", "0"), 2);
+    CHECK(strstr(out, "--blocks 0: must be a comma-separated list") != NULL);
+    CHECK_EQ(ONIGPU("bench", "latency", "--reads", "fast"), 2);
+    CHECK_EQ(ONIGPU("bench", "latency", "--spins", "1,x"), 2);
+    CHECK_EQ(ONIGPU("bench", "latency", "--seconds", "0.1"), 2);
+    CHECK_EQ(ONIGPU("bench", "latency", "--backends", "nope"), 2);
+}
+
+/* Without --block, run picks it and says which and why. */
+TEST(run_picks_its_block)
+{
+    NEED_BIN();
+    int rc = ONIGPU("run", "--backend", "cpu", "--seconds", "1");
+    CHECK(rc == 0 || rc == 1);
+    CHECK(strstr(out, "  block              ") != NULL);
+    CHECK(strstr(out, "kept up in 1.0 s trials (1: ") != NULL);
+}

@@ -10,6 +10,11 @@
 #include "loop/loop.h"
 #include "loop/run.h"
 
+/* Variant v of o: spin spins[v / nreads], reads reads[v % nreads]. */
+#define NVAR(o) ((o)->nspins * (o)->nreads)
+#define VSPIN(o, v) ((o)->spins[(v) / (o)->nreads])
+#define VDMA(o, v) ((o)->reads[(v) % (o)->nreads])
+
 void bench_latency_defaults(struct bench_latency_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -22,6 +27,9 @@ void bench_latency_defaults(struct bench_latency_opts *o)
     o->spins[0] = 50;
     o->spins[1] = LOOP_RUN_SPIN_US;
     o->nspins = 2;
+    o->reads[0] = 1;
+    o->reads[1] = 0;
+    o->nreads = 2;
     o->seconds = 2;
     o->repeat = 1;
     o->out_dir = "docs/results";
@@ -37,7 +45,7 @@ struct cell {
 
 /* One run into *c and a row of "results". 0 or the run's error. */
 static int one(const struct bench_latency_opts *o, struct bench_report *rep, int backend, uint32_t block,
-               uint32_t spin, int round, struct cell *c)
+               uint32_t spin, int dma, int round, struct cell *c)
 {
     char truth[64];
     snprintf(truth, sizeof truth, "/tmp/onigpu-benchlat-XXXXXX");
@@ -46,13 +54,14 @@ static int one(const struct bench_latency_opts *o, struct bench_report *rep, int
         return ONI_EPATHINVALID;
     close(fd);
     struct loop_run_config cfg = {.backend = backend, .spec = o->spec, .block = block, .seconds = o->seconds,
-                                  .truth = truth, .spin_us = spin};
+                                  .truth = truth, .spin_us = spin, .dma_reads = dma};
     struct loop_run_result r;
     int rc = loop_run_session(&cfg, &r);
     remove(truth);
     bench_cell_str(rep, "backend", loop_backend_name(backend));
     bench_cell_int(rep, "block_frames", block);
     bench_cell_int(rep, "spin_us", spin);
+    bench_cell_str(rep, "reads", dma ? "dma" : "blocking");
     bench_cell_int(rep, "round", round);
     bench_cell_str(rep, "error", rc ? (r.why[0] ? r.why : oni_error_str(rc)) : "");
     bench_cell_str(rep, "stream", r.gpu_stream ? "gpu" : "default");
@@ -99,8 +108,9 @@ static int one(const struct bench_latency_opts *o, struct bench_report *rep, int
     for (int k = 0; k < LOOP_RUN_NSTAGES; k++)
         c->stage_p50[k] = r.stage[k].p50_us;
     if (o->log)
-        fprintf(o->log, "bench latency: %s block %u spin %u us (round %d): %s%s latency p50 %.1f p99 %.1f p99.9 %.1f us, "
-                "after the last sample p50 %.1f us, %.0f frames/s%s\n", loop_backend_name(backend), block, spin, round,
+        fprintf(o->log, "bench latency: %s block %u spin %u us %s reads (round %d): %s%s latency p50 %.1f p99 %.1f "
+                "p99.9 %.1f us, after the last sample p50 %.1f us, %.0f frames/s%s\n", loop_backend_name(backend), block,
+                spin, dma ? "dma" : "blocking", round,
                 rc ? "error: " : "", rc ? (r.why[0] ? r.why : oni_error_str(rc)) : "", c->lat[0], c->lat[1], c->lat[2],
                 c->after[0], r.fps, r.verdict == 0 ? " (NOT keeping up)" : "");
     loop_run_result_free(&r);
@@ -151,11 +161,11 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
     snprintf(names[0], sizeof names[0], "block arithmetic: (block-1)/2 frames");
     ser[ns++] = (struct bench_series){names[0], x[0], y[0], (size_t)o->nblocks, BENCH_LINES};
     for (int e = 0; e < nbe; e++)
-        for (int s = 0; s < o->nspins; s++)
+        for (int s = 0; s < NVAR(o); s++)
             for (int p = 0; p < 3 && ns < MAX_SERIES; p++) {
                 size_t n = 0;
                 for (int b = 0; b < o->nblocks; b++) {
-                    size_t base = ((size_t)e * o->nspins + s) * o->nblocks + b;
+                    size_t base = ((size_t)e * NVAR(o) + s) * o->nblocks + b;
                     double v = median_of(cells, base, stride, o->repeat, offsetof(struct cell, lat) + p * sizeof(double));
                     if (isnan(v))
                         continue;
@@ -164,7 +174,8 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
                 }
                 if (!n)
                     continue;
-                snprintf(names[ns], sizeof names[ns], "%s spin %u %s", loop_backend_name(bes[e]), o->spins[s], pn[p]);
+                snprintf(names[ns], sizeof names[ns], "%s spin %u %s %s", loop_backend_name(bes[e]), VSPIN(o, s),
+                         VDMA(o, s) ? "dma" : "blocking", pn[p]);
                 ser[ns] = (struct bench_series){names[ns], x[ns], y[ns], n, BENCH_LINES_POINTS};
                 ns++;
             }
@@ -173,14 +184,14 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
     int rc = ns > 1 ? bench_report_plot(rep, "blocks", &pl) : 0;
     /* the stages' p50, last spin, every backend */
     ns = 0;
-    int s = o->nspins - 1;
+    int s = NVAR(o) - 1;
     for (int e = 0; e < nbe; e++)
         for (int k = 0; k < LOOP_RUN_NSTAGES && ns < MAX_SERIES; k++) {
             if (k == LOOP_RUN_ECHO)
                 continue; /* not part of the latency */
             size_t n = 0;
             for (int b = 0; b < o->nblocks; b++) {
-                size_t base = ((size_t)e * o->nspins + s) * o->nblocks + b;
+                size_t base = ((size_t)e * NVAR(o) + s) * o->nblocks + b;
                 double v = median_of(cells, base, stride, o->repeat,
                                      offsetof(struct cell, stage_p50) + (size_t)k * sizeof(double));
                 if (isnan(v) || v <= 0)
@@ -195,7 +206,8 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
             ns++;
         }
     char title[96];
-    snprintf(title, sizeof title, "after the block's last sample: each stage's p50 (spin %u us)", o->spins[s]);
+    snprintf(title, sizeof title, "after the block's last sample: each stage's p50 (spin %u us, %s reads)", VSPIN(o, s),
+             VDMA(o, s) ? "dma" : "blocking");
     struct bench_plot st = {title, "block (frames)", "p50 (us)", 1, 1, ser, ns};
     int rc2 = ns ? bench_report_plot(rep, "stages", &st) : 0;
     return rc ? rc : rc2;
@@ -208,9 +220,9 @@ int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *r
         if (o->backends >> b & 1)
             bes[nbe++] = b;
     *failed = *measured = 0;
-    if (!nbe || o->nblocks < 1 || o->nspins < 1 || o->repeat < 1 || o->repeat > 64)
+    if (!nbe || o->nblocks < 1 || NVAR(o) < 1 || o->repeat < 1 || o->repeat > 64)
         return ONI_EINVALARG;
-    size_t stride = (size_t)nbe * o->nspins * o->nblocks; /* cells of one round */
+    size_t stride = (size_t)nbe * NVAR(o) * o->nblocks; /* cells of one round */
     struct cell *cells = calloc(stride * (size_t)o->repeat, sizeof *cells);
     if (!cells)
         return ONI_EBADALLOC;
@@ -221,9 +233,9 @@ int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *r
     for (int r = 0; r < o->repeat && !rc && !bench_stopped(); r++)
         for (int b = 0; b < o->nblocks && !rc && !bench_stopped(); b++)
             for (int e = 0; e < nbe && !rc && !bench_stopped(); e++)
-                for (int s = 0; s < o->nspins && !rc && !bench_stopped(); s++) {
-                    size_t i = (size_t)r * stride + ((size_t)e * o->nspins + s) * o->nblocks + b;
-                    int err = one(o, rep, bes[e], o->blocks[b], o->spins[s], r, &cells[i]);
+                for (int s = 0; s < NVAR(o) && !rc && !bench_stopped(); s++) {
+                    size_t i = (size_t)r * stride + ((size_t)e * NVAR(o) + s) * o->nblocks + b;
+                    int err = one(o, rep, bes[e], o->blocks[b], VSPIN(o, s), VDMA(o, s), r, &cells[i]);
                     if (err == ONI_EPATHINVALID || err == ONI_EBADALLOC)
                         rc = err; /* the benchmark itself cannot go on */
                     else if (err)
@@ -234,16 +246,18 @@ int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *r
     for (int r = 0; r < o->repeat; r++)
         for (int e = 0; e < nbe; e++)
             for (int b = 0; b < o->nblocks; b++)
-                for (int s = 1; s < o->nspins; s++) {
-                    const struct cell *ref = &cells[(size_t)r * stride + ((size_t)e * o->nspins) * o->nblocks + b];
-                    const struct cell *c = &cells[(size_t)r * stride + ((size_t)e * o->nspins + s) * o->nblocks + b];
+                for (int s = 1; s < NVAR(o); s++) {
+                    const struct cell *ref = &cells[(size_t)r * stride + ((size_t)e * NVAR(o)) * o->nblocks + b];
+                    const struct cell *c = &cells[(size_t)r * stride + ((size_t)e * NVAR(o) + s) * o->nblocks + b];
                     if (!ref->ok || !c->ok)
                         continue;
                     bench_cell_str(rep, "backend", loop_backend_name(bes[e]));
                     bench_cell_int(rep, "block_frames", o->blocks[b]);
                     bench_cell_int(rep, "round", r);
-                    bench_cell_int(rep, "spin_us", o->spins[s]);
-                    bench_cell_int(rep, "vs_spin_us", o->spins[0]);
+                    bench_cell_int(rep, "spin_us", VSPIN(o, s));
+                    bench_cell_str(rep, "reads", VDMA(o, s) ? "dma" : "blocking");
+                    bench_cell_int(rep, "vs_spin_us", VSPIN(o, 0));
+                    bench_cell_str(rep, "vs_reads", VDMA(o, 0) ? "dma" : "blocking");
                     bench_cell_num(rep, "lat_p50_ratio", ratio(c->lat[0], ref->lat[0]));
                     bench_cell_num(rep, "lat_p99_ratio", ratio(c->lat[1], ref->lat[1]));
                     bench_cell_num(rep, "lat_p999_ratio", ratio(c->lat[2], ref->lat[2]));

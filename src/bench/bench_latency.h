@@ -15,8 +15,12 @@ struct bench_latency_opts {
     unsigned backends;                  /* bit per enum loop_backend */
     uint32_t blocks[BENCH_LATENCY_MAX]; /* frames per block, each 1..LOOP_RUN_MAX_BLOCK */
     int nblocks;
-    uint32_t spins[BENCH_LATENCY_MAX];  /* loop_run_config.spin_us values; the first is the reference of the ratios */
+    uint32_t spins[BENCH_LATENCY_MAX];  /* loop_run_config.spin_us values */
     int nspins;
+    int reads[2];                       /* loop_run_config.dma_reads values (0 blocking, 1 DMA) */
+    int nreads;
+    /* A variant is a (spin, reads) pair; the first (spins[0], reads[0]) is
+     * the reference of the ratios. */
     double seconds;                     /* per run (>= LOOP_RUN_MIN_SECONDS) */
     int repeat;                         /* runs per configuration, interleaved (>= 1) */
     const char *spec;                   /* the card (NULL: LOOP_RUN_DEFAULT_SPEC) */
@@ -25,13 +29,14 @@ struct bench_latency_opts {
 };
 
 /* Defaults: cpu and every available GPU backend, blocks 1,2,4,8,16,32, spins
- * 50 (the engine's own default) and LOOP_RUN_SPIN_US, 2 s, once. */
+ * 50 (the engine's own default) and LOOP_RUN_SPIN_US, reads dma (as the
+ * loop read before) and blocking, 2 s, once. */
 void bench_latency_defaults(struct bench_latency_opts *o);
 
-/* Run every backend x block x spin (x repeat, the configurations of one
+/* Run every backend x block x variant (x repeat, the configurations of one
  * round interleaved, so that a change of the machine's load touches all of
  * them) into rep: table "results" (one row per run), table "ratios" (each
- * spin against the first, same backend, block and round) and the plots
+ * variant against the first, same backend, block and round) and the plots
  * "-blocks" (p50/p99/p99.9 against block, with the block-arithmetic line)
  * and "-stages" (each stage's p50 against block). *failed counts runs that
  * returned an error (their row says it), *measured those that gave

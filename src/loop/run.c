@@ -370,6 +370,7 @@ static int source(struct session *s, size_t in_bytes)
         if ((rc = loop_cardsrc_init(&s->cs, s->ctx, (uint32_t)in_bytes)) != 0)
             return fail(s, rc, "setting up the GPU stream: %s", oni_error_str(rc));
         s->cs.spin_ns = (uint64_t)c->spin_us * 1000u;
+        s->cs.sync_only = !s->cfg->dma_reads; /* the emu driver's reads block no one (docs/closed-loop.md) */
         loop_cardsrc_source(&s->cs, &c->src);
         return 0;
     }

@@ -67,6 +67,11 @@ struct loop_run_config {
     uint32_t spin_us;   /* a waiting loop thread (engine hand-offs, the card source's
                            completion word) spins, yielding, this long before it sleeps in
                            20 us polls; 0: LOOP_RUN_SPIN_US */
+    int dma_reads;      /* GPU stream, host backends: 1 hands a block the card's FIFO does not
+                           hold yet to the card's DMA engine (ONI_DRV_READ_ASYNC) and polls its
+                           completion word, as a driver that holds the context's lock in a
+                           blocking read needs; 0: blocking reads (ONI_DRV_READ), which the emu
+                           driver runs beside everything else (docs/latency.md) */
     double seconds;     /* LOOP_RUN_MIN_SECONDS..86400 */
     const char *truth;  /* the card's ground-truth file: an existing empty file (the card appends) */
     /* Set to nonzero (any thread, a signal watcher) to end the run early;

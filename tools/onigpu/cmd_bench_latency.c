@@ -15,7 +15,8 @@
 static int run(int argc, char **argv);
 
 CLI_COMMAND(bench_latency, "bench latency",
-            "[--backends all|LIST] [--blocks 1,2,4,8,16,32] [--spins 50,1000] [--seconds 2] [--repeat 1] "
+            "[--backends all|LIST] [--blocks 1,2,4,8,16,32] [--spins 50,1000] [--reads dma,blocking] [--seconds 2] "
+            "[--repeat 1] "
             "[--emu SPEC] [--out docs/results]",
             "closed-loop latency on the emulated card against block size, per backend and spin; "
             "where the time after the block's last sample goes; CSV, JSON, PNG", NULL, run)
@@ -37,6 +38,19 @@ static int parse_u32s(const char *opt, const char *list, uint32_t lo, uint32_t h
         return 0;
     return cli_bad_value(&cli_cmd_bench_latency, opt, list, "a comma-separated list of at most %d whole numbers "
                          "from %u to %u", BENCH_LATENCY_MAX, lo, hi);
+}
+
+/* "dma", "blocking" or both, in order. 0 or 2. */
+static int parse_reads(const char *opt, const char *v, struct bench_latency_opts *o)
+{
+    o->nreads = 0;
+    if (v && (!strcmp(v, "dma") || !strcmp(v, "dma,blocking")))
+        o->reads[o->nreads++] = 1;
+    if (v && (!strcmp(v, "blocking") || !strcmp(v, "dma,blocking") || !strcmp(v, "blocking,dma")))
+        o->reads[o->nreads++] = 0;
+    if (v && !strcmp(v, "blocking,dma"))
+        o->reads[o->nreads++] = 1;
+    return o->nreads ? 0 : cli_bad_value(&cli_cmd_bench_latency, opt, v, "dma, blocking, or both comma-separated");
 }
 
 static int parse_args(int argc, char **argv, struct bench_latency_opts *o)
@@ -64,6 +78,8 @@ static int parse_args(int argc, char **argv, struct bench_latency_opts *o)
             st = parse_u32s(a, v, 1, LOOP_RUN_MAX_BLOCK, o->blocks, &o->nblocks);
         } else if (!strcmp(a, "--spins")) {
             st = parse_u32s(a, v, 1, 1000000, o->spins, &o->nspins);
+        } else if (!strcmp(a, "--reads")) {
+            st = parse_reads(a, v, o);
         } else if (!strcmp(a, "--seconds")) {
             st = cli_arg_seconds(cmd, a, v, LOOP_RUN_MIN_SECONDS, 0, 3600, &o->seconds);
         } else if (!strcmp(a, "--repeat")) {
