@@ -831,7 +831,7 @@ static int kept_up(const struct loop_run_result *r)
  * cannot serve the loop fails the same way in every trial). */
 static int pick_block(const struct loop_run_config *cfg, struct loop_run_result *res, uint32_t *block)
 {
-    char why[256] = "";
+    char why[320] = "";
     struct loop_run_config t = *cfg;
     t.seconds = LOOP_RUN_TRIAL_S;
     t.started = NULL;
@@ -858,8 +858,8 @@ static int pick_block(const struct loop_run_config *cfg, struct loop_run_result 
             break;
         last = b;
         size_t k = strlen(why);
-        snprintf(why + k, sizeof why - k, "%s%u: %.0f frames/s, %.1f ms left%s", k ? "; " : "", b, r.fps,
-                 r.owed_ms, r.rc ? " (error)" : r.dropped ? " (drops)" : "");
+        snprintf(why + k, sizeof why - k, "%s%u: %.0f/s, %.1f ms left%s", k ? "; " : "", b, r.fps, r.owed_ms,
+                 r.rc ? " (error)" : r.dropped ? " (drops)" : "");
         if (kept_up(&r)) {
             *block = b;
             snprintf(res->block_why, sizeof res->block_why, "the smallest that kept up in %.1f s trials (%s)",
@@ -886,7 +886,7 @@ int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *
     if (cfg->block)
         return run_one(cfg, res);
     uint32_t b = 0;
-    char why[256];
+    char why[sizeof res->block_why];
     int rc = pick_block(cfg, res, &b);
     res->block_picked = 1;
     if (rc || !b)

@@ -142,7 +142,7 @@ struct loop_run_result {
     double clock_err_us;    /* the stages' clock placement is within this (NaN: not placed) */
     double link_read_us, link_write_us; /* the card's link model for one block / one stimulation */
     int block_picked;       /* 1: cfg.block was 0 and the trials picked res.block */
-    char block_why[256];    /* why that block ("" when cfg.block was given) */
+    char block_why[400];    /* why that block ("" when cfg.block was given) */
     /* Every echo kept: the stimulation's tag, its latency (us), and 1 when
      * its spike fell in the warm-up. Owned by the result. */
     size_t nlat;
