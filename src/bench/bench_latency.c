@@ -10,10 +10,12 @@
 #include "loop/loop.h"
 #include "loop/run.h"
 
-/* Variant v of o: spin spins[v / nreads], reads reads[v % nreads]. */
-#define NVAR(o) ((o)->nspins * (o)->nreads)
-#define VSPIN(o, v) ((o)->spins[(v) / (o)->nreads])
+/* Variant v of o: specs x spins x reads, reads varying fastest. */
+#define NVAR(o) ((o)->nspecs * (o)->nspins * (o)->nreads)
+#define VSPEC(o, v) ((o)->specs[(v) / ((o)->nspins * (o)->nreads)])
+#define VSPIN(o, v) ((o)->spins[(v) / (o)->nreads % (o)->nspins])
 #define VDMA(o, v) ((o)->reads[(v) % (o)->nreads])
+#define SPEC_NAME(s) ((s) ? (s) : LOOP_RUN_DEFAULT_SPEC)
 
 void bench_latency_defaults(struct bench_latency_opts *o)
 {
@@ -25,11 +27,12 @@ void bench_latency_defaults(struct bench_latency_opts *o)
     memcpy(o->blocks, blocks, sizeof blocks);
     o->nblocks = 6;
     o->spins[0] = 50;
-    o->spins[1] = LOOP_RUN_SPIN_US;
+    o->spins[1] = 1000;
     o->nspins = 2;
     o->reads[0] = 1;
     o->reads[1] = 0;
     o->nreads = 2;
+    o->nspecs = 1;
     o->seconds = 2;
     o->repeat = 1;
     o->out_dir = "docs/results";
@@ -44,8 +47,8 @@ struct cell {
 };
 
 /* One run into *c and a row of "results". 0 or the run's error. */
-static int one(const struct bench_latency_opts *o, struct bench_report *rep, int backend, uint32_t block,
-               uint32_t spin, int dma, int round, struct cell *c)
+static int one(const struct bench_latency_opts *o, struct bench_report *rep, int backend, uint32_t block, int v,
+               int round, struct cell *c)
 {
     char truth[64];
     snprintf(truth, sizeof truth, "/tmp/onigpu-benchlat-XXXXXX");
@@ -53,7 +56,9 @@ static int one(const struct bench_latency_opts *o, struct bench_report *rep, int
     if (fd < 0)
         return ONI_EPATHINVALID;
     close(fd);
-    struct loop_run_config cfg = {.backend = backend, .spec = o->spec, .block = block, .seconds = o->seconds,
+    uint32_t spin = VSPIN(o, v);
+    int dma = VDMA(o, v);
+    struct loop_run_config cfg = {.backend = backend, .spec = VSPEC(o, v), .block = block, .seconds = o->seconds,
                                   .truth = truth, .spin_us = spin, .dma_reads = dma};
     struct loop_run_result r;
     int rc = loop_run_session(&cfg, &r);
@@ -62,6 +67,7 @@ static int one(const struct bench_latency_opts *o, struct bench_report *rep, int
     bench_cell_int(rep, "block_frames", block);
     bench_cell_int(rep, "spin_us", spin);
     bench_cell_str(rep, "reads", dma ? "dma" : "blocking");
+    bench_cell_str(rep, "spec", SPEC_NAME(VSPEC(o, v)));
     bench_cell_int(rep, "round", round);
     bench_cell_str(rep, "error", rc ? (r.why[0] ? r.why : oni_error_str(rc)) : "");
     bench_cell_str(rep, "stream", r.gpu_stream ? "gpu" : "default");
@@ -108,9 +114,9 @@ static int one(const struct bench_latency_opts *o, struct bench_report *rep, int
     for (int k = 0; k < LOOP_RUN_NSTAGES; k++)
         c->stage_p50[k] = r.stage[k].p50_us;
     if (o->log)
-        fprintf(o->log, "bench latency: %s block %u spin %u us %s reads (round %d): %s%s latency p50 %.1f p99 %.1f "
+        fprintf(o->log, "bench latency: %s block %u spin %u us %s reads %s (round %d): %s%s latency p50 %.1f p99 %.1f "
                 "p99.9 %.1f us, after the last sample p50 %.1f us, %.0f frames/s%s\n", loop_backend_name(backend), block,
-                spin, dma ? "dma" : "blocking", round,
+                spin, dma ? "dma" : "blocking", SPEC_NAME(VSPEC(o, v)), round,
                 rc ? "error: " : "", rc ? (r.why[0] ? r.why : oni_error_str(rc)) : "", c->lat[0], c->lat[1], c->lat[2],
                 c->after[0], r.fps, r.verdict == 0 ? " (NOT keeping up)" : "");
     loop_run_result_free(&r);
@@ -174,8 +180,7 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
                 }
                 if (!n)
                     continue;
-                snprintf(names[ns], sizeof names[ns], "%s spin %u %s %s", loop_backend_name(bes[e]), VSPIN(o, s),
-                         VDMA(o, s) ? "dma" : "blocking", pn[p]);
+                snprintf(names[ns], sizeof names[ns], "%s v%d %s", loop_backend_name(bes[e]), s, pn[p]);
                 ser[ns] = (struct bench_series){names[ns], x[ns], y[ns], n, BENCH_LINES_POINTS};
                 ns++;
             }
@@ -206,8 +211,7 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
             ns++;
         }
     char title[96];
-    snprintf(title, sizeof title, "after the block's last sample: each stage's p50 (spin %u us, %s reads)", VSPIN(o, s),
-             VDMA(o, s) ? "dma" : "blocking");
+    snprintf(title, sizeof title, "after the block's last sample: each stage's p50 (variant v%d)", s);
     struct bench_plot st = {title, "block (frames)", "p50 (us)", 1, 1, ser, ns};
     int rc2 = ns ? bench_report_plot(rep, "stages", &st) : 0;
     return rc ? rc : rc2;
@@ -220,7 +224,8 @@ int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *r
         if (o->backends >> b & 1)
             bes[nbe++] = b;
     *failed = *measured = 0;
-    if (!nbe || o->nblocks < 1 || NVAR(o) < 1 || o->repeat < 1 || o->repeat > 64)
+    if (!nbe || o->nblocks < 1 || o->nspecs < 1 || o->nspins < 1 || o->nreads < 1 || NVAR(o) > 16 || o->repeat < 1 ||
+        o->repeat > 64)
         return ONI_EINVALARG;
     size_t stride = (size_t)nbe * NVAR(o) * o->nblocks; /* cells of one round */
     struct cell *cells = calloc(stride * (size_t)o->repeat, sizeof *cells);
@@ -228,14 +233,23 @@ int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *r
         return ONI_EBADALLOC;
     bench_report_meta_num(rep, "seconds_per_run", o->seconds);
     bench_report_meta_num(rep, "repeat", o->repeat);
-    bench_report_meta(rep, "spec", o->spec ? o->spec : LOOP_RUN_DEFAULT_SPEC);
+    /* the plots name variants v0, v1, ...: what each is */
+    for (int v = 0; v < NVAR(o); v++) {
+        char key[16], val[700];
+        snprintf(key, sizeof key, "v%d", v);
+        snprintf(val, sizeof val, "spec %s, spin %u us, %s reads", SPEC_NAME(VSPEC(o, v)), VSPIN(o, v),
+                 VDMA(o, v) ? "dma" : "blocking");
+        bench_report_meta(rep, key, val);
+        if (o->log)
+            fprintf(o->log, "bench latency: variant %s: %s\n", key, val);
+    }
     int rc = 0;
     for (int r = 0; r < o->repeat && !rc && !bench_stopped(); r++)
         for (int b = 0; b < o->nblocks && !rc && !bench_stopped(); b++)
             for (int e = 0; e < nbe && !rc && !bench_stopped(); e++)
                 for (int s = 0; s < NVAR(o) && !rc && !bench_stopped(); s++) {
                     size_t i = (size_t)r * stride + ((size_t)e * NVAR(o) + s) * o->nblocks + b;
-                    int err = one(o, rep, bes[e], o->blocks[b], VSPIN(o, s), VDMA(o, s), r, &cells[i]);
+                    int err = one(o, rep, bes[e], o->blocks[b], s, r, &cells[i]);
                     if (err == ONI_EPATHINVALID || err == ONI_EBADALLOC)
                         rc = err; /* the benchmark itself cannot go on */
                     else if (err)
@@ -258,6 +272,8 @@ int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *r
                     bench_cell_str(rep, "reads", VDMA(o, s) ? "dma" : "blocking");
                     bench_cell_int(rep, "vs_spin_us", VSPIN(o, 0));
                     bench_cell_str(rep, "vs_reads", VDMA(o, 0) ? "dma" : "blocking");
+                    bench_cell_str(rep, "spec", SPEC_NAME(VSPEC(o, s)));
+                    bench_cell_str(rep, "vs_spec", SPEC_NAME(VSPEC(o, 0)));
                     bench_cell_num(rep, "lat_p50_ratio", ratio(c->lat[0], ref->lat[0]));
                     bench_cell_num(rep, "lat_p99_ratio", ratio(c->lat[1], ref->lat[1]));
                     bench_cell_num(rep, "lat_p999_ratio", ratio(c->lat[2], ref->lat[2]));

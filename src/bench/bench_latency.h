@@ -19,17 +19,18 @@ struct bench_latency_opts {
     int nspins;
     int reads[2];                       /* loop_run_config.dma_reads values (0 blocking, 1 DMA) */
     int nreads;
-    /* A variant is a (spin, reads) pair; the first (spins[0], reads[0]) is
-     * the reference of the ratios. */
+    const char *specs[4];               /* the cards (NULL: LOOP_RUN_DEFAULT_SPEC) */
+    int nspecs;
+    /* A variant is a (spec, spin, reads) triple; the first (specs[0],
+     * spins[0], reads[0]) is the reference of the ratios. */
     double seconds;                     /* per run (>= LOOP_RUN_MIN_SECONDS) */
     int repeat;                         /* runs per configuration, interleaved (>= 1) */
-    const char *spec;                   /* the card (NULL: LOOP_RUN_DEFAULT_SPEC) */
     const char *out_dir;
     FILE *log;                          /* one line per run (may be NULL) */
 };
 
 /* Defaults: cpu and every available GPU backend, blocks 1,2,4,8,16,32, spins
- * 50 (the engine's own default) and LOOP_RUN_SPIN_US, reads dma (as the
+ * 50 (LOOP_RUN_SPIN_US, the engine's own) and 1000, reads dma (as the
  * loop read before) and blocking, 2 s, once. */
 void bench_latency_defaults(struct bench_latency_opts *o);
 

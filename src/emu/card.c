@@ -456,6 +456,8 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint32_t timeout_ms)
             continue;
         }
         f->want = n;
+        if (c->batch_ns && c->running)
+            pthread_cond_signal(&c->gen_cond); /* a batching generator wakes for this block's last frame */
         emu_card_sleep(c, &f->sleeper, &f->cond, &ts, deadline);
         f->want = 0;
     }
@@ -866,6 +868,7 @@ int emu_card_create(const char *spec, struct emu_card **out, char *err, size_t e
     if (!c)
         return ONI_EBADALLOC;
     pthread_mutex_init(&c->lock, NULL);
+    c->batch_ns = EMU_BATCH_NS;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -22,6 +22,7 @@
 #define EMU_MAX_ARGS 12
 #define EMU_MAX_READ (1u << 20) /* largest read_size a device may have */
 #define EMU_GEN_CHUNK (256u << 10) /* bytes generated per hold of the card lock */
+#define EMU_BATCH_NS 1000000ull   /* batch= default: 1 ms */
 #define EMU_NO_ENABLE 0xFFFFFFFFu  /* emu_dev.enable_reg of a device without an ENABLE register */
 
 /* Register addresses common to every device but the hub managers
@@ -231,6 +232,7 @@ struct emu_card {
     atomic_uint lock_waiters; /* threads blocked in emu_card_lock */
     int fast;           /* mode=fast */
     int spin;           /* wake=spin: the generator and waiting readers poll instead of sleeping */
+    uint64_t batch_ns;  /* batch=: the generator's longest sleep past a due frame with no reader waiting */
     uint64_t seed;
     oniemu_link_t link;
     char spec[512];

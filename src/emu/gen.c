@@ -202,6 +202,51 @@ uint64_t emu_gen_next_due(struct emu_card *c)
     return t;
 }
 
+/* When FIFO k will hold need more bytes: the due time of the frame that
+ * completes them when one periodic device feeds it (after m more periods:
+ * advance() m times), else the earliest due frame of those that feed it.
+ * UINT64_MAX when none does. */
+static uint64_t need_due(const struct emu_card *c, int k, size_t need)
+{
+    const struct emu_dev *only = NULL;
+    int n = 0;
+    uint64_t first = UINT64_MAX;
+    for (int i = 0; i < c->ndev; i++) {
+        const struct emu_dev *d = &c->dev[i];
+        if (!periodic(d) || (d->route ? 1 : 0) != k)
+            continue;
+        n++;
+        only = d;
+        if (d->next_due < first)
+            first = d->next_due;
+    }
+    if (n != 1)
+        return first;
+    uint64_t frame = ONI_RFRAMEHEADERSZ + oni_pad4(only->desc.read_size);
+    uint64_t m = (need + frame - 1) / frame - 1;
+    return only->next_due + m * only->per_q + (uint64_t)(((unsigned __int128)m * only->per_r + only->rem) / only->rate_mhz);
+}
+
+/* When the generator has work next (acquisition ticks, now = the clock):
+ * the frame that completes a waiting reader's bytes, and otherwise the next
+ * due frame, but no sooner than batch_ns from now (batch 0: every frame). */
+static uint64_t next_work(struct emu_card *c, uint64_t now)
+{
+    uint64_t due = emu_gen_next_due(c);
+    if (due == UINT64_MAX)
+        return due;
+    uint64_t batch = (uint64_t)((unsigned __int128)c->batch_ns * EMU_ACQ_HZ / 1000000000u);
+    uint64_t t = due > now + batch ? due : now + batch;
+    for (int k = 0; k < 2; k++) {
+        const struct emu_fifo *f = &c->fifo[k];
+        if (f->want > f->fill) {
+            uint64_t r = need_due(c, k, f->want - f->fill);
+            t = r < t ? r : t;
+        }
+    }
+    return t;
+}
+
 void emu_gen_restart(struct emu_card *c, uint64_t t)
 {
     for (int i = 0; i < c->ndev; i++) {
@@ -242,7 +287,7 @@ static void *gen_main(void *arg)
                 emu_card_yield(c);
                 continue;
             }
-            uint64_t due = emu_gen_next_due(c);
+            uint64_t due = c->spin ? emu_gen_next_due(c) : next_work(c, emu_card_now(c));
             if (due != UINT64_MAX) {
                 uint64_t due_ns = c->t0_ns + (uint64_t)((unsigned __int128)due * 1000000000u / EMU_ACQ_HZ);
                 if (due_ns < wake_ns)

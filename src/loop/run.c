@@ -426,8 +426,10 @@ static int setup(struct session *s)
     c->ephys = s->st;
     c->spin_us = cfg->spin_us ? cfg->spin_us : LOOP_RUN_SPIN_US;
     /* every block's timings, for the stages of the latency (at most 2^19:
-     * 16 MiB; stimulations past them get only the hub-clock figures) */
-    double nblk = ceil(cfg->seconds * s->p.fs_hz / cfg->block) + 64;
+     * 16 MiB; stimulations past them get only the hub-clock figures): room
+     * for a run that ends late and for a backlog read at the probe's rate
+     * and more */
+    double nblk = ceil((cfg->seconds + 2) * 1.5 * s->p.fs_hz / cfg->block) + 64;
     c->record_cap = nblk < (double)MAX_REC ? (uint32_t)nblk : MAX_REC;
     if ((rc = source(s, in_bytes)) != 0)
         return rc;

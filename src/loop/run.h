@@ -39,7 +39,7 @@
 #define LOOP_RUN_WARMUP_S 1.0    /* latencies of the first second are reported apart */
 #define LOOP_RUN_TRIAL_S 1.0     /* block 0 (pick): each candidate block's trial run */
 #define LOOP_RUN_PICK_MAX 256    /* ... blocks 1, 2, 4, ... up to this one */
-#define LOOP_RUN_SPIN_US 1000u   /* spin_us 0: how long a waiting loop thread spins (yielding) before it sleeps */
+#define LOOP_RUN_SPIN_US 50u     /* spin_us 0: how long a waiting loop thread spins (yielding) before it sleeps */
 /* A real rig: the breakout board with its loopback wire, an NP2.0e on port A. */
 #define LOOP_RUN_DEFAULT_SPEC "devices=breakout:loopback=1,np2e;mode=realtime"
 

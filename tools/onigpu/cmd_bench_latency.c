@@ -17,7 +17,7 @@ static int run(int argc, char **argv);
 CLI_COMMAND(bench_latency, "bench latency",
             "[--backends all|LIST] [--blocks 1,2,4,8,16,32] [--spins 50,1000] [--reads dma,blocking] [--seconds 2] "
             "[--repeat 1] "
-            "[--emu SPEC] [--out docs/results]",
+            "[--emu SPEC]... [--out docs/results]",
             "closed-loop latency on the emulated card against block size, per backend and spin; "
             "where the time after the block's last sample goes; CSV, JSON, PNG", NULL, run)
 
@@ -56,6 +56,7 @@ static int parse_reads(const char *opt, const char *v, struct bench_latency_opts
 static int parse_args(int argc, char **argv, struct bench_latency_opts *o)
 {
     const struct cli_command *cmd = &cli_cmd_bench_latency;
+    int nspec = 0;
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;
@@ -86,7 +87,11 @@ static int parse_args(int argc, char **argv, struct bench_latency_opts *o)
             if (!(st = cli_arg_count(cmd, a, v, 1, 64, &n)))
                 o->repeat = (int)n;
         } else if (!strcmp(a, "--emu") || !strcmp(a, "--devices")) {
-            st = cli_arg_text(cmd, a, v, "the emulated card's spec string (oniemu.h)", &o->spec);
+            /* repeatable: each card is a variant */
+            if (nspec == 4)
+                st = cli_bad_value(cmd, a, v, "given at most 4 times");
+            else if (!(st = cli_arg_text(cmd, a, v, "the emulated card's spec string (oniemu.h)", &o->specs[nspec])))
+                o->nspecs = ++nspec;
         } else if (!strcmp(a, "--out")) {
             st = cli_arg_text(cmd, a, v, "the name of a directory", &o->out_dir);
         } else {
@@ -94,6 +99,10 @@ static int parse_args(int argc, char **argv, struct bench_latency_opts *o)
         }
         if (st)
             return st;
+    }
+    if (o->nspecs * o->nspins * o->nreads > 16) {
+        fprintf(stderr, "onigpu bench latency: at most 16 variants (cards x spins x reads)\n");
+        return cli_usage(cmd);
     }
     return 0;
 }
