@@ -11,7 +11,7 @@
  *                         the clock (a core each for the generator and a waiting
  *                         reader; lower latency where timer wake-ups are late)
  *   batch=1000            realtime, wake=sleep: with no reader waiting, the generator
- *                         wakes at most every batch us (0: at every frame's due time);
+ *                         wakes at most every batch us (0..10^7; 0: at every frame's due time);
  *                         a waiting reader's block is made when its last frame is due
  *   ddr=4G                card FIFO ("DDR") capacity, split between the two data streams
  *   seed=1                seed of every random source (neural data is reproducible)

@@ -543,8 +543,8 @@ int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err,
             c->spin = !strcmp(v, "spin");
         } else if (!strcmp(kv, "batch")) {
             uint64_t us;
-            if (emu_parse_u64(v, 0, &us) || us > 100000) {
-                snprintf(err, cap, "bad batch=%s (0..100000 us)", v);
+            if (emu_parse_u64(v, 0, &us) || us > 10000000) {
+                snprintf(err, cap, "bad batch=%s (0..10000000 us)", v);
                 return ONI_EINVALARG;
             }
             c->batch_ns = us * 1000u;
