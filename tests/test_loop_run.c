@@ -104,8 +104,12 @@ TEST(run_long_blocks_units_and_files)
     /* A sanitized build may not get past the detector's calibration in 2 s. */
     if (RUN_REALTIME_BUILD)
         CHECK(echoed > 0);
+    /* every echo's latency spans a block (50 ms); a slow build's may all be in the warm-up */
+    double p50 = after("after the warm-up): p50 ");
+    if (isnan(p50))
+        p50 = after("not in the figures above): p50 ");
     if (echoed)
-        CHECK(after("after the warm-up): p50 ") > 10000);
+        CHECK(p50 > 10000);
     /* the workload for advise: bytes per block and FLOP per byte */
     json_t *v = result_set_load(dir, "run/run-*.json");
     REQUIRE(v != NULL);
@@ -517,12 +521,13 @@ TEST(run_reused_out_replaces_nothing)
     CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5", "--out", dir), 0);
     CHECK(unit_sh("test $(ls %s/truth-*.csv | wc -l) -eq 2 && test $(ls %s/run/run-*.json | wc -l) -eq 2", dir, dir) ==
           0);
-    /* the names of the next few seconds taken: the run must refuse, not overwrite */
-    CHECK(unit_sh("for i in 0 1 2 3 4 5; do echo keep > %s/truth-$(date -u -d \"+$i sec\" +%%Y%%m%%d-%%H%%M%%S).csv; "
+    /* the names of the next minute taken (a loaded machine may take seconds
+     * to start the run): the run must refuse, not overwrite */
+    CHECK(unit_sh("for i in $(seq 0 59); do echo keep > %s/truth-$(date -u -d \"+$i sec\" +%%Y%%m%%d-%%H%%M%%S).csv; "
                   "done", dir) == 0);
     CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5", "--out", dir), 2);
     CHECK(strstr(out, "a run started in the same second: not replaced") != NULL);
-    CHECK(unit_sh("test $(grep -l '^keep$' %s/truth-*.csv | wc -l) -eq 6", dir) == 0);
+    CHECK(unit_sh("test $(grep -l '^keep$' %s/truth-*.csv | wc -l) -eq 60", dir) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 

@@ -282,7 +282,7 @@ static void start(struct emu_card *c, uint64_t t)
 
 static void reset_counter(struct emu_card *c)
 {
-    emu_card_deliver(c, UINT64_MAX); /* stamped on the clock that ends here */
+    emu_gen_flush_writes(c); /* their arrival times are on the old clock */
     c->t0_ns = oni_now_ns();
     c->gen_now = 0;
     emu_gen_restart(c, 0);
@@ -314,7 +314,7 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
         if (value && !c->running) /* fast mode: the clock moves on past the last frame */
             start(c, c->fast && c->gen_now ? c->gen_now + 1 : emu_card_now(c));
         else if (!value && c->running) {
-            emu_card_deliver(c, UINT64_MAX); /* the writes of before the stop */
+            emu_gen_flush_writes(c);
             c->running = 0;
             /* The host flushes what it buffered of the default stream now
              * (ONI_OPT_RUNNING flushes buffers), so its FIFO goes too: the
@@ -329,7 +329,7 @@ int emu_card_write_config(struct emu_card *c, oni_config_t reg, uint32_t value)
         if (value) {
             if (c->running && c->truth_file)
                 fflush(c->truth_file); /* acquisition stops: as RUNNING = 0 does */
-            emu_card_deliver(c, UINT64_MAX);
+            emu_gen_flush_writes(c);
             c->running = 0;
             emu_fifo_flush(&c->fifo[0]);
             emu_fifo_flush(&c->fifo[1]);
@@ -611,65 +611,39 @@ static int check_wframes(struct emu_card *c, const uint8_t *p, size_t n)
     return 1;
 }
 
-/* Deliver the n bytes of write frames at p to their devices at time now
- * (card lock held). They are read (and checked) again: a caller that changed
- * them since the check gets no more delivered from the first one that
- * changed. */
-static void deliver(struct emu_card *c, const uint8_t *p, size_t n, uint64_t now)
+/* Queue all the write frames at p (checked) for the generator, or none; 1 if queued. */
+static int defer_wframes(struct emu_card *c, const uint8_t *p, size_t n, uint64_t now)
 {
-    size_t bytes;
+    size_t bytes, frames = 0;
     struct emu_dev *d;
+    for (size_t off = 0; off < n; off += ONI_WFRAMEHEADERSZ + bytes, frames++)
+        if (!wframe_at(c, p, n, off, &bytes) || bytes > EMU_WPEND_BYTES)
+            return 0;
+    if (frames > EMU_WPEND_MAX - c->wpend_n)
+        return 0;
     for (size_t off = 0; off < n && (d = wframe_at(c, p, n, off, &bytes)); off += ONI_WFRAMEHEADERSZ + bytes) {
         d->wframes++;
-        if (d->type->write)
-            d->type->write(d, p + off + ONI_WFRAMEHEADERSZ, bytes, now);
+        emu_gen_defer_write(c, d, p + off + ONI_WFRAMEHEADERSZ, bytes, now);
     }
-}
-
-void emu_card_deliver(struct emu_card *c, uint64_t upto)
-{
-    while (c->pend_n && c->pend[c->pend_rd].t <= upto) {
-        struct emu_pending *w = &c->pend[c->pend_rd];
-        c->pend_rd = (c->pend_rd + 1) % EMU_PEND_MAX;
-        c->pend_n--;
-        deliver(c, w->b, w->n, w->t);
-    }
-}
-
-/* Keep the write of n bytes at p for the generator, to be delivered at now
- * once it passes now: 1, or 0 when it does not fit (too large, queue full). */
-static int defer(struct emu_card *c, const uint8_t *p, size_t n, uint64_t now)
-{
-    if (n > EMU_PEND_BYTES || c->pend_n == EMU_PEND_MAX)
-        return 0;
-    struct emu_pending *w = &c->pend[(c->pend_rd + c->pend_n) % EMU_PEND_MAX];
-    w->t = now;
-    w->n = (uint32_t)n;
-    memcpy(w->b, p, n);
-    c->pend_n++;
-    pthread_cond_signal(&c->gen_cond);
     return 1;
 }
 
-/* Realtime, card lock held: generate every frame due by `now` (the arrival of
- * write frames) before they are delivered, so an echo never overtakes a frame
- * due before it and each read stream stays in time order. When that takes
- * more than a chunk (the generator thread fell behind: a starved machine, a
- * sanitizer build), a small write is left to the generator, which delivers it
- * at `now` once it gets there (*deferred = 1; the writer does not wait for
- * the generator's backlog, which took seconds under TSan). A large one, or
- * one that finds the queue full, catches up here a chunk per hold of the
- * lock, until the deadline (then ONI_ETIMEOUT: the frames are not
- * delivered). Sets *now to the time to stamp the delivery with: `now`, or
- * the last generated frame's time if the generator thread went past `now`
- * while the lock was free. */
-static int catch_up(struct emu_card *c, const uint8_t *p, size_t n, uint64_t *now, uint64_t deadline, int *deferred)
+/* Realtime, card lock held: write frames take effect at their arrival `now`,
+ * after every frame due by then, so an echo never overtakes a frame due
+ * before it and each read stream stays in time order. Generate what is due;
+ * a generator thread that fell behind (a starved machine, a sanitizer) may
+ * owe more than one chunk: then the frames are queued for the generator to
+ * apply when it gets there (returns 1), as a card's write does not wait for
+ * its read side. If they do not fit the queue, catch up a chunk per hold of
+ * the lock until the deadline (then ONI_ETIMEOUT: the frames are not
+ * delivered). Sets *now to the time to stamp a delivery made at once with:
+ * `now`, or the last generated frame's time if the generator thread went
+ * past `now` while the lock was free. */
+static int catch_up(struct emu_card *c, const uint8_t *p, size_t n, uint64_t *now, uint64_t deadline)
 {
-    *deferred = 0;
-    if (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK && defer(c, p, n, *now)) {
-        emu_gen_wake(c);
-        *deferred = 1;
-        return 0;
+    if (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK && defer_wframes(c, p, n, *now)) {
+        pthread_cond_signal(&c->gen_cond); /* a batching generator applies it when it gets there */
+        return 1;
     }
     while (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK) {
         if (oni_now_ns() >= deadline)
@@ -701,14 +675,22 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
     emu_wait_until_ns(t0 + emu_link_ns(&c->link, n)); /* the frames cross the link first */
     emu_card_lock(c);
     uint64_t now = emu_card_now(c);
-    int deferred = 0;
-    if (c->running && !c->fast && catch_up(c, p, n, &now, oni_ms_from_now(timeout_ms), &deferred) < 0) {
+    int late = c->running && !c->fast ? catch_up(c, p, n, &now, oni_ms_from_now(timeout_ms)) : 0;
+    if (late) {
+        if (late > 0)
+            emu_gen_wake(c); /* readers: the chunk generated here */
         pthread_mutex_unlock(&c->lock);
-        return ONI_ETIMEOUT;
+        return late > 0 ? (int)n : ONI_ETIMEOUT;
     }
-    if (!deferred) {
-        emu_card_deliver(c, UINT64_MAX); /* writes left to the generator go first (none is later than now) */
-        deliver(c, p, n, now);
+    /* The frames are read (and checked) again from src: a caller that
+     * changed them since the check gets no more delivered from the first
+     * one that changed. */
+    size_t bytes;
+    struct emu_dev *d;
+    for (size_t off = 0; off < n && (d = wframe_at(c, p, n, off, &bytes)); off += ONI_WFRAMEHEADERSZ + bytes) {
+        d->wframes++;
+        if (d->type->write)
+            d->type->write(d, p + off + ONI_WFRAMEHEADERSZ, bytes, now);
     }
     emu_gen_wake(c);
     pthread_mutex_unlock(&c->lock);

@@ -216,15 +216,15 @@ struct emu_truth {
 };
 
 #define EMU_SIGQ_CAP 65536
-#define EMU_PEND_MAX 64     /* write frames waiting for the generator to pass their time */
-#define EMU_PEND_BYTES 256  /* the largest write that may wait so (a stimulator's is 12 bytes) */
 
-/* A write that came while the generator was behind: delivered (card lock
- * held) once every frame due at or before t is generated. */
-struct emu_pending {
+/* A write frame waiting for the generator to reach its arrival time t. */
+#define EMU_WPEND_MAX 256
+#define EMU_WPEND_BYTES 64
+struct emu_wpend {
+    struct emu_dev *d;
     uint64_t t;
     uint32_t n;
-    uint8_t b[EMU_PEND_BYTES];
+    uint8_t data[EMU_WPEND_BYTES];
 };
 
 struct emu_card {
@@ -266,8 +266,10 @@ struct emu_card {
 
     /* write streams */
     uint64_t bad_wframes;
-    struct emu_pending pend[EMU_PEND_MAX]; /* in time order */
-    unsigned pend_rd, pend_n;
+    /* write frames that arrived while the generator was behind, applied in
+     * time order as it passes their arrival (gen.c) */
+    struct emu_wpend wpend[EMU_WPEND_MAX];
+    unsigned wpend_rd, wpend_n;
 
     /* ground truth */
     FILE *truth_file;
@@ -309,15 +311,19 @@ int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, 
                         uint64_t *wframes);
 
 /* Generation (gen.c), card lock held. Produce every frame due at or before
- * until, delivering the pending writes in time order among them (a write at
- * t after every frame due at or before t), stopping after about max_bytes,
- * or after one frame when a thread waits for the card lock. Returns the
- * bytes of the frames generated or dropped (0: none was due), max_bytes or
- * more when it stopped before until: the caller is behind and lets the
- * lock's waiters in (emu_card_yield) before it goes on. */
+ * until, and apply the queued write frames that arrived by then, each after
+ * the frames due before it; stops after about max_bytes, or after one frame
+ * when a thread waits for the card lock; returns the bytes of the frames
+ * generated, delivered or dropped (0: none was due), max_bytes or more when
+ * it stopped before until: the caller is behind and lets the lock's waiters
+ * in (emu_card_yield) before it goes on. */
 size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes);
-/* Deliver the pending writes of time <= upto (card.c; card lock held). */
-void emu_card_deliver(struct emu_card *c, uint64_t upto);
+/* Queue the payload of a write frame for d, arriving at t, to be applied when
+ * the generator reaches t (card lock held); 0, or -1 if it does not fit. */
+int emu_gen_defer_write(struct emu_card *c, struct emu_dev *d, const uint8_t *src, size_t n, uint64_t t);
+/* Apply every queued write frame now, in order (card lock held): before the
+ * card stops, resets or restarts its clock. */
+void emu_gen_flush_writes(struct emu_card *c);
 /* Earliest due time of an enabled periodic device, UINT64_MAX if none. */
 uint64_t emu_gen_next_due(struct emu_card *c);
 /* Signal readers whose wanted bytes are there, and count every sleeper that

@@ -144,20 +144,16 @@ static void advance(struct emu_dev *d)
     }
 }
 
-/* A pending write is due before the frame at t. */
-static int write_before(const struct emu_card *c, uint64_t t)
-{
-    return c->pend_n && c->pend[c->pend_rd].t < t;
-}
-
-size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
+/* Every frame due at or before until, up to about max_bytes, or one frame
+ * when a thread waits for the card lock (a register access, a reader, a
+ * writer): then max_bytes, as behind. A generator that fell behind (a
+ * starved or instrumented build) so holds the lock for one frame's work, not
+ * a chunk's (under ASan a chunk took milliseconds, and each register access
+ * of a BNO055 poll waited that long). */
+static size_t gen_range(struct emu_card *c, uint64_t until, size_t max_bytes)
 {
     size_t tried = 0;
     while (tried < max_bytes) {
-        /* Someone waits for the lock (a register access, a reader, a
-         * writer): one frame per hold then, so that a generator that fell
-         * behind (a starved or instrumented build) holds it for one frame's
-         * work, not a chunk's (which under ASan took milliseconds). */
         if (tried && atomic_load_explicit(&c->lock_waiters, memory_order_relaxed))
             return max_bytes;
         struct emu_dev *best = NULL;
@@ -174,12 +170,8 @@ size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
                 second = d->next_due;
             }
         }
-        if (!best || best->next_due > until) {
-            emu_card_deliver(c, until);
+        if (!best || best->next_due > until)
             break;
-        }
-        if (best->next_due && write_before(c, best->next_due))
-            emu_card_deliver(c, best->next_due - 1);
         size_t frame = ONI_RFRAMEHEADERSZ + oni_pad4(best->desc.read_size);
         do { /* a run of best's frames until another device is due */
             uint64_t t = best->next_due;
@@ -187,10 +179,49 @@ size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
             tried += frame;
             c->gen_now = t;
             advance(best);
-        } while (tried < max_bytes && best->next_due <= until && best->next_due < second &&
-                 !write_before(c, best->next_due));
+        } while (tried < max_bytes && best->next_due <= until && best->next_due < second);
     }
     return tried;
+}
+
+static void apply_write(struct emu_card *c)
+{
+    struct emu_wpend *w = &c->wpend[c->wpend_rd];
+    if (w->d->type->write)
+        w->d->type->write(w->d, w->data, w->n, w->t);
+    c->wpend_rd = (c->wpend_rd + 1) % EMU_WPEND_MAX;
+    c->wpend_n--;
+}
+
+size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes)
+{
+    size_t tried = 0;
+    while (c->wpend_n && c->wpend[c->wpend_rd].t <= until) {
+        tried += gen_range(c, c->wpend[c->wpend_rd].t, max_bytes - tried);
+        if (tried >= max_bytes)
+            return tried;
+        apply_write(c);
+    }
+    return tried + gen_range(c, until, max_bytes - tried);
+}
+
+int emu_gen_defer_write(struct emu_card *c, struct emu_dev *d, const uint8_t *src, size_t n, uint64_t t)
+{
+    if (c->wpend_n == EMU_WPEND_MAX || n > EMU_WPEND_BYTES)
+        return -1;
+    struct emu_wpend *w = &c->wpend[(c->wpend_rd + c->wpend_n) % EMU_WPEND_MAX];
+    w->d = d;
+    w->t = t;
+    w->n = (uint32_t)n;
+    memcpy(w->data, src, n);
+    c->wpend_n++;
+    return 0;
+}
+
+void emu_gen_flush_writes(struct emu_card *c)
+{
+    while (c->wpend_n)
+        apply_write(c);
 }
 
 uint64_t emu_gen_next_due(struct emu_card *c)
@@ -228,8 +259,9 @@ static uint64_t need_due(const struct emu_card *c, int k, size_t need)
 }
 
 /* When the generator has work next (acquisition ticks, now = the clock):
- * the frame that completes a waiting reader's bytes, and otherwise the next
- * due frame, but no sooner than batch_ns from now (batch 0: every frame). */
+ * the frame that completes a waiting reader's bytes, a queued write, and
+ * otherwise the next due frame, but no sooner than batch_ns from now
+ * (batch 0: every frame). */
 static uint64_t next_work(struct emu_card *c, uint64_t now)
 {
     uint64_t due = emu_gen_next_due(c);
@@ -237,6 +269,8 @@ static uint64_t next_work(struct emu_card *c, uint64_t now)
         return due;
     uint64_t batch = (uint64_t)((unsigned __int128)c->batch_ns * EMU_ACQ_HZ / 1000000000u);
     uint64_t t = due > now + batch ? due : now + batch;
+    if (c->wpend_n && c->wpend[c->wpend_rd].t < t)
+        t = c->wpend[c->wpend_rd].t;
     for (int k = 0; k < 2; k++) {
         const struct emu_fifo *f = &c->fifo[k];
         if (f->want > f->fill) {
@@ -267,10 +301,11 @@ void emu_gen_wake(struct emu_card *c)
     emu_card_rouse(c, &c->sig_sleeper, c->sig_fill > 0); /* sig_push woke it */
 }
 
-/* Realtime: generate what is due by the wall clock, then sleep until the
- * next frame is due (or a configuration change wakes us); with wake=spin,
- * poll the clock instead (a timer wake-up is late by tens of us on some
- * machines, e.g. VMs). */
+/* Realtime: generate what is due by the wall clock, then sleep until there
+ * is work (next_work: a waiting reader's last frame, else at most batch_ns
+ * past the next due frame; a configuration change or a reader that starts
+ * waiting wakes us); with wake=spin, poll the clock for every frame instead
+ * (a timer wake-up is late by tens of us on some machines, e.g. VMs). */
 static void *gen_main(void *arg)
 {
     struct emu_card *c = arg;

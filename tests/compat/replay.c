@@ -20,13 +20,28 @@ static void vsay(const replay_t *rp, const char *tag, const char *at, const char
     fputc('\n', stderr);
 }
 
+static void vfail(replay_t *rp, const char *at, const char *fmt, va_list ap)
+{
+    pthread_mutex_lock(&rp->lock);
+    vsay(rp, "FAIL", at, fmt, ap);
+    rp->failures++;
+    pthread_mutex_unlock(&rp->lock);
+}
+
 void rp_fail(replay_t *rp, const char *at, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsay(rp, "FAIL", at, fmt, ap);
+    vfail(rp, at, fmt, ap);
     va_end(ap);
-    rp->failures++;
+}
+
+int rp_failures(replay_t *rp)
+{
+    pthread_mutex_lock(&rp->lock);
+    int n = rp->failures;
+    pthread_mutex_unlock(&rp->lock);
+    return n;
 }
 
 int rp_check(replay_t *rp, int ok, const char *at, const char *fmt, ...)
@@ -34,9 +49,8 @@ int rp_check(replay_t *rp, int ok, const char *at, const char *fmt, ...)
     if (!ok) {
         va_list ap;
         va_start(ap, fmt);
-        vsay(rp, "FAIL", at, fmt, ap);
+        vfail(rp, at, fmt, ap);
         va_end(ap);
-        rp->failures++;
     }
     return ok;
 }
@@ -61,6 +75,7 @@ static void trace(const replay_t *rp, const char *what, long a, long b, long c, 
 int rp_open(replay_t *rp, const char *who, const char *driver, int index, const char *at)
 {
     memset(rp, 0, sizeof *rp);
+    pthread_mutex_init(&rp->lock, NULL);
     rp->who = who;
     rp->verbose = getenv("REPLAY_VERBOSE") != NULL;
     rp->ctx = oni_create_ctx(driver);
@@ -162,6 +177,13 @@ int rp_expect_device(replay_t *rp, oni_dev_idx_t idx, oni_dev_id_t id, uint32_t 
                     (unsigned)idx, onix_device_str((int)id), (unsigned)d->version, (unsigned)min_version);
 }
 
+int rp_frame_size_ok(replay_t *rp, const oni_frame_t *f, const char *at)
+{
+    const oni_device_t *d = rp_device(rp, f->dev_idx);
+    return rp_check(rp, d && f->data_sz == d->read_size, at, "frame of device %u with %u bytes, the table says %u",
+                    (unsigned)f->dev_idx, (unsigned)f->data_sz, d ? (unsigned)d->read_size : 0u);
+}
+
 int rp_read(replay_t *rp, oni_dev_idx_t idx, oni_reg_addr_t addr, oni_reg_val_t *v, const char *at)
 {
     *v = 0;
@@ -251,6 +273,66 @@ void rp_check_rate(replay_t *rp, const char *name, const rp_clock_t *c, double h
     double period = (double)(c->last - c->first) / (double)(c->n - 1) / clock_hz;
     rp_check(rp, fabs(period * hz - 1) < 0.1, at, "%s: %ld frames, mean period %.3g us by the hub clock, want %.3g us",
              name, c->n, period * 1e6, 1e6 / hz);
+}
+
+void rp_bno_poll(replay_t *rp, rp_bno_t *b)
+{
+    for (size_t i = 0; i < b->nreads; i++) {
+        uint32_t v, reg = 0x1A + b->reads[i][0];
+        int rc = rp_i2c_read(rp, RP_PASSTHROUGH_A, RP_BNO_ADDR, reg, b->reads[i][1], 0, &v);
+        if (!rp_check(rp, rc == ONI_ESUCCESS, b->at_read, "BNO055 read at 0x%x: %d (%s)", (unsigned)reg, rc,
+                      oni_error_str(rc)))
+            return;
+    }
+    oni_reg_val_t lo = 0, hi = 0;
+    if (rp_read(rp, RP_PASSTHROUGH_A, RP_DS_LASTI2CL, &lo, b->at_time) ||
+        rp_read(rp, RP_PASSTHROUGH_A, RP_DS_LASTI2CH, &hi, b->at_time))
+        return;
+    uint64_t t = (uint64_t)hi << 32 | lo;
+    rp_check(rp, t > b->last, b->at_time, "LASTI2C time %llu does not advance (previous %llu)",
+             (unsigned long long)t, (unsigned long long)b->last);
+    b->last = t;
+    b->polls++;
+}
+
+static int poller_stopped(rp_poller_t *p)
+{
+    pthread_mutex_lock(&p->rp->lock);
+    int stop = p->stop;
+    pthread_mutex_unlock(&p->rp->lock);
+    return stop;
+}
+
+static void *poller_main(void *arg)
+{
+    rp_poller_t *p = arg;
+    double next = rp_now();
+    while (!poller_stopped(p)) {
+        double left = next - rp_now();
+        if (left > 0)
+            rp_sleep_ms((unsigned)(left * 1e3) + 1);
+        p->fn();
+        next += p->period_ms * 1e-3;
+    }
+    return NULL;
+}
+
+int rp_poller_start(rp_poller_t *p, const char *at)
+{
+    p->stop = 0;
+    p->started = pthread_create(&p->thread, NULL, poller_main, p) == 0;
+    return rp_check(p->rp, p->started, at, "cannot start the polling thread") ? 0 : -1;
+}
+
+void rp_poller_stop(rp_poller_t *p)
+{
+    if (!p->started)
+        return;
+    pthread_mutex_lock(&p->rp->lock);
+    p->stop = 1;
+    pthread_mutex_unlock(&p->rp->lock);
+    pthread_join(p->thread, NULL);
+    p->started = 0;
 }
 
 double rp_now(void)

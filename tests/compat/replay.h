@@ -2,13 +2,15 @@
  * replay_bonsai.c) share: calls through the public ONI API (<oni.h>,
  * <onix.h>, C99) that report each failure with the place in the replayed
  * program's source that makes the same call, and the raw I2C access through a
- * DS90UB9x passthrough device as both programs encode it.
+ * DS90UB9x passthrough device as both programs encode it, and the thread
+ * both programs poll the BNO055 on.
  *
  * Nothing here is onigpu's: a program written against upstream liboni could
  * carry these helpers unchanged. */
 #ifndef COMPAT_REPLAY_H
 #define COMPAT_REPLAY_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <oni.h>
@@ -17,7 +19,8 @@
 typedef struct {
     oni_ctx ctx;
     const char *who;  /* the program name in messages */
-    int failures;
+    int failures;     /* under lock: a poller thread records failures too */
+    pthread_mutex_t lock;
     int verbose;      /* REPLAY_VERBOSE set: every call is printed */
     oni_device_t *table;
     oni_size_t ntable;
@@ -35,6 +38,8 @@ void rp_fail(replay_t *rp, const char *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* The failures recorded so far (any thread). */
+int rp_failures(replay_t *rp);
 /* Records a failure unless ok; returns ok. */
 int rp_check(replay_t *rp, int ok, const char *at, const char *fmt, ...)
 #ifdef __GNUC__
@@ -62,6 +67,9 @@ int rp_clroni_properties(replay_t *rp, uint32_t *acq_hz, const char *at);
 const oni_device_t *rp_device(const replay_t *rp, oni_dev_idx_t idx);
 /* Checks the entry at idx has id `id` and version >= min_version. */
 int rp_expect_device(replay_t *rp, oni_dev_idx_t idx, oni_dev_id_t id, uint32_t min_version, const char *at);
+
+/* Checks a frame has the read size its device's table entry gives. */
+int rp_frame_size_ok(replay_t *rp, const oni_frame_t *f, const char *at);
 
 /* Registers; failures recorded. Return the liboni result. */
 int rp_read(replay_t *rp, oni_dev_idx_t idx, oni_reg_addr_t addr, oni_reg_val_t *v, const char *at);
@@ -92,6 +100,37 @@ void rp_clock_step(rp_clock_t *c, uint64_t hub);
 /* Checks that c never went back and that its mean period, in ticks of
  * clock_hz, is within 10 % of 1/hz. */
 void rp_check_rate(replay_t *rp, const char *name, const rp_clock_t *c, double hz, uint32_t clock_hz, const char *at);
+/* A function called every period_ms on a thread of its own while frames are
+ * read, as both programs poll the BNO055 (onix-source PolledBno055.cpp:199-217,
+ * a juce thread that sleeps out the rest of each interval; Bonsai
+ * PolledBno055Data.cs:71-73, Observable.Interval on a NewThreadScheduler). */
+typedef struct {
+    replay_t *rp;
+    void (*fn)(void);
+    unsigned period_ms;
+    int stop;         /* under rp->lock */
+    pthread_t thread;
+    int started;
+} rp_poller_t;
+/* Starts p->fn every p->period_ms; 0, or records a failure and returns -1. */
+int rp_poller_start(rp_poller_t *p, const char *at);
+/* Stops the poller and waits for its last call to end. */
+void rp_poller_stop(rp_poller_t *p);
+
+/* One BNO055 sample as a program polls it through port A's passthrough device:
+ * I2C reads of reads[i] = {offset from register 0x1A, bytes}, then LASTI2CL/H,
+ * the hub clock of the last I2C transaction, which must advance. at_read and
+ * at_time cite the program's lines. */
+typedef struct {
+    const uint32_t (*reads)[2];
+    size_t nreads;
+    const char *at_read, *at_time;
+    uint64_t last;
+    long polls;
+} rp_bno_t;
+/* Takes one sample; failures recorded. */
+void rp_bno_poll(replay_t *rp, rp_bno_t *b);
+
 /* Seconds of a monotonic clock. */
 double rp_now(void);
 

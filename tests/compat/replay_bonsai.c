@@ -384,9 +384,8 @@ static int start(void)
 /* --- frames --- */
 
 static rp_clock_t np2[2], dio, aio, heart;
-static long mem_frames, other, bno_polls;
+static long mem_frames, other;
 static int np2_min = 65535, np2_max = 0;
-static uint64_t bno_last;
 
 /* NeuropixelsV2ePayload (NeuropixelsV2eData.cs:183-189) read as
  * CopyAmplifierBuffer does (:148-166, NeuropixelsV2.cs:15-18) */
@@ -397,10 +396,7 @@ static void np2_frame(const oni_frame_t *f)
 
 static void dispatch(const oni_frame_t *f)
 {
-    const oni_device_t *d = rp_device(&rp, f->dev_idx);
-    if (!rp_check(&rp, d && f->data_sz == d->read_size, "ContextTask.cs:90",
-                  "frame of device %u with %u bytes, the table says %u", (unsigned)f->dev_idx, (unsigned)f->data_sz,
-                  d ? (unsigned)d->read_size : 0u))
+    if (!rp_frame_size_ok(&rp, f, "ContextTask.cs:90"))
         return;
     switch (f->dev_idx) {
     case RP_PASSTHROUGH_A:
@@ -431,47 +427,38 @@ static void dispatch(const oni_frame_t *f)
 
 /* PolledBno055Data (PolledBno055Data.cs:73-166): every 10 ms the registers
  * 0x1A.. as 4/2-byte reads, then LASTI2CL/H as the sample's clock */
+static const uint32_t bno_reads[][2] = {{0, 4}, {4, 2}, {6, 4}, {10, 4}, {14, 4}, {18, 2}, {20, 4}, {24, 2}, {26, 2}};
+static rp_bno_t bno = {bno_reads, sizeof bno_reads / sizeof bno_reads[0], "PolledBno055Data.cs:127-158",
+                       "PolledBno055Data.cs:161-165", 0, 0};
+
 static void poll_bno(void)
 {
-    static const uint32_t reads[][2] = {{0, 4}, {4, 2}, {6, 4}, {10, 4}, {14, 4}, {18, 2}, {20, 4}, {24, 2}, {26, 2}};
-    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
-        uint32_t v;
-        int rc = rp_i2c_read(&rp, RP_PASSTHROUGH_A, RP_BNO_ADDR, 0x1A + reads[i][0], reads[i][1], 0, &v);
-        if (!rp_check(&rp, rc == ONI_ESUCCESS, "PolledBno055Data.cs:127-158", "BNO055 read at 0x%x: %d (%s)",
-                      (unsigned)(0x1A + reads[i][0]), rc, oni_error_str(rc)))
-            return;
-    }
-    oni_reg_val_t lo = 0, hi = 0;
-    if (rp_read(&rp, RP_PASSTHROUGH_A, RP_DS_LASTI2CL, &lo, "PolledBno055Data.cs:161") ||
-        rp_read(&rp, RP_PASSTHROUGH_A, RP_DS_LASTI2CH, &hi, "PolledBno055Data.cs:162"))
-        return;
-    uint64_t t = (uint64_t)hi << 32 | lo;
-    rp_check(&rp, t > bno_last, "PolledBno055Data.cs:161-165", "LASTI2C time %llu does not advance (previous %llu)",
-             (unsigned long long)t, (unsigned long long)bno_last);
-    bno_last = t;
-    bno_polls++;
+    rp_bno_poll(&rp, &bno);
 }
 
 static void acquire(double seconds)
 {
-    double t0 = rp_now(), next_poll = t0;
+    rp_poller_t poller = {&rp, poll_bno, 10, 0, 0, 0};
+    if (rp_poller_start(&poller, "PolledBno055Data.cs:73"))
+        return;
+    double t0 = rp_now();
     long n = 0;
-    while (rp_now() - t0 < seconds && rp.failures <= 20) {
+    int rc = 1;
+    while (rp_now() - t0 < seconds && rp_failures(&rp) <= 20) {
         oni_frame_t *f = NULL;
-        int rc = oni_read_frame(rp.ctx, &f); /* clroni Context.cs:440-445 */
+        rc = oni_read_frame(rp.ctx, &f); /* clroni Context.cs:440-445 */
         if (!rp_check(&rp, rc > 0, "ContextTask.cs:404", "oni_read_frame: %d (%s)", rc, oni_error_str(rc)))
-            return;
+            break;
         n++;
         dispatch(f);
         oni_destroy_frame(f);
-        if (rp_now() >= next_poll) {
-            poll_bno();
-            next_poll += 0.010;
-        }
     }
+    rp_poller_stop(&poller);
+    if (rc <= 0)
+        return;
     rp_note(&rp, "%ld frames in %.1f s: NP2.0e A %ld, B %ld; DigitalIO %ld, AnalogIO %ld, heartbeat %ld, "
             "MemoryMonitor %ld, others %ld; BNO055 polled %ld times",
-            n, seconds, np2[0].n, np2[1].n, dio.n, aio.n, heart.n, mem_frames, other, bno_polls);
+            n, seconds, np2[0].n, np2[1].n, dio.n, aio.n, heart.n, mem_frames, other, bno.polls);
     for (int p = 0; p < 2; p++)
         if (probe_present[p])
             rp_check_rate(&rp, p ? "NP2.0e probe B" : "NP2.0e probe A", &np2[p], 30000, acq_clk_hz, "NeuropixelsV2eData.cs:90");
@@ -481,7 +468,7 @@ static void acquire(double seconds)
     rp_check(&rp, mem_frames == 0, "ConfigureMemoryMonitor.cs:52,80", "%ld frames from the disabled MemoryMonitor",
              mem_frames);
     /* DigitalIO with SAMPLE_PERIOD 0 sends on change only: nothing changes here */
-    rp_check(&rp, bno_polls > 0, "PolledBno055Data.cs:73", "the BNO055 was never polled");
+    rp_check(&rp, bno.polls > 0, "PolledBno055Data.cs:73", "the BNO055 was never polled");
 }
 
 /* --- stop (ContextTask.cs:452-478) and the configuration's disposal in

@@ -166,10 +166,7 @@ static int amp_min = 65535, amp_max = 0;
 
 static void dispatch(const oni_frame_t *f)
 {
-    const oni_device_t *d = rp_device(&rp, f->dev_idx);
-    if (!rp_check(&rp, d && f->data_sz == d->read_size, "ContextTask.cs:90",
-                  "frame of device %u with %u bytes, the table says %u", (unsigned)f->dev_idx, (unsigned)f->data_sz,
-                  d ? (unsigned)d->read_size : 0u))
+    if (!rp_frame_size_ok(&rp, f, "ContextTask.cs:90"))
         return;
     if (f->dev_idx == RHD) { /* Rhd2164Payload (Rhd2000DataFrame.cs:64-69): hub clock, 64 + 3 u16 */
         if (!rp_check(&rp, f->data_sz >= 8 + 2 * 67, "Rhd2000DataFrame.cs:64-69", "RHD2164 frame of %u bytes",

@@ -376,9 +376,8 @@ static int start(void)
 /* --- acquisition: FrameReader.cpp:34-67 hands each frame to its device --- */
 
 static rp_clock_t np2[2], dio, aio, mem;
-static long harp, other, bno_polls;
+static long harp, other;
 static int np2_min = 4095, np2_max = 0;
-static uint64_t bno_last;
 
 /* Neuropixels2e::processFrames (Neuropixels2e.cpp:575-617): probe index at
  * u16 word 4, samples from word 9, 16 frames of 36 words, ADC k at
@@ -390,10 +389,7 @@ static void np2_frame(const oni_frame_t *f)
 
 static void dispatch(const oni_frame_t *f)
 {
-    const oni_device_t *d = rp_device(&rp, f->dev_idx);
-    if (!rp_check(&rp, d != NULL && f->data_sz == d->read_size, "FrameReader.cpp:54",
-                  "frame of device %u with %u bytes, the table says %u", (unsigned)f->dev_idx, (unsigned)f->data_sz,
-                  d ? (unsigned)d->read_size : 0u))
+    if (!rp_frame_size_ok(&rp, f, "FrameReader.cpp:54"))
         return;
     switch (f->dev_idx) {
     case RP_PASSTHROUGH_A:
@@ -431,51 +427,43 @@ static void dispatch(const oni_frame_t *f)
 /* PolledBno055::pollFrame (PolledBno055.cpp:246-320), every 10 ms
  * (PolledBno055.h:100-102): seven 4-byte reads from 0x1A, then the time of
  * the last I2C transaction. */
+static const uint32_t bno_reads[][2] = {{0, 4}, {4, 4}, {8, 4}, {12, 4}, {16, 4}, {20, 4}, {24, 4}};
+static rp_bno_t bno = {bno_reads, sizeof bno_reads / sizeof bno_reads[0], "PolledBno055.cpp:252-283",
+                       "PolledBno055.cpp:302-309", 0, 0};
+
 static void poll_bno(void)
 {
-    for (uint32_t i = 0; i < 7; i++) {
-        uint32_t v;
-        int rc = rp_i2c_read(&rp, RP_PASSTHROUGH_A, RP_BNO_ADDR, 0x1A + 4 * i, 4, 0, &v);
-        if (!rp_check(&rp, rc == ONI_ESUCCESS, "PolledBno055.cpp:252-283", "BNO055 read at 0x%x: %d (%s)",
-                      (unsigned)(0x1A + 4 * i), rc, oni_error_str(rc)))
-            return;
-    }
-    oni_reg_val_t lo = 0, hi = 0;
-    if (rp_read(&rp, RP_PASSTHROUGH_A, RP_DS_LASTI2CL, &lo, "PolledBno055.cpp:302") ||
-        rp_read(&rp, RP_PASSTHROUGH_A, RP_DS_LASTI2CH, &hi, "PolledBno055.cpp:305"))
-        return;
-    uint64_t t = (uint64_t)hi << 32 | lo;
-    rp_check(&rp, t > bno_last, "PolledBno055.cpp:309", "LASTI2C time %llu does not advance (previous %llu)",
-             (unsigned long long)t, (unsigned long long)bno_last);
-    bno_last = t;
-    bno_polls++;
+    rp_bno_poll(&rp, &bno);
 }
 
 static void acquire(double seconds)
 {
-    double t0 = rp_now(), next_poll = t0;
+    rp_poller_t poller = {&rp, poll_bno, 10, 0, 0, 0};
+    if (rp_poller_start(&poller, "PolledBno055.cpp:196"))
+        return;
+    double t0 = rp_now();
     oni_fifo_time_t last = 0;
     long n = 0;
+    int rc = 1;
     while (rp_now() - t0 < seconds) {
         oni_frame_t *f = NULL;
-        int rc = oni_read_frame(rp.ctx, &f);
+        rc = oni_read_frame(rp.ctx, &f);
         if (!rp_check(&rp, rc > 0, "Onix1.cpp:174", "oni_read_frame: %d (%s)", rc, oni_error_str(rc)))
-            return; /* the plugin stops acquisition (FrameReader.cpp:40-48) */
+            break; /* the plugin stops acquisition (FrameReader.cpp:40-48) */
         if (n++ && f->time < last)
             rp_fail(&rp, "FrameReader.cpp:38", "frame time went backwards");
         last = f->time;
         dispatch(f);
         oni_destroy_frame(f);
-        if (rp_now() >= next_poll) {
-            poll_bno();
-            next_poll += 0.010;
-        }
-        if (rp.failures > 20)
-            return;
+        if (rp_failures(&rp) > 20)
+            break;
     }
+    rp_poller_stop(&poller);
+    if (rc <= 0)
+        return;
     rp_note(&rp, "%ld frames in %.1f s: NP2.0e A %ld, B %ld; DigitalIO %ld, AnalogIO %ld, MemoryMonitor %ld, "
             "HarpSync %ld, others %ld; BNO055 polled %ld times",
-            n, seconds, np2[0].n, np2[1].n, dio.n, aio.n, mem.n, harp, other, bno_polls);
+            n, seconds, np2[0].n, np2[1].n, dio.n, aio.n, mem.n, harp, other, bno.polls);
     for (int p = 0; p < 2; p++)
         if (probe_connected[p])
             rp_check_rate(&rp, p ? "NP2.0e probe B" : "NP2.0e probe A", &np2[p], 30000, acq_clk_hz, "Neuropixels2e.cpp:590-592");
@@ -483,7 +471,7 @@ static void acquire(double seconds)
     rp_check_rate(&rp, "DigitalIO", &dio, 25000, acq_clk_hz, "DigitalIO.cpp:83");
     rp_check_rate(&rp, "AnalogIO", &aio, 100000, acq_clk_hz, "AnalogIO.h:101");
     rp_check_rate(&rp, "MemoryMonitor", &mem, 100, acq_clk_hz, "MemoryMonitor.cpp:126");
-    rp_check(&rp, bno_polls > 0, "PolledBno055.cpp:200-218", "the BNO055 was never polled");
+    rp_check(&rp, bno.polls > 0, "PolledBno055.cpp:200-218", "the BNO055 was never polled");
 }
 
 /* --- stop and disconnect (OnixSource.cpp:1196-1250, OnixSourceEditor.cpp:309-318, OnixSource.cpp:90-112) --- */
