@@ -214,7 +214,7 @@ TEST(session_stops_during_the_block_trials)
     pthread_join(t, NULL);
     CHECK_EQ(r.stopped, 1);
     CHECK_EQ(r.block_picked, 1);
-    CHECK(strstr(r.block_why, "stopped during the trial of block 1") != NULL);
+    CHECK(strstr(r.block_why, "stopped during the trials, at the trial of block 1") != NULL);
     CHECK(took < 20);
     loop_run_result_free(&r);
     unlink(truth);

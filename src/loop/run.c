@@ -828,9 +828,10 @@ static int kept_up(const struct loop_run_result *r)
 /* Trials of LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... up to LOOP_RUN_PICK_MAX,
  * each on a card of its own against cfg->truth emptied first: the first that
  * keeps up is *block, why said in res->block_why (none: the largest tried).
- * A trial ended by cfg->stop is the run's result (*block = 0, res holds it).
- * 0, or the error of a trial that could not run (res holds it: a card that
- * cannot serve the loop fails the same way in every trial). */
+ * A stop during the trials makes the trial it cut short the run's result, or
+ * the one before when the cut one processed nothing (*block = 0, res holds
+ * it, stopped). 0, or the error of a trial that could not run (res holds it:
+ * a card that cannot serve the loop fails the same way in every trial). */
 static int pick_block(const struct loop_run_config *cfg, struct loop_run_result *res, uint32_t *block)
 {
     char why[320] = "";
@@ -838,10 +839,13 @@ static int pick_block(const struct loop_run_config *cfg, struct loop_run_result 
     t.seconds = LOOP_RUN_TRIAL_S;
     t.started = NULL;
     t.progress = NULL;
+    struct loop_run_result prev;
     uint32_t last = 0;
     *block = 0;
     for (uint32_t b = 1; b <= LOOP_RUN_PICK_MAX; b *= 2) {
         if (truncate(cfg->truth, 0)) {
+            if (last)
+                loop_run_result_free(&prev);
             snprintf(res->why, sizeof res->why, "cannot empty the truth file %s for a trial", cfg->truth);
             return ONI_EPATHINVALID;
         }
@@ -849,26 +853,39 @@ static int pick_block(const struct loop_run_config *cfg, struct loop_run_result 
         struct loop_run_result r;
         int rc = run_one(&t, &r);
         if (r.stopped || (rc && !r.ran && !last)) { /* stopped, or nothing could run: this is the result */
-            loop_run_result_free(res);
+            if (r.stopped && !r.frames && last) { /* stopped as it began: the trial before */
+                loop_run_result_free(&r);
+                r = prev;
+                rc = r.rc;
+                r.stopped = 1;
+                b /= 2;
+            } else if (last) {
+                loop_run_result_free(&prev);
+            }
             *res = r;
-            snprintf(res->block_why, sizeof res->block_why, "%s during the trial of block %u",
+            snprintf(res->block_why, sizeof res->block_why, "%s during the trials, at the trial of block %u",
                      r.stopped ? "stopped" : "failed", b);
             return rc;
         }
-        loop_run_result_free(&r);
         if (rc && !r.ran) /* e.g. a block the FIFO cannot hold: the largest tried */
             break;
+        if (last)
+            loop_run_result_free(&prev);
+        prev = r; /* kept: a stop as the next trial begins makes it the result */
         last = b;
         size_t k = strlen(why);
         snprintf(why + k, sizeof why - k, "%s%u: %.0f/s, %.1f ms left%s", k ? "; " : "", b, r.fps, r.owed_ms,
                  r.rc ? " (error)" : r.dropped ? " (drops)" : "");
         if (kept_up(&r)) {
+            loop_run_result_free(&prev);
             *block = b;
             snprintf(res->block_why, sizeof res->block_why, "the smallest that kept up in %.1f s trials (%s)",
                      LOOP_RUN_TRIAL_S, why);
             return 0;
         }
     }
+    if (last)
+        loop_run_result_free(&prev);
     *block = last;
     snprintf(res->block_why, sizeof res->block_why, "none kept up in %.1f s trials: the largest tried (%s)",
              LOOP_RUN_TRIAL_S, why);
