@@ -99,7 +99,7 @@ static int sums_up_a_run(void)
     CHECK_EQ(r.stage[LOOP_RUN_READY].n, r.lat.n); /* cpu: every block's read seen ending */
     CHECK_EQ(r.stage[LOOP_RUN_COMPUTE].n, r.lat.n);
     if (after->n) {
-        CHECK(after->p50_us > 0 && after->max_us <= r.lat.max_us);
+        CHECK(after->p50_us > 0 && after->max_us <= r.lat.max_us + 1e-3); /* equal for a spike in the last frame */
         CHECK(r.clock_err_us >= 0 && r.clock_err_us < 1e6);
         CHECK(r.stage[LOOP_RUN_HANDOFF].p50_us >= 0 && r.stage[LOOP_RUN_COMPUTE].p50_us > 0);
         CHECK(r.stage[LOOP_RUN_WRITE].p50_us > -r.clock_err_us - 1);

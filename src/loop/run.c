@@ -825,8 +825,24 @@ static int kept_up(const struct loop_run_result *r)
     return r->rc == 0 && r->verdict == 1 && !r->dropped && r->owed_ms <= TRIAL_OWED_MS + 2 * blk_ms;
 }
 
-/* Trials of LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... up to LOOP_RUN_PICK_MAX,
- * each on a card of its own against cfg->truth emptied first: the first that
+/* The block of the trial after one of block b that did not keep up: twice
+ * b, or, when its frame rate was a fraction of the probe's, the power of two
+ * that rate says is needed (b x probe / rate: a sanitized build at a tenth of
+ * the rate skips the blocks between), at most LOOP_RUN_PICK_MAX (then past
+ * it, after a trial of LOOP_RUN_PICK_MAX). */
+static uint32_t next_trial(uint32_t b, const struct loop_run_result *r)
+{
+    if (b >= LOOP_RUN_PICK_MAX)
+        return 2 * b;
+    double need = r->fps > 0 && r->fps < r->fs_hz ? b * r->fs_hz / r->fps : 2 * b;
+    uint32_t n = 2 * b;
+    while (n < LOOP_RUN_PICK_MAX && n < need)
+        n *= 2;
+    return n > LOOP_RUN_PICK_MAX ? LOOP_RUN_PICK_MAX : n;
+}
+
+/* Trials of LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... up to LOOP_RUN_PICK_MAX
+ * (next_trial: fewer when a trial's rate says so), each on a card of its own against cfg->truth emptied first: the first that
  * keeps up is *block, why said in res->block_why (none: the largest tried).
  * A stop during the trials makes the trial it cut short the run's result, or
  * the one before when the cut one processed nothing (*block = 0, res holds
@@ -840,9 +856,10 @@ static int pick_block(const struct loop_run_config *cfg, struct loop_run_result 
     t.started = NULL;
     t.progress = NULL;
     struct loop_run_result prev;
+    memset(&prev, 0, sizeof prev);
     uint32_t last = 0;
     *block = 0;
-    for (uint32_t b = 1; b <= LOOP_RUN_PICK_MAX; b *= 2) {
+    for (uint32_t b = 1; b <= LOOP_RUN_PICK_MAX; b = next_trial(b, &prev)) {
         if (truncate(cfg->truth, 0)) {
             if (last)
                 loop_run_result_free(&prev);
@@ -858,7 +875,7 @@ static int pick_block(const struct loop_run_config *cfg, struct loop_run_result 
                 r = prev;
                 rc = r.rc;
                 r.stopped = 1;
-                b /= 2;
+                b = last;
             } else if (last) {
                 loop_run_result_free(&prev);
             }

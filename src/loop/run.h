@@ -61,8 +61,9 @@ struct loop_run_config {
     const char *spec;   /* the card (ONI_DRV_EMU_SPEC); NULL: LOOP_RUN_DEFAULT_SPEC */
     const char *link;   /* PCIe link preset appended to the spec; NULL: the spec's */
     uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK; 0: pick it (trials of
-                           LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... LOOP_RUN_PICK_MAX, each
-                           emptying the truth file first: the smallest that keeps up;
+                           LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... LOOP_RUN_PICK_MAX (a trial
+                           at a fraction of the probe's rate skips the powers of two that rate
+                           rules out), each emptying the truth file first: the smallest that keeps up;
                            res->block and res->block_why say which and why) */
     uint32_t spin_us;   /* a waiting loop thread (engine hand-offs, the card source's
                            completion word) spins, yielding, this long before it sleeps in
