@@ -10,6 +10,9 @@
  *   wake=sleep|spin       realtime: sleep until frames are due (default), or poll
  *                         the clock (a core each for the generator and a waiting
  *                         reader; lower latency where timer wake-ups are late)
+ *   batch=1000            realtime, wake=sleep: with no reader waiting, the generator
+ *                         wakes at most every batch us (0..10^7; 0: at every frame's due time);
+ *                         a waiting reader's block is made when its last frame is due
  *   ddr=4G                card FIFO ("DDR") capacity, split between the two data streams
  *   seed=1                seed of every random source (neural data is reproducible)
  *   gpustream=1           the firmware has the GPU data stream (0: default stream only;

@@ -12,6 +12,7 @@ TEST(emu_spec_errors)
 {
     static const char *bad[] = {
         "nokey", "mode=slow", "wake=nap", "link=gen9x1", "ddr=1", "ddr=12Q", "seed=x", "color=red",
+        "batch=10000001", "batch=x", "batch=-1",
         "devices=nosuch", "devices=rhd2164:nosucharg=1", "devices=testcore:bytes=12", "devices=heartbeat:hz=0",
         "devices=rhd2164:route=2", "devices=memusage,memusage", "devices=testcore:rate=0", "devices=rhd2164:",
         "devices=rhd2164:units=9999", "devices=testsink:bytes=6",
@@ -803,5 +804,31 @@ TEST(emu_card_without_gpu_stream)
     emu_card_destroy(c);
     REQUIRE((c = card_open("devices=testcore:route=1")));
     CHECK_EQ(emu_card_features(c), EMU_FEAT_GPUSTREAM);
+    emu_card_destroy(c);
+}
+
+/* batch=: a generator that would sleep 10 s past due frames still serves a
+ * waiting reader when its bytes are due (the reader wakes it: else the first
+ * read would time out after 2 s), every frame stamped with its own due time,
+ * in order: a 1 kHz core, frame k at k * 250000 ticks after the first. */
+TEST(emu_batched_generator_serves_a_reader)
+{
+    /* 64 B frames at 64000 B/s: 1000 frames/s */
+    struct emu_card *c = card_open("mode=realtime;link=unlimited;batch=10000000;devices=testcore:bytes=64:rate=64000");
+    REQUIRE(c);
+    oni_device_t t[4];
+    uint32_t core = find_id(t, table_read(c, t, 4), ONIX_ONIGPU_TESTCORE);
+    card_start(c);
+    static struct frame f;
+    uint64_t first = 0;
+    for (int k = 0; k < 20;) {
+        REQUIRE(frame_read(c, EMU_STREAM_DATA, &f, 2000) == 0);
+        if (f.dev != core)
+            continue;
+        if (k == 0)
+            first = f.time;
+        CHECK_EQ(f.time - first, (uint64_t)k * 250000);
+        k++;
+    }
     emu_card_destroy(c);
 }

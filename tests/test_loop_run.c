@@ -65,7 +65,8 @@ TEST(run_rejects_bad_arguments)
     CHECK_EQ(ONIGPU("run", "--block", "1500", "--emu", "devices=testcore"), 1);
     /* a block the card's FIFO cannot hold would never arrive: it processed
      * 0 frames and exited 0 */
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--emu", "devices=breakout:loopback=1,np2e;ddr=8K"), 1);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--block", "16", "--emu",
+                    "devices=breakout:loopback=1,np2e;ddr=8K"), 1);
     CHECK(strstr(out, "does not fit the card's GPU-stream FIFO of 4096 bytes") != NULL);
     /* a block the FIFO holds, but not with the frame coming next: never whole (the card said only
      * "Invalid function argument") */
@@ -125,7 +126,7 @@ TEST(run_long_blocks_units_and_files)
 TEST(run_without_out_removes_its_truth_file)
 {
     NEED_BIN();
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5"), 0);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--block", "16", "--seconds", "0.5"), 0);
     char path[128], want[64];
     const char *p = strstr(out, "truth file         ");
     REQUIRE(p && sscanf(p, "truth file %127s", path) == 1);
@@ -388,8 +389,8 @@ TEST(run_records_the_full_command)
     NEED_BIN();
     char dir[] = "/tmp/onigpu-cmd-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds=0.5", "--out", dir), 0);
-    CHECK(unit_sh("grep -q '\"command\": \"onigpu run --backend cpu --seconds=0.5 --out ' %s/run/run-*.json", dir) == 0);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--block", "16", "--seconds=0.5", "--out", dir), 0);
+    CHECK(unit_sh("grep -q '\"command\": \"onigpu run --backend cpu --block 16 --seconds=0.5 --out ' %s/run/run-*.json", dir) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
@@ -468,7 +469,8 @@ static void check_signal_ends_run(int sig)
 {
     char dir[] = "/tmp/onigpu-runs-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    int rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--seconds", "30", "--out", dir, NULL},
+    int rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--block", "16", "--seconds", "30", "--out",
+                                                dir, NULL},
                          sig, 2500);
     CHECK_EQ(rc, 0);
     CHECK(strstr(out, "ended early by a signal)") != NULL);
@@ -514,17 +516,65 @@ TEST(run_reused_out_replaces_nothing)
     NEED_BIN();
     char dir[] = "/tmp/onigpu-runo-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5", "--out", dir), 0);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--block", "16", "--seconds", "0.5", "--out", dir), 0);
     sleep(1);
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5", "--out", dir), 0);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--block", "16", "--seconds", "0.5", "--out", dir), 0);
     CHECK(unit_sh("test $(ls %s/truth-*.csv | wc -l) -eq 2 && test $(ls %s/run/run-*.json | wc -l) -eq 2", dir, dir) ==
           0);
     /* the names of the next minute taken (a loaded machine may take seconds
      * to start the run): the run must refuse, not overwrite */
     CHECK(unit_sh("for i in $(seq 0 59); do echo keep > %s/truth-$(date -u -d \"+$i sec\" +%%Y%%m%%d-%%H%%M%%S).csv; "
                   "done", dir) == 0);
-    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "0.5", "--out", dir), 2);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--block", "16", "--seconds", "0.5", "--out", dir), 2);
     CHECK(strstr(out, "a run started in the same second: not replaced") != NULL);
     CHECK(unit_sh("test $(grep -l '^keep$' %s/truth-*.csv | wc -l) -eq 60", dir) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
+}
+
+/* bench latency: one row per run with the stages, a ratio per variant
+ * against the first, the two plots' scripts; bad lists refused before any
+ * run (exit 2, the option named). */
+TEST(bench_latency_writes_results)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-blat-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int rc = ONIGPU("bench", "latency", "--backends", "cpu", "--blocks", "16", "--spins", "50", "--reads",
+                    "dma,blocking", "--seconds", "1", "--out", dir);
+    /* a sanitized build may see no echo (exit 1): the files are there all the same */
+    CHECK(rc == 0 || rc == 1);
+    json_t *v = result_set_load(dir, "latency/latency-*[0-9].json");
+    REQUIRE(v);
+    CHECK_EQ(result_rows(v), 2);
+    for (size_t i = 0; i < result_rows(v); i++) {
+        CHECK_EQ(result_num(v, i, "block_frames"), 16);
+        CHECK_EQ(result_num(v, i, "spin_us"), 50);
+        CHECK(fabs(result_num(v, i, "block_wait_us") - 7.5 / 30000 * 1e6) < 1e-6); /* (16 - 1) / 2 frames */
+        double after = result_num(v, i, "after_p50_us"), lat = result_num(v, i, "lat_p50_us");
+        if (!isnan(after)) /* the time after the last sample is within the latency */
+            CHECK(after > 0 && after <= result_num(v, i, "lat_max_us") + 1e-3 && lat > 0);
+    }
+    json_decref(v);
+    CHECK(unit_sh("ls %s/latency/latency-*.csv >/dev/null", dir) == 0);
+    if (rc == 0) /* both runs gave latencies: the plots, blocking against dma */
+        CHECK(unit_sh("ls %s/latency/latency-*-blocks.gp >/dev/null", dir) == 0);
+    if (rc == 0)
+        CHECK(unit_sh("grep -q '^cpu,16,0,50,blocking,50,dma,' %s/latency/latency-*-ratios.csv", dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+    CHECK_EQ(ONIGPU("bench", "latency", "--blocks", "0"), 2);
+    CHECK(strstr(out, "--blocks 0: must be a comma-separated list") != NULL);
+    CHECK_EQ(ONIGPU("bench", "latency", "--reads", "fast"), 2);
+    CHECK_EQ(ONIGPU("bench", "latency", "--spins", "1,x"), 2);
+    CHECK_EQ(ONIGPU("bench", "latency", "--seconds", "0.1"), 2);
+    CHECK_EQ(ONIGPU("bench", "latency", "--backends", "nope"), 2);
+}
+
+/* Without --block, run picks it and says which and why. */
+TEST(run_picks_its_block)
+{
+    NEED_BIN();
+    int rc = ONIGPU("run", "--backend", "cpu", "--seconds", "1");
+    CHECK(rc == 0 || rc == 1);
+    CHECK(strstr(out, "  block              ") != NULL);
+    CHECK(strstr(out, "kept up in 1.0 s trials") != NULL && strstr(out, "(1: ") != NULL);
 }

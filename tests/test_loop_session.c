@@ -91,6 +91,22 @@ static int sums_up_a_run(void)
         CHECK(r.lat.p50_us <= r.lat.p99_us && r.lat.p99_us <= r.lat.p999_us && r.lat.p999_us <= r.lat.max_us);
     else
         CHECK(isnan(r.lat.p50_us));
+    /* the stages: of the same echoes; the time after the last sample is part
+     * of the latency; the hand-offs are measured on one clock (never < 0); the
+     * clock placement is bounded */
+    const struct loop_run_latency *after = &r.stage[LOOP_RUN_AFTER];
+    CHECK_EQ(after->n, r.lat.n);
+    CHECK_EQ(r.stage[LOOP_RUN_READY].n, r.lat.n); /* cpu: every block's read seen ending */
+    CHECK_EQ(r.stage[LOOP_RUN_COMPUTE].n, r.lat.n);
+    if (after->n) {
+        CHECK(after->p50_us > 0 && after->max_us <= r.lat.max_us + 1e-3); /* equal for a spike in the last frame */
+        CHECK(r.clock_err_us >= 0 && r.clock_err_us < 1e6);
+        CHECK(r.stage[LOOP_RUN_HANDOFF].p50_us >= 0 && r.stage[LOOP_RUN_COMPUTE].p50_us > 0);
+        CHECK(r.stage[LOOP_RUN_WRITE].p50_us > -r.clock_err_us - 1);
+    }
+    CHECK(r.link_write_us > 0 && r.link_read_us > r.link_write_us); /* a block is larger than a stimulation */
+    CHECK_EQ(r.block_picked, 0);
+    CHECK_EQ(r.block_why[0], 0);
     /* what a loop that keeps up gets: judged with the CPU pressure (realtime.h) */
     int ok = r.score.events >= 20 && r.score.recall > 0.9 && r.score.precision > 0.9 && r.lat.n > 0 &&
              r.lat_warmup.n > 0;
@@ -152,6 +168,58 @@ TEST(session_stops_when_asked)
     unlink(truth);
 }
 
+/* Block 0: trials of blocks 1, 2, 4, ... pick the smallest that keeps up;
+ * the result says which and why, and the truth file is the last run's
+ * alone (emptied before each). */
+TEST(session_picks_its_block)
+{
+    struct loop_run_config c = config(1);
+    c.block = 0;
+    struct loop_run_result r;
+    int rc = loop_run_session(&c, &r);
+    CHECK(rc == 0 || !REALTIME_BUILD);
+    CHECK_EQ(r.ran, 1);
+    CHECK_EQ(r.block_picked, 1);
+    CHECK(r.block >= 1 && r.block <= LOOP_RUN_PICK_MAX && (r.block & (r.block - 1)) == 0);
+    /* "the smallest that kept up ..." or, in a slow build, "none kept up ...: the largest tried" */
+    CHECK(strstr(r.block_why, "kept up in 1.0 s trials") != NULL && strstr(r.block_why, "(1: ") != NULL);
+    char want[32];
+    snprintf(want, sizeof want, "; %u: ", r.block);
+    CHECK(r.block == 1 || strstr(r.block_why, want) != NULL); /* the picked one was tried */
+    if (REALTIME_BUILD && strstr(r.block_why, "the smallest"))
+        CHECK(r.block < LOOP_RUN_PICK_MAX || strstr(r.block_why, "none") == NULL);
+    CHECK(r.frames > 0 && r.frames % r.block == 0);
+    fprintf(stderr, "  picked block %u: %s\n", r.block, r.block_why);
+    loop_run_result_free(&r);
+    /* one header: the file was emptied before the last run */
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "test $(grep -c dev_idx %s) = 1", truth);
+    CHECK(system(cmd) == 0);
+    unlink(truth);
+}
+
+/* A stop during the trials ends the run with that trial as its result. */
+TEST(session_stops_during_the_block_trials)
+{
+    struct loop_run_config c = config(30);
+    c.block = 0;
+    struct stopper st = {0, 300};
+    c.stop = &st.flag;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, stop_later, &st) == 0);
+    struct loop_run_result r;
+    uint64_t t0 = oni_now_ns();
+    loop_run_session(&c, &r);
+    double took = (double)(oni_now_ns() - t0) / 1e9;
+    pthread_join(t, NULL);
+    CHECK_EQ(r.stopped, 1);
+    CHECK_EQ(r.block_picked, 1);
+    CHECK(strstr(r.block_why, "stopped during the trials, at the trial of block 1") != NULL);
+    CHECK(took < 20);
+    loop_run_result_free(&r);
+    unlink(truth);
+}
+
 /* What cannot do the job is refused with the reason, before acquisition. */
 TEST(session_refuses_what_cannot_close_the_loop)
 {
@@ -182,11 +250,9 @@ TEST(session_refuses_what_cannot_close_the_loop)
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALSTATE);
     CHECK(strstr(r.why, "mode=realtime") != NULL);
     c.spec = NULL;
-    c.block = 0;
-    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
-    CHECK(strstr(r.why, "block of 0 frames") != NULL);
     c.block = LOOP_RUN_MAX_BLOCK + 1;
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "block of 1501 frames") != NULL);
     c.block = 16;
     c.seconds = 0.4;
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);

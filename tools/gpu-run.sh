@@ -22,6 +22,10 @@
 #   loop-target  4 KiB / AI 0.75 and 10 over 20000 blocks, every
 #                backend, TARGET_REPEAT times (default 1)             ~1 min each
 #   run          onigpu run on every backend, advise on its workload ~1 min
+#   latency      bench latency: spike -> stimulus against block size on
+#                LAT_BACKENDS (default cpu,gpu-persistent,gpu-mapped),
+#                blocks 1..32, spin 50/1000 us x dma/blocking reads,
+#                LAT_SECONDS (default 2) per run, LAT_REPEAT rounds  ~3.5 min a round
 #   mutate       tools/mutate.sh on MUTANTS (default tests/mutants/gpu.txt;
 #                MUTATE_ONLY picks ids): do the GPU tests catch each
 #                mutation? -> $OUT/mutate-results.tsv   ~0.5 min per mutant
@@ -71,7 +75,7 @@ if ! step configure 120 cmake -S . -B "$BUILD" -DONIGPU_CUDA=ON -DCMAKE_CUDA_ARC
     exit 1
 fi
 
-STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run} # mutate only when named
+STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run latency} # mutate only when named
 want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 pack() { tar czf "$OUT/results.tgz" -C "$(dirname "$RES")" results; } # after every stage: a call cut off keeps what ran
 
@@ -170,6 +174,15 @@ if want run; then
     for f in "$RES"/run-gpu-mapped/run/run-*.json; do
         [ -f "$f" ] && step "advise workload" 120 "$BUILD/onigpu" advise --workload "$f" --measure > >(tee -a "$SUM")
     done
+    pack
+fi
+
+if want latency; then
+    # issue 23 items 4-5: where the time after a block's last sample goes, per backend and block,
+    # the old waits (spin 50 us, DMA-handed reads) against the new in the same run (ratios table)
+    step "bench latency" 580 "$BUILD/onigpu" bench latency --backends "${LAT_BACKENDS:-cpu,gpu-persistent,gpu-mapped}" \
+        --blocks 1,2,4,8,16,32 --spins 50,1000 --reads dma,blocking --seconds "${LAT_SECONDS:-2}" \
+        --repeat "${LAT_REPEAT:-1}" --out "$RES" > >(tee -a "$SUM")
     pack
 fi
 

@@ -32,6 +32,7 @@ int bench_run_report(const char *dir, int argc, char **argv, int backend, const 
     bench_cell_str(rep, "link", r->link);
     bench_cell_str(rep, "stream", r->gpu_stream ? "gpu" : "default");
     bench_cell_int(rep, "block_frames", r->block);
+    bench_cell_int(rep, "block_picked", r->block_picked);
     /* the workload, for `onigpu advise --workload` */
     bench_cell_int(rep, "block_bytes", (long long)r->block_bytes);
     bench_cell_num(rep, "ai", r->ai);
@@ -49,6 +50,8 @@ int bench_run_report(const char *dir, int argc, char **argv, int backend, const 
     bench_cell_int(rep, "echoes_unkept", (long long)r->echoes_unkept);
     cell_lat(rep, "lat", &r->lat);
     cell_lat(rep, "warmup_lat", &r->lat_warmup);
+    for (int k = 0; k < LOOP_RUN_NSTAGES; k++)
+        cell_lat(rep, loop_run_stage_name(k), &r->stage[k]);
     if (r->stats_rc)
         bench_cell_num(rep, "dropped_frames", NAN);
     else

@@ -456,6 +456,8 @@ static int wait_fill(struct emu_card *c, int k, size_t n, uint32_t timeout_ms)
             continue;
         }
         f->want = n;
+        if (c->batch_ns && c->running)
+            pthread_cond_signal(&c->gen_cond); /* a batching generator wakes for this block's last frame */
         emu_card_sleep(c, &f->sleeper, &f->cond, &ts, deadline);
         f->want = 0;
     }
@@ -639,8 +641,10 @@ static int defer_wframes(struct emu_card *c, const uint8_t *p, size_t n, uint64_
  * past `now` while the lock was free. */
 static int catch_up(struct emu_card *c, const uint8_t *p, size_t n, uint64_t *now, uint64_t deadline)
 {
-    if (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK && defer_wframes(c, p, n, *now))
+    if (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK && defer_wframes(c, p, n, *now)) {
+        pthread_cond_signal(&c->gen_cond); /* a batching generator applies it when it gets there */
         return 1;
+    }
     while (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK) {
         if (oni_now_ns() >= deadline)
             return ONI_ETIMEOUT; /* so far behind that the frames could not go in order in time */
@@ -846,6 +850,7 @@ int emu_card_create(const char *spec, struct emu_card **out, char *err, size_t e
     if (!c)
         return ONI_EBADALLOC;
     pthread_mutex_init(&c->lock, NULL);
+    c->batch_ns = EMU_BATCH_NS;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -22,6 +22,7 @@
 #define EMU_MAX_ARGS 12
 #define EMU_MAX_READ (1u << 20) /* largest read_size a device may have */
 #define EMU_GEN_CHUNK (256u << 10) /* bytes generated per hold of the card lock */
+#define EMU_BATCH_NS 1000000ull   /* batch= default: 1 ms */
 #define EMU_NO_ENABLE 0xFFFFFFFFu  /* emu_dev.enable_reg of a device without an ENABLE register */
 
 /* Register addresses common to every device but the hub managers
@@ -231,6 +232,7 @@ struct emu_card {
     atomic_uint lock_waiters; /* threads blocked in emu_card_lock */
     int fast;           /* mode=fast */
     int spin;           /* wake=spin: the generator and waiting readers poll instead of sleeping */
+    uint64_t batch_ns;  /* batch=: the generator's longest sleep past a due frame with no reader waiting */
     uint64_t seed;
     oniemu_link_t link;
     char spec[512];
@@ -310,8 +312,11 @@ int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, 
 
 /* Generation (gen.c), card lock held. Produce every frame due at or before
  * until, and apply the queued write frames that arrived by then, each after
- * the frames due before it; stops after about max_bytes; returns the bytes of
- * the frames generated, delivered or dropped (0: none was due). */
+ * the frames due before it; stops after about max_bytes, or after one frame
+ * when a thread waits for the card lock; returns the bytes of the frames
+ * generated, delivered or dropped (0: none was due), max_bytes or more when
+ * it stopped before until: the caller is behind and lets the lock's waiters
+ * in (emu_card_yield) before it goes on. */
 size_t emu_gen_until(struct emu_card *c, uint64_t until, size_t max_bytes);
 /* Queue the payload of a write frame for d, arriving at t, to be applied when
  * the generator reaches t (card lock held); 0, or -1 if it does not fit. */

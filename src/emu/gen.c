@@ -144,11 +144,18 @@ static void advance(struct emu_dev *d)
     }
 }
 
-/* Every frame due at or before until, up to about max_bytes. */
+/* Every frame due at or before until, up to about max_bytes, or one frame
+ * when a thread waits for the card lock (a register access, a reader, a
+ * writer): then max_bytes, as behind. A generator that fell behind (a
+ * starved or instrumented build) so holds the lock for one frame's work, not
+ * a chunk's (under ASan a chunk took milliseconds, and each register access
+ * of a BNO055 poll waited that long). */
 static size_t gen_range(struct emu_card *c, uint64_t until, size_t max_bytes)
 {
     size_t tried = 0;
     while (tried < max_bytes) {
+        if (tried && atomic_load_explicit(&c->lock_waiters, memory_order_relaxed))
+            return max_bytes;
         struct emu_dev *best = NULL;
         uint64_t second = UINT64_MAX;
         for (int i = 0; i < c->ndev; i++) {
@@ -226,6 +233,54 @@ uint64_t emu_gen_next_due(struct emu_card *c)
     return t;
 }
 
+/* When FIFO k will hold need more bytes: the due time of the frame that
+ * completes them when one periodic device feeds it (after m more periods:
+ * advance() m times), else the earliest due frame of those that feed it.
+ * UINT64_MAX when none does. */
+static uint64_t need_due(const struct emu_card *c, int k, size_t need)
+{
+    const struct emu_dev *only = NULL;
+    int n = 0;
+    uint64_t first = UINT64_MAX;
+    for (int i = 0; i < c->ndev; i++) {
+        const struct emu_dev *d = &c->dev[i];
+        if (!periodic(d) || (d->route ? 1 : 0) != k)
+            continue;
+        n++;
+        only = d;
+        if (d->next_due < first)
+            first = d->next_due;
+    }
+    if (n != 1)
+        return first;
+    uint64_t frame = ONI_RFRAMEHEADERSZ + oni_pad4(only->desc.read_size);
+    uint64_t m = (need + frame - 1) / frame - 1;
+    return only->next_due + m * only->per_q + (uint64_t)(((unsigned __int128)m * only->per_r + only->rem) / only->rate_mhz);
+}
+
+/* When the generator has work next (acquisition ticks, now = the clock):
+ * the frame that completes a waiting reader's bytes, a queued write, and
+ * otherwise the next due frame, but no sooner than batch_ns from now
+ * (batch 0: every frame). */
+static uint64_t next_work(struct emu_card *c, uint64_t now)
+{
+    uint64_t due = emu_gen_next_due(c);
+    if (due == UINT64_MAX)
+        return due;
+    uint64_t batch = (uint64_t)((unsigned __int128)c->batch_ns * EMU_ACQ_HZ / 1000000000u);
+    uint64_t t = due > now + batch ? due : now + batch;
+    if (c->wpend_n && c->wpend[c->wpend_rd].t < t)
+        t = c->wpend[c->wpend_rd].t;
+    for (int k = 0; k < 2; k++) {
+        const struct emu_fifo *f = &c->fifo[k];
+        if (f->want > f->fill) {
+            uint64_t r = need_due(c, k, f->want - f->fill);
+            t = r < t ? r : t;
+        }
+    }
+    return t;
+}
+
 void emu_gen_restart(struct emu_card *c, uint64_t t)
 {
     for (int i = 0; i < c->ndev; i++) {
@@ -246,10 +301,11 @@ void emu_gen_wake(struct emu_card *c)
     emu_card_rouse(c, &c->sig_sleeper, c->sig_fill > 0); /* sig_push woke it */
 }
 
-/* Realtime: generate what is due by the wall clock, then sleep until the
- * next frame is due (or a configuration change wakes us); with wake=spin,
- * poll the clock instead (a timer wake-up is late by tens of us on some
- * machines, e.g. VMs). */
+/* Realtime: generate what is due by the wall clock, then sleep until there
+ * is work (next_work: a waiting reader's last frame, else at most batch_ns
+ * past the next due frame; a configuration change or a reader that starts
+ * waiting wakes us); with wake=spin, poll the clock for every frame instead
+ * (a timer wake-up is late by tens of us on some machines, e.g. VMs). */
 static void *gen_main(void *arg)
 {
     struct emu_card *c = arg;
@@ -266,7 +322,7 @@ static void *gen_main(void *arg)
                 emu_card_yield(c);
                 continue;
             }
-            uint64_t due = emu_gen_next_due(c);
+            uint64_t due = c->spin ? emu_gen_next_due(c) : next_work(c, emu_card_now(c));
             if (due != UINT64_MAX) {
                 uint64_t due_ns = c->t0_ns + (uint64_t)((unsigned __int128)due * 1000000000u / EMU_ACQ_HZ);
                 if (due_ns < wake_ns)

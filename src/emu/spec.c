@@ -541,6 +541,13 @@ int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err,
                 return ONI_EINVALARG;
             }
             c->spin = !strcmp(v, "spin");
+        } else if (!strcmp(kv, "batch")) {
+            uint64_t us;
+            if (emu_parse_u64(v, 0, &us) || us > 10000000) {
+                snprintf(err, cap, "bad batch=%s (0..10000000 us)", v);
+                return ONI_EINVALARG;
+            }
+            c->batch_ns = us * 1000u;
         } else if (!strcmp(kv, "ddr")) {
             if (emu_parse_u64(v, 0, &ddr_bytes) || ddr_bytes < 8192 || ddr_bytes > (64ull << 30)) {
                 snprintf(err, cap, "bad ddr=%s (8K..64G)", v);
@@ -558,7 +565,7 @@ int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err,
                 return ONI_EINVALARG;
             }
         } else {
-            snprintf(err, cap, "unknown key '%s' (devices link mode wake ddr seed gpustream)", kv);
+            snprintf(err, cap, "unknown key '%s' (devices link mode wake batch ddr seed gpustream)", kv);
             return ONI_EINVALARG;
         }
     }

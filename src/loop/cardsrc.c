@@ -29,18 +29,19 @@ static int read_sync(struct loop_cardsrc *c, void *buf, size_t len)
     return rc;
 }
 
-/* Wait for the completion word, lock free: spin (yielding) for 50 us, then
- * poll every 20 us, up to timeout_ms. */
+/* Wait for the completion word, lock free: spin (yielding) for spin_ns,
+ * then poll every 20 us, up to timeout_ms. */
 static int wait_done(struct loop_cardsrc *c, uint32_t seq, uint32_t timeout_ms)
 {
     uint64_t t0 = oni_now_ns(), limit = t0 + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t spin = c->spin_ns ? c->spin_ns : 50000;
     for (;;) {
         if (__atomic_load_n((const uint32_t *)&c->done, __ATOMIC_ACQUIRE) == seq)
             return 0;
         uint64_t t = oni_now_ns();
         if (t > limit)
             return ONI_ETIMEOUT;
-        if (t - t0 < 50000) {
+        if (t - t0 < spin) {
             sched_yield();
         } else {
             struct timespec ts = {0, 20000};

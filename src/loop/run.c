@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "oni/util/clock.h"
 #include "oniemu.h"
 #include "onigpu.h"
@@ -26,6 +27,7 @@
 #define TAGS 65536        /* stimulations remembered for the echo */
 #define MAX_DET (1u << 22)
 #define MAX_LAT (1u << 22)
+#define MAX_REC (1u << 19)
 #define OWED_MAX_MS 100.0 /* data left in the card at the end beyond which the loop fell behind */
 #define KEEP_UP_SHARE 0.95 /* ... or a processed frame rate below this share of the probe's */
 
@@ -37,10 +39,16 @@ struct session {
     int gpu;                  /* the card has the GPU data stream: the probe goes there */
     double acq_hz;
     uint64_t tag_time[TAGS];
+    /* per stimulation, read after the loop stopped: its block, the block's
+     * last frame (hub clock), and when the sink began and ended (host ns) */
+    uint64_t tag_seq[TAGS], tag_last[TAGS], tag_ws[TAGS], tag_we[TAGS];
     _Atomic uint32_t ntags;
     struct loop_spike *det;
     _Atomic size_t ndet;
     uint64_t *lat, *lat_tag; /* acquisition ticks, tag */
+    uint64_t *echo_hub, *echo_host; /* the echo's hub clock; when the host had it (ns) */
+    oniemu_link_t link;
+    int have_link;
     _Atomic size_t nlat;
     _Atomic uint64_t stims, det_overflow, echo_other;
     _Atomic uint64_t det_unkept, lat_unkept; /* past MAX_DET / MAX_LAT: counted, not scored */
@@ -73,6 +81,7 @@ static int fail(struct session *s, int rc, const char *fmt, ...)
 static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uint32_t timeout_ms)
 {
     (void)len, (void)timeout_ms;
+    uint64_t ws = oni_now_ns();
     struct session *s = ctx;
     const struct loop_ephys_out *o = outp;
     size_t n = atomic_load(&s->ndet);
@@ -92,6 +101,9 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
      * says which spike it answers. */
     uint32_t tag = atomic_load(&s->ntags);
     s->tag_time[tag % TAGS] = o->t_stim;
+    s->tag_seq[tag % TAGS] = seq;
+    s->tag_last[tag % TAGS] = o->t_block;
+    s->tag_ws[tag % TAGS] = ws;
     atomic_store(&s->ntags, tag + 1);
     uint32_t pins = loop_rig_stim_pins(tag);
     oni_frame_t *f = NULL;
@@ -99,6 +111,7 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     if (rc < 0) /* > 0 on success, as upstream's */
         return rc;
     rc = oni_write_frame(s->ctx, f);
+    s->tag_we[tag % TAGS] = oni_now_ns();
     oni_destroy_frame(f);
     if (rc < 0)
         return rc;
@@ -113,6 +126,7 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
 static void on_frame(void *arg, oni_frame_t *f)
 {
     struct session *s = arg;
+    uint64_t host = oni_now_ns();
     int k = -1;
     uint64_t hub = 0;
     int probe = f->dev_idx == s->rig.raw; /* read by the echo reader after the loop stopped */
@@ -133,6 +147,8 @@ static void on_frame(void *arg, oni_frame_t *f)
     if (i < MAX_LAT) {
         s->lat[i] = hub - s->tag_time[(uint64_t)n % TAGS];
         s->lat_tag[i] = (uint64_t)n;
+        s->echo_hub[i] = hub;
+        s->echo_host[i] = host;
         atomic_store(&s->nlat, i + 1);
     } else {
         atomic_fetch_add(&s->lat_unkept, 1);
@@ -307,10 +323,13 @@ static int open_card(struct session *s)
     s->res->gpu_stream = s->gpu;
     oniemu_link_t l;
     sz = sizeof l;
-    if (oni_get_driver_opt(s->ctx, ONI_DRV_EMU_LINK, &l, &sz))
+    if (oni_get_driver_opt(s->ctx, ONI_DRV_EMU_LINK, &l, &sz)) {
         snprintf(s->res->link, sizeof s->res->link, "unknown");
-    else
+    } else {
         snprintf(s->res->link, sizeof s->res->link, "%.*s", (int)sizeof l.name, l.name);
+        s->link = l;
+        s->have_link = 1;
+    }
     return 0;
 }
 
@@ -350,6 +369,8 @@ static int source(struct session *s, size_t in_bytes)
             return fail(s, rc, "routing the NP2.0e to the GPU stream: %s", oni_error_str(rc));
         if ((rc = loop_cardsrc_init(&s->cs, s->ctx, (uint32_t)in_bytes)) != 0)
             return fail(s, rc, "setting up the GPU stream: %s", oni_error_str(rc));
+        s->cs.spin_ns = (uint64_t)c->spin_us * 1000u;
+        s->cs.sync_only = !s->cfg->dma_reads; /* the emu driver's reads block no one (docs/closed-loop.md) */
         loop_cardsrc_source(&s->cs, &c->src);
         return 0;
     }
@@ -403,6 +424,13 @@ static int setup(struct session *s)
     c->depth = 4;
     c->timeout_ms = 1000;
     c->ephys = s->st;
+    c->spin_us = cfg->spin_us ? cfg->spin_us : LOOP_RUN_SPIN_US;
+    /* every block's timings, for the stages of the latency (at most 2^19:
+     * 16 MiB; stimulations past them get only the hub-clock figures): room
+     * for a run that ends late and for a backlog read at the probe's rate
+     * and more */
+    double nblk = ceil((cfg->seconds + 2) * 1.5 * s->p.fs_hz / cfg->block) + 64;
+    c->record_cap = nblk < (double)MAX_REC ? (uint32_t)nblk : MAX_REC;
     if ((rc = source(s, in_bytes)) != 0)
         return rc;
     c->sink = (struct loop_sink){s, sink_write};
@@ -556,6 +584,97 @@ static int score(struct session *s, struct loop_score *sc)
     return rc;
 }
 
+const char *loop_run_stage_name(int stage)
+{
+    static const char *const names[LOOP_RUN_NSTAGES] = {"after", "ready", "handoff", "compute", "write", "echo"};
+    return stage >= 0 && stage < LOOP_RUN_NSTAGES ? names[stage] : NULL;
+}
+
+static double link_us(const struct session *s, size_t n)
+{
+    if (!s->have_link)
+        return NAN;
+    return (s->link.latency_s + (s->link.bandwidth_Bps > 0 ? (double)n / s->link.bandwidth_Bps : 0)) * 1e6;
+}
+
+/* Percentiles (us) of n values (ns, NaN = none) into *out. */
+static void ns_summary(double *v, size_t n, struct loop_run_latency *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(v[i]))
+            v[k++] = v[i];
+    out->n = k;
+    out->p50_us = out->p99_us = out->p999_us = out->max_us = NAN;
+    if (!k)
+        return;
+    loop_sort_f64(v, k);
+    out->p50_us = loop_percentile_sorted_f64(v, k, 50) / 1e3;
+    out->p99_us = loop_percentile_sorted_f64(v, k, 99) / 1e3;
+    out->p999_us = loop_percentile_sorted_f64(v, k, 99.9) / 1e3;
+    out->max_us = v[k - 1] / 1e3;
+}
+
+/* The stages of the time after each block's last sample (run.h), echoes
+ * after the warm-up only. The hub clock is placed on the host's clock by
+ * the writes: a stimulation's outputs changed after its sink began plus the
+ * link's time for the write frame, and before the sink returned, so the
+ * offset host - hub lies in [ws + link - Te, we - Te] for every echo; the
+ * midpoint of their intersection is taken. */
+static int stages(struct session *s)
+{
+    struct loop_run_result *res = s->res;
+    size_t n = res->nlat;
+    const struct loop_record *rec = loop_records(s->lp);
+    struct loop_stats ls;
+    loop_get_stats(s->lp, &ls);
+    double lo = -INFINITY, hi = INFINITY, wl = link_us(s, 8 + 4) * 1e3;
+    wl = isnan(wl) ? 0 : wl;
+    for (size_t i = 0; i < n; i++) {
+        double te = (double)s->echo_hub[i] / s->acq_hz * 1e9;
+        uint32_t t = res->lat_tag[i] % TAGS;
+        double a = (double)s->tag_ws[t] + wl - te, b = (double)s->tag_we[t] - te;
+        lo = a > lo ? a : lo;
+        hi = b < hi ? b : hi;
+    }
+    int placed = n && lo <= hi;
+    double off = placed ? (lo + hi) / 2 : NAN;
+    res->clock_err_us = placed ? (hi - lo) / 2e3 : NAN;
+    double *v[LOOP_RUN_NSTAGES];
+    int rc = 0;
+    for (int k = 0; k < LOOP_RUN_NSTAGES; k++)
+        if (!(v[k] = malloc((n ? n : 1) * sizeof *v[k])))
+            rc = ONI_EBADALLOC;
+    int host_read = host_backend(s->cfg->backend), split = host_read && s->cfg->backend != LOOP_GPU_MAPPED;
+    for (size_t i = 0; i < n && !rc; i++) {
+        uint32_t t = res->lat_tag[i] % TAGS;
+        uint64_t seq = s->tag_seq[t];
+        double scratch[LOOP_RUN_NSTAGES], *row[LOOP_RUN_NSTAGES];
+        for (int k = 0; k < LOOP_RUN_NSTAGES; k++) {
+            v[k][i] = NAN; /* the warm-up's stay NaN: not summed up */
+            row[k] = res->lat_warm[i] ? &scratch[k] : &v[k][i];
+        }
+        double last = off + (double)s->tag_last[t] / s->acq_hz * 1e9, te = off + (double)s->echo_hub[i] / s->acq_hz * 1e9;
+        *row[LOOP_RUN_AFTER] = ((double)s->echo_hub[i] - (double)s->tag_last[t]) / s->acq_hz * 1e9;
+        *row[LOOP_RUN_WRITE] = te - (double)s->tag_ws[t];
+        *row[LOOP_RUN_ECHO] = (double)s->echo_host[i] - te;
+        if (host_read && rec && seq < ls.nrecords) {
+            double got = (double)rec[seq].t_start + rec[seq].t_in_ns;
+            double comp = split ? rec[seq].t_compute_ns : 0;
+            *row[LOOP_RUN_READY] = got - last;
+            *row[LOOP_RUN_HANDOFF] = (double)s->tag_ws[t] - got - comp;
+            if (split)
+                *row[LOOP_RUN_COMPUTE] = comp;
+        }
+    }
+    for (int k = 0; k < LOOP_RUN_NSTAGES; k++) {
+        if (!rc)
+            ns_summary(v[k], n, &res->stage[k]);
+        free(v[k]);
+    }
+    return rc ? fail(s, rc, "no memory for the latency's stages") : 0;
+}
+
 /* The echoes kept, each marked warm-up or not, and their percentiles apart. */
 static int latencies(struct session *s)
 {
@@ -583,7 +702,9 @@ static int latencies(struct session *s)
     }
     lat_summary(s, s->lat, n, res->lat_warm, 0, &res->lat);
     lat_summary(s, s->lat, n, res->lat_warm, 1, &res->lat_warmup);
-    return 0;
+    res->link_read_us = link_us(s, s->c.in_bytes);
+    res->link_write_us = link_us(s, 8 + 4);
+    return stages(s);
 }
 
 /* Score and sum up; the first error of the run, the truth or the echo
@@ -637,6 +758,8 @@ static void session_free(struct session *s)
     free(s->det);
     free(s->lat);
     free(s->lat_tag);
+    free(s->echo_hub);
+    free(s->echo_host);
     loop_defsrc_free(&s->ds);
     free(s->st);
     free(s);
@@ -647,8 +770,10 @@ static int check_config(const struct loop_run_config *cfg, char *why, size_t cap
     char bwhy[160];
     if (!cfg->truth)
         snprintf(why, cap, "no ground-truth file given");
-    else if (cfg->block < 1 || cfg->block > LOOP_RUN_MAX_BLOCK)
-        snprintf(why, cap, "a block of %u frames (1..%d)", cfg->block, LOOP_RUN_MAX_BLOCK);
+    else if (cfg->block > LOOP_RUN_MAX_BLOCK)
+        snprintf(why, cap, "a block of %u frames (1..%d, or 0: picked)", cfg->block, LOOP_RUN_MAX_BLOCK);
+    else if (cfg->spin_us > 1000000)
+        snprintf(why, cap, "a spin of %u us (at most 1 s)", cfg->spin_us);
     else if (!(cfg->seconds >= LOOP_RUN_MIN_SECONDS) || cfg->seconds > 86400)
         snprintf(why, cap, "a run of %g s (%g..86400)", cfg->seconds, LOOP_RUN_MIN_SECONDS);
     else if (!loop_backend_available(cfg->backend, bwhy, sizeof bwhy))
@@ -658,16 +783,12 @@ static int check_config(const struct loop_run_config *cfg, char *why, size_t cap
     return ONI_EINVALARG;
 }
 
-int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *res)
+/* One run with cfg->block >= 1 (checked). */
+static int run_one(const struct loop_run_config *cfg, struct loop_run_result *res)
 {
-    if (!res)
-        return ONI_EINVALARG;
     memset(res, 0, sizeof *res);
     res->owed_ms = NAN;
-    if (!cfg)
-        return res->rc = ONI_EINVALARG;
-    if ((res->rc = check_config(cfg, res->why, sizeof res->why)) != 0)
-        return res->rc;
+    res->clock_err_us = res->link_read_us = res->link_write_us = NAN;
     res->block = cfg->block;
     struct session *s = calloc(1, sizeof *s);
     if (!s) {
@@ -680,7 +801,10 @@ int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *
     s->det = malloc(MAX_DET * sizeof *s->det);
     s->lat = malloc(MAX_LAT * sizeof *s->lat);
     s->lat_tag = malloc(MAX_LAT * sizeof *s->lat_tag);
-    int rc = s->st && s->det && s->lat && s->lat_tag ? 0 : fail(s, ONI_EBADALLOC, "no memory");
+    s->echo_hub = malloc(MAX_LAT * sizeof *s->echo_hub);
+    s->echo_host = malloc(MAX_LAT * sizeof *s->echo_host);
+    int rc = s->st && s->det && s->lat && s->lat_tag && s->echo_hub && s->echo_host
+                 ? 0 : fail(s, ONI_EBADALLOC, "no memory");
     if (!rc)
         rc = open_card(s);
     if (!rc)
@@ -697,6 +821,130 @@ int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *
         rc = summarize(s, loop_rc);
     session_free(s);
     return res->rc = rc;
+}
+
+/* A trial kept up: no error, no drop, the probe's rate, and no more left
+ * in the card at its end than TRIAL_OWED_MS plus two blocks. */
+#define TRIAL_OWED_MS 2.0
+static int kept_up(const struct loop_run_result *r)
+{
+    double blk_ms = r->fs_hz > 0 ? r->block / r->fs_hz * 1e3 : 0;
+    return r->rc == 0 && r->verdict == 1 && !r->dropped && r->owed_ms <= TRIAL_OWED_MS + 2 * blk_ms;
+}
+
+/* The block of the trial after one of block b that did not keep up: twice
+ * b, or, when its frame rate was a fraction of the probe's, the power of two
+ * that rate says is needed (b x probe / rate: a sanitized build at a tenth of
+ * the rate skips the blocks between), at most LOOP_RUN_PICK_MAX (then past
+ * it, after a trial of LOOP_RUN_PICK_MAX). */
+static uint32_t next_trial(uint32_t b, const struct loop_run_result *r)
+{
+    if (b >= LOOP_RUN_PICK_MAX)
+        return 2 * b;
+    double need = r->fps > 0 && r->fps < r->fs_hz ? b * r->fs_hz / r->fps : 2 * b;
+    uint32_t n = 2 * b;
+    while (n < LOOP_RUN_PICK_MAX && n < need)
+        n *= 2;
+    return n > LOOP_RUN_PICK_MAX ? LOOP_RUN_PICK_MAX : n;
+}
+
+/* Trials of LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... up to LOOP_RUN_PICK_MAX
+ * (next_trial: fewer when a trial's rate says so), each on a card of its own against cfg->truth emptied first: the first that
+ * keeps up is *block, why said in res->block_why (none: the largest tried).
+ * A stop during the trials makes the trial it cut short the run's result, or
+ * the one before when the cut one processed nothing (*block = 0, res holds
+ * it, stopped). 0, or the error of a trial that could not run (res holds it:
+ * a card that cannot serve the loop fails the same way in every trial). */
+static int pick_block(const struct loop_run_config *cfg, struct loop_run_result *res, uint32_t *block)
+{
+    char why[320] = "";
+    struct loop_run_config t = *cfg;
+    t.seconds = LOOP_RUN_TRIAL_S;
+    t.started = NULL;
+    t.progress = NULL;
+    struct loop_run_result prev;
+    memset(&prev, 0, sizeof prev);
+    uint32_t last = 0;
+    *block = 0;
+    for (uint32_t b = 1; b <= LOOP_RUN_PICK_MAX; b = next_trial(b, &prev)) {
+        if (truncate(cfg->truth, 0)) {
+            if (last)
+                loop_run_result_free(&prev);
+            snprintf(res->why, sizeof res->why, "cannot empty the truth file %s for a trial", cfg->truth);
+            return ONI_EPATHINVALID;
+        }
+        t.block = b;
+        struct loop_run_result r;
+        int rc = run_one(&t, &r);
+        if (r.stopped || (rc && !r.ran && !last)) { /* stopped, or nothing could run: this is the result */
+            if (r.stopped && !r.frames && last) { /* stopped as it began: the trial before */
+                loop_run_result_free(&r);
+                r = prev;
+                rc = r.rc;
+                r.stopped = 1;
+                b = last;
+            } else if (last) {
+                loop_run_result_free(&prev);
+            }
+            *res = r;
+            snprintf(res->block_why, sizeof res->block_why, "%s during the trials, at the trial of block %u",
+                     r.stopped ? "stopped" : "failed", b);
+            return rc;
+        }
+        if (rc && !r.ran) /* e.g. a block the FIFO cannot hold: the largest tried */
+            break;
+        if (last)
+            loop_run_result_free(&prev);
+        prev = r; /* kept: a stop as the next trial begins makes it the result */
+        last = b;
+        size_t k = strlen(why);
+        snprintf(why + k, sizeof why - k, "%s%u: %.0f/s, %.1f ms left%s", k ? "; " : "", b, r.fps, r.owed_ms,
+                 r.rc ? " (error)" : r.dropped ? " (drops)" : "");
+        if (kept_up(&r)) {
+            loop_run_result_free(&prev);
+            *block = b;
+            snprintf(res->block_why, sizeof res->block_why, "the smallest that kept up in %.1f s trials (%s)",
+                     LOOP_RUN_TRIAL_S, why);
+            return 0;
+        }
+    }
+    if (last)
+        loop_run_result_free(&prev);
+    *block = last;
+    snprintf(res->block_why, sizeof res->block_why, "none kept up in %.1f s trials: the largest tried (%s)",
+             LOOP_RUN_TRIAL_S, why);
+    return 0;
+}
+
+int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *res)
+{
+    if (!res)
+        return ONI_EINVALARG;
+    memset(res, 0, sizeof *res);
+    res->owed_ms = NAN;
+    if (!cfg)
+        return res->rc = ONI_EINVALARG;
+    if ((res->rc = check_config(cfg, res->why, sizeof res->why)) != 0)
+        return res->rc;
+    if (cfg->block)
+        return run_one(cfg, res);
+    uint32_t b = 0;
+    char why[sizeof res->block_why];
+    int rc = pick_block(cfg, res, &b);
+    res->block_picked = 1;
+    if (rc || !b)
+        return res->rc = rc;
+    memcpy(why, res->block_why, sizeof why);
+    if (truncate(cfg->truth, 0)) {
+        snprintf(res->why, sizeof res->why, "cannot empty the truth file %s after the trials", cfg->truth);
+        return res->rc = ONI_EPATHINVALID;
+    }
+    struct loop_run_config c = *cfg;
+    c.block = b;
+    rc = run_one(&c, res);
+    res->block_picked = 1;
+    memcpy(res->block_why, why, sizeof why);
+    return rc;
 }
 
 void loop_run_result_free(struct loop_run_result *res)

@@ -37,6 +37,9 @@
 #define LOOP_RUN_MIN_SECONDS 0.5 /* the detector calibrates on the first 0.2 s */
 #define LOOP_RUN_TOL_S 1e-3      /* spike match tolerance */
 #define LOOP_RUN_WARMUP_S 1.0    /* latencies of the first second are reported apart */
+#define LOOP_RUN_TRIAL_S 1.0     /* block 0 (pick): each candidate block's trial run */
+#define LOOP_RUN_PICK_MAX 256    /* ... blocks 1, 2, 4, ... up to this one */
+#define LOOP_RUN_SPIN_US 50u     /* spin_us 0: how long a waiting loop thread spins (yielding) before it sleeps */
 /* A real rig: the breakout board with its loopback wire, an NP2.0e on port A. */
 #define LOOP_RUN_DEFAULT_SPEC "devices=breakout:loopback=1,np2e;mode=realtime"
 
@@ -57,7 +60,19 @@ struct loop_run_config {
     int backend;        /* enum loop_backend */
     const char *spec;   /* the card (ONI_DRV_EMU_SPEC); NULL: LOOP_RUN_DEFAULT_SPEC */
     const char *link;   /* PCIe link preset appended to the spec; NULL: the spec's */
-    uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK */
+    uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK; 0: pick it (trials of
+                           LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... LOOP_RUN_PICK_MAX (a trial
+                           at a fraction of the probe's rate skips the powers of two that rate
+                           rules out), each emptying the truth file first: the smallest that keeps up;
+                           res->block and res->block_why say which and why) */
+    uint32_t spin_us;   /* a waiting loop thread (engine hand-offs, the card source's
+                           completion word) spins, yielding, this long before it sleeps in
+                           20 us polls; 0: LOOP_RUN_SPIN_US */
+    int dma_reads;      /* GPU stream, host backends: 1 hands a block the card's FIFO does not
+                           hold yet to the card's DMA engine (ONI_DRV_READ_ASYNC) and polls its
+                           completion word, as a driver that holds the context's lock in a
+                           blocking read needs; 0: blocking reads (ONI_DRV_READ), which the emu
+                           driver runs beside everything else (docs/latency.md) */
     double seconds;     /* LOOP_RUN_MIN_SECONDS..86400 */
     const char *truth;  /* the card's ground-truth file: an existing empty file (the card appends) */
     /* The processing chain (loop.h, include/onigpu_stage.h); 0 stages: the
@@ -80,6 +95,26 @@ struct loop_run_latency {
     size_t n;           /* echoes kept */
     double p50_us, p99_us, p999_us, max_us; /* NaN when n == 0 */
 };
+
+/* Where the time after a block's last sample goes (docs/latency.md), per
+ * echoed stimulation after the warm-up. AFTER is exact (both ends in the hub
+ * clock); the others place the hub clock on the host's clock (the card's
+ * acquisition clock runs on it at a fixed offset, bounded by every
+ * stimulation's write: res->clock_err_us) and cover it: READY + HANDOFF +
+ * COMPUTE + WRITE = AFTER. READY, HANDOFF and COMPUTE are NaN for backends
+ * whose reads the host does not see end (the GPU writes them). ECHO is not
+ * part of the latency: the loopback input frame's way back to the host. */
+enum loop_run_stage {
+    LOOP_RUN_AFTER = 0, /* the block's last sample -> the outputs changed (hub clock) */
+    LOOP_RUN_READY,     /* the last sample -> the block in the loop's memory (FIFO, card, link) */
+    LOOP_RUN_HANDOFF,   /* block read -> the sink called, less COMPUTE: the loop's thread hand-offs */
+    LOOP_RUN_COMPUTE,   /* the process stage (host-timed; GPU backends: launch to result) */
+    LOOP_RUN_WRITE,     /* the sink called -> the outputs changed (frame, link, card) */
+    LOOP_RUN_ECHO,      /* the outputs changed -> the echo frame read by the host */
+    LOOP_RUN_NSTAGES
+};
+/* "after", "ready", ... (NULL for another value). */
+const char *loop_run_stage_name(int stage);
 
 /* What a run measured. Valid after loop_run_session returned 0 or an error
  * of the run itself (rc of the result); what is unknown is NaN. */
@@ -109,6 +144,11 @@ struct loop_run_result {
     uint64_t echoes_other;  /* default-stream frames that name no stimulation (other devices, other pins) */
     struct loop_run_latency lat;        /* echoes of spikes after the warm-up */
     struct loop_run_latency lat_warmup; /* echoes of spikes in the warm-up */
+    struct loop_run_latency stage[LOOP_RUN_NSTAGES]; /* after the warm-up (enum loop_run_stage) */
+    double clock_err_us;    /* the stages' clock placement is within this (NaN: not placed) */
+    double link_read_us, link_write_us; /* the card's link model for one block / one stimulation */
+    int block_picked;       /* 1: cfg.block was 0 and the trials picked res.block */
+    char block_why[400];    /* why that block ("" when cfg.block was given) */
     /* Every echo kept: the stimulation's tag, its latency (us), and 1 when
      * its spike fell in the warm-up. Owned by the result. */
     size_t nlat;

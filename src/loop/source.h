@@ -77,9 +77,11 @@ struct loop_cardsrc {
     oni_ctx ctx;
     uint32_t block;
     uint32_t seq;             /* of the last host read through READ_ASYNC */
-    int sync_only;            /* the driver has no READ_ASYNC into host memory */
+    int sync_only;            /* blocking reads only (ONI_DRV_READ): set by the caller, or on
+                                 finding that the driver has no READ_ASYNC into host memory */
     uint32_t ctx_timeout_ms;  /* ONI_OPT_TIMEOUTMS at init: each READ_ASYNC job's own deadline */
     volatile uint32_t done;   /* its completion word */
+    uint64_t spin_ns;         /* waiting for it: spin (yielding) this long, then 20 us sleeps (0: 50 us) */
 };
 
 /* ONI_DRV_RD_SZ = block; errors of oni_set_driver_opt (ONI_EINVALOPT: the

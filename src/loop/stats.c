@@ -40,3 +40,20 @@ void loop_sort_u64(uint64_t *v, size_t n)
     if (n > 1)
         qsort(v, n, sizeof *v, cmp_u64);
 }
+
+double loop_percentile_sorted_f64(const double *sorted, size_t n, double p)
+{
+    return sorted[loop_percentile_rank(n, p) - 1];
+}
+
+static int cmp_f64(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void loop_sort_f64(double *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_f64);
+}

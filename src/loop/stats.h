@@ -22,4 +22,9 @@ double loop_percentile_sorted(const uint64_t *sorted, size_t n, double p);
 /* Sort v[0..n) ascending in place (n may be 0). */
 void loop_sort_u64(uint64_t *v, size_t n);
 
+/* The same for signed real values (durations placed on two clocks may come
+ * out below zero); no NaN in v. */
+double loop_percentile_sorted_f64(const double *sorted, size_t n, double p);
+void loop_sort_f64(double *v, size_t n);
+
 #endif

@@ -118,7 +118,7 @@ static void on_started(void *arg, const struct loop_run_result *r)
 {
     const struct opts *o = arg;
     printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card (link %s)\n",
-           loop_backend_name(o->c.backend), o->c.block, o->c.block / 30.0, o->c.seconds, r->link);
+           loop_backend_name(o->c.backend), r->block, r->block / 30.0, o->c.seconds, r->link);
     if (r->gpu_stream)
         printf("onigpu run: the probe's super-frames on the card's GPU data stream\n");
     else
@@ -149,6 +149,18 @@ static void print_lat(const char *what, const struct loop_run_latency *l)
                l->p999_us, l->max_us, l->n);
     else
         printf("no echo\n");
+}
+
+/* Where the time after the block's last sample went (run.h's stages). */
+static void print_stages(const struct loop_run_result *r)
+{
+    if (!r->stage[LOOP_RUN_AFTER].n)
+        return;
+    printf("  after the block's last sample (p50 / p99 us; clock placed within %.1f us):", r->clock_err_us);
+    for (int k = 0; k < LOOP_RUN_NSTAGES; k++)
+        if (r->stage[k].n)
+            printf(" %s %.1f / %.1f", loop_run_stage_name(k), r->stage[k].p50_us, r->stage[k].p99_us);
+    printf("\n");
 }
 
 static void print_summary(const struct opts *o, const char *truth, const struct loop_run_result *r)
@@ -187,6 +199,9 @@ static void print_summary(const struct opts *o, const char *truth, const struct 
     char warm[96];
     snprintf(warm, sizeof warm, "warm-up latency (spikes of the first %.1f s, not in the figures above)", r->warmup_s);
     print_lat(warm, &r->lat_warmup);
+    if (r->block_picked)
+        printf("  block              %u frames: %s\n", r->block, r->block_why);
+    print_stages(r);
     if (r->stats_rc)
         printf("  dropped            unknown (card statistics: %s), %llu stalled reads\n", oni_error_str(r->stats_rc),
                (unsigned long long)r->stalls);
@@ -232,7 +247,7 @@ static int session(struct opts *o, const char *truth)
 
 static int run(int argc, char **argv)
 {
-    struct opts o = {.c = {.block = 16, .seconds = 5.0}};
+    struct opts o = {.c = {.block = 0, .seconds = 5.0}}; /* block 0: picked by trials (run.h) */
     o.c.started = on_started;
     o.c.progress = on_progress;
     o.c.arg = &o;

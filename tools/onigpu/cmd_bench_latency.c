@@ -1,0 +1,143 @@
+/* cmd_bench_latency.c - `onigpu bench latency`: spike -> stimulus latency
+ * of the closed loop on the emulated card, swept over blocks per backend
+ * and spin budget (src/bench/bench_latency.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/bench.h"
+#include "bench/bench_latency.h"
+#include "bench_cli.h"
+#include "cli.h"
+#include "gpu/gpu.h"
+#include "loop/loop.h"
+#include "loop/run.h"
+
+static int run(int argc, char **argv);
+
+CLI_COMMAND(bench_latency, "bench latency",
+            "[--backends all|LIST] [--blocks 1,2,4,8,16,32] [--spins 50,1000] [--reads dma,blocking] [--seconds 2] "
+            "[--repeat 1] "
+            "[--emu SPEC]... [--out docs/results]",
+            "closed-loop latency on the emulated card against block size, per backend and spin; "
+            "where the time after the block's last sample goes; CSV, JSON, PNG", NULL, run)
+
+/* A comma-separated list of whole numbers lo..hi into v[0..BENCH_LATENCY_MAX). 0 or 2. */
+static int parse_u32s(const char *opt, const char *list, uint32_t lo, uint32_t hi, uint32_t *v, int *n)
+{
+    char *copy = list ? strdup(list) : NULL;
+    int ok = copy != NULL;
+    *n = 0;
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t && ok; t = strtok_r(NULL, ",", &save)) {
+        uint32_t x;
+        ok = *n < BENCH_LATENCY_MAX && cli_parse_u32(t, &x) == 0 && x >= lo && x <= hi;
+        if (ok)
+            v[(*n)++] = x;
+    }
+    free(copy);
+    if (ok && *n)
+        return 0;
+    return cli_bad_value(&cli_cmd_bench_latency, opt, list, "a comma-separated list of at most %d whole numbers "
+                         "from %u to %u", BENCH_LATENCY_MAX, lo, hi);
+}
+
+/* "dma", "blocking" or both, in order. 0 or 2. */
+static int parse_reads(const char *opt, const char *v, struct bench_latency_opts *o)
+{
+    o->nreads = 0;
+    if (v && (!strcmp(v, "dma") || !strcmp(v, "dma,blocking")))
+        o->reads[o->nreads++] = 1;
+    if (v && (!strcmp(v, "blocking") || !strcmp(v, "dma,blocking") || !strcmp(v, "blocking,dma")))
+        o->reads[o->nreads++] = 0;
+    if (v && !strcmp(v, "blocking,dma"))
+        o->reads[o->nreads++] = 1;
+    return o->nreads ? 0 : cli_bad_value(&cli_cmd_bench_latency, opt, v, "dma, blocking, or both comma-separated");
+}
+
+static int parse_args(int argc, char **argv, struct bench_latency_opts *o)
+{
+    const struct cli_command *cmd = &cli_cmd_bench_latency;
+    int nspec = 0;
+    for (int i = 1; i < argc; i++) {
+        char opt[64];
+        const char *a, *v;
+        cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
+        int st;
+        uint64_t n;
+        if (!strcmp(a, "--backends")) {
+            st = v && !strcmp(v, "all") ? 0
+                 : cli_parse_names(cmd, a, v, loop_backend_parse, loop_backend_name, LOOP_NBACKENDS, o->backends,
+                                   &o->backends);
+            for (int b = 0; b < LOOP_NBACKENDS && !st; b++) {
+                char why[160];
+                if ((o->backends >> b & 1) && !loop_backend_available(b, why, sizeof why)) {
+                    fprintf(stderr, "onigpu bench latency: backend %s is not available: %s\n", loop_backend_name(b),
+                            why);
+                    return 1;
+                }
+            }
+        } else if (!strcmp(a, "--blocks")) {
+            st = parse_u32s(a, v, 1, LOOP_RUN_MAX_BLOCK, o->blocks, &o->nblocks);
+        } else if (!strcmp(a, "--spins")) {
+            st = parse_u32s(a, v, 1, 1000000, o->spins, &o->nspins);
+        } else if (!strcmp(a, "--reads")) {
+            st = parse_reads(a, v, o);
+        } else if (!strcmp(a, "--seconds")) {
+            st = cli_arg_seconds(cmd, a, v, LOOP_RUN_MIN_SECONDS, 0, 3600, &o->seconds);
+        } else if (!strcmp(a, "--repeat")) {
+            if (!(st = cli_arg_count(cmd, a, v, 1, 64, &n)))
+                o->repeat = (int)n;
+        } else if (!strcmp(a, "--emu") || !strcmp(a, "--devices")) {
+            /* repeatable: each card is a variant */
+            if (nspec == 4)
+                st = cli_bad_value(cmd, a, v, "given at most 4 times");
+            else if (!(st = cli_arg_text(cmd, a, v, "the emulated card's spec string (oniemu.h)", &o->specs[nspec])))
+                o->nspecs = ++nspec;
+        } else if (!strcmp(a, "--out")) {
+            st = cli_arg_text(cmd, a, v, "the name of a directory", &o->out_dir);
+        } else {
+            st = cli_bad_arg(cmd, a == opt ? argv[i] : a);
+        }
+        if (st)
+            return st;
+    }
+    if (o->nspecs * o->nspins * o->nreads > 16) {
+        fprintf(stderr, "onigpu bench latency: at most 16 variants (cards x spins x reads)\n");
+        return cli_usage(cmd);
+    }
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    struct bench_latency_opts o;
+    bench_latency_defaults(&o);
+    o.log = stderr;
+    char **full;
+    int nfull = cli_command_line(&full);
+    int st = parse_args(argc, argv, &o);
+    if (st || (st = cli_arg_outdir(&cli_cmd_bench_latency, "--out", o.out_dir, &o.out_dir)) != 0)
+        return st;
+    if (bench_cli_signals("bench latency"))
+        return 1;
+    char gpu[128] = "";
+    gpu_name(gpu, sizeof gpu);
+    int rc = 0, failed = 0, measured = 0;
+    struct bench_report *rep = bench_report_open(o.out_dir, "latency", nfull, full, gpu[0] ? gpu : NULL, &rc);
+    if (rep)
+        rc = bench_latency_run(&o, rep, &failed, &measured);
+    bench_cli_signals_end("bench latency");
+    if (!rep || (rc && !measured && !failed) || (bench_stopped() && !measured && !failed)) {
+        bench_report_discard(rep);
+    } else { /* every run has its row, one without an echo too (a slow sanitized build) */
+        bench_report_print(rep, "ratios", stdout);
+        int crc = bench_report_close(rep);
+        rc = rc ? rc : crc;
+    }
+    if (rc)
+        return cli_fail("bench latency", rc);
+    if (!measured)
+        fprintf(stderr, "onigpu bench latency: no run gave a latency\n");
+    else if (failed)
+        fprintf(stderr, "onigpu bench latency: %d runs failed (the error column says why)\n", failed);
+    return failed || !measured ? 1 : 0;
+}
