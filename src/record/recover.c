@@ -159,7 +159,8 @@ static int measure(struct file *f, const char *dir, const char *name, int npy, s
     } else {
         f->row = dat_row;
     }
-    f->rows = f->row ? data / f->row : UINT64_MAX; /* zero-width rows: as many as the others hold */
+    /* zero-width rows (waveforms): as many as its header says */
+    f->rows = f->row ? data / f->row : f->h.shape[0];
     return 0;
 }
 
