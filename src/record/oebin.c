@@ -533,6 +533,8 @@ static int oe_close(struct rec_w *w, int failed)
     }
     if (failed || rc) { /* what the failed write left: cut back to whole rows everywhere */
         char report[512];
+        if (count_listed(w, o) != o->listed) /* list what was made since the last flush, if it can */
+            write_oebin(w, o);
         int rrc = oebin_consistent(o->rdir, report, sizeof report);
         if (rrc && !rc)
             rc = rrc;

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""check_openephys.py [--prefix] DIR REF TRUTH [SPIKES] - read an Open Ephys binary
+"""check_openephys.py [--prefix] DIR REF TRUTH [SPIKES]
+check_openephys.py --self DIR MIN_SAMPLES - read an Open Ephys binary
 recording that onigpu wrote, as an analysis tool would (numpy's np.load and
 np.memmap, following the format's documentation: Open Ephys GUI docs,
 "Binary format"), and compare it with what the card produced.
@@ -11,6 +12,10 @@ the layout (ADC k of sub-frame i at data word 4 + 36 i + 4 (k // 3) + k % 3
 after the probe index, channel 128 (k % 3) + 32 ((k // 3) // 2) + (k // 3) % 2
 + 2 i; 12-bit offset binary around 2048), not with onigpu's code.
 TRUTH is the card's ground truth (dev_idx,unit,channel,sample_time).
+With --self (no reference: a recording `onigpu read --record` made) every
+stream must be whole: its files agree, its sample numbers count from 0, its
+clock steps by one sample period (none missing), at least MIN_SAMPLES
+samples in the NP2.0e probe A stream.
 With --prefix the recording may hold fewer samples and events than REF (a
 recording cut short: killed, a full disk): what it holds must be REF's
 first ones, and every file of a folder must agree.
@@ -75,8 +80,40 @@ def decode_np2e(fr, probe):
     return np.array(rows, dtype=np.int16).reshape(-1, 384), np.array(clocks, dtype=np.uint64)
 
 
+def self_check(top, least):
+    rec = os.path.join(top, "experiment1", "recording1")
+    info = json.load(open(os.path.join(rec, "structure.oebin")))
+    probe = 0
+    for c in info["continuous"]:
+        d = os.path.join(rec, "continuous", c["folder_name"])
+        dat = np.memmap(os.path.join(d, "continuous.dat"), mode="r", dtype="int16")
+        if len(dat) % c["num_channels"]:
+            fail(c["stream_name"] + ": continuous.dat holds a part of a row")
+        n = len(dat) // c["num_channels"]
+        sn = np.load(os.path.join(d, "sample_numbers.npy"), mmap_mode="r")
+        ts = np.load(os.path.join(d, "timestamps.npy"), mmap_mode="r")
+        host = np.load(os.path.join(d, "host_ns.npy"), mmap_mode="r")
+        if not (len(sn) == len(ts) == len(host) == n):
+            fail("%s: %d rows, %d sample numbers, %d timestamps, %d host times" %
+                 (c["stream_name"], n, len(sn), len(ts), len(host)))
+        if not np.array_equal(sn, np.arange(n)):
+            fail(c["stream_name"] + ": sample numbers are not 0..n-1")
+        period = ACQ_HZ / c["sample_rate"]
+        step = np.diff(np.rint(np.asarray(ts) * ACQ_HZ))
+        if n > 1 and (step.min() < np.floor(period) or step.max() > np.ceil(period)):
+            fail("%s: clock steps %d..%d, one sample is %.2f" % (c["stream_name"], step.min(), step.max(), period))
+        if c["stream_name"] == "PortA-ProbeA":
+            probe = n
+        print("check_openephys: %s: %d samples, whole" % (c["stream_name"], n))
+    if probe < least:
+        fail("PortA-ProbeA: %d samples, fewer than %d" % (probe, least))
+    print("check_openephys: ok")
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--self"] and len(args) == 3:
+        return self_check(args[1], int(args[2]))
     prefix = args[:1] == ["--prefix"]
     if prefix:
         args = args[1:]
