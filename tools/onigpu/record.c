@@ -6,6 +6,7 @@
 #include "record.h"
 #include "cli_oni.h"
 #include "common/mkdirs.h"
+#include "onix.h"
 
 static int format_parse(const char *s)
 {
@@ -89,4 +90,73 @@ int rec_cli_close(const char *prog, struct rec *r, const struct rec_cli *o)
         bad = 1;
     }
     return bad;
+}
+
+int rec_cli_run_check(int backend)
+{
+    if (backend == LOOP_CPU || backend == LOOP_GPU_STAGED || backend == LOOP_GPU_MAPPED)
+        return 0;
+    fprintf(stderr, "onigpu run: --record needs the probe's blocks in host memory, and backend %s reads them into "
+                    "GPU memory: record with cpu, gpu-staged or gpu-mapped\n", loop_backend_name(backend));
+    return 2;
+}
+
+static int tap_open(void *arg, oni_ctx ctx, char *why, size_t cap)
+{
+    struct rec_tap *t = arg;
+    oni_device_t *tab = NULL;
+    oni_size_t n = 0;
+    if (!cli_devtable(ctx, &tab, &n))
+        for (oni_size_t i = 0; i < n; i++)
+            if (tab[i].id == ONIX_DS90UB9RAW) {
+                t->raw = tab[i].idx;
+                break;
+            }
+    free(tab);
+    if (!(t->r = rec_cli_open("run", t->o, ctx, 1))) {
+        snprintf(why, cap, "the recording could not start (said above)");
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
+
+static void tap_block(void *arg, const void *blk, size_t len)
+{
+    struct rec_tap *t = arg;
+    rec_frames(t->r, blk, len, 0);
+}
+
+static void tap_frame(void *arg, const oni_frame_t *f)
+{
+    struct rec_tap *t = arg;
+    rec_frame(t->r, f, 0);
+}
+
+static void tap_detect(void *arg, const struct loop_ephys_out *o, uint32_t pins, uint64_t host_ns)
+{
+    struct rec_tap *t = arg;
+    struct rec_spike sp[LOOP_EPHYS_MAXSPIKES];
+    for (uint32_t i = 0; i < o->nspikes; i++)
+        sp[i] = (struct rec_spike){o->spikes[i].time, o->spikes[i].chan, -1};
+    if (o->nspikes)
+        rec_spikes(t->r, t->raw, 0, sp, o->nspikes, host_ns);
+    if (o->nspikes)
+        rec_stim(t->r, o->t_first, pins, host_ns);
+}
+
+const struct loop_run_tap *rec_cli_tap(struct rec_tap *t, const struct rec_cli *o)
+{
+    memset(t, 0, sizeof *t);
+    t->o = o;
+    t->tap = (struct loop_run_tap){t, tap_open, tap_block, tap_frame, tap_detect};
+    return &t->tap;
+}
+
+int rec_cli_tap_close(struct rec_tap *t)
+{
+    if (!t->r)
+        return 0;
+    int rc = rec_cli_close("run", t->r, t->o);
+    t->r = NULL;
+    return rc;
 }
