@@ -366,3 +366,32 @@ TEST(record_refuses_bad_config)
     CHECK(strstr(report, "structure.oebin") != NULL);
 }
 
+
+/* `onigpu run --record`: the closed loop's latencies recomputed from the
+ * recording's event files alone equal run's own, echo for echo; the probe's
+ * stream is whole. */
+TEST(record_run_latency_from_the_files)
+{
+    const char *bin = getenv("ONIGPU_BIN");
+    if (!bin)
+        SKIP("ONIGPU_BIN not set (CTest sets it)");
+    if (!have_numpy())
+        SKIP(PY " has no numpy");
+    struct paths p;
+    CHECK(make_paths(&p) == 0);
+    char py[512], cmd[2048];
+    int st = unit_sh("cd %s && '%s/onigpu' run --backend cpu --seconds 2 --out out --record rec > run.txt 2>&1",
+                     p.tmp, bin);
+    CHECK_EQ(st, 0);
+    CHECK(unit_sh("grep -q 'recording (openephys) into rec: .*stimuli, detected spikes' %s/run.txt", p.tmp) == 0);
+    CHECK(unit_sh("grep -q '^recorded into rec (openephys): ' %s/run.txt", p.tmp) == 0);
+    script(py, sizeof py, "latency_from_recording.py");
+    snprintf(cmd, sizeof cmd, PY " '%s' '%s/rec' %s/out/run/run-*-latency.csv", py, p.tmp, p.tmp);
+    CHECK_EQ(system(cmd), 0);
+    script(py, sizeof py, "check_openephys.py");
+    snprintf(cmd, sizeof cmd, PY " '%s' --self '%s/rec' 3000", py, p.tmp);
+    CHECK_EQ(system(cmd), 0);
+    CHECK(unit_sh("test -s %s/rec/experiment1/recording1/spikes/ONIX-100.PortA-ProbeA-spikes/sample_numbers.npy",
+                  p.tmp) == 0);
+    rm_rf(p.tmp);
+}
