@@ -76,7 +76,7 @@ static oni_ctx open_rig(const char *truth)
     return ctx;
 }
 
-static struct rec *open_rec(oni_ctx ctx, const char *dir)
+static struct rec *open_rec_as(oni_ctx ctx, const char *dir, int format)
 {
     oni_device_t t[64];
     size_t len = sizeof t;
@@ -84,8 +84,7 @@ static struct rec *open_rec(oni_ctx ctx, const char *dir)
     size_t nl = sizeof n;
     if (oni_get_opt(ctx, ONI_OPT_NUMDEVICES, &n, &nl) || n > 64 || oni_get_opt(ctx, ONI_OPT_DEVICETABLE, t, &len))
         return NULL;
-    struct rec_config c = {.dir = dir, .format = REC_OPENEPHYS, .stim_stream = 1, .spike_stream = 1,
-                           .flush_ms = 200};
+    struct rec_config c = {.dir = dir, .format = format, .stim_stream = 1, .spike_stream = 1, .flush_ms = 200};
     struct rec *r = NULL;
     char why[300];
     int rc = rec_open(&c, ctx, t, n, &r, why, sizeof why);
@@ -93,6 +92,16 @@ static struct rec *open_rec(oni_ctx ctx, const char *dir)
         fprintf(stderr, "  rec_open: %s\n", why);
     return r;
 }
+
+static struct rec *open_rec(oni_ctx ctx, const char *dir)
+{
+    return open_rec_as(ctx, dir, REC_OPENEPHYS);
+}
+
+/* Run when the stream reaches a frame (a live reader); NULL: none. */
+static const char *live_cmd;
+static long live_at;
+static int live_rc = -1;
 
 /* Write frame f in read-frame form to fd (the reference). */
 static int put_ref(int fd, const oni_frame_t *f)
@@ -139,6 +148,8 @@ static long stream(oni_ctx ctx, struct rec *r, int ref, FILE *sent, long probe_f
             break;
         }
         rec_frame(r, f, 0);
+        if (f->dev_idx == 8 && live_cmd && probe + 1 == live_at)
+            live_rc = system(live_cmd);
         if (f->dev_idx == 8 && ++probe % 3000 == 0) {
             uint64_t hub;
             memcpy(&hub, f->data, 8);
@@ -236,6 +247,44 @@ TEST(record_openephys_reads_back_sample_for_sample)
         oni_destroy_ctx(ctx);
     }
     CHECK_EQ(check("", p.dir, p.ref, p.truth, p.sent), 0);
+    rm_rf(p.tmp);
+}
+
+/* NWB: h5py finds the core schema's required groups, datasets and
+ * attributes, and the probe's data equal to the card's; a reader following
+ * the file while it is written (HDF5 SWMR) sees whole rows too. */
+TEST(record_nwb_reads_back_and_live)
+{
+    if (system(PY " -c 'import h5py, numpy' >/dev/null 2>&1"))
+        SKIP(PY " has no h5py (Debian: apt-get install python3-h5py; tools/deps.sh does it)");
+    struct paths p;
+    CHECK(make_paths(&p) == 0);
+    oni_ctx ctx = open_rig(p.truth);
+    CHECK(ctx != NULL);
+    if (!ctx)
+        return;
+    struct rec *r = open_rec_as(ctx, p.dir, REC_NWB);
+    CHECK(r != NULL);
+    int ref = open(p.ref, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    char py[512], cmd[2048], file[200];
+    script(py, sizeof py, "check_nwb.py");
+    snprintf(file, sizeof file, "%s/onigpu.nwb", p.dir);
+    /* at 20000 frames, after the writer's flushes (every 200 ms) */
+    snprintf(cmd, sizeof cmd, PY " '%s' '%s' '%s' --live 2048", py, file, p.ref);
+    live_cmd = cmd, live_at = 20000, live_rc = -1;
+    long n = r && ref >= 0 ? stream(ctx, r, ref, NULL, 30000) : -1;
+    live_cmd = NULL;
+    CHECK_EQ(n, 30000);
+    CHECK_EQ(live_rc, 0);
+    struct rec_stats st;
+    memset(&st, 0, sizeof st);
+    if (r)
+        CHECK_RC(rec_close(r, &st), 0);
+    CHECK_EQ(st.lost_msgs, 0);
+    close(ref);
+    oni_destroy_ctx(ctx);
+    snprintf(cmd, sizeof cmd, PY " '%s' '%s' '%s'", py, file, p.ref);
+    CHECK_EQ(system(cmd), 0);
     rm_rf(p.tmp);
 }
 

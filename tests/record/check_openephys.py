@@ -269,4 +269,5 @@ def main():
     print("check_openephys: ok")
 
 
-main()
+if __name__ == "__main__":
+    main()
