@@ -298,7 +298,8 @@ static int run(int argc, char **argv)
     if (o.rec.dir) {
         if ((status = rec_cli_run_check(o.c.backend)))
             return status;
-        o.c.tap = rec_cli_tap(&tap, &o.rec);
+        if (!(o.c.tap = rec_cli_tap(&tap, &o.rec)))
+            return 1;
     }
     char truth[4096];
     if (o.out && (status = cli_arg_outdir(&cli_cmd_run, "--out", o.out, &o.out)) != 0)

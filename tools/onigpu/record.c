@@ -101,62 +101,38 @@ int rec_cli_run_check(int backend)
     return 2;
 }
 
-static int tap_open(void *arg, oni_ctx ctx, char *why, size_t cap)
+static void tap_opened(void *arg, struct rec *r)
 {
-    struct rec_tap *t = arg;
-    oni_device_t *tab = NULL;
-    oni_size_t n = 0;
-    if (!cli_devtable(ctx, &tab, &n))
-        for (oni_size_t i = 0; i < n; i++)
-            if (tab[i].id == ONIX_DS90UB9RAW) {
-                t->raw = tab[i].idx;
-                break;
-            }
-    free(tab);
-    if (!(t->r = rec_cli_open("run", t->o, ctx, 1))) {
-        snprintf(why, cap, "the recording could not start (said above)");
-        return ONI_EINVALARG;
-    }
-    return 0;
-}
-
-static void tap_block(void *arg, const void *blk, size_t len)
-{
-    struct rec_tap *t = arg;
-    rec_frames(t->r, blk, len, 0);
-}
-
-static void tap_frame(void *arg, const oni_frame_t *f)
-{
-    struct rec_tap *t = arg;
-    rec_frame(t->r, f, 0);
-}
-
-static void tap_detect(void *arg, const struct loop_ephys_out *o, uint32_t pins, uint64_t host_ns)
-{
-    struct rec_tap *t = arg;
-    struct rec_spike sp[LOOP_EPHYS_MAXSPIKES];
-    for (uint32_t i = 0; i < o->nspikes; i++)
-        sp[i] = (struct rec_spike){o->spikes[i].time, o->spikes[i].chan, -1};
-    if (o->nspikes)
-        rec_spikes(t->r, t->raw, 0, sp, o->nspikes, host_ns);
-    if (o->nspikes)
-        rec_stim(t->r, o->t_first, pins, host_ns);
+    const struct rec_cli *o = arg;
+    char d[512];
+    rec_describe(r, d, sizeof d);
+    printf("recording (%s) into %s: %s\n", rec_format_name(o->format), o->dir, d);
 }
 
 const struct loop_run_tap *rec_cli_tap(struct rec_tap *t, const struct rec_cli *o)
 {
-    memset(t, 0, sizeof *t);
+    if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) { /* a file size limit must fail a write */
+        fprintf(stderr, "onigpu run: cannot ignore SIGXFSZ\n");
+        return NULL;
+    }
+    int err = make_dirs(o->dir);
+    if (err) {
+        fprintf(stderr, "onigpu run: cannot make the directory %s: %s\n", o->dir, strerror(err));
+        return NULL;
+    }
+    struct rec_config c = {.dir = o->dir, .format = o->format};
+    rec_loop_tap_init(&t->t, &c);
+    t->t.opened = tap_opened;
+    t->t.arg = (void *)o;
     t->o = o;
-    t->tap = (struct loop_run_tap){t, tap_open, tap_block, tap_frame, tap_detect};
-    return &t->tap;
+    return &t->t.tap;
 }
 
 int rec_cli_tap_close(struct rec_tap *t)
 {
-    if (!t->r)
+    if (!t->t.r)
         return 0;
-    int rc = rec_cli_close("run", t->r, t->o);
-    t->r = NULL;
-    return rc;
+    struct rec *r = t->t.r;
+    t->t.r = NULL;
+    return rec_cli_close("run", r, t->o);
 }

@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "oni.h"
 #include "record/record.h"
-#include "loop/run.h"
+#include "record/looptap.h"
 
 struct rec_cli {
     const char *dir;  /* NULL: no recording */
@@ -30,20 +30,19 @@ struct rec *rec_cli_open(const char *prog, const struct rec_cli *o, oni_ctx ctx,
 int rec_cli_close(const char *prog, struct rec *r, const struct rec_cli *o);
 
 
-/* `run --record`: the loop's tap (src/loop/run.h) into a recording that its
- * open callback starts (rec_cli_open, with stimuli and spikes). */
+/* `run --record`: the loop's tap (src/record/looptap.h); its open prints
+ * what is recorded. */
 struct rec_tap {
-    struct loop_run_tap tap;
+    struct rec_loop_tap t;
     const struct rec_cli *o;
-    struct rec *r;
-    oni_dev_idx_t raw;   /* the NP2.0e's raw device: the detections' stream */
 };
 /* 0 when backend b hands the tap its blocks in host memory (cpu,
  * gpu-staged, gpu-mapped); else 2 after saying so. */
 int rec_cli_run_check(int backend);
-/* Fill t for o; &t->tap goes into loop_run_config.tap. */
+/* Make o->dir (mkdir -p) and fill t for it; NULL after saying why. The
+ * result goes into loop_run_config.tap. */
 const struct loop_run_tap *rec_cli_tap(struct rec_tap *t, const struct rec_cli *o);
-/* Close t's recording if it opened (rec_cli_close); 0, or 1 (said). */
+/* Close t's recording if it opened (rec_cli_close's summary); 0, or 1 (said). */
 int rec_cli_tap_close(struct rec_tap *t);
 
 #endif
