@@ -15,6 +15,7 @@
  *    2..13 (onix-source AnalogIO.h:29-52, AnalogIO.cpp:104-118).
  *  - DigitalIO: [u64 hub clock][u8 pins][u8 0][u16 buttons] (Bonsai
  *    DigitalInputDataFrame.cs:35). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,14 @@ static int dio_events(struct rec_w *w, struct rec_dev *d, uint64_t clk, uint32_t
     return rc;
 }
 
+/* Payload offset of each NP2.0e channel's sample, once (superframe.h). */
+static uint16_t np2e_off[NP2E_CHANNELS];
+static void np2e_offsets(void)
+{
+    for (uint32_t ch = 0; ch < NP2E_CHANNELS; ch++)
+        np2e_off[ch] = (uint16_t)loop_np2e_sample_off(ch);
+}
+
 int rec_decode(struct rec_w *w, struct rec_dev *d, uint64_t time, const uint8_t *p, uint32_t len, uint64_t host)
 {
     int16_t row[NP2E_CHANNELS];
@@ -202,8 +211,10 @@ int rec_decode(struct rec_w *w, struct rec_dev *d, uint64_t time, const uint8_t 
         uint16_t probe = u16_at(p + LOOP_NP2E_PROBE_OFF);
         if (probe > 1)
             return 0; /* no probe the headstage has: not a sample */
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, np2e_offsets);
         for (uint32_t ch = 0; ch < NP2E_CHANNELS; ch++)
-            row[ch] = (int16_t)((int)u16_at(p + loop_np2e_sample_off(ch)) - 2048);
+            row[ch] = (int16_t)((int)u16_at(p + np2e_off[ch]) - 2048);
         return rec_w_row(w, (uint32_t)d->stream[probe], row, u64_at(p), host);
     }
     case REC_DEV_RHD2164:

@@ -97,6 +97,7 @@ struct rec_stats {
     uint64_t unwritten;      /* rows, events and spikes that could not be written (the recording failed) */
     uint64_t bytes;          /* bytes written to the files */
     size_t queue_peak;       /* most bytes the queue held */
+    size_t queued, queue_cap;/* bytes it holds now, and can hold */
     int failed;              /* the recording stopped at a write that failed */
     char why[256];           /* why, for the user */
 };

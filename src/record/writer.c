@@ -535,6 +535,8 @@ void rec_get_stats(struct rec *r, struct rec_stats *st)
     pthread_mutex_lock(&r->mu);
     *st = r->s;
     st->queue_peak = r->peak;
+    st->queued = r->used;
+    st->queue_cap = r->cap;
     pthread_mutex_unlock(&r->mu);
 }
 
