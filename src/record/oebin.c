@@ -78,7 +78,7 @@ struct oe_spk {
 };
 
 struct oe {
-    char rdir[PATH_MAX]; /* DIR/experiment1/recording1 */
+    char rdir[PATH_MAX]; /* DIR/Record Node 101/experiment1/recording1 (OEBIN_RECORDING) */
     struct oe_cont *c;
     struct oe_ev *e;
     struct oe_spk *s;
@@ -379,14 +379,16 @@ static int oe_open(struct rec_w *w)
     int rc = make_dir(w, w->dir, 0);
     if (rc)
         return rc;
-    if (rec_path(p, sizeof p, w->dir, "experiment1"))
-        return say(w, ENAMETOOLONG, "cannot make", w->dir);
-    if ((rc = make_dir(w, p, 1)))
-        return rc;
-    if (rec_path(o->rdir, sizeof o->rdir, p, "recording1"))
-        return say(w, ENAMETOOLONG, "cannot make", p);
-    if ((rc = make_dir(w, o->rdir, 1)))
-        return rc;
+    /* the GUI's layout: a record node, its first experiment, its first recording */
+    static const char *const level[3] = {OEBIN_NODE, "experiment1", "recording1"};
+    snprintf(o->rdir, sizeof o->rdir, "%s", w->dir);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s", o->rdir);
+        if (rec_path(o->rdir, sizeof o->rdir, p, level[i]))
+            return say(w, ENAMETOOLONG, "cannot make", p);
+        if ((rc = make_dir(w, o->rdir, 1)))
+            return rc;
+    }
     static const char *const sub[3] = {"continuous", "events", "spikes"};
     for (int i = 0; i < 3; i++) {
         if (rec_path(p, sizeof p, o->rdir, sub[i]))

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define OEBIN_NODE "Record Node 101" /* the record node folder, as the GUI names its first */
+#define OEBIN_RECORDING OEBIN_NODE "/experiment1/recording1" /* under the directory given */
 #define OEBIN_MAX_FOLDERS 256
 #define OEBIN_NAME 160
 

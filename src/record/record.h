@@ -111,9 +111,10 @@ void rec_get_stats(struct rec *r, struct rec_stats *st);
 int rec_close(struct rec *r, struct rec_stats *st);
 
 /* `onigpu recover DIR`: make the Open Ephys recording in DIR (the
- * directory given to rec_open) consistent after its process died: every
- * stream cut to the rows all its files hold, every .npy header set to the
- * rows its file holds, structure.oebin rewritten from what is there. Prints
+ * directory given to rec_open; the recording is DIR/Record Node
+ * 101/experiment1/recording1) consistent after its process died: in every
+ * folder structure.oebin lists, every file cut to the rows all of them hold
+ * and every .npy header set to that count. Prints
  * nothing: *report (cap bytes) says what it did. 0; ONI_EINVALARG when DIR
  * holds no recording onigpu can read (report says why); ONI_EWRITEFAILURE. */
 int rec_recover(const char *dir, char *report, size_t cap);

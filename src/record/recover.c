@@ -203,7 +203,7 @@ int oebin_consistent(const char *rdir, char *report, size_t cap)
 int rec_recover(const char *dir, char *report, size_t cap)
 {
     char rdir[PATH_MAX];
-    if (snprintf(rdir, sizeof rdir, "%s/experiment1/recording1", dir) >= (int)sizeof rdir) {
+    if (snprintf(rdir, sizeof rdir, "%s/" OEBIN_RECORDING, dir) >= (int)sizeof rdir) {
         snprintf(report, cap, "%s: path too long\n", dir);
         return ONI_EINVALARG;
     }

@@ -81,7 +81,7 @@ def decode_np2e(fr, probe):
 
 
 def self_check(top, least):
-    rec = os.path.join(top, "experiment1", "recording1")
+    rec = os.path.join(top, "Record Node 101", "experiment1", "recording1")
     info = json.load(open(os.path.join(rec, "structure.oebin")))
     probe = 0
     for c in info["continuous"]:
@@ -120,7 +120,7 @@ def main():
     if len(args) < 3:
         fail("usage: check_openephys.py [--prefix] DIR REF TRUTH [SPIKES]")
     top, ref, truth = args[:3]
-    rec = os.path.join(top, "experiment1", "recording1")
+    rec = os.path.join(top, "Record Node 101", "experiment1", "recording1")
     info = json.load(open(os.path.join(rec, "structure.oebin")))
     if not info["GUI version"].startswith("0.6"):
         fail("GUI version " + info["GUI version"])

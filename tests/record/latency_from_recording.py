@@ -34,7 +34,7 @@ def groups(sn, words):
 
 
 def main():
-    rec = os.path.join(sys.argv[1], "experiment1", "recording1")
+    rec = os.path.join(sys.argv[1], "Record Node 101", "experiment1", "recording1")
     ssn, swords = load(rec, "Stimuli")
     if len(ssn) % 8:
         print("latency_from_recording: Stimuli holds %d events, not 8 a stimulation" % len(ssn))
