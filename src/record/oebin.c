@@ -85,6 +85,7 @@ struct oe {
     int64_t *i64;        /* scratch of REC_ROWS */
     double *f64;
     int listed;          /* what structure.oebin lists, as a count of things with data */
+    int made;            /* rdir is this recording's own (made by oe_open) */
 };
 
 static int say(struct rec_w *w, int err, const char *what, const char *path)
@@ -389,6 +390,7 @@ static int oe_open(struct rec_w *w)
         if ((rc = make_dir(w, o->rdir, 1)))
             return rc;
     }
+    o->made = 1;
     static const char *const sub[3] = {"continuous", "events", "spikes"};
     for (int i = 0; i < 3; i++) {
         if (rec_path(p, sizeof p, o->rdir, sub[i]))
@@ -511,9 +513,10 @@ static int oe_close(struct rec_w *w, int failed)
     struct oe *o = w->fmt_state;
     if (!o)
         return 0;
-    int rc = failed ? 0 : oe_flush(w);
-    /* only what was made has files (the others' fds are calloc's zeros) */
-    for (uint32_t s = 0; s < w->nst; s++) {
+    int rc = failed || !o->made ? 0 : oe_flush(w);
+    uint32_t nst = o->c && o->s ? w->nst : 0, nev = o->e ? w->nev : 0; /* an open that failed early */
+    /* only what was made has files */
+    for (uint32_t s = 0; s < nst; s++) {
         struct oe_cont *c = &o->c[s];
         if (c->dat >= 0) {
             if (fsync(c->dat) && !rc && errno != EINVAL)
@@ -527,13 +530,13 @@ static int oe_close(struct rec_w *w, int failed)
             npyf_close(&v->sn), npyf_close(&v->ts), npyf_close(&v->el), npyf_close(&v->cl), npyf_close(&v->wf),
                 npyf_close(&v->host);
     }
-    for (uint32_t e = 0; e < w->nev; e++) {
+    for (uint32_t e = 0; e < nev; e++) {
         struct oe_ev *v = &o->e[e];
         if (v->made)
             npyf_close(&v->sn), npyf_close(&v->ts), npyf_close(&v->st), npyf_close(&v->words),
                 npyf_close(&v->host);
     }
-    if (failed || rc) { /* what the failed write left: cut back to whole rows everywhere */
+    if ((failed || rc) && o->made) { /* what the failed write left: cut back to whole rows everywhere */
         char report[512];
         if (count_listed(w, o) != o->listed) /* list what was made since the last flush, if it can */
             write_oebin(w, o);

@@ -506,6 +506,7 @@ int rec_open(const struct rec_config *c, oni_ctx ctx, const oni_device_t *t, siz
             r->slot[r->dev[i].idx] = (uint16_t)(i + 1);
     if ((rc = r->fmt->open(w))) {
         snprintf(why, cap, "%s", w->why);
+        r->fmt->close(w, 1); /* frees what open made; touches no recording it did not make */
         goto fail_nofmt;
     }
     pthread_mutex_init(&r->mu, NULL);

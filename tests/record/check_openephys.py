@@ -175,7 +175,9 @@ def main():
     seen = low = 0
     for line in open(truth):
         f = line.strip().split(",")
-        if not f[0].isdigit() or int(f[0]) != RAW_DEV or int(f[2]) >= 384:
+        if len(f) != 4 or not all(x.isdigit() for x in f):
+            continue  # the header, or a last line cut by a kill
+        if int(f[0]) != RAW_DEV or int(f[2]) >= 384:
             continue
         t = int(f[3])
         if t not in idx or t < t0 + 10 * 8334 or t > t1 - 10 * 8334:
