@@ -94,7 +94,7 @@ struct rec_stats {
     uint64_t samples;        /* rows of continuous data written */
     uint64_t events, spikes; /* TTL events and spikes written */
     uint64_t lost_msgs, lost_bytes; /* not queued: the queue was full */
-    uint64_t unwritten;      /* rows, events and spikes that could not be written (the recording failed) */
+    uint64_t unwritten;      /* frames, stimulations and spike lists not written: they came after the recording failed */
     uint64_t bytes;          /* bytes written to the files */
     size_t queue_peak;       /* most bytes the queue held */
     size_t queued, queue_cap;/* bytes it holds now, and can hold */
@@ -102,7 +102,8 @@ struct rec_stats {
     char why[256];           /* why, for the user */
 };
 
-/* What the recording did so far (any thread). */
+/* What the recording did so far (any thread; the writer's figures as of
+ * its last flush, the queue's as of now). */
 void rec_get_stats(struct rec *r, struct rec_stats *st);
 
 /* Write out what the queue holds, close every file whole and free r;

@@ -36,8 +36,9 @@ struct rec {
     int stop;
     pthread_t thread;
     uint32_t flush_ms;
-    /* figures (the writer's, except lost_*, under mu) */
+    /* figures under mu; the writer thread counts into its own and publishes them */
     struct rec_stats s;
+    uint64_t frames, frames_other, unwritten; /* the writer thread's */
     int failed;
 };
 
@@ -300,15 +301,20 @@ static void handle(struct rec *r, const uint8_t *m, uint32_t len)
             memcpy(&sz, b + off + 12, 4);
             struct rec_dev *d = dev_of(r, idx);
             if (d && sz == d->read_size) {
-                if (!r->failed)
+                if (!r->failed) {
                     rc = rec_decode(w, d, t, b + off + 16, sz, host);
-                r->s.frames++;
+                    r->frames++;
+                } else {
+                    r->unwritten++;
+                }
             } else {
-                r->s.frames_other++;
+                r->frames_other++;
             }
             off += 16 + (((size_t)sz + 3) & ~(size_t)3);
         }
-    } else if (type == REC_MSG_STIM && w->nev && !r->failed) {
+    } else if (r->failed && (type == REC_MSG_STIM || type == REC_MSG_SPIKES)) {
+        r->unwritten++;
+    } else if (type == REC_MSG_STIM && w->nev) {
         uint64_t cause;
         uint32_t pins;
         memcpy(&cause, b, 8);
@@ -318,7 +324,7 @@ static void handle(struct rec *r, const uint8_t *m, uint32_t len)
         for (uint32_t line = 0; line < 8 && !rc; line++) /* every pin, its state after the write */
             rc = r->fmt->ttl(w, e, cause, line + 1, on[(pins >> line) & 1], pins & 0xFF, host);
         w->ev[e].n += 8;
-    } else if (type == REC_MSG_SPIKES && w->spike_streams && !r->failed) {
+    } else if (type == REC_MSG_SPIKES && w->spike_streams) {
         uint32_t h[4];
         memcpy(h, b, sizeof h);
         struct rec_dev *d = dev_of(r, h[0]);
@@ -354,6 +360,9 @@ static void publish(struct rec *r)
     r->s.events = event_units(&r->w);
     r->s.spikes = spike_units(&r->w);
     r->s.bytes = r->w.bytes;
+    r->s.frames = r->frames;
+    r->s.frames_other = r->frames_other;
+    r->s.unwritten = r->unwritten;
     pthread_mutex_unlock(&r->mu);
 }
 
