@@ -431,7 +431,13 @@ TEST(record_run_latency_from_the_files)
     char py[512], cmd[2048];
     int st = unit_sh("cd %s && '%s/onigpu' run --backend cpu --seconds 2 --out out --record rec > run.txt 2>&1",
                      p.tmp, bin);
-    CHECK_EQ(st, 0);
+    /* a starved loop (a sanitizer build on a busy machine) may see a read time out: run then
+     * exits 1 with what it measured; the recording must be whole all the same */
+    if (st && unit_sh("grep -q 'Operation timed out' %s/run.txt", p.tmp)) {
+        CHECK_EQ(st, 0);
+        unit_sh("cat %s/run.txt >&2", p.tmp);
+    }
+    CHECK(unit_sh("grep -q 'recording LOST\\|recording stopped' %s/run.txt", p.tmp) != 0);
     CHECK(unit_sh("grep -q 'recording (openephys) into rec: .*stimuli, detected spikes' %s/run.txt", p.tmp) == 0);
     CHECK(unit_sh("grep -q '^recorded into rec (openephys): ' %s/run.txt", p.tmp) == 0);
     script(py, sizeof py, "latency_from_recording.py");
