@@ -2,7 +2,9 @@
 # deps.sh [build|fuzz] - make sure what the build needs is present; install the
 # missing Debian packages when we are allowed to (root), else say what to install.
 #   build (default)  what `make build` and `make run` need: cmake, a C compiler,
-#                    pkg-config, jansson (result files' JSON), gnuplot (their plots)
+#                    pkg-config, jansson (result files' JSON), gnuplot (their plots),
+#                    HDF5 (NWB recordings), and Debian's python3 with numpy and
+#                    h5py (the tests' independent readers of recordings)
 #   fuzz             that and what `make test`'s fuzz build adds: clang with libFuzzer and the
 #                    sanitizer runtimes
 set -e
@@ -17,6 +19,10 @@ command -v cc >/dev/null 2>&1 || missing="$missing build-essential"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 pkg-config --exists jansson 2>/dev/null || missing="$missing libjansson-dev"
 command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
+pkg-config --exists hdf5 2>/dev/null || [ -f /usr/include/hdf5/serial/hdf5.h ] || missing="$missing libhdf5-dev"
+# the system's python3, not one first on PATH: the tests run /usr/bin/python3
+/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || missing="$missing python3-numpy"
+/usr/bin/python3 -c 'import h5py' >/dev/null 2>&1 || missing="$missing python3-h5py"
 if [ "$what" = fuzz ]; then
     command -v clang >/dev/null 2>&1 || missing="$missing clang"
     # libFuzzer and the sanitizer runtimes for clang

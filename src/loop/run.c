@@ -60,6 +60,7 @@ struct session {
     struct loop_ephys_params p;
     struct loop_cardsrc cs;
     struct loop_defsrc ds;
+    struct loop_source inner;  /* with a tap: the source its reads wrap */
     struct loop_config c;
     struct loop *lp;
     pthread_t echo;
@@ -94,8 +95,12 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     atomic_store(&s->t_block, o->t_block);
     if (seq == 0)
         atomic_store(&s->t_first_block, o->t_block);
-    if (!o->stim) /* the chain's decision (onigpu_stage.h) */
+    const struct loop_run_tap *tap = s->cfg->tap;
+    if (!o->stim) { /* the chain's decision (onigpu_stage.h) */
+        if (tap && tap->detect)
+            tap->detect(tap->arg, o, 0, 0);
         return 0;
+    }
     /* Stimulate: one write of the digital outputs per block with spikes,
      * its pins naming the stimulation (rig.h), so the loopback input frame
      * says which spike it answers. */
@@ -116,7 +121,45 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     if (rc < 0)
         return rc;
     atomic_fetch_add(&s->stims, 1);
+    if (tap && tap->detect)
+        tap->detect(tap->arg, o, pins, oni_now_ns());
     return 0;
+}
+
+/* With a tap: the source's read, then the block to the tap. */
+static int tap_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
+{
+    struct session *s = ctx;
+    int rc = s->inner.read(s->inner.ctx, buf, len, timeout_ms);
+    if (!rc)
+        s->cfg->tap->block(s->cfg->tap->arg, buf, len);
+    return rc;
+}
+
+/* The wrapped source's other calls, as they were (blocks into GPU memory
+ * are not the tap's: it sees host memory only). */
+static int tap_read_async(void *ctx, void *buf, size_t len, volatile uint32_t *done, uint32_t seq, uint32_t tmo)
+{
+    struct session *s = ctx;
+    return s->inner.read_async(s->inner.ctx, buf, len, done, seq, tmo);
+}
+
+static int tap_pin(void *ctx, void *buf, size_t len)
+{
+    struct session *s = ctx;
+    return s->inner.pin(s->inner.ctx, buf, len);
+}
+
+static int tap_unpin(void *ctx, void *buf, size_t len)
+{
+    struct session *s = ctx;
+    return s->inner.unpin(s->inner.ctx, buf, len);
+}
+
+static uint64_t tap_dropped(void *ctx)
+{
+    struct session *s = ctx;
+    return s->inner.dropped(s->inner.ctx);
 }
 
 /* A default-stream frame: a DigitalIO input frame [u64 hub clock][u8 pins]
@@ -129,6 +172,8 @@ static void on_frame(void *arg, oni_frame_t *f)
     uint64_t host = oni_now_ns();
     int k = -1;
     uint64_t hub = 0;
+    if (s->cfg->tap && s->cfg->tap->frame && f->dev_idx != s->rig.raw)
+        s->cfg->tap->frame(s->cfg->tap->arg, f);
     int probe = f->dev_idx == s->rig.raw; /* read by the echo reader after the loop stopped */
     if (f->dev_idx == s->rig.dio && f->data_sz >= LOOP_DIO_INPUT_BYTES) {
         memcpy(&hub, f->data, 8);
@@ -433,6 +478,15 @@ static int setup(struct session *s)
     c->record_cap = nblk < (double)MAX_REC ? (uint32_t)nblk : MAX_REC;
     if ((rc = source(s, in_bytes)) != 0)
         return rc;
+    if (cfg->tap && cfg->tap->block) { /* the recording sees each block as read */
+        s->inner = c->src;
+        c->src.ctx = s;
+        c->src.read = tap_read;
+        c->src.read_async = s->inner.read_async ? tap_read_async : NULL;
+        c->src.pin = s->inner.pin ? tap_pin : NULL;
+        c->src.unpin = s->inner.unpin ? tap_unpin : NULL;
+        c->src.dropped = s->inner.dropped ? tap_dropped : NULL;
+    }
     c->sink = (struct loop_sink){s, sink_write};
     c->stages = cfg->stages;
     c->nstages = cfg->nstages;
@@ -514,7 +568,11 @@ static int acquire(struct session *s, int *loop_rc)
     if (cfg->started)
         cfg->started(cfg->arg, res);
     uint32_t one = 1, zero = 0;
-    int rc = oni_set_opt(s->ctx, ONI_OPT_RUNNING, &one, sizeof one);
+    char why[200] = "";
+    int rc = cfg->tap && cfg->tap->open ? cfg->tap->open(cfg->tap->arg, s->ctx, why, sizeof why) : 0;
+    if (rc)
+        return fail(s, rc, "cannot record: %s", why);
+    rc = oni_set_opt(s->ctx, ONI_OPT_RUNNING, &one, sizeof one);
     if (rc)
         return fail(s, rc, "starting acquisition: %s", oni_error_str(rc));
     struct loop_thread lt = {s->lp, 0};

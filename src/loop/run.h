@@ -30,7 +30,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "oni.h"
 #include "loop/loop.h"
+#include "loop/kernels.h"
 #include "loop/synth.h"
 
 #define LOOP_RUN_MAX_BLOCK 1500  /* frames per block at most: 50 ms at 30 kHz */
@@ -44,6 +46,27 @@
 #define LOOP_RUN_DEFAULT_SPEC "devices=breakout:loopback=1,np2e;mode=realtime"
 
 struct loop_run_result;
+
+/* A recording beside the loop (cmd_run.c makes one from src/record). Every
+ * call comes from one of the loop's threads and must not block: copy and
+ * return. NULL members are not called. */
+struct loop_run_tap {
+    void *arg;
+    /* Once the rig is up, before acquisition starts: nonzero (an ONI error,
+     * why said in why) refuses the run. */
+    int (*open)(void *arg, oni_ctx ctx, char *why, size_t cap);
+    /* A block of the probe's super-frames in host memory as the loop read
+     * it (read-frame form, len bytes); host-read backends only (cpu,
+     * gpu-staged, gpu-mapped), on the receiving thread. */
+    void (*block)(void *arg, const void *blk, size_t len);
+    /* A default-stream frame other than the probe's (DigitalIO echoes,
+     * other devices), before the loop looks at it; f stays the loop's. */
+    void (*frame)(void *arg, const oni_frame_t *f);
+    /* A block's detections and, when the chain decided to stimulate, the
+     * pins written for it at host_ns (pins 0: no stimulation); on the
+     * sending thread. */
+    void (*detect)(void *arg, const struct loop_ephys_out *o, uint32_t pins, uint64_t host_ns);
+};
 
 struct loop_run_progress {
     double t;           /* seconds since acquisition started */
@@ -89,6 +112,7 @@ struct loop_run_config {
     /* Called after every second of acquisition (may be NULL). */
     void (*progress)(void *arg, const struct loop_run_progress *p);
     void *arg;
+    const struct loop_run_tap *tap; /* a recording (NULL: none) */
 };
 
 struct loop_run_latency {

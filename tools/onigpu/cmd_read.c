@@ -2,7 +2,8 @@
  * second, then per-device counts and rates, verification results (test
  * driver), per-device drops and rates in acquisition-clock time (emu driver)
  * and FIFO statistics (drivers answering ONI_DRV_STREAM_STATS); with
- * --record DIR every frame also goes to its device's file (record.h). */
+ * --record DIR every frame also goes to the recording (record.h: the Open
+ * Ephys binary format or NWB, written by the recorder's own thread). */
 #include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -13,6 +14,7 @@
 #include "cli.h"
 #include "cli_oni.h"
 #include "record.h"
+#include "loop/rig.h"
 #include "common/stopsig.h"
 #include "onigpu.h"
 #include "oniemu.h"
@@ -32,7 +34,7 @@ static int serves_test_frames(oni_ctx ctx)
 
 static int read_run(int argc, char **argv);
 CLI_COMMAND(read, "read",
-            "[--driver NAME] [--emu SPEC] [--net HOST:PORT] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE] [--record DIR]",
+            "[--driver NAME] [--emu SPEC] [--net HOST:PORT] [--host N] [--timeout MS] [--frames N | --seconds T] [--block BYTES] [--verify] [--truth FILE] [--rig] [--record DIR [--format openephys|nwb]]",
             "stream frames: live rate, per-device counts, frames/s, MB/s, drops, content verification", NULL, read_run)
 
 struct dev_stat {
@@ -57,8 +59,9 @@ struct read_opts {
     double seconds;   /* 0: no time limit */
     uint64_t block;   /* 0: the library's default */
     int verify;
+    int rig;           /* --rig: bring the breakout board and NP2.0e up as `run` does (rig.h) */
     const char *truth; /* --truth: ground-truth CSV (emu driver) */
-    const char *record; /* --record: directory of the recording, or NULL */
+    struct rec_cli rec; /* --record DIR, --format */
 };
 
 /* Set on SIGINT/SIGTERM by stopsig's thread, read by the streaming loop. */
@@ -80,8 +83,16 @@ static int parse_args(int argc, char **argv, struct read_opts *o)
             return rc;
         if (rc)
             continue;
+        if ((rc = rec_cli_arg(cmd, &o->rec, argc, argv, &i)) > 1)
+            return rc;
+        if (rc)
+            continue;
         if (!strcmp(argv[i], "--verify")) {
             o->verify = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--rig")) {
+            o->rig = 1;
             continue;
         }
         char opt[64];
@@ -97,8 +108,6 @@ static int parse_args(int argc, char **argv, struct read_opts *o)
             rc = cli_arg_size(cmd, a, v, 1, UINT32_MAX, 1, &o->block);
         } else if (!strcmp(a, "--truth")) {
             rc = cli_arg_outfile(cmd, a, v, &o->truth);
-        } else if (!strcmp(a, "--record")) {
-            rc = cli_arg_text(cmd, a, v, "the directory of the recording", &o->record);
         } else {
             return cli_bad_arg(cmd, a == opt ? argv[i] : a);
         }
@@ -111,7 +120,7 @@ static int parse_args(int argc, char **argv, struct read_opts *o)
     }
     if (!have_frames && !have_seconds)
         o->seconds = 1;
-    return 0;
+    return rec_cli_check(cmd, &o->rec);
 }
 
 /* Table t[0..n) as per-device counters, and a 16-bit index -> slot map. */
@@ -253,12 +262,13 @@ static void count_frame(const struct read_opts *o, struct dev_stat *s, const uin
     oni_destroy_frame(f);
 }
 
-/* Stream until the limit; returns 0 or the ONI error that stopped it, or
- * 1 when the recorder rec (NULL: none) failed (it said why). A corrupt
+/* Stream until the limit; returns 0 or the ONI error that stopped it. Each
+ * frame also goes to the recording rec (NULL: none), which never blocks:
+ * what it could not take it counts itself. A corrupt
  * frame header (ONI_EBADFRAME: the library skips past it, the stream goes
  * on) is counted in *bad and does not stop it. */
 static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, const uint16_t *slot,
-                  struct recorder *rec, uint64_t *unknown, uint64_t *bad, double *secs)
+                  struct rec *rec, uint64_t *unknown, uint64_t *bad, double *secs)
 {
     uint64_t total = 0, last_total = 0, mask = 0, bytes = 0, last_bytes = 0, calls = 0;
     double t0 = now_s(), last = t0, now = t0;
@@ -273,11 +283,8 @@ static int stream(oni_ctx ctx, const struct read_opts *o, struct dev_stat *s, co
             break;
         }
         rc = 0;
-        if (f && rec && rec_frame(rec, f)) {
-            oni_destroy_frame(f);
-            rc = 1;
-            break;
-        }
+        if (f && rec)
+            rec_frame(rec, f, 0);
         if (f) {
             count_frame(o, s, slot, f, unknown, &bytes);
             if (++total == o->frames)
@@ -327,7 +334,12 @@ static int read_run(int argc, char **argv)
     double secs = 0;
     oni_device_t *table = NULL;
     struct dev_stat *s = NULL;
-    struct recorder *rec = NULL;
+    struct rec *rec = NULL;
+    char why[256];
+    if (o.rig && (rc = loop_rig_open(ctx, 1, &(struct loop_rig){0}, why, sizeof why))) {
+        fprintf(stderr, "onigpu read: --rig: %s\n", why);
+        goto out;
+    }
     if ((rc = cli_devtable(ctx, &table, &n))) {
         cli_fail("cannot read the device table", rc);
         goto out;
@@ -381,9 +393,8 @@ static int read_run(int argc, char **argv)
                di ? di->name : "?", block);
     else
         printf("reading for %.3g s from driver %s, block %u B\n", o.seconds, di ? di->name : "?", block);
-    /* Last before the start: a refused option above leaves no empty recording.
-     * SIGXFSZ ignored: a file size limit fails a write (record.h). */
-    if (o.record && (signal(SIGXFSZ, SIG_IGN) == SIG_ERR || !(rec = rec_open(o.record, table, n))))
+    /* Last before the start: a refused option above leaves no recording. */
+    if (o.rec.dir && !(rec = rec_cli_open("read", &o.rec, ctx, 0)))
         goto out;
     oni_size_t one = 1, zero = 0;
     if ((rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one))) {
@@ -401,13 +412,9 @@ static int read_run(int argc, char **argv)
     if (rc < 0)
         status = cli_fail("read stopped", rc);
     if (rec) {
-        int failed = rc > 0;
-        failed |= rec_close(rec) != 0;
-        rec = NULL;
-        if (failed)
+        if (rec_cli_close("read", rec, &o.rec))
             status = 1;
-        else
-            printf("recorded into %s (devices.csv: a file per device of records [u64 time][payload])\n", o.record);
+        rec = NULL;
     }
     if (o.verify) {
         uint64_t lost = 0, rep = 0, bad = 0;
@@ -424,7 +431,7 @@ static int read_run(int argc, char **argv)
     }
 out:
     if (rec)
-        rec_abort(rec); /* acquisition never started */
+        rec_cli_close("read", rec, &o.rec); /* acquisition never started: an empty recording */
     free(s);
     free(table);
     oni_destroy_ctx(ctx);

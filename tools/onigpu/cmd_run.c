@@ -16,12 +16,13 @@
 #include "cli_oni.h"
 #include "common/stopsig.h"
 #include "loop/run.h"
+#include "record.h"
 
 static int run(int argc, char **argv);
 
 CLI_COMMAND(run, "run",
             "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]\n"
-            "          [--stage NAME|FILE[:OPTIONS]]...",
+            "          [--stage NAME|FILE[:OPTIONS]]... [--record DIR [--format openephys|nwb]]",
             "closed loop on the emulated card: NP2.0e -> spike detection -> digital outputs; latency and accuracy",
             NULL, run)
 
@@ -29,6 +30,7 @@ struct opts {
     const char *backend, *out;
     struct loop_stage_spec stages[LOOP_MAXCHAIN];
     struct loop_run_config c;
+    struct rec_cli rec; /* --record DIR, --format (record.h) */
 };
 
 /* --stage NAME|FILE[:OPTIONS]: loaded and checked now (its options when the loop is made). */
@@ -52,11 +54,15 @@ static int parse(int argc, char **argv, struct opts *o)
 {
     const struct cli_command *cmd = &cli_cmd_run;
     for (int i = 1; i < argc; i++) {
+        int st = rec_cli_arg(cmd, &o->rec, argc, argv, &i);
+        if (st > 1)
+            return st;
+        if (st)
+            continue;
         char opt[64];
         const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
         uint64_t n;
-        int st;
         if (!strcmp(a, "--backend")) {
             st = cli_arg_name(cmd, a, v, loop_backend_parse, loop_backend_name, LOOP_NBACKENDS, &o->c.backend);
             o->backend = v;
@@ -81,7 +87,8 @@ static int parse(int argc, char **argv, struct opts *o)
         if (st)
             return st;
     }
-    return cli_check_link(cmd, o->c.link);
+    int st = rec_cli_check(cmd, &o->rec);
+    return st ? st : cli_check_link(cmd, o->c.link);
 }
 
 /* The ground-truth file the card appends to, a new file of the run's own:
@@ -262,6 +269,13 @@ static int run(int argc, char **argv)
         fprintf(stderr, "onigpu run: backend %s is not available: %s\n", loop_backend_name(o.c.backend), why);
         return 1;
     }
+    struct rec_tap tap;
+    if (o.rec.dir) {
+        if ((status = rec_cli_run_check(o.c.backend)))
+            return status;
+        if (!(o.c.tap = rec_cli_tap(&tap, &o.rec)))
+            return 1;
+    }
     char truth[4096];
     if (o.out && (status = cli_arg_outdir(&cli_cmd_run, "--out", o.out, &o.out)) != 0)
         return status;
@@ -276,6 +290,8 @@ static int run(int argc, char **argv)
         status = 1;
     } else {
         status = session(&o, truth);
+        if (o.rec.dir && rec_cli_tap_close(&tap))
+            status = status ? status : 1;
         stopsig_end();
     }
     if (!o.out)

@@ -1,273 +1,138 @@
-/* record.c - the recorder of `onigpu read --record DIR` (record.h): one
- * buffered file per readable device, written with write(2) so that a failed
- * write is known to the byte and the file can be cut back to whole records.
- * The index is made at the start as devices.csv.part with its room taken
- * (a full disk cannot keep it from being written at the end) and renamed to
- * devices.csv once every file is on disk (fsync): its presence says the
- * recording ended and what the files hold. */
-#include <errno.h>
-#include <fcntl.h>
+/* record.c - the CLI's side of recording (record.h). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "record.h"
-#include "common/mkdirs.h"
 #include "cli_oni.h"
+#include "common/mkdirs.h"
 #include "onix.h"
 
-#define REC_BUF (256u << 10) /* bytes buffered per device before a write */
-#define ROW_MAX 192           /* room for one row of devices.csv (its fields are bounded) */
-#define INDEX "devices.csv"
-#define INDEX_PART "devices.csv.part"
-
-struct rec_dev {
-    oni_device_t d;
-    char file[32];   /* name in the directory */
-    int fd;
-    size_t rec_sz;   /* 8 + read_size */
-    uint8_t *buf;    /* allocated at the device's first frame */
-    size_t cap, len;
-    uint64_t frames; /* records in the file or the buffer */
-    uint64_t kept;   /* bytes written to the file */
-};
-
-struct recorder {
-    char *dir;
-    struct rec_dev *dev; /* readable devices, by index as the table is */
-    oni_size_t n;
-    int index_fd;        /* INDEX_PART, or -1 */
-    int failed;
-};
-
-static void path_of(const struct recorder *r, const char *file, char *buf, size_t cap)
+static int format_parse(const char *s)
 {
-    snprintf(buf, cap, "%s/%s", r->dir, file);
+    return rec_format_of(s);
 }
 
-static void say_errno(const struct recorder *r, const char *what, const char *file, int err)
+int rec_cli_arg(const struct cli_command *cmd, struct rec_cli *o, int argc, char **argv, int *i)
 {
-    char p[4096];
-    path_of(r, file, p, sizeof p);
-    fprintf(stderr, "onigpu read: %s %s: %s\n", what, p, strerror(err));
+    const char *a = argv[*i];
+    if (strcmp(a, "--record") && strncmp(a, "--record=", 9) && strcmp(a, "--format") && strncmp(a, "--format=", 9))
+        return 0;
+    char opt[64];
+    const char *name, *v;
+    cli_opt_split(argc, argv, i, opt, sizeof opt, &name, &v);
+    if (!strcmp(name, "--record"))
+        return cli_arg_text(cmd, name, v, "the directory of the recording", &o->dir) ? 2 : 1;
+    o->have_format = 1;
+    return cli_arg_name(cmd, name, v, format_parse, rec_format_name, REC_NFORMATS, &o->format) ? 2 : 1;
 }
 
-/* Free r, closing what it opened; with unlink, also removing every file it
- * made (a recording that never started leaves nothing behind). */
-static void rec_free(struct recorder *r, int unlink_files)
+int rec_cli_check(const struct cli_command *cmd, const struct rec_cli *o)
 {
-    char p[4096];
-    for (oni_size_t i = 0; i < r->n; i++) {
-        if (r->dev[i].fd >= 0) {
-            close(r->dev[i].fd);
-            path_of(r, r->dev[i].file, p, sizeof p);
-            if (unlink_files)
-                unlink(p);
-        }
-        free(r->dev[i].buf);
+    if (o->have_format && !o->dir) {
+        fprintf(stderr, "onigpu %s: --format is the format of --record DIR: give --record too\n", cmd->name);
+        return cli_usage(cmd);
     }
-    if (r->index_fd >= 0) {
-        close(r->index_fd);
-        path_of(r, INDEX_PART, p, sizeof p);
-        if (unlink_files)
-            unlink(p);
-    }
-    free(r->dev);
-    free(r->dir);
-    free(r);
+    return 0;
 }
 
-void rec_abort(struct recorder *r)
+struct rec *rec_cli_open(const char *prog, const struct rec_cli *o, oni_ctx ctx, int stim_spikes)
 {
-    rec_free(r, 1);
-}
-
-struct recorder *rec_open(const char *dir, const oni_device_t *t, oni_size_t n)
-{
-    struct recorder *r = calloc(1, sizeof *r);
-    if (!r || !(r->dir = strdup(dir)) || !(r->dev = calloc(n ? n : 1, sizeof *r->dev))) {
-        fprintf(stderr, "onigpu read: out of memory\n");
-        if (r)
-            free(r->dir);
-        free(r);
+    /* a file size limit must fail a write, not end the process */
+    if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) {
+        fprintf(stderr, "onigpu %s: cannot ignore SIGXFSZ\n", prog);
         return NULL;
     }
-    r->index_fd = -1;
-    char p[4096];
-    int rc, err = make_dirs(dir);
-    if (err) {
-        fprintf(stderr, "onigpu read: cannot make the directory %s: %s\n", dir, strerror(err));
-        goto fail;
+    oni_device_t *t = NULL;
+    oni_size_t n = 0;
+    int rc = cli_devtable(ctx, &t, &n);
+    if (rc) {
+        cli_fail("cannot read the device table", rc);
+        return NULL;
     }
-    path_of(r, INDEX, p, sizeof p);
-    if (access(p, F_OK) == 0) {
-        fprintf(stderr, "onigpu read: %s holds a recording already (%s); give a new directory\n", dir, p);
-        goto fail;
-    }
-    /* O_EXCL: a recording under way (or cut off) in dir is not taken over */
-    path_of(r, INDEX_PART, p, sizeof p);
-    if ((r->index_fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
-        if (errno == EEXIST)
-            fprintf(stderr, "onigpu read: %s holds a recording under way or cut off (%s); give a new directory\n",
-                    dir, p);
-        else
-            say_errno(r, "cannot create", INDEX_PART, errno);
-        goto fail;
-    }
-    if ((rc = posix_fallocate(r->index_fd, 0, (off_t)ROW_MAX * ((off_t)n + 1)))) {
-        say_errno(r, "cannot make room for", INDEX_PART, rc);
-        goto fail;
-    }
-    for (oni_size_t i = 0; i < n; i++) {
-        if (!t[i].read_size)
-            continue;
-        struct rec_dev *v = &r->dev[r->n++];
-        v->d = t[i];
-        v->rec_sz = 8 + (size_t)t[i].read_size;
-        snprintf(v->file, sizeof v->file, "hub%u-dev%u.raw", t[i].idx >> 8, t[i].idx & 0xFF);
-        path_of(r, v->file, p, sizeof p);
-        /* O_EXCL: a file left by another recording is never overwritten */
-        v->fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (v->fd < 0) {
-            say_errno(r, "cannot create", v->file, errno);
-            goto fail;
-        }
+    struct rec_config c = {.dir = o->dir, .format = o->format, .stim_stream = stim_spikes,
+                           .spike_stream = stim_spikes};
+    char why[300];
+    struct rec *r = NULL;
+    int err = make_dirs(o->dir);
+    if (err)
+        fprintf(stderr, "onigpu %s: cannot make the directory %s: %s\n", prog, o->dir, strerror(err));
+    else if ((rc = rec_open(&c, ctx, t, n, &r, why, sizeof why)))
+        fprintf(stderr, "onigpu %s: cannot record into %s: %s\n", prog, o->dir, why);
+    free(t);
+    if (r) {
+        char d[512];
+        rec_describe(r, d, sizeof d);
+        printf("recording (%s) into %s: %s\n", rec_format_name(o->format), o->dir, d);
     }
     return r;
-fail:
-    rec_abort(r); /* what this call made goes again */
-    return NULL;
 }
 
-/* Write v's buffer out. On a failure, cut the file back to whole records
- * (what the buffer held of the last one is lost with the rest of it) and
- * return -1 after saying why. */
-static int flush_dev(struct recorder *r, struct rec_dev *v)
+int rec_cli_close(const char *prog, struct rec *r, const struct rec_cli *o)
 {
-    size_t done = 0;
-    while (done < v->len) {
-        ssize_t w = write(v->fd, v->buf + done, v->len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int err = w < 0 ? errno : EIO;
-            v->kept += done;
-            uint64_t whole = v->kept / v->rec_sz * v->rec_sz;
-            v->frames = whole / v->rec_sz;
-            say_errno(r, "recording stopped: cannot write", v->file, err);
-            if (ftruncate(v->fd, (off_t)whole) == 0)
-                v->kept = whole;
-            else
-                say_errno(r, "cannot cut back to whole records", v->file, errno);
-            v->len = 0;
-            r->failed = 1;
-            return -1;
-        }
-        done += (size_t)w;
+    struct rec_stats s;
+    int rc = rec_close(r, &s);
+    printf("recorded into %s (%s): %llu frames, %llu samples, %llu events, %llu spikes, %.1f MB; queue peak %.1f MB\n",
+           o->dir, rec_format_name(o->format), (unsigned long long)s.frames, (unsigned long long)s.samples,
+           (unsigned long long)s.events, (unsigned long long)s.spikes, (double)s.bytes / 1e6,
+           (double)s.queue_peak / 1e6);
+    int bad = 0;
+    if (s.lost_msgs) {
+        printf("recording LOST %llu messages (%llu bytes): the writer fell behind and its queue was full\n",
+               (unsigned long long)s.lost_msgs, (unsigned long long)s.lost_bytes);
+        bad = 1;
     }
-    v->kept += done;
-    v->len = 0;
-    return 0;
+    if (s.unwritten)
+        printf("recording could not write %llu frames after it stopped\n", (unsigned long long)s.unwritten);
+    if (rc) {
+        fprintf(stderr, "onigpu %s: recording stopped: %s (what was written before is whole)\n", prog,
+                s.why[0] ? s.why : oni_error_str(rc));
+        bad = 1;
+    }
+    return bad;
 }
 
-static struct rec_dev *find_dev(struct recorder *r, oni_dev_idx_t idx)
+int rec_cli_run_check(int backend)
 {
-    oni_size_t lo = 0, hi = r->n; /* the table is sorted by index (oni_init_ctx) */
-    while (lo < hi) {
-        oni_size_t mid = lo + (hi - lo) / 2;
-        if (r->dev[mid].d.idx < idx)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->n && r->dev[lo].d.idx == idx ? &r->dev[lo] : NULL;
+    if (backend == LOOP_CPU || backend == LOOP_GPU_STAGED || backend == LOOP_GPU_MAPPED)
+        return 0;
+    fprintf(stderr, "onigpu run: --record needs the probe's blocks in host memory, and backend %s reads them into "
+                    "GPU memory: record with cpu, gpu-staged or gpu-mapped\n", loop_backend_name(backend));
+    return 2;
 }
 
-int rec_frame(struct recorder *r, const oni_frame_t *f)
+static void tap_opened(void *arg, struct rec *r)
 {
-    if (r->failed)
-        return -1;
-    struct rec_dev *v = find_dev(r, f->dev_idx);
-    if (!v || f->data_sz != v->d.read_size) {
-        fprintf(stderr, "onigpu read: recording stopped: a frame of device %u with %u bytes, not in the table\n",
-                f->dev_idx, f->data_sz);
-        r->failed = 1;
-        return -1;
-    }
-    if (!v->buf) {
-        v->cap = v->rec_sz > REC_BUF ? v->rec_sz : REC_BUF;
-        if (!(v->buf = malloc(v->cap))) {
-            fprintf(stderr, "onigpu read: recording stopped: out of memory\n");
-            r->failed = 1;
-            return -1;
-        }
-    }
-    if (v->cap - v->len < v->rec_sz && flush_dev(r, v))
-        return -1;
-    memcpy(v->buf + v->len, &f->time, 8);
-    memcpy(v->buf + v->len + 8, f->data, f->data_sz);
-    v->len += v->rec_sz;
-    v->frames++;
-    return 0;
+    const struct rec_cli *o = arg;
+    char d[512];
+    rec_describe(r, d, sizeof d);
+    printf("recording (%s) into %s: %s\n", rec_format_name(o->format), o->dir, d);
 }
 
-/* Fill INDEX_PART (its room taken at rec_open) with what each file holds
- * and rename it to INDEX, after every file is on disk. 0, or -1 after
- * saying why (INDEX_PART is then left, and no INDEX). */
-static int write_index(struct recorder *r)
+const struct loop_run_tap *rec_cli_tap(struct rec_tap *t, const struct rec_cli *o)
 {
-    char *csv = malloc((size_t)ROW_MAX * (r->n + 1)), idx[16];
-    if (!csv) {
-        fprintf(stderr, "onigpu read: out of memory\n");
-        return -1;
+    if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) { /* a file size limit must fail a write */
+        fprintf(stderr, "onigpu run: cannot ignore SIGXFSZ\n");
+        return NULL;
     }
-    int len = snprintf(csv, ROW_MAX, "file,idx,hub_dev,id,name,version,read_size,record_bytes,frames\n");
-    for (oni_size_t i = 0; i < r->n; i++) {
-        const struct rec_dev *v = &r->dev[i];
-        len += snprintf(csv + len, ROW_MAX, "%s,%u,%s,%u,%.40s,%u,%u,%zu,%llu\n", v->file, v->d.idx,
-                        cli_fmt_dev(v->d.idx, idx, sizeof idx), v->d.id, cli_dev_tag((int)v->d.id), v->d.version,
-                        v->d.read_size, v->rec_sz, (unsigned long long)v->frames);
-    }
-    int err = 0;
-    ssize_t w = pwrite(r->index_fd, csv, (size_t)len, 0);
-    free(csv);
-    if (w != len)
-        err = w < 0 ? errno : EIO;
-    else if (ftruncate(r->index_fd, len) || fsync(r->index_fd))
-        err = errno;
-    char from[4096], to[4096];
-    path_of(r, INDEX_PART, from, sizeof from);
-    path_of(r, INDEX, to, sizeof to);
-    if (!err && rename(from, to))
-        err = errno;
+    int err = make_dirs(o->dir);
     if (err) {
-        say_errno(r, "cannot write", INDEX_PART, err);
-        return -1;
+        fprintf(stderr, "onigpu run: cannot make the directory %s: %s\n", o->dir, strerror(err));
+        return NULL;
     }
-    int dfd = open(r->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the rename on disk too */
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return 0;
+    struct rec_config c = {.dir = o->dir, .format = o->format};
+    rec_loop_tap_init(&t->t, &c);
+    t->t.opened = tap_opened;
+    t->t.arg = (void *)o;
+    t->o = o;
+    return &t->t.tap;
 }
 
-int rec_close(struct recorder *r)
+int rec_cli_tap_close(struct rec_tap *t)
 {
-    int rc = r->failed ? -1 : 0;
-    for (oni_size_t i = 0; i < r->n; i++) {
-        struct rec_dev *v = &r->dev[i];
-        if (v->len && flush_dev(r, v))
-            rc = -1;
-        if (fsync(v->fd) | close(v->fd)) {
-            say_errno(r, "cannot write", v->file, errno);
-            rc = -1;
-        }
-        v->fd = -1;
-    }
-    if (write_index(r))
-        rc = -1;
-    rec_free(r, 0);
-    return rc;
+    if (!t->t.r)
+        return 0;
+    struct rec *r = t->t.r;
+    t->t.r = NULL;
+    return rec_cli_close("run", r, t->o);
 }

@@ -1,39 +1,48 @@
-/* record.h - `onigpu read --record DIR`: every frame read is appended to its
- * device's file in DIR, and DIR/devices.csv says which file holds what.
- *
- * A device's file is a sequence of records [u64 acquisition clock][payload:
- * read_size bytes], little-endian as the frames are, no padding. A file only
- * ever holds whole records: a write that fails (a full disk, a file size
- * limit) stops the recording and the file is cut back to its last whole
- * record, so nothing recorded before the failure is lost or torn. The
- * caller ignores SIGXFSZ, so that a file size limit is such a failure and
- * not the end of the process. */
-#ifndef RECORD_H
-#define RECORD_H
+/* record.h - the CLI's side of recording (src/record/record.h): the
+ * `--record DIR [--format openephys|nwb]` options of `read` and `run`,
+ * opening the recording with what the user is told, and its last words. */
+#ifndef CLI_RECORD_H
+#define CLI_RECORD_H
 
-#include <stdint.h>
+#include "cli.h"
 #include "oni.h"
+#include "record/record.h"
+#include "record/looptap.h"
 
-struct recorder;
+struct rec_cli {
+    const char *dir;  /* NULL: no recording */
+    int format;       /* enum rec_format */
+    int have_format;
+};
 
-/* Make DIR (mkdir -p; an existing DIR must hold no devices.csv, and no
- * devices.csv.part of a recording under way or cut off, so a recording is
- * never overwritten), the index's room and one empty file per readable
- * device of t[0..n). The caller keeps t. NULL after printing why. */
-struct recorder *rec_open(const char *dir, const oni_device_t *t, oni_size_t n);
+/* Take argv[*i] if it is --record or --format (with its value; *i
+ * advanced): 1 taken, 0 not one of them, 2 bad value (said, usage shown). */
+int rec_cli_arg(const struct cli_command *cmd, struct rec_cli *o, int argc, char **argv, int *i);
+/* After parsing: --format without --record is an error. 0 or 2 (said). */
+int rec_cli_check(const struct cli_command *cmd, const struct rec_cli *o);
 
-/* Append frame f's record to its device's file (buffered). 0; -1 after
- * printing why: a device not in the table, a payload not read_size long, a
- * write that failed (then the recording is over: every later call fails). */
-int rec_frame(struct recorder *r, const oni_frame_t *f);
+/* Make o->dir (mkdir -p) and open the recording of ctx's device table
+ * (stimuli and spike channels when stim_spikes). Prints what is recorded.
+ * NULL after printing why (prog names the command). */
+struct rec *rec_cli_open(const char *prog, const struct rec_cli *o, oni_ctx ctx, int stim_spikes);
+/* Close r and print its summary (rows, events, spikes, bytes, what was
+ * lost). 0, or 1 when the recording failed or lost data (said). */
+int rec_cli_close(const char *prog, struct rec *r, const struct rec_cli *o);
 
-/* Flush every file, cut a failed one back to whole records, sync them,
- * write devices.csv (file, index, id, name, sizes, frames recorded) and
- * free r. 0; -1 after printing why, also when an earlier rec_frame failed. */
-int rec_close(struct recorder *r);
 
-/* Remove every file rec_open made and free r: for a recording that never
- * started (acquisition refused), which must not look like one that ended. */
-void rec_abort(struct recorder *r);
+/* `run --record`: the loop's tap (src/record/looptap.h); its open prints
+ * what is recorded. */
+struct rec_tap {
+    struct rec_loop_tap t;
+    const struct rec_cli *o;
+};
+/* 0 when backend b hands the tap its blocks in host memory (cpu,
+ * gpu-staged, gpu-mapped); else 2 after saying so. */
+int rec_cli_run_check(int backend);
+/* Make o->dir (mkdir -p) and fill t for it; NULL after saying why. The
+ * result goes into loop_run_config.tap. */
+const struct loop_run_tap *rec_cli_tap(struct rec_tap *t, const struct rec_cli *o);
+/* Close t's recording if it opened (rec_cli_close's summary); 0, or 1 (said). */
+int rec_cli_tap_close(struct rec_tap *t);
 
 #endif

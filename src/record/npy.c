@@ -1,0 +1,130 @@
+/* npy.c - the .npy header (npy.h). */
+#include "npy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char magic[6] = {(char)0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+/* Bytes of one element of descr, or 0 for one npy_header does not write. */
+static size_t item_size(const char *d)
+{
+    if ((d[0] != '<' && d[0] != '|') || !strchr("iuf", d[1]) || d[2] < '1' || d[2] > '8' || d[3])
+        return 0;
+    size_t n = (size_t)(d[2] - '0');
+    if (n != 1 && n != 2 && n != 4 && n != 8)
+        return 0;
+    if (d[1] == 'f' && n < 4)
+        return 0;
+    return n;
+}
+
+int npy_header(char buf[NPY_HDR], const char *descr, int ndim, uint64_t rows, uint64_t cols)
+{
+    if (!item_size(descr) || ndim < 1 || ndim > 2)
+        return -1;
+    char dict[NPY_HDR];
+    int n = ndim == 2 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu, %llu), }",
+                            descr, (unsigned long long)rows, (unsigned long long)cols)
+                 : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }", descr,
+                            (unsigned long long)rows);
+    if (n < 0 || n > NPY_HDR - 11)
+        return -1;
+    memcpy(buf, magic, 6);
+    buf[6] = 1, buf[7] = 0;
+    buf[8] = (char)((NPY_HDR - 10) & 0xFF), buf[9] = (char)((NPY_HDR - 10) >> 8);
+    memcpy(buf + 10, dict, (size_t)n);
+    memset(buf + 10 + n, ' ', (size_t)(NPY_HDR - 11 - n));
+    buf[NPY_HDR - 1] = '\n';
+    return 0;
+}
+
+/* The value of key in the dict text s[0..n): a pointer just after "'key':"
+ * and its blanks, or NULL. */
+static const char *find_key(const char *s, size_t n, const char *key)
+{
+    char pat[24];
+    int k = snprintf(pat, sizeof pat, "'%s':", key);
+    for (size_t i = 0; i + (size_t)k <= n; i++)
+        if (!memcmp(s + i, pat, (size_t)k)) {
+            const char *v = s + i + k;
+            while (v < s + n && *v == ' ')
+                v++;
+            return v;
+        }
+    return NULL;
+}
+
+/* An unsigned decimal at *p (advanced), below 2^63. -1 if none. */
+static int read_u64(const char **p, const char *end, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    if (s >= end || *s < '0' || *s > '9')
+        return -1;
+    while (s < end && *s >= '0' && *s <= '9') {
+        if (v > (UINT64_MAX >> 1) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s++ - '0');
+    }
+    *p = s, *out = v;
+    return 0;
+}
+
+int npy_parse(const uint8_t *buf, size_t len, struct npy_info *out)
+{
+    memset(out, 0, sizeof *out);
+    if (len < 10 || memcmp(buf, magic, 6) || (buf[6] != 1 && buf[6] != 2))
+        return -1;
+    size_t hl, off;
+    if (buf[6] == 1) {
+        hl = (size_t)buf[8] | (size_t)buf[9] << 8;
+        off = 10;
+    } else {
+        if (len < 12)
+            return -1;
+        hl = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+        off = 12;
+    }
+    if (hl > len - off || hl == 0 || buf[off + hl - 1] != '\n')
+        return -1;
+    const char *s = (const char *)buf + off, *end = s + hl;
+    const char *d = find_key(s, hl, "descr"), *f = find_key(s, hl, "fortran_order"),
+               *sh = find_key(s, hl, "shape");
+    if (!d || !f || !sh || d >= end || *d != '\'')
+        return -1;
+    size_t i = 0;
+    for (d++; d < end && *d != '\'' && i < sizeof out->descr - 1; d++)
+        out->descr[i++] = *d;
+    if (d >= end || *d != '\'' || !(out->item = item_size(out->descr)))
+        return -1;
+    if (end - f >= 4 && !memcmp(f, "True", 4))
+        out->fortran = 1;
+    else if (!(end - f >= 5 && !memcmp(f, "False", 5)))
+        return -1;
+    if (sh >= end || *sh++ != '(')
+        return -1;
+    out->shape[1] = 1;
+    for (out->ndim = 0; out->ndim < 2;) {
+        while (sh < end && *sh == ' ')
+            sh++;
+        if (sh < end && *sh == ')')
+            break;
+        if (read_u64(&sh, end, &out->shape[out->ndim]))
+            return -1;
+        out->ndim++;
+        while (sh < end && *sh == ' ')
+            sh++;
+        if (sh < end && *sh == ',')
+            sh++;
+    }
+    while (sh < end && *sh == ' ')
+        sh++;
+    if (out->ndim < 1 || sh >= end || *sh != ')')
+        return -1;
+    if (out->ndim == 2 && out->shape[1] && out->shape[0] > UINT64_MAX / 16 / out->shape[1])
+        return -1;
+    out->data_off = off + hl;
+    return 0;
+}
