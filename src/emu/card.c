@@ -748,8 +748,15 @@ int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, 
 
 void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time)
 {
-    if (c->truth_file)
+    if (c->truth_file) {
         fprintf(c->truth_file, "%u,%u,%u,%llu\n", dev_idx, unit, ch, (unsigned long long)time);
+        /* at most 100 ms of the truth in the buffer: a host killed mid-run
+         * leaves the truth of what it recorded */
+        if (time - c->truth_flushed >= EMU_ACQ_HZ / 10 || time < c->truth_flushed) {
+            fflush(c->truth_file);
+            c->truth_flushed = time;
+        }
+    }
     if (c->truth_keep && c->ntruth < c->truth_cap)
         c->truth[c->ntruth++] = (struct emu_truth){dev_idx, unit, ch, time};
 }

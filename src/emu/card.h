@@ -273,6 +273,7 @@ struct emu_card {
 
     /* ground truth */
     FILE *truth_file;
+    uint64_t truth_flushed; /* the acquisition time of the file's last flush */
     struct emu_truth *truth;
     size_t ntruth, truth_cap;
     int truth_keep;

@@ -909,6 +909,7 @@ static uint32_t next_trial(uint32_t b, const struct loop_run_result *r)
 /* Trials of LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... up to LOOP_RUN_PICK_MAX
  * (next_trial: fewer when a trial's rate says so), each on a card of its own against cfg->truth emptied first: the first that
  * keeps up is *block, why said in res->block_why (none: the largest tried).
+ * Nothing of a trial is recorded (cfg->tap).
  * A stop during the trials makes the trial it cut short the run's result, or
  * the one before when the cut one processed nothing (*block = 0, res holds
  * it, stopped). 0, or the error of a trial that could not run (res holds it:
@@ -920,6 +921,7 @@ static int pick_block(const struct loop_run_config *cfg, struct loop_run_result 
     t.seconds = LOOP_RUN_TRIAL_S;
     t.started = NULL;
     t.progress = NULL;
+    t.tap = NULL; /* the recording is of the run, not of its trials */
     struct loop_run_result prev;
     memset(&prev, 0, sizeof prev);
     uint32_t last = 0;

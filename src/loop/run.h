@@ -47,7 +47,9 @@
 
 struct loop_run_result;
 
-/* A recording beside the loop (cmd_run.c makes one from src/record). Every
+/* A recording beside the loop (cmd_run.c makes one from src/record), of the
+ * run after the block trials (block 0) only: a stop during the trials leaves
+ * the tap unopened. Every
  * call comes from one of the loop's threads and must not block: copy and
  * return. NULL members are not called. */
 struct loop_run_tap {
