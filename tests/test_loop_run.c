@@ -488,7 +488,7 @@ static void check_signal_ends_run(int sig)
              echoed ? (long long)echoed : -1);
     CHECK(unit_sh("%s", cmd) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
-    rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--seconds", "30", NULL}, sig, 1500);
+    rc = onigpu_kill((const char *const[]){"run", "--backend", "cpu", "--block", "16", "--seconds", "30", NULL}, sig, 1500);
     CHECK_EQ(rc, 0);
     char path[128];
     const char *p = strstr(out, "truth file         ");
