@@ -2,7 +2,9 @@
 # deps.sh [build|fuzz] - make sure what the build needs is present; install the
 # missing Debian packages when we are allowed to (root), else say what to install.
 #   build (default)  what `make build` and `make run` need: cmake, a C compiler,
-#                    pkg-config, jansson (result files' JSON), gnuplot (their plots)
+#                    pkg-config, jansson (result files' JSON), gnuplot (their plots),
+#                    UCX (the net driver and `onigpu serve`; ucx_perftest for
+#                    `onigpu bench remote`)
 #   fuzz             that and what `make test`'s fuzz build adds: clang with libFuzzer and the
 #                    sanitizer runtimes
 set -e
@@ -17,6 +19,8 @@ command -v cc >/dev/null 2>&1 || missing="$missing build-essential"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 pkg-config --exists jansson 2>/dev/null || missing="$missing libjansson-dev"
 command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
+pkg-config --exists ucx 2>/dev/null || missing="$missing libucx-dev"
+command -v ucx_perftest >/dev/null 2>&1 || missing="$missing ucx-utils"
 if [ "$what" = fuzz ]; then
     command -v clang >/dev/null 2>&1 || missing="$missing clang"
     # libFuzzer and the sanitizer runtimes for clang
