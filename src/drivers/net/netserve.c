@@ -580,8 +580,8 @@ int netserve_run(struct netserve *s, unsigned max_sessions)
 {
     if (!s->ls)
         return ONI_EINVALSTATE;
-    if (!s->loopback && !s->secret_n)
-        return ONI_EACCESS; /* beyond the loopback only with a secret */
+    if (netserve_ready(s))
+        return ONI_EACCESS;
     for (;;) {
         pthread_mutex_lock(&s->lock);
         int done = atomic_load(&s->stopping) || (max_sessions && s->ended >= max_sessions);
@@ -618,7 +618,7 @@ int netserve_start(struct netserve *s)
 {
     if (!s->ls || s->has_runner)
         return ONI_EINVALSTATE;
-    if (!s->loopback && !s->secret_n)
+    if (netserve_ready(s))
         return ONI_EACCESS;
     if (pthread_create(&s->runner, NULL, runner_main, s))
         return ONI_EBADALLOC;
@@ -633,6 +633,11 @@ void netserve_stop(struct netserve *s)
 }
 
 const char *netserve_addr(const struct netserve *s) { return s->addr; }
+
+int netserve_ready(const struct netserve *s)
+{
+    return s->ls && !s->loopback && !s->secret_n ? ONI_EACCESS : 0; /* beyond the loopback only with a secret */
+}
 
 int netserve_set_secret(struct netserve *s, const void *secret, size_t n)
 {

@@ -26,6 +26,10 @@ const char *netserve_addr(const struct netserve *s);
  * ONI_EINVALARG (too long, or the server runs). */
 int netserve_set_secret(struct netserve *s, const void *secret, size_t n);
 
+/* Whether s may serve: 0, or ONI_EACCESS when it listens beyond the
+ * loopback without a secret (netserve_run and netserve_start refuse then). */
+int netserve_ready(const struct netserve *s);
+
 /* Accept connections until netserve_stop, or until max_sessions sessions
  * have ended (0: no limit). 0, ONI_EINVALSTATE without a listener, or
  * ONI_EACCESS, at once, when it listens beyond the loopback without a
