@@ -314,17 +314,24 @@ TEST(net_options_reach_the_served_driver)
 
 /* --- peers written here, on links of their own ---------------------------------- */
 
-/* The links' UCX context of the test's own peers (made once). */
+/* The links' UCX context of the test's own peers (made once, freed at exit). */
+static struct ulink_ctx *test_ctx;
+
+static void test_uc_free(void) { ulink_ctx_close(test_ctx); }
+
 static struct ulink_ctx *test_uc(void)
 {
-    static struct ulink_ctx *uc;
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     char err[128];
     pthread_mutex_lock(&lock);
-    if (!uc && ulink_ctx_open(&uc, err, sizeof err))
-        fprintf(stderr, "  %s\n", err);
+    if (!test_ctx) {
+        if (ulink_ctx_open(&test_ctx, err, sizeof err))
+            fprintf(stderr, "  %s\n", err);
+        else
+            atexit(test_uc_free);
+    }
     pthread_mutex_unlock(&lock);
-    return uc;
+    return test_ctx;
 }
 
 /* A listener on a free loopback port; addr its "127.0.0.1:port". */
@@ -787,38 +794,57 @@ static void lie_to(struct liar *lr, struct ulink *l, const struct netp_hdr *h)
         peer_send(l, &r, &a, sizeof a, name, body);
 }
 
-/* Every link of the client taken and progressed (UCX wants its peer to),
- * HELLO (on the first) answered with the lie, until the client has gone. */
+/* One link of the liar's client, on a thread of its own (UCX wants its peer
+ * to progress every link): the first answers HELLO with the lie, the
+ * others only take what comes; until the client has gone or the liar stops. */
+struct liar_link {
+    struct liar *lr;
+    struct ulink *l;
+    int first;
+    pthread_t th;
+};
+
+static void *liar_link_main(void *arg)
+{
+    struct liar_link *k = arg;
+    struct liar *lr = k->lr;
+    int lied = !k->first;
+    while (!atomic_load(&lr->stop)) {
+        struct netp_hdr h;
+        struct netp_call q;
+        uint8_t in[NETP_MAXSECRET];
+        size_t got;
+        int rc = peer_request(k->l, 50, &h, &q, in, sizeof in, &got);
+        if (rc == ONI_ETIMEOUT)
+            continue;
+        if (rc || lied)
+            break; /* the client gave up */
+        lie_to(lr, k->l, &h);
+        atomic_store(&lr->lied_at, oni_now_ns());
+        lied = 1;
+        if (lr->lie == LIE_CLOSE) {
+            ulink_break(k->l); /* dropped: the client is told */
+            break;
+        }
+    }
+    return NULL;
+}
+
 static void *liar_main(void *arg)
 {
     struct liar *lr = arg;
-    struct ulink *l[NETP_NCHAN];
-    int n = 0, lied = 0, gone = 0;
-    while (!gone && !atomic_load(&lr->stop)) {
-        if (n < NETP_NCHAN && (l[n] = peer_accept(lr->ls, n ? 5 : 100, &lr->stop)) != NULL)
+    struct liar_link k[NETP_NCHAN];
+    int n = 0;
+    while (n < NETP_NCHAN && !atomic_load(&lr->stop))
+        if ((k[n].l = peer_accept(lr->ls, 50, &lr->stop)) != NULL) {
+            k[n] = (struct liar_link){lr, k[n].l, n == 0, 0};
+            pthread_create(&k[n].th, NULL, liar_link_main, &k[n]);
             n++;
-        for (int i = 0; i < n && !gone; i++) {
-            struct netp_hdr h;
-            struct netp_call q;
-            uint8_t in[NETP_MAXSECRET];
-            size_t got;
-            int rc = l[i] ? peer_request(l[i], 1, &h, &q, in, sizeof in, &got) : ONI_ETIMEOUT;
-            if (!rc && i == 0 && !lied) {
-                lie_to(lr, l[0], &h);
-                atomic_store(&lr->lied_at, oni_now_ns());
-                lied = 1;
-                if (lr->lie == LIE_CLOSE) {
-                    ulink_break(l[0]); /* dropped: UCX tells the client */
-                    ulink_close(l[0], oni_ms_from_now(100));
-                    l[0] = NULL;
-                }
-            } else if (rc && rc != ONI_ETIMEOUT) {
-                gone = lied; /* the client gave up */
-            }
         }
+    for (int i = 0; i < n; i++) {
+        pthread_join(k[i].th, NULL);
+        ulink_close(k[i].l, oni_ms_from_now(100));
     }
-    for (int i = 0; i < n; i++)
-        ulink_close(l[i], oni_ms_from_now(100));
     return NULL;
 }
 

@@ -52,6 +52,7 @@ struct ulink {
     _Atomic int broken; /* ulink_break, or a protocol error */
     _Atomic int failed; /* the endpoint's error handler ran */
     int bye_sent;
+    int stuck; /* a request of UCX's own may still be pending: not to be destroyed */
     /* The message not yet taken (prog held). */
     int has_msg, has_body;
     int given; /* ulink_next gave its header: the body waits for ulink_take */
@@ -336,9 +337,7 @@ int ulink_connect(struct ulink_ctx *c, const struct sockaddr *sa, socklen_t len,
         rc = wait_for(l, sent, deadline);
         if (!rc && l->send_st != UCS_OK)
             rc = oni_of(l->send_st);
-        if (!atomic_load(&l->send_done)) {
-            ucp_request_cancel(l->w, req);
-        }
+        l->stuck = !atomic_load(&l->send_done); /* the wire-up did not finish */
         ucp_request_free(req);
     }
     if (!rc && atomic_load(&l->failed))
@@ -528,33 +527,32 @@ void ulink_close(struct ulink *l, uint64_t deadline)
     if (l->has_body)
         ucp_am_data_release(l->w, l->desc);
     l->has_msg = l->has_body = l->given = 0;
-    int done = 1;
-    send_bye(l);
-    if (l->ep) {
-        /* A broken link is dropped at once (UCX tells the peer); a whole
-         * one first delivers what it sent, which needs the peer to progress. */
-        int force = atomic_load(&l->broken) || atomic_load(&l->failed);
+    int done = !l->stuck;
+    send_bye(l); /* the peer's waiting call returns at once */
+    if (l->ep && done) {
+        /* Forced: a close that flushes first waits for the peer to
+         * progress, which an idle or stuck peer may never do. What the
+         * protocol needs delivered was answered before (netserve.c's
+         * linger covers the refusals). */
         ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
                                                   UCP_OP_ATTR_FIELD_USER_DATA,
-                                  .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+                                  .flags = UCP_EP_CLOSE_FLAG_FORCE,
                                   .cb.send = on_sent,
                                   .user_data = l};
         atomic_store(&l->send_done, 0);
         void *req = ucp_ep_close_nbx(l->ep, &rp);
         if (req && !UCS_PTR_IS_ERR(req)) {
-            atomic_store(&l->broken, 0); /* wait_for ends on done, the deadline, or the peer's end */
-            while (!atomic_load(&l->send_done) && wait_for(l, sent, deadline) != ONI_ETIMEOUT) {
-                atomic_store(&l->failed, 0); /* the peer's end is expected now: wait for UCX to finish */
-            }
+            while (!atomic_load(&l->send_done) && oni_now_ns() < deadline)
+                ucp_worker_progress(l->w);
             done = atomic_load(&l->send_done);
             ucp_request_free(req);
         }
     }
     pthread_mutex_unlock(&l->prog);
-    /* A close not finished by the deadline leaves the worker to UCX: UCX
-     * 1.13 aborts on a worker destroyed with a flush still pending (ucp_ep.c,
-     * "should have been flushed"). Only a peer that is alive but never
-     * progresses does that; the server never closes a whole link. */
+    /* A link whose wire-up or close did not finish is left to UCX: UCX 1.13
+     * aborts when a worker is destroyed with a request still pending on an
+     * endpoint (ucp_ep.c, "should have been flushed"). Only a peer that
+     * takes a connection and never progresses it does that. */
     if (done)
         link_free(l);
 }
