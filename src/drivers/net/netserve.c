@@ -173,7 +173,7 @@ static int secret_ok(const struct netserve *s, const uint8_t *p, size_t n)
     return !diff;
 }
 
-/* HELLO: a new session on fd as its CTRL connection (s->lock held). It
+/* HELLO: a new session on io as its CTRL connection (s->lock held). It
  * waits for a session that is ending, or whose client has gone (a client
  * killed and started again at once) while a thread of it is still inside a
  * served call. */
@@ -254,7 +254,7 @@ static void end_driver(struct netserve *s, struct session *ss)
         (unsigned long long)atomic_load(&ss->bytes_read), (unsigned long long)atomic_load(&ss->bytes_written));
 }
 
-/* fd leaves its session: the first one out shuts the others down, the last
+/* A connection leaves its session: the first one out shuts the others down, the last
  * one ends it. Every one returns (and its connection is closed) only once
  * the served driver's context is gone, so a client that sees its
  * connections close may open the next session at once. */
