@@ -445,6 +445,8 @@ static int remote_bench(int argc, char **argv)
     int rc = r ? 0 : cli_fail(o.out, err);
     if (r) {
         bench_report_meta(r, "card_spec", CARD);
+        const char *spin = getenv("ONIGPU_NET_SPIN_US");
+        bench_report_meta(r, "ONIGPU_NET_SPIN_US", spin && *spin ? spin : "100 (the default)");
         bench_report_meta(r, "method",
                           "per call: oni_get_driver_opt(ONI_DRV_RD_SZ) (drv_call: one driver call), oni_read_reg of a "
                           "hub manager register (several driver calls); oni_set_driver_opt(ONI_DRV_READ) of one "
