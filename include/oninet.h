@@ -1,7 +1,10 @@
-/* oninet.h - options of the `net` driver: hardware on another machine.
+/* oninet.h - options of the `net` driver: hardware in another process or on
+ * another machine.
  *
- * oni_create_ctx("net") opens a context whose driver calls travel over TCP
- * to `onigpu serve`, which holds the hardware through any ONI driver there
+ * oni_create_ctx("net") opens a context whose driver calls travel over UCX
+ * (shared memory on one machine, TCP or RDMA verbs across machines, as UCX
+ * finds them and UCX_TLS allows) to `onigpu serve`, which holds the hardware
+ * through any ONI driver there
  * (emu, test, a real card's driver). The program sees the served driver's
  * device table, registers, frames and options as if it were local, and the
  * GPU streams' blocks (onigpu.h's ONI_DRV_READ and ONI_DRV_WRITE, into and
@@ -23,11 +26,16 @@ extern "C" {
 #endif
 
 #define ONIGPU_NET_ENV "ONIGPU_NET"
+#define ONIGPU_NET_SECRET_ENV "ONIGPU_NET_SECRET" /* the shared secret, when ONI_DRV_NET_SECRET is not set */
 
 enum {
     ONI_DRV_NET_ADDR = 0x4F470500, /* set (before the driver connects, else ONI_EINVALSTATE): "host:port",
                                       "[v6addr]:port"; size = strlen + 1. get: the address in use */
-    ONI_DRV_NET_REMOTE             /* get (once connected): the served driver, "name major.minor.patch" */
+    ONI_DRV_NET_REMOTE,            /* get (once connected): the served driver, "name major.minor.patch" */
+    ONI_DRV_NET_SECRET,            /* set (before the driver connects): the server's shared secret, at most
+                                      256 bytes; write-only */
+    ONI_DRV_NET_TRANSPORT          /* get (once connected): the UCX transports the data link uses, as UCX
+                                      names them ("posix", "sysv", "tcp", "rc_mlx5"...), comma-separated */
 };
 
 #ifdef __cplusplus

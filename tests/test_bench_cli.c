@@ -17,7 +17,7 @@ static double now_s(void)
 TEST(bench_out_refused_before_any_work)
 {
     NEED_BIN();
-    static const char *const benches[] = {"frames", "emu", "loop", "transfer", "floor", "daemon"};
+    static const char *const benches[] = {"frames", "emu", "loop", "transfer", "floor", "daemon", "remote"};
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++) {
         double t0 = now_s();
         CHECK_EQ(ONIGPU("bench", benches[i], "--out", "/etc/hostname"), 2);
@@ -58,4 +58,22 @@ TEST(bench_frames_sigterm_keeps_results)
 {
     NEED_BIN();
     check_stopped(SIGTERM);
+}
+
+/* bench remote measures the remote card and ucx_perftest on the same
+ * transport in one run: both in its output and its result files. */
+TEST(bench_remote_beside_perftest)
+{
+    NEED_BIN();
+    if (unit_sh("command -v ucx_perftest >/dev/null"))
+        SKIP("no ucx_perftest (Debian: ucx-utils; tools/deps.sh installs it)");
+    char dir[] = "/tmp/onigpu-bremote-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(ONIGPU("bench", "remote", "--tls", "tcp", "--regs", "50", "--reads", "50", "--big", "2", "--out", dir), 0);
+    CHECK(strstr(out, "tcp      transport: tcp\n") != NULL);
+    CHECK(strstr(out, "tcp      remote     gpu_read        4096") != NULL);
+    CHECK(strstr(out, "did not run") == NULL); /* every ucx_perftest test gave its figure */
+    CHECK(unit_sh("grep -q '^tcp,am_bw,16777216' %s/remote/remote-*-perftest.csv", dir) == 0);
+    CHECK(unit_sh("grep -q 'tcp,remote,gpu_read,16777216' %s/remote/remote-*.csv", dir) == 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }

@@ -3,8 +3,9 @@
 # missing Debian packages when we are allowed to (root), else say what to install.
 #   build (default)  what `make build` and `make run` need: cmake, a C compiler,
 #                    pkg-config, jansson (result files' JSON), gnuplot (their plots),
-#                    HDF5 (NWB recordings), and Debian's python3 with numpy and
-#                    h5py (the tests' independent readers of recordings)
+#                    HDF5 (NWB recordings), UCX (the net driver and `onigpu serve`;
+#                    ucx_perftest for `onigpu bench remote`), and Debian's python3
+#                    with numpy and h5py (the tests' independent readers of recordings)
 #   fuzz             that and what `make test`'s fuzz build adds: clang with libFuzzer and the
 #                    sanitizer runtimes
 set -e
@@ -23,6 +24,8 @@ pkg-config --exists hdf5 2>/dev/null || [ -f /usr/include/hdf5/serial/hdf5.h ] |
 # the system's python3, not one first on PATH: the tests run /usr/bin/python3
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || missing="$missing python3-numpy"
 /usr/bin/python3 -c 'import h5py' >/dev/null 2>&1 || missing="$missing python3-h5py"
+pkg-config --exists ucx 2>/dev/null || missing="$missing libucx-dev"
+command -v ucx_perftest >/dev/null 2>&1 || missing="$missing ucx-utils"
 if [ "$what" = fuzz ]; then
     command -v clang >/dev/null 2>&1 || missing="$missing clang"
     # libFuzzer and the sanitizer runtimes for clang

@@ -1,95 +1,125 @@
-/* fuzz_net.c - libFuzzer target for both ends of the net driver's protocol
- * (src/drivers/net): bytes from the network are hostile on either side.
+/* fuzz_net.c - libFuzzer target for the net driver's message parser and
+ * server (src/drivers/net): messages from the network are hostile on either
+ * side.
  *
  * The first byte picks what the rest is:
- *   0: raw bytes from a client to the server (netserve_conn serving the
- *      `test` driver, on a socket pair);
+ *   0: raw messages from a client to the server, as records [u8 hlen][hlen
+ *      bytes of UCX header][u16 blen][blen bytes of body] (ucxlink.h's
+ *      message: a header and a body), served by netserve_conn on the `test`
+ *      driver through a connection of this file's (struct netserve_io), so
+ *      the whole of the server's parsing and dispatch runs without UCX;
  *   1: requests as records [u8 type][u32 what][u32 arg][u8 n][n bytes], each
- *      sent behind a proper header after a HELLO, so the fuzzer explores what
+ *      sent with a proper header after a HELLO, so the fuzzer explores what
  *      requests ask rather than only how they are framed;
- *   2: a server's answers to the net driver: [u16 n][n bytes] for CTRL,
- *      [u16 n][n bytes] for DATA, the rest for WRITE, each sent on its
- *      connection as it is accepted; the driver then inits, reads and
- *      accesses a register.
+ *   2: the client's side: [u8 hlen][u16 blen] and the header's bytes, parsed
+ *      as a server's answer (netp_parse), whose every acceptance is checked
+ *      against the rules of netproto.h.
  * Whatever comes, nothing crashes or hangs, the server's every answer is a
- * well-formed message for the request it answers, and the driver returns
- * success or an ONI error. */
-#include <netinet/in.h>
-#include <pthread.h>
+ * well-formed message for the request it answers, and the parser accepts
+ * only what the protocol allows. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
 #include "drivers/net/netproto.h"
 #include "drivers/net/netserve.h"
+#include "drivers/net/ucxlink.h"
 #include "oni.h"
-#include "oninet.h"
-#include "oni/util/clock.h"
 
-/* Server side: answers are read back and checked on this thread. */
-static void *check_answers(void *arg)
-{
-    int fd = *(int *)arg;
-    struct netp_hdr h;
-    static uint8_t body[NETP_MAXXFER + sizeof(struct netp_answer)];
-    while (!netp_recv(fd, &h, sizeof h, 0)) {
-        if (netp_check_hdr(&h, 1) || netp_recv(fd, body, h.len, 0))
-            abort(); /* the server sent what no client may be sent */
-    }
-    return NULL;
-}
-
+/* A connection of the fuzzer's: the input's messages one after the other,
+ * the server's answers checked as they are sent. */
 struct feed {
-    int fd;
-    const uint8_t *data;
-    size_t size;
+    const uint8_t *p;
+    size_t n;
+    const uint8_t *body;
+    size_t blen;
+    int given, gone;
+    uint32_t last_seq;
+    uint16_t last_type;
 };
 
-/* The client's bytes, sent while the server reads them (an input larger than
- * the socket's buffer would otherwise wait for a reader that never comes). */
-static void *feed_main(void *arg)
+static int feed_next(void *arg, void *hdr, size_t cap, size_t *hlen, size_t *blen, uint64_t deadline)
 {
+    (void)deadline;
     struct feed *f = arg;
-    struct iovec iov = {(void *)f->data, f->size};
-    if (f->size)
-        netp_send(f->fd, &iov, 1, 0); /* fails once the server closed: what it did not take is not needed */
-    shutdown(f->fd, SHUT_WR);
-    return NULL;
+    if (f->gone || f->given || f->n < 1)
+        return ONI_EDISCONNECTED; /* the end of the input is the client's going */
+    size_t h = f->p[0];
+    if (h > ULINK_MAXHDR || f->n < 1 + h + 2)
+        return ONI_EDISCONNECTED;
+    size_t b = (size_t)f->p[1 + h] | (size_t)f->p[2 + h] << 8;
+    if (f->n < 3 + h + b)
+        b = f->n - 3 - h; /* the body cut short: what is left */
+    memcpy(hdr, f->p + 1, h < cap ? h : cap);
+    if (h >= sizeof(struct netp_hdr)) {
+        struct netp_hdr q;
+        memcpy(&q, f->p + 1, sizeof q);
+        f->last_seq = q.seq;
+        f->last_type = q.type;
+    }
+    *hlen = h;
+    *blen = b;
+    f->body = f->p + 3 + h;
+    f->blen = b;
+    f->given = b != 0;
+    f->p += 3 + h + b;
+    f->n -= 3 + h + b;
+    return 0;
 }
 
-static void serve_bytes(const uint8_t *data, size_t size)
+static int feed_take(void *arg, void *dst, uint64_t deadline)
+{
+    (void)deadline;
+    struct feed *f = arg;
+    if (!f->given)
+        abort(); /* the server took a body no message had */
+    if (dst)
+        memcpy(dst, f->body, f->blen);
+    f->given = 0;
+    return 0;
+}
+
+/* Every answer must be one a client accepts as well-formed, of the type
+ * and sequence number of the request it answers. */
+static int feed_send(void *arg, const void *hdr, size_t hlen, const void *body, size_t blen, uint64_t deadline)
+{
+    (void)deadline;
+    struct feed *f = arg;
+    struct netp_hdr h;
+    struct netp_answer a;
+    if (netp_parse(hdr, hlen, blen, 1, &h, &a) || h.seq != f->last_seq ||
+        (h.type & (uint16_t)~NETP_REPLY) != (f->last_type & (uint16_t)~NETP_REPLY) || (blen && !body))
+        abort(); /* the server sent what no client may be sent */
+    return 0;
+}
+
+static int feed_gone(void *arg) { return ((struct feed *)arg)->gone; }
+static void feed_break(void *arg) { ((struct feed *)arg)->gone = 1; }
+
+static void serve_messages(const uint8_t *data, size_t size)
 {
     static struct netserve *srv;
     char err[256];
     if (!srv && netserve_open("test", NULL, NULL, &srv, err, sizeof err))
         abort();
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-        abort();
-    pthread_t th, feeder;
-    struct feed f = {sv[0], data, size};
-    if (pthread_create(&th, NULL, check_answers, &sv[0]) || pthread_create(&feeder, NULL, feed_main, &f))
-        abort();
-    netserve_conn(srv, sv[1]);
-    close(sv[1]);
-    pthread_join(feeder, NULL);
-    pthread_join(th, NULL);
-    close(sv[0]);
+    struct feed f = {.p = data, .n = size};
+    struct netserve_io io = {feed_next, feed_take, feed_send, feed_gone, feed_break, &f};
+    netserve_conn(srv, &io);
 }
 
-/* Append one request to out; returns its length. */
+/* Append one request to out in mode 0's record form; its length. */
 static size_t frame(uint8_t *out, uint32_t seq, uint16_t type, uint32_t what, uint32_t arg, const uint8_t *x,
                     size_t n)
 {
     struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, type, seq, (uint32_t)(sizeof(struct netp_call) + n)};
     struct netp_call q = {what, arg, 0};
-    memcpy(out, &h, sizeof h);
-    memcpy(out + sizeof h, &q, sizeof q);
+    out[0] = (uint8_t)(sizeof h + sizeof q);
+    memcpy(out + 1, &h, sizeof h);
+    memcpy(out + 1 + sizeof h, &q, sizeof q);
+    out[1 + sizeof h + sizeof q] = (uint8_t)n;
+    out[2 + sizeof h + sizeof q] = (uint8_t)(n >> 8);
     if (n)
-        memcpy(out + sizeof h + sizeof q, x, n); /* x may be NULL for none */
-    return sizeof h + sizeof q + n;
+        memcpy(out + 3 + sizeof h + sizeof q, x, n); /* x may be NULL for none */
+    return 3 + sizeof h + sizeof q + n;
 }
 
 static void serve_records(const uint8_t *data, size_t size)
@@ -118,83 +148,28 @@ static void serve_records(const uint8_t *data, size_t size)
         data += n;
         size -= n;
     }
-    serve_bytes(out, len);
+    serve_messages(out, len);
 }
 
-/* Client side: a listener that hands each accepted connection its bytes. */
-struct fake {
-    int lfd;
-    const uint8_t *part[NETP_NCHAN];
-    size_t len[NETP_NCHAN];
-    int fd[NETP_NCHAN];
-};
-
-static void *fake_main(void *arg)
+/* The client's parser on a header the server might send: what it accepts
+ * keeps every rule a client relies on. */
+static void parse_answer(const uint8_t *data, size_t size)
 {
-    struct fake *f = arg;
-    for (int c = 0; c < NETP_NCHAN; c++) {
-        if ((f->fd[c] = accept(f->lfd, NULL, NULL)) < 0)
-            return NULL; /* the listener was shut down: the client gave up */
-        struct iovec iov = {(void *)f->part[c], f->len[c]};
-        if (f->len[c])
-            netp_send(f->fd[c], &iov, 1, oni_now_ns() + 1000000000ull);
-        shutdown(f->fd[c], SHUT_WR);
-    }
-    return NULL;
-}
-
-static size_t take_part(const uint8_t **data, size_t *size)
-{
-    if (*size < 2)
-        return 0;
-    size_t n = (size_t)(*data)[0] | (size_t)(*data)[1] << 8;
-    *data += 2;
-    *size -= 2;
-    return n < *size ? n : *size;
-}
-
-static void answer_client(const uint8_t *data, size_t size)
-{
-    struct fake f = {.fd = {-1, -1, -1}};
-    for (int c = 0; c < NETP_NCHAN; c++) {
-        size_t n = c < NETP_NCHAN - 1 ? take_part(&data, &size) : size;
-        f.part[c] = data;
-        f.len[c] = n;
-        data += n;
-        size -= n;
-    }
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    f.lfd = socket(AF_INET, SOCK_STREAM, 0);
-    if (f.lfd < 0 || bind(f.lfd, (struct sockaddr *)&a, sizeof a) || listen(f.lfd, 4) ||
-        getsockname(f.lfd, (struct sockaddr *)&a, &alen))
+    if (size < 3)
+        return;
+    size_t hlen = data[0] % (ULINK_MAXHDR + 1), blen = (size_t)data[1] | (size_t)data[2] << 8;
+    data += 3;
+    size -= 3;
+    uint8_t hdr[ULINK_MAXHDR] = {0};
+    memcpy(hdr, data, hlen < size ? hlen : size);
+    struct netp_hdr h;
+    struct netp_answer a;
+    if (netp_parse(hdr, hlen, blen, 1, &h, &a))
+        return;
+    uint16_t t = h.type & (uint16_t)~NETP_REPLY;
+    if (h.magic != NETP_MAGIC || h.version != NETP_VERSION || !(h.type & NETP_REPLY) || t < NETP_HELLO ||
+        t >= NETP_NTYPE || hlen != sizeof h + sizeof a || h.len != sizeof a + blen || blen > netp_max_extra(t, 1))
         abort();
-    pthread_t th;
-    if (pthread_create(&th, NULL, fake_main, &f))
-        abort();
-    char addr[64];
-    snprintf(addr, sizeof addr, "127.0.0.1:%u", ntohs(a.sin_port));
-    oni_ctx ctx = oni_create_ctx("net");
-    uint32_t ms = 20;
-    oni_set_driver_opt(ctx, ONI_DRV_NET_ADDR, addr, strlen(addr) + 1);
-    oni_set_opt(ctx, ONI_OPT_TIMEOUTMS, &ms, sizeof ms);
-    if (oni_init_ctx(ctx, -1) == 0) {
-        oni_reg_val_t v;
-        uint32_t one = 1;
-        oni_read_reg(ctx, 0, 0, &v);
-        if (oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one) == 0) {
-            oni_frame_t *fr;
-            for (int i = 0; i < 4 && oni_read_frame(ctx, &fr) >= 0; i++)
-                oni_destroy_frame(fr);
-        }
-    }
-    oni_destroy_ctx(ctx);
-    shutdown(f.lfd, SHUT_RDWR); /* wakes the accept of a connection the client never made */
-    pthread_join(th, NULL);
-    for (int c = 0; c < NETP_NCHAN; c++)
-        if (f.fd[c] >= 0)
-            close(f.fd[c]);
-    close(f.lfd);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -203,13 +178,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     switch (data[0] % 3) {
     case 0:
-        serve_bytes(data + 1, size - 1);
+        serve_messages(data + 1, size - 1);
         break;
     case 1:
         serve_records(data + 1, size - 1);
         break;
     default:
-        answer_client(data + 1, size - 1);
+        parse_answer(data + 1, size - 1);
         break;
     }
     return 0;

@@ -8,6 +8,7 @@
 #include "cli_oni.h"
 #include "onigpu.h"
 #include "oniemu.h"
+#include "oninet.h"
 #include "onix.h"
 
 static int info_run(int argc, char **argv);
@@ -49,6 +50,22 @@ static void print_card(oni_ctx ctx, int emu)
         printf("%-16s %llu B (DDR): %llu B default stream, %llu B GPU stream\n", "fifo capacity",
                (unsigned long long)(st.fifo_capacity[0] + st.fifo_capacity[1]),
                (unsigned long long)st.fifo_capacity[0], (unsigned long long)st.fifo_capacity[1]);
+}
+
+/* The net driver's server, its driver and the UCX transports in use. */
+static void print_net(oni_ctx ctx)
+{
+    char v[256];
+    size_t len = sizeof v;
+    if (!oni_get_driver_opt(ctx, ONI_DRV_NET_ADDR, v, &len))
+        printf("%-16s %s\n", "server", v);
+    len = sizeof v;
+    if (!oni_get_driver_opt(ctx, ONI_DRV_NET_REMOTE, v, &len))
+        printf("%-16s %s\n", "served driver", v);
+    len = sizeof v;
+    int rc = oni_get_driver_opt(ctx, ONI_DRV_NET_TRANSPORT, v, &len);
+    printf("%-16s %s%s\n", "transport", rc ? oni_error_str(rc) : v,
+           rc ? "" : " (UCX; GPU blocks staged through host memory)");
 }
 
 static void print_devices(const oni_device_t *t, oni_size_t n)
@@ -126,6 +143,8 @@ static int info_run(int argc, char **argv)
     print_opt(ctx, "block write", ONI_OPT_BLOCKWRITESIZE, " B");
     print_opt(ctx, "hw address", ONI_OPT_HWADDRESS, "");
     print_card(ctx, di && !strcmp(di->name, "emu"));
+    if (di && !strcmp(di->name, "net"))
+        print_net(ctx);
 
     int status = 0;
     oni_size_t n = 0;

@@ -1,8 +1,12 @@
 /* cmd_serve.c - `onigpu serve`: hand a driver (and the hardware it holds) to
- * `net` clients on other machines (src/drivers/net/netserve.h, docs/net.md). */
+ * `net` clients in other processes or on other machines, over UCX
+ * (src/drivers/net/netserve.h, docs/net.md). */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "oninet.h"
 #include "cli.h"
 #include "cli_oni.h"
 #include "common/stopsig.h"
@@ -10,15 +14,51 @@
 #include "drivers/net/netserve.h"
 
 static int serve_run(int argc, char **argv);
-CLI_COMMAND(serve, "serve", "[--driver NAME] [--listen HOST:PORT] [--sessions N]",
-            "serve a driver's hardware to `net` clients over TCP (oni_create_ctx(\"net\"))",
+CLI_COMMAND(serve, "serve", "[--driver NAME] [--listen HOST:PORT] [--secret-file FILE] [--sessions N]",
+            "serve a driver's hardware to `net` clients over UCX (oni_create_ctx(\"net\"))",
             "  --driver NAME      the driver to serve, default emu (its card: ONIGPU_EMU, or the client's\n"
             "                     ONI_DRV_EMU_SPEC)\n"
-            "  --listen HOST:PORT where to listen, default 127.0.0.1:9455; port 0: any free one. Whoever\n"
-            "                     reaches the address can drive the hardware: listen on a trusted network only\n"
+            "  --listen HOST:PORT where to listen, default 127.0.0.1:9455; port 0: any free one. UCX picks the\n"
+            "                     transport (shared memory for a client on this machine, TCP or verbs across\n"
+            "                     machines; UCX_TLS narrows it)\n"
+            "  --secret-file FILE the shared secret clients must give (ONI_DRV_NET_SECRET or ONIGPU_NET_SECRET):\n"
+            "                     the file's bytes, a final newline dropped, at most 256; default ONIGPU_NET_SECRET.\n"
+            "                     Needed to listen beyond the loopback; it is sent as it is: use a trusted network\n"
             "  --sessions N       exit after N (at least 1) client sessions have ended, default: until SIGINT\n"
             "                     or SIGTERM\n",
             serve_run)
+
+/* The secret from path (or ONIGPU_NET_SECRET when path is NULL) into buf:
+ * its length, or -1 with the reason printed. */
+static long read_secret(const char *path, char *buf, size_t cap)
+{
+    size_t n = 0;
+    if (!path) {
+        const char *env = getenv(ONIGPU_NET_SECRET_ENV);
+        n = env ? strlen(env) : 0;
+        if (n > cap) {
+            fprintf(stderr, "onigpu serve: %s is longer than %zu bytes\n", ONIGPU_NET_SECRET_ENV, cap);
+            return -1;
+        }
+        memcpy(buf, env ? env : "", n);
+        return (long)n;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "onigpu serve: --secret-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    n = fread(buf, 1, cap, f);
+    int more = fgetc(f) != EOF;
+    fclose(f);
+    if (n && buf[n - 1] == '\n')
+        n--;
+    if (more || !n) {
+        fprintf(stderr, "onigpu serve: --secret-file %s: want 1 to %zu bytes\n", path, cap);
+        return -1;
+    }
+    return (long)n;
+}
 
 /* The server SIGINT/SIGTERM stop (NULL until it is open; closed only after
  * stopsig_end, so on_stop never sees it freed), and whether one came. */
@@ -37,7 +77,7 @@ static void on_stop(void *arg)
 static int serve_run(int argc, char **argv)
 {
     const struct cli_command *cmd = &cli_cmd_serve;
-    const char *driver = "emu", *listen = NETP_DEFAULT_ADDR;
+    const char *driver = "emu", *listen = NETP_DEFAULT_ADDR, *secret_file = NULL;
     uint64_t sessions = 0; /* 0: until stopped (--sessions itself is at least 1) */
     for (int i = 1; i < argc; i++) {
         char opt[64];
@@ -48,6 +88,8 @@ static int serve_run(int argc, char **argv)
             st = cli_arg_text(cmd, a, v, "a driver name (emu, test, or NAME of libonidriver_NAME.so)", &driver);
         else if (!strcmp(a, "--listen"))
             st = cli_arg_text(cmd, a, v, "HOST:PORT to listen on (port 0: any free one)", &listen);
+        else if (!strcmp(a, "--secret-file"))
+            st = cli_arg_text(cmd, a, v, "a file holding the shared secret", &secret_file);
         else if (!strcmp(a, "--sessions"))
             st = cli_arg_count(cmd, a, v, 1, UINT32_MAX, &sessions);
         else
@@ -55,6 +97,10 @@ static int serve_run(int argc, char **argv)
         if (st)
             return st;
     }
+    char secret[NETP_MAXSECRET];
+    long secret_n = read_secret(secret_file, secret, sizeof secret);
+    if (secret_n < 0)
+        return 2;
     int rc = stopsig_start(on_stop, NULL); /* before the served driver starts threads */
     if (rc) {
         fprintf(stderr, "onigpu serve: cannot take SIGINT/SIGTERM: %s\n", strerror(rc));
@@ -67,10 +113,20 @@ static int serve_run(int argc, char **argv)
         stopsig_end();
         return 1;
     }
+    netserve_set_secret(s, secret, (size_t)secret_n);
+    if (netserve_ready(s)) {
+        fprintf(stderr, "onigpu serve: %s is beyond the loopback: give a shared secret (--secret-file, %s)\n",
+                listen, ONIGPU_NET_SECRET_ENV);
+        stopsig_end();
+        netserve_close(s);
+        return 2;
+    }
     atomic_store(&running, s);
     if (atomic_load(&stop_asked)) /* a signal while it opened */
         netserve_stop(s);
-    printf("onigpu serve: driver %s on %s\n", driver, netserve_addr(s));
+    if (secret_n)
+        printf("onigpu serve: clients must give the shared secret\n");
+    printf("onigpu serve: driver %s on %s\n", driver, netserve_addr(s)); /* last: scripts take the address */
     fflush(stdout);
     rc = netserve_run(s, (uint32_t)sessions);
     stopsig_end();

@@ -1,9 +1,9 @@
-/* netdrv.c - the `net` driver: every driver call sent over TCP to
- * `onigpu serve` (netserve.c), which makes it on the driver that holds the
- * hardware there. Protocol: netproto.h; options: oninet.h; behaviour on
+/* netdrv.c - the `net` driver: every driver call sent over UCX (ucxlink.h)
+ * to `onigpu serve` (netserve.c), which makes it on the driver that holds
+ * the hardware there. Protocol: netproto.h; options: oninet.h; behaviour on
  * failures: docs/net.md.
  *
- * One connection per group of calls the host library may make concurrently
+ * One link per group of calls the host library may make concurrently
  * (CTRL, DATA, WRITE, GPU, GPUW), each with its own lock and sequence numbers. A call
  * waits for its answer twice the context's timeout and a margin
  * (ANSWER_MARGIN_MS); a connection that fails, times out or answers out of
@@ -12,21 +12,15 @@
  * closes the served driver's context, so the hardware is free for the next
  * session. Reads keep what comes beyond what was asked (struct kept), and the
  * data stream has one READ on its way ahead (read_data). */
-#include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
 #include "gpu/gpu.h"
 #include "netproto.h"
+#include "ucxlink.h"
 #include "onigpu.h"
 #include "oni/driver.h"
 #include "oni/util/opt.h"
@@ -46,6 +40,7 @@
  * and the data stream a block at a time, by default a block of one frame:
  * through the network each read would be a round trip. */
 #define SIG_AHEAD 4096
+#define CONNECT_MARGIN_MS 2000u
 #define DATA_AHEAD (64u << 10)
 
 /* A stream's bytes received and not yet read. They are dropped where the
@@ -66,7 +61,7 @@ struct stage {
 
 struct chan {
     pthread_mutex_t lock;
-    int fd; /* -1 until connected */
+    struct ulink *l; /* NULL until connected */
     uint32_t seq;
 };
 
@@ -74,6 +69,10 @@ struct netdrv {
     pthread_mutex_t lock; /* connecting and the address */
     char addr[ADDR_MAX];
     char remote[NETP_MAXNAME];
+    char transport[64];  /* UCX's transports of the DATA link, once connected */
+    uint8_t secret[NETP_MAXSECRET];
+    size_t secret_n;
+    struct ulink_ctx *uc; /* made at the first connect, freed at destroy */
     _Atomic int connected;
     _Atomic int broken; /* the session ended: every call is ONI_EDISCONNECTED */
     _Atomic uint32_t timeout_ms;
@@ -97,15 +96,15 @@ static uint64_t answer_deadline(struct netdrv *d)
     return oni_now_ns() + (2 * (uint64_t)atomic_load(&d->timeout_ms) + ANSWER_MARGIN_MS) * 1000000u;
 }
 
-/* End the session: wake every call waiting on a connection; the server sees
- * them close. The descriptors stay open (other threads may be in a call on
- * them) until destroy. */
+/* End the session: wake every call waiting on a link; the server sees them
+ * close. The links stay (other threads may be in a call on them) until
+ * destroy. */
 static void end_session(struct netdrv *d)
 {
     atomic_store(&d->broken, 1);
     for (int c = 0; c < NETP_NCHAN; c++)
-        if (d->ch[c].fd >= 0)
-            shutdown(d->ch[c].fd, SHUT_RDWR);
+        if (d->ch[c].l)
+            ulink_break(d->ch[c].l);
 }
 
 /* Send a request on connection ch (its lock held); out: the bytes after the
@@ -113,13 +112,15 @@ static void end_session(struct netdrv *d)
 static int send_request(struct netdrv *d, struct chan *ch, uint64_t deadline, uint16_t type,
                         const struct netp_call *call, const void *out, size_t out_n)
 {
-    if (ch->fd < 0)
+    if (!ch->l)
         return ONI_EINVALSTATE;
     if (atomic_load(&d->broken))
         return ONI_EDISCONNECTED;
+    uint8_t m[sizeof(struct netp_hdr) + sizeof *call];
     struct netp_hdr h = {NETP_MAGIC, NETP_VERSION, type, ++ch->seq, (uint32_t)(sizeof *call + out_n)};
-    struct iovec iov[3] = {{&h, sizeof h}, {(void *)call, sizeof *call}, {(void *)out, out_n}};
-    return netp_send(ch->fd, iov, out_n ? 3 : 2, deadline);
+    memcpy(m, &h, sizeof h);
+    memcpy(m + sizeof h, call, sizeof *call);
+    return ulink_send(ch->l, m, sizeof m, out, out_n, deadline);
 }
 
 /* Receive the answer to request seq of type on ch (its lock held); in: room
@@ -129,15 +130,14 @@ static int recv_answer(struct chan *ch, uint64_t deadline, uint16_t type, uint32
                        void *in, size_t in_cap, size_t *in_n)
 {
     struct netp_hdr r;
-    int rc = netp_recv(ch->fd, &r, sizeof r, deadline);
-    if (!rc)
-        rc = netp_check_hdr(&r, 1);
+    uint8_t m[ULINK_MAXHDR];
+    size_t hlen, extra;
+    int rc = ulink_next(ch->l, m, sizeof m, &hlen, &extra, deadline);
     if (rc)
-        return rc == ONI_EINVALARG ? ONI_EBADCONTROLLER : rc;
-    size_t extra = r.len - sizeof *a;
-    if (r.type != (type | NETP_REPLY) || r.seq != seq || extra > in_cap)
-        return ONI_EBADCONTROLLER; /* out of turn, or more than was asked for */
-    if ((rc = netp_recv(ch->fd, a, sizeof *a, deadline)) || (rc = netp_recv(ch->fd, in, extra, deadline)))
+        return rc;
+    if (netp_parse(m, hlen, extra, 1, &r, a) || r.type != (type | NETP_REPLY) || r.seq != seq || extra > in_cap)
+        return ONI_EBADCONTROLLER; /* not ours, out of turn, or more than was asked for */
+    if (extra && (rc = ulink_take(ch->l, in, deadline)))
         return rc;
     *in_n = extra;
     return 0;
@@ -184,72 +184,56 @@ static int call(struct netdrv *d, int c, uint16_t type, uint32_t what, uint32_t 
     return call_by(d, c, answer_deadline(d), type, &q, out, out_n, a, in, in_cap, in_n);
 }
 
-/* The ONI code of a connect() that failed with err. */
-static int connect_error(int err)
-{
-    return err == ECONNREFUSED ? ONI_ECONNREFUSED : err == EACCES || err == EPERM ? ONI_EACCESS : ONI_EPATHINVALID;
-}
-
-/* A TCP connection to one of res's addresses before deadline, or the error:
- * ONI_ECONNREFUSED (nobody listens), ONI_ETIMEOUT, or ONI_EPATHINVALID
- * (unreachable, no socket to be had). */
-static int dial(const struct addrinfo *res, uint64_t deadline, int *fd)
+/* A link to one of res's addresses before deadline, or the error:
+ * ONI_ECONNREFUSED (nobody listens), ONI_ETIMEOUT, ONI_EPATHINVALID. */
+static int dial(struct netdrv *d, const struct addrinfo *res, uint64_t deadline, struct ulink **l)
 {
     int rc = ONI_EPATHINVALID;
     for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-        if (s < 0)
-            continue;
-        int one = 1, err = 0;
-        socklen_t len = sizeof err;
-        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* requests are small: no Nagle delay */
-        if (connect(s, ai->ai_addr, ai->ai_addrlen)) {
-            if (errno != EINPROGRESS) {
-                rc = rc == ONI_ETIMEOUT ? rc : connect_error(errno);
-                close(s);
-                continue;
-            }
-            int r = netp_wait(s, POLLOUT, deadline);
-            if (r == ONI_ETIMEOUT)
-                rc = r;
-            if (r || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
-                if (!r && err && rc != ONI_ETIMEOUT)
-                    rc = connect_error(err);
-                close(s);
-                continue;
-            }
-        }
-        *fd = s;
-        return 0;
+        int r = ulink_connect(d->uc, ai->ai_addr, ai->ai_addrlen, NETP_MAXXFER, deadline, l);
+        if (!r)
+            return 0;
+        if (rc != ONI_ETIMEOUT)
+            rc = r == ONI_EBADALLOC ? rc : r;
     }
     return rc;
 }
 
-/* Connect the three channels and open the session (d->lock held). */
+/* Connect the channels' links and open the session (d->lock held). */
 static int session_open(struct netdrv *d)
 {
     struct addrinfo *res;
     int rc = netp_resolve(d->addr, 0, &res);
     if (rc)
         return rc;
-    uint64_t deadline = answer_deadline(d);
-    int fds[NETP_NCHAN];
+    char err[128];
+    if (!d->uc && ulink_ctx_open(&d->uc, err, sizeof err)) {
+        freeaddrinfo(res);
+        return ONI_EBADALLOC;
+    }
+    /* UCX wires each link up with a few round trips of its own: they get a
+     * margin beyond what a call is waited for. */
+    uint64_t deadline = answer_deadline(d) + CONNECT_MARGIN_MS * 1000000ull;
+    struct ulink *links[NETP_NCHAN];
     int n = 0;
-    while (n < NETP_NCHAN && !(rc = dial(res, deadline, &fds[n])))
+    while (n < NETP_NCHAN && !(rc = dial(d, res, deadline, &links[n])))
         n++;
+    deadline = answer_deadline(d);
+
     freeaddrinfo(res);
     for (int c = 0; c < n; c++) {
         pthread_mutex_lock(&d->ch[c].lock);
-        d->ch[c].fd = fds[c];
+        d->ch[c].l = links[c];
         pthread_mutex_unlock(&d->ch[c].lock);
     }
-    /* the whole handshake within one timeout */
+    /* the handshake within one answer deadline once the links are up */
     struct netp_answer a;
     struct netp_call q = {0, 0, 0};
     char name[NETP_MAXNAME];
     size_t name_n = 0;
     if (!rc)
-        rc = call_by(d, NETP_CHAN_CTRL, deadline, NETP_HELLO, &q, NULL, 0, &a, name, sizeof name - 1, &name_n);
+        rc = call_by(d, NETP_CHAN_CTRL, deadline, NETP_HELLO, &q, d->secret, d->secret_n, &a, name, sizeof name - 1,
+                     &name_n);
     for (int c = NETP_CHAN_DATA; c < NETP_NCHAN && rc >= 0; c++) {
         q = (struct netp_call){(uint32_t)c, 0, a.token};
         rc = call_by(d, c, deadline, NETP_ATTACH, &q, NULL, 0, NULL, NULL, 0, NULL);
@@ -266,9 +250,8 @@ static int session_open(struct netdrv *d)
     if (rc < 0) {
         for (int c = 0; c < NETP_NCHAN; c++) {
             pthread_mutex_lock(&d->ch[c].lock);
-            if (d->ch[c].fd >= 0)
-                close(d->ch[c].fd);
-            d->ch[c].fd = -1;
+            ulink_close(d->ch[c].l, oni_ms_from_now(100));
+            d->ch[c].l = NULL;
             pthread_mutex_unlock(&d->ch[c].lock);
         }
         atomic_store(&d->broken, 0); /* nothing was open: a later try starts afresh */
@@ -276,6 +259,8 @@ static int session_open(struct netdrv *d)
     }
     name[name_n] = 0;
     memcpy(d->remote, name, name_n + 1);
+    if (ulink_transports(d->ch[NETP_CHAN_DATA].l, d->transport, sizeof d->transport))
+        strcpy(d->transport, "?");
     d->connected = 1;
     return 0;
 }
@@ -308,12 +293,16 @@ static oni_driver_ctx drv_create(void)
     pthread_mutex_init(&d->lock, NULL);
     for (int c = 0; c < NETP_NCHAN; c++) {
         pthread_mutex_init(&d->ch[c].lock, NULL);
-        d->ch[c].fd = -1;
     }
     const char *env = getenv(ONIGPU_NET_ENV);
     const char *addr = env && *env ? env : NETP_DEFAULT_ADDR;
     if (strlen(addr) < ADDR_MAX) /* else "": init fails (ONI_EPATHINVALID) rather than use another server */
         memcpy(d->addr, addr, strlen(addr) + 1);
+    const char *secret = getenv(ONIGPU_NET_SECRET_ENV);
+    if (secret && strlen(secret) <= NETP_MAXSECRET) { /* longer: none, and a server that wants one refuses */
+        d->secret_n = strlen(secret);
+        memcpy(d->secret, secret, d->secret_n);
+    }
     atomic_store(&d->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
     return d;
 }
@@ -325,12 +314,17 @@ static void session_close(struct netdrv *d)
 {
     if (!d->connected || atomic_load(&d->broken))
         return;
-    for (int c = 0; c < NETP_NCHAN; c++) /* DATA may hold a READ's answer sent ahead: not wanted */
-        shutdown(d->ch[c].fd, c == NETP_CHAN_CTRL ? SHUT_WR : SHUT_RDWR);
     uint64_t deadline = answer_deadline(d);
-    char b[256];
-    while (netp_recv(d->ch[NETP_CHAN_CTRL].fd, b, sizeof b, deadline) == 0) {
-    } /* answers nobody waits for any more, then the end */
+    for (int c = NETP_CHAN_DATA; c < NETP_NCHAN; c++) { /* DATA may hold a READ's answer sent ahead: not wanted */
+        ulink_close(d->ch[c].l, deadline);
+        d->ch[c].l = NULL;
+    }
+    struct ulink *l = d->ch[NETP_CHAN_CTRL].l;
+    uint8_t m[ULINK_MAXHDR];
+    size_t hlen, blen;
+    while (ulink_next(l, m, sizeof m, &hlen, &blen, deadline) == 0)
+        if (blen && ulink_take(l, NULL, deadline))
+            break; /* answers nobody waits for any more, then the end */
 }
 
 static int drv_destroy(oni_driver_ctx ctx)
@@ -340,10 +334,10 @@ static int drv_destroy(oni_driver_ctx ctx)
         return ONI_EINVALARG;
     session_close(d);
     for (int c = 0; c < NETP_NCHAN; c++) {
-        if (d->ch[c].fd >= 0)
-            close(d->ch[c].fd);
+        ulink_close(d->ch[c].l, oni_ms_from_now(100));
         pthread_mutex_destroy(&d->ch[c].lock);
     }
+    ulink_ctx_close(d->uc);
     pthread_mutex_destroy(&d->lock);
     free(d->sig.buf);
     free(d->data.buf);
@@ -570,9 +564,10 @@ static int wr_size(struct netdrv *d, uint32_t *n)
 }
 
 /* ONI_DRV_READ / ONI_DRV_WRITE: one block of the GPU streams through the GPU
- * (GPUW) connection, into (out of) a buffer of this process given as onigpu.h says
+ * (GPUW) link, into (out of) a buffer of this process given as onigpu.h says
  * (the buffer itself, size 4 or 8, or an onigpu_buf_t): host memory straight
- * from (to) the socket, device memory through a host staging buffer. The
+ * from (to) UCX, device memory through a host staging buffer kept for the
+ * session (Debian's UCX has no CUDA memory support: docs/net.md). The
  * served driver checks the block against its RD_SZ, WR_SZ and the length. */
 static int gpu_block(struct netdrv *d, int write, const void *value, size_t len)
 {
@@ -632,6 +627,20 @@ static int gpu_block(struct netdrv *d, int write, const void *value, size_t len)
     return rc ? rc : a.status < 0 ? a.status : 0;
 }
 
+static int set_secret(struct netdrv *d, const void *value, size_t len)
+{
+    if ((!value && len) || len > NETP_MAXSECRET)
+        return ONI_EINVALARG;
+    pthread_mutex_lock(&d->lock);
+    int rc = d->connected ? ONI_EINVALSTATE : 0;
+    if (!rc) {
+        memcpy(d->secret, value, len);
+        d->secret_n = len;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
 static int set_addr(struct netdrv *d, const char *value, size_t len)
 {
     if (!value || len == 0 || len > ADDR_MAX || memchr(value, 0, len) != value + len - 1)
@@ -659,7 +668,9 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
     struct netdrv *d = ctx;
     if (opt == ONI_DRV_NET_ADDR)
         return set_addr(d, value, len);
-    if (opt == ONI_DRV_NET_REMOTE)
+    if (opt == ONI_DRV_NET_SECRET)
+        return set_secret(d, value, len);
+    if (opt == ONI_DRV_NET_REMOTE || opt == ONI_DRV_NET_TRANSPORT)
         return ONI_EREADONLY;
     if (opt == ONI_DRV_READ || opt == ONI_DRV_WRITE)
         return gpu_block(d, opt == ONI_DRV_WRITE, value, len);
@@ -679,12 +690,12 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
 static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
 {
     struct netdrv *d = ctx;
-    if (opt == ONI_DRV_NET_ADDR || opt == ONI_DRV_NET_REMOTE) {
+    if (opt == ONI_DRV_NET_SECRET)
+        return ONI_EWRITEONLY;
+    if (opt == ONI_DRV_NET_ADDR || opt == ONI_DRV_NET_REMOTE || opt == ONI_DRV_NET_TRANSPORT) {
         pthread_mutex_lock(&d->lock);
-        int rc = opt == ONI_DRV_NET_REMOTE && !d->connected ? ONI_EINVALSTATE
-                                                             : get_string(opt == ONI_DRV_NET_ADDR ? d->addr
-                                                                                                  : d->remote,
-                                                                          value, len);
+        const char *v = opt == ONI_DRV_NET_ADDR ? d->addr : opt == ONI_DRV_NET_REMOTE ? d->remote : d->transport;
+        int rc = opt != ONI_DRV_NET_ADDR && !d->connected ? ONI_EINVALSTATE : get_string(v, value, len);
         pthread_mutex_unlock(&d->lock);
         return rc;
     }

@@ -1,13 +1,12 @@
-/* netproto.c - message checks and socket I/O with deadlines, shared by the
- * net driver and its server (netproto.h). */
-#include <errno.h>
+/* netproto.c - message checks and addresses, shared by the net driver and
+ * its server (netproto.h). */
+#include <arpa/inet.h>
 #include <netdb.h>
-#include <poll.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include "netproto.h"
 #include "onigpu.h"
 #include "oni.h"
@@ -35,7 +34,7 @@ size_t netp_max_extra(uint16_t t, int answer)
 {
     switch (t) {
     case NETP_HELLO:
-        return answer ? NETP_MAXNAME : 0;
+        return answer ? NETP_MAXNAME : NETP_MAXSECRET;
     case NETP_READ:
     case NETP_GPU_READ:
         return answer ? NETP_MAXXFER : 0;
@@ -68,74 +67,30 @@ int netp_check_hdr(const struct netp_hdr *h, int answer)
     return 0;
 }
 
-int netp_wait(int fd, short events, uint64_t deadline_ns)
+int netp_parse(const void *hdr, size_t hlen, size_t blen, int answer, struct netp_hdr *h, void *fixed)
 {
-    for (;;) {
-        int ms = -1;
-        if (deadline_ns) {
-            uint32_t left = oni_ms_left(deadline_ns);
-            if (!left)
-                return ONI_ETIMEOUT;
-            ms = left > INT32_MAX ? INT32_MAX : (int)left;
-        }
-        struct pollfd p = {.fd = fd, .events = events};
-        int r = poll(&p, 1, ms);
-        if (r > 0)
-            return 0; /* POLLHUP and POLLERR too: the next send or recv says which */
-        if (r < 0 && errno != EINTR)
-            return ONI_EDISCONNECTED;
+    size_t fn = answer ? sizeof(struct netp_answer) : sizeof(struct netp_call);
+    if (hlen != sizeof *h + fn) {
+        memset(h, 0, sizeof *h);
+        if (hlen >= sizeof *h)
+            memcpy(h, hdr, sizeof *h); /* for the caller to tell another protocol version */
+        return hlen >= sizeof *h && h->magic == NETP_MAGIC && h->version != NETP_VERSION ? ONI_EBADCONTROLLER
+                                                                                         : ONI_EINVALARG;
     }
+    memcpy(h, hdr, sizeof *h);
+    memcpy(fixed, (const uint8_t *)hdr + sizeof *h, fn);
+    int rc = netp_check_hdr(h, answer);
+    if (rc)
+        return rc;
+    return h->len - fn == blen ? 0 : ONI_EINVALARG;
 }
 
-int netp_send(int fd, struct iovec *iov, int niov, uint64_t deadline_ns)
+int netp_is_loopback(const struct sockaddr *sa)
 {
-    while (niov > 0) {
-        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-        ssize_t r = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                return ONI_EDISCONNECTED;
-            int rc = netp_wait(fd, POLLOUT, deadline_ns);
-            if (rc)
-                return rc;
-            continue;
-        }
-        size_t sent = (size_t)r;
-        while (niov > 0 && sent >= iov->iov_len) {
-            sent -= iov->iov_len;
-            iov++;
-            niov--;
-        }
-        if (niov > 0) {
-            iov->iov_base = (char *)iov->iov_base + sent;
-            iov->iov_len -= sent;
-        }
-    }
-    return 0;
-}
-
-int netp_recv(int fd, void *buf, size_t n, uint64_t deadline_ns)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
-        if (r > 0) {
-            p += r;
-            n -= (size_t)r;
-            continue;
-        }
-        if (r == 0)
-            return ONI_EDISCONNECTED;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return ONI_EDISCONNECTED;
-        int rc = netp_wait(fd, POLLIN, deadline_ns);
-        if (rc)
-            return rc;
-    }
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
     return 0;
 }
 

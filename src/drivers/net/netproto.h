@@ -1,27 +1,30 @@
 /* netproto.h - the wire protocol between the `net` driver (netdrv.c) and its
- * server (netserve.c): the ONI driver ABI of onidriver.h carried over TCP, so
- * that a program on one machine drives hardware that a driver on another
- * machine holds. docs/net.md describes it in prose; this header is the
+ * server (netserve.c): the ONI driver ABI of onidriver.h carried over UCX
+ * links (ucxlink.h: shared memory, TCP or verbs, as UCX picks), so that a
+ * program in another process or on another machine drives hardware that a
+ * driver there holds. docs/net.md describes it in prose; this header is the
  * authority for layouts.
  *
- * A session has one TCP connection per group of driver calls that the host
- * library may make concurrently (onidriver.h, Threads), so a data read that
- * waits for the card never delays a register access or a write:
+ * A session has one link per group of driver calls that the host library
+ * may make concurrently (onidriver.h, Threads), so a data read that waits
+ * for the card never delays a register access or a write:
  *   CTRL   init, config registers, options, the signal stream
  *   DATA   the default read stream
  *   WRITE  the default write stream
  *   GPU    blocks of the GPU read stream (onigpu.h's ONI_DRV_READ)
  *   GPUW   blocks of the GPU write stream (ONI_DRV_WRITE), so that results
  *          written never wait behind a read that waits for the card
- * On each connection the client sends one request and waits for its answer.
- * Every message is a struct netp_hdr and len bytes of body; a request's body
- * is a struct netp_call and the type's bytes, an answer's a struct
- * netp_answer and the type's bytes (below). Host byte order: the magic of a
- * peer of the other byte order does not match, and it is refused.
+ * On each link the client sends one request and waits for its answer.
+ * Every message is one UCX active message: its header is a struct netp_hdr
+ * and a struct netp_call (request) or struct netp_answer (answer); its body
+ * the type's bytes (below), len counting the call or answer and the body.
+ * Host byte order: the magic of a peer of the other byte order does not
+ * match, and it is refused.
  *
- * Both sides treat every received byte as hostile: netp_check_hdr checks
- * magic, version, type and size before a body is read, and the receiver
- * checks each body against what it asked or allows. */
+ * Both sides treat every received byte as hostile: netp_parse checks magic,
+ * version, type and sizes before a body is taken, and the receiver checks
+ * each body against what it asked or allows. A server that listens beyond
+ * the loopback wants a shared secret in the HELLO (docs/net.md, Security). */
 #ifndef NETPROTO_H
 #define NETPROTO_H
 
@@ -29,10 +32,11 @@
 #include <stdint.h>
 
 #define NETP_MAGIC 0x54454E4Fu /* "ONET" in memory on little-endian */
-#define NETP_VERSION 2u /* 2: the GPU connection */
+#define NETP_VERSION 3u /* 3: over UCX; HELLO carries the secret */
 #define NETP_MAXOPT 4096u        /* largest option value, bytes */
 #define NETP_MAXXFER (16u << 20) /* largest stream read or write of one request, bytes */
 #define NETP_MAXNAME 64u         /* the served driver's "name major.minor.patch", NUL included */
+#define NETP_MAXSECRET 256u      /* longest shared secret, bytes */
 
 enum netp_chan { NETP_CHAN_CTRL = 0, NETP_CHAN_DATA, NETP_CHAN_WRITE, NETP_CHAN_GPU, NETP_CHAN_GPUW, NETP_NCHAN };
 
@@ -40,7 +44,7 @@ enum netp_chan { NETP_CHAN_CTRL = 0, NETP_CHAN_DATA, NETP_CHAN_WRITE, NETP_CHAN_
  * follows the call. Answers carry a struct netp_answer, status >= 0 or an
  * ONI error code, and what the line after "->" says. */
 enum netp_type {
-    NETP_HELLO = 1,        /* first on CTRL: opens the session -> token; + the driver's name */
+    NETP_HELLO = 1,        /* first on CTRL: opens the session; + the secret (if any) -> token; + the driver's name */
     NETP_ATTACH,           /* first on DATA, WRITE, GPU and GPUW: what = chan, token -> - */
     NETP_INIT,             /* what = host_idx (int32) -> oni_driver_init's result */
     NETP_READ,             /* what = stream, arg = most bytes -> status = bytes; + that many bytes */
@@ -86,22 +90,16 @@ int netp_check_hdr(const struct netp_hdr *h, int answer);
  * answer's struct netp_answer (answer 1) of type t (without NETP_REPLY). */
 size_t netp_max_extra(uint16_t t, int answer);
 
-/* Wait until fd is ready for events (poll's) before deadline_ns (0: no
- * deadline). 0 (also for POLLHUP and POLLERR: the next send or recv says
- * which), ONI_ETIMEOUT, or ONI_EDISCONNECTED when poll fails. */
-int netp_wait(int fd, short events, uint64_t deadline_ns);
-
-/* Send the n bytes of the iov pieces on a connected socket, or receive
- * exactly n bytes into buf, before deadline_ns (oni_now_ns time; 0: no
- * deadline). 0, ONI_ETIMEOUT, or ONI_EDISCONNECTED when the peer closed or
- * the socket failed. Never raises SIGPIPE. */
-struct iovec;
-int netp_send(int fd, struct iovec *iov, int niov, uint64_t deadline_ns);
-int netp_recv(int fd, void *buf, size_t n, uint64_t deadline_ns);
+/* The header of a message: the peer's ULINK header bytes (hlen of them)
+ * with a body of blen bytes, as ulink_next gives them, into *h and *fixed
+ * (a struct netp_answer when answer is 1, on the client; a struct netp_call
+ * when 0, on the server). 0, or netp_check_hdr's error for the header, or
+ * ONI_EINVALARG where the sizes disagree with it. */
+int netp_parse(const void *hdr, size_t hlen, size_t blen, int answer, struct netp_hdr *h, void *fixed);
 
 /* Parse "host:port" ("[v6addr]:port"; an empty host: every address on the
  * server, the loopback on the client; port 0..65535, 0 only to listen: any
- * free port) for a TCP socket. 0, ONI_EBADADDR (not such an address),
+ * free port) into socket addresses for UCX. 0, ONI_EBADADDR (not such an address),
  * ONI_ENOHOST (the host does not resolve) or ONI_EBADALLOC; *res from
  * getaddrinfo, freed with freeaddrinfo. */
 struct addrinfo;
@@ -119,5 +117,10 @@ int netp_grow(uint8_t **buf, size_t *cap, size_t n);
 
 /* Where a client connects when nothing else says (oninet.h's ONIGPU_NET). */
 #define NETP_DEFAULT_ADDR "127.0.0.1:9455"
+
+/* Whether sa is a loopback address (127/8, ::1): a server listening on one
+ * is reached from this machine only. */
+struct sockaddr;
+int netp_is_loopback(const struct sockaddr *sa);
 
 #endif

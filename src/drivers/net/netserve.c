@@ -1,16 +1,20 @@
-/* netserve.c - serves one ONI driver to `net` clients (netserve.h).
+/* netserve.c - serves one ONI driver to `net` clients (netserve.h) over UCX
+ * links (ucxlink.h).
  *
- * A session is one client: HELLO on its CTRL connection creates a driver
- * context, ATTACH joins its DATA, WRITE, GPU and GPUW connections, and each connection
- * has its own thread that makes the calls that arrive on it. Which call may
+ * A session is one client: HELLO on its CTRL link creates a driver context
+ * (after the shared secret, where the server has one), ATTACH joins its
+ * DATA, WRITE, GPU and GPUW links, and each link (a connection below) has
+ * its own thread that makes the calls that arrive on it. Which call may
  * arrive on which connection is fixed (netproto.h), so the served driver sees
  * exactly the concurrency onidriver.h allows: one thread per group, init
  * alone (the streams and registers are refused until it succeeded), destroy
  * after every connection's thread is done with the context.
  *
- * When any connection of a session closes or breaks the protocol the whole
- * session ends: the others are shut down, and the last thread out destroys
- * the driver context, which frees the hardware for the next client. One
+ * When any connection of a session closes or breaks the protocol (a message
+ * netp_parse refuses, a body larger than the protocol carries, a second
+ * request before the first was answered) the whole session ends: the others
+ * are broken, and the last thread out stops acquisition and destroys the
+ * driver context, which frees the hardware for the next client. One
  * session at a time; a HELLO while one runs is answered ONI_EBUSY (after
  * waiting for one that is ending: open_session). */
 #include <dlfcn.h>
@@ -18,7 +22,6 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -28,11 +31,11 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include "netproto.h"
 #include "netserve.h"
+#include "ucxlink.h"
 #include "onigpu.h"
 #include "oni/driver.h"
 #include "oni/util/opt.h"
@@ -43,13 +46,13 @@
 #define HELLO_WAIT_MS 3000u /* a HELLO waits this long for an ending session to finish (a served call in it
                                may wait out the default timeout, 2 s, first) */
 #define ANSWER_MARGIN_MS 1000u /* beyond the session's timeout, for a client to take an answer */
-#define KEEPALIVE_IDLE_S 5 /* a silent peer is probed after this, then 3 probes 1 s apart */
+#define LINGER_MS 500u         /* a refused client's time to read why and close */
 
 struct session {
     oni_driver_ctx dctx;
     uint64_t token;
     unsigned id;
-    int fd[NETP_NCHAN]; /* -1: not attached, or gone */
+    const struct netserve_io *io[NETP_NCHAN]; /* NULL: not attached, or gone */
     int refs;           /* connections in it */
     int leaving;        /* of them, threads in leave() */
     int ended;          /* its connections are being shut down */
@@ -65,13 +68,18 @@ struct netserve {
     void *dl;
     char name[NETP_MAXNAME];
     char addr[96];
-    int lfd;     /* listening socket, or -1 */
-    int wake[2]; /* a byte here wakes netserve_run */
+    int loopback; /* it listens on a loopback address */
+    struct ulink_ctx *uc;
+    struct ulink_listener *ls; /* NULL: no listener */
+    int wake[2];               /* a byte here wakes netserve_run */
+    uint8_t secret[NETP_MAXSECRET];
+    size_t secret_n;
     FILE *log;
     pthread_mutex_t lock;
     pthread_cond_t cond; /* a session or a connection ended */
-    int conn[MAXCONN];
+    struct ulink *conn[MAXCONN]; /* the links being served */
     int nconn;
+    int nthreads; /* connection threads, until their link is closed */
     struct session *active;
     unsigned opened, ended;
     atomic_int stopping;
@@ -106,30 +114,32 @@ static void wake(struct netserve *s)
 }
 
 /* Read one request: header, call and the bytes after it into b->in. */
-static int read_request(int fd, uint64_t deadline, struct netp_hdr *h, struct netp_call *q, struct bufs *b,
-                        size_t *extra)
+static int read_request(const struct netserve_io *io, uint64_t deadline, struct netp_hdr *h, struct netp_call *q,
+                        struct bufs *b, size_t *extra)
 {
-    int rc = netp_recv(fd, h, sizeof *h, deadline);
+    uint8_t m[ULINK_MAXHDR];
+    size_t hlen;
+    memset(h, 0, sizeof *h);
+    int rc = io->next(io->arg, m, sizeof m, &hlen, extra, deadline);
     if (!rc)
-        rc = netp_check_hdr(h, 0);
+        rc = netp_parse(m, hlen, *extra, 0, h, q);
     if (!rc)
-        rc = netp_recv(fd, q, sizeof *q, deadline);
-    if (rc)
+        rc = netp_grow(&b->in, &b->in_cap, *extra);
+    if (rc || !*extra)
         return rc;
-    *extra = h->len - sizeof *q;
-    if ((rc = netp_grow(&b->in, &b->in_cap, *extra)))
-        return rc;
-    return netp_recv(fd, b->in, *extra, deadline);
+    return io->take(io->arg, b->in, deadline);
 }
 
-static int answer(int fd, const struct netp_hdr *h, int32_t status, uint32_t value, uint64_t token,
-                  const void *extra, size_t n, uint64_t deadline)
+static int answer(const struct netserve_io *io, const struct netp_hdr *h, int32_t status, uint32_t value,
+                  uint64_t token, const void *extra, size_t n, uint64_t deadline)
 {
     struct netp_hdr r = {NETP_MAGIC, NETP_VERSION, (uint16_t)(h->type | NETP_REPLY), h->seq,
                          (uint32_t)(sizeof(struct netp_answer) + n)};
     struct netp_answer a = {status, value, token};
-    struct iovec iov[3] = {{&r, sizeof r}, {&a, sizeof a}, {(void *)extra, n}};
-    return netp_send(fd, iov, n ? 3 : 2, deadline);
+    uint8_t m[sizeof r + sizeof a];
+    memcpy(m, &r, sizeof r);
+    memcpy(m + sizeof r, &a, sizeof a);
+    return io->send(io->arg, m, sizeof m, extra, n, deadline);
 }
 
 static uint64_t new_token(void)
@@ -141,23 +151,33 @@ static uint64_t new_token(void)
 }
 
 /* Whether a peer of ss closed a connection that its thread has not seen
- * close yet, being inside a served call (s->lock held: the descriptors stay
+ * close yet, being inside a served call (s->lock held: the connections stay
  * open meanwhile). */
 static int peer_gone(const struct session *ss)
 {
-    for (int c = 0; c < NETP_NCHAN; c++) {
-        struct pollfd p = {.fd = ss->fd[c], .events = POLLRDHUP};
-        if (ss->fd[c] >= 0 && poll(&p, 1, 0) > 0)
+    for (int c = 0; c < NETP_NCHAN; c++)
+        if (ss->io[c] && ss->io[c]->gone(ss->io[c]->arg))
             return 1;
-    }
     return 0;
 }
 
-/* HELLO: a new session on fd as its CTRL connection (s->lock held). It
+/* Whether the client's HELLO body is the server's secret (any, or none,
+ * where the server has none); in time independent of where they differ. */
+static int secret_ok(const struct netserve *s, const uint8_t *p, size_t n)
+{
+    if (!s->secret_n)
+        return 1;
+    unsigned diff = n != s->secret_n;
+    for (size_t i = 0; i < s->secret_n; i++)
+        diff |= (unsigned)(s->secret[i] ^ (i < n ? p[i] : 0));
+    return !diff;
+}
+
+/* HELLO: a new session on io as its CTRL connection (s->lock held). It
  * waits for a session that is ending, or whose client has gone (a client
  * killed and started again at once) while a thread of it is still inside a
  * served call. */
-static int open_session(struct netserve *s, int fd, struct session **out)
+static int open_session(struct netserve *s, const struct netserve_io *io, struct session **out)
 {
     struct timespec until;
     oni_timespec_at(oni_ms_from_now(HELLO_WAIT_MS), &until);
@@ -175,9 +195,7 @@ static int open_session(struct netserve *s, int fd, struct session **out)
     }
     ss->token = new_token();
     ss->id = ++s->opened;
-    for (int c = 0; c < NETP_NCHAN; c++)
-        ss->fd[c] = -1;
-    ss->fd[NETP_CHAN_CTRL] = fd;
+    ss->io[NETP_CHAN_CTRL] = io;
     ss->refs = 1;
     pthread_mutex_init(&ss->ctrl, NULL);
     atomic_store(&ss->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
@@ -186,35 +204,42 @@ static int open_session(struct netserve *s, int fd, struct session **out)
     return 0;
 }
 
-/* ATTACH: fd joins the session as connection chan (s->lock held). */
-static int attach(struct netserve *s, int fd, const struct netp_call *q, struct session **out)
+/* ATTACH: io joins the session as connection chan (s->lock held). */
+static int attach(struct netserve *s, const struct netserve_io *io, const struct netp_call *q,
+                  struct session **out)
 {
     struct session *ss = s->active;
     if (!ss || ss->ended || q->token != ss->token || q->what == NETP_CHAN_CTRL || q->what >= NETP_NCHAN ||
-        ss->fd[q->what] >= 0)
+        ss->io[q->what])
         return ONI_EINVALARG;
-    ss->fd[q->what] = fd;
+    ss->io[q->what] = io;
     ss->refs++;
     *out = ss;
     return 0;
 }
 
-/* The first message of a connection: it opens a session or joins one. */
-static int join(struct netserve *s, int fd, const struct netp_hdr *h, const struct netp_call *q,
-                struct session **ss, int *chan)
+/* The first message of a connection: it opens a session (with the secret
+ * in hello, hello_n bytes) or joins one. */
+static int join(struct netserve *s, const struct netserve_io *io, const struct netp_hdr *h,
+                const struct netp_call *q, const uint8_t *hello, size_t hello_n, struct session **ss, int *chan)
 {
     int rc = ONI_EINVALARG;
+    if (h->type == NETP_HELLO && !secret_ok(s, hello, hello_n)) {
+        say(s, "refused a client without the secret\n");
+        answer(io, h, ONI_EACCESS, 0, 0, NULL, 0, oni_ms_from_now(FIRST_MS));
+        return ONI_EACCESS;
+    }
     pthread_mutex_lock(&s->lock);
-    if (h->type == NETP_HELLO && (rc = open_session(s, fd, ss)) == 0)
+    if (h->type == NETP_HELLO && (rc = open_session(s, io, ss)) == 0)
         *chan = NETP_CHAN_CTRL;
-    else if (h->type == NETP_ATTACH && (rc = attach(s, fd, q, ss)) == 0)
+    else if (h->type == NETP_ATTACH && (rc = attach(s, io, q, ss)) == 0)
         *chan = (int)q->what;
     pthread_mutex_unlock(&s->lock);
     if (!rc && *chan == NETP_CHAN_CTRL)
         say(s, "session %u: open\n", (*ss)->id);
     uint64_t token = !rc && h->type == NETP_HELLO ? (*ss)->token : 0;
     const char *name = !rc && h->type == NETP_HELLO ? s->name : "";
-    int sent = answer(fd, h, rc, 0, token, name, strlen(name), oni_ms_from_now(FIRST_MS));
+    int sent = answer(io, h, rc, 0, token, name, strlen(name), oni_ms_from_now(FIRST_MS));
     return rc ? rc : sent;
 }
 
@@ -229,19 +254,19 @@ static void end_driver(struct netserve *s, struct session *ss)
         (unsigned long long)atomic_load(&ss->bytes_read), (unsigned long long)atomic_load(&ss->bytes_written));
 }
 
-/* fd leaves its session: the first one out shuts the others down, the last
+/* A connection leaves its session: the first one out shuts the others down, the last
  * one ends it. Every one returns (and its connection is closed) only once
  * the served driver's context is gone, so a client that sees its
  * connections close may open the next session at once. */
 static void leave(struct netserve *s, struct session *ss, int chan)
 {
     pthread_mutex_lock(&s->lock);
-    ss->fd[chan] = -1;
+    ss->io[chan] = NULL;
     if (!ss->ended) {
         ss->ended = 1;
         for (int c = 0; c < NETP_NCHAN; c++)
-            if (ss->fd[c] >= 0)
-                shutdown(ss->fd[c], SHUT_RDWR);
+            if (ss->io[c])
+                ss->io[c]->brk(ss->io[c]->arg);
     }
     ss->leaving++;
     if (--ss->refs == 0) {
@@ -407,7 +432,8 @@ static int32_t gpu_block(struct netserve *s, struct session *ss, uint16_t t, con
 
 /* Check a request, make its call on the driver (CTRL's one at a time with
  * the GPU connection's, see gpu_block) and answer it. */
-static int serve(struct netserve *s, struct session *ss, int chan, int fd, const struct netp_hdr *h,
+static int serve(struct netserve *s, struct session *ss, int chan, const struct netserve_io *io,
+                 const struct netp_hdr *h,
                  const struct netp_call *q, struct bufs *b, size_t extra)
 {
     int32_t st;
@@ -432,10 +458,23 @@ static int serve(struct netserve *s, struct session *ss, int chan, int fd, const
         st = call_driver(s, ss, t, q, b, extra, &value, &out_n);
     }
     uint64_t deadline = oni_ms_from_now(atomic_load(&ss->timeout_ms)) + ANSWER_MARGIN_MS * 1000000ull;
-    return answer(fd, h, st, value, 0, b->out, out_n, deadline);
+    return answer(io, h, st, value, 0, b->out, out_n, deadline);
 }
 
-void netserve_conn(struct netserve *s, int fd)
+/* After an answer that refuses a connection: wait a little for the client to
+ * close it. Closing at once could lose the answer (UCX may drop what arrives
+ * on an endpoint it has seen fail), and the client closes once it reads it. */
+static void linger(const struct netserve_io *io)
+{
+    uint8_t m[ULINK_MAXHDR];
+    size_t hlen, blen;
+    uint64_t until = oni_ms_from_now(LINGER_MS);
+    while (!io->next(io->arg, m, sizeof m, &hlen, &blen, until))
+        if (blen && io->take(io->arg, NULL, until))
+            break;
+}
+
+void netserve_conn(struct netserve *s, const struct netserve_io *io)
 {
     struct bufs b = {0};
     struct session *ss = NULL;
@@ -445,18 +484,23 @@ void netserve_conn(struct netserve *s, int fd)
         struct netp_hdr h;
         struct netp_call q;
         size_t extra;
-        int rc = read_request(fd, ss ? 0 : first, &h, &q, &b, &extra);
+        int rc = read_request(io, ss ? 0 : first, &h, &q, &b, &extra);
         if (rc == ONI_EBADCONTROLLER && h.magic == NETP_MAGIC && h.version != NETP_VERSION &&
             h.type >= NETP_HELLO && h.type < NETP_NTYPE) {
             /* another onigpu: say why before closing (the value: our version),
              * in an answer of a type we know (fuzz_net found one we did not) */
             say(s, "refused a client of protocol version %u (this server: %u)\n", h.version, NETP_VERSION);
-            answer(fd, &h, ONI_EBADCONTROLLER, NETP_VERSION, 0, NULL, 0, oni_ms_from_now(1000));
+            answer(io, &h, ONI_EBADCONTROLLER, NETP_VERSION, 0, NULL, 0, oni_ms_from_now(1000));
         }
+        if (rc == ONI_EBADCONTROLLER && h.magic == NETP_MAGIC && h.version != NETP_VERSION)
+            linger(io);
         if (rc)
             break;
-        if (ss ? serve(s, ss, chan, fd, &h, &q, &b, extra) : join(s, fd, &h, &q, &ss, &chan))
+        if (ss ? serve(s, ss, chan, io, &h, &q, &b, extra) : join(s, io, &h, &q, b.in, extra, &ss, &chan)) {
+            if (!ss)
+                linger(io); /* refused: the client reads why */
             break;
+        }
     }
     if (ss)
         leave(s, ss, chan);
@@ -464,38 +508,48 @@ void netserve_conn(struct netserve *s, int fd)
     free(b.out);
 }
 
+/* A link as a connection of netserve_conn. */
+static int link_next(void *a, void *hdr, size_t cap, size_t *hlen, size_t *blen, uint64_t deadline)
+{
+    return ulink_next(a, hdr, cap, hlen, blen, deadline);
+}
+static int link_take(void *a, void *dst, uint64_t deadline) { return ulink_take(a, dst, deadline); }
+static int link_send(void *a, const void *hdr, size_t hlen, const void *body, size_t blen, uint64_t deadline)
+{
+    return ulink_send(a, hdr, hlen, body, blen, deadline);
+}
+static int link_gone(void *a) { return ulink_gone(a); }
+static void link_break(void *a) { ulink_break(a); }
+
 struct conn_arg {
     struct netserve *s;
-    int fd;
+    struct ulink *l;
 };
 
 static void *conn_main(void *arg)
 {
     struct conn_arg c = *(struct conn_arg *)arg;
     free(arg);
-    netserve_conn(c.s, c.fd);
+    struct netserve_io io = {link_next, link_take, link_send, link_gone, link_break, c.l};
+    netserve_conn(c.s, &io);
     pthread_mutex_lock(&c.s->lock);
     for (int i = 0; i < c.s->nconn; i++)
-        if (c.s->conn[i] == c.fd)
+        if (c.s->conn[i] == c.l)
             c.s->conn[i] = c.s->conn[--c.s->nconn];
-    close(c.fd);
+    pthread_mutex_unlock(&c.s->lock);
+    ulink_close(c.l, oni_ms_from_now(ANSWER_MARGIN_MS));
+    pthread_mutex_lock(&c.s->lock);
+    c.s->nthreads--;
     pthread_cond_broadcast(&c.s->cond);
     pthread_mutex_unlock(&c.s->lock);
     return NULL;
 }
 
 /* A thread for a new connection, or the connection closed when there is
- * no room (MAXCONN) or no thread. */
-static void start_conn(struct netserve *s, int fd)
+ * no room (MAXCONN) or no thread. A client whose machine or network
+ * vanished is found by UCX's own keepalive (UCX_KEEPALIVE_INTERVAL). */
+static void start_conn(struct netserve *s, struct ulink *l)
 {
-    /* A client whose machine or network vanished sends no FIN: without
-     * keepalive probes its session, and the hardware, would be held forever. */
-    int one = 1, idle = KEEPALIVE_IDLE_S, intvl = 1, cnt = 3;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
     struct conn_arg *c = malloc(sizeof *c);
     pthread_mutex_lock(&s->lock);
     int room = c && s->nconn < MAXCONN && !atomic_load(&s->stopping);
@@ -504,10 +558,12 @@ static void start_conn(struct netserve *s, int fd)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (room) {
-        *c = (struct conn_arg){s, fd};
-        s->conn[s->nconn++] = fd;
+        *c = (struct conn_arg){s, l};
+        s->conn[s->nconn++] = l;
+        s->nthreads++;
         if (pthread_create(&t, &attr, conn_main, c)) {
             s->nconn--;
+            s->nthreads--;
             room = 0;
         }
     }
@@ -515,34 +571,39 @@ static void start_conn(struct netserve *s, int fd)
     pthread_mutex_unlock(&s->lock);
     if (!room) {
         free(c);
-        close(fd);
+        ulink_break(l);
+        ulink_close(l, oni_ms_from_now(100));
     }
 }
 
 int netserve_run(struct netserve *s, unsigned max_sessions)
 {
-    if (s->lfd < 0)
+    if (!s->ls)
         return ONI_EINVALSTATE;
+    if (netserve_ready(s))
+        return ONI_EACCESS;
     for (;;) {
         pthread_mutex_lock(&s->lock);
         int done = atomic_load(&s->stopping) || (max_sessions && s->ended >= max_sessions);
         pthread_mutex_unlock(&s->lock);
         if (done)
             return 0;
-        struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN}, {.fd = s->wake[0], .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
+        struct ulink *l;
+        int rc = ulink_accept(s->ls, &l);
+        if (l) {
+            start_conn(s, l);
+            continue;
+        }
+        if (rc)
+            usleep(10000); /* no memory for a link: the request stays queued meanwhile */
+        struct pollfd p[2] = {{.fd = ulink_listener_fd(s->ls), .events = POLLIN},
+                              {.fd = s->wake[0], .events = POLLIN}};
+        if (poll(p, 2, 100) < 0 && errno != EINTR)
             return ONI_EINVALSTATE;
         if (p[1].revents) {
             char buf[64];
             while (read(s->wake[0], buf, sizeof buf) > 0) {
             }
-        }
-        if (p[0].revents & POLLIN) {
-            int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0)
-                start_conn(s, fd);
-            else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                usleep(10000); /* the connection stays queued: do not spin on it meanwhile */
         }
     }
 }
@@ -555,8 +616,10 @@ static void *runner_main(void *arg)
 
 int netserve_start(struct netserve *s)
 {
-    if (s->lfd < 0 || s->has_runner)
+    if (!s->ls || s->has_runner)
         return ONI_EINVALSTATE;
+    if (netserve_ready(s))
+        return ONI_EACCESS;
     if (pthread_create(&s->runner, NULL, runner_main, s))
         return ONI_EBADALLOC;
     s->has_runner = 1;
@@ -571,7 +634,21 @@ void netserve_stop(struct netserve *s)
 
 const char *netserve_addr(const struct netserve *s) { return s->addr; }
 
-/* Bind and listen on addr; fills s->lfd and s->addr. */
+int netserve_ready(const struct netserve *s)
+{
+    return s->ls && !s->loopback && !s->secret_n ? ONI_EACCESS : 0; /* beyond the loopback only with a secret */
+}
+
+int netserve_set_secret(struct netserve *s, const void *secret, size_t n)
+{
+    if (n > NETP_MAXSECRET || (n && !secret) || s->has_runner)
+        return ONI_EINVALARG;
+    memcpy(s->secret, secret, n);
+    s->secret_n = n;
+    return 0;
+}
+
+/* Listen on addr; fills s->ls, s->addr and s->loopback. */
 static int listen_on(struct netserve *s, const char *addr, char *err, size_t err_cap)
 {
     struct addrinfo *res;
@@ -580,31 +657,26 @@ static int listen_on(struct netserve *s, const char *addr, char *err, size_t err
         snprintf(err, err_cap, rc == ONI_ENOHOST ? "unknown host in '%s'" : "bad address '%s' (want host:port)", addr);
         return ONI_EPATHINVALID;
     }
-    int fd = -1, one = 1;
-    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-        if (fd < 0) {
-            snprintf(err, err_cap, "cannot listen on %s: %s", addr, strerror(errno));
-            continue;
-        }
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, MAXCONN)) {
-            snprintf(err, err_cap, "cannot listen on %s: %s", addr, strerror(errno));
-            close(fd);
-            fd = -1;
-        }
+    if ((rc = ulink_ctx_open(&s->uc, err, err_cap))) {
+        freeaddrinfo(res);
+        return rc;
     }
+    char why[160] = "";
+    for (struct addrinfo *ai = res; ai && !s->ls; ai = ai->ai_next)
+        if (!ulink_listen(s->uc, ai->ai_addr, ai->ai_addrlen, NETP_MAXXFER, &s->ls, why, sizeof why))
+            s->loopback = netp_is_loopback(ai->ai_addr);
     freeaddrinfo(res);
-    if (fd < 0)
+    if (!s->ls) {
+        snprintf(err, err_cap, "cannot listen on %s: %s", addr, why);
         return ONI_EPATHINVALID;
+    }
     struct sockaddr_storage sa;
-    socklen_t len = sizeof sa;
+    socklen_t len;
     char host[64] = "?", port[16] = "?";
-    if (!getsockname(fd, (struct sockaddr *)&sa, &len))
+    if (!ulink_listener_addr(s->ls, &sa, &len))
         getnameinfo((struct sockaddr *)&sa, len, host, sizeof host, port, sizeof port,
                     NI_NUMERICHOST | NI_NUMERICSERV);
     snprintf(s->addr, sizeof s->addr, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
-    s->lfd = fd;
     return 0;
 }
 
@@ -616,7 +688,6 @@ int netserve_open(const char *driver, const char *addr, FILE *log, struct netser
         snprintf(err, err_cap, "out of memory");
         return ONI_EBADALLOC;
     }
-    s->lfd = -1;
     s->log = log;
     if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK)) {
         free(s);
@@ -659,12 +730,12 @@ void netserve_close(struct netserve *s)
     pthread_mutex_lock(&s->lock);
     pthread_cond_broadcast(&s->cond); /* a HELLO waiting for an ending session */
     for (int i = 0; i < s->nconn; i++)
-        shutdown(s->conn[i], SHUT_RDWR);
-    while (s->nconn > 0)
+        ulink_break(s->conn[i]);
+    while (s->nthreads > 0)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
-    if (s->lfd >= 0)
-        close(s->lfd);
+    ulink_listener_close(s->ls);
+    ulink_ctx_close(s->uc);
     close(s->wake[0]);
     close(s->wake[1]);
     if (s->dl)

@@ -6,8 +6,9 @@ DEVICEINST packets, both as raw COBS signal bytes (first byte even) and in
 fuzz_signal's packetized form (first byte odd, then [n][n bytes] per packet).
 
 fuzz_net: requests in fuzz_net's record form (init, running on, data
-and signal reads, a write frame, options) and a server's answers to the
-driver's handshake and init (mode 2).
+and signal reads, a write frame, options), raw messages (mode 0: a HELLO,
+another version's HELLO, a body longer than its header says) and a server's
+answer header for the client's parser (mode 2).
 
 fuzz_api: call sequences in fuzz_api's encoding (an op byte, op % 20, then
 its arguments): init, frames on the data stream read and kept, a write
@@ -77,36 +78,41 @@ for name, data in seeds.items():
 
 # fuzz_net (tests/fuzz/fuzz_net.c). Types: src/drivers/net/netproto.h.
 HELLO, ATTACH, NINIT, NREAD, NWRITE, CREAD, CWRITE, OPTCB, SETOPT, GETOPT = range(1, 11)
-REPLY, MAGIC, VERSION = 0x80, 0x54454E4F, 2  # NETP_VERSION
+REPLY, MAGIC, VERSION = 0x80, 0x54454E4F, 3  # NETP_VERSION
 
 
 def rec(t, what, arg, extra=b""):
     return bytes([t]) + struct.pack("<II", what & 0xFFFFFFFF, arg) + bytes([len(extra)]) + extra
 
 
-def answer(t, seq, status=0, value=0, token=0, extra=b""):
-    return struct.pack("<IHHII", MAGIC, VERSION, t | REPLY, seq, 16 + len(extra)) + \
-        struct.pack("<iIQ", status, value, token) + extra
+def msg(hdr, body=b""):  # mode 0's record: [u8 hlen][header][u16 blen][body]
+    return bytes([len(hdr)]) + hdr + struct.pack("<H", len(body)) + body
+
+
+def call(t, seq, what=0, arg=0, token=0, body=b"", version=VERSION):
+    return msg(struct.pack("<IHHII", MAGIC, version, t, seq, 16 + len(body)) + struct.pack("<IIQ", what, arg, token),
+               body)
 
 
 CONFIG_RUNNING = 2  # oni_config_t (include/onidefs.h)
 sink_frame = struct.pack("<II", 4, 4) + bytes(16)  # device 0.4 (TESTSINK), 4 words
 os.makedirs("fuzz_net", exist_ok=True)
+for old in os.listdir("fuzz_net"):
+    os.remove("fuzz_net/" + old)
 net_seeds = {
     "records_stream": bytes([1]) + rec(NINIT, -1, 0) + rec(CWRITE, CONFIG_RUNNING, 1) + rec(NREAD, 0, 4096) +
     rec(NREAD, 1, 256) + rec(NWRITE, 0, 0, sink_frame) + rec(CREAD, CONFIG_RUNNING, 0),
     "records_options": bytes([1]) + rec(SETOPT, 0x4F470400, 0, b"abcd") + rec(GETOPT, 0x4F470400, 40) +
     rec(NINIT, -1, 0) + rec(GETOPT, 0x4F470401, 4),
-    "raw_hello": bytes([0]) + struct.pack("<IHHII", MAGIC, VERSION, HELLO, 1, 16) + bytes(16),
-    # another version's client: answered (a known type) or closed on
-    "raw_other_version": bytes([0]) + struct.pack("<IHHII", MAGIC, VERSION - 1, HELLO, 1, 16) + bytes(16),
-    # ... of a type no version has: closed on, no answer (an answer of type 0x7D81 was fuzz_net's find)
-    "raw_other_version_unknown_type": bytes([0]) + struct.pack("<IHHII", MAGIC, VERSION - 1, 0x7D01, 0xFE000001, 0x089CFFFF) +
-    bytes(16),
-    # mode 2: CTRL answers HELLO then INIT; DATA and WRITE answer their ATTACH
-    "answers": bytes([2]) + b"".join(
-        struct.pack("<H", len(p)) + p for p in (answer(HELLO, 1, token=7, extra=b"test 1.0.0") + answer(NINIT, 2),
-                                                answer(ATTACH, 1))) + answer(ATTACH, 1),
+    "raw_hello": bytes([0]) + call(HELLO, 1) + call(NINIT, 2, 0xFFFFFFFF) + call(CREAD, 3, CONFIG_RUNNING),
+    # another version's client: answered, then closed on
+    "raw_other_version": bytes([0]) + call(HELLO, 1, version=VERSION - 1),
+    # a body longer than its header says: closed on, no answer
+    "raw_body_longer": bytes([0]) + call(HELLO, 1) + msg(struct.pack("<IHHII", MAGIC, VERSION, SETOPT, 2, 16 + 4) +
+                                                         struct.pack("<IIQ", 0x4F470400, 4, 0), b"abcdefgh"),
+    # mode 2: a well-formed answer to HELLO, name included
+    "answer_hello": bytes([2, 32]) + struct.pack("<H", 10) + struct.pack("<IHHII", MAGIC, VERSION, HELLO | REPLY, 1,
+                                                                         16 + 10) + struct.pack("<iIQ", 0, 0, 7),
 }
 for name, data in net_seeds.items():
     open("fuzz_net/" + name, "wb").write(data)
