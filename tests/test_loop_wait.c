@@ -1,13 +1,17 @@
 /* test_loop_wait.c - the loop threads' wait (src/loop/wait.h): a wake before
  * the wait, a wait then a wake, the deadline, a stop while waiting, and many
  * hand-offs back and forth between two threads with every wait going to
- * sleep (a lost wake-up hangs, and CTest's deadline fails it). */
+ * sleep (a lost wake-up hangs, and CTest's deadline fails it); the engine's
+ * stop waking its receive and process threads asleep in their hand-offs. */
 #include <pthread.h>
+#include <stdint.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 #include "oni.h"
 #include "unit.h"
+#include "loop/engine.h"
 #include "loop/wait.h"
 #include "oni/util/clock.h"
 
@@ -193,4 +197,71 @@ TEST(many_rounds_two_threads)
 {
     play(20000, 0);     /* every wait sleeps: the wake-up race each time */
     play(20000, 2000);  /* mostly spins, some sleep */
+}
+
+/* A sink that blocks its first write until released (at most 30 s). */
+struct held_sink {
+    _Atomic int release, writes;
+};
+
+static int held_write(void *ctx, uint64_t seq, const void *out, size_t len, uint32_t t)
+{
+    struct held_sink *h = ctx;
+    uint64_t limit = oni_ms_from_now(30000);
+    while (!atomic_load(&h->release) && oni_now_ns() < limit)
+        nap_ms(1);
+    atomic_fetch_add(&h->writes, 1);
+    return 0;
+}
+
+static int zero_read(void *ctx, void *buf, size_t len, uint32_t t)
+{
+    memset(buf, 0, len);
+    return 0;
+}
+
+static void *run_main(void *lp)
+{
+    return (void *)(intptr_t)loop_run(lp);
+}
+
+/* The sink holds block 0: both slots fill, the receive thread sleeps
+ * waiting for room and the process thread for block 2. Only the stop can
+ * wake the receive thread (nothing frees a slot): it must end while the
+ * sink still holds its block. */
+TEST(engine_stop_wakes_sleeping_threads)
+{
+    struct held_sink h;
+    atomic_init(&h.release, 0);
+    atomic_init(&h.writes, 0);
+    struct loop_config c = {0};
+    c.backend = LOOP_CPU;
+    c.work = LOOP_WORK_MAC;
+    c.in_bytes = c.out_bytes = 256;
+    c.depth = 2;
+    c.timeout_ms = 1000;
+    c.mac.passes = 1;
+    c.spin_us = 1; /* asleep almost at once */
+    c.src.read = zero_read;
+    c.sink = (struct loop_sink){&h, held_write};
+    struct loop *lp = NULL;
+    CHECK_RC(loop_create(&c, &lp), ONI_ESUCCESS);
+    REQUIRE(lp);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, run_main, lp) == 0);
+    CHECK(await_sleeper(&lp->wake[LOOP_T_RECV]));
+    CHECK(await_sleeper(&lp->wake[LOOP_T_PROCESS]));
+    CHECK_EQ(atomic_load(&lp->started), 2);
+    loop_stop(lp);
+    uint64_t limit = oni_ms_from_now(10000);
+    while (!atomic_load(&lp->recv_done) && oni_now_ns() < limit)
+        nap_ms(1);
+    CHECK(atomic_load(&lp->recv_done));
+    CHECK_EQ(atomic_load(&h.writes), 0); /* still held: the stop woke it, not a freed slot */
+    atomic_store(&h.release, 1);
+    void *rc;
+    pthread_join(th, &rc);
+    CHECK_RC((int)(intptr_t)rc, ONI_ESUCCESS);
+    CHECK_EQ(atomic_load(&h.writes), 2); /* what was started is drained */
+    loop_destroy(lp);
 }
