@@ -26,6 +26,13 @@
 #                LAT_BACKENDS (default cpu,gpu-persistent,gpu-mapped),
 #                blocks 1..32, spin 50/1000 us x dma/blocking reads,
 #                LAT_SECONDS (default 2) per run, LAT_REPEAT rounds  ~3.5 min a round
+#   latency-ab   (only when named) tools/bench-latency-ab.sh: bench latency of
+#                this tree against LAT_OLD (a commit, default 6c76ed4: the
+#                engine's sleep-polled hand-offs), built from `git archive`
+#                like this one (onigpu only), on LAT_AB_BACKENDS (default
+#                cpu,gpu-staged,gpu-mapped), blocks LAT_AB_BLOCKS (default
+#                1,2,4,8,16), spin 50, blocking reads, LAT_AB_ROUNDS
+#                (default 2) rounds                       ~1.5 min build + ~2 min a round
 #   mutate       tools/mutate.sh on MUTANTS (default tests/mutants/gpu.txt;
 #                MUTATE_ONLY picks ids): do the GPU tests catch each
 #                mutation? -> $OUT/mutate-results.tsv   ~0.5 min per mutant
@@ -183,6 +190,23 @@ if want latency; then
     step "bench latency" 580 "$BUILD/onigpu" bench latency --backends "${LAT_BACKENDS:-cpu,gpu-persistent,gpu-mapped}" \
         --blocks 1,2,4,8,16,32 --spins 50,1000 --reads dma,blocking --seconds "${LAT_SECONDS:-2}" \
         --repeat "${LAT_REPEAT:-1}" --out "$RES" > >(tee -a "$SUM")
+    pack
+fi
+
+if want latency-ab; then
+    # the engine's futex hand-offs against the sleep polls before them (docs/latency.md)
+    OLD_SRC=$(mktemp -d /tmp/onigpu-old.XXXXXX)
+    if step "archive ${LAT_OLD:-6c76ed4}" 60 bash -c "git archive '${LAT_OLD:-6c76ed4}' | tar -x -C '$OLD_SRC'" &&
+        step "configure old" 120 cmake -S "$OLD_SRC" -B "$OLD_SRC/build" -DONIGPU_CUDA=ON \
+            -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release &&
+        step "build old" 300 cmake --build "$OLD_SRC/build" -j "$JOBS" --target onigpu; then
+        step "bench latency-ab" 580 tools/bench-latency-ab.sh --old "$OLD_SRC/build" --old-label "${LAT_OLD:-6c76ed4}" \
+            --build "$BUILD" --new-label "${ONIGPU_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo new)}" \
+            --rounds "${LAT_AB_ROUNDS:-2}" --out "$RES" -- --backends "${LAT_AB_BACKENDS:-cpu,gpu-staged,gpu-mapped}" \
+            --blocks "${LAT_AB_BLOCKS:-1,2,4,8,16}" --spins 50 --reads blocking --seconds "${LAT_SECONDS:-2}" \
+            > >(tee -a "$SUM")
+    fi
+    rm -rf "$OLD_SRC"
     pack
 fi
 

@@ -11,6 +11,7 @@
 #include "gpu/gpu.h"
 #include "loop/engine.h"
 #include "loop/stage.h"
+#include "loop/wait.h"
 
 static const char *const names[LOOP_NBACKENDS] = {
     "cpu", "gpu-staged", "gpu-direct", "gpu-graph", "gpu-flag", "gpu-persistent", "gpu-mapped",
@@ -54,11 +55,20 @@ int loop_backend_best(void)
     return LOOP_CPU;
 }
 
+/* Every thread that sleeps in a hand-off looks again: a stop or an error
+ * ends its wait. */
+static void wake_all_threads(struct loop *lp)
+{
+    for (int i = 0; i < LOOP_NTHREADS; i++)
+        loop_wake_all(&lp->wake[i]);
+}
+
 void loop_fail(struct loop *lp, int rc)
 {
     int zero = 0;
     atomic_compare_exchange_strong(&lp->err, &zero, rc);
     atomic_store(&lp->stop, 1);
+    wake_all_threads(lp);
 }
 
 void loop_fail_why(struct loop *lp, int rc, const char *fmt, ...)
@@ -73,13 +83,24 @@ void loop_fail_why(struct loop *lp, int rc, const char *fmt, ...)
         va_end(ap);
     }
     atomic_store(&lp->stop, 1);
+    wake_all_threads(lp);
 }
 
-/* Spin this long before polling with sleeps: hand-offs between threads stay
- * in the microseconds while the pipeline is busy, and idle threads do not
- * burn a core. */
+/* Spin this long before sleeping: hand-offs between threads stay in the
+ * microseconds while the pipeline is busy, and idle threads do not burn a
+ * core. */
 #define SPIN_DEFAULT_US 50u
 #define POLL_NS 20000l
+
+static uint64_t spin_ns(const struct loop *lp)
+{
+    return (uint64_t)(lp->cfg.spin_us ? lp->cfg.spin_us : SPIN_DEFAULT_US) * 1000u;
+}
+
+static uint64_t deadline(uint32_t timeout_ms)
+{
+    return timeout_ms ? oni_now_ns() + (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
+}
 
 static void pause_cpu(void)
 {
@@ -88,21 +109,17 @@ static void pause_cpu(void)
 #endif
 }
 
-/* Wait until pred(arg) holds. Gives up with ONI_EINVALSTATE when quit(lp,
- * qarg) says so (an error elsewhere, or nothing more will come), and with
- * ONI_ETIMEOUT after timeout_ms (0 = no own deadline: the stage waited for
- * has one). */
-static int wait_for(struct loop *lp, int (*pred)(const void *), const void *arg,
-                    int (*quit)(struct loop *, uint64_t), uint64_t qarg, uint32_t timeout_ms)
+/* A wait for a word another thread's loop_wake_all cannot follow (a GPU's
+ * or a DMA engine's store): spin, then poll with 20 us sleeps. Gives up
+ * with ONI_EINVALSTATE when the loop failed, ONI_ETIMEOUT after timeout_ms. */
+static int poll_word(struct loop *lp, const volatile uint32_t *word, uint32_t want, uint32_t timeout_ms)
 {
-    uint64_t t0 = oni_now_ns();
-    uint64_t limit = timeout_ms ? t0 + (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
-    uint64_t spin = (uint64_t)(lp->cfg.spin_us ? lp->cfg.spin_us : SPIN_DEFAULT_US) * 1000u;
+    uint64_t t0 = oni_now_ns(), limit = deadline(timeout_ms), spin = spin_ns(lp);
     for (unsigned n = 0;; n++) {
-        if (pred(arg))
+        if (__atomic_load_n((const uint32_t *)word, __ATOMIC_ACQUIRE) == want)
             return 0;
-        if (quit(lp, qarg))
-            return pred(arg) ? 0 : ONI_EINVALSTATE;
+        if (atomic_load_explicit(&lp->err, memory_order_relaxed))
+            return __atomic_load_n((const uint32_t *)word, __ATOMIC_ACQUIRE) == want ? 0 : ONI_EINVALSTATE;
         if ((n & 63) == 0) {
             uint64_t t = oni_now_ns();
             if (t > limit)
@@ -112,12 +129,37 @@ static int wait_for(struct loop *lp, int (*pred)(const void *), const void *arg,
                 nanosleep(&ts, NULL);
                 continue;
             }
-            /* Give the core to a runnable thread, if any: with fewer cores
-             * than loop threads a pure spin would starve the one working. */
-            sched_yield();
+            sched_yield(); /* see loop_wake_until */
         }
         pause_cpu();
     }
+}
+
+/* What a hand-off waits for: pred(arg), or quit(lp, qarg). */
+struct handoff {
+    int (*pred)(const void *);
+    const void *arg;
+    int (*quit)(struct loop *, uint64_t);
+    struct loop *lp;
+    uint64_t qarg;
+};
+
+static int pred_or_quit(const void *p)
+{
+    const struct handoff *h = p;
+    return h->pred(h->arg) || h->quit(h->lp, h->qarg);
+}
+
+/* Thread `self` waits until pred(arg) holds: a spin, then sleeps on its
+ * wake, which the thread that changes what it waits for wakes. Gives up
+ * with ONI_EINVALSTATE when quit(lp, qarg) says so (an error elsewhere, or
+ * nothing more will come: every change of those wakes all threads). */
+static int wait_for(struct loop *lp, int self, int (*pred)(const void *), const void *arg,
+                    int (*quit)(struct loop *, uint64_t), uint64_t qarg)
+{
+    struct handoff h = {pred, arg, quit, lp, qarg};
+    int rc = loop_wake_until(&lp->wake[self], pred_or_quit, &h, spin_ns(lp), UINT64_MAX);
+    return rc ? rc : pred(arg) ? 0 : ONI_EINVALSTATE;
 }
 
 static int failed(struct loop *lp, uint64_t unused)
@@ -138,23 +180,9 @@ static int drained(struct loop *lp, uint64_t seq)
                              seq >= atomic_load_explicit(&lp->started, memory_order_acquire));
 }
 
-struct word_arg {
-    const volatile uint32_t *word;
-    uint32_t want;
-};
-
-/* An acquire load: what was written before the word (the payload, the
- * result) is visible once the word is seen. */
-static int word_is(const void *p)
-{
-    const struct word_arg *a = p;
-    return __atomic_load_n((const uint32_t *)a->word, __ATOMIC_ACQUIRE) == a->want;
-}
-
 int loop_wait_word(struct loop *lp, const volatile uint32_t *word, uint32_t want, uint32_t timeout_ms)
 {
-    struct word_arg a = {word, want};
-    return wait_for(lp, word_is, &a, failed, 0, timeout_ms ? timeout_ms : 1);
+    return poll_word(lp, word, want, timeout_ms ? timeout_ms : 1);
 }
 
 struct state_arg {
@@ -204,7 +232,7 @@ static void *recv_main(void *p)
             /* Back-pressure: counted, then waited out (loss is counted by the source). */
             if (atomic_load_explicit(&lp->state[slot], memory_order_acquire) != SLOT_FREE)
                 atomic_fetch_add(&lp->stalls, 1);
-            if (wait_for(lp, room, &ra, stopping, 0, 0))
+            if (wait_for(lp, LOOP_T_RECV, room, &ra, stopping, 0))
                 break;
         }
         uint64_t t0 = oni_now_ns();
@@ -222,8 +250,10 @@ static void *recv_main(void *p)
         atomic_fetch_add(&lp->bytes_in, lp->cfg.in_bytes);
         atomic_store(&lp->started, seq + 1);
         atomic_store_explicit(&lp->state[slot], SLOT_FILLED, memory_order_release);
+        loop_wake_all(&lp->wake[LOOP_T_PROCESS]);
     }
     atomic_store_explicit(&lp->recv_done, 1, memory_order_release);
+    wake_all_threads(lp); /* process and send drain, then end */
     return NULL;
 }
 
@@ -255,7 +285,7 @@ static void *process_main(void *p)
     for (uint64_t seq = 0; !drained(lp, seq); seq++) {
         uint32_t slot = (uint32_t)(seq % lp->cfg.depth);
         struct state_arg sa = {&lp->state[slot], SLOT_FILLED};
-        if (wait_for(lp, state_is, &sa, drained, seq, 0))
+        if (wait_for(lp, LOOP_T_PROCESS, state_is, &sa, drained, seq))
             break;
         if (lp->chain && lp->cfg.backend == LOOP_CPU)
             take_reconfigure(lp, 0);
@@ -271,6 +301,7 @@ static void *process_main(void *p)
                 r->t_compute_ns = loop_ns32(oni_now_ns() - t0);
         }
         atomic_store_explicit(&lp->state[slot], SLOT_DONE, memory_order_release);
+        loop_wake_all(&lp->wake[LOOP_T_SEND]);
     }
     if (lp->chain && lp->cfg.backend == LOOP_CPU)
         loop_chain_stop(lp->chain);
@@ -284,7 +315,7 @@ static void *send_main(void *p)
     for (uint64_t seq = 0; !drained(lp, seq); seq++) {
         uint32_t slot = (uint32_t)(seq % lp->cfg.depth);
         struct state_arg sa = {&lp->state[slot], SLOT_DONE};
-        if (wait_for(lp, state_is, &sa, drained, seq, 0))
+        if (wait_for(lp, LOOP_T_SEND, state_is, &sa, drained, seq))
             break;
         int rc = lp->be->finish ? lp->be->finish(lp, slot, (uint32_t)seq) : 0;
         uint64_t t0 = oni_now_ns();
@@ -302,6 +333,7 @@ static void *send_main(void *p)
         }
         atomic_store_explicit(&lp->state[slot], SLOT_FREE, memory_order_release);
         atomic_store_explicit(&lp->sent, seq + 1, memory_order_release);
+        loop_wake_all(&lp->wake[LOOP_T_RECV]);
     }
     return NULL;
 }
@@ -436,6 +468,8 @@ int loop_create(const struct loop_config *cfg, struct loop **out)
     lp->cfg = *cfg;
     lp->cfg.why = NULL; /* loop_create's alone */
     lp->be = be;
+    for (int i = 0; i < LOOP_NTHREADS; i++)
+        loop_wake_init(&lp->wake[i]);
     pthread_mutex_init(&lp->rmu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -499,9 +533,10 @@ int loop_run(struct loop *lp)
             break;
         }
     }
-    if (n < 3)
+    if (n < 3) {
         atomic_store(&lp->recv_done, 1); /* nothing more will start */
-    else if (lp->cfg.pin_threads && lp->cfg.backend != LOOP_CPU)
+        wake_all_threads(lp);
+    } else if (lp->cfg.pin_threads && lp->cfg.backend != LOOP_CPU)
         /* Not the cpu backend: its OpenMP teams need every core (a pinned
          * process thread gave them one; pinned spinning neighbours slowed
          * them 4-9x at 400 kB and 10 MB on the H100). */
@@ -519,8 +554,10 @@ int loop_run(struct loop *lp)
 
 void loop_stop(struct loop *lp)
 {
-    if (lp)
+    if (lp) {
         atomic_store(&lp->stop, 1);
+        wake_all_threads(lp);
+    }
 }
 
 int loop_error(const struct loop *lp)

@@ -5,10 +5,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "loop/loop.h"
+#include "loop/wait.h"
 #include "oni/util/clock.h"
 
 /* Slot states, in the order a block moves through them. */
 enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_DONE };
+
+/* The engine's threads, each with the wake it sleeps on in a hand-off. */
+enum { LOOP_T_RECV = 0, LOOP_T_PROCESS, LOOP_T_SEND, LOOP_NTHREADS };
 
 struct loop;
 
@@ -48,6 +52,7 @@ struct loop {
     char rwhy[256];
     void *gpu;                           /* backend private state */
     _Atomic int state[LOOP_MAXDEPTH];
+    struct loop_wake wake[LOOP_NTHREADS]; /* woken after each change of state, sent, recv_done, stop, err */
     _Atomic int stop;
     _Atomic int err;
     _Atomic int recv_done;
@@ -73,8 +78,9 @@ struct loop_record *loop_record_of(struct loop *lp, uint64_t seq);
 void loop_fail(struct loop *lp, int rc);
 /* The same with its text (printf format; kept only if the error is the first). */
 void loop_fail_why(struct loop *lp, int rc, const char *fmt, ...);
-/* Wait until *word == want (32-bit, written by a device or another thread),
- * spinning first, then polling; ONI_ETIMEOUT after timeout_ms (0 counts as
+/* Wait until *word == want (32-bit, written by a device or a DMA engine,
+ * which cannot wake a sleeping thread), spinning first, then polling with
+ * 20 us sleeps; ONI_ETIMEOUT after timeout_ms (0 counts as
  * 1 ms: this wait always has a deadline), ONI_EINVALSTATE if the loop failed
  * (an error recorded elsewhere; a plain stop does not end it). */
 int loop_wait_word(struct loop *lp, const volatile uint32_t *word, uint32_t want, uint32_t timeout_ms);

@@ -100,8 +100,9 @@ struct loop_config {
     struct loop_source src;
     struct loop_sink sink;
     uint32_t record_cap;   /* per-block timings kept (0 = none) */
-    uint32_t spin_us;      /* a waiting thread spins this long before it polls with sleeps
-                              (0 = 50 us; benchmarks spin longer for exact hand-offs) */
+    uint32_t spin_us;      /* a waiting thread spins this long before it sleeps until woken (a
+                              GPU's doorbell: polls with sleeps) (0 = 50 us; benchmarks spin
+                              longer for exact hand-offs) */
     int pin_threads;       /* 1, GPU backends: receive, process and send each get a core of their
                               own (the last three the process may use) when at least four are
                               there: spinning threads are then never migrated or preempted by

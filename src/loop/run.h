@@ -90,9 +90,9 @@ struct loop_run_config {
                            at a fraction of the probe's rate skips the powers of two that rate
                            rules out), each emptying the truth file first: the smallest that keeps up;
                            res->block and res->block_why say which and why) */
-    uint32_t spin_us;   /* a waiting loop thread (engine hand-offs, the card source's
-                           completion word) spins, yielding, this long before it sleeps in
-                           20 us polls; 0: LOOP_RUN_SPIN_US */
+    uint32_t spin_us;   /* a waiting loop thread spins, yielding, this long before it sleeps:
+                           the engine's hand-offs until the other thread wakes it, the card
+                           source's DMA completion word in 20 us polls; 0: LOOP_RUN_SPIN_US */
     int dma_reads;      /* GPU stream, host backends: 1 hands a block the card's FIFO does not
                            hold yet to the card's DMA engine (ONI_DRV_READ_ASYNC) and polls its
                            completion word, as a driver that holds the context's lock in a
