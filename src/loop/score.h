@@ -27,9 +27,10 @@
 /* Time window: +-0.4 ms, SpikeInterface's default for comparing spike trains
  * to ground truth (delta_time=0.4 ms, MixinSpikeTrainComparison in
  * src/spikeinterface/comparison/basecomparison.py). At 30 kHz that is +-12
- * samples: wider than the detector's lag behind the trough (its filters and
- * the threshold crossing on the falling edge, a few samples), narrower than
- * the 2 ms refractory gap between two spikes of one unit. */
+ * samples: wide enough for the detector's crossing on the trough's falling
+ * edge (every emulated spike is matched: docs/closed-loop.md "Scoring"),
+ * narrower than the 2 ms refractory gap between two spikes of one unit
+ * (src/emu/neural.c). */
 #define LOOP_SCORE_WINDOW_S 0.4e-3
 /* Channel radius: a detection counts within +-2 channel indices of the truth
  * event's trough channel. The emulated units (src/emu/neural.c) span 4
