@@ -36,7 +36,7 @@ enum {
     ONI_DRV_EMU_SPEC = 0x4F470300, /* set (uninitialized ctx only): value = spec string, size = strlen + 1;
                                       get: the spec in use */
     ONI_DRV_EMU_TRUTH_FILE,        /* set: value = path string; ground-truth spikes are appended there as CSV
-                                      "dev_idx,unit,channel,sample_time" while generating; a regular file
+                                      "dev_idx,unit,channel,sample_time,snr" while generating; a regular file
                                       (created if missing), else ONI_EPATHINVALID */
     ONI_DRV_EMU_LINK,              /* get: oniemu_link_t of the link preset in use */
     ONI_DRV_EMU_MODE               /* get: uint32_t, 0 = realtime, 1 = fast (mode=fast) */

@@ -460,11 +460,12 @@ TEST(read_emu_fast_truth_and_drops)
     f = fopen(path, "r");
     REQUIRE(f);
     char line[256];
-    int rows = 0, header = fgets(line, sizeof line, f) && !strcmp(line, "dev_idx,unit,channel,sample_time\n");
+    int rows = 0, header = fgets(line, sizeof line, f) && !strcmp(line, "dev_idx,unit,channel,sample_time,snr\n");
     unsigned dev, unit, ch;
     unsigned long long t;
+    float snr;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%u,%u,%u,%llu", &dev, &unit, &ch, &t) == 4 && dev == 0x100 && ch < 384)
+        if (sscanf(line, "%u,%u,%u,%llu,%f", &dev, &unit, &ch, &t, &snr) == 5 && dev == 0x100 && ch < 384 && snr > 0)
             rows++;
         else
             UNIT_FAIL("bad truth row: %s", line);

@@ -69,7 +69,7 @@ TEST(emu_ground_truth_in_signal)
     for (int i = 0; i < NF; i++)
         same += s[(size_t)i * CH + 40] == s[(size_t)i * CH + 10];
     CHECK(same < NF / 4);
-    size_t checked = 0, below = 0;
+    size_t checked = 0, below = 0, snr_ok = 0;
     for (size_t i = 0; i < nt; i++) {
         if (tr[i].dev_idx != rhd || tr[i].time > times[NF - 1])
             continue;
@@ -85,8 +85,13 @@ TEST(emu_ground_truth_in_signal)
         checked++;
         int v = s[(size_t)lo * CH + tr[i].channel] - 32768;
         below += v < -5 * sigma;
+        /* the truth's SNR is the trough's depth over the noise SD: the
+         * sample less one noise sample (|x| < 4 SD but for overlaps) */
+        snr_ok += tr[i].snr > 7 && tr[i].snr < 15 && fabs(-v / sigma - tr[i].snr) < 4;
     }
     CHECK(checked > 0);
+    if (snr_ok < checked * 95 / 100)
+        UNIT_FAIL("%zu of %zu truth spikes have a trough of their SNR", snr_ok, checked);
     if (below < checked * 95 / 100)
         UNIT_FAIL("%zu of %zu truth spikes below -5 sigma (%.1f LSB)", below, checked, sigma);
     CHECK_RC(emu_card_write_config(c, ONI_CONFIG_RUNNING, 0), 0); /* flushes the truth file */
@@ -94,12 +99,13 @@ TEST(emu_ground_truth_in_signal)
     REQUIRE(fp);
     char line[128];
     size_t lines = 0;
-    CHECK(fgets(line, sizeof line, fp) && !strcmp(line, "dev_idx,unit,channel,sample_time\n"));
+    CHECK(fgets(line, sizeof line, fp) && !strcmp(line, "dev_idx,unit,channel,sample_time,snr\n"));
     while (fgets(line, sizeof line, fp)) {
         unsigned d, u, ch;
         unsigned long long tt;
-        if (sscanf(line, "%u,%u,%u,%llu", &d, &u, &ch, &tt) == 4 && lines < nt && tr[lines].time == tt &&
-            tr[lines].channel == ch && tr[lines].unit == u)
+        float snr;
+        if (sscanf(line, "%u,%u,%u,%llu,%f", &d, &u, &ch, &tt, &snr) == 5 && lines < nt && tr[lines].time == tt &&
+            tr[lines].channel == ch && tr[lines].unit == u && fabs(snr - tr[lines].snr) < 0.006)
             lines++;
     }
     fclose(fp);

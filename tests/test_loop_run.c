@@ -117,7 +117,7 @@ TEST(run_long_blocks_units_and_files)
     CHECK(result_num(v, 0, "block_frames") == 1500 && result_num(v, 0, "block_bytes") == 1770000);
     CHECK(result_num(v, 0, "ai") >= 6.5 && result_num(v, 0, "ai") < 6.6); /* (384 x 20 + 33) / 1180 */
     json_decref(v);
-    CHECK(unit_sh("test \"$(head -n 1 %s/truth-*.csv)\" = dev_idx,unit,channel,sample_time", dir) == 0);
+    CHECK(unit_sh("test \"$(head -n 1 %s/truth-*.csv)\" = dev_idx,unit,channel,sample_time,snr", dir) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 

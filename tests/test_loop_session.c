@@ -77,7 +77,7 @@ static int sums_up_a_run(void)
     /* the counts' relations (run.h) */
     CHECK(r.stims <= r.frames / 16);
     CHECK(r.echoes <= r.stims);
-    CHECK(r.score.recalled <= r.score.events && r.score.true_pos <= r.score.detections);
+    CHECK(r.score.tp + r.score.misses == r.score.events && r.score.tp + r.score.fp == r.score.detections);
     CHECK(r.score.detections <= r.spikes);
     CHECK_EQ(r.nlat, r.lat.n + r.lat_warmup.n);
     CHECK(r.warmup_s == fmin(LOOP_RUN_WARMUP_S, r.seconds / 2));
@@ -108,10 +108,12 @@ static int sums_up_a_run(void)
     CHECK_EQ(r.block_picked, 0);
     CHECK_EQ(r.block_why[0], 0);
     /* what a loop that keeps up gets: judged with the CPU pressure (realtime.h) */
-    int ok = r.score.events >= 20 && r.score.recall > 0.9 && r.score.precision > 0.9 && r.lat.n > 0 &&
+    /* one to one: about 2.7 detections an event (fixtures/test_loop_run.h) */
+    int ok = r.score.events >= 20 && r.score.recall > 0.9 && r.score.precision > 0.32 && r.lat.n > 0 &&
              r.lat_warmup.n > 0;
-    fprintf(stderr, "  %llu events, recall %.3f, precision %.3f, %zu echoes after the warm-up, %zu in it\n",
-            (unsigned long long)r.score.events, r.score.recall, r.score.precision, r.lat.n, r.lat_warmup.n);
+    fprintf(stderr, "  %llu events, precision %.3f, recall %.3f, F1 %.3f, %zu echoes after the warm-up, %zu in it\n",
+            (unsigned long long)r.score.events, r.score.precision, r.score.recall, r.score.f1, r.lat.n,
+            r.lat_warmup.n);
     loop_run_result_free(&r);
     unlink(truth);
     return ok;

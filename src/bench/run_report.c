@@ -43,8 +43,18 @@ int bench_run_report(const char *dir, int argc, char **argv, int backend, const 
     bench_cell_int(rep, "spikes", (long long)r->spikes);
     bench_cell_int(rep, "spikes_unkept", (long long)r->spikes_unkept);
     bench_cell_int(rep, "truth_events", (long long)r->score.events);
-    bench_cell_num(rep, "recall", r->score.recall);
     bench_cell_num(rep, "precision", r->score.precision);
+    bench_cell_num(rep, "recall", r->score.recall);
+    bench_cell_num(rep, "f1", r->score.f1);
+    bench_cell_int(rep, "true_pos", (long long)r->score.tp);
+    bench_cell_int(rep, "false_pos", (long long)r->score.fp);
+    bench_cell_int(rep, "misses", (long long)r->score.misses);
+    /* recall per SNR band (score.h), NaN for a band without events */
+    for (int b = 0; b < LOOP_SCORE_BANDS; b++) {
+        static const char *const col[LOOP_SCORE_BANDS] = {"recall_snr_lt5", "recall_snr_5_8", "recall_snr_8_12",
+                                                          "recall_snr_ge12"};
+        bench_cell_num(rep, col[b], loop_score_band_recall(&r->score, b));
+    }
     bench_cell_int(rep, "stims", (long long)r->stims);
     bench_cell_int(rep, "echoes", (long long)r->echoes);
     bench_cell_int(rep, "echoes_unkept", (long long)r->echoes_unkept);

@@ -746,10 +746,10 @@ int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, 
 }
 
 
-void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time)
+void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time, float snr)
 {
     if (c->truth_file) {
-        fprintf(c->truth_file, "%u,%u,%u,%llu\n", dev_idx, unit, ch, (unsigned long long)time);
+        fprintf(c->truth_file, "%u,%u,%u,%llu,%.2f\n", dev_idx, unit, ch, (unsigned long long)time, snr);
         /* at most 100 ms of the truth in the buffer: a host killed mid-run
          * leaves the truth of what it recorded */
         if (time - c->truth_flushed >= EMU_ACQ_HZ / 10 || time < c->truth_flushed) {
@@ -758,7 +758,7 @@ void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uin
         }
     }
     if (c->truth_keep && c->ntruth < c->truth_cap)
-        c->truth[c->ntruth++] = (struct emu_truth){dev_idx, unit, ch, time};
+        c->truth[c->ntruth++] = (struct emu_truth){dev_idx, unit, ch, time, snr};
 }
 
 int emu_card_set_truth_file(struct emu_card *c, const char *path)
@@ -781,7 +781,7 @@ int emu_card_set_truth_file(struct emu_card *c, const char *path)
             return ONI_EPATHINVALID;
         }
         if (fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0)
-            fprintf(f, "dev_idx,unit,channel,sample_time\n");
+            fprintf(f, "dev_idx,unit,channel,sample_time,snr\n");
     }
     emu_card_lock(c);
     FILE *old = c->truth_file;

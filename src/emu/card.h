@@ -211,8 +211,9 @@ struct emu_port {
 
 /* A ground-truth spike. */
 struct emu_truth {
-    uint32_t dev_idx, unit, channel;
+    uint32_t dev_idx, unit, channel; /* channel: the waveform's trough channel */
     uint64_t time; /* acquisition clock at the waveform's trough */
+    float snr;     /* the trough's depth on that channel / the noise SD */
 };
 
 #define EMU_SIGQ_CAP 65536
@@ -302,7 +303,7 @@ void emu_card_rouse(struct emu_card *c, struct emu_sleeper *s, int woke);
 /* Acquisition clock now (card lock held). */
 uint64_t emu_card_now(struct emu_card *c);
 /* Record a ground-truth spike (card lock held). */
-void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time);
+void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time, float snr);
 /* Tests: keep ground truth in memory (up to cap entries) from now on. */
 int emu_card_truth_keep(struct emu_card *c, size_t cap);
 /* Tests: copy up to max kept entries into out; returns how many exist. */

@@ -104,6 +104,9 @@ int neural_init(struct neural *n, struct emu_card *card, uint32_t dev_idx, uint3
         static const double fall[NEURAL_SPREAD] = {0.6, 1.0, 0.7, 0.4};
         for (int j = 0; j < NEURAL_SPREAD; j++)
             u->amp[j] = (int32_t)lrint(depth * fall[j]);
+        /* the trough sample as neural_sample adds it (the positive lobe's
+         * tail makes it shallower than depth) */
+        u->snr = sigma > 0 ? (float)(-(double)(n->tmpl[NEURAL_TROUGH] * u->amp[1] / 1024) / sigma) : 0.0f;
         double hz = 3 + 17 * uniform(&n->rng);
         u->mean_gap = (uint32_t)(fs_hz / hz);
         u->next = gap(n, u);
@@ -157,7 +160,7 @@ void neural_sample(struct neural *n, uint16_t *out, uint64_t t)
         for (int j = 0; j < NEURAL_SPREAD; j++)
             n->acc[u->ch0 + j] += (w * u->amp[j]) / 1024;
         if (at == NEURAL_TROUGH)
-            emu_card_truth_add(n->card, n->dev_idx, sp.unit, n->ch_base + u->ch0 + 1, t);
+            emu_card_truth_add(n->card, n->dev_idx, sp.unit, n->ch_base + u->ch0 + 1, t, u->snr);
         if (at + 1 < NEURAL_SPIKE_LEN)
             n->active[live++] = sp;
     }

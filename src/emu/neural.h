@@ -22,6 +22,7 @@ struct neural_unit {
     int32_t amp[NEURAL_SPREAD];   /* trough depth per channel, LSB */
     uint64_t next;                /* sample index of its next spike's start */
     uint32_t mean_gap;            /* mean samples between spikes */
+    float snr;                    /* trough depth on ch0 + 1 (the truth channel) / noise SD */
 };
 
 struct neural_spike {

@@ -288,8 +288,8 @@ static int find_devices(struct session *s)
 }
 
 /* The ground truth of device dev from the card's truth file
- * "dev_idx,unit,channel,sample_time" (the header line is skipped; channel =
- * probe * 384 + the probe's channel; time = the super-frame's hub clock), probe A's: *out (the
+ * "dev_idx,unit,channel,sample_time,snr" (the header line is skipped; channel =
+ * probe * 384 + the probe's trough channel; time = the super-frame's hub clock), probe A's: *out (the
  * caller frees it) and *n events. 0, ONI_EREADFAILURE or ONI_EBADALLOC; *out
  * is then NULL. */
 static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, size_t *n)
@@ -305,7 +305,8 @@ static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, s
     int rc = t ? 0 : ONI_EBADALLOC;
     while (!rc && fgets(line, sizeof line, f)) {
         unsigned long long d, u, c, time;
-        if (sscanf(line, "%llu,%llu,%llu,%llu", &d, &u, &c, &time) != 4 || d != dev)
+        float snr;
+        if (sscanf(line, "%llu,%llu,%llu,%llu,%f", &d, &u, &c, &time, &snr) != 5 || d != dev)
             continue;
         if (*n == cap) {
             struct loop_truth *g = realloc(t, 2 * cap * sizeof *t);
@@ -317,7 +318,7 @@ static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, s
             cap *= 2;
         }
         if (c < LOOP_NP2E_CHANNELS) /* probe A's (the loop records probe A only) */
-            t[(*n)++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u};
+            t[(*n)++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u, snr};
     }
     if (ferror(f) && !rc)
         rc = ONI_EREADFAILURE;
@@ -630,14 +631,16 @@ static int score(struct session *s, struct loop_score *sc)
     if (rc)
         fail(s, rc, "cannot read the ground truth %s: %s", s->cfg->truth, oni_error_str(rc));
     const struct loop_ephys_state *fin = loop_ephys_final(s->lp);
-    uint64_t tol = (uint64_t)(LOOP_RUN_TOL_S * s->acq_hz);
+    uint64_t tol = (uint64_t)(LOOP_SCORE_WINDOW_S * s->acq_hz);
     /* The acquisition clock does not start at the first frame read. */
     uint64_t t_lo = atomic_load(&s->t_first_block) + (uint64_t)((double)fin->calib / s->p.fs_hz * s->acq_hz) + tol;
     uint64_t t_hi = atomic_load(&s->t_block) > tol ? atomic_load(&s->t_block) - tol : 0;
     size_t ndet = atomic_load(&s->ndet);
     if (atomic_load(&s->det_unkept) && ndet && s->det[ndet - 1].time > tol && s->det[ndet - 1].time - tol < t_hi)
         t_hi = s->det[ndet - 1].time - tol; /* none kept after it: scored up to the last one kept */
-    loop_score_spikes(tr, ntr, s->det, ndet, tol, 2, t_lo, t_hi, sc);
+    int src = loop_score_spikes(tr, ntr, s->det, ndet, tol, LOOP_SCORE_RADIUS, t_lo, t_hi, sc);
+    if (src && !rc)
+        rc = fail(s, src, "cannot score the detections: %s", oni_error_str(src));
     free(tr);
     return rc;
 }

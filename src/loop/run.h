@@ -22,9 +22,10 @@
  *   echoes           stimulations the loopback input reported (<= stimulations);
  *   scored events    ground-truth spikes inside the scored window (from the
  *                    end of the detector's calibration to the last processed
- *                    frame, less the match tolerance at both ends); recall =
- *                    matched events / scored events, precision = detections
- *                    in the window that match / detections in the window. */
+ *                    frame, less the match window at both ends), matched one
+ *                    to one with the detections (score.h: +-0.4 ms, +-2
+ *                    channels; a second detection of one spike is a false
+ *                    positive): precision, recall, F1, recall per SNR band. */
 #ifndef LOOP_RUN_H
 #define LOOP_RUN_H
 
@@ -37,7 +38,6 @@
 
 #define LOOP_RUN_MAX_BLOCK 1500  /* frames per block at most: 50 ms at 30 kHz */
 #define LOOP_RUN_MIN_SECONDS 0.5 /* the detector calibrates on the first 0.2 s */
-#define LOOP_RUN_TOL_S 1e-3      /* spike match tolerance */
 #define LOOP_RUN_WARMUP_S 1.0    /* latencies of the first second are reported apart */
 #define LOOP_RUN_TRIAL_S 1.0     /* block 0 (pick): each candidate block's trial run */
 #define LOOP_RUN_PICK_MAX 256    /* ... blocks 1, 2, 4, ... up to this one */

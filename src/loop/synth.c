@@ -1,4 +1,4 @@
-/* synth.c - synthetic frames with ground truth, and spike scoring (synth.h). */
+/* synth.c - synthetic frames with ground truth (synth.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +87,9 @@ void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes)
         /* A spike whose waveform window has passed: record it, draw the next. */
         if (s->n > s->next_spike + SPIKE_HALF) {
             if (s->ntruth < LOOP_SYNTH_MAXTRUTH) {
+                float snr = s->noise_sd > 0 ? (float)(-wave(0) * s->spike_amp / s->noise_sd) : 0.0f;
                 s->truth[s->ntruth++] = (struct loop_truth){s->next_spike * s->ticks_per_sample, s->spike_chan,
-                                                            s->spike_chan};
+                                                            s->spike_chan, snr};
             }
             s->next_spike += next_gap(s);
             s->spike_chan = (uint32_t)(rnd(&s->rng) % nchan);
@@ -109,79 +110,4 @@ void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes)
             memcpy(fr + s->lay.off[c], &x, 2);
         }
     }
-}
-
-static int by_time_truth(const void *a, const void *b)
-{
-    uint64_t x = ((const struct loop_truth *)a)->time, y = ((const struct loop_truth *)b)->time;
-    return x < y ? -1 : x > y;
-}
-
-static int by_time_spike(const void *a, const void *b)
-{
-    uint64_t x = ((const struct loop_spike *)a)->time, y = ((const struct loop_spike *)b)->time;
-    return x < y ? -1 : x > y;
-}
-
-static int near(const struct loop_truth *t, const struct loop_spike *d, uint32_t radius)
-{
-    uint32_t dc = t->chan > d->chan ? t->chan - d->chan : d->chan - t->chan;
-    return dc <= radius;
-}
-
-void loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
-                       uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out)
-{
-    memset(out, 0, sizeof *out);
-    struct loop_truth *t = malloc((nt ? nt : 1) * sizeof *t);
-    struct loop_spike *d = malloc((nd ? nd : 1) * sizeof *d);
-    uint8_t *hit = calloc(nt ? nt : 1, 1);
-    if (!t || !d || !hit)
-        goto done;
-    size_t n = 0;
-    for (size_t i = 0; i < nt; i++)
-        if (truth[i].time >= t_lo && truth[i].time <= t_hi)
-            t[n++] = truth[i];
-    nt = n;
-    n = 0;
-    /* Detections count inside the same window, widened by the tolerance. */
-    for (size_t i = 0; i < nd; i++)
-        if (det[i].time + tol >= t_lo && det[i].time <= t_hi + tol)
-            d[n++] = det[i];
-    nd = n;
-    qsort(t, nt, sizeof *t, by_time_truth);
-    qsort(d, nd, sizeof *d, by_time_spike);
-    size_t lo = 0;
-    for (size_t i = 0; i < nd; i++) {
-        while (lo < nt && t[lo].time + tol < d[i].time)
-            lo++;
-        int tp = 0;
-        for (size_t j = lo; j < nt && t[j].time <= d[i].time + tol; j++)
-            if (near(&t[j], &d[i], chan_radius)) {
-                tp = 1;
-                hit[j] = 1;
-            }
-        out->true_pos += (uint64_t)tp;
-    }
-    out->detections = nd;
-    /* Events: rows with the same unit and time are one event. */
-    for (size_t i = 0; i < nt; i++) {
-        int first = 1, any = hit[i];
-        for (size_t j = i; j-- > 0 && t[j].time == t[i].time;)
-            if (t[j].unit == t[i].unit)
-                first = 0;
-        if (!first)
-            continue;
-        for (size_t j = i + 1; j < nt && t[j].time == t[i].time; j++)
-            if (t[j].unit == t[i].unit && hit[j])
-                any = 1;
-        out->events++;
-        out->recalled += (uint64_t)any;
-    }
-    out->precision = nd ? (double)out->true_pos / (double)nd : 0.0;
-    out->recall = out->events ? (double)out->recalled / (double)out->events : 0.0;
-done:
-    free(t);
-    free(d);
-    free(hit);
 }

@@ -10,12 +10,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "loop/kernels.h"
-
-struct loop_truth {
-    uint64_t time;  /* acquisition clock of the spike's peak */
-    uint32_t chan;  /* probe * 384 + the probe's channel */
-    uint32_t unit;
-};
+#include "loop/score.h"
 
 #define LOOP_SYNTH_MAXTRUTH 65536
 
@@ -35,22 +30,12 @@ struct loop_synth {
 
 /* nprobes probes (1 or 2) of 384 channels, 30 kHz at a 250 MHz clock, noise
  * SD 20 LSB, 50 Hz common hum, spikes of amplitude 250 at spike_hz (Poisson)
- * on a random channel and its two neighbours (60%). ONI_EINVALARG for another
+ * on a random channel and its two neighbours (60%); one truth row per spike,
+ * on its centre channel, its SNR the trough's depth over noise_sd. ONI_EINVALARG for another
  * probe count or a spike rate <= 0. */
 int loop_synth_init(struct loop_synth *s, uint32_t nprobes, double spike_hz, uint64_t seed);
 /* Write nframes pipeline frames (nprobes super-frames each) into blk
  * (nframes * s->lay.stride bytes). */
 void loop_synth_block(struct loop_synth *s, uint8_t *blk, uint32_t nframes);
-
-/* Spike detection scored against ground truth. A detection is a true
- * positive if a truth row lies within tol ticks and chan_radius channels; a
- * truth event (unit, time) is recalled if any detection matches one of its rows.
- * Only truth in [t_lo, t_hi] counts. */
-struct loop_score {
-    uint64_t events, recalled, detections, true_pos;
-    double precision, recall;
-};
-void loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
-                       uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out);
 
 #endif

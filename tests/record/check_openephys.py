@@ -11,7 +11,7 @@ NP2.0e super-frames are decoded here from docs/devices.md's statement of
 the layout (ADC k of sub-frame i at data word 4 + 36 i + 4 (k // 3) + k % 3
 after the probe index, channel 128 (k % 3) + 32 ((k // 3) // 2) + (k // 3) % 2
 + 2 i; 12-bit offset binary around 2048), not with onigpu's code.
-TRUTH is the card's ground truth (dev_idx,unit,channel,sample_time).
+TRUTH is the card's ground truth (dev_idx,unit,channel,sample_time,snr).
 With --self (no reference: a recording `onigpu read --record` made) every
 stream must be whole: its files agree, its sample numbers count from 0, its
 clock steps by one sample period (none missing), at least MIN_SAMPLES
@@ -175,7 +175,7 @@ def main():
     seen = low = 0
     for line in open(truth):
         f = line.strip().split(",")
-        if len(f) != 4 or not all(x.isdigit() for x in f):
+        if len(f) != 5 or not all(x.isdigit() for x in f[:4]):
             continue  # the header, or a last line cut by a kill
         if int(f[0]) != RAW_DEV or int(f[2]) >= 384:
             continue

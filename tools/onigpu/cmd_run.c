@@ -188,12 +188,21 @@ static void print_summary(const struct opts *o, const char *truth, const struct 
     if (r->spikes_unkept)
         printf("                     %llu more past those kept: not scored (scored up to the last kept)\n",
                (unsigned long long)r->spikes_unkept);
-    printf("  vs ground truth    %llu events scored, recall %.3f, precision %.3f (+-%.1f ms, +-2 channels)\n",
-           (unsigned long long)r->score.events, r->score.recall, r->score.precision, LOOP_RUN_TOL_S * 1e3);
-    printf("                     scored: the true spikes after the detector's calibration up to the last frame "
-           "processed; recall = %llu found of them, precision = %llu of the %llu detections there true\n",
-           (unsigned long long)r->score.recalled, (unsigned long long)r->score.true_pos,
-           (unsigned long long)r->score.detections);
+    const struct loop_score *sc = &r->score;
+    printf("  vs ground truth    %llu events scored, precision %.3f, recall %.3f, F1 %.3f\n",
+           (unsigned long long)sc->events, sc->precision, sc->recall, sc->f1);
+    printf("                     one to one (+-%.1f ms, +-%d channels): %llu true positives, %llu false positives "
+           "(duplicates included), %llu missed\n",
+           LOOP_SCORE_WINDOW_S * 1e3, LOOP_SCORE_RADIUS, (unsigned long long)sc->tp, (unsigned long long)sc->fp,
+           (unsigned long long)sc->misses);
+    printf("                     recall by SNR (trough / noise SD):");
+    for (int b = 0; b < LOOP_SCORE_BANDS; b++)
+        if (sc->band_events[b])
+            printf(" %s %.3f (%llu)", loop_score_band_name(b), loop_score_band_recall(sc, b),
+                   (unsigned long long)sc->band_events[b]);
+        else
+            printf(" %s -", loop_score_band_name(b));
+    printf("\n");
     if (!o->out)
         printf("  truth file         %s (temporary: removed at the end)\n", truth);
     printf("  stimulations       %llu sent, %llu echoed (one per block the chain decided to stimulate)", (unsigned long long)r->stims,

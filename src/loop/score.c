@@ -1,0 +1,158 @@
+/* score.c - one-to-one scoring of detections against ground truth (score.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "oni.h"
+#include "loop/score.h"
+
+/* A candidate pair: truth i and detection j, dt ticks and dc channels apart. */
+struct pair {
+    uint64_t dt;
+    uint32_t dc;
+    uint32_t i, j;
+};
+
+struct item {
+    uint64_t time;
+    uint32_t chan, idx;
+};
+
+static int by_time(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Closest in time, then in channel, then the earliest truth, then detection:
+ * a total order, so the outcome does not depend on qsort. */
+static int by_distance(const void *a, const void *b)
+{
+    const struct pair *x = a, *y = b;
+    if (x->dt != y->dt)
+        return x->dt < y->dt ? -1 : 1;
+    if (x->dc != y->dc)
+        return x->dc < y->dc ? -1 : 1;
+    if (x->i != y->i)
+        return x->i < y->i ? -1 : 1;
+    return x->j < y->j ? -1 : x->j > y->j;
+}
+
+static uint64_t absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
+/* Every pair within tol and radius, into *out (the caller frees it). */
+static int candidates(const struct item *t, size_t nt, const struct item *d, size_t nd, uint64_t tol,
+                      uint32_t radius, struct pair **out, size_t *np)
+{
+    size_t cap = 64, n = 0, lo = 0;
+    struct pair *p = malloc(cap * sizeof *p);
+    if (!p)
+        return ONI_EBADALLOC;
+    for (size_t j = 0; j < nd; j++) {
+        while (lo < nt && t[lo].time + tol < d[j].time)
+            lo++;
+        for (size_t i = lo; i < nt && t[i].time <= d[j].time + tol; i++) {
+            uint32_t dc = (uint32_t)absdiff(t[i].chan, d[j].chan);
+            if (dc > radius)
+                continue;
+            if (n == cap) {
+                struct pair *g = realloc(p, 2 * cap * sizeof *p);
+                if (!g) {
+                    free(p);
+                    return ONI_EBADALLOC;
+                }
+                p = g;
+                cap *= 2;
+            }
+            p[n++] = (struct pair){absdiff(t[i].time, d[j].time), dc, t[i].idx, d[j].idx};
+        }
+    }
+    *out = p;
+    *np = n;
+    return 0;
+}
+
+int loop_score_band(double snr)
+{
+    if (!(snr > 0))
+        return -1;
+    return snr < 5 ? 0 : snr < 8 ? 1 : snr < 12 ? 2 : 3;
+}
+
+const char *loop_score_band_name(int band)
+{
+    static const char *const names[LOOP_SCORE_BANDS] = {"<5", "5-8", "8-12", ">=12"};
+    return band >= 0 && band < LOOP_SCORE_BANDS ? names[band] : NULL;
+}
+
+double loop_score_band_recall(const struct loop_score *sc, int band)
+{
+    if (band < 0 || band >= LOOP_SCORE_BANDS || !sc->band_events[band])
+        return NAN;
+    return (double)sc->band_tp[band] / (double)sc->band_events[band];
+}
+
+static void count(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
+                  const uint8_t *t_matched, const uint8_t *d_matched, uint64_t t_lo, uint64_t t_hi,
+                  struct loop_score *out)
+{
+    for (size_t i = 0; i < nt; i++) {
+        if (truth[i].time < t_lo || truth[i].time > t_hi)
+            continue;
+        int hit = t_matched[i], band = loop_score_band(truth[i].snr);
+        out->events++;
+        out->tp += (uint64_t)hit;
+        out->misses += (uint64_t)!hit;
+        if (band >= 0) {
+            out->band_events[band]++;
+            out->band_tp[band] += (uint64_t)hit;
+        }
+    }
+    for (size_t j = 0; j < nd; j++)
+        if (!d_matched[j] && det[j].time >= t_lo && det[j].time <= t_hi)
+            out->fp++;
+    out->detections = out->tp + out->fp;
+    out->precision = out->detections ? (double)out->tp / (double)out->detections : 0.0;
+    out->recall = out->events ? (double)out->tp / (double)out->events : 0.0;
+    uint64_t f1d = 2 * out->tp + out->fp + out->misses;
+    out->f1 = f1d ? 2.0 * (double)out->tp / (double)f1d : 0.0;
+}
+
+int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
+                      uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out)
+{
+    memset(out, 0, sizeof *out);
+    if (nt >= UINT32_MAX || nd >= UINT32_MAX)
+        return ONI_EBADALLOC;
+    struct item *t = malloc((nt ? nt : 1) * sizeof *t), *d = malloc((nd ? nd : 1) * sizeof *d);
+    uint8_t *t_matched = calloc(nt ? nt : 1, 1);
+    uint8_t *d_matched = calloc(nd ? nd : 1, 1);
+    struct pair *p = NULL;
+    size_t np = 0;
+    int rc = t && d && t_matched && d_matched ? 0 : ONI_EBADALLOC;
+    if (!rc) {
+        for (size_t i = 0; i < nt; i++)
+            t[i] = (struct item){truth[i].time, truth[i].chan, (uint32_t)i};
+        for (size_t j = 0; j < nd; j++)
+            d[j] = (struct item){det[j].time, det[j].chan, (uint32_t)j};
+        qsort(t, nt, sizeof *t, by_time);
+        qsort(d, nd, sizeof *d, by_time);
+        rc = candidates(t, nt, d, nd, tol, chan_radius, &p, &np);
+    }
+    if (!rc) {
+        qsort(p, np, sizeof *p, by_distance);
+        for (size_t k = 0; k < np; k++)
+            if (!t_matched[p[k].i] && !d_matched[p[k].j]) {
+                t_matched[p[k].i] = 1;
+                d_matched[p[k].j] = 1;
+            }
+        count(truth, nt, det, nd, t_matched, d_matched, t_lo, t_hi, out);
+    }
+    free(t);
+    free(d);
+    free(t_matched);
+    free(d_matched);
+    free(p);
+    return rc;
+}

@@ -1,0 +1,76 @@
+/* score.h - spike detections scored against ground truth, one to one, as
+ * spike-sorting benchmarks score a sorter against ground truth.
+ *
+ * Each truth event is matched by at most one detection and each detection
+ * matches at most one truth event: candidate pairs are those within the time
+ * window and the channel radius; they are taken greedily, closest in time
+ * first (then closest in channel, then earliest), each pair only while both of
+ * its members are still free (greedy, not a maximum matching: a detection
+ * between two events takes the closer even where the farther one's taking
+ * it would let a third detection match the other). A detection left over is a false positive, so a
+ * second detection of one event (a duplicate) is one; a truth event left over
+ * is a miss. precision = tp / (tp + fp), recall = tp / (tp + misses),
+ * F1 = 2 tp / (2 tp + fp + misses).
+ *
+ * Only a window [t_lo, t_hi] of the recording is scored: matching is done
+ * over everything given, then a pair counts (as a true positive) when its truth
+ * event lies in the window, a free detection (false positive) or a free truth
+ * event (miss) when it lies in the window. So a detection just inside the
+ * window that matches a truth event just outside it counts as neither. */
+#ifndef LOOP_SCORE_H
+#define LOOP_SCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "loop/kernels.h"
+
+/* Time window: +-0.4 ms, SpikeInterface's default for comparing spike trains
+ * to ground truth (delta_time=0.4 ms, MixinSpikeTrainComparison in
+ * src/spikeinterface/comparison/basecomparison.py). At 30 kHz that is +-12
+ * samples: wide enough for the detector's crossing on the trough's falling
+ * edge (every emulated spike is matched: docs/closed-loop.md "Scoring"),
+ * narrower than the 2 ms refractory gap between two spikes of one unit
+ * (src/emu/neural.c). */
+#define LOOP_SCORE_WINDOW_S 0.4e-3
+/* Channel radius: a detection counts within +-2 channel indices of the truth
+ * event's trough channel. The emulated units (src/emu/neural.c) span 4
+ * consecutive channels with the trough on the second, so +-2 covers every
+ * channel a unit shows on (trough - 1 .. trough + 2) and no further. The code
+ * knows no channel positions (probe geometry), so the radius is in indices. */
+#define LOOP_SCORE_RADIUS 2
+
+/* Recall is also reported per SNR band of the truth events: the trough's
+ * depth on its trough channel over the noise SD, as the emulator writes it
+ * (docs/emulator.md "Ground truth"). Bands: < 5, 5-8, 8-12, >= 12. */
+#define LOOP_SCORE_BANDS 4
+
+struct loop_truth {
+    uint64_t time;  /* acquisition clock of the spike's trough */
+    uint32_t chan;  /* its trough channel: probe * 384 + the probe's channel */
+    uint32_t unit;
+    float snr;      /* trough depth / noise SD; 0: unknown (in no band) */
+};
+
+struct loop_score {
+    uint64_t events;      /* truth events in the window: tp + misses */
+    uint64_t detections;  /* detections counted: tp + fp */
+    uint64_t tp, fp, misses;
+    double precision, recall, f1; /* 0 where the denominator is 0 */
+    uint64_t band_events[LOOP_SCORE_BANDS], band_tp[LOOP_SCORE_BANDS];
+};
+
+/* Score nd detections against nt truth events (neither need be sorted; both
+ * are only read), window tol ticks either side, channel radius chan_radius,
+ * counting in [t_lo, t_hi] (inclusive) as above, into *out. 0, or
+ * ONI_EBADALLOC (*out is then all zero). */
+int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
+                      uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out);
+
+/* The band (0 .. LOOP_SCORE_BANDS - 1) of an SNR, -1 for an unknown (<= 0) one. */
+int loop_score_band(double snr);
+/* A band's name ("<5", "5-8", "8-12", ">=12"), NULL for another number. */
+const char *loop_score_band_name(int band);
+/* A band's recall: band_tp / band_events, NAN without events. */
+double loop_score_band_recall(const struct loop_score *sc, int band);
+
+#endif
