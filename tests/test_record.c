@@ -18,6 +18,7 @@
 #include "onix.h"
 #include "oniemu.h"
 #include "loop/rig.h"
+#include "loop/superframe.h"
 #include "record/record.h"
 
 #define PY "/usr/bin/python3"
@@ -415,6 +416,46 @@ TEST(record_refuses_bad_config)
     CHECK(strstr(report, "structure.oebin") != NULL);
 }
 
+
+/* More NP2.0e headstages than a breakout has ports (two): each probe still
+ * gets a stream of its own (they were all "Hub0-ProbeA/B", and the second
+ * headstage's open failed on the first's files). */
+TEST(record_headstages_past_the_ports_get_their_own_streams)
+{
+    char tmp[] = "/tmp/onigpu-test-rec-XXXXXX", why[300];
+    REQUIRE(mkdtemp(tmp));
+    oni_device_t t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = (oni_device_t){.idx = 8 + i, .id = ONIX_DS90UB9RAW, .version = 3, .read_size = LOOP_NP2E_PAYLOAD};
+    struct rec_config c = {.dir = tmp, .format = REC_OPENEPHYS};
+    struct rec *r = NULL;
+    int rc = rec_open(&c, NULL, t, 4, &r, why, sizeof why);
+    if (rc)
+        UNIT_FAIL("rec_open: %s", why);
+    CHECK_RC(rc, 0);
+    if (r) { /* one super-frame of each probe of each headstage (streams open at their first) */
+        enum { STRIDE = 16 + ((LOOP_NP2E_PAYLOAD + 3) & ~3) };
+        static uint8_t blk[8 * STRIDE];
+        for (uint32_t k = 0; k < 8; k++) {
+            uint8_t *f = blk + k * STRIDE;
+            uint64_t clk = 1000;
+            uint32_t idx = 8 + k / 2, sz = LOOP_NP2E_PAYLOAD;
+            uint16_t probe = (uint16_t)(k % 2);
+            memcpy(f, &clk, 8);
+            memcpy(f + 8, &idx, 4);
+            memcpy(f + 12, &sz, 4);
+            memcpy(f + 16, &clk, 8);
+            memcpy(f + 16 + LOOP_NP2E_PROBE_OFF, &probe, 2);
+        }
+        CHECK_RC(rec_frames(r, blk, sizeof blk, 0), 0);
+        CHECK_RC(rec_close(r, NULL), 0);
+    }
+    const char *const want[] = {"PortA-ProbeA", "PortA-ProbeB", "PortB-ProbeA", "PortB-ProbeB",
+                                "Dev10-ProbeA", "Dev10-ProbeB", "Dev11-ProbeA", "Dev11-ProbeB"};
+    for (int i = 0; i < 8; i++)
+        CHECK(unit_sh("test -d '%s/Record Node 101/experiment1/recording1/continuous/ONIX-100.%s'", tmp, want[i]) == 0);
+    rm_rf(tmp);
+}
 
 /* `onigpu run --record`: the closed loop's latencies recomputed from the
  * recording's event files alone equal run's own, echo for echo; the probe's

@@ -207,6 +207,8 @@ static int rate_run(const struct bench_record_opts *o, struct bench_report *r, i
     struct rec_stats st;
     int crc = rec_close(rec, &st);
     uint64_t t_all = oni_now_ns() - t0; /* until every byte was written */
+    if (st.failed)
+        fprintf(stderr, "bench record: %u probes: the recording stopped: %s\n", probes, st.why);
     free(blk);
     double data = (double)st.samples * 384 * 2; /* continuous.dat bytes of the rows written */
     bench_cell_str(r, "mode", paced ? "paced" : "max");

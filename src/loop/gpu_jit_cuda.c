@@ -208,7 +208,17 @@ int loop_gpu_jit(const struct loop_chain *ch, int arch, void **image, size_t *le
             continue;
         }
         snprintf(names[nir], sizeof names[nir], "stage %u (%.40s)", i + 1, d->name);
-        rc = compile(d->gpu_source, names[nir], arch, &ir[nir], &irlen[nir], why, cap);
+        /* every stage's source sees the stage API (its own include of it is
+         * kept out by the guard); the log's lines are the source's own */
+        struct text src = {0};
+        put(&src, "#include \"onigpu_stage.h\"\n#line 1\n%s", d->gpu_source);
+        if (src.bad) {
+            snprintf(why, cap, "no memory for the source of %s", names[nir]);
+            rc = ONI_EBADALLOC;
+        } else {
+            rc = compile(src.s, names[nir], arch, &ir[nir], &irlen[nir], why, cap);
+        }
+        free(src.s);
         nir++;
     }
     nvJitLinkHandle h = NULL;

@@ -78,9 +78,11 @@ static int32_t add_events(struct rec_w *w, const char *name, const char *desc, u
 static int np2e_streams(struct rec_w *w, struct rec_dev *d)
 {
     const char *port = port_of(d->idx);
+    char where[16]; /* a headstage on no known port (more than a breakout's two): named by its device */
+    snprintf(where, sizeof where, "Dev%u", (unsigned)d->idx);
     for (int p = 0; p < 2; p++) {
         char name[REC_NAME];
-        snprintf(name, sizeof name, "%s-Probe%c", port ? port : "Hub0", 'A' + p);
+        snprintf(name, sizeof name, "%s-Probe%c", port ? port : where, 'A' + p);
         int32_t s = add_stream(w, name, "Neuropixels 2.0 probe, AP band (NP2.0e headstage)", name, 30000.0,
                                NP2E_CHANNELS, "uV");
         if (s < 0)
