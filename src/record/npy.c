@@ -95,8 +95,11 @@ int npy_parse(const uint8_t *buf, size_t len, struct npy_info *out)
     if (!d || !f || !sh || d >= end || *d != '\'')
         return -1;
     size_t i = 0;
-    for (d++; d < end && *d != '\'' && i < sizeof out->descr - 1; d++)
+    for (d++; d < end && *d != '\'' && i < sizeof out->descr - 1; d++) {
+        if (*d < 0x21 || *d > 0x7e) /* a type string is printable ASCII (a NUL would cut it) */
+            return -1;
         out->descr[i++] = *d;
+    }
     if (d >= end || *d != '\'' || !(out->item = item_size(out->descr)))
         return -1;
     if (end - f >= 4 && !memcmp(f, "True", 4))
