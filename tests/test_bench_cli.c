@@ -31,6 +31,18 @@ TEST(bench_out_refused_before_any_work)
     }
 }
 
+/* bench record's --dir (the recordings) is checked as --out is: a --dir
+ * whose parent was missing failed each measurement after the run began. */
+TEST(bench_record_dir_refused_before_any_work)
+{
+    NEED_BIN();
+    double t0 = now_s();
+    CHECK_EQ(ONIGPU("bench", "record", "--dir", "/etc/hostname/x", "--out", "/tmp"), 2);
+    CHECK(strstr(out, "--dir /etc/hostname/x: must be a directory: /etc/hostname is not a directory\n") != NULL);
+    if (now_s() - t0 > 5)
+        UNIT_FAIL("bench record took %.1f s to refuse its --dir", now_s() - t0);
+}
+
 /* A bench stopped by a signal writes what it measured: every bench lost all
  * its results on Ctrl-C. */
 static void check_stopped(int sig)

@@ -76,6 +76,8 @@ static int record_bench_run(int argc, char **argv)
                              "a backend that reads into host memory, which a recording needs: cpu, gpu-staged, "
                              "gpu-mapped");
     int rc = cli_arg_outdir(cmd, "--out", out, &out);
+    if (!rc && dir) /* checked (made if missing) before any work, as --out */
+        rc = cli_arg_outdir(cmd, "--dir", dir, &dir);
     if (rc)
         return rc;
     char tmp[64];
