@@ -457,6 +457,53 @@ TEST(record_headstages_past_the_ports_get_their_own_streams)
     rm_rf(tmp);
 }
 
+/* The queue wraps: 1 MiB of queue, 8 MiB of blocks whose size does not
+ * divide it, the producer waiting while it is half full. Every row is
+ * written, in order (the writer skips the unused end at each wrap). */
+TEST(record_queue_wraps_and_loses_nothing)
+{
+    char tmp[] = "/tmp/onigpu-test-rec-XXXXXX", why[300];
+    REQUIRE(mkdtemp(tmp));
+    oni_device_t t = {.idx = 8, .id = ONIX_DS90UB9RAW, .version = 3, .read_size = LOOP_NP2E_PAYLOAD};
+    struct rec_config c = {.dir = tmp, .format = REC_OPENEPHYS, .queue_bytes = 1u << 20};
+    struct rec *r = NULL;
+    int rc = rec_open(&c, NULL, &t, 1, &r, why, sizeof why);
+    if (rc)
+        UNIT_FAIL("rec_open: %s", why);
+    REQUIRE(r);
+    enum { STRIDE = 16 + ((LOOP_NP2E_PAYLOAD + 3) & ~3), PER = 7, BLOCKS = 1000 };
+    static uint8_t blk[PER * STRIDE];
+    uint64_t clk = 1000;
+    for (int b = 0; b < BLOCKS; b++) {
+        for (int k = 0; k < PER; k++, clk += 8333) { /* 30 kHz at 250 MHz */
+            uint8_t *f = blk + k * STRIDE;
+            uint32_t idx = 8, sz = LOOP_NP2E_PAYLOAD;
+            uint16_t probe = 0;
+            memcpy(f, &clk, 8);
+            memcpy(f + 8, &idx, 4);
+            memcpy(f + 12, &sz, 4);
+            memcpy(f + 16, &clk, 8);
+            memcpy(f + 16 + LOOP_NP2E_PROBE_OFF, &probe, 2);
+        }
+        struct rec_stats q;
+        for (rec_get_stats(r, &q); q.queued > q.queue_cap / 2; rec_get_stats(r, &q))
+            usleep(200);
+        CHECK_RC(rec_frames(r, blk, sizeof blk, 0), 0);
+    }
+    struct rec_stats st;
+    CHECK_RC(rec_close(r, &st), 0);
+    CHECK_EQ(st.lost_msgs, 0);
+    CHECK_EQ(st.samples, (uint64_t)PER * BLOCKS);
+    CHECK(unit_sh("test $(stat -c %%s '%s/Record Node 101/experiment1/recording1/continuous/ONIX-100.PortA-ProbeA/"
+                  "continuous.dat') -eq %d", tmp, PER * BLOCKS * 384 * 2) == 0);
+    if (have_numpy())
+        CHECK(unit_sh(PY " -c \"import numpy as n, sys; s = n.load(sys.argv[1]); "
+                      "sys.exit(0 if len(s) == %d and (n.diff(s) == 1).all() else 1)\" "
+                      "'%s/Record Node 101/experiment1/recording1/continuous/ONIX-100.PortA-ProbeA/sample_numbers.npy'",
+                      PER * BLOCKS, tmp) == 0);
+    rm_rf(tmp);
+}
+
 /* `onigpu run --record`: the closed loop's latencies recomputed from the
  * recording's event files alone equal run's own, echo for echo; the probe's
  * stream is whole. */
