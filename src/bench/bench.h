@@ -14,15 +14,13 @@
  * bench_report_plot / bench_report_hist on a plot gnuplot did not draw.
  *
  * The shape of a benchmark: its command (tools/onigpu) parses and checks the
- * arguments, takes the signals (bench_cli_signals), opens the result set
- * (bench_report_open) and passes it to the body; the body (src/bench)
- * measures, adds meta, rows, tables and plots through bench_report_* and
- * returns 0 or an ONI error, keeping in the set what it measured before an
- * error; the command prints the tables and closes the set, or discards it
- * (bench_report_discard) where the body measured nothing. A body neither
- * opens nor closes nor prints a set. Followed by `roofline`, `bench emu`,
- * `bench transfer`, `bench loop` and `bench floor`; `bench frames` and
- * `bench daemon` still open (or get) their set their own way. */
+ * arguments and calls bench_cli_run (tools/onigpu/bench_cli.h), which takes
+ * the signals, opens the result set (bench_report_open) and passes it to the
+ * body; the body measures, adds meta, rows, tables and plots through
+ * bench_report_* and returns 0 or an ONI error, keeping in the set what it
+ * measured before an error; bench_cli_run prints the tables and closes the
+ * set, or discards it (bench_report_discard) where the body measured
+ * nothing. A body neither opens nor closes nor prints a set. */
 #ifndef BENCH_H
 #define BENCH_H
 
@@ -211,6 +209,9 @@ void bench_cell_stats(struct bench_report *r, const char *prefix, const struct b
 
 /* Append the row built so far to table (NULL = "results") and start a new row. */
 int bench_report_row(struct bench_report *r, const char *table);
+
+/* Rows committed so far, over every table. */
+size_t bench_report_rows(const struct bench_report *r);
 
 /* Print table (NULL = "results") as an aligned text table to f. */
 void bench_report_print(const struct bench_report *r, const char *table, FILE *f);

@@ -707,6 +707,14 @@ static int write_json(const struct bench_report *r)
     return rc;
 }
 
+size_t bench_report_rows(const struct bench_report *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; r && i < r->ntables; i++)
+        n += r->tables[i].nrows;
+    return n;
+}
+
 void bench_report_print(const struct bench_report *r, const char *table, FILE *f)
 {
     if (!r || !f)
