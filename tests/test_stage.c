@@ -163,7 +163,7 @@ TEST(builtin_chain_is_the_pipeline)
             stims += r.k.out[b].stim;
         }
         CHECK_EQ(bad, 0);
-        CHECK(total_spikes(&r.k) > 20); /* the data has spikes after calibration */
+        CHECK(total_spikes(&r.k) > 10); /* the data has spikes after calibration (40 Hz, 0.44 s) */
         CHECK(stims > 8);
         CHECK(!memcmp(r.fin.thr, ref_st.thr, sizeof ref_st.thr));
         CHECK(!memcmp(r.fin.z, ref_st.z, sizeof ref_st.z));

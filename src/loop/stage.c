@@ -312,6 +312,9 @@ void loop_chain_state(const struct loop_chain *ch, struct loop_ephys_state *st)
             memcpy(st->thr, s->thr, sizeof st->thr);
             memcpy(st->last, s->last, sizeof st->last);
             memcpy(st->hist, s->hist, sizeof st->hist);
+            st->radius = s->radius;
+            st->sweep = s->sweep;
+            memcpy(st->excl, s->excl, sizeof st->excl);
         } else if (ch->s[i].d == &loop_stage_decide) {
             st->lockout = s->lockout;
             st->stim_last = s->stim_last;

@@ -23,7 +23,7 @@ void loop_chain_destroy(struct loop_chain *ch);
  * detect, decide: what the GPU backends run as one kernel), else 0. */
 int loop_chain_is_builtin(const struct loop_chain *ch);
 /* The built-in stages' state (filter: b, a, z; decide: lockout, stim_last;
- * detect: the rest) into st,
+ * detect: the rest, its exclusive rule's radius, sweep and excl too) into st,
  * whose layout is kept; a part whose stage is not in the chain is left. */
 void loop_chain_state(const struct loop_chain *ch, struct loop_ephys_state *st);
 /* Tell every stage the loop starts / stopped. */
