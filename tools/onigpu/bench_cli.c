@@ -34,27 +34,27 @@ int bench_cli_run(const struct bench_cli_set *s)
         return 1;
     char **full;
     int nfull = cli_command_line(&full), rc = 0, measured = -1;
-    struct bench_report *r = bench_report_open(s->out, s->name, nfull, full, s->gpu, &rc);
+    struct results *r = results_open(s->out, s->name, nfull, full, s->gpu, &rc);
     if (r)
         rc = s->body(r, s->arg, &measured);
     bench_cli_signals_end(s->cmd);
     if (!r)
         return cli_fail(s->out, rc);
     if (measured < 0)
-        measured = bench_report_rows(r) > 0;
+        measured = results_rows(r) > 0;
     if (!measured) {
-        bench_report_discard(r);
+        results_discard(r);
         if (rc)
             return cli_fail(s->cmd, rc);
         fprintf(stderr, "onigpu %s: nothing was measured; no results written to %s\n", s->cmd, s->out);
         return 1;
     }
     for (const char *const *t = s->print; t && *t; t++)
-        bench_report_print(r, *t, stdout);
+        results_print(r, *t, stdout);
     char where[1024];
-    const char *json = bench_report_path(r, ".json");
+    const char *json = results_path(r, ".json");
     snprintf(where, sizeof where, "%s", json ? json : s->out);
-    int wrc = bench_report_close(r);
+    int wrc = results_close(r);
     if (!wrc)
         printf("results: %s\n", where);
     fflush(stdout);

@@ -6,19 +6,19 @@
 #ifndef BENCH_CLI_H
 #define BENCH_CLI_H
 
-struct bench_report;
+struct results;
 
 /* One command's result set and the body that fills it. */
 struct bench_cli_set {
     const char *cmd;   /* "bench loop": for the messages */
     const char *out;   /* the checked --out directory */
-    const char *name;  /* the set's name (bench_report_open) */
+    const char *name;  /* the set's name (results_open) */
     const char *gpu;   /* the GPU's name for the meta, or NULL */
     const char *const *print; /* tables printed at the end, NULL-ended (NULL: none) */
     /* Adds rows to r; 0 or an ONI error. *measured starts at -1; a body
      * that leaves it so is taken to have measured something when the set
      * holds a row, else it says (0: nothing worth a set, 1: keep it). */
-    int (*body)(struct bench_report *r, void *arg, int *measured);
+    int (*body)(struct results *r, void *arg, int *measured);
     void *arg;
 };
 

@@ -216,25 +216,25 @@ static int bench_realtime(int mode, const struct opts *o, const char *sock, uint
     return rc;
 }
 
-static void row_stats(struct bench_report *r, int mode, const char *what, long long size,
+static void row_stats(struct results *r, int mode, const char *what, long long size,
                       const struct bench_stats *s, const struct bench_stats *base)
 {
-    bench_cell_str(r, "mode", mode_name[mode]);
-    bench_cell_str(r, "op", what);
-    bench_cell_int(r, "size", size);
+    results_cell_str(r, "mode", mode_name[mode]);
+    results_cell_str(r, "op", what);
+    results_cell_int(r, "size", size);
     bench_cell_stats(r, "", s);
     if (size > 0)
-        bench_cell_num(r, "mb_per_s", bench_mb_per_s((double)size, s->p50));
+        results_cell_num(r, "mb_per_s", bench_mb_per_s((double)size, s->p50));
     if (base)
-        bench_cell_num(r, "p50_vs_in_process", s->p50 / base->p50);
-    bench_report_row(r, NULL);
+        results_cell_num(r, "p50_vs_in_process", s->p50 / base->p50);
+    results_row(r, NULL);
     printf("%-11s %-12s %9lld %9.0f %9.0f %9.0f %9.0f", mode_name[mode], what, size, s->p50, s->p99, s->p999, s->max);
     if (base)
         printf("  x%.2f", s->p50 / base->p50);
     printf("\n");
 }
 
-static int run_all(const struct opts *o, const char *sock, struct bench_report *r)
+static int run_all(const struct opts *o, const char *sock, struct results *r)
 {
     struct bench_stats reg[MODES], blk[MODES][MAX_BLOCKS];
     double mbps[MODES], fps[MODES];
@@ -263,13 +263,13 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
         for (int m = 0; m < MODES; m++)
             row_stats(r, m, "gpu_read", o->blocks[b], &blk[m][b], m ? &blk[0][b] : NULL);
     for (int m = 0; m < MODES; m++) {
-        bench_cell_str(r, "mode", mode_name[m]);
-        bench_cell_int(r, "block_read_size", o->stream_block);
-        bench_cell_num(r, "mb_per_s", mbps[m]);
-        bench_cell_num(r, "frames_per_s", fps[m]);
+        results_cell_str(r, "mode", mode_name[m]);
+        results_cell_int(r, "block_read_size", o->stream_block);
+        results_cell_num(r, "mb_per_s", mbps[m]);
+        results_cell_num(r, "frames_per_s", fps[m]);
         if (m)
-            bench_cell_num(r, "vs_in_process", mbps[m] / mbps[0]);
-        bench_report_row(r, "stream");
+            results_cell_num(r, "vs_in_process", mbps[m] / mbps[0]);
+        results_row(r, "stream");
         printf("%-11s stream (BLOCKREADSIZE %u): %.1f MB/s payload, %.0f frames/s", mode_name[m], o->stream_block, mbps[m], fps[m]);
         if (m)
             printf("  x%.2f", mbps[m] / mbps[0]);
@@ -283,13 +283,13 @@ static int run_all(const struct opts *o, const char *sock, struct bench_report *
             int rc = bench_realtime(m, o, sock, rt_block[b], &rfps, &left);
             if (rc)
                 return cli_fail(mode_name[m], rc);
-            bench_cell_str(r, "mode", mode_name[m]);
-            bench_cell_str(r, "card", RT_CARD);
-            bench_cell_int(r, "block_read_size", rt_block[b]); /* 0: the default, the largest frame */
-            bench_cell_num(r, "frames_per_s", rfps);
-            bench_cell_num(r, "nominal_frames_per_s", 90000);
-            bench_cell_int(r, "fifo_bytes_left", (long long)left);
-            bench_report_row(r, "realtime");
+            results_cell_str(r, "mode", mode_name[m]);
+            results_cell_str(r, "card", RT_CARD);
+            results_cell_int(r, "block_read_size", rt_block[b]); /* 0: the default, the largest frame */
+            results_cell_num(r, "frames_per_s", rfps);
+            results_cell_num(r, "nominal_frames_per_s", 90000);
+            results_cell_int(r, "fifo_bytes_left", (long long)left);
+            results_row(r, "realtime");
             char bs[16] = "default";
             if (rt_block[b])
                 snprintf(bs, sizeof bs, "%u", rt_block[b]);
@@ -410,21 +410,21 @@ static int daemon_bench(int argc, char **argv)
     char **full;
     int nfull = cli_command_line(&full);
     int err;
-    struct bench_report *r = bench_report_open(o.out, "daemon", nfull, full, NULL, &err);
+    struct results *r = results_open(o.out, "daemon", nfull, full, NULL, &err);
     int rc = r ? 0 : cli_fail(o.out, err);
     if (r) {
-        bench_report_meta(r, "card_spec", CARD);
-        bench_report_meta(r, "net_server", net_where);
-        bench_report_meta(r, "method", "per call: oni_read_reg of a hub manager register; oni_set_driver_opt(ONI_DRV_READ) "
+        results_meta(r, "card_spec", CARD);
+        results_meta(r, "net_server", net_where);
+        results_meta(r, "method", "per call: oni_read_reg of a hub manager register; oni_set_driver_opt(ONI_DRV_READ) "
                                        "of one GPU-stream block into a host buffer (after n/10 warm-up blocks); "
                                        "stream: oni_read_frame + oni_destroy_frame for the given time; realtime: "
                                        RT_CARD " in real time, default BLOCKREADSIZE and the stream's, frames/s read. All modes "
                                        "in one run, in-process first; ratios = the mode's p50 / in-process p50");
         rc = run_all(&o, sock, r);
-        const char *json = bench_report_path(r, ".json");
+        const char *json = results_path(r, ".json");
         char where[1024];
         snprintf(where, sizeof where, "%s", json ? json : o.out);
-        int wrc = bench_report_close(r);
+        int wrc = results_close(r);
         if (!rc && wrc)
             rc = cli_fail("writing results", wrc);
         else if (!rc)

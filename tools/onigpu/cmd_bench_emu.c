@@ -25,10 +25,10 @@ static const char *part_name(int i)
     return bench_emu_parts[i];
 }
 
-static int body(struct bench_report *r, void *arg, int *measured)
+static int body(struct results *r, void *arg, int *measured)
 {
     const struct bench_emu_opts *o = arg;
-    bench_report_meta_num(r, "seconds_per_measurement", o->seconds);
+    results_meta_num(r, "seconds_per_measurement", o->seconds);
     return bench_emu_run(o, r);
 }
 

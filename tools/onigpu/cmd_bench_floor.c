@@ -48,7 +48,7 @@ static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
 }
 
 /* No set without every mechanism measured (bench_floor_run says). */
-static int body(struct bench_report *r, void *arg, int *measured)
+static int body(struct results *r, void *arg, int *measured)
 {
     return bench_floor_run(arg, r, measured);
 }

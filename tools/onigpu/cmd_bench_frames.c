@@ -71,24 +71,24 @@ static void *idle_thread(void *arg)
 }
 
 /* Rows, table and plots of a finished run; the number of block sizes that failed. */
-static int add_results(struct bench_report *r, const struct bench_frames_opts *o,
+static int add_results(struct results *r, const struct bench_frames_opts *o,
                        const struct bench_frames_result *res, const char *one_thread)
 {
     int maj, min, pat;
     oni_version(&maj, &min, &pat);
     char ver[32];
     snprintf(ver, sizeof ver, "%d.%d.%d", maj, min, pat);
-    bench_report_meta(r, "liboni_version", ver);
-    bench_report_meta(r, "driver", o->driver);
-    bench_report_meta_num(r, "seconds_per_block", o->seconds);
-    bench_report_meta_num(r, "clock_read_ns", res[0].clock_ns);
-    bench_report_meta(r, "one_thread_path", one_thread);
+    results_meta(r, "liboni_version", ver);
+    results_meta(r, "driver", o->driver);
+    results_meta_num(r, "seconds_per_block", o->seconds);
+    results_meta_num(r, "clock_read_ns", res[0].clock_ns);
+    results_meta(r, "one_thread_path", one_thread);
     int counted = 0;
     for (size_t i = 0; i < o->nblocks; i++)
         counted |= !res[i].rc && res[i].block && res[i].allocs_per_frame >= 0;
-    bench_report_meta(r, "alloc_counting", counted ? "malloc-family hook in onigpu"
+    results_meta(r, "alloc_counting", counted ? "malloc-family hook in onigpu"
                                                    : "not counted (no hook in this build)");
-    bench_report_meta(r, "method", "phase 1 (half the time): untimed read+destroy loop -> "
+    results_meta(r, "method", "phase 1 (half the time): untimed read+destroy loop -> "
                                    "frames/s, MB/s (payload, 10^6 B), allocations; phase 2: each "
                                    "read+destroy timed (includes one clock read)");
 
@@ -100,25 +100,25 @@ static int add_results(struct bench_report *r, const struct bench_frames_opts *o
         const struct bench_frames_result *b = &res[i];
         if (!b->block) /* not begun: stopped before */
             continue;
-        bench_cell_str(r, "driver", o->driver);
-        bench_cell_int(r, "block", b->block);
-        bench_cell_str(r, "status", b->rc ? oni_error_str(b->rc) : "ok");
+        results_cell_str(r, "driver", o->driver);
+        results_cell_int(r, "block", b->block);
+        results_cell_str(r, "status", b->rc ? oni_error_str(b->rc) : "ok");
         if (i == 0)
             printf("%8s %12s %12s %9s %12s %8s %8s %8s %8s\n", "block", "frames/s",
                    "slice p50", "MB/s", "allocs/frame", "p50 ns", "p99 ns", "p99.9 ns", "max ns");
         if (!b->rc) {
-            bench_cell_int(r, "frames", (long long)b->frames);
-            bench_cell_num(r, "seconds", b->seconds);
-            bench_cell_num(r, "frames_per_s", b->frames_per_s);
-            bench_cell_num(r, "slice_fps_min", b->slice_fps_min);
-            bench_cell_num(r, "slice_fps_p50", b->slice_fps_p50);
-            bench_cell_num(r, "slice_fps_max", b->slice_fps_max);
-            bench_cell_num(r, "mb_per_s", b->mb_per_s);
-            bench_cell_num(r, "stream_mb_per_s",
+            results_cell_int(r, "frames", (long long)b->frames);
+            results_cell_num(r, "seconds", b->seconds);
+            results_cell_num(r, "frames_per_s", b->frames_per_s);
+            results_cell_num(r, "slice_fps_min", b->slice_fps_min);
+            results_cell_num(r, "slice_fps_p50", b->slice_fps_p50);
+            results_cell_num(r, "slice_fps_max", b->slice_fps_max);
+            results_cell_num(r, "mb_per_s", b->mb_per_s);
+            results_cell_num(r, "stream_mb_per_s",
                            bench_mb_per_s((double)b->stream_bytes, b->seconds * 1e9));
             if (b->allocs_per_frame >= 0) {
-                bench_cell_int(r, "allocs", (long long)b->allocs);
-                bench_cell_num(r, "allocs_per_frame", b->allocs_per_frame);
+                results_cell_int(r, "allocs", (long long)b->allocs);
+                results_cell_num(r, "allocs_per_frame", b->allocs_per_frame);
             }
             bench_cell_stats(r, "call", &b->call_ns);
             char allocs[32] = "-";
@@ -139,25 +139,25 @@ static int add_results(struct bench_report *r, const struct bench_frames_opts *o
             failures++;
             printf("%8u  failed: %s (%d)\n", b->block, oni_error_str(b->rc), b->rc);
         }
-        bench_report_row(r, NULL);
+        results_row(r, NULL);
     }
     printf("(one timed call includes one clock read, %.0f ns here; allocs/frame over the "
            "untimed half)\n", res[0].clock_ns);
 
     if (n) {
-        struct bench_series sf[2] = {{"whole phase", x, fps, n, BENCH_LINES_POINTS},
-                                     {"median slice", x, sfps, n, BENCH_LINES_POINTS}};
-        struct bench_plot pf = {"oni_read_frame + oni_destroy_frame throughput", "BLOCKREADSIZE (bytes)",
+        struct results_series sf[2] = {{"whole phase", x, fps, n, RESULTS_LINES_POINTS},
+                                     {"median slice", x, sfps, n, RESULTS_LINES_POINTS}};
+        struct results_plot pf = {"oni_read_frame + oni_destroy_frame throughput", "BLOCKREADSIZE (bytes)",
                                 "frames/s", 1, 0, sf, 2};
-        struct bench_series sl[4] = {{"p50", x, p50, n, BENCH_LINES_POINTS},
-                                     {"p99", x, p99, n, BENCH_LINES_POINTS},
-                                     {"p99.9", x, p999, n, BENCH_LINES_POINTS},
-                                     {"max", x, mx, n, BENCH_LINES_POINTS}};
-        struct bench_plot pl = {"read + destroy latency per call", "BLOCKREADSIZE (bytes)",
+        struct results_series sl[4] = {{"p50", x, p50, n, RESULTS_LINES_POINTS},
+                                     {"p99", x, p99, n, RESULTS_LINES_POINTS},
+                                     {"p99.9", x, p999, n, RESULTS_LINES_POINTS},
+                                     {"max", x, mx, n, RESULTS_LINES_POINTS}};
+        struct results_plot pl = {"read + destroy latency per call", "BLOCKREADSIZE (bytes)",
                                 "time (ns)", 1, 1, sl, 4};
-        int prc = bench_report_plot(r, "rate", &pf);
+        int prc = results_add_plot(r, "rate", &pf);
         if (!prc)
-            prc = bench_report_plot(r, "latency", &pl);
+            prc = results_add_plot(r, "latency", &pl);
         if (prc)
             fprintf(stderr, "onigpu bench frames: plot: %s\n", oni_error_str(prc));
     }
@@ -171,7 +171,7 @@ struct frames_arg {
 
 /* The run (with the idle thread when asked), then its rows; a run that
  * measured no block size says why for each and leaves no set. */
-static int body(struct bench_report *r, void *arg, int *measured)
+static int body(struct results *r, void *arg, int *measured)
 {
     struct frames_arg *a = arg;
     struct bench_frames_result res[MAX_BLOCKS];

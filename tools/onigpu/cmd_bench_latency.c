@@ -114,7 +114,7 @@ struct latency_arg {
 
 /* Every run has its row, one without an echo too (a slow sanitized build):
  * the set is kept when any run gave a latency or failed. */
-static int body(struct bench_report *r, void *arg, int *measured)
+static int body(struct results *r, void *arg, int *measured)
 {
     struct latency_arg *a = arg;
     int rc = bench_latency_run(a->o, r, &a->failed, &a->measured);

@@ -128,7 +128,7 @@ struct loop_run_arg {
     int failed;
 };
 
-static int body(struct bench_report *r, void *arg, int *measured)
+static int body(struct results *r, void *arg, int *measured)
 {
     struct loop_run_arg *a = arg;
     return bench_loop_run(a->o, r, &a->failed, measured);

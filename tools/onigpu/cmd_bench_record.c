@@ -30,7 +30,7 @@ static const char *part_name(int i) { return parts[i]; }
 static int fmt_parse(const char *s) { return rec_format_of(s); }
 
 
-static int body(struct bench_report *r, void *arg, int *measured)
+static int body(struct results *r, void *arg, int *measured)
 {
     return bench_record_run(arg, r);
 }

@@ -294,21 +294,21 @@ static int perftest(const struct opts *o, const char *tls, const char *test, uin
     return found ? 0 : -1;
 }
 
-static void row(struct bench_report *r, const char *tls, const char *who, const char *op, long long size,
+static void row(struct results *r, const char *tls, const char *who, const char *op, long long size,
                 const struct bench_stats *s, double floor_ns, double base_ns)
 {
-    bench_cell_str(r, "tls", tls);
-    bench_cell_str(r, "who", who);
-    bench_cell_str(r, "op", op);
-    bench_cell_int(r, "size", size);
+    results_cell_str(r, "tls", tls);
+    results_cell_str(r, "who", who);
+    results_cell_str(r, "op", op);
+    results_cell_int(r, "size", size);
     bench_cell_stats(r, "", s);
     if (size > 0)
-        bench_cell_num(r, "mb_per_s", bench_mb_per_s((double)size, s->p50));
+        results_cell_num(r, "mb_per_s", bench_mb_per_s((double)size, s->p50));
     if (floor_ns > 0)
-        bench_cell_num(r, "p50_vs_perftest", s->p50 / floor_ns);
+        results_cell_num(r, "p50_vs_perftest", s->p50 / floor_ns);
     if (base_ns > 0)
-        bench_cell_num(r, "p50_vs_in_process", s->p50 / base_ns);
-    bench_report_row(r, NULL);
+        results_cell_num(r, "p50_vs_in_process", s->p50 / base_ns);
+    results_row(r, NULL);
     printf("%-8s %-10s %-10s %9lld %10.0f %10.0f %10.0f %10.0f", tls, who, op, size, s->p50, s->p99, s->p999,
            s->max);
     if (floor_ns > 0)
@@ -318,17 +318,17 @@ static void row(struct bench_report *r, const char *tls, const char *who, const 
     printf("\n");
 }
 
-static void floor_row(struct bench_report *r, const char *tls, const char *op, long long size, double rt_ns,
+static void floor_row(struct results *r, const char *tls, const char *op, long long size, double rt_ns,
                       double mbps)
 {
-    bench_cell_str(r, "tls", tls);
-    bench_cell_str(r, "op", op);
-    bench_cell_int(r, "size", size);
+    results_cell_str(r, "tls", tls);
+    results_cell_str(r, "op", op);
+    results_cell_int(r, "size", size);
     if (rt_ns > 0)
-        bench_cell_num(r, "round_trip_ns", rt_ns);
+        results_cell_num(r, "round_trip_ns", rt_ns);
     if (mbps > 0)
-        bench_cell_num(r, "mb_per_s", mbps);
-    bench_report_row(r, "perftest");
+        results_cell_num(r, "mb_per_s", mbps);
+    results_row(r, "perftest");
     if (rt_ns > 0)
         printf("%-8s perftest   %-10s %9lld %10.0f (round trip: twice its p50 latency)\n", tls, op, size, rt_ns);
     else if (mbps > 0)
@@ -337,7 +337,7 @@ static void floor_row(struct bench_report *r, const char *tls, const char *op, l
         printf("%-8s perftest   %-10s %9lld  did not run\n", tls, op, size);
 }
 
-static int run_all(const struct opts *o, struct bench_report *r)
+static int run_all(const struct opts *o, struct results *r)
 {
     struct card_res base;
     oni_ctx ctx = cli_open("emu", CARD, NULL, -1);
@@ -366,9 +366,9 @@ static int run_all(const struct opts *o, struct bench_report *r)
         int p3 = perftest(o, tls, "ucp_am_bw", BIG, o->big * 5, &mb, &bw);
         double rt8 = p1 ? 0 : 2000 * lat8, rt4k = p2 ? 0 : 2000 * lat4k;
         printf("%-8s transport: %s\n", o->tls[i], rem.transport);
-        bench_cell_str(r, "tls", o->tls[i]);
-        bench_cell_str(r, "transport", rem.transport);
-        bench_report_row(r, "transport");
+        results_cell_str(r, "tls", o->tls[i]);
+        results_cell_str(r, "transport", rem.transport);
+        results_row(r, "transport");
         floor_row(r, o->tls[i], "am_lat", 8, rt8, 0);
         floor_row(r, o->tls[i], "am_lat", SMALL, rt4k, 0);
         floor_row(r, o->tls[i], "am_bw", BIG, 0, p3 ? 0 : bw);
@@ -441,13 +441,13 @@ static int remote_bench(int argc, char **argv)
     int err;
     char gname[128] = "";
     const char *gpu = o.gpu && !gpu_name(gname, sizeof gname) ? gname : NULL;
-    struct bench_report *r = bench_report_open(o.out, "remote", nfull, full, gpu, &err);
+    struct results *r = results_open(o.out, "remote", nfull, full, gpu, &err);
     int rc = r ? 0 : cli_fail(o.out, err);
     if (r) {
-        bench_report_meta(r, "card_spec", CARD);
+        results_meta(r, "card_spec", CARD);
         const char *spin = getenv("ONIGPU_NET_SPIN_US");
-        bench_report_meta(r, "ONIGPU_NET_SPIN_US", spin && *spin ? spin : "100 (the default)");
-        bench_report_meta(r, "method",
+        results_meta(r, "ONIGPU_NET_SPIN_US", spin && *spin ? spin : "100 (the default)");
+        results_meta(r, "method",
                           "per call: oni_get_driver_opt(ONI_DRV_RD_SZ) (drv_call: one driver call), oni_read_reg of a "
                           "hub manager register (several driver calls); oni_set_driver_opt(ONI_DRV_READ) of one "
                           "GPU-stream block (4 KiB, 16 MiB) into host memory, with --gpu 4 KiB into GPU memory "
@@ -456,10 +456,10 @@ static int remote_bench(int argc, char **argv)
                           "ucp_am_lat (8 B, 4 KiB; round trip = 2 x its p50) and ucp_am_bw (16 MiB), two processes, "
                           "same UCX_TLS, in the same run. Ratios: p50 / floor, p50 / in-process p50");
         rc = run_all(&o, r);
-        const char *json = bench_report_path(r, ".json");
+        const char *json = results_path(r, ".json");
         char where[1024];
         snprintf(where, sizeof where, "%s", json ? json : o.out);
-        int wrc = bench_report_close(r);
+        int wrc = results_close(r);
         if (!rc && wrc)
             rc = cli_fail("writing results", wrc);
         else if (!rc)

@@ -12,7 +12,7 @@ static int run(int argc, char **argv);
 CLI_COMMAND(roofline, "roofline", "[--link PRESET] [--out docs/results]",
             "measure CPU/GPU compute and memory ceilings and the card link; plot the MAC kernel against them", NULL, run)
 
-static int body(struct bench_report *r, void *arg, int *measured)
+static int body(struct results *r, void *arg, int *measured)
 {
     return roofline_bench(arg, r, stdout);
 }

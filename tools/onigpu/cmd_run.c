@@ -1,18 +1,18 @@
 /* cmd_run.c - `onigpu run`: the closed loop on the emulated card
- * (src/loop/run.h does the work, run_print.c prints it, src/bench writes
- * the result set): arguments, the stages, the files.
+ * (src/loop/run.h does the work, run_print.c prints it, run_report.c
+ * writes the result set): arguments, the stages, the files.
  * SIGINT and SIGTERM end the run as --seconds would. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "bench/bench.h"
 #include "cli.h"
 #include "cli_oni.h"
 #include "common/stopsig.h"
 #include "loop/run.h"
 #include "record.h"
 #include "run_print.h"
+#include "run_report.h"
 
 static int run(int argc, char **argv);
 
@@ -122,7 +122,7 @@ static int session(struct opts *o, const char *truth)
     if (o->out) {
         char **full;
         int nfull = cli_command_line(&full);
-        int err = bench_run_report(o->out, nfull, full, o->c.backend, truth, &r);
+        int err = run_report_write(o->out, nfull, full, o->c.backend, truth, &r);
         if (err)
             rc = rc ? rc : cli_fail("writing results", err);
         else
