@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <jansson.h>
+#include "bench/bench.h" /* bench_cell_stats */
 #include "results/results.h"
 #include "unit.h"
 
