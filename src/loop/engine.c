@@ -521,14 +521,15 @@ static int proc_ended(const void *p)
     return atomic_load_explicit(&((const struct loop *)p)->proc_ended, memory_order_acquire);
 }
 
-/* The cpu backend's watchdog, until the process thread returns: a stage
- * over its budget that does not return (a loop without end, a wait on what
- * never comes) fails the loop, and its thread is left to it (detached; lp is
- * then never freed but kept on a list, as that thread still uses it). 1 when it was left. The
- * wall limit is the budget plus the loop's timeout: a stage may wait, but
- * not longer than a device may. */
 static pthread_mutex_t abandoned_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct loop *abandoned_loops; /* kept, never freed: their threads may come back */
+
+/* The cpu backend's watchdog, until the process thread returns: a stage
+ * over its budget that does not return (a loop without end, a wait on what
+ * never comes) fails the loop, and its thread is left to it (detached; lp
+ * is then never freed but kept on abandoned_loops, as that thread still
+ * uses it). 1 when it was left. The wall limit is the budget plus the
+ * loop's timeout: a stage may wait, but not longer than a device may. */
 
 static int watch_process(struct loop *lp, pthread_t th)
 {
