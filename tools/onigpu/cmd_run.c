@@ -17,12 +17,14 @@
 #include "common/stopsig.h"
 #include "loop/run.h"
 #include "record.h"
+#include "view.h"
 
 static int run(int argc, char **argv);
 
 CLI_COMMAND(run, "run",
             "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]\n"
-            "          [--stage NAME|FILE[:OPTIONS]]... [--record DIR [--format openephys|nwb]]",
+            "          [--stage NAME|FILE[:OPTIONS]]... [--record DIR [--format openephys|nwb]]\n"
+            "          [--view [HOST:]PORT [--view-token FILE]]",
             "closed loop on the emulated card: NP2.0e -> spike detection -> digital outputs; latency and accuracy",
             NULL, run)
 
@@ -31,6 +33,7 @@ struct opts {
     struct loop_stage_spec stages[LOOP_MAXCHAIN];
     struct loop_run_config c;
     struct rec_cli rec; /* --record DIR, --format (record.h) */
+    struct view_cli view; /* --view, --view-token (view.h) */
 };
 
 /* --stage NAME|FILE[:OPTIONS]: loaded and checked now (its options when the loop is made). */
@@ -57,8 +60,10 @@ static int parse(int argc, char **argv, struct opts *o)
         int st = rec_cli_arg(cmd, &o->rec, argc, argv, &i);
         if (st > 1)
             return st;
-        if (st)
+        if (st || (st = view_cli_arg(cmd, &o->view, argc, argv, &i)) == 1)
             continue;
+        if (st)
+            return st;
         char opt[64];
         const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
@@ -88,6 +93,8 @@ static int parse(int argc, char **argv, struct opts *o)
             return st;
     }
     int st = rec_cli_check(cmd, &o->rec);
+    if (!st)
+        st = view_cli_check(cmd, &o->view);
     return st ? st : cli_check_link(cmd, o->c.link);
 }
 
@@ -123,7 +130,8 @@ static int make_truth(const struct opts *o, char *truth, size_t cap)
 
 static void on_started(void *arg, const struct loop_run_result *r)
 {
-    const struct opts *o = arg;
+    struct opts *o = arg;
+    view_cli_started(&o->view, loop_backend_name(o->c.backend), r);
     printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card (link %s)\n",
            loop_backend_name(o->c.backend), r->block, r->block / 30.0, o->c.seconds, r->link);
     if (r->gpu_stream)
@@ -136,7 +144,7 @@ static void on_started(void *arg, const struct loop_run_result *r)
 
 static void on_progress(void *arg, const struct loop_run_progress *p)
 {
-    (void)arg;
+    view_cli_progress(&((struct opts *)arg)->view, p);
     printf("%5.1f s  %7.0f frames/s  %6llu stims", p->t, p->fps, (unsigned long long)p->stims);
     if (p->have_lat)
         printf("  latency p50 %7.1f us p99 %7.1f us", p->lat_p50_us, p->lat_p99_us);
@@ -245,6 +253,7 @@ static int session(struct opts *o, const char *truth)
     if (!r.ran) { /* nothing ran: a card that cannot serve the loop */
         if (o->out)
             remove(truth);
+        view_cli_close(&o->view, &r, NULL);
         return rc == ONI_EINVALSTATE ? 2 : 1;
     }
     print_summary(o, truth, &r);
@@ -257,6 +266,7 @@ static int session(struct opts *o, const char *truth)
         else
             printf("  results in %s\n", o->out);
     }
+    view_cli_close(&o->view, &r, o->out);
     loop_run_result_free(&r);
     return rc ? 1 : 0;
 }
@@ -292,6 +302,10 @@ static int run(int argc, char **argv)
     if (status)
         return status;
     o.c.truth = truth;
+    if (o.view.addr && view_cli_open(&o.view, &o.c)) {
+        remove(truth);
+        return 1;
+    }
     /* before the driver starts any thread: every later one blocks the signals */
     int src = stopsig_start(on_stop, NULL);
     if (src) {
@@ -305,5 +319,6 @@ static int run(int argc, char **argv)
     }
     if (!o.out)
         remove(truth);
+    view_cli_close(&o.view, NULL, NULL);
     return status;
 }

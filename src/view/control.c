@@ -1,0 +1,93 @@
+/* control.c - the body of POST /control (view.h): "k=4.5&channels=1,2,3".
+ * Strict: known keys once each, plain decimal numbers, nothing else. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "onidefs.h"
+#include "view/view.h"
+
+static int bad(char *why, size_t cap, const char *fmt, const char *key, size_t klen)
+{
+    snprintf(why, cap, fmt, (int)klen, key);
+    return ONI_EINVALARG;
+}
+
+/* A decimal number of at most 15 characters [0-9.]: 0 and *v, or -1. */
+static int number(const char *s, size_t n, double *v)
+{
+    char tmp[16];
+    if (!n || n >= sizeof tmp)
+        return -1;
+    int dots = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '.')
+            dots++;
+        else if (s[i] < '0' || s[i] > '9')
+            return -1;
+    if (dots > 1 || s[0] == '.' || s[n - 1] == '.')
+        return -1;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    *v = strtod(tmp, NULL);
+    return 0;
+}
+
+static int channels(const char *s, size_t n, struct view_control *c, char *why, size_t cap)
+{
+    c->nchan = 0;
+    size_t i = 0;
+    while (i <= n) {
+        size_t j = i;
+        while (j < n && s[j] != ',')
+            j++;
+        double v;
+        if (c->nchan == VIEW_TRACES)
+            return bad(why, cap, "channels: at most " "6" " (%.*s)", s, n);
+        if (number(s + i, j - i, &v) || v != (double)(uint32_t)v || v >= VIEW_MAXCHAN)
+            return bad(why, cap, "channels: '%.*s' is no channel number 0..383", s + i, j - i);
+        for (uint32_t k = 0; k < c->nchan; k++)
+            if (c->chan[k] == (uint16_t)v)
+                return bad(why, cap, "channels: %.*s is named twice", s + i, j - i);
+        c->chan[c->nchan++] = (uint16_t)v;
+        i = j + 1;
+    }
+    c->have_chans = 1;
+    return 0;
+}
+
+int view_parse_control(const char *s, size_t n, struct view_control *c, char *why, size_t cap)
+{
+    memset(c, 0, sizeof *c);
+    if (!n)
+        return bad(why, cap, "an empty request%.*s: k=NUMBER and/or channels=N,N,...", "", 0);
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i;
+        while (j < n && s[j] != '&')
+            j++;
+        const char *eq = memchr(s + i, '=', j - i);
+        if (!eq)
+            return bad(why, cap, "'%.*s' is no key=value", s + i, j - i);
+        size_t klen = (size_t)(eq - (s + i)), vlen = j - i - klen - 1;
+        const char *val = eq + 1;
+        if (klen == 1 && s[i] == 'k') {
+            if (c->have_k)
+                return bad(why, cap, "%.*s is given twice", "k", 1);
+            if (number(val, vlen, &c->k) || c->k < VIEW_K_MIN || c->k > VIEW_K_MAX)
+                return bad(why, cap, "k: '%.*s' is no threshold of 2..20 noise SDs", val, vlen);
+            c->have_k = 1;
+        } else if (klen == 8 && !memcmp(s + i, "channels", 8)) {
+            if (c->have_chans)
+                return bad(why, cap, "%.*s is given twice", "channels", 8);
+            int rc = channels(val, vlen, c, why, cap);
+            if (rc)
+                return rc;
+        } else {
+            return bad(why, cap, "unknown key '%.*s' (k, channels)", s + i, klen);
+        }
+        if (j == n - 1) /* a trailing '&' */
+            return bad(why, cap, "a trailing '&'%.*s", "", 0);
+        i = j + 1;
+    }
+    return 0;
+}

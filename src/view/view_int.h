@@ -1,0 +1,129 @@
+/* view_int.h - inside the live view (view.h): the rings the loop fills, the
+ * pump's state, the queue of events the server streams (server.c). */
+#ifndef VIEW_INT_H
+#define VIEW_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "loop/kernels.h"
+#include "view/ring.h"
+#include "view/view.h"
+
+#define VIEW_QUEUE 32          /* events kept for the clients (3.2 s) */
+#define VIEW_RATE_TICKS 10     /* per-channel rates over the last second */
+#define VIEW_AUTO_TICKS 15     /* at this tick the busiest channels are traced (none chosen) */
+#define VIEW_SEL_BITS 10       /* a trace channel in the selection word */
+#define VIEW_TBUF 8192         /* trace points a tick takes at most (the ring's size) */
+#define VIEW_EBUF 16384        /* events a tick takes at most (the ring's size) */
+
+/* Trace points: min and max of each selected channel over c->decim frames. */
+struct view_trace_rec {
+    uint64_t t;                      /* acquisition clock of the first frame */
+    uint64_t sel;                    /* the selection word they are of */
+    int16_t lo[VIEW_TRACES], hi[VIEW_TRACES];
+};
+
+enum { VIEW_EV_SPIKE = 0, VIEW_EV_STIM = 1 };
+struct view_event_rec {
+    uint64_t t;      /* acquisition clock */
+    uint32_t kind;   /* VIEW_EV_* */
+    uint32_t chan;   /* spike: channel; stim: pins */
+};
+
+struct view_echo_rec {
+    uint64_t tag;
+    double lat_us;
+};
+
+/* One event of the stream, as sent ("event: ...\ndata: ...\n\n"). */
+struct view_msgq {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *msg[VIEW_QUEUE];
+    size_t len[VIEW_QUEUE];
+    uint64_t seq;        /* events queued so far; event s is msg[s % VIEW_QUEUE] */
+    int ended;           /* the end event is queued: no more */
+    char *hello;         /* what a new client is sent first */
+    size_t hello_len;
+};
+
+/* A growing text buffer (JSON). */
+struct view_buf {
+    char *s;
+    size_t len, cap;
+    int oom;
+};
+
+struct view {
+    struct view_config cfg;
+    char token[128];
+    /* the loop's side: one producer per ring */
+    struct view_ring traces, events, echoes;
+    _Atomic uint64_t sel;            /* trace channels: 6 x 10 bits, count in bits 60..63 */
+    _Atomic uint64_t sel_set;        /* 1: the page chose them (else the pump picks the busiest) */
+    struct loop_ephys_layout lay;    /* the probe's frames in a block (tap_open) */
+    _Atomic int have_lay;
+    oni_dev_idx_t raw;
+    double acq_hz;
+    /* the block thread's bucket */
+    uint32_t bn;
+    uint64_t bt, bsel;
+    int16_t blo[VIEW_TRACES], bhi[VIEW_TRACES];
+    /* the run's tap, and the one it forwards to */
+    struct loop_run_tap tap;
+    const struct loop_run_tap *next;
+    /* the loop, for threshold changes (tap->loop) */
+    pthread_mutex_t lmu;
+    struct loop *lp;
+    double k;                        /* the threshold now (noise SDs) */
+    /* the run's state as the control thread last reported it (smu) */
+    pthread_mutex_t smu;
+    struct loop_run_progress prog;
+    int have_prog;
+    char backend[32];
+    uint32_t block;
+    int gpu_stream, started;
+    double fs_hz;
+    _Atomic uint64_t t0;             /* first sample's acquisition clock (0: none yet) */
+    /* the pump */
+    pthread_t pump;
+    int pump_started;
+    _Atomic int stop;                /* the pump ends */
+    _Atomic int closing;             /* the server ends: streams end */
+    struct view_trace_rec *tbuf;     /* what one tick takes from the rings */
+    struct view_event_rec *ebuf;
+    uint16_t rate[VIEW_RATE_TICKS][VIEW_MAXCHAN];
+    uint32_t tick;
+    double *lat;                     /* every echo's latency (us), the pump's */
+    size_t nlat, lat_cap;
+    uint64_t lat_n_sorted;
+    uint64_t nspikes, nstims;
+    /* the stream */
+    struct view_msgq q;
+    _Atomic uint32_t clients;
+    _Atomic uint64_t sent_lost;      /* events clients were too slow for */
+    void *mhd;                       /* struct MHD_Daemon */
+    uint16_t port;
+    /* the page's files, read at open */
+    struct view_file {
+        const char *url, *path, *type;
+        char *data;
+        size_t len;
+    } files[6];
+};
+
+/* view_buf: append printf-style / raw; the text is NUL-terminated. */
+void view_buf_printf(struct view_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void view_buf_free(struct view_buf *b);
+/* Queue one event for every client (takes b's text). */
+void view_queue(struct view *v, const char *event, struct view_buf *b);
+/* The selection word <-> channels. */
+uint64_t view_sel_pack(const uint16_t *ch, uint32_t n);
+uint32_t view_sel_unpack(uint64_t w, uint16_t *ch);
+/* Apply a parsed change: 0, or an ONI error with why (nothing changed then). */
+int view_apply(struct view *v, const struct view_control *c, char *why, size_t cap);
+/* server.c: start / stop the HTTP server on v->cfg's address. */
+int view_server_start(struct view *v, char *why, size_t cap);
+void view_server_stop(struct view *v);
+
+#endif
