@@ -1,8 +1,11 @@
-/* control.c - the body of POST /control (view.h): "k=4.5&channels=1,2,3".
- * Strict: known keys once each, plain decimal numbers, nothing else. */
+/* control.c - the view's parsers of what users and pages send (view.h):
+ * the body of POST /control ("k=4.5&channels=1,2,3": known keys once each,
+ * plain decimal numbers, nothing else) and the --view address. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include "onidefs.h"
 #include "view/view.h"
 
@@ -41,8 +44,10 @@ static int channels(const char *s, size_t n, struct view_control *c, char *why, 
         while (j < n && s[j] != ',')
             j++;
         double v;
-        if (c->nchan == VIEW_TRACES)
-            return bad(why, cap, "channels: at most " "6" " (%.*s)", s, n);
+        if (c->nchan == VIEW_TRACES) {
+            snprintf(why, cap, "channels: at most %d", VIEW_TRACES);
+            return ONI_EINVALARG;
+        }
         if (number(s + i, j - i, &v) || v != (double)(uint32_t)v || v >= VIEW_MAXCHAN)
             return bad(why, cap, "channels: '%.*s' is no channel number 0..383", s + i, j - i);
         for (uint32_t k = 0; k < c->nchan; k++)
@@ -89,5 +94,39 @@ int view_parse_control(const char *s, size_t n, struct view_control *c, char *wh
             return bad(why, cap, "a trailing '&'%.*s", "", 0);
         i = j + 1;
     }
+    return 0;
+}
+
+int view_parse_addr(const char *s, struct view_config *c, char *why, size_t cap)
+{
+    const char *colon = s ? strrchr(s, ':') : NULL;
+    const char *port = colon ? colon + 1 : s;
+    snprintf(c->host, sizeof c->host, "127.0.0.1");
+    if (colon) {
+        size_t n = (size_t)(colon - s);
+        struct in_addr a;
+        char host[64];
+        if (n == 0 || n >= sizeof host) {
+            snprintf(why, cap, "'%s': HOST:PORT with HOST a dotted IPv4 address or localhost", s ? s : "");
+            return ONI_EINVALARG;
+        }
+        memcpy(host, s, n);
+        host[n] = 0;
+        if (!strcmp(host, "localhost"))
+            snprintf(host, sizeof host, "127.0.0.1");
+        if (inet_pton(AF_INET, host, &a) != 1) {
+            snprintf(why, cap, "'%s': HOST is no dotted IPv4 address (nor localhost)", host);
+            return ONI_EINVALARG;
+        }
+        snprintf(c->host, sizeof c->host, "%s", host);
+    }
+    char *end = NULL;
+    errno = 0;
+    long p = port && *port >= '0' && *port <= '9' ? strtol(port, &end, 10) : -1;
+    if (p < 0 || p > 65535 || errno || !end || *end) {
+        snprintf(why, cap, "'%s': PORT is no number 0..65535 (0: any free port)", port ? port : "");
+        return ONI_EINVALARG;
+    }
+    c->port = (uint16_t)p;
     return 0;
 }

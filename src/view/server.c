@@ -126,7 +126,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
     if (!cl->hello_sent && q->hello) {
         rc = hold(cl, q->hello, q->hello_len);
         cl->hello_sent = 1;
-        cl->next = q->seq; /* from now on */
+        cl->next = q->seq > VIEW_QUEUE ? q->seq - VIEW_QUEUE : 0; /* what is kept: the view fills at once */
     } else {
         struct timespec until;
         oni_timespec_at(oni_ms_from_now(1000), &until);

@@ -622,40 +622,6 @@ void view_end(struct view *v, const struct loop_run_result *r, const char *resul
 
 /* --- open / close ----------------------------------------------------------- */
 
-int view_parse_addr(const char *s, struct view_config *c, char *why, size_t cap)
-{
-    const char *colon = s ? strrchr(s, ':') : NULL;
-    const char *port = colon ? colon + 1 : s;
-    snprintf(c->host, sizeof c->host, "127.0.0.1");
-    if (colon) {
-        size_t n = (size_t)(colon - s);
-        struct in_addr a;
-        char host[64];
-        if (n == 0 || n >= sizeof host) {
-            snprintf(why, cap, "'%s': HOST:PORT with HOST a dotted IPv4 address or localhost", s ? s : "");
-            return ONI_EINVALARG;
-        }
-        memcpy(host, s, n);
-        host[n] = 0;
-        if (!strcmp(host, "localhost"))
-            snprintf(host, sizeof host, "127.0.0.1");
-        if (inet_pton(AF_INET, host, &a) != 1) {
-            snprintf(why, cap, "'%s': HOST is no dotted IPv4 address (nor localhost)", host);
-            return ONI_EINVALARG;
-        }
-        snprintf(c->host, sizeof c->host, "%s", host);
-    }
-    char *end = NULL;
-    errno = 0;
-    long p = port && *port >= '0' && *port <= '9' ? strtol(port, &end, 10) : -1;
-    if (p < 0 || p > 65535 || errno || !end || *end) {
-        snprintf(why, cap, "'%s': PORT is no number 0..65535 (0: any free port)", port ? port : "");
-        return ONI_EINVALARG;
-    }
-    c->port = (uint16_t)p;
-    return 0;
-}
-
 static int read_file(const char *path, char **data, size_t *len)
 {
     FILE *f = fopen(path, "rb");
