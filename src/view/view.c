@@ -471,8 +471,7 @@ static void put_status(struct view *v, struct view_buf *b)
     num(b, k);
     view_buf_printf(b, ",\"spikes\":%llu,\"stims_seen\":%llu,\"clients\":%u,\"view_lost\":%llu}",
                     (unsigned long long)v->nspikes, (unsigned long long)v->nstims, atomic_load(&v->clients),
-                    (unsigned long long)(atomic_load(&v->traces.lost) + atomic_load(&v->events.lost) +
-                                         atomic_load(&v->echoes.lost) + atomic_load(&v->sent_lost)));
+                    (unsigned long long)view_lost(v));
 }
 
 static void tick(struct view *v)
@@ -764,6 +763,13 @@ uint16_t view_port(const struct view *v)
 uint32_t view_clients(const struct view *v)
 {
     return atomic_load(&((struct view *)v)->clients);
+}
+
+uint64_t view_lost(const struct view *v)
+{
+    struct view *w = (struct view *)v;
+    return atomic_load(&w->traces.lost) + atomic_load(&w->events.lost) + atomic_load(&w->echoes.lost) +
+           atomic_load(&w->sent_lost);
 }
 
 void view_close(struct view *v, uint32_t linger_ms)

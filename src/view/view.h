@@ -46,6 +46,9 @@ int view_open(const struct view_config *c, struct view **out, char *why, size_t 
 uint16_t view_port(const struct view *v);
 /* Event streams connected now. */
 uint32_t view_clients(const struct view *v);
+/* Snapshots and events the view lost so far: rings full (the loop's side)
+ * and events a client was too slow for. */
+uint64_t view_lost(const struct view *v);
 /* The run's tap of the view (into loop_run_config.tap), forwarding every
  * call to next as well (a recording; NULL: none). Owned by v. */
 const struct loop_run_tap *view_tap(struct view *v, const struct loop_run_tap *next);
