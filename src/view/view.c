@@ -292,7 +292,8 @@ int view_apply(struct view *v, const struct view_control *c, char *why, size_t c
 static double rel_s(const struct view *v, uint64_t t)
 {
     uint64_t t0 = atomic_load(&v->t0);
-    double hz = v->acq_hz > 0 ? v->acq_hz : 250e6;
+    double hz = atomic_load(&v->acq_hz);
+    hz = hz > 0 ? hz : 250e6;
     return t0 && t >= t0 ? (double)(t - t0) / hz : (t0 ? -(double)(t0 - t) / hz : 0);
 }
 
@@ -498,7 +499,7 @@ static void *pump_main(void *arg)
         oni_timespec_at(next, &ts);
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
-        if (v->started)
+        if (atomic_load_explicit(&v->started, memory_order_acquire))
             tick(v);
     }
     return NULL;
@@ -517,7 +518,10 @@ static void hello(struct view *v)
     view_buf_printf(&b, ",\"traces\":%s,\"control\":%s,\"decim\":%u,\"k\":",
                     atomic_load(&v->have_lay) || !v->started ? "true" : "false", v->token[0] ? "true" : "false",
                     v->cfg.decim);
-    num(&b, v->k);
+    pthread_mutex_lock(&v->lmu);
+    double k = v->k;
+    pthread_mutex_unlock(&v->lmu);
+    num(&b, k);
     view_buf_printf(&b, ",\"probes\":[{\"name\":\"ProbeA\",\"sites\":[");
     for (uint32_t ch = 0; ch < VIEW_MAXCHAN; ch++) {
         float x, y;
@@ -549,7 +553,7 @@ void view_started(struct view *v, const char *backend, const struct loop_run_res
     v->gpu_stream = r->gpu_stream;
     v->fs_hz = r->fs_hz;
     hello(v);
-    v->started = 1;
+    atomic_store_explicit(&v->started, 1, memory_order_release);
     /* clients connected during the block trials take the run's hello too */
     struct view_buf b = {0};
     pthread_mutex_lock(&v->q.mu);

@@ -64,7 +64,7 @@ struct view {
     struct loop_ephys_layout lay;    /* the probe's frames in a block (tap_open) */
     _Atomic int have_lay;
     oni_dev_idx_t raw;
-    double acq_hz;
+    _Atomic double acq_hz;           /* the acquisition clock (tap_open; the pump reads it) */
     /* the block thread's bucket */
     uint32_t bn;
     uint64_t bt, bsel;
@@ -82,7 +82,8 @@ struct view {
     int have_prog;
     char backend[32];
     uint32_t block;
-    int gpu_stream, started;
+    int gpu_stream;
+    _Atomic int started;             /* set (release) after the fields above: the pump reads them after */
     double fs_hz;
     _Atomic uint64_t t0;             /* first sample's acquisition clock (0: none yet) */
     /* the pump */

@@ -9,7 +9,7 @@
 const UV_PER_BIT = 0.195;   // NP2.0e: uV a bit (src/record/onix.c)
 const TRACE_S = 2;          // seconds of trace shown
 const RASTER_S = 5;         // seconds of raster shown
-const TRACE_GAP_UV = 250;   // vertical distance between traces
+const TRACE_GAP_MIN_UV = 20; // vertical distance between traces at least
 
 const S = {                 // the page's state; tests read it (window.onigpuView)
   hello: null, ticks: 0, spikes: 0, stims: 0, tracePoints: 0, lastT: 0,
@@ -35,27 +35,29 @@ function resetTraces(ch) {
   tracePlot = makeTracePlot(ch);
 }
 
-function traceOffset(i) { return -i * TRACE_GAP_UV; }
+// the traces' spacing: 1.5 x the largest peak-to-peak in the window
+let traceGap = TRACE_GAP_MIN_UV;
+function traceOffset(i) { return -i * traceGap; }
 
 function drawMarks(u) {
   const ctx = u.ctx;
   const [x0, x1] = [u.scales.x.min, u.scales.x.max];
   ctx.save();
   ctx.strokeStyle = '#d00';
-  ctx.lineWidth = 1.5 * devicePixelRatio;
-  for (const t of recentStims) {
+  ctx.lineWidth = 2 * devicePixelRatio;
+  for (const t of recentStims) { // a tick along the top edge
     if (t < x0 || t > x1) continue;
     const x = u.valToPos(t, 'x', true);
     ctx.beginPath();
     ctx.moveTo(x, u.bbox.top);
-    ctx.lineTo(x, u.bbox.top + u.bbox.height);
+    ctx.lineTo(x, u.bbox.top + 12 * devicePixelRatio);
     ctx.stroke();
   }
   ctx.fillStyle = '#000';
   for (const [t, ch] of recentSpikes) {
     const i = tr.ch.indexOf(ch);
     if (i < 0 || t < x0 || t > x1) continue;
-    const x = u.valToPos(t, 'x', true), y = u.valToPos(traceOffset(i) - TRACE_GAP_UV * 0.4, 'y', true);
+    const x = u.valToPos(t, 'x', true), y = u.valToPos(traceOffset(i) - traceGap * 0.45, 'y', true);
     ctx.beginPath();
     ctx.moveTo(x, y);
     ctx.lineTo(x - 4 * devicePixelRatio, y + 7 * devicePixelRatio);
@@ -89,8 +91,8 @@ function addTraces(points) {
     if (ch.join() !== tr.ch.join()) resetTraces(ch);
     tr.t.push(t);
     chans.forEach((c, i) => {
-      tr.lo[i].push(c[1] * UV_PER_BIT + traceOffset(i));
-      tr.hi[i].push(c[2] * UV_PER_BIT + traceOffset(i));
+      tr.lo[i].push(c[1] * UV_PER_BIT);
+      tr.hi[i].push(c[2] * UV_PER_BIT);
     });
     S.tracePoints++;
   }
@@ -103,8 +105,16 @@ function addTraces(points) {
     tr.hi.forEach((a) => a.splice(0, k));
   }
   if (!tracePlot) return;
+  let pp = 0;
+  tr.ch.forEach((_, i) => {
+    for (let k = 0; k < tr.t.length; k++) pp = Math.max(pp, tr.hi[i][k] - tr.lo[i][k]);
+  });
+  traceGap = Math.max(TRACE_GAP_MIN_UV, Math.ceil((pp * 1.5) / 10) * 10);
   const data = [tr.t];
-  tr.ch.forEach((_, i) => data.push(tr.lo[i], tr.hi[i]));
+  tr.ch.forEach((_, i) => {
+    const off = traceOffset(i);
+    data.push(tr.lo[i].map((v) => v + off), tr.hi[i].map((v) => v + off));
+  });
   tracePlot.setData(data, false);
   tracePlot.setScale('x', { min: Math.max(0, tmax - TRACE_S), max: Math.max(TRACE_S, tmax) });
 }
@@ -165,7 +175,7 @@ function drawRaster(tnow) {
   const c = $('raster'), ctx = c.getContext('2d');
   ctx.clearRect(0, 0, c.width, c.height);
   const t0 = tnow - RASTER_S, xs = (t) => ((t - t0) / RASTER_S) * c.width;
-  ctx.strokeStyle = 'rgba(220,0,0,0.5)';
+  ctx.strokeStyle = 'rgba(220,0,0,0.25)';
   for (const t of recentStims) {
     ctx.beginPath();
     ctx.moveTo(xs(t), 0);
