@@ -174,7 +174,7 @@ int bench_view_run(const struct bench_view_opts *o, struct bench_report *r, char
     struct bench_series s[2] = {{"p50", x, p50, ARMS, BENCH_LINES_POINTS},
                                 {"p99.9", x, p999, ARMS, BENCH_LINES_POINTS}};
     struct bench_plot p = {"closed-loop latency with the live view's clients (-1: no view)", "clients of the view",
-                           "latency (us)", 0, 0, s, 2};
+                           "latency (us)", 0, 1, s, 2};
     int prc = bench_report_plot(r, "latency", &p);
     for (int k = 0; k < ARMS; k++)
         free(a[k].lat);
