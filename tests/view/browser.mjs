@@ -45,7 +45,7 @@ const tokenFile = path.join(outdir, 'token');
 writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
 
 // the run: long enough for the checks below, on the CPU backend (no GPU in CI)
-const run = spawn(onigpu, ['run', '--backend', 'cpu', '--block', '30', '--seconds', '14',
+const run = spawn(onigpu, ['run', '--backend', 'cpu', '--block', '30', '--seconds', '16',
   '--view', '127.0.0.1:0', '--view-token', tokenFile], { stdio: ['ignore', 'pipe', 'pipe'] });
 let out = '';
 run.stdout.on('data', (d) => { out += d; });
@@ -117,16 +117,28 @@ try {
 check(Number((await state()).stimsText) > 0, 'the stimuli counter is above 0');
 await page.screenshot({ path: path.join(outdir, 'view-live.png') });
 
-// the threshold from the page (the token is in the address)
+// the threshold from the page (the token is in the address): k = 20 noise
+// SDs leaves few of the emulated units' spikes (their SNR is mostly 5-12)
 check(await page.isVisible('#control'), 'the control panel is shown with the token');
-await page.fill('#ctl-k', '6');
+const rate = async () => {
+  const s0 = await state();
+  await sleep(2000);
+  const s1 = await state();
+  return (s1.spikes - s0.spikes) / 2;
+};
+const before = await rate();
+await page.fill('#ctl-k', '20');
 await page.click('#ctl-apply');
 try {
-  await page.waitForFunction(() => document.getElementById('st-k').textContent === '6.0', null, { timeout: 10000 });
-  check(true, 'the threshold shows k = 6.0 after the change');
+  await page.waitForFunction(() => document.getElementById('st-k').textContent === '20.0', null, { timeout: 10000 });
+  check(true, 'the threshold shows k = 20.0 after the change');
 } catch (e) {
-  check(false, 'the threshold shows k = 6.0 within 10 s: ' + (await page.textContent('#ctl-msg')));
+  check(false, 'the threshold shows k = 20.0 within 10 s: ' + (await page.textContent('#ctl-msg')));
 }
+await sleep(500);
+const after = await rate();
+console.log(`spikes/s on the page: ${before} at k = 5, ${after} at k = 20`);
+check(before > 0 && after < before / 2, 'the detector follows: spikes/s at k = 20 below half those at k = 5');
 
 try {
   await page.waitForFunction(() => window.onigpuView.ended, null, { timeout: 40000 });
@@ -142,7 +154,7 @@ await browser.close();
 
 const code = await Promise.race([exited, sleep(20000).then(() => 'timeout')]);
 check(code === 0, `the run exited 0 (${code})`);
-check(/view: threshold k=6 /.test(out), 'the run reported the threshold change');
+check(/view: threshold k=20 /.test(out), 'the run reported the threshold change');
 for (const e of errors) console.log('  ' + e);
 check(errors.length === 0, `no console errors (${errors.length})`);
 if (code === 'timeout') run.kill('SIGKILL');
