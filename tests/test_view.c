@@ -16,6 +16,8 @@
 #include "view/client.h"
 #include "view/ring.h"
 #include "view/view.h"
+#include "view/view_int.h"
+#include "loop/superframe.h"
 
 /* --- the ring ---------------------------------------------------------------- */
 
@@ -334,6 +336,53 @@ TEST(tick_holds_the_taps_data)
     CHECK(strstr(resp, "\"stims\":[0]") != NULL);
     CHECK(strstr(resp, "\"p50\":500,\"p99\":990,\"p999\":999,\"max\":1000") != NULL);
     CHECK(strstr(resp, "event: end") != NULL);
+    view_close(v, 0);
+}
+
+/* The traces of a probe block: a constant 500 above the ADC's midpoint on
+ * every channel gives raw points of 500, and through the detector's
+ * band-pass (its high-pass rejects DC) filtered points near 0 once the
+ * filter settled. */
+TEST(traces_raw_and_filtered)
+{
+    OPEN_OR_SKIP(v, NULL);
+    const struct loop_run_tap *tap = view_tap(v, NULL);
+    REQUIRE(view_probe_layout(v, LOOP_NP2E_PAYLOAD) == 0);
+    struct loop_run_result res;
+    memset(&res, 0, sizeof res);
+    res.block = 30, res.fs_hz = 30000;
+    view_started(v, "cpu", &res);
+    const struct loop_ephys_layout *lay = &v->lay;
+    enum { FRAMES = 300 };
+    uint8_t *blk = calloc(FRAMES, lay->stride);
+    REQUIRE(blk);
+    uint64_t t = 1000;
+    for (int b = 0; b < 5; b++) { /* 50 ms */
+        for (int f = 0; f < FRAMES; f++, t += 8333) {
+            uint8_t *fr = blk + (size_t)f * lay->stride;
+            memcpy(fr + lay->time_off, &t, 8);
+            for (uint32_t c = 0; c < lay->nchan; c++) {
+                uint16_t x = 2048 + 500;
+                memcpy(fr + lay->off[c], &x, 2);
+            }
+        }
+        tap->block(tap->arg, blk, (size_t)FRAMES * lay->stride);
+    }
+    free(blk);
+    usleep(150000);
+    view_end(v, &res, NULL);
+    int st = req(v, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp);
+    CHECK_EQ(st, 200);
+    /* the last point of channel 0: [0,lo,hi,flo,fhi] */
+    const char *last = NULL;
+    for (const char *p = resp; (p = strstr(p, "[0,500,500,")) != NULL; p++)
+        last = p;
+    REQUIRE(last != NULL);
+    int flo = 99, fhi = 99;
+    CHECK_EQ(sscanf(last, "[0,500,500,%d,%d]", &flo, &fhi), 2);
+    if (abs(flo) > 2 || abs(fhi) > 2)
+        UNIT_FAIL("filtered DC after 50 ms: %d..%d (want about 0)", flo, fhi);
+    CHECK(strstr(resp, "\"filter\":\"300-6000 Hz band-pass\"") != NULL);
     view_close(v, 0);
 }
 

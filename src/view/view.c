@@ -136,9 +136,8 @@ static int tap_open(void *arg, oni_ctx ctx, char *why, size_t cap)
         len = n * sizeof *tab;
         if (tab && !oni_get_opt(ctx, ONI_OPT_DEVICETABLE, tab, &len))
             for (oni_size_t i = 0; i < n; i++)
-                if (tab[i].id == ONIX_DS90UB9RAW && !loop_np2e_layout(&v->lay, tab[i].read_size, 1)) {
+                if (tab[i].id == ONIX_DS90UB9RAW && !view_probe_layout(v, tab[i].read_size)) {
                     v->raw = tab[i].idx;
-                    atomic_store(&v->have_lay, 1);
                     break;
                 }
         free(tab);
@@ -149,6 +148,26 @@ static int tap_open(void *arg, oni_ctx ctx, char *why, size_t cap)
     return 0;
 }
 
+int view_probe_layout(struct view *v, uint32_t read_size)
+{
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return ONI_EBADALLOC;
+    int rc = loop_np2e_layout(&v->lay, read_size, 1);
+    if (!rc)
+        rc = loop_ephys_init(st, &p, &v->lay); /* the detector's band-pass, for the filtered traces */
+    if (!rc) {
+        memcpy(v->fb, st->b, sizeof v->fb);
+        memcpy(v->fa, st->a, sizeof v->fa);
+        memset(v->fz, 0, sizeof v->fz);
+        atomic_store_explicit(&v->have_lay, 1, memory_order_release);
+    }
+    free(st);
+    return rc;
+}
+
 static void bucket_flush(struct view *v)
 {
     if (!v->bn)
@@ -156,6 +175,10 @@ static void bucket_flush(struct view *v)
     struct view_trace_rec r = {.t = v->bt, .sel = v->bsel};
     memcpy(r.lo, v->blo, sizeof r.lo);
     memcpy(r.hi, v->bhi, sizeof r.hi);
+    for (int i = 0; i < VIEW_TRACES; i++) {
+        r.flo[i] = (int16_t)lrintf(fmaxf(-32768.0f, fminf(32767.0f, v->bflo[i])));
+        r.fhi[i] = (int16_t)lrintf(fmaxf(-32768.0f, fminf(32767.0f, v->bfhi[i])));
+    }
     view_ring_put(&v->traces, &r);
     v->bn = 0;
 }
@@ -172,8 +195,10 @@ static void tap_block(void *arg, const void *blk, size_t len)
         uint64_t sel = atomic_load_explicit(&v->sel, memory_order_relaxed);
         uint32_t nc = view_sel_unpack(sel, ch);
         for (size_t f = 0; f < nf; f++, p += v->lay.stride) {
-            if (v->bn && sel != v->bsel)
+            if (sel != v->bsel) { /* another channel set: its filters start afresh */
                 bucket_flush(v);
+                memset(v->fz, 0, sizeof v->fz);
+            }
             if (!v->bn) {
                 memcpy(&v->bt, p + v->lay.time_off, 8);
                 v->bsel = sel;
@@ -184,10 +209,17 @@ static void tap_block(void *arg, const void *blk, size_t len)
                 uint16_t raw;
                 memcpy(&raw, p + v->lay.off[ch[i]], 2);
                 int16_t x = (int16_t)((int)raw - 2048);
+                /* the detector's band-pass: high-pass then low-pass biquad */
+                float y = loop_biquad_step(v->fb[0], v->fa[0], &v->fz[i][0], (float)x);
+                y = loop_biquad_step(v->fb[1], v->fa[1], &v->fz[i][2], y);
                 if (!v->bn || x < v->blo[i])
                     v->blo[i] = x;
                 if (!v->bn || x > v->bhi[i])
                     v->bhi[i] = x;
+                if (!v->bn || y < v->bflo[i])
+                    v->bflo[i] = y;
+                if (!v->bn || y > v->bfhi[i])
+                    v->bfhi[i] = y;
             }
             if (++v->bn == v->cfg.decim)
                 bucket_flush(v);
@@ -309,7 +341,8 @@ static void put_traces(struct view *v, struct view_buf *b)
         num(b, rel_s(v, rec[i].t));
         view_buf_printf(b, ",[");
         for (uint32_t k = 0; k < nc; k++)
-            view_buf_printf(b, "%s[%u,%d,%d]", k ? "," : "", ch[k], rec[i].lo[k], rec[i].hi[k]);
+            view_buf_printf(b, "%s[%u,%d,%d,%d,%d]", k ? "," : "", ch[k], rec[i].lo[k], rec[i].hi[k], rec[i].flo[k],
+                            rec[i].fhi[k]);
         view_buf_printf(b, "]]");
     }
     view_buf_printf(b, "]");
@@ -515,6 +548,7 @@ static void hello(struct view *v)
     str(&b, v->backend);
     view_buf_printf(&b, ",\"block\":%u,\"gpu_stream\":%s,\"fs_hz\":", v->block, v->gpu_stream ? "true" : "false");
     num(&b, v->fs_hz);
+    view_buf_printf(&b, ",\"filter\":\"%g-%g Hz band-pass\"", v->lo_hz, v->hi_hz);
     view_buf_printf(&b, ",\"traces\":%s,\"control\":%s,\"decim\":%u,\"k\":",
                     atomic_load(&v->have_lay) || !v->started ? "true" : "false", v->token[0] ? "true" : "false",
                     v->cfg.decim);
@@ -715,6 +749,8 @@ int view_open(const struct view_config *c, struct view **out, char *why, size_t 
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     v->k = p.k;
+    v->lo_hz = p.lo_hz;
+    v->hi_hz = p.hi_hz;
     static const uint16_t first[VIEW_TRACES] = {0, 1, 2, 3, 4, 5};
     atomic_store(&v->sel, view_sel_pack(first, VIEW_TRACES));
     pthread_mutex_init(&v->q.mu, NULL);

@@ -20,7 +20,8 @@
 struct view_trace_rec {
     uint64_t t;                      /* acquisition clock of the first frame */
     uint64_t sel;                    /* the selection word they are of */
-    int16_t lo[VIEW_TRACES], hi[VIEW_TRACES];
+    int16_t lo[VIEW_TRACES], hi[VIEW_TRACES];    /* raw: ADC code - 2048 */
+    int16_t flo[VIEW_TRACES], fhi[VIEW_TRACES];  /* through the detector's band-pass, rounded */
 };
 
 enum { VIEW_EV_SPIKE = 0, VIEW_EV_STIM = 1 };
@@ -69,6 +70,10 @@ struct view {
     uint32_t bn;
     uint64_t bt, bsel;
     int16_t blo[VIEW_TRACES], bhi[VIEW_TRACES];
+    float bflo[VIEW_TRACES], bfhi[VIEW_TRACES];
+    float fb[2][3], fa[2][2];        /* the detector's band-pass (loop_ephys_init's design) */
+    float fz[VIEW_TRACES][4];        /* its state per traced channel */
+    double lo_hz, hi_hz;
     /* the run's tap, and the one it forwards to */
     struct loop_run_tap tap;
     const struct loop_run_tap *next;
@@ -121,6 +126,10 @@ void view_queue(struct view *v, const char *event, struct view_buf *b);
 /* The selection word <-> channels. */
 uint64_t view_sel_pack(const uint16_t *ch, uint32_t n);
 uint32_t view_sel_unpack(uint64_t w, uint16_t *ch);
+/* The probe's layout from its raw device's read size, and the band-pass
+ * of the filtered traces (tap_open; tests): 0, or ONI_EINVALARG (no NP2.0e
+ * super-frame fits), ONI_EBADALLOC. */
+int view_probe_layout(struct view *v, uint32_t read_size);
 /* Apply a parsed change: 0, or an ONI error with why (nothing changed then). */
 int view_apply(struct view *v, const struct view_control *c, char *why, size_t cap);
 /* server.c: start / stop the HTTP server on v->cfg's address. */

@@ -115,6 +115,13 @@ try {
   check(false, 'a stimulus and spikes appear within 20 s');
 }
 check(Number((await state()).stimsText) > 0, 'the stimuli counter is above 0');
+// the filtered traces: chosen on the page, drawn without errors, still coming
+await page.selectOption('#trace-mode', 'filtered');
+const f0 = await state();
+await sleep(1000);
+const f1 = await state();
+check(await page.evaluate(() => window.onigpuView.filtered) === true && f1.points > f0.points,
+  'filtered traces chosen and still coming');
 await page.screenshot({ path: path.join(outdir, 'view-live.png') });
 
 // the threshold from the page (the token is in the address): k = 20 noise

@@ -25,12 +25,13 @@ const token = (() => {
 })();
 
 // --- traces: min/max of each point, spikes and stimuli drawn on top --------
-let tr = { ch: [], t: [], lo: [], hi: [] };
+let tr = { ch: [], t: [], lo: [], hi: [], flo: [], fhi: [] };
+let filtered = false;       // the traces shown: raw, or through the detector's band-pass
 let recentSpikes = [];      // [t, ch] of the last RASTER_S
 let recentStims = [];       // t of the last RASTER_S
 
 function resetTraces(ch) {
-  tr = { ch: ch.slice(), t: [], lo: ch.map(() => []), hi: ch.map(() => []) };
+  tr = { ch: ch.slice(), t: [], lo: ch.map(() => []), hi: ch.map(() => []), flo: ch.map(() => []), fhi: ch.map(() => []) };
   $('traces').textContent = '';
   tracePlot = makeTracePlot(ch);
 }
@@ -93,6 +94,8 @@ function addTraces(points) {
     chans.forEach((c, i) => {
       tr.lo[i].push(c[1] * UV_PER_BIT);
       tr.hi[i].push(c[2] * UV_PER_BIT);
+      tr.flo[i].push(c[3] * UV_PER_BIT);
+      tr.fhi[i].push(c[4] * UV_PER_BIT);
     });
     S.tracePoints++;
   }
@@ -101,23 +104,29 @@ function addTraces(points) {
   while (k < tr.t.length && tr.t[k] < tmax - TRACE_S) k++;
   if (k) {
     tr.t.splice(0, k);
-    tr.lo.forEach((a) => a.splice(0, k));
-    tr.hi.forEach((a) => a.splice(0, k));
+    for (const arr of [tr.lo, tr.hi, tr.flo, tr.fhi]) arr.forEach((a) => a.splice(0, k));
   }
   if (!tracePlot) return;
+  const lo = filtered ? tr.flo : tr.lo, hi = filtered ? tr.fhi : tr.hi;
   let pp = 0;
   tr.ch.forEach((_, i) => {
-    for (let k = 0; k < tr.t.length; k++) pp = Math.max(pp, tr.hi[i][k] - tr.lo[i][k]);
+    for (let k = 0; k < tr.t.length; k++) pp = Math.max(pp, hi[i][k] - lo[i][k]);
   });
   traceGap = Math.max(TRACE_GAP_MIN_UV, Math.ceil((pp * 1.5) / 10) * 10);
   const data = [tr.t];
   tr.ch.forEach((_, i) => {
     const off = traceOffset(i);
-    data.push(tr.lo[i].map((v) => v + off), tr.hi[i].map((v) => v + off));
+    data.push(lo[i].map((v) => v + off), hi[i].map((v) => v + off));
   });
   tracePlot.setData(data, false);
   tracePlot.setScale('x', { min: Math.max(0, tmax - TRACE_S), max: Math.max(TRACE_S, tmax) });
 }
+
+$('trace-mode').addEventListener('change', (e) => {
+  filtered = e.target.value === 'filtered';
+  addTraces([]);
+  S.filtered = filtered;
+});
 
 // --- probe: sites coloured by spikes/s ------------------------------------------
 let rates = new Array(384).fill(0);
@@ -246,8 +255,9 @@ function onHello(h) {
   $('run').textContent = `backend ${h.backend}, block ${h.block} frames` +
     (h.fs_hz ? ` (${(h.block / h.fs_hz * 1e3).toFixed(2)} ms)` : '') +
     (h.gpu_stream ? ', GPU data stream' : ', default stream');
-  $('traces-note').textContent = h.traces ? '(raw, min/max per ' + h.decim + ' frames; triangles: spikes, red: stimuli)'
+  $('traces-note').textContent = h.traces ? '(min/max per ' + h.decim + ' frames; triangles: spikes, red: stimuli)'
     : '(none: this backend reads the probe into GPU memory)';
+  $('trace-mode').options[1].textContent = 'filtered (' + h.filter + ', as the detector)';
   if (h.channels.join() !== tr.ch.join()) resetTraces(h.channels);
   probeLayout();
   drawProbe();
