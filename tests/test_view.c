@@ -265,6 +265,16 @@ TEST(missing_page_is_refused_before_anything_runs)
     CHECK(strstr(why, "/nonexistent/web/index.html") != NULL);
 }
 
+/* v's tap, after telling v a cpu run of blocks of 30 frames started. */
+static const struct loop_run_tap *start(struct view *v, struct loop_run_result *res)
+{
+    const struct loop_run_tap *tap = view_tap(v, NULL);
+    memset(res, 0, sizeof *res);
+    res->block = 30, res->fs_hz = 30000;
+    view_started(v, "cpu", res);
+    return tap;
+}
+
 static struct loop_ephys_out out_with_spikes(uint64_t t, uint32_t n, int stim)
 {
     struct loop_ephys_out o;
@@ -282,11 +292,9 @@ static struct loop_ephys_out out_with_spikes(uint64_t t, uint32_t n, int stim)
 TEST(stream_carries_spikes_stimuli_and_the_end)
 {
     OPEN_OR_SKIP(v, NULL);
-    const struct loop_run_tap *tap = view_tap(v, NULL);
     struct loop_run_result res;
-    memset(&res, 0, sizeof res);
-    res.block = 30, res.fs_hz = 30000, res.ran = 1;
-    view_started(v, "cpu", &res);
+    const struct loop_run_tap *tap = start(v, &res);
+    res.ran = 1;
     struct view_reader r = {.port = view_port(v)};
     snprintf(r.host, sizeof r.host, "127.0.0.1");
     REQUIRE(view_reader_start(&r) == 0);
@@ -316,11 +324,8 @@ TEST(stream_carries_spikes_stimuli_and_the_end)
 TEST(tick_holds_the_taps_data)
 {
     OPEN_OR_SKIP(v, NULL);
-    const struct loop_run_tap *tap = view_tap(v, NULL);
     struct loop_run_result res;
-    memset(&res, 0, sizeof res);
-    res.block = 30, res.fs_hz = 30000;
-    view_started(v, "cpu", &res);
+    const struct loop_run_tap *tap = start(v, &res);
     struct loop_ephys_out o = out_with_spikes(250000000ull, 2, 1);
     tap->detect(tap->arg, &o, 3, 0);
     for (int i = 1; i <= 1000; i++)
@@ -346,12 +351,9 @@ TEST(tick_holds_the_taps_data)
 TEST(traces_raw_and_filtered)
 {
     OPEN_OR_SKIP(v, NULL);
-    const struct loop_run_tap *tap = view_tap(v, NULL);
     REQUIRE(view_probe_layout(v, LOOP_NP2E_PAYLOAD) == 0);
     struct loop_run_result res;
-    memset(&res, 0, sizeof res);
-    res.block = 30, res.fs_hz = 30000;
-    view_started(v, "cpu", &res);
+    const struct loop_run_tap *tap = start(v, &res);
     const struct loop_ephys_layout *lay = &v->lay;
     enum { FRAMES = 300 };
     uint8_t *blk = calloc(FRAMES, lay->stride);
@@ -392,11 +394,8 @@ TEST(traces_raw_and_filtered)
 TEST(stalled_client_costs_the_loop_nothing)
 {
     OPEN_OR_SKIP(v, NULL);
-    const struct loop_run_tap *tap = view_tap(v, NULL);
     struct loop_run_result res;
-    memset(&res, 0, sizeof res);
-    res.block = 30, res.fs_hz = 30000;
-    view_started(v, "cpu", &res);
+    const struct loop_run_tap *tap = start(v, &res);
     struct view_reader r = {.port = view_port(v), .stall = 1};
     snprintf(r.host, sizeof r.host, "127.0.0.1");
     REQUIRE(view_reader_start(&r) == 0);
