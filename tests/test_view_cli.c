@@ -1,31 +1,16 @@
 /* test_view_cli.c - `run --view` and `bench view` through the binary: bad
  * options and a view that cannot be served are refused before the loop
- * runs (exit 2 for bad input, 1 for a page or port that cannot be had),
- * the reason named, quickly. A real run with the page open is the browser
- * test (tests/view/browser.mjs). */
+ * runs (exit 2 for bad input, 1 for a page or port that cannot be had; no
+ * line of a running loop printed), the reason named. A real run with the
+ * page open is the browser test (tests/view/browser.mjs). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <time.h>
 #include "test_loop_run.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-#define QUICK(t0, what)                                                                   \
-    do {                                                                                  \
-        if (now_s() - (t0) > 5)                                                           \
-            UNIT_FAIL("%s took %.1f s to be refused", what, now_s() - (t0));              \
-    } while (0)
 
 TEST(view_options_refused_before_the_run)
 {
     NEED_BIN();
-    double t0 = now_s();
     CHECK_EQ(ONIGPU("run", "--view", "1.2.3:80"), 2);
     CHECK(strstr(out, "--view 1.2.3:80") && strstr(out, "no dotted IPv4 address"));
     CHECK_EQ(ONIGPU("run", "--view", "70000"), 2);
@@ -45,7 +30,6 @@ TEST(view_options_refused_before_the_run)
     unlink(tok);
     CHECK_EQ(ONIGPU("bench", "view", "--out", "/etc/hostname"), 2);
     CHECK(strstr(out, "--out /etc/hostname: must be a directory"));
-    QUICK(t0, "eight bad option sets");
 }
 
 /* The page's files are read before the run: none there, no run (and no
@@ -54,7 +38,6 @@ TEST(view_without_its_page_is_refused)
 {
     NEED_BIN();
     setenv("ONIGPU_WEB_DIR", "/nonexistent/web", 1);
-    double t0 = now_s();
     int st = ONIGPU("run", "--view", "0", "--seconds", "1", "--block", "30");
     unsetenv("ONIGPU_WEB_DIR");
     CHECK_EQ(st, 1);
@@ -63,7 +46,6 @@ TEST(view_without_its_page_is_refused)
     CHECK(strstr(out, "/nonexistent/web/index.html cannot be read") != NULL);
     CHECK(strstr(out, "frames/s") == NULL); /* no loop ran */
     CHECK(unit_sh("ls /tmp/onigpu-truth-%d-* >/dev/null 2>&1", (int)onigpu_pid) != 0);
-    QUICK(t0, "a missing page");
 }
 
 TEST(view_on_a_port_in_use_is_refused)
@@ -77,7 +59,6 @@ TEST(view_on_a_port_in_use_is_refused)
     REQUIRE(getsockname(s, (struct sockaddr *)&sa, &len) == 0);
     char addr[32];
     snprintf(addr, sizeof addr, "127.0.0.1:%u", ntohs(sa.sin_port));
-    double t0 = now_s();
     int st = ONIGPU("run", "--view", addr, "--seconds", "1", "--block", "30");
     close(s);
     CHECK_EQ(st, 1);
@@ -85,5 +66,4 @@ TEST(view_on_a_port_in_use_is_refused)
         SKIP("built without libmicrohttpd");
     CHECK(strstr(out, "cannot listen on") != NULL);
     CHECK(strstr(out, "frames/s") == NULL);
-    QUICK(t0, "a port in use");
 }
