@@ -54,12 +54,14 @@ if [ -n "$missing" ]; then
 fi
 # the npm packages, at the versions of the committed lock files (a folder
 # whose node_modules was installed after its lock file last changed is left)
+command -v npm >/dev/null 2>&1 || exit 0
 root=$(cd "$(dirname "$0")/.." && pwd)
 for dir in web/view tests/view; do
     [ "$root/$dir/node_modules/.package-lock.json" -nt "$root/$dir/package-lock.json" ] && continue
     echo "deps: npm ci in $dir"
-    (cd "$root/$dir" && npm ci --no-audit --no-fund --loglevel=error) || {
-        echo "deps: npm ci in $dir failed (the registry unreachable?)" >&2
-        exit 1
-    }
+    # not fatal: the build needs none of it (run --view then refuses to start, naming the
+    # missing file; its tests skip saying so)
+    (cd "$root/$dir" && npm ci --no-audit --no-fund --loglevel=error) ||
+        echo "deps: WARNING: npm ci in $dir failed (the registry unreachable?): no live view" >&2
 done
+exit 0
