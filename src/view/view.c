@@ -422,54 +422,76 @@ static void put_events(struct view *v, struct view_buf *b)
         pick_busiest(v, ticks);
 }
 
-/* The latencies so far: percentiles (nearest rank, stats.h) and a histogram
- * of 40 bins up to 1.25 x p99.9. */
+/* The latencies so far, each echo counted once in a bin of a log scale
+ * (VIEW_LAT_STEP apart: memory and work per second stay the same however
+ * long the run): percentiles (nearest rank, stats.h) within half a bin,
+ * the exact maximum, and a histogram of 40 bins up to 1.25 x p99.9. */
+static double bin_lo(uint32_t i)
+{
+    return i ? exp((double)i * log(VIEW_LAT_STEP)) : 0.0;
+}
+
+static uint32_t bin_of(double us)
+{
+    if (!(us >= 1.0))
+        return 0;
+    double i = floor(log(us) / log(VIEW_LAT_STEP));
+    return i >= VIEW_LAT_BINS - 1 ? VIEW_LAT_BINS - 1 : (uint32_t)i;
+}
+
+/* Percentile p of the nlat echoes binned: the middle of the bin that holds
+ * the nearest-rank sample, kept within the minimum and maximum seen. */
+static double lat_pct(const struct view *v, double p)
+{
+    size_t rank = loop_percentile_rank(v->nlat, p), sum = 0;
+    for (uint32_t i = 0; i < VIEW_LAT_BINS; i++)
+        if ((sum += v->lat_bins[i]) >= rank) {
+            double x = i ? bin_lo(i) * sqrt(VIEW_LAT_STEP) : 0.5;
+            return x < v->lat_min ? v->lat_min : x > v->lat_max ? v->lat_max : x;
+        }
+    return v->lat_max;
+}
+
 static void put_latency(struct view *v, struct view_buf *b)
 {
     struct view_echo_rec e[1024];
-    size_t n;
+    size_t n, got = 0;
     while ((n = view_ring_take(&v->echoes, e, 1024)) > 0)
-        for (size_t i = 0; i < n; i++) {
-            if (v->nlat == v->lat_cap) {
-                size_t cap = v->lat_cap ? v->lat_cap * 2 : 4096;
-                double *p = cap <= (1u << 24) ? realloc(v->lat, cap * sizeof *p) : NULL;
-                if (!p)
-                    break; /* past 16 M echoes the histogram is of the first ones */
-                v->lat = p;
-                v->lat_cap = cap;
-            }
-            v->lat[v->nlat++] = e[i].lat_us;
+        for (size_t i = 0; i < n; i++, got++) {
+            double x = e[i].lat_us;
+            v->lat_bins[bin_of(x)]++;
+            v->lat_min = !v->nlat || x < v->lat_min ? x : v->lat_min;
+            v->lat_max = !v->nlat || x > v->lat_max ? x : v->lat_max;
+            v->nlat++;
         }
-    if (!v->nlat || (v->nlat == v->lat_n_sorted && v->tick % 10))
+    if (!v->nlat || (!got && v->tick % 10))
         return;
-    loop_sort_f64(v->lat, v->nlat);
-    v->lat_n_sorted = v->nlat;
-    double p50 = loop_percentile_sorted_f64(v->lat, v->nlat, 50);
-    double p99 = loop_percentile_sorted_f64(v->lat, v->nlat, 99);
-    double p999 = loop_percentile_sorted_f64(v->lat, v->nlat, 99.9);
-    double max = v->lat[v->nlat - 1], top = p999 * 1.25 > 1 ? p999 * 1.25 : 1;
+    double p50 = lat_pct(v, 50), p99 = lat_pct(v, 99), p999 = lat_pct(v, 99.9);
+    double top = p999 * 1.25 > 1 ? p999 * 1.25 : 1;
     enum { BINS = 40 };
-    uint32_t h[BINS] = {0}, over = 0;
-    for (size_t i = 0; i < v->nlat; i++) {
-        double x = v->lat[i] < 0 ? 0 : v->lat[i];
+    uint64_t h[BINS] = {0}, over = 0;
+    for (uint32_t i = 0; i < VIEW_LAT_BINS; i++) {
+        if (!v->lat_bins[i])
+            continue;
+        double x = i ? bin_lo(i) * sqrt(VIEW_LAT_STEP) : 0.5;
         if (x >= top)
-            over++;
+            over += v->lat_bins[i];
         else
-            h[(int)(x / top * BINS)]++;
+            h[(int)(x / top * BINS)] += v->lat_bins[i];
     }
-    view_buf_printf(b, ",\"lat\":{\"n\":%zu,\"p50\":", v->nlat);
+    view_buf_printf(b, ",\"lat\":{\"n\":%llu,\"p50\":", (unsigned long long)v->nlat);
     num(b, p50);
     view_buf_printf(b, ",\"p99\":");
     num(b, p99);
     view_buf_printf(b, ",\"p999\":");
     num(b, p999);
     view_buf_printf(b, ",\"max\":");
-    num(b, max);
+    num(b, v->lat_max);
     view_buf_printf(b, ",\"bin_us\":");
     num(b, top / BINS);
-    view_buf_printf(b, ",\"over\":%u,\"hist\":[", over);
+    view_buf_printf(b, ",\"over\":%llu,\"hist\":[", (unsigned long long)over);
     for (int i = 0; i < BINS; i++)
-        view_buf_printf(b, "%s%u", i ? "," : "", h[i]);
+        view_buf_printf(b, "%s%llu", i ? "," : "", (unsigned long long)h[i]);
     view_buf_printf(b, "]}");
 }
 
@@ -715,7 +737,7 @@ static void free_view(struct view *v)
     for (uint32_t i = 0; i < VIEW_QUEUE; i++)
         free(v->q.msg[i]);
     free(v->q.hello);
-    free(v->lat);
+    free(v->lat_bins);
     free(v->tbuf);
     free(v->ebuf);
     view_ring_free(&v->traces);
@@ -769,7 +791,8 @@ int view_open(const struct view_config *c, struct view **out, char *why, size_t 
         rc = view_ring_init(&v->echoes, 4096, sizeof(struct view_echo_rec));
     v->tbuf = rc ? NULL : malloc(VIEW_TBUF * sizeof *v->tbuf);
     v->ebuf = rc ? NULL : malloc(VIEW_EBUF * sizeof *v->ebuf);
-    if (rc || !v->tbuf || !v->ebuf) {
+    v->lat_bins = rc ? NULL : calloc(VIEW_LAT_BINS, sizeof *v->lat_bins);
+    if (rc || !v->tbuf || !v->ebuf || !v->lat_bins) {
         rc = ONI_EBADALLOC;
         snprintf(why, cap, "out of memory");
         free_view(v);

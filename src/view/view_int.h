@@ -15,6 +15,8 @@
 #define VIEW_SEL_BITS 10       /* a trace channel in the selection word */
 #define VIEW_TBUF 8192         /* trace points a tick takes at most (the ring's size) */
 #define VIEW_EBUF 16384        /* events a tick takes at most (the ring's size) */
+#define VIEW_LAT_STEP 1.001    /* latency bins: each 0.1 % wider than the last, from 1 us */
+#define VIEW_LAT_BINS 18432    /* ... to 1.001^18432 us (about 100 s); below 1 us: bin 0 */
 
 /* Trace points: min and max of each selected channel over c->decim frames. */
 struct view_trace_rec {
@@ -100,9 +102,9 @@ struct view {
     struct view_event_rec *ebuf;
     uint16_t rate[VIEW_RATE_TICKS][VIEW_MAXCHAN];
     uint32_t tick;
-    double *lat;                     /* every echo's latency (us), the pump's */
-    size_t nlat, lat_cap;
-    uint64_t lat_n_sorted;
+    uint32_t *lat_bins;              /* echoes per latency bin (VIEW_LAT_BINS), the pump's */
+    uint64_t nlat;
+    double lat_min, lat_max;         /* us */
     uint64_t nspikes, nstims;
     /* the stream */
     struct view_msgq q;
