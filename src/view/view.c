@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <arpa/inet.h>
 #include "onix.h"
 #include "oni/util/clock.h"
 #include "loop/stats.h"
@@ -136,10 +135,8 @@ static int tap_open(void *arg, oni_ctx ctx, char *why, size_t cap)
         len = n * sizeof *tab;
         if (tab && !oni_get_opt(ctx, ONI_OPT_DEVICETABLE, tab, &len))
             for (oni_size_t i = 0; i < n; i++)
-                if (tab[i].id == ONIX_DS90UB9RAW && !view_probe_layout(v, tab[i].read_size)) {
-                    v->raw = tab[i].idx;
+                if (tab[i].id == ONIX_DS90UB9RAW && !view_probe_layout(v, tab[i].read_size))
                     break;
-                }
         free(tab);
     }
     /* the view shows what it can: no probe layout means no traces, not no run */

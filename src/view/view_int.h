@@ -66,7 +66,6 @@ struct view {
     _Atomic uint64_t sel_set;        /* 1: the page chose them (else the pump picks the busiest) */
     struct loop_ephys_layout lay;    /* the probe's frames in a block (tap_open) */
     _Atomic int have_lay;
-    oni_dev_idx_t raw;
     _Atomic double acq_hz;           /* the acquisition clock (tap_open; the pump reads it) */
     /* the block thread's bucket */
     uint32_t bn;

@@ -272,8 +272,9 @@ function onTick(d) {
   for (const t of d.stims) recentStims.push(t);
   S.spikes += d.spikes.length;
   S.stims += d.stims.length;
-  const tnow = Math.max(S.lastT, tr.t.length ? tr.t[tr.t.length - 1] : 0,
-    ...d.spikes.map((s) => s[0]), ...d.stims);
+  let tnow = Math.max(S.lastT, tr.t.length ? tr.t[tr.t.length - 1] : 0);
+  for (const s of d.spikes) tnow = Math.max(tnow, s[0]);
+  for (const t of d.stims) tnow = Math.max(tnow, t);
   S.lastT = tnow;
   recentSpikes = recentSpikes.filter((s) => s[0] > tnow - RASTER_S);
   recentStims = recentStims.filter((t) => t > tnow - RASTER_S);
