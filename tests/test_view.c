@@ -197,22 +197,29 @@ static char resp[1 << 20];
 TEST(server_pages_and_errors)
 {
     OPEN_OR_SKIP(v, NULL);
-    CHECK_EQ(req(v, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", resp, sizeof resp), 200);
+    CHECK_EQ(req(v, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", resp, sizeof resp), 200);
     CHECK(strstr(resp, "<title>onigpu live view</title>") != NULL);
-    CHECK_EQ(req(v, "GET /uPlot.iife.min.js HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", resp, sizeof resp),
+    CHECK_EQ(req(v, "GET /uPlot.iife.min.js HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", resp, sizeof resp),
              200);
     CHECK(strstr(resp, "text/javascript") != NULL);
-    CHECK_EQ(req(v, "GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", resp, sizeof resp),
+    CHECK_EQ(req(v, "GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", resp, sizeof resp),
              404);
-    CHECK_EQ(req(v, "GET /view.js.bak HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", resp, sizeof resp), 404);
-    CHECK_EQ(req(v, "DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", resp, sizeof resp), 405);
-    CHECK_EQ(req(v, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc", resp,
+    CHECK_EQ(req(v, "GET /view.js.bak HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", resp, sizeof resp), 404);
+    CHECK_EQ(req(v, "DELETE / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", resp, sizeof resp), 405);
+    CHECK_EQ(req(v, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc", resp,
                  sizeof resp), 400);
     /* no request line libmicrohttpd can parse: it answers 4xx or closes */
     int st = req(v, "NONSENSE\r\n\r\n", resp, sizeof resp);
     CHECK(st == -1 || st / 100 == 4);
+    /* another site's name for this machine (DNS rebinding): refused; loopback's names taken */
+    CHECK_EQ(req(v, "GET / HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n", resp, sizeof resp), 403);
+    CHECK(strstr(resp, "Host header") != NULL);
+    CHECK_EQ(req(v, "GET /events HTTP/1.1\r\nHost: 127.0.0.1.evil.example\r\nConnection: close\r\n\r\n", resp,
+                 sizeof resp), 403);
+    CHECK_EQ(req(v, "GET / HTTP/1.1\r\nHost: localhost:9000\r\nConnection: close\r\n\r\n", resp, sizeof resp), 200);
+    CHECK_EQ(req(v, "GET / HTTP/1.1\r\nHost: [::1]:9000\r\nConnection: close\r\n\r\n", resp, sizeof resp), 200);
     /* read-only: no control at all */
-    CHECK_EQ(req(v, "POST /control HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\nk=5", resp,
+    CHECK_EQ(req(v, "POST /control HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 3\r\n\r\nk=5", resp,
                  sizeof resp), 403);
     CHECK(strstr(resp, "read-only") != NULL);
     view_close(v, 0);
@@ -222,7 +229,7 @@ static int control(struct view *v, const char *token, const char *body)
 {
     char text[2048];
     int n = snprintf(text, sizeof text,
-                     "POST /control HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s%s%sContent-Length: %zu\r\n\r\n%s",
+                     "POST /control HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s%sContent-Length: %zu\r\n\r\n%s",
                      token ? "X-Onigpu-Token: " : "", token ? token : "", token ? "\r\n" : "", strlen(body), body);
     return view_http("127.0.0.1", view_port(v), text, (size_t)n, resp, sizeof resp, 3000);
 }
@@ -333,7 +340,7 @@ TEST(tick_holds_the_taps_data)
     usleep(150000);
     view_end(v, &res, NULL);
     /* the stream is over: a new client gets the hello and every event still queued */
-    int st = req(v, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp);
+    int st = req(v, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", resp, sizeof resp);
     CHECK_EQ(st, 200);
     CHECK(strstr(resp, "event: hello") != NULL);
     CHECK(strstr(resp, "\"backend\":\"cpu\"") != NULL);
@@ -382,7 +389,7 @@ TEST(traces_raw_and_filtered)
     free(blk);
     usleep(150000);
     view_end(v, &res, NULL);
-    int st = req(v, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp);
+    int st = req(v, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", resp, sizeof resp);
     CHECK_EQ(st, 200);
     /* the last point of channel 0: [0,lo,hi,flo,fhi] */
     const char *last = NULL;
@@ -455,7 +462,7 @@ TEST(too_many_streams_get_503)
     while (view_clients(v) < VIEW_MAX_CLIENTS && oni_ms_left(until))
         usleep(10000);
     CHECK_EQ(view_clients(v), VIEW_MAX_CLIENTS);
-    CHECK_EQ(req(v, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp), 503);
+    CHECK_EQ(req(v, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", resp, sizeof resp), 503);
     view_close(v, 0);
     for (int i = 0; i < VIEW_MAX_CLIENTS; i++)
         view_reader_join(&r[i]);

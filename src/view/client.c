@@ -108,8 +108,10 @@ static void *reader_main(void *arg)
 {
     struct view_reader *r = arg;
     int fd = dial(r->host, r->port);
-    static const char req[] = "GET /events HTTP/1.1\r\nHost: view\r\nAccept: text/event-stream\r\n\r\n";
-    if (fd < 0 || send_all(fd, req, sizeof req - 1)) {
+    char req[160];
+    int n = snprintf(req, sizeof req, "GET /events HTTP/1.1\r\nHost: %s:%u\r\nAccept: text/event-stream\r\n\r\n",
+                     r->host, r->port);
+    if (fd < 0 || send_all(fd, req, (size_t)n)) {
         if (fd >= 0)
             close(fd);
         return NULL;
