@@ -1,10 +1,12 @@
 /* control.c - the view's parsers of what users and pages send (view.h):
  * the body of POST /control ("k=4.5&channels=1,2,3": known keys once each,
- * plain decimal numbers, nothing else) and the --view address. */
+ * plain decimal numbers, nothing else), the --view address and a request's
+ * Host header. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include "onidefs.h"
 #include "view/view.h"
@@ -129,4 +131,24 @@ int view_parse_addr(const char *s, struct view_config *c, char *why, size_t cap)
     }
     c->port = (uint16_t)p;
     return 0;
+}
+
+/* A request's Host names this server: on a server bound to one address,
+ * that address, or loopback's names (an SSH tunnel's "localhost:PORT");
+ * bound to every address (0.0.0.0), any. A page of another site whose name
+ * was made to resolve to this machine (DNS rebinding) is refused so: the
+ * browser sends that site's name. No Host (HTTP/1.0): taken. */
+int view_host_ok(const char *bound, const char *host)
+{
+    if (!host || !strcmp(bound, "0.0.0.0"))
+        return 1;
+    size_t n = strlen(host);
+    const char *colon = strrchr(host, ':');
+    if (colon && !strchr(colon, ']')) /* a port after the name (not inside an IPv6 literal) */
+        n = (size_t)(colon - host);
+    static const char *const loop[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++)
+        if (strlen(loop[i]) == n && !strncasecmp(host, loop[i], n))
+            return 1;
+    return strlen(bound) == n && !strncmp(host, bound, n);
 }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include "onidefs.h"
 #include "view/view_int.h"
 
@@ -219,26 +218,6 @@ static enum MHD_Result control(struct view *v, struct MHD_Connection *c, const s
     return reply(c, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, MHD_RESPMEM_PERSISTENT);
 }
 
-/* A request's Host names this server: on a server bound to one address,
- * that address, or loopback's names (an SSH tunnel's "localhost:PORT");
- * bound to every address (0.0.0.0), any. A page of another site whose name
- * was made to resolve to this machine (DNS rebinding) is refused so: the
- * browser sends that site's name. No Host (HTTP/1.0): taken. */
-static int host_ok(const struct view *v, const char *host)
-{
-    if (!host || !strcmp(v->cfg.host, "0.0.0.0"))
-        return 1;
-    size_t n = strlen(host);
-    const char *colon = strrchr(host, ':');
-    if (colon && !strchr(colon, ']')) /* a port after the name (not inside an IPv6 literal) */
-        n = (size_t)(colon - host);
-    static const char *const loop[] = {"localhost", "127.0.0.1", "[::1]"};
-    for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++)
-        if (strlen(loop[i]) == n && !strncasecmp(host, loop[i], n))
-            return 1;
-    return strlen(v->cfg.host) == n && !strncmp(host, v->cfg.host, n);
-}
-
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -254,7 +233,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     }
     struct req *rq = *con_cls;
-    if (!host_ok(v, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"))) {
+    if (!view_host_ok(v->cfg.host, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"))) {
         *upload_size = 0;
         return error(c, MHD_HTTP_FORBIDDEN, "the Host header names no address of this server");
     }

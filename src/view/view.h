@@ -63,6 +63,11 @@ void view_end(struct view *v, const struct loop_run_result *r, const char *resul
  * linger_ms) and free v (NULL ok). */
 void view_close(struct view *v, uint32_t linger_ms);
 
+/* 1 when a request's Host header (NULL: none) names the server bound to
+ * the dotted address bound: loopback's names or bound itself, any port;
+ * bound "0.0.0.0": any. 0 otherwise (another site's name: DNS rebinding). */
+int view_host_ok(const char *bound, const char *host);
+
 /* A change asked by the page (POST /control, body "k=4.5" and/or
  * "channels=1,2,3", '&' between): threshold and trace channels. */
 struct view_control {

@@ -1,12 +1,14 @@
 /* fuzz_view.c - the live view's own parsers (src/view/control.c): the body
- * of POST /control and the --view address.
- * The first byte picks the parser; the rest is its input. A body that
- * parses must name known values only: a threshold of VIEW_K_MIN..MAX,
- * 1..VIEW_TRACES distinct channels below VIEW_MAXCHAN. (HTTP itself is
- * libmicrohttpd's.) */
+ * of POST /control, the --view address and a request's Host header.
+ * The first byte mod 3 picks the parser (0 body, 1 address, 2 Host); the
+ * rest is its input. A body that parses must name known values only: a
+ * threshold of VIEW_K_MIN..MAX, 1..VIEW_TRACES distinct channels below
+ * VIEW_MAXCHAN; a Host taken must name loopback or the bound address. (HTTP
+ * itself is libmicrohttpd's.) */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "../../src/view/control.c"
 #include "../../src/view/view.h"
 
@@ -28,12 +30,35 @@ static void addr(const uint8_t *data, size_t size)
     }
 }
 
+/* A Host taken names loopback or the bound address before its port. */
+static void host(const uint8_t *data, size_t size)
+{
+    char s[128];
+    size_t n = size < sizeof s - 1 ? size : sizeof s - 1;
+    memcpy(s, data, n);
+    s[n] = 0;
+    if (!view_host_ok("10.1.2.3", s))
+        return;
+    static const char *const ok[] = {"localhost", "127.0.0.1", "[::1]", "10.1.2.3"};
+    int named = 0;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        size_t k = strlen(ok[i]);
+        named |= !strncasecmp(s, ok[i], k) && (s[k] == 0 || s[k] == ':');
+    }
+    if (!named)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!size)
         return 0;
-    if (data[0] & 1) {
+    if (data[0] % 3 == 1) {
         addr(data + 1, size - 1);
+        return 0;
+    }
+    if (data[0] % 3 == 2) {
+        host(data + 1, size - 1);
         return 0;
     }
     struct view_control c;

@@ -16,8 +16,8 @@ frame made and sent, registers, RUNNING on and off, RESET, every option
 got, a write cut short and its rest sent first, and the context destroyed
 while frames are alive.
 
-fuzz_view: POST /control bodies (first byte even) and --view addresses
-(first byte odd), good and refused ones."""
+fuzz_view: POST /control bodies (first byte 0), --view addresses (1) and
+Host headers (2), good and refused ones."""
 import os
 import struct
 
@@ -129,6 +129,9 @@ view_seeds = {
     "addr_host": b"\x010.0.0.0:0",
     "addr_localhost": b"\x01localhost:9",
     "addr_bad": b"\x01myhost:80",
+    "host_tunnel": b"\x02localhost:9000",
+    "host_bound": b"\x0210.1.2.3:8080",
+    "host_rebound": b"\x02evil.example:80",
 }
 for name, data in view_seeds.items():
     open("fuzz_view/" + name, "wb").write(data)
