@@ -266,6 +266,39 @@ TEST(detector_finds_synthetic_spikes)
     CHECK(sc.precision >= 0.28);
 }
 
+/* A new k after calibration rescales the thresholds already set (the
+ * live view changes it while the loop runs): double k, double thresholds;
+ * channels not yet calibrated stay 0. */
+TEST(new_k_after_calibration_moves_the_thresholds)
+{
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    struct loop_synth *sy = calloc(1, sizeof *sy);
+    struct loop_ephys_state *st = calloc(1, sizeof *st);
+    struct loop_ephys_out *out = calloc(1, sizeof *out);
+    REQUIRE(sy && st && out);
+    loop_synth_init(sy, 1, 40.0, 7);
+    uint8_t *blk = malloc(32u * sy->lay.stride);
+    REQUIRE(blk);
+    CHECK_RC(loop_ephys_init(st, &p, &sy->lay), ONI_ESUCCESS);
+    for (uint32_t n = 0; n < st->calib + 64; n += 32) {
+        loop_synth_block(sy, blk, 32);
+        loop_ephys_cpu(st, blk, 32, out);
+    }
+    float before[LOOP_EPHYS_MAXCHAN];
+    memcpy(before, st->thr, sizeof before);
+    REQUIRE(before[0] > 0.0f && before[0] < 1e30f);
+    CHECK_RC(loop_ephys_set_detect(st, 2 * p.k, p.refractory_s, p.calib_s, p.fs_hz), ONI_ESUCCESS);
+    int off = 0;
+    for (uint32_t c = 0; c < sy->lay.nchan; c++)
+        off += fabsf(st->thr[c] - 2.0f * before[c]) > 1e-5f * before[c];
+    CHECK_EQ(off, 0);
+    free(sy);
+    free(st);
+    free(out);
+    free(blk);
+}
+
 TEST(refractory_period_holds)
 {
     struct loop_ephys_params p;

@@ -142,7 +142,13 @@ int loop_ephys_set_detect(struct loop_ephys_state *st, double k, double refracto
     st->calib = (uint32_t)llround(calib_s * fs_hz);
     if (st->calib < 100)
         st->calib = 100; /* a median needs samples */
-    st->k = (float)(k / 0.6745);
+    float nk = (float)(k / 0.6745);
+    /* thresholds calibrated already (median x k) follow a new k: a change
+     * while running (the live view's) takes effect at once */
+    for (uint32_t c = 0; st->k > 0.0f && nk != st->k && c < LOOP_EPHYS_MAXCHAN; c++)
+        if (st->thr[c] > 0.0f && st->thr[c] < FLT_MAX)
+            st->thr[c] = st->thr[c] / st->k * nk;
+    st->k = nk;
     return 0;
 }
 

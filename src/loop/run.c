@@ -164,6 +164,8 @@ static uint64_t tap_dropped(void *ctx)
     return s->inner.dropped(s->inner.ctx);
 }
 
+static double ticks_us(const struct session *s, double ticks);
+
 /* A default-stream frame: a DigitalIO input frame [u64 hub clock][u8 pins]
  * ... whose pins name a stimulation is its echo (rig.h); the probe's own
  * frames are dropped; anything else is counted as other. The frame is
@@ -197,6 +199,8 @@ static void on_frame(void *arg, oni_frame_t *f)
         s->echo_hub[i] = hub;
         s->echo_host[i] = host;
         atomic_store(&s->nlat, i + 1);
+        if (s->cfg->tap && s->cfg->tap->echo)
+            s->cfg->tap->echo(s->cfg->tap->arg, (uint64_t)n, ticks_us(s, (double)s->lat[i]));
     } else {
         atomic_fetch_add(&s->lat_unkept, 1);
     }
@@ -529,6 +533,7 @@ static void progress(struct session *s, double t, uint64_t *last_blocks, double 
     *last_blocks = ls.blocks;
     *last_t = t;
     p.stims = atomic_load(&s->stims);
+    p.stalls = ls.stalls;
     struct loop_run_latency lat;
     lat_summary(s, s->lat, atomic_load(&s->nlat), NULL, 0, &lat);
     p.have_lat = lat.n > 0;
@@ -585,6 +590,8 @@ static int acquire(struct session *s, int *loop_rc)
         oni_set_opt(s->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
         return fail(s, ONI_EBADALLOC, "starting the loop");
     }
+    if (cfg->tap && cfg->tap->loop)
+        cfg->tap->loop(cfg->tap->arg, s->lp);
     uint64_t last_blocks = 0;
     double last_t = 0;
     for (int sec = 1; sec <= (int)ceil(cfg->seconds) && !loop_error(s->lp) && !stop_asked(s); sec++) {
@@ -608,6 +615,8 @@ static int acquire(struct session *s, int *loop_rc)
     res->dropped = res->stats_rc ? 0 : ss.dropped_frames[0] + ss.dropped_frames[1];
     loop_stop(s->lp);
     pthread_join(lth, NULL);
+    if (cfg->tap && cfg->tap->loop)
+        cfg->tap->loop(cfg->tap->arg, NULL);
     /* The last echoes: on the default stream the loop's reads took them,
      * now the echo reader does. */
     if (!s->echo_started && pthread_create(&s->echo, NULL, echo_main, s) == 0)

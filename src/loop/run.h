@@ -68,6 +68,13 @@ struct loop_run_tap {
      * pins written for it at host_ns (pins 0: no stimulation); on the
      * sending thread. */
     void (*detect)(void *arg, const struct loop_ephys_out *o, uint32_t pins, uint64_t host_ns);
+    /* A stimulation's echo: its tag and its latency (us, as res->lat_us);
+     * on the thread that read the echo. */
+    void (*echo)(void *arg, uint64_t tag, double lat_us);
+    /* The loop, once its thread started, and NULL once it
+     * stopped (before it is destroyed): loop_stage_reconfigure may be called
+     * on it from another thread in between. On the run's own thread. */
+    void (*loop)(void *arg, struct loop *lp);
 };
 
 struct loop_run_progress {
@@ -79,6 +86,7 @@ struct loop_run_progress {
     int ss_rc;          /* 0, or the error reading the card's statistics (the rest unknown) */
     double fifo_pct, behind_ms;
     uint64_t dropped;
+    uint64_t stalls;    /* stalled reads so far (loop_stats.stalls) */
 };
 
 struct loop_run_config {

@@ -60,7 +60,8 @@ void rec_loop_tap_init(struct rec_loop_tap *t, const struct rec_config *c)
     memset(t, 0, sizeof *t);
     t->cfg = *c;
     t->cfg.stim_stream = t->cfg.spike_stream = 1;
-    t->tap = (struct loop_run_tap){t, tap_open, tap_block, tap_frame, tap_detect};
+    t->tap = (struct loop_run_tap){.arg = t, .open = tap_open, .block = tap_block, .frame = tap_frame,
+                                   .detect = tap_detect};
 }
 
 int rec_loop_tap_close(struct rec_loop_tap *t, struct rec_stats *st)

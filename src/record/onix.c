@@ -91,8 +91,7 @@ static int np2e_streams(struct rec_w *w, struct rec_dev *d)
             struct rec_chan *c = &w->st[s].chan[ch];
             snprintf(c->name, sizeof c->name, "CH%u", ch + 1);
             c->bit_volts = 0.195;
-            c->x_um = (float)(ch % 2) * 32.0f;
-            c->y_um = (float)(ch / 2) * 15.0f;
+            rec_np2e_site(ch, &c->x_um, &c->y_um);
         }
         d->stream[p] = s;
     }
@@ -195,6 +194,12 @@ static int dio_events(struct rec_w *w, struct rec_dev *d, uint64_t clk, uint32_t
             w->ev[d->ev].n++;
         }
     return rc;
+}
+
+void rec_np2e_site(uint32_t ch, float *x_um, float *y_um)
+{
+    *x_um = (float)(ch % 2) * 32.0f;
+    *y_um = (float)(ch / 2) * 15.0f;
 }
 
 /* Payload offset of each NP2.0e channel's sample, once (superframe.h). */

@@ -46,6 +46,11 @@ struct rec_config {
 
 struct rec;
 
+/* Where NP2.0e channel ch (0..383) sits on the probe, in um (the default
+ * electrode selection, onix.c): what recordings write and the live view
+ * draws. */
+void rec_np2e_site(uint32_t ch, float *x_um, float *y_um);
+
 /* The format named s ("openephys", "nwb"), or -1. */
 int rec_format_of(const char *s);
 /* The name of format f. */

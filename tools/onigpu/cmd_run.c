@@ -13,12 +13,14 @@
 #include "record.h"
 #include "run_print.h"
 #include "run_report.h"
+#include "view.h"
 
 static int run(int argc, char **argv);
 
 CLI_COMMAND(run, "run",
             "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]\n"
-            "          [--stage NAME|FILE[:OPTIONS]]... [--record DIR [--format openephys|nwb]]",
+            "          [--stage NAME|FILE[:OPTIONS]]... [--record DIR [--format openephys|nwb]]\n"
+            "          [--view [HOST:]PORT [--view-token FILE]]",
             "closed loop on the emulated card: NP2.0e -> spike detection -> digital outputs; latency and accuracy",
             NULL, run)
 
@@ -27,6 +29,7 @@ struct opts {
     struct loop_stage_spec stages[LOOP_MAXCHAIN];
     struct loop_run_config c;
     struct rec_cli rec; /* --record DIR, --format (record.h) */
+    struct view_cli view; /* --view, --view-token (view.h) */
 };
 
 /* --stage NAME|FILE[:OPTIONS]: loaded and checked now (its options when the loop is made). */
@@ -53,8 +56,10 @@ static int parse(int argc, char **argv, struct opts *o)
         int st = rec_cli_arg(cmd, &o->rec, argc, argv, &i);
         if (st > 1)
             return st;
-        if (st)
+        if (st || (st = view_cli_arg(cmd, &o->view, argc, argv, &i)) == 1)
             continue;
+        if (st)
+            return st;
         char opt[64];
         const char *a, *v;
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
@@ -84,17 +89,21 @@ static int parse(int argc, char **argv, struct opts *o)
             return st;
     }
     int st = rec_cli_check(cmd, &o->rec);
+    if (!st)
+        st = view_cli_check(cmd, &o->view);
     return st ? st : cli_check_link(cmd, o->c.link);
 }
 
 static void on_started(void *arg, const struct loop_run_result *r)
 {
-    const struct opts *o = arg;
+    struct opts *o = arg;
+    view_cli_started(&o->view, loop_backend_name(o->c.backend), r);
     run_print_started(o->c.backend, o->c.seconds, r);
 }
 
 static void on_progress(void *arg, const struct loop_run_progress *p)
 {
+    view_cli_progress(&((struct opts *)arg)->view, p);
     run_print_progress(p);
 }
 
@@ -116,6 +125,7 @@ static int session(struct opts *o, const char *truth)
     if (!r.ran) { /* nothing ran: a card that cannot serve the loop */
         if (o->out)
             remove(truth);
+        view_cli_close(&o->view, &r, NULL);
         return rc == ONI_EINVALSTATE ? 2 : 1;
     }
     run_print_summary(o->c.backend, truth, o->out != NULL, &r);
@@ -128,6 +138,7 @@ static int session(struct opts *o, const char *truth)
         else
             printf("  results in %s\n", o->out);
     }
+    view_cli_close(&o->view, &r, o->out);
     loop_run_result_free(&r);
     return rc ? 1 : 0;
 }
@@ -166,6 +177,10 @@ static int run(int argc, char **argv)
         return 1;
     }
     o.c.truth = truth;
+    if (o.view.addr && view_cli_open(&o.view, &o.c)) {
+        remove(truth);
+        return 1;
+    }
     /* before the driver starts any thread: every later one blocks the signals */
     int src = stopsig_start(on_stop, NULL);
     if (src) {
@@ -179,5 +194,6 @@ static int run(int argc, char **argv)
     }
     if (!o.out)
         remove(truth);
+    view_cli_close(&o.view, NULL, NULL);
     return status;
 }

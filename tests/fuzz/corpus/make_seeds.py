@@ -14,7 +14,10 @@ fuzz_api: call sequences in fuzz_api's encoding (an op byte, op % 20, then
 its arguments): init, frames on the data stream read and kept, a write
 frame made and sent, registers, RUNNING on and off, RESET, every option
 got, a write cut short and its rest sent first, and the context destroyed
-while frames are alive."""
+while frames are alive.
+
+fuzz_view: POST /control bodies (first byte 0), --view addresses (1) and
+Host headers (2), good and refused ones."""
 import os
 import struct
 
@@ -116,3 +119,19 @@ net_seeds = {
 }
 for name, data in net_seeds.items():
     open("fuzz_net/" + name, "wb").write(data)
+
+view_seeds = {
+    "control_k": b"\x00k=4.5",
+    "control_both": b"\x00channels=0,17,383&k=6",
+    "control_twice": b"\x00k=4&k=5",
+    "control_unknown": b"\x00colour=red",
+    "addr_port": b"\x018080",
+    "addr_host": b"\x010.0.0.0:0",
+    "addr_localhost": b"\x01localhost:9",
+    "addr_bad": b"\x01myhost:80",
+    "host_tunnel": b"\x02localhost:9000",
+    "host_bound": b"\x0210.1.2.3:8080",
+    "host_rebound": b"\x02evil.example:80",
+}
+for name, data in view_seeds.items():
+    open("fuzz_view/" + name, "wb").write(data)
