@@ -22,7 +22,7 @@
  * (bench_report_discard) where the body measured nothing. A body neither
  * opens nor closes nor prints a set. Followed by `roofline`, `bench emu`,
  * `bench transfer`, `bench loop` and `bench floor`; `bench frames` and
- * `bench daemon` still open (or get) their set their own way. */
+ * `bench remote` still open (or get) their set their own way. */
 #ifndef BENCH_H
 #define BENCH_H
 

@@ -4,9 +4,11 @@
  * register round trip, a 4 KiB GPU-stream block (ONI_DRV_READ into host
  * memory, and into GPU memory with --gpu) and 16 MiB blocks (bandwidth),
  * beside ucx_perftest's ucp_am_lat (8 B and 4 KiB) and ucp_am_bw (16 MiB)
- * on the same transport, and the in-process card as the baseline. The
- * server runs on a thread of this process, on the loopback; ucx_perftest
- * runs as two processes (its server and client) with the same UCX_TLS. */
+ * on the same transport, and the in-process card as the baseline; then the
+ * default stream through oni_read_frame: throughput in emulated time, and a
+ * real-time card of three 30 kHz headstage chips kept up with. The server
+ * runs on a thread of this process, on the loopback; ucx_perftest runs as
+ * two processes (its server and client) with the same UCX_TLS. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -31,6 +33,11 @@
 static int remote_bench(int argc, char **argv);
 /* Card: the test core on the GPU stream, emulated time, no link model. */
 #define CARD "devices=testcore:route=1;mode=fast;link=unlimited;seed=1"
+/* The stream test's card: the test core on the default stream, emulated time. */
+#define STREAM_CARD "devices=testcore;mode=fast;link=unlimited;seed=1"
+/* The real-time test's card: three 64-channel headstage chips, 90 000 frames/s. */
+#define RT_CARD "devices=rhd2164,rhd2164,rhd2164"
+#define RT_FPS 90000
 #define BIG (16u << 20)
 #define SMALL 4096u
 static const char options[] =
@@ -39,10 +46,14 @@ static const char options[] =
     "  --reads N        4 KiB blocks per transport (default 2000)\n"
     "  --big N          16 MiB blocks per transport (default 20)\n"
     "  --gpu            4 KiB blocks into GPU memory too (staged through host memory: Debian's UCX has no CUDA)\n"
+    "  --seconds T      time of the stream test and of each real-time test (default 1)\n"
+    "  --stream-block B BLOCKREADSIZE of the stream test and of the second real-time test (default 64K)\n"
     "  --perftest P     ucx_perftest to run (default: ucx_perftest on PATH)\n"
     "  --out DIR        result directory (default docs/results)\n"
-    "card: " CARD "\n";
-CLI_COMMAND(bench_remote, "bench remote", "[--tls LIST] [--regs N] [--reads N] [--big N] [--gpu] [--perftest P] [--out DIR]",
+    "cards: " CARD "; stream: " STREAM_CARD "; real time: " RT_CARD "\n";
+CLI_COMMAND(bench_remote, "bench remote",
+            "[--tls LIST] [--regs N] [--reads N] [--big N] [--gpu] [--seconds T] [--stream-block B] [--perftest P] "
+            "[--out DIR]",
             "remote card over UCX vs ucx_perftest on the same transport, and the in-process card", options,
             remote_bench)
 
@@ -50,17 +61,22 @@ CLI_COMMAND(bench_remote, "bench remote", "[--tls LIST] [--regs N] [--reads N] [
 struct opts {
     unsigned regs, reads, big;
     int gpu;
+    double seconds;
+    uint32_t stream_block;
     const char *tls[MAX_TLS];
     size_t ntls;
     char tls_buf[256];
     const char *perftest, *out;
 };
 
-/* What one card (remote or in-process) gave. */
+/* What one card (remote or in-process) gave; rt_*[k]: the real-time test at
+ * the default BLOCKREADSIZE (k = 0) and at --stream-block (k = 1). */
 struct card_res {
     struct bench_stats call, reg, small, big, gpu;
     int has_gpu;
     char transport[64];
+    double stream_mbps, stream_fps, rt_fps[2];
+    uint64_t rt_left[2];
 };
 
 static int hub_of(oni_ctx ctx, uint32_t *hub)
@@ -163,6 +179,85 @@ static int time_card(oni_ctx ctx, const struct opts *o, int big, struct card_res
     return rc;
 }
 
+/* The card of spec: in this process (addr NULL) or the one served at addr. */
+static oni_ctx open_card(const char *addr, const char *spec)
+{
+    return addr ? cli_open("net", spec, addr, -1) : cli_open("emu", spec, NULL, -1);
+}
+
+/* oni_read_frame of STREAM_CARD for o->seconds at BLOCKREADSIZE
+ * o->stream_block: payload MB/s and frames/s. */
+static int time_stream(const char *addr, const struct opts *o, struct card_res *r)
+{
+    oni_ctx ctx = open_card(addr, STREAM_CARD);
+    if (!ctx)
+        return ONI_EINIT;
+    oni_reg_val_t run = 1;
+    int rc = oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &o->stream_block, sizeof o->stream_block);
+    if (!rc)
+        rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
+    uint64_t bytes = 0, frames = 0, t0 = oni_now_ns(), end = t0 + (uint64_t)(o->seconds * 1e9), now = t0;
+    while (!rc && (now = oni_now_ns()) < end && !bench_stopped()) {
+        for (int k = 0; k < 256 && !rc; k++) {
+            oni_frame_t *f;
+            rc = oni_read_frame(ctx, &f);
+            if (rc > 0) {
+                bytes += f->data_sz;
+                frames++;
+                oni_destroy_frame(f);
+                rc = 0;
+            }
+        }
+    }
+    oni_destroy_ctx(ctx);
+    double ns = now > t0 ? (double)(now - t0) : 1;
+    r->stream_mbps = bench_mb_per_s((double)bytes, ns);
+    r->stream_fps = frames / (ns / 1e9);
+    return rc;
+}
+
+/* RT_CARD in real time for o->seconds at BLOCKREADSIZE block (0: the
+ * default, one frame per refill): frames/s read, and what was left in the
+ * card's FIFO at the end (ONI_DRV_STREAM_STATS). */
+static int time_realtime(const char *addr, const struct opts *o, uint32_t block, double *fps, uint64_t *left)
+{
+    oni_ctx ctx = open_card(addr, RT_CARD);
+    if (!ctx)
+        return ONI_EINIT;
+    oni_reg_val_t run = 1;
+    int rc = block ? oni_set_opt(ctx, ONI_OPT_BLOCKREADSIZE, &block, sizeof block) : 0;
+    if (!rc)
+        rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
+    uint64_t frames = 0, t0 = oni_now_ns(), end = t0 + (uint64_t)(o->seconds * 1e9), now = t0;
+    while (!rc && (now = oni_now_ns()) < end && !bench_stopped()) {
+        oni_frame_t *f;
+        rc = oni_read_frame(ctx, &f);
+        if (rc > 0) {
+            frames++;
+            oni_destroy_frame(f);
+            rc = 0;
+        }
+    }
+    onigpu_stream_stats_t st;
+    size_t sz = sizeof st;
+    if (!rc)
+        rc = oni_get_driver_opt(ctx, ONI_DRV_STREAM_STATS, &st, &sz);
+    oni_destroy_ctx(ctx);
+    *fps = now > t0 ? frames / ((now - t0) / 1e9) : 0;
+    *left = rc ? 0 : st.fifo_bytes[0];
+    return rc;
+}
+
+/* The default stream's tests of the card at addr (NULL: in this process). */
+static int time_streams(const char *addr, const struct opts *o, struct card_res *r)
+{
+    int rc = time_stream(addr, o, r);
+    uint32_t block[2] = {0, o->stream_block};
+    for (int k = 0; k < 2 && !rc; k++)
+        rc = time_realtime(addr, o, block[k], &r->rt_fps[k], &r->rt_left[k]);
+    return rc;
+}
+
 /* The remote card served on the loopback under UCX_TLS tls (NULL: UCX's choice). */
 static int time_remote(const struct opts *o, const char *tls, struct card_res *r)
 {
@@ -190,6 +285,8 @@ static int time_remote(const struct opts *o, const char *tls, struct card_res *r
         rc = time_card(ctx, o, 1, r);
     if (ctx)
         oni_destroy_ctx(ctx);
+    if (!rc) /* each a session of its own on the same server */
+        rc = time_streams(netserve_addr(s), o, r);
     netserve_close(s);
     return rc;
 }
@@ -337,14 +434,51 @@ static void floor_row(struct bench_report *r, const char *tls, const char *op, l
         printf("%-8s perftest   %-10s %9lld  did not run\n", tls, op, size);
 }
 
+/* The default stream's rows of one card: tables "stream" and "realtime". */
+static void stream_rows(struct bench_report *r, const struct opts *o, const char *tls, const char *who,
+                        const struct card_res *c, const struct card_res *base)
+{
+    bench_cell_str(r, "tls", tls);
+    bench_cell_str(r, "who", who);
+    bench_cell_int(r, "block_read_size", o->stream_block);
+    bench_cell_num(r, "mb_per_s", c->stream_mbps);
+    bench_cell_num(r, "frames_per_s", c->stream_fps);
+    if (base)
+        bench_cell_num(r, "vs_in_process", c->stream_mbps / base->stream_mbps);
+    bench_report_row(r, "stream");
+    printf("%-8s %-10s stream (BLOCKREADSIZE %u): %.1f MB/s payload, %.0f frames/s", tls, who, o->stream_block,
+           c->stream_mbps, c->stream_fps);
+    if (base)
+        printf("  x%.2f in-process", c->stream_mbps / base->stream_mbps);
+    printf("\n");
+    uint32_t block[2] = {0, o->stream_block};
+    for (int k = 0; k < 2; k++) {
+        bench_cell_str(r, "tls", tls);
+        bench_cell_str(r, "who", who);
+        bench_cell_str(r, "card", RT_CARD);
+        bench_cell_int(r, "block_read_size", block[k]); /* 0: the default, the largest frame */
+        bench_cell_num(r, "frames_per_s", c->rt_fps[k]);
+        bench_cell_num(r, "nominal_frames_per_s", RT_FPS);
+        bench_cell_int(r, "fifo_bytes_left", (long long)c->rt_left[k]);
+        bench_report_row(r, "realtime");
+        char bs[16] = "default";
+        if (block[k])
+            snprintf(bs, sizeof bs, "%u", block[k]);
+        printf("%-8s %-10s real time " RT_CARD ", BLOCKREADSIZE %s: %.0f of %d frames/s, %llu bytes left in the "
+               "FIFO\n", tls, who, bs, c->rt_fps[k], RT_FPS, (unsigned long long)c->rt_left[k]);
+    }
+}
+
 static int run_all(const struct opts *o, struct bench_report *r)
 {
-    struct card_res base;
+    struct card_res base, streams[MAX_TLS];
     oni_ctx ctx = cli_open("emu", CARD, NULL, -1);
     if (!ctx)
         return 1;
     int rc = time_card(ctx, o, 1, &base);
     oni_destroy_ctx(ctx);
+    if (!rc)
+        rc = time_streams(NULL, o, &base);
     if (rc)
         return cli_fail("in-process card", rc);
     printf("%-8s %-10s %-10s %9s %10s %10s %10s %10s\n", "tls", "who", "op", "bytes", "p50 ns", "p99 ns", "p99.9 ns",
@@ -379,7 +513,11 @@ static int run_all(const struct opts *o, struct bench_report *r)
         row(r, o->tls[i], "remote", "gpu_read", BIG, &rem.big, p3 ? 0 : BIG / (bw * 1048576.0) * 1e9, base.big.p50);
         if (rem.has_gpu)
             row(r, o->tls[i], "remote", "to_gpu", SMALL, &rem.gpu, 0, base.has_gpu ? base.gpu.p50 : 0);
+        streams[i] = rem;
     }
+    stream_rows(r, o, "-", "in-process", &base, NULL);
+    for (size_t i = 0; i < o->ntls; i++)
+        stream_rows(r, o, o->tls[i], "remote", &streams[i], &base);
     return 0;
 }
 
@@ -400,6 +538,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 *count = (unsigned)x;
         } else if (!strcmp(a, "--gpu")) {
             o->gpu = 1;
+        } else if (!strcmp(a, "--seconds")) {
+            st = cli_arg_seconds(cmd, a, v, 0, 1, 3600, &o->seconds);
+        } else if (!strcmp(a, "--stream-block")) {
+            if (!(st = cli_arg_size(cmd, a, v, 4, 16u << 20, 4, &x)))
+                o->stream_block = (uint32_t)x;
         } else if (!strcmp(a, "--tls")) {
             const char *list;
             if (!(st = cli_arg_text(cmd, a, v, "transports: UCX_TLS values or 'default', comma-separated", &list))) {
@@ -428,7 +571,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 static int remote_bench(int argc, char **argv)
 {
     struct opts o = {.regs = 2000, .reads = 2000, .big = 20, .tls = {"default", "tcp"}, .ntls = 2,
-                     .perftest = "ucx_perftest", .out = "docs/results"};
+                     .seconds = 1, .stream_block = 65536, .perftest = "ucx_perftest", .out = "docs/results"};
     int st = parse_args(argc, argv, &o);
     if (st)
         return st;
@@ -445,6 +588,8 @@ static int remote_bench(int argc, char **argv)
     int rc = r ? 0 : cli_fail(o.out, err);
     if (r) {
         bench_report_meta(r, "card_spec", CARD);
+        bench_report_meta(r, "stream_card_spec", STREAM_CARD);
+        bench_report_meta(r, "realtime_card_spec", RT_CARD);
         const char *spin = getenv("ONIGPU_NET_SPIN_US");
         bench_report_meta(r, "ONIGPU_NET_SPIN_US", spin && *spin ? spin : "100 (the default)");
         bench_report_meta(r, "method",
@@ -454,7 +599,10 @@ static int remote_bench(int argc, char **argv)
                           "(staged through host memory by the net driver). Remote: the net driver to onigpu serve's "
                           "server on a thread of this process on 127.0.0.1, per UCX_TLS. Floor: ucx_perftest "
                           "ucp_am_lat (8 B, 4 KiB; round trip = 2 x its p50) and ucp_am_bw (16 MiB), two processes, "
-                          "same UCX_TLS, in the same run. Ratios: p50 / floor, p50 / in-process p50");
+                          "same UCX_TLS, in the same run. Ratios: p50 / floor, p50 / in-process p50. Stream: "
+                          "oni_read_frame + oni_destroy_frame of " STREAM_CARD " for --seconds at --stream-block; "
+                          "realtime: " RT_CARD " in real time for --seconds at the default BLOCKREADSIZE and at "
+                          "--stream-block, frames/s read and the FIFO's bytes left (each a session of its own)");
         rc = run_all(&o, r);
         const char *json = bench_report_path(r, ".json");
         char where[1024];
@@ -463,7 +611,7 @@ static int remote_bench(int argc, char **argv)
         if (!rc && wrc)
             rc = cli_fail("writing results", wrc);
         else if (!rc)
-            printf("results: %s (and .csv, -perftest.csv, -transport.csv)\n", where);
+            printf("results: %s (and .csv, -perftest.csv, -transport.csv, -stream.csv, -realtime.csv)\n", where);
     }
     bench_cli_signals_end("bench remote");
     return rc;
