@@ -18,6 +18,7 @@
 #include "oni/util/clock.h"
 #include "oni/util/wire.h"
 #include "proc.h"
+#include "signals.h"
 #include "unit.h"
 
 /* Emulated time and one seed: the card's frames are the same wherever it runs. */
@@ -62,6 +63,27 @@ static int serve_stop(struct served *sv, int sig, int ms)
         fclose(sv->out);
     sv->out = NULL;
     return st;
+}
+
+/* Stop pid (SIGSTOP) and wait until the kernel has stopped it (state T in
+ * /proc/PID/stat): a signal is delivered when its process next runs. 0 once
+ * stopped, -1 if it did not stop within 5 s. */
+static int stop_process(pid_t pid)
+{
+    kill(pid, SIGSTOP);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 500; i++) {
+        FILE *f = fopen(path, "r");
+        char state = 0;
+        int ok = f && fscanf(f, "%*d (%*[^)]) %c", &state) == 1;
+        if (f)
+            fclose(f);
+        if (ok && (state == 'T' || state == 't'))
+            return 0;
+        usleep(10000);
+    }
+    return -1;
 }
 
 #define NEED_SERVER(sv)                                                                \
@@ -410,7 +432,7 @@ TEST(net_emu_stopped_server_times_out)
         size_t n = 0;
         oni_device_t *t = device_table(ctx, &n);
         REQUIRE(t);
-        kill(sv.p.pid, SIGSTOP);
+        CHECK(stop_process(sv.p.pid) == 0);
         oni_reg_val_t v;
         uint64_t t0 = oni_now_ns();
         rc = oni_read_reg(ctx, t[0].idx, 0, &v);
@@ -502,7 +524,9 @@ TEST(net_emu_killed_server_ends_a_waiting_read)
 }
 
 /* SIGTERM and SIGINT stop the server (exit 0) promptly, with a session
- * open or none; the session's client gets ONI_EDISCONNECTED. */
+ * open or none; the session's client gets ONI_EDISCONNECTED. With a session
+ * open (the server's link threads and the card's running) one thread takes
+ * the stop signals: stopsig's, in sigwait. */
 TEST(net_emu_serve_stop_signals)
 {
     static const int sigs[] = {SIGTERM, SIGINT};
@@ -513,6 +537,11 @@ TEST(net_emu_serve_stop_signals)
             int rc = 0;
             oni_ctx ctx = with_client ? card_open(sv.addr, CARD_SPEC, 1000, &rc) : NULL;
             CHECK_RC(rc, 0);
+            if (ctx) {
+                CHECK(thread_count(sv.p.pid) > 2);
+                CHECK_EQ(threads_taking(sv.p.pid, SIGTERM), 1);
+                CHECK_EQ(threads_taking(sv.p.pid, SIGINT), 1);
+            }
             uint64_t t0 = oni_now_ns();
             int st = serve_stop(&sv, sigs[k], 10000);
             if (proc_exit_code(st) != 0)

@@ -768,7 +768,7 @@ int emu_card_set_truth_file(struct emu_card *c, const char *path)
     FILE *f = NULL;
     if (path) {
         /* A regular file only: opening a FIFO for writing waits for a
-         * reader (the daemon's CTRL thread, for good), and a FIFO or device
+         * reader (for good), and a FIFO or device
          * could block every write of the generator. O_NONBLOCK keeps the
          * open itself from waiting; writes block again, as to any file. */
         int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);

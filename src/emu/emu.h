@@ -1,6 +1,6 @@
 /* emu.h - the emulated ONIX host card. This is the hardware boundary,
- * together with the card's DMA engine (dma.h): the emu driver (in-process)
- * and the onix-emu daemon call only the functions of these two headers;
+ * together with the card's DMA engine (dma.h): the emu driver calls only the
+ * functions of these two headers;
  * nothing above the drivers includes either.
  *
  * The card behaves like the ONIX FPGA core of thesis figures 2.3 and 3.4: a

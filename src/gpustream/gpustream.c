@@ -491,7 +491,7 @@ static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32
         rc = need_staging(g, chunk);
     /* A read waits for the whole block first: a chunk that timed out after
      * earlier chunks left the card would lose them. (A card without
-     * wait_data, such as the emu daemon's, reads its chunks as they come.) */
+     * wait_data reads its chunks as they come.) */
     if (!rc && !write && g->ops->wait_data)
         rc = g->ops->wait_data(g->card, n, oni_ms_left(deadline));
     if (!rc) {

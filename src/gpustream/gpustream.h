@@ -14,10 +14,11 @@
  * operations (the required ones at least), gpustream_create(&ops, card, &g)
  * on first use of a GPU option, gpustream_set_opt/_get_opt for every option
  * for which gpustream_opt is 1, gpustream_destroy before the card goes.
- * The emu driver has two such tables (src/drivers/emu/local.c: the card's
- * DMA engine in this process; daemon.c: the onix-emu daemon's). A driver for
- * a real card maps them onto its scatter-gather engine; a remote driver onto
- * its protocol (import: none; host reads and writes over the wire).
+ * The emu driver's table is the card's DMA engine (src/drivers/emu/emudrv.c).
+ * A driver for a real card maps them onto its scatter-gather engine; a
+ * driver of a card in another process onto its protocol (import, release,
+ * remote: a GPU allocation shared by CUDA IPC and moved by the card's engine
+ * there; no driver does this now, docs/net.md "Not here").
  *
  * Thread-safe: the options may be set and got concurrently with each other
  * and with the driver's other calls (the DMA operations must be too). */

@@ -238,8 +238,8 @@ static int session_open(struct netdrv *d)
         q = (struct netp_call){(uint32_t)c, 0, a.token};
         rc = call_by(d, c, deadline, NETP_ATTACH, &q, NULL, 0, NULL, NULL, 0, NULL);
     }
-    /* The served driver's init uses its timeout (emu's daemon client does):
-     * it gets the one set here before init, as a local driver would. */
+    /* The served driver's init may use its timeout: it gets the one set
+     * here before init, as a local driver would. */
     uint32_t ms = atomic_load(&d->timeout_ms);
     q = (struct netp_call){ONI_OPT_TIMEOUTMS, sizeof ms, 0};
     if (rc >= 0) { /* the served driver's answer does not matter (upstream drivers refuse it), the way does */
