@@ -2,7 +2,8 @@
  * driver and `onigpu serve` over UCX) measured against UCX's own floor in
  * one run: for each UCX transport named, the served emulated card's
  * register round trip, a 4 KiB GPU-stream block (ONI_DRV_READ into host
- * memory, and into GPU memory with --gpu) and 16 MiB blocks (bandwidth),
+ * memory, and into GPU memory with --gpu, staged from the server on a thread
+ * and by CUDA IPC from a server process) and 16 MiB blocks (bandwidth),
  * beside ucx_perftest's ucp_am_lat (8 B and 4 KiB) and ucp_am_bw (16 MiB)
  * on the same transport, and the in-process card as the baseline; then the
  * default stream through oni_read_frame: throughput in emulated time, and a
@@ -45,7 +46,8 @@ static const char options[] =
     "  --regs N         register reads per transport (default 2000)\n"
     "  --reads N        4 KiB blocks per transport (default 2000)\n"
     "  --big N          16 MiB blocks per transport (default 20)\n"
-    "  --gpu            4 KiB blocks into GPU memory too (staged through host memory: Debian's UCX has no CUDA)\n"
+    "  --gpu            4 KiB blocks into GPU memory too: from the server on a thread (staged through host\n"
+    "                   memory: Debian's UCX has no CUDA) and from an onigpu serve process (CUDA IPC)\n"
     "  --seconds T      time of the stream test and of each real-time test (default 1)\n"
     "  --stream-block B BLOCKREADSIZE of the stream test and of the second real-time test (default 64K)\n"
     "  --perftest P     ucx_perftest to run (default: ucx_perftest on PATH)\n"
@@ -72,8 +74,9 @@ struct opts {
 /* What one card (remote or in-process) gave; rt_*[k]: the real-time test at
  * the default BLOCKREADSIZE (k = 0) and at --stream-block (k = 1). */
 struct card_res {
-    struct bench_stats call, reg, small, big, gpu;
-    int has_gpu;
+    struct bench_stats call, reg, small, big, gpu, gpu_proc;
+    int has_gpu, has_gpu_proc;
+    uint32_t ipc_blocks; /* of gpu_proc's: those that went by CUDA IPC */
     char transport[64];
     double stream_mbps, stream_fps, rt_fps[2];
     uint64_t rt_left[2];
@@ -258,6 +261,59 @@ static int time_streams(const char *addr, const struct opts *o, struct card_res 
     return rc;
 }
 
+static pid_t spawn(char *const argv[], const char *tls, int *out);
+
+/* 4 KiB blocks into GPU memory from the card of an `onigpu serve` process
+ * (this executable) on the loopback under UCX_TLS tls: the local server that
+ * shares the GPU, its card's DMA straight into this process's allocation by
+ * CUDA IPC (docs/net.md). Sets r->gpu_proc, r->ipc_blocks. */
+static int time_gpu_process(const struct opts *o, const char *tls, struct card_res *r)
+{
+    char self[4096];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sn <= 0)
+        return ONI_EPATHINVALID;
+    self[sn] = 0;
+    char *argv[] = {self, "serve", "--driver", "emu", "--listen", "127.0.0.1:0", "--sessions", "1", NULL};
+    int fd = -1;
+    pid_t pid = spawn(argv, tls, &fd);
+    if (pid < 0)
+        return ONI_EBADALLOC;
+    FILE *f = fdopen(fd, "r");
+    char line[256] = "", addr[96] = "";
+    const char *at = f && fgets(line, sizeof line, f) ? strstr(line, " on ") : NULL;
+    if (at) {
+        snprintf(addr, sizeof addr, "%s", at + 4);
+        addr[strcspn(addr, "\n")] = 0;
+    }
+    int rc = at ? 0 : ONI_EINIT;
+    oni_ctx ctx = rc ? NULL : cli_open("net", CARD, addr, -1);
+    void *dev = NULL;
+    oni_reg_val_t run = 1;
+    if (!rc && !ctx)
+        rc = ONI_EINIT;
+    if (!rc)
+        rc = oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
+    if (!rc)
+        rc = gpu_alloc(&dev, SMALL);
+    if (!rc)
+        rc = time_blocks(ctx, dev, SMALL, o->reads, &r->gpu_proc);
+    size_t len = sizeof r->ipc_blocks;
+    if (!rc)
+        rc = oni_get_driver_opt(ctx, ONI_DRV_NET_GPU_IPC, &r->ipc_blocks, &len);
+    r->has_gpu_proc = !rc;
+    gpu_free(dev);
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    if (f)
+        fclose(f);
+    else if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* The remote card served on the loopback under UCX_TLS tls (NULL: UCX's choice). */
 static int time_remote(const struct opts *o, const char *tls, struct card_res *r)
 {
@@ -288,6 +344,9 @@ static int time_remote(const struct opts *o, const char *tls, struct card_res *r
     if (!rc) /* each a session of its own on the same server */
         rc = time_streams(netserve_addr(s), o, r);
     netserve_close(s);
+    r->has_gpu_proc = 0;
+    if (!rc && o->gpu && r->has_gpu)
+        rc = time_gpu_process(o, tls, r);
     return rc;
 }
 
@@ -513,6 +572,11 @@ static int run_all(const struct opts *o, struct bench_report *r)
         row(r, o->tls[i], "remote", "gpu_read", BIG, &rem.big, p3 ? 0 : BIG / (bw * 1048576.0) * 1e9, base.big.p50);
         if (rem.has_gpu)
             row(r, o->tls[i], "remote", "to_gpu", SMALL, &rem.gpu, 0, base.has_gpu ? base.gpu.p50 : 0);
+        if (rem.has_gpu_proc) { /* the server a process of its own: CUDA IPC where it works */
+            row(r, o->tls[i], "serve-proc", "to_gpu", SMALL, &rem.gpu_proc, 0, base.has_gpu ? base.gpu.p50 : 0);
+            printf("%-8s serve-proc to_gpu: %u of %u blocks by CUDA IPC\n", o->tls[i], rem.ipc_blocks,
+                   o->reads + o->reads / 10 + 1);
+        }
         streams[i] = rem;
     }
     stream_rows(r, o, "-", "in-process", &base, NULL);
@@ -596,7 +660,8 @@ static int remote_bench(int argc, char **argv)
                           "per call: oni_get_driver_opt(ONI_DRV_RD_SZ) (drv_call: one driver call), oni_read_reg of a "
                           "hub manager register (several driver calls); oni_set_driver_opt(ONI_DRV_READ) of one "
                           "GPU-stream block (4 KiB, 16 MiB) into host memory, with --gpu 4 KiB into GPU memory "
-                          "(staged through host memory by the net driver). Remote: the net driver to onigpu serve's "
+                          "(remote: staged through host memory by the net driver; serve-proc: an onigpu serve "
+                          "process, the card's DMA into it by CUDA IPC). Remote: the net driver to onigpu serve's "
                           "server on a thread of this process on 127.0.0.1, per UCX_TLS. Floor: ucx_perftest "
                           "ucp_am_lat (8 B, 4 KiB; round trip = 2 x its p50) and ucp_am_bw (16 MiB), two processes, "
                           "same UCX_TLS, in the same run. Ratios: p50 / floor, p50 / in-process p50. Stream: "
