@@ -1159,8 +1159,9 @@ static int net_session(const char *addr)
     return rc;
 }
 
-/* `onigpu serve`: bad arguments are usage errors and a driver or address
- * it cannot serve fails, at once; --sessions N exits after N sessions;
+/* `onigpu serve`: bad arguments (and a bad $ONIGPU_EMU for the emulated
+ * card) are usage errors and a driver or address it cannot serve fails, at
+ * once; --sessions N exits after N sessions;
  * without it, sessions follow one another until SIGTERM, which ends it
  * cleanly (exit 0). */
 TEST(serve_sessions_and_exits)
@@ -1173,6 +1174,11 @@ TEST(serve_sessions_and_exits)
     HAS("no driver 'nosuch'");
     CHECK_EQ(RUN_BRIEFLY("serve", "--driver", "test", "--listen", "nohostport"), 1);
     HAS("bad address");
+    setenv("ONIGPU_EMU", "devices=nosuch", 1); /* the emulated card of sessions that name none: checked first */
+    CHECK_EQ(RUN_BRIEFLY("serve", "--listen", "127.0.0.1:0"), 2);
+    unsetenv("ONIGPU_EMU");
+    HAS("onigpu serve: $ONIGPU_EMU \"devices=nosuch\": not a card spec (oniemu.h)");
+    HAS("unknown device 'nosuch'");
 
     int fd;
     char addr[96];
