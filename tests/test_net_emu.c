@@ -246,7 +246,9 @@ out:
 }
 
 /* Blocks of the GPU stream into host memory (ONI_DRV_READ): the same bytes
- * as in this process, and a block the buffer cannot hold refused as there. */
+ * as in this process, also after a pause (a stop empties the default
+ * stream's FIFO only: the GPU stream reads on after the next start), and a
+ * block the buffer cannot hold refused as there. */
 TEST(net_emu_gpu_stream_host_blocks)
 {
     struct served sv;
@@ -257,7 +259,7 @@ TEST(net_emu_gpu_stream_host_blocks)
     CHECK_RC(rc, 0);
     both[1] = card_open(sv.addr, spec, 0, &rc);
     CHECK_RC(rc, 0);
-    enum { BLOCK = 64 << 10, NBLOCK = 8 };
+    enum { BLOCK = 64 << 10, NBLOCK = 8, PAUSE_AT = 5 };
     uint8_t *buf[2] = {calloc(NBLOCK, BLOCK), calloc(NBLOCK, BLOCK)};
     if (both[0] && both[1] && buf[0] && buf[1]) {
         uint32_t sz = BLOCK;
@@ -268,6 +270,11 @@ TEST(net_emu_gpu_stream_host_blocks)
             CHECK_RC(oni_set_opt(both[k], ONI_OPT_RUNNING, &run, sizeof run), 0);
             for (int i = 0; i < NBLOCK; i++) {
                 onigpu_buf_t ob = {buf[k] + (size_t)i * BLOCK, BLOCK};
+                if (i == PAUSE_AT) { /* stop and start again */
+                    oni_reg_val_t stop = 0;
+                    CHECK_RC(oni_set_opt(both[k], ONI_OPT_RUNNING, &stop, sizeof stop), 0);
+                    CHECK_RC(oni_set_opt(both[k], ONI_OPT_RUNNING, &run, sizeof run), 0);
+                }
                 CHECK_RC(oni_set_driver_opt(both[k], ONI_DRV_READ, &ob, sizeof ob), 0);
             }
             onigpu_buf_t tiny = {buf[k], BLOCK / 2};
