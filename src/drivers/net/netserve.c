@@ -542,9 +542,10 @@ static int32_t gpu_ipc(struct netserve *s, struct session *ss, const struct netp
     if (alone)
         pthread_mutex_unlock(&ss->ctrl);
     ipc_release(ss, e);
-    if (st >= 0)
-        atomic_fetch_add(write ? &ss->bytes_written : &ss->bytes_read, n);
-    return st >= 0 && !write ? (int32_t)n : st;
+    if (st < 0)
+        return st;
+    atomic_fetch_add(write ? &ss->bytes_written : &ss->bytes_read, n);
+    return write ? 0 : (int32_t)n; /* a read's status: the bytes now in the client's memory */
 }
 
 /* Check a request, make its call on the driver (CTRL's one at a time with
