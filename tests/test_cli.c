@@ -839,13 +839,13 @@ TEST(bench_emu_run_refuses_bad_seconds)
     char dir[] = "/tmp/onigpu-ber-XXXXXX";
     REQUIRE(mkdtemp(dir));
     int err = 0;
-    struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &err);
+    struct results *r = results_open(dir, "t", 0, NULL, NULL, &err);
     REQUIRE(r != NULL);
     const double bad[] = {0, -1, NAN};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_RC(bench_emu_run(&(struct bench_emu_opts){bad[i], 1, 0}, r), ONI_EINVALARG);
     CHECK_RC(bench_emu_run(NULL, r), ONI_EINVALARG);
-    bench_report_close(r);
+    results_close(r);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 

@@ -223,6 +223,38 @@ TEST(session_stops_during_the_block_trials)
 }
 
 /* What cannot do the job is refused with the reason, before acquisition. */
+/* A run's truth file is new: in a directory by date, never over another's
+ * (the same second again is refused), or a temporary one of its own. */
+TEST(truth_file_is_new)
+{
+    char dir[] = "/tmp/onigpu-truth-XXXXXX", path[4096], again[4096], why[4200];
+    REQUIRE(mkdtemp(dir));
+    time_t t0 = time(NULL);
+    CHECK_RC(loop_run_truth_new(dir, path, sizeof path, why, sizeof why), 0);
+    CHECK(strncmp(path, dir, strlen(dir)) == 0 && strstr(path, "/truth-") && access(path, F_OK) == 0);
+    int rc = loop_run_truth_new(dir, again, sizeof again, why, sizeof why);
+    if (time(NULL) == t0) { /* the same name: refused, the first file kept */
+        CHECK_RC(rc, ONI_EPATHINVALID);
+        CHECK(strstr(why, "not replaced") != NULL);
+    } else {
+        CHECK_RC(rc, 0);
+        remove(again);
+    }
+    remove(path);
+    CHECK_RC(loop_run_truth_new(NULL, path, sizeof path, why, sizeof why), 0);
+    CHECK(strncmp(path, "/tmp/onigpu-truth-", 18) == 0 && access(path, F_OK) == 0);
+    remove(path);
+    char file[4200];
+    snprintf(file, sizeof file, "%s/f", dir); /* a file where a directory should be */
+    FILE *f = fopen(file, "w");
+    REQUIRE(f);
+    fclose(f);
+    CHECK_RC(loop_run_truth_new(file, path, sizeof path, why, sizeof why), ONI_EPATHINVALID);
+    CHECK(strstr(why, "Not a directory") != NULL);
+    remove(file);
+    rmdir(dir);
+}
+
 TEST(session_refuses_what_cannot_close_the_loop)
 {
     struct loop_run_config c = config(1);

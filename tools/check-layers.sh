@@ -31,9 +31,10 @@ declare -A ALLOW=(
     [src/emu/devices]="$PUBLIC|emu/card\.h|emu/neural\.h|emu/headstage\.h|emu/headstages\.h"
     [src/gpu]="$PUBLIC|$CLOCK"
     [src/loop]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h"
-    [src/bench]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h|bench/[a-z_]+\.h|record/(record|looptap)\.h"
+    [src/results]="$PUBLIC"
+    [src/bench]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h|bench/[a-z_]+\.h|results/results\.h|record/(record|looptap)\.h"
     [src/record]="$PUBLIC|$CLOCK|loop/[a-z_]+\.h|record/[a-z_]+\.h"
-    [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h|record/(record|looptap)\.h|drivers/net/net(serve|proto)\.h|common/[a-z_]+\.h"
+    [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h|results/results\.h|record/(record|looptap)\.h|drivers/net/net(serve|proto)\.h|common/[a-z_]+\.h"
     [tools/common]="" # stopsig, mkdirs (tools/onigpu): system headers only
     [tools]="oni\.h" # stand-alone programs (framerate.c builds against upstream liboni too)
 )
@@ -74,9 +75,10 @@ declare -A USES=(
     [src/gpustream]="src/oni/util|src/gpu"
     [src/gpu]="src/oni/util"
     [src/loop]="$ABOVE"
-    [src/bench]="$ABOVE|src/loop|src/record"
+    [src/results]=""
+    [src/bench]="$ABOVE|src/loop|src/record|src/results"
     [src/record]="$ABOVE|src/loop"
-    [tools/onigpu]="$ABOVE|src/loop|src/bench|src/record|src/drivers/net|tools/common"
+    [tools/onigpu]="$ABOVE|src/loop|src/bench|src/results|src/record|src/drivers/net|tools/common"
     [tools/common]=""
     [tools]="api"
 )

@@ -1,7 +1,6 @@
 /* bench.h - onigpu's benchmark library: timing, statistics, the t = l + s/b
- * model fit, result files (CSV + JSON with machine metadata, JSON by jansson),
- * plots (drawn by gnuplot, a program of the machine), and the frames/s
- * benchmark.
+ * model fit, the statistics' cells and histograms in result sets (written by
+ * src/results), and the frames/s benchmark.
  *
  * Units, everywhere in this header:
  *   - a duration sample is a uint64_t count of nanoseconds (CLOCK_MONOTONIC);
@@ -10,19 +9,17 @@
  *
  * Errors are ONI error codes (onidefs.h): ONI_EINVALARG for bad arguments,
  * ONI_EBADALLOC when memory runs out, ONI_EPATHINVALID when a file cannot be
- * written. Nothing here prints, except bench_report_print and the note of
- * bench_report_plot / bench_report_hist on a plot gnuplot did not draw.
+ * written. Nothing here prints, except the note of bench_report_hist on a
+ * plot gnuplot did not draw.
  *
  * The shape of a benchmark: its command (tools/onigpu) parses and checks the
- * arguments, takes the signals (bench_cli_signals), opens the result set
- * (bench_report_open) and passes it to the body; the body (src/bench)
- * measures, adds meta, rows, tables and plots through bench_report_* and
- * returns 0 or an ONI error, keeping in the set what it measured before an
- * error; the command prints the tables and closes the set, or discards it
- * (bench_report_discard) where the body measured nothing. A body neither
- * opens nor closes nor prints a set. Followed by `roofline`, `bench emu`,
- * `bench transfer`, `bench loop` and `bench floor`; `bench frames` and
- * `bench remote` still open (or get) their set their own way. */
+ * arguments and calls bench_cli_run (tools/onigpu/bench_cli.h), which takes
+ * the signals, opens the result set (results_open) and passes it to the
+ * body; the body measures, adds meta, rows, tables and plots through
+ * results_* and returns 0 or an ONI error, keeping in the set what it
+ * measured before an error; bench_cli_run prints the tables and closes the
+ * set, or discards it (results_discard) where the body measured
+ * nothing. A body neither opens nor closes nor prints a set. */
 #ifndef BENCH_H
 #define BENCH_H
 
@@ -31,6 +28,7 @@
 #include <stdio.h>
 #include "oni.h"
 #include "oni/util/clock.h"
+#include "results/results.h"
 
 /* ---- time -------------------------------------------------------------- */
 
@@ -164,123 +162,20 @@ enum { BENCH_FIT_ABSOLUTE = 0, BENCH_FIT_RELATIVE = 1 };
 int bench_fit_model(const double *size, const double *t_ns, size_t n, int weighting,
                     struct bench_fit *out);
 
-/* ---- results: CSV + JSON + PNG in a directory ----------------------------- */
-
-/* A result set: named tables of rows, written at close into the folder of
- * its benchmark, <dir>/<bench>, where <bench> is the name up to its first
- * '-' (name "run-cpu" goes to <dir>/run/):
- *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>.csv          the table "results"
- *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>-<table>.csv  every other table
- *   <dir>/<bench>/<name>-<YYYYMMDD-HHMMSS>.json         {"meta": {...}, "results": [rows],
- *                                                "tables": {"<table>": [rows]}, "plots": [files]}
- * meta holds: hostname, cpu (model from /proc/cpuinfo), cores, kernel, gpu
- * (when given), loadavg (/proc/loadavg at open: the machine may be shared),
- * command (the argv, each argument one shell word: quoted when it needs
- * it), date (UTC, ISO 8601), git_commit (HEAD of the checkout holding the
- * working directory, from `git rev-parse HEAD`; ONIGPU_GIT_COMMIT when set)
- * and git_dirty ("yes" when `git status` shows tracked files changed, "no"),
- * both "unknown" without git or a checkout, plus the caller's
- * bench_report_meta entries. Times in the date are UTC. */
-struct bench_report;
-
-/* Start a result set. argv/argc: the command line to record (may be NULL/0);
- * gpu: GPU name or NULL. dir must exist (the CLI makes --out); the set's
- * folder <dir>/<bench> is made if missing. Returns NULL and sets *err on
- * failure: ONI_EINVALARG (a name with a '/' or starting with '-' or '.'),
- * ONI_EBADALLOC, ONI_EPATHINVALID (dir missing, or the folder not made). */
-struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
-                                       char **argv, const char *gpu, int *err);
-
-/* Add a meta entry (string or number); the last value for a key wins. */
-int bench_report_meta(struct bench_report *r, const char *key, const char *value);
-int bench_report_meta_num(struct bench_report *r, const char *key, double value);
-
-/* Cells of the row being built, by column name. Columns are ordered by
- * first appearance; a row that leaves a column out (or a column that first
- * appears in a later row) gives an empty cell: CSV empty, JSON null.
- * Non-finite numbers are written the same way. At most 64 columns. Errors
- * (too many columns, no memory, an empty row) are sticky and returned by
- * bench_report_row and bench_report_close. */
-void bench_cell_str(struct bench_report *r, const char *col, const char *value);
-void bench_cell_int(struct bench_report *r, const char *col, long long value);
-void bench_cell_num(struct bench_report *r, const char *col, double value);
+/* ---- result sets (src/results/results.h) ------------------------------- */
 
 /* Shorthand: cells <prefix>n, _mean_ns, _sd_ns, _min_ns, _p50_ns, _p90_ns,
  * _p99_ns, _p999_ns, _max_ns for s (prefix "" gives "n", "mean_ns", ...). */
-void bench_cell_stats(struct bench_report *r, const char *prefix, const struct bench_stats *s);
-
-/* Append the row built so far to table (NULL = "results") and start a new row. */
-int bench_report_row(struct bench_report *r, const char *table);
-
-/* Print table (NULL = "results") as an aligned text table to f. */
-void bench_report_print(const struct bench_report *r, const char *table, FILE *f);
-
-/* Path of a file of this result set: "<dir>/<bench>/<name>-<date><suffix>" (e.g.
- * suffix "-sizes.png"). Owned by r, valid until the next call on r. */
-const char *bench_report_path(struct bench_report *r, const char *suffix);
-
-/* Write the CSV and JSON files (every committed row, also after a sticky
- * error) and free r. Returns 0 or the first error met (sticky cell errors
- * included). NULL-safe. */
-int bench_report_close(struct bench_report *r);
-
-/* Free r without writing a file, and remove its folder <dir>/<bench> when
- * it is empty (as when bench_report_open made it): for a run that measured
- * nothing, which leaves no result set. NULL-safe. */
-void bench_report_discard(struct bench_report *r);
-
-/* ---- plots, drawn by gnuplot ---------------------------------------------- */
-
-enum { BENCH_LINES = 0, BENCH_POINTS = 1, BENCH_LINES_POINTS = 2 };
-
-struct bench_series {
-    const char *name;      /* legend text */
-    const double *x, *y;   /* n points; on a log axis points <= 0 are skipped */
-    size_t n;
-    int style;             /* BENCH_LINES, BENCH_POINTS, BENCH_LINES_POINTS */
-};
-
-/* A line/scatter plot, BENCH_PLOT_W x BENCH_PLOT_H pixels, several series in
- * distinct colours with a legend; log axes (base 10) get 10^k labels. Axis
- * ranges come from the data (gnuplot's autoscale: whole decades on log axes). */
-struct bench_plot {
-    const char *title, *xlabel, *ylabel;
-    int logx, logy;
-    const struct bench_series *series;
-    size_t nseries;
-};
-#define BENCH_PLOT_W 800
-#define BENCH_PLOT_H 520
-
-/* Returned when a figure's script and data were written but gnuplot did not
- * draw its PNG (not installed, or it failed): positive, as no result is lost. */
-#define BENCH_PLOT_NOT_RENDERED 1
-
-/* Draw p to path (ending in ".png") with gnuplot: writes the points to
- * <stem>.dat and the script drawing them to <stem>.gp beside it (re-render
- * with `gnuplot <stem>.gp` in that directory), then runs gnuplot. 0 when the
- * PNG came out; BENCH_PLOT_NOT_RENDERED (and why, one line, in why[len] when
- * why is not NULL) when only the script and data did; ONI_EINVALARG: NULL,
- * no series, no plottable point, a path not ending in ".png";
- * ONI_EPATHINVALID: the script or data could not be written. */
-int bench_plot_png(const char *path, const struct bench_plot *p, char *why, size_t len);
+void bench_cell_stats(struct results *r, const char *prefix, const struct bench_stats *s);
 
 /* Bar chart of a histogram (x: bin range in ns, log axis for log bins; y:
- * count), drawn as bench_plot_png draws (<stem>.dat holds the bins: from,
- * to, count). Same returns; ONI_EINVALARG also for a histogram without
- * counts or with non-finite edges. */
+ * count), results_bars_png of its bins. Same returns; ONI_EINVALARG also
+ * for a histogram without counts or with non-finite edges. */
 int bench_hist_png(const char *path, const char *title, const char *xlabel, const struct bench_hist *h,
                    char *why, size_t len);
-
-/* bench_plot_png / bench_hist_png into the result set: draws
- * bench_report_path(r, "-<tag>.png") (with its -<tag>.gp and -<tag>.dat) and
- * lists the PNG in the JSON "plots". Where gnuplot did not draw it, says so
- * on stderr (the one thing here that prints besides bench_report_print) and
- * returns 0: the script and data are the result. ONI_EINVALARG (bad tag or
- * plot) / ONI_EPATHINVALID / ONI_EBADALLOC. */
-int bench_report_plot(struct bench_report *r, const char *tag, const struct bench_plot *p);
-int bench_report_hist(struct bench_report *r, const char *tag, const char *title,
-                      const char *xlabel, const struct bench_hist *h);
+/* The same into the result set r as results_add_bars. */
+int bench_report_hist(struct results *r, const char *tag, const char *title, const char *xlabel,
+                      const struct bench_hist *h);
 
 /* ---- frames/s benchmark (`onigpu bench frames`) ---------------------------- */
 
@@ -326,12 +221,5 @@ struct bench_frames_result {
  * before it could be measured, get res[i].block == 0.
  * Returns ONI_EINVALARG for bad options (nothing run), ONI_EBADALLOC, else 0. */
 int bench_frames_run(const struct bench_frames_opts *o, struct bench_frames_result *res);
-
-/* The result set of `onigpu run` in dir: one row of r (the run on backend,
- * its ground truth in the file truth) and one row of each echo's latency;
- * argc/argv the command line. 0 or an ONI error (bench_report_open's). */
-struct loop_run_result;
-int bench_run_report(const char *dir, int argc, char **argv, int backend, const char *truth,
-                     const struct loop_run_result *r);
 
 #endif

@@ -57,7 +57,7 @@ static int start(oni_ctx ctx)
     return oni_set_opt(ctx, ONI_OPT_RUNNING, &run, sizeof run);
 }
 
-static int link_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset)
+static int link_one(const struct bench_emu_opts *o, struct results *r, const char *preset)
 {
     char spec[160];
     snprintf(spec, sizeof spec, SPEC, preset);
@@ -112,17 +112,17 @@ static int link_one(const struct bench_emu_opts *o, struct bench_report *r, cons
     /* the link model's rate for 1 MiB blocks: latency + n / bandwidth each */
     double model_ns = l.latency_s * 1e9 + (l.bandwidth_Bps > 0 ? BLOCK / l.bandwidth_Bps * 1e9 : 0);
     double model_mbs = model_ns > 0 ? bench_mb_per_s(BLOCK, model_ns) : 0;
-    bench_cell_str(r, "link", preset);
-    bench_cell_num(r, "bandwidth_Bps", l.bandwidth_Bps);
-    bench_cell_num(r, "latency_s", l.latency_s);
-    bench_cell_int(r, "block", BLOCK);
-    bench_cell_int(r, "frames", (long long)frames);
-    bench_cell_num(r, "seconds", (now - start) / 1e9);
-    bench_cell_num(r, "mb_per_s", mbs);
-    bench_cell_num(r, "model_mb_per_s", model_mbs);
-    bench_cell_num(r, "over_model", model_mbs > 0 ? mbs / model_mbs : 0);
-    bench_cell_num(r, "mb_per_s_p50_mib", bench_mb_per_s(BLOCK, st.p50));
-    bench_cell_num(r, "p50_over_model", model_mbs > 0 ? bench_mb_per_s(BLOCK, st.p50) / model_mbs : 0);
+    results_cell_str(r, "link", preset);
+    results_cell_num(r, "bandwidth_Bps", l.bandwidth_Bps);
+    results_cell_num(r, "latency_s", l.latency_s);
+    results_cell_int(r, "block", BLOCK);
+    results_cell_int(r, "frames", (long long)frames);
+    results_cell_num(r, "seconds", (now - start) / 1e9);
+    results_cell_num(r, "mb_per_s", mbs);
+    results_cell_num(r, "model_mb_per_s", model_mbs);
+    results_cell_num(r, "over_model", model_mbs > 0 ? mbs / model_mbs : 0);
+    results_cell_num(r, "mb_per_s_p50_mib", bench_mb_per_s(BLOCK, st.p50));
+    results_cell_num(r, "p50_over_model", model_mbs > 0 ? bench_mb_per_s(BLOCK, st.p50) / model_mbs : 0);
     bench_cell_stats(r, "mib", &st);
     double p50mbs = bench_mb_per_s(BLOCK, st.p50);
     if (!o->quiet && model_mbs > 0)
@@ -132,7 +132,7 @@ static int link_one(const struct bench_emu_opts *o, struct bench_report *r, cons
     else if (!o->quiet)
         printf("liboni %-9s %8.1f MB/s, median MiB %8.1f MB/s, no link model; per MiB p50 %.0f p99 %.0f p99.9 %.0f "
                "max %.0f us\n", preset, mbs, p50mbs, st.p50 / 1e3, st.p99 / 1e3, st.p999 / 1e3, st.max / 1e3);
-    return bench_report_row(r, NULL);
+    return results_row(r, NULL);
 }
 
 struct gen_case {
@@ -148,7 +148,7 @@ static const struct gen_case gen_cases[] = {
     {"rhd2164x4", "rhd2164,rhd2164,rhd2164,rhd2164", 4 * 30000 * (16 + 144.0) + 2800},
 };
 
-static int gen_one(const struct bench_emu_opts *o, struct bench_report *r, const struct gen_case *g)
+static int gen_one(const struct bench_emu_opts *o, struct results *r, const struct gen_case *g)
 {
     char spec[160];
     snprintf(spec, sizeof spec, "mode=fast;link=unlimited;ddr=1G;devices=%s", g->devices);
@@ -189,19 +189,19 @@ static int gen_one(const struct bench_emu_opts *o, struct bench_report *r, const
     double ns = (double)(now - start_ns), cpu_ns = (double)(c1.cpu_ns - c0.cpu_ns);
     double mbs = bench_mb_per_s((double)bytes, ns), mbs_cpu = bench_mb_per_s((double)bytes, cpu_ns);
     double xrt = cpu_ns > 0 && g->nominal_Bps > 0 ? bytes / (cpu_ns / 1e9) / g->nominal_Bps : 0;
-    bench_cell_str(r, "devices", g->name);
-    bench_cell_str(r, "spec_devices", g->devices);
-    bench_cell_num(r, "seconds", ns / 1e9);
-    bench_cell_int(r, "bytes", (long long)bytes);
-    bench_cell_num(r, "mb_per_s", mbs);
-    bench_cell_num(r, "cpu_seconds", cpu_ns / 1e9);
-    bench_cell_num(r, "mb_per_cpu_s", mbs_cpu);
-    bench_cell_num(r, "nominal_mb_per_s", g->nominal_Bps / 1e6);
-    bench_cell_num(r, "x_realtime_per_core", xrt);
+    results_cell_str(r, "devices", g->name);
+    results_cell_str(r, "spec_devices", g->devices);
+    results_cell_num(r, "seconds", ns / 1e9);
+    results_cell_int(r, "bytes", (long long)bytes);
+    results_cell_num(r, "mb_per_s", mbs);
+    results_cell_num(r, "cpu_seconds", cpu_ns / 1e9);
+    results_cell_num(r, "mb_per_cpu_s", mbs_cpu);
+    results_cell_num(r, "nominal_mb_per_s", g->nominal_Bps / 1e6);
+    results_cell_num(r, "x_realtime_per_core", xrt);
     if (!o->quiet)
         printf("generate %-9s %9.1f MB/s wall, %9.1f MB/s per CPU s (one core); %.1fx real time per core\n",
                g->name, mbs, mbs_cpu, xrt);
-    return bench_report_row(r, "gen");
+    return results_row(r, "gen");
 }
 
 /* The index and write size of the first device with this id, or ONI_EDEVID. */
@@ -230,7 +230,7 @@ static int find_dev(oni_ctx ctx, oni_dev_id_t id, uint32_t *idx, uint32_t *wsize
 /* One closed loop through the card in realtime mode, as a host sees it: a
  * write frame to the stimulator, frames read until its echo arrives
  * ([u32 tag][u32 words][u64 receipt]). The link counts twice (out, back). */
-static int echo_one(const struct bench_emu_opts *o, struct bench_report *r, const char *preset)
+static int echo_one(const struct bench_emu_opts *o, struct results *r, const char *preset)
 {
     char spec[128];
     snprintf(spec, sizeof spec, "mode=realtime;link=%s;devices=stim", preset);
@@ -285,19 +285,19 @@ static int echo_one(const struct bench_emu_opts *o, struct bench_report *r, cons
     bench_rec_free(&rec);
     if (rc)
         return rc;
-    bench_cell_str(r, "link", preset);
+    results_cell_str(r, "link", preset);
     bench_cell_stats(r, "loop", &st);
     if (!o->quiet)
         printf("echo %-9s write -> echo read: p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f ns (n %zu)\n", preset,
                st.p50, st.p99, st.p999, st.max, st.n);
-    return bench_report_row(r, "echo");
+    return results_row(r, "echo");
 }
 
 /* Realtime mode: how long after its timestamp an rhd2164 frame is read (the
  * generator's wake-up delay plus the read), frames read one by one with an
  * unlimited link. Acquisition starts with the clock reset at a known
  * instant (between t0 and t1), so a frame's due time is t0 + its time. */
-static int age_one(const struct bench_emu_opts *o, struct bench_report *r, const char *wake)
+static int age_one(const struct bench_emu_opts *o, struct results *r, const char *wake)
 {
     char spec[128];
     snprintf(spec, sizeof spec, "mode=realtime;wake=%s;link=unlimited;devices=rhd2164", wake);
@@ -336,18 +336,18 @@ static int age_one(const struct bench_emu_opts *o, struct bench_report *r, const
     bench_rec_free(&rec);
     if (rc)
         return rc;
-    bench_cell_str(r, "devices", "rhd2164");
-    bench_cell_str(r, "wake", wake);
-    bench_cell_num(r, "clock_reset_uncertainty_ns", (double)(t1 - t0));
+    results_cell_str(r, "devices", "rhd2164");
+    results_cell_str(r, "wake", wake);
+    results_cell_num(r, "clock_reset_uncertainty_ns", (double)(t1 - t0));
     bench_cell_stats(r, "age", &st);
     if (!o->quiet)
         printf("age  rhd2164 realtime wake=%-5s: read after its timestamp by p50 %7.0f p99 %7.0f p99.9 %7.0f max %9.0f "
                "ns (clock reset known to %llu ns)\n", wake, st.p50, st.p99, st.p999, st.max,
                (unsigned long long)(t1 - t0));
-    return bench_report_row(r, "age");
+    return results_row(r, "age");
 }
 
-int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
+int bench_emu_run(const struct bench_emu_opts *o, struct results *r)
 {
     if (!o || !r || !(o->seconds > 0) || o->parts > BENCH_EMU_ALL)
         return ONI_EINVALARG;
@@ -359,16 +359,16 @@ int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r)
              "included); MB/s = 10^6 stream bytes (16-byte headers included) per wall second; per-MiB samples: "
              "one block read each; link model = latency + 1 MiB / bandwidth per block",
              spec);
-    int rc = bench_report_meta(r, "method", method);
+    int rc = results_meta(r, "method", method);
     if (!rc)
-        rc = bench_report_meta(r, "method_gen", "fast mode, link unlimited, ddr 1G, one device set at a time; "
+        rc = results_meta(r, "method_gen", "fast mode, link unlimited, ddr 1G, one device set at a time; "
                                "oni_read_frame with BLOCKREADSIZE 1 MiB in one thread after 0.1 s of warm-up; MB/s = "
                                "10^6 stream bytes per s; per CPU s of the reading thread = one core");
     if (!rc)
-        rc = bench_report_meta(r, "method_echo", "realtime, devices=stim; oni_write_frame of a tagged frame -> "
+        rc = results_meta(r, "method_echo", "realtime, devices=stim; oni_write_frame of a tagged frame -> "
                                "oni_read_frame until its echo, per round trip; links gen2x4 and unlimited");
     if (!rc)
-        rc = bench_report_meta(r, "method_age", "realtime rhd2164, link unlimited; the read time of each rhd2164 frame minus "
+        rc = results_meta(r, "method_age", "realtime rhd2164, link unlimited; the read time of each rhd2164 frame minus "
                                "its timestamp, the clock reset (RESETACQCOUNTER) at a known instant");
     for (size_t i = 0; !rc && (parts & BENCH_EMU_LINK) && !bench_stopped() && i < NPRESETS; i++)
         rc = link_one(o, r, presets[i]);

@@ -26,6 +26,6 @@ extern const char *const bench_emu_parts[4];
  * age (realtime np2 frames: read time minus timestamp, wake=sleep and
  * spin); the method of each to its meta. Returns 0 or the first ONI error
  * (a context that cannot be opened, a failed read). */
-int bench_emu_run(const struct bench_emu_opts *o, struct bench_report *r);
+int bench_emu_run(const struct bench_emu_opts *o, struct results *r);
 
 #endif

@@ -47,7 +47,7 @@ struct cell {
 };
 
 /* One run into *c and a row of "results". 0 or the run's error. */
-static int one(const struct bench_latency_opts *o, struct bench_report *rep, int backend, uint32_t block, int v,
+static int one(const struct bench_latency_opts *o, struct results *rep, int backend, uint32_t block, int v,
                int round, struct cell *c)
 {
     char truth[64];
@@ -63,49 +63,49 @@ static int one(const struct bench_latency_opts *o, struct bench_report *rep, int
     struct loop_run_result r;
     int rc = loop_run_session(&cfg, &r);
     remove(truth);
-    bench_cell_str(rep, "backend", loop_backend_name(backend));
-    bench_cell_int(rep, "block_frames", block);
-    bench_cell_int(rep, "spin_us", spin);
-    bench_cell_str(rep, "reads", dma ? "dma" : "blocking");
-    bench_cell_str(rep, "spec", SPEC_NAME(VSPEC(o, v)));
-    bench_cell_int(rep, "round", round);
-    bench_cell_str(rep, "error", rc ? (r.why[0] ? r.why : oni_error_str(rc)) : "");
-    bench_cell_str(rep, "stream", r.gpu_stream ? "gpu" : "default");
-    bench_cell_num(rep, "seconds", r.seconds);
-    bench_cell_num(rep, "frames_per_s", r.fps);
-    bench_cell_num(rep, "keeping_up", r.verdict < 0 ? NAN : r.verdict);
-    bench_cell_int(rep, "dropped_frames", (long long)r.dropped);
-    bench_cell_num(rep, "backlog_ms", r.owed_ms);
-    bench_cell_int(rep, "stims", (long long)r.stims);
-    bench_cell_int(rep, "echoes", (long long)r.lat.n);
+    results_cell_str(rep, "backend", loop_backend_name(backend));
+    results_cell_int(rep, "block_frames", block);
+    results_cell_int(rep, "spin_us", spin);
+    results_cell_str(rep, "reads", dma ? "dma" : "blocking");
+    results_cell_str(rep, "spec", SPEC_NAME(VSPEC(o, v)));
+    results_cell_int(rep, "round", round);
+    results_cell_str(rep, "error", rc ? (r.why[0] ? r.why : oni_error_str(rc)) : "");
+    results_cell_str(rep, "stream", r.gpu_stream ? "gpu" : "default");
+    results_cell_num(rep, "seconds", r.seconds);
+    results_cell_num(rep, "frames_per_s", r.fps);
+    results_cell_num(rep, "keeping_up", r.verdict < 0 ? NAN : r.verdict);
+    results_cell_int(rep, "dropped_frames", (long long)r.dropped);
+    results_cell_num(rep, "backlog_ms", r.owed_ms);
+    results_cell_int(rep, "stims", (long long)r.stims);
+    results_cell_int(rep, "echoes", (long long)r.lat.n);
     /* a spike waits on average for (block - 1) / 2 frames to follow it */
     double wait_us = r.fs_hz > 0 ? (block - 1) / 2.0 / r.fs_hz * 1e6 : NAN;
-    bench_cell_num(rep, "block_wait_us", wait_us);
+    results_cell_num(rep, "block_wait_us", wait_us);
     const char *pn[] = {"p50", "p99", "p999", "max"};
     char col[64];
     const double lat[] = {r.lat.p50_us, r.lat.p99_us, r.lat.p999_us, r.lat.max_us};
     for (int i = 0; i < 4; i++) {
         snprintf(col, sizeof col, "lat_%s_us", pn[i]);
-        bench_cell_num(rep, col, lat[i]);
+        results_cell_num(rep, col, lat[i]);
     }
     for (int k = 0; k < LOOP_RUN_NSTAGES; k++) {
         const struct loop_run_latency *s = &r.stage[k];
         const double v[] = {s->p50_us, s->p99_us, s->p999_us, s->max_us};
         for (int i = 0; i < 4; i++) {
             snprintf(col, sizeof col, "%s_%s_us", loop_run_stage_name(k), pn[i]);
-            bench_cell_num(rep, col, v[i]);
+            results_cell_num(rep, col, v[i]);
         }
     }
     /* each stage's share of the time after the last sample, at p50 */
     double after = r.stage[LOOP_RUN_AFTER].p50_us;
     for (int k = LOOP_RUN_READY; k <= LOOP_RUN_WRITE; k++) {
         snprintf(col, sizeof col, "share_%s", loop_run_stage_name(k));
-        bench_cell_num(rep, col, after > 0 ? r.stage[k].p50_us / after : NAN);
+        results_cell_num(rep, col, after > 0 ? r.stage[k].p50_us / after : NAN);
     }
-    bench_cell_num(rep, "clock_err_us", r.clock_err_us);
-    bench_cell_num(rep, "link_read_us", r.link_read_us);
-    bench_cell_num(rep, "link_write_us", r.link_write_us);
-    int rrc = bench_report_row(rep, NULL);
+    results_cell_num(rep, "clock_err_us", r.clock_err_us);
+    results_cell_num(rep, "link_read_us", r.link_read_us);
+    results_cell_num(rep, "link_write_us", r.link_write_us);
+    int rrc = results_row(rep, NULL);
     memset(c, 0, sizeof *c);
     c->ok = !rc && r.lat.n > 0;
     c->lat[0] = r.lat.p50_us, c->lat[1] = r.lat.p99_us, c->lat[2] = r.lat.p999_us;
@@ -151,12 +151,12 @@ static double median_of(const struct cell *cells, size_t base, size_t stride, in
 
 #define MAX_SERIES 64
 
-static int plots(const struct bench_latency_opts *o, struct bench_report *rep, const struct cell *cells,
+static int plots(const struct bench_latency_opts *o, struct results *rep, const struct cell *cells,
                  const int *bes, int nbe, size_t stride)
 {
     static double x[MAX_SERIES][BENCH_LATENCY_MAX], y[MAX_SERIES][BENCH_LATENCY_MAX];
     static char names[MAX_SERIES][64];
-    struct bench_series ser[MAX_SERIES];
+    struct results_series ser[MAX_SERIES];
     size_t ns = 0;
     static const char *const pn[] = {"p50", "p99", "p99.9"};
     /* the block's own wait: (block - 1) / 2 frames at 30 kHz */
@@ -165,7 +165,7 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
         y[0][b] = (o->blocks[b] - 1) / 2.0 / 30000.0 * 1e6;
     }
     snprintf(names[0], sizeof names[0], "block arithmetic: (block-1)/2 frames");
-    ser[ns++] = (struct bench_series){names[0], x[0], y[0], (size_t)o->nblocks, BENCH_LINES};
+    ser[ns++] = (struct results_series){names[0], x[0], y[0], (size_t)o->nblocks, RESULTS_LINES};
     for (int e = 0; e < nbe; e++)
         for (int s = 0; s < NVAR(o); s++)
             for (int p = 0; p < 3 && ns < MAX_SERIES; p++) {
@@ -181,12 +181,12 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
                 if (!n)
                     continue;
                 snprintf(names[ns], sizeof names[ns], "%s v%d %s", loop_backend_name(bes[e]), s, pn[p]);
-                ser[ns] = (struct bench_series){names[ns], x[ns], y[ns], n, BENCH_LINES_POINTS};
+                ser[ns] = (struct results_series){names[ns], x[ns], y[ns], n, RESULTS_LINES_POINTS};
                 ns++;
             }
-    struct bench_plot pl = {"spike -> stimulus latency against block size (median of rounds)", "block (frames)",
+    struct results_plot pl = {"spike -> stimulus latency against block size (median of rounds)", "block (frames)",
                             "latency (us)", 1, 1, ser, ns};
-    int rc = ns > 1 ? bench_report_plot(rep, "blocks", &pl) : 0;
+    int rc = ns > 1 ? results_add_plot(rep, "blocks", &pl) : 0;
     /* the stages' p50, last spin, every backend */
     ns = 0;
     int s = NVAR(o) - 1;
@@ -207,17 +207,17 @@ static int plots(const struct bench_latency_opts *o, struct bench_report *rep, c
             if (!n)
                 continue;
             snprintf(names[ns], sizeof names[ns], "%s %s", loop_backend_name(bes[e]), loop_run_stage_name(k));
-            ser[ns] = (struct bench_series){names[ns], x[ns], y[ns], n, BENCH_LINES_POINTS};
+            ser[ns] = (struct results_series){names[ns], x[ns], y[ns], n, RESULTS_LINES_POINTS};
             ns++;
         }
     char title[96];
     snprintf(title, sizeof title, "after the block's last sample: each stage's p50 (variant v%d)", s);
-    struct bench_plot st = {title, "block (frames)", "p50 (us)", 1, 1, ser, ns};
-    int rc2 = ns ? bench_report_plot(rep, "stages", &st) : 0;
+    struct results_plot st = {title, "block (frames)", "p50 (us)", 1, 1, ser, ns};
+    int rc2 = ns ? results_add_plot(rep, "stages", &st) : 0;
     return rc ? rc : rc2;
 }
 
-int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *rep, int *failed, int *measured)
+int bench_latency_run(const struct bench_latency_opts *o, struct results *rep, int *failed, int *measured)
 {
     int bes[LOOP_NBACKENDS], nbe = 0;
     for (int b = 0; b < LOOP_NBACKENDS; b++)
@@ -231,15 +231,15 @@ int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *r
     struct cell *cells = calloc(stride * (size_t)o->repeat, sizeof *cells);
     if (!cells)
         return ONI_EBADALLOC;
-    bench_report_meta_num(rep, "seconds_per_run", o->seconds);
-    bench_report_meta_num(rep, "repeat", o->repeat);
+    results_meta_num(rep, "seconds_per_run", o->seconds);
+    results_meta_num(rep, "repeat", o->repeat);
     /* the plots name variants v0, v1, ...: what each is */
     for (int v = 0; v < NVAR(o); v++) {
         char key[16], val[700];
         snprintf(key, sizeof key, "v%d", v);
         snprintf(val, sizeof val, "spec %s, spin %u us, %s reads", SPEC_NAME(VSPEC(o, v)), VSPIN(o, v),
                  VDMA(o, v) ? "dma" : "blocking");
-        bench_report_meta(rep, key, val);
+        results_meta(rep, key, val);
         if (o->log)
             fprintf(o->log, "bench latency: variant %s: %s\n", key, val);
     }
@@ -265,21 +265,21 @@ int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *r
                     const struct cell *c = &cells[(size_t)r * stride + ((size_t)e * NVAR(o) + s) * o->nblocks + b];
                     if (!ref->ok || !c->ok)
                         continue;
-                    bench_cell_str(rep, "backend", loop_backend_name(bes[e]));
-                    bench_cell_int(rep, "block_frames", o->blocks[b]);
-                    bench_cell_int(rep, "round", r);
-                    bench_cell_int(rep, "spin_us", VSPIN(o, s));
-                    bench_cell_str(rep, "reads", VDMA(o, s) ? "dma" : "blocking");
-                    bench_cell_int(rep, "vs_spin_us", VSPIN(o, 0));
-                    bench_cell_str(rep, "vs_reads", VDMA(o, 0) ? "dma" : "blocking");
-                    bench_cell_str(rep, "spec", SPEC_NAME(VSPEC(o, s)));
-                    bench_cell_str(rep, "vs_spec", SPEC_NAME(VSPEC(o, 0)));
-                    bench_cell_num(rep, "lat_p50_ratio", ratio(c->lat[0], ref->lat[0]));
-                    bench_cell_num(rep, "lat_p99_ratio", ratio(c->lat[1], ref->lat[1]));
-                    bench_cell_num(rep, "lat_p999_ratio", ratio(c->lat[2], ref->lat[2]));
-                    bench_cell_num(rep, "after_p50_ratio", ratio(c->after[0], ref->after[0]));
-                    bench_cell_num(rep, "after_p99_ratio", ratio(c->after[1], ref->after[1]));
-                    bench_report_row(rep, "ratios");
+                    results_cell_str(rep, "backend", loop_backend_name(bes[e]));
+                    results_cell_int(rep, "block_frames", o->blocks[b]);
+                    results_cell_int(rep, "round", r);
+                    results_cell_int(rep, "spin_us", VSPIN(o, s));
+                    results_cell_str(rep, "reads", VDMA(o, s) ? "dma" : "blocking");
+                    results_cell_int(rep, "vs_spin_us", VSPIN(o, 0));
+                    results_cell_str(rep, "vs_reads", VDMA(o, 0) ? "dma" : "blocking");
+                    results_cell_str(rep, "spec", SPEC_NAME(VSPEC(o, s)));
+                    results_cell_str(rep, "vs_spec", SPEC_NAME(VSPEC(o, 0)));
+                    results_cell_num(rep, "lat_p50_ratio", ratio(c->lat[0], ref->lat[0]));
+                    results_cell_num(rep, "lat_p99_ratio", ratio(c->lat[1], ref->lat[1]));
+                    results_cell_num(rep, "lat_p999_ratio", ratio(c->lat[2], ref->lat[2]));
+                    results_cell_num(rep, "after_p50_ratio", ratio(c->after[0], ref->after[0]));
+                    results_cell_num(rep, "after_p99_ratio", ratio(c->after[1], ref->after[1]));
+                    results_row(rep, "ratios");
                 }
     int prc = *measured ? plots(o, rep, cells, bes, nbe, stride) : 0;
     free(cells);

@@ -42,6 +42,6 @@ void bench_latency_defaults(struct bench_latency_opts *o);
  * and "-stages" (each stage's p50 against block). *failed counts runs that
  * returned an error (their row says it), *measured those that gave
  * latencies. 0, or an error of the result set. */
-int bench_latency_run(const struct bench_latency_opts *o, struct bench_report *rep, int *failed, int *measured);
+int bench_latency_run(const struct bench_latency_opts *o, struct results *rep, int *failed, int *measured);
 
 #endif

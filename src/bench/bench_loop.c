@@ -259,15 +259,15 @@ static void run_config(const struct bench_loop_opts *o, int emu, struct card_sin
 
 /* The configurations cf[0..n) into rep: rows, the TARGETS.md figure,
  * plots. */
-static void write_results(const struct bench_loop_opts *o, struct bench_report *rep, int emu,
+static void write_results(const struct bench_loop_opts *o, struct results *rep, int emu,
                           const struct config *cf, size_t n)
 {
-    bench_report_meta(rep, "source", emu ? "emu: test core on the GPU data stream -> test sink (ONI_DRV_READ[_ASYNC], "
+    results_meta(rep, "source", emu ? "emu: test core on the GPU data stream -> test sink (ONI_DRV_READ[_ASYNC], "
                                            "ONI_DRV_WRITE), fast mode"
                                          : "mem: in-memory source, unlimited link");
     if (emu)
-        bench_report_meta(rep, "link", o->link ? o->link : "card default");
-    bench_report_meta(rep, "method", "latency mode: 2 slots, 1 block in flight; "
+        results_meta(rep, "link", o->link ? o->link : "card default");
+    results_meta(rep, "method", "latency mode: 2 slots, 1 block in flight; "
                                      "throughput: 2 in flight; first 10% of blocks dropped as warm-up");
     double staged_p50 = 0, best_p50 = 0, best_p999 = 0;
     const char *best_name = NULL;
@@ -278,33 +278,33 @@ static void write_results(const struct bench_loop_opts *o, struct bench_report *
         char dn[32], cn[32];
         size_name(data, dn, sizeof dn);
         size_name(compute, cn, sizeof cn);
-        bench_cell_str(rep, "backend", loop_backend_name(c->b));
-        bench_cell_str(rep, "data", dn);
-        bench_cell_str(rep, "compute", cn);
-        bench_cell_num(rep, "ai", ai);
-        bench_cell_int(rep, "iters", c->iters);
-        bench_cell_int(rep, "passes", c->passes);
-        bench_cell_str(rep, "error", c->rc ? oni_error_str(c->rc) : "");
+        results_cell_str(rep, "backend", loop_backend_name(c->b));
+        results_cell_str(rep, "data", dn);
+        results_cell_str(rep, "compute", cn);
+        results_cell_num(rep, "ai", ai);
+        results_cell_int(rep, "iters", c->iters);
+        results_cell_int(rep, "passes", c->passes);
+        results_cell_str(rep, "error", c->rc ? oni_error_str(c->rc) : "");
         if (c->rc) {
-            bench_report_row(rep, NULL);
+            results_row(rep, NULL);
             continue;
         }
         const struct result *lat = &c->lat;
         bench_cell_stats(rep, "rt", &lat->total);
-        bench_cell_num(rep, "in_p50_ns", lat->in.p50);
-        bench_cell_num(rep, "compute_p50_ns", lat->compute.p50);
-        bench_cell_num(rep, "out_p50_ns", lat->out.p50);
+        results_cell_num(rep, "in_p50_ns", lat->in.p50);
+        results_cell_num(rep, "compute_p50_ns", lat->compute.p50);
+        results_cell_num(rep, "out_p50_ns", lat->out.p50);
         /* persistent kernels: GPU time from the completion word seen to the
          * results fenced; the rest of the round trip is host work and the
          * two notifications (host -> GPU, GPU -> host). */
-        bench_cell_num(rep, "gpu_p50_ns", lat->gpu.p50);
+        results_cell_num(rep, "gpu_p50_ns", lat->gpu.p50);
         /* launch backends: the part of compute spent waiting for the doorbell
          * after the last CUDA call (compute - wait = the calls themselves) */
-        bench_cell_num(rep, "wait_p50_ns", lat->wait.p50);
-        bench_cell_num(rep, "pipelined_blocks_per_s", c->thr_blocks_per_s);
-        bench_cell_num(rep, "pipelined_MBps", c->thr_blocks_per_s * (double)data / 1e6);
-        bench_cell_num(rep, "gflops", loop_mac_flops(data / 4, c->iters, c->passes) / lat->total.p50);
-        bench_report_row(rep, NULL);
+        results_cell_num(rep, "wait_p50_ns", lat->wait.p50);
+        results_cell_num(rep, "pipelined_blocks_per_s", c->thr_blocks_per_s);
+        results_cell_num(rep, "pipelined_MBps", c->thr_blocks_per_s * (double)data / 1e6);
+        results_cell_num(rep, "gflops", loop_mac_flops(data / 4, c->iters, c->passes) / lat->total.p50);
+        results_row(rep, NULL);
         /* The TARGETS.md figure: 4 kB in / AI 0.75 / 4 kB out. */
         if (data <= 4096 && compute == data && fabs(ai - 0.75) < 1e-9) {
             if (c->b == LOOP_GPU_STAGED)
@@ -317,11 +317,11 @@ static void write_results(const struct bench_loop_opts *o, struct bench_report *
         }
     }
     if (best_name) {
-        bench_report_meta(rep, "target_best_gpu_backend", best_name);
-        bench_report_meta_num(rep, "target_best_p50_us", best_p50 / 1e3);
-        bench_report_meta_num(rep, "target_best_p999_us", best_p999 / 1e3);
+        results_meta(rep, "target_best_gpu_backend", best_name);
+        results_meta_num(rep, "target_best_p50_us", best_p50 / 1e3);
+        results_meta_num(rep, "target_best_p999_us", best_p999 / 1e3);
         if (staged_p50 > 0)
-            bench_report_meta_num(rep, "target_staged_over_best_p50", staged_p50 / best_p50);
+            results_meta_num(rep, "target_staged_over_best_p50", staged_p50 / best_p50);
         if (o->log)
             fprintf(o->log, "4 kB / AI 0.75 / 4 kB: best GPU backend %s p50 %.1f us, p99.9 %.1f us; gpu-staged p50 / best = %.2f\n",
                     best_name, best_p50 / 1e3, best_p999 / 1e3, staged_p50 > 0 ? staged_p50 / best_p50 : NAN);
@@ -337,22 +337,22 @@ static void write_results(const struct bench_loop_opts *o, struct bench_report *
             px[cf[i].b][k] = (double)o->compute[cf[i].s];
             py[cf[i].b][k] = cf[i].lat.total.p50 / 1e3;
         }
-        struct bench_series ser[LOOP_NBACKENDS];
+        struct results_series ser[LOOP_NBACKENDS];
         size_t ns = 0;
         for (int b = 0; b < LOOP_NBACKENDS; b++)
             if (np[b])
-                ser[ns++] = (struct bench_series){loop_backend_name(b), px[b], py[b], np[b], BENCH_LINES_POINTS};
+                ser[ns++] = (struct results_series){loop_backend_name(b), px[b], py[b], np[b], RESULTS_LINES_POINTS};
         if (!ns)
             continue;
         char title[96], tag[32];
         snprintf(title, sizeof title, "closed loop round trip p50, AI %g", o->ai[a]);
         snprintf(tag, sizeof tag, "ai%g", o->ai[a]);
-        struct bench_plot p = {title, "compute size (bytes)", "round trip p50 (us)", 1, 1, ser, ns};
-        bench_report_plot(rep, tag, &p);
+        struct results_plot p = {title, "compute size (bytes)", "round trip p50 (us)", 1, 1, ser, ns};
+        results_add_plot(rep, tag, &p);
     }
 }
 
-int bench_loop_run(const struct bench_loop_opts *o, struct bench_report *rep, int *failed, int *measured)
+int bench_loop_run(const struct bench_loop_opts *o, struct results *rep, int *failed, int *measured)
 {
     *failed = *measured = 0;
     if (o->nscen < 1 || o->nscen > BENCH_LOOP_MAX || o->nai < 1 || o->nai > BENCH_LOOP_MAX || o->blocks < 5 ||

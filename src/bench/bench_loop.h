@@ -9,7 +9,7 @@
 
 #define BENCH_LOOP_MAX 16
 
-struct bench_report;
+struct results;
 
 struct bench_loop_opts {
     uint64_t data[BENCH_LOOP_MAX], compute[BENCH_LOOP_MAX]; /* scenario sizes, bytes */
@@ -48,6 +48,6 @@ int bench_loop_measure(int backend, uint64_t data, uint64_t compute, double ai, 
  * set "loop": a configuration that fails has its error in its row, and
  * *failed counts them; *measured counts the others. When none was measured
  * nothing is added (the command writes no result set). 0 or an ONI error. */
-int bench_loop_run(const struct bench_loop_opts *o, struct bench_report *rep, int *failed, int *measured);
+int bench_loop_run(const struct bench_loop_opts *o, struct results *rep, int *failed, int *measured);
 
 #endif

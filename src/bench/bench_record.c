@@ -94,26 +94,26 @@ static int one_run(const struct bench_record_opts *o, const char *rec_dir, struc
     return 0;
 }
 
-static void arm_row(struct bench_report *r, const char *name, struct arm *a, const double *base)
+static void arm_row(struct results *r, const char *name, struct arm *a, const double *base)
 {
     qsort(a->lat, a->n, sizeof *a->lat, cmp_double);
     double v[4] = {pct(a->lat, a->n, 50), pct(a->lat, a->n, 99), pct(a->lat, a->n, 99.9),
                    a->n ? a->lat[a->n - 1] : NAN};
     static const char *const col[4] = {"p50_us", "p99_us", "p999_us", "max_us"};
-    bench_cell_str(r, "arm", name);
-    bench_cell_int(r, "runs", (long long)a->runs);
-    bench_cell_int(r, "echoes", (long long)a->n);
+    results_cell_str(r, "arm", name);
+    results_cell_int(r, "runs", (long long)a->runs);
+    results_cell_int(r, "echoes", (long long)a->n);
     for (int i = 0; i < 4; i++)
-        bench_cell_num(r, col[i], v[i]);
+        results_cell_num(r, col[i], v[i]);
     static const char *const ratio[4] = {"p50_ratio", "p99_ratio", "p999_ratio", "max_ratio"};
     for (int i = 0; i < 4; i++) /* recording / no recording, on the same machine in the same command */
-        bench_cell_num(r, ratio[i], base ? v[i] / base[i] : 1.0);
-    bench_cell_num(r, "frames_per_s", a->runs ? a->fps / (double)a->runs : NAN);
-    bench_cell_int(r, "record_lost_msgs", (long long)a->lost);
-    bench_report_row(r, "latency");
+        results_cell_num(r, ratio[i], base ? v[i] / base[i] : 1.0);
+    results_cell_num(r, "frames_per_s", a->runs ? a->fps / (double)a->runs : NAN);
+    results_cell_int(r, "record_lost_msgs", (long long)a->lost);
+    results_row(r, "latency");
 }
 
-static int latency_part(const struct bench_record_opts *o, struct bench_report *r)
+static int latency_part(const struct bench_record_opts *o, struct results *r)
 {
     struct arm off = {0}, on = {0};
     int rc = 0;
@@ -161,7 +161,7 @@ static size_t make_block(uint8_t *blk, uint32_t probes, uint64_t *t, uint32_t sa
 }
 
 /* One rate measurement: paced (30 kHz a probe) or as fast as it goes. */
-static int rate_run(const struct bench_record_opts *o, struct bench_report *r, int paced)
+static int rate_run(const struct bench_record_opts *o, struct results *r, int paced)
 {
     uint32_t probes = o->probes, ndev = (probes + 1) / 2;
     oni_device_t t[64];
@@ -211,27 +211,27 @@ static int rate_run(const struct bench_record_opts *o, struct bench_report *r, i
         fprintf(stderr, "bench record: %u probes: the recording stopped: %s\n", probes, st.why);
     free(blk);
     double data = (double)st.samples * 384 * 2; /* continuous.dat bytes of the rows written */
-    bench_cell_str(r, "mode", paced ? "paced" : "max");
-    bench_cell_int(r, "probes", probes);
-    bench_cell_num(r, "offered_MBps", (double)n * probes * 768 / ((double)t_in / 1e9) / 1e6);
-    bench_cell_num(r, "written_MBps", data / ((double)t_all / 1e9) / 1e6);
-    bench_cell_num(r, "files_MBps", (double)st.bytes / ((double)t_all / 1e9) / 1e6);
-    bench_cell_num(r, "seconds", (double)t_all / 1e9);
-    bench_cell_int(r, "lost_msgs", (long long)st.lost_msgs);
-    bench_cell_num(r, "queue_peak_MB", (double)st.queue_peak / 1e6);
-    bench_cell_int(r, "failed", st.failed);
-    bench_report_row(r, "rate");
+    results_cell_str(r, "mode", paced ? "paced" : "max");
+    results_cell_int(r, "probes", probes);
+    results_cell_num(r, "offered_MBps", (double)n * probes * 768 / ((double)t_in / 1e9) / 1e6);
+    results_cell_num(r, "written_MBps", data / ((double)t_all / 1e9) / 1e6);
+    results_cell_num(r, "files_MBps", (double)st.bytes / ((double)t_all / 1e9) / 1e6);
+    results_cell_num(r, "seconds", (double)t_all / 1e9);
+    results_cell_int(r, "lost_msgs", (long long)st.lost_msgs);
+    results_cell_num(r, "queue_peak_MB", (double)st.queue_peak / 1e6);
+    results_cell_int(r, "failed", st.failed);
+    results_row(r, "rate");
     if (!o->keep)
         rm_rf(dir);
     return crc;
 }
 
-int bench_record_run(const struct bench_record_opts *o, struct bench_report *r)
+int bench_record_run(const struct bench_record_opts *o, struct results *r)
 {
-    bench_report_meta(r, "backend", loop_backend_name(o->backend));
-    bench_report_meta_num(r, "block_frames", o->block);
-    bench_report_meta_num(r, "seconds", o->seconds);
-    bench_report_meta(r, "format", rec_format_name(o->format));
+    results_meta(r, "backend", loop_backend_name(o->backend));
+    results_meta_num(r, "block_frames", o->block);
+    results_meta_num(r, "seconds", o->seconds);
+    results_meta(r, "format", rec_format_name(o->format));
     int rc = 0;
     if (o->latency)
         rc = latency_part(o, r);

@@ -29,6 +29,6 @@ struct bench_record_opts {
 };
 
 /* Run the parts into r. 0, or an ONI error (what was measured stays in r). */
-int bench_record_run(const struct bench_record_opts *o, struct bench_report *r);
+int bench_record_run(const struct bench_record_opts *o, struct results *r);
 
 #endif

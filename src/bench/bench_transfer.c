@@ -380,7 +380,7 @@ struct series_pts {
     size_t n;
 };
 
-static void hist_out(struct bench_report *r, struct bx *b, const char *dirname, int p, size_t n)
+static void hist_out(struct results *r, struct bx *b, const char *dirname, int p, size_t n)
 {
     struct bench_hist h;
     if (bench_hist_make(&h, b->rec.ns, b->rec.n, HIST_BINS, 1, 0, 0))
@@ -395,7 +395,7 @@ static void hist_out(struct bench_report *r, struct bx *b, const char *dirname, 
 /* Table "outliers": when each transfer above limit ns started and how long
  * it took, on and off the CPU, the first XFER_OUTLIERS_MAX of a row; whether the
  * slow ones keep a rhythm says more about their cause than their count. */
-static int outliers_out(struct bench_report *r, struct bx *b, const char *dirname, int p, size_t n,
+static int outliers_out(struct results *r, struct bx *b, const char *dirname, int p, size_t n,
                         double limit)
 {
     int rc = 0;
@@ -403,20 +403,20 @@ static int outliers_out(struct bench_report *r, struct bx *b, const char *dirnam
         if (b->rec.ns[i] <= limit)
             continue;
         k++;
-        bench_cell_str(r, "link", b->o->link);
-        bench_cell_str(r, "dir", dirname);
-        bench_cell_str(r, "path", xfer_path_name(p));
-        bench_cell_int(r, "size", (long long)n);
-        bench_cell_int(r, "index", (long long)i);
-        bench_cell_num(r, "start_ms", b->start.ns[i] / 1e6);
-        bench_cell_int(r, "ns", (long long)b->rec.ns[i]);
-        bench_cell_int(r, "on_cpu_ns", (long long)b->on_cpu.ns[i]);
-        rc = bench_report_row(r, "outliers");
+        results_cell_str(r, "link", b->o->link);
+        results_cell_str(r, "dir", dirname);
+        results_cell_str(r, "path", xfer_path_name(p));
+        results_cell_int(r, "size", (long long)n);
+        results_cell_int(r, "index", (long long)i);
+        results_cell_num(r, "start_ms", b->start.ns[i] / 1e6);
+        results_cell_int(r, "ns", (long long)b->rec.ns[i]);
+        results_cell_int(r, "on_cpu_ns", (long long)b->on_cpu.ns[i]);
+        rc = results_row(r, "outliers");
     }
     return rc;
 }
 
-static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct series_pts *pts,
+static int run_path(struct bx *b, struct results *r, int p, int dir, struct series_pts *pts,
                     struct bench_fit *fit)
 {
     const struct xfer_opts *o = b->o;
@@ -478,18 +478,18 @@ static int run_path(struct bx *b, struct bench_report *r, int p, int dir, struct
             rc = bench_rec_stats(&b->on_cpu, &on);
         if (rc)
             break;
-        bench_cell_str(r, "link", o->link);
-        bench_cell_str(r, "dir", dirname);
-        bench_cell_str(r, "path", xfer_path_name(p));
-        bench_cell_int(r, "size", (long long)n);
+        results_cell_str(r, "link", o->link);
+        results_cell_str(r, "dir", dirname);
+        results_cell_str(r, "path", xfer_path_name(p));
+        results_cell_int(r, "size", (long long)n);
         bench_cell_stats(r, "", &st);
-        bench_cell_num(r, "mb_s", bench_mb_per_s((double)n, st.mean));
-        bench_cell_num(r, "max_over_p50", st.max / st.p50);
-        bench_cell_int(r, "over_20x_p50", (long long)bench_count_above(b->rec.ns, b->rec.n, 20 * st.p50));
-        bench_cell_int(r, "over_20x_p50_on_cpu",
+        results_cell_num(r, "mb_s", bench_mb_per_s((double)n, st.mean));
+        results_cell_num(r, "max_over_p50", st.max / st.p50);
+        results_cell_int(r, "over_20x_p50", (long long)bench_count_above(b->rec.ns, b->rec.n, 20 * st.p50));
+        results_cell_int(r, "over_20x_p50_on_cpu",
                        (long long)bench_count_above(b->on_cpu.ns, b->on_cpu.n, 20 * st.p50));
-        bench_cell_num(r, "max_on_cpu_over_p50", on.max / st.p50);
-        rc = bench_report_row(r, NULL);
+        results_cell_num(r, "max_on_cpu_over_p50", on.max / st.p50);
+        rc = results_row(r, NULL);
         if (!rc)
             rc = outliers_out(r, b, dirname, p, (size_t)n, 20 * st.p50);
         if (n == 4096)
@@ -583,7 +583,7 @@ static void free_buffers(struct bx *b)
  * a GPU buffer (the lookup and SYNC_MEMOPS that the unpinned direct path pays
  * per transfer) and for a host buffer of known length (page-locking with
  * cudaHostRegister), at 4 KiB, 1 MiB and the largest size: table "pin". */
-static int pin_costs(struct bx *b, struct bench_report *r)
+static int pin_costs(struct bx *b, struct results *r)
 {
     struct bench_rec pin_ns = {0}, unpin_ns = {0};
     uint8_t *host = NULL;
@@ -620,11 +620,11 @@ static int pin_costs(struct bx *b, struct bench_report *r)
                 rc = bench_rec_stats(op ? &unpin_ns : &pin_ns, &st);
                 if (rc)
                     break;
-                bench_cell_str(r, "memory", kind ? "host" : "gpu");
-                        bench_cell_int(r, "size", (long long)n);
-                bench_cell_str(r, "op", op ? "unpin" : "pin");
+                results_cell_str(r, "memory", kind ? "host" : "gpu");
+                        results_cell_int(r, "size", (long long)n);
+                results_cell_str(r, "op", op ? "unpin" : "pin");
                 bench_cell_stats(r, "", &st);
-                rc = bench_report_row(r, "pin");
+                rc = results_row(r, "pin");
             }
         }
     }
@@ -635,22 +635,22 @@ static int pin_costs(struct bx *b, struct bench_report *r)
     return rc;
 }
 
-static void target_row(struct bench_report *r, const char *link, const char *dir, const char *what,
+static void target_row(struct results *r, const char *link, const char *dir, const char *what,
                        double value, const char *goal, int met)
 {
-    bench_cell_str(r, "link", link);
-    bench_cell_str(r, "dir", dir);
-    bench_cell_str(r, "metric", what);
-    bench_cell_num(r, "value", value);
-    bench_cell_str(r, "target", goal);
-    bench_cell_str(r, "met", met ? "yes" : "no");
-    bench_report_row(r, "targets");
+    results_cell_str(r, "link", link);
+    results_cell_str(r, "dir", dir);
+    results_cell_str(r, "metric", what);
+    results_cell_num(r, "value", value);
+    results_cell_str(r, "target", goal);
+    results_cell_str(r, "met", met ? "yes" : "no");
+    results_row(r, "targets");
 }
 
 /* The TARGETS.md figures of the direct prepinned path, from this run: 4 KiB
  * p50 and p99.9, max / p50 at 4 KiB, and the largest size's bandwidth
  * against plain page-locked cudaMemcpyAsync. Only what was measured. */
-static void targets(struct bx *b, struct bench_report *r)
+static void targets(struct bx *b, struct results *r)
 {
     static const char *dirs[3] = {"", "card-to-gpu", "gpu-to-card"};
     if (strcmp(b->o->link, "unlimited"))
@@ -686,7 +686,7 @@ static void targets(struct bx *b, struct bench_report *r)
     }
 }
 
-int bench_transfer_run(const struct xfer_opts *o, struct bench_report *r)
+int bench_transfer_run(const struct xfer_opts *o, struct results *r)
 {
     if (!o || !r || !o->min_size || o->min_size > o->max_size || !o->total || !o->max_reps || !o->link ||
         !o->paths || !o->dirs || !o->chunk || o->max_size > ONIGPU_MAX_BLOCK)
@@ -700,19 +700,19 @@ int bench_transfer_run(const struct xfer_opts *o, struct bench_report *r)
         free_buffers(&b);
         return rc;
     }
-    bench_report_meta(r, "link", o->link);
-    bench_report_meta_num(r, "total_bytes_per_size", (double)o->total);
-    bench_report_meta_num(r, "chunk_bytes", o->chunk);
-    bench_report_meta_num(r, "max_reps", (double)o->max_reps);
+    results_meta(r, "link", o->link);
+    results_meta_num(r, "total_bytes_per_size", (double)o->total);
+    results_meta_num(r, "chunk_bytes", o->chunk);
+    results_meta_num(r, "max_reps", (double)o->max_reps);
     if (o->paths & (1u << XFER_AGENT)) /* 0: every size */
-        bench_report_meta_num(r, "agent_max_bytes", o->agent_max);
+        results_meta_num(r, "agent_max_bytes", o->agent_max);
     int first_rc = 0;
     for (int dir = XFER_DIR_READ; dir <= XFER_DIR_WRITE; dir++) {
         if (!(o->dirs & dir))
             continue;
         const char *dirname = dir == XFER_DIR_READ ? "card-to-gpu" : "gpu-to-card";
         struct series_pts pts[XFER_NPATHS];
-        struct bench_series ser[XFER_NPATHS];
+        struct results_series ser[XFER_NPATHS];
         memset(pts, 0, sizeof pts); /* a path that fails or is skipped has no points */
         size_t nser = 0;
         for (int p = 0; p < XFER_NPATHS; p++) {
@@ -724,23 +724,23 @@ int bench_transfer_run(const struct xfer_opts *o, struct bench_report *r)
             if (prc && !first_rc)
                 first_rc = prc;
             if (pts[p].n)
-                ser[nser++] = (struct bench_series){xfer_path_name(p), pts[p].x, pts[p].y, pts[p].n, BENCH_LINES_POINTS};
+                ser[nser++] = (struct results_series){xfer_path_name(p), pts[p].x, pts[p].y, pts[p].n, RESULTS_LINES_POINTS};
             if (!prc && fit.n) {
-                bench_cell_str(r, "link", o->link);
-                bench_cell_str(r, "dir", dirname);
-                bench_cell_str(r, "path", xfer_path_name(p));
-                        bench_cell_num(r, "lat_us", fit.lat_ns / 1e3);
-                bench_cell_num(r, "bw_MBps", fit.bw_Bps / 1e6);
-                bench_cell_num(r, "r2", fit.r2);
-                bench_report_row(r, "fit");
+                results_cell_str(r, "link", o->link);
+                results_cell_str(r, "dir", dirname);
+                results_cell_str(r, "path", xfer_path_name(p));
+                        results_cell_num(r, "lat_us", fit.lat_ns / 1e3);
+                results_cell_num(r, "bw_MBps", fit.bw_Bps / 1e6);
+                results_cell_num(r, "r2", fit.r2);
+                results_row(r, "fit");
             }
         }
         if (nser) {
             char title[128], tag[64];
             snprintf(title, sizeof title, "%s, link %s: median transfer time", dirname, o->link);
             snprintf(tag, sizeof tag, "time-%s", dirname);
-            struct bench_plot pl = {title, "bytes per transfer", "p50 time (us)", 1, 1, ser, nser};
-            bench_report_plot(r, tag, &pl);
+            struct results_plot pl = {title, "bytes per transfer", "p50 time (us)", 1, 1, ser, nser};
+            results_add_plot(r, tag, &pl);
         }
     }
     int prc = pin_costs(&b, r);

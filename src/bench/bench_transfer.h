@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct bench_report;
+struct results;
 
-struct bench_report;
+struct results;
 
 enum xfer_path {
     XFER_REFERENCE = 0, /* plain page-locked cudaMemcpyAsync + sync, no card: the ceiling */
@@ -68,6 +68,6 @@ int xfer_path_parse(const char *name);
  * "outliers" and "targets", and PNG plots of time against size and
  * histograms at 4 KiB and 8 MiB. Returns 0 or the first ONI error;
  * ONI_ENOGPU when there is no GPU (nothing added). */
-int bench_transfer_run(const struct xfer_opts *o, struct bench_report *r);
+int bench_transfer_run(const struct xfer_opts *o, struct results *r);
 
 #endif

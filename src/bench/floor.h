@@ -41,7 +41,7 @@ const char *floor_mech_name(int mech);
 /* The mechanism of a name, or -1. */
 int floor_mech_parse(const char *name);
 
-struct bench_report;
+struct results;
 
 struct bench_floor_opts {
     uint64_t reps;        /* timed transfers per mechanism, 1 .. FLOOR_MAX_REPS */
@@ -67,6 +67,6 @@ int bench_floor_check(const struct bench_floor_opts *o);
  * wait passed its deadline; ONI_EREADFAILURE when the device buffer did not
  * hold the host's bytes; ONI_EBADALLOC. Every error is logged with the
  * mechanism it happened in. */
-int bench_floor_run(const struct bench_floor_opts *o, struct bench_report *r, int *measured);
+int bench_floor_run(const struct bench_floor_opts *o, struct results *r, int *measured);
 
 #endif

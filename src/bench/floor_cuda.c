@@ -544,32 +544,32 @@ static const char *schedule_name(unsigned flags)
     }
 }
 
-static void add_meta(struct bench_report *r, const struct bench_floor_opts *o, const char *sched)
+static void add_meta(struct results *r, const struct bench_floor_opts *o, const char *sched)
 {
     int drv = 0, rt = 0;
     cudaDriverGetVersion(&drv);
     cudaRuntimeGetVersion(&rt);
-    bench_report_meta_num(r, "size_bytes", o->size);
-    bench_report_meta_num(r, "reps_per_mech", (double)o->reps);
-    bench_report_meta_num(r, "rounds", (double)rounds_of(o));
-    bench_report_meta_num(r, "warmup_per_slice", WARMUP);
-    bench_report_meta_num(r, "timeout_ms", o->timeout_ms);
-    bench_report_meta(r, "device_schedule", sched);
-    bench_report_meta_num(r, "cuda_driver", drv);
-    bench_report_meta_num(r, "cuda_runtime", rt);
-    bench_report_meta(r, "armed", "one transfer armed at a time, after the previous landed; timer starts "
+    results_meta_num(r, "size_bytes", o->size);
+    results_meta_num(r, "reps_per_mech", (double)o->reps);
+    results_meta_num(r, "rounds", (double)rounds_of(o));
+    results_meta_num(r, "warmup_per_slice", WARMUP);
+    results_meta_num(r, "timeout_ms", o->timeout_ms);
+    results_meta(r, "device_schedule", sched);
+    results_meta_num(r, "cuda_driver", drv);
+    results_meta_num(r, "cuda_runtime", rt);
+    results_meta(r, "armed", "one transfer armed at a time, after the previous landed; timer starts "
                                   "once the stream has reached its wait");
 }
 
 /* One row per mechanism into r; ratio: p50 over the first mechanism's p50.
  * The line saying what the table shows goes to stdout, before the table
  * the command prints. */
-static int write_results(const struct bench_floor_opts *o, struct bench_report *r, const int *list, int nm,
+static int write_results(const struct bench_floor_opts *o, struct results *r, const int *list, int nm,
                          struct bench_rec *rec, const char *sched)
 {
     int rc = 0;
     add_meta(r, o, sched);
-    bench_report_meta(r, "ratio_base", floor_mech_name(list[0]));
+    results_meta(r, "ratio_base", floor_mech_name(list[0]));
     double base = 0;
     for (int i = 0; i < nm && !rc; i++) {
         int m = list[i];
@@ -579,18 +579,18 @@ static int write_results(const struct bench_floor_opts *o, struct bench_report *
             break;
         if (!i)
             base = st.p50;
-        bench_cell_str(r, "mech", floor_mech_name(m));
-        bench_cell_int(r, "n", (long long)st.n);
-        bench_cell_num(r, "mean_us", st.mean / 1e3);
-        bench_cell_num(r, "min_us", st.min / 1e3);
-        bench_cell_num(r, "p50_us", st.p50 / 1e3);
-        bench_cell_num(r, "p99_us", st.p99 / 1e3);
-        bench_cell_num(r, "p999_us", st.p999 / 1e3);
-        bench_cell_num(r, "max_us", st.max / 1e3);
-        bench_cell_num(r, "max_p50", st.p50 > 0 ? st.max / st.p50 : 0);
-        bench_cell_num(r, "p50_ratio", base > 0 ? st.p50 / base : 0);
-        bench_cell_str(r, "checked", mechs[m].payload ? "yes" : "no payload");
-        rc = bench_report_row(r, NULL);
+        results_cell_str(r, "mech", floor_mech_name(m));
+        results_cell_int(r, "n", (long long)st.n);
+        results_cell_num(r, "mean_us", st.mean / 1e3);
+        results_cell_num(r, "min_us", st.min / 1e3);
+        results_cell_num(r, "p50_us", st.p50 / 1e3);
+        results_cell_num(r, "p99_us", st.p99 / 1e3);
+        results_cell_num(r, "p999_us", st.p999 / 1e3);
+        results_cell_num(r, "max_us", st.max / 1e3);
+        results_cell_num(r, "max_p50", st.p50 > 0 ? st.max / st.p50 : 0);
+        results_cell_num(r, "p50_ratio", base > 0 ? st.p50 / base : 0);
+        results_cell_str(r, "checked", mechs[m].payload ? "yes" : "no payload");
+        rc = results_row(r, NULL);
     }
     printf("%u B host -> GPU, %llu per mechanism in %llu rounds; device schedule %s; "
            "p50_ratio: p50 / %s's p50\n",
@@ -600,7 +600,7 @@ static int write_results(const struct bench_floor_opts *o, struct bench_report *
 
 /* ---- the entry point ----------------------------------------------------------------- */
 
-int bench_floor_run(const struct bench_floor_opts *o, struct bench_report *r, int *measured)
+int bench_floor_run(const struct bench_floor_opts *o, struct results *r, int *measured)
 {
     int rc = bench_floor_check(o);
     if (rc)

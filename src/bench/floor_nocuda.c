@@ -2,7 +2,7 @@
 #include "bench/floor.h"
 #include "oni.h"
 
-int bench_floor_run(const struct bench_floor_opts *o, struct bench_report *r, int *measured)
+int bench_floor_run(const struct bench_floor_opts *o, struct results *r, int *measured)
 {
     (void)r;
     int rc = bench_floor_check(o);

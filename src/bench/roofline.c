@@ -185,13 +185,13 @@ static double roof(double peak, double bw, double ai)
     return m < peak ? m : peak;
 }
 
-int roofline_bench(const char *link, struct bench_report *rep, FILE *log)
+int roofline_bench(const char *link, struct results *rep, FILE *log)
 {
     struct roofline r;
     int rc = roofline_measure(&r, 0, link);
     if (rc)
         return rc;
-    bench_report_meta(rep, "method", "compute: MAC kernel at AI 64 (CPU in cache, all cores; GPU 64 Mi floats); "
+    results_meta(rep, "method", "compute: MAC kernel at AI 64 (CPU in cache, all cores; GPU 64 Mi floats); "
                                      "memory: best large copy, read + write bytes; link: emulated card preset");
     /* MAC points over AI, and the roofs. */
     static const double ais[] = {0.25, 0.75, 2.5, 10, 40, 160};
@@ -205,18 +205,18 @@ int roofline_bench(const char *link, struct bench_report *rep, FILE *log)
         /* The ceiling is the best the kernel reached anywhere. */
         if (cpu_pt[i] > r.cpu_gflops)
             r.cpu_gflops = cpu_pt[i];
-        bench_cell_str(rep, "device", "cpu");
-        bench_cell_num(rep, "ai", ais[i]);
-        bench_cell_num(rep, "gflops", cpu_pt[i]);
-        bench_report_row(rep, "points");
+        results_cell_str(rep, "device", "cpu");
+        results_cell_num(rep, "ai", ais[i]);
+        results_cell_num(rep, "gflops", cpu_pt[i]);
+        results_row(rep, "points");
         if (r.have_gpu && roofline_point_gpu(ais[i], 64u << 20, &gpu_pt[i]) == 0) {
             if (gpu_pt[i] > r.gpu_gflops)
                 r.gpu_gflops = gpu_pt[i];
             ngpu++;
-            bench_cell_str(rep, "device", "gpu");
-            bench_cell_num(rep, "ai", ais[i]);
-            bench_cell_num(rep, "gflops", gpu_pt[i]);
-            bench_report_row(rep, "points");
+            results_cell_str(rep, "device", "gpu");
+            results_cell_num(rep, "ai", ais[i]);
+            results_cell_num(rep, "gflops", gpu_pt[i]);
+            results_row(rep, "points");
         }
     }
     for (int i = 0; i < NA; i++) {
@@ -234,22 +234,22 @@ int roofline_bench(const char *link, struct bench_report *rep, FILE *log)
             continue;
         if (i >= 4 && (!r.have_link || (i > 4 && val[i] <= 0)))
             continue;
-        bench_cell_str(rep, "ceiling", what[i]);
-        bench_cell_num(rep, "value", val[i]);
-        bench_cell_str(rep, "unit", i == 4 && r.link_gbps == 0 ? "unlimited" : unit[i]);
-        bench_cell_str(rep, "detail", i == 4 ? r.link_name : i > 4 ? "measured: ONI_DRV_READ, host memory" : "");
-        bench_report_row(rep, NULL);
+        results_cell_str(rep, "ceiling", what[i]);
+        results_cell_num(rep, "value", val[i]);
+        results_cell_str(rep, "unit", i == 4 && r.link_gbps == 0 ? "unlimited" : unit[i]);
+        results_cell_str(rep, "detail", i == 4 ? r.link_name : i > 4 ? "measured: ONI_DRV_READ, host memory" : "");
+        results_row(rep, NULL);
     }
     if (!rc) {
-        struct bench_series s[4] = {
-            {"CPU roof", x, cpu_roof, NA, BENCH_LINES},
-            {"CPU MAC", x, cpu_pt, NA, BENCH_LINES_POINTS},
-            {"GPU roof", x, gpu_roof, NA, BENCH_LINES},
-            {"GPU MAC", x, gpu_pt, ngpu == NA ? NA : 0, BENCH_LINES_POINTS},
+        struct results_series s[4] = {
+            {"CPU roof", x, cpu_roof, NA, RESULTS_LINES},
+            {"CPU MAC", x, cpu_pt, NA, RESULTS_LINES_POINTS},
+            {"GPU roof", x, gpu_roof, NA, RESULTS_LINES},
+            {"GPU MAC", x, gpu_pt, ngpu == NA ? NA : 0, RESULTS_LINES_POINTS},
         };
-        struct bench_plot p = {"roofline: MAC kernel", "arithmetic intensity (FLOP/byte)", "GFLOP/s", 1, 1, s,
+        struct results_plot p = {"roofline: MAC kernel", "arithmetic intensity (FLOP/byte)", "GFLOP/s", 1, 1, s,
                                r.have_gpu && ngpu == NA ? 4 : 2};
-        bench_report_plot(rep, "roofline", &p);
+        results_add_plot(rep, "roofline", &p);
     }
     if (log) {
         fprintf(log, "table 5.1 on this machine:\n  CPU compute %.1f GFLOP/s, memory %.1f GB/s\n", r.cpu_gflops, r.cpu_gbps);
@@ -265,6 +265,6 @@ int roofline_bench(const char *link, struct bench_report *rep, FILE *log)
             fprintf(log, "  card link: the emulated card could not be opened\n");
     }
     if (rc) /* the rows measured are kept; the files say the run did not finish */
-        bench_report_meta(rep, "error", oni_error_str(rc));
+        results_meta(rep, "error", oni_error_str(rc));
     return rc;
 }

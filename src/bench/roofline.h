@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct bench_report;
+struct results;
 
 struct roofline {
     double cpu_gflops, cpu_gbps; /* MAC at high AI in cache; memcpy, bytes read + written */
@@ -28,6 +28,6 @@ int roofline_measure(struct roofline *r, int quick, const char *link);
  * the plot to rep (opened by the caller, who prints and closes it), and say
  * table 5.1 on log (NULL: quiet). 0 or an ONI error; after an error during
  * the points the rows measured stay in rep, with meta "error". */
-int roofline_bench(const char *link, struct bench_report *rep, FILE *log);
+int roofline_bench(const char *link, struct results *rep, FILE *log);
 
 #endif

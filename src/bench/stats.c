@@ -190,3 +190,70 @@ void bench_rec_free(struct bench_rec *r)
     free(r->ns);
     memset(r, 0, sizeof *r);
 }
+void bench_cell_stats(struct results *r, const char *prefix, const struct bench_stats *s)
+{
+    static const char *names[] = {"mean_ns", "sd_ns", "min_ns", "p50_ns", "p90_ns",
+                                  "p99_ns", "p999_ns", "max_ns"};
+    if (!r)
+        return;
+    if (!prefix || !s) {
+        results_cell_num(r, "", 0); /* an empty column name: the set's sticky ONI_EINVALARG */
+        return;
+    }
+    const double v[] = {s->mean, s->sd, s->min, s->p50, s->p90, s->p99, s->p999, s->max};
+    char col[128];
+    snprintf(col, sizeof col, "%s%sn", prefix, *prefix ? "_" : "");
+    results_cell_int(r, col, (long long)s->n);
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        snprintf(col, sizeof col, "%s%s%s", prefix, *prefix ? "_" : "", names[i]);
+        results_cell_num(r, col, v[i]);
+    }
+}
+
+/* A histogram's bins as bars (a bin of zero width spans to the top edge). */
+static int hist_bars(const struct bench_hist *h, const char *title, const char *xlabel, struct results_bars *b)
+{
+    if (!h || !h->count || !h->nbins || !isfinite(h->lo) || !isfinite(h->hi) || (h->log_bins && h->lo <= 0))
+        return ONI_EINVALARG;
+    double *from = malloc(h->nbins * sizeof *from), *to = malloc(h->nbins * sizeof *to);
+    if (!from || !to) {
+        free(from);
+        free(to);
+        return ONI_EBADALLOC;
+    }
+    double hi = h->hi > h->lo ? h->hi : h->lo + (h->log_bins ? h->lo : 1);
+    for (size_t i = 0; i < h->nbins; i++) {
+        from[i] = bench_hist_edge(h, i);
+        to[i] = bench_hist_edge(h, i + 1);
+        if (to[i] <= from[i])
+            to[i] = hi;
+    }
+    *b = (struct results_bars){title, xlabel, from, to, h->count, h->nbins, h->under, h->over, h->log_bins};
+    return 0;
+}
+
+int bench_hist_png(const char *path, const char *title, const char *xlabel, const struct bench_hist *h,
+                   char *why, size_t len)
+{
+    struct results_bars b;
+    int rc = hist_bars(h, title, xlabel, &b);
+    if (rc)
+        return rc;
+    rc = results_bars_png(path, &b, why, len);
+    free((void *)b.from);
+    free((void *)b.to);
+    return rc;
+}
+
+int bench_report_hist(struct results *r, const char *tag, const char *title, const char *xlabel,
+                      const struct bench_hist *h)
+{
+    struct results_bars b;
+    int rc = hist_bars(h, title, xlabel, &b);
+    if (rc)
+        return rc;
+    rc = results_add_bars(r, tag, &b);
+    free((void *)b.from);
+    free((void *)b.to);
+    return rc;
+}

@@ -306,6 +306,8 @@ static void *process_main(void *p)
     if (lp->chain && lp->cfg.backend == LOOP_CPU)
         loop_chain_stop(lp->chain);
     take_reconfigure(lp, 1);
+    atomic_store_explicit(&lp->proc_ended, 1, memory_order_release);
+    loop_wake_all(&lp->watch);
     return NULL;
 }
 
@@ -470,6 +472,7 @@ int loop_create(const struct loop_config *cfg, struct loop **out)
     lp->be = be;
     for (int i = 0; i < LOOP_NTHREADS; i++)
         loop_wake_init(&lp->wake[i]);
+    loop_wake_init(&lp->watch);
     pthread_mutex_init(&lp->rmu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -513,6 +516,39 @@ static void pin_threads(pthread_t *th, int n)
     }
 }
 
+static int proc_ended(const void *p)
+{
+    return atomic_load_explicit(&((const struct loop *)p)->proc_ended, memory_order_acquire);
+}
+
+/* The cpu backend's watchdog, until the process thread returns: a stage
+ * over its budget that does not return (a loop without end, a wait on what
+ * never comes) fails the loop, and its thread is left to it (detached; lp is
+ * then never freed but kept on a list, as that thread still uses it). 1 when it was left. The
+ * wall limit is the budget plus the loop's timeout: a stage may wait, but
+ * not longer than a device may. */
+static pthread_mutex_t abandoned_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct loop *abandoned_loops; /* kept, never freed: their threads may come back */
+
+static int watch_process(struct loop *lp, pthread_t th)
+{
+    uint64_t limit = (uint64_t)lp->cfg.timeout_ms * 1000000u;
+    char why[320];
+    while (loop_wake_until(&lp->watch, proc_ended, lp, 0, oni_now_ns() + 10000000u) == ONI_ETIMEOUT) {
+        int rc = loop_chain_overrun(lp->chain, limit, why, sizeof why);
+        if (rc) {
+            loop_fail_why(lp, rc, "%s", why);
+            pthread_detach(th);
+            pthread_mutex_lock(&abandoned_mu);
+            lp->next_abandoned = abandoned_loops;
+            abandoned_loops = lp;
+            pthread_mutex_unlock(&abandoned_mu);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int loop_run(struct loop *lp)
 {
     if (!lp)
@@ -543,8 +579,11 @@ int loop_run(struct loop *lp)
         pin_threads(th, 3);
     /* Receive ends first (count reached, stop or error); the others drain
      * what it started, then end. */
+    if (n == 3 && lp->chain && lp->cfg.backend == LOOP_CPU)
+        lp->abandoned = watch_process(lp, th[LOOP_T_PROCESS]);
     for (int i = 0; i < n; i++)
-        pthread_join(th[i], NULL);
+        if (!(lp->abandoned && i == LOOP_T_PROCESS))
+            pthread_join(th[i], NULL);
     if (lp->be->halt)
         lp->be->halt(lp);
     atomic_store(&lp->run_ns, oni_now_ns() - t0);
@@ -588,7 +627,7 @@ const struct loop_record *loop_records(const struct loop *lp)
 
 const struct loop_ephys_state *loop_ephys_final(struct loop *lp)
 {
-    if (lp && lp->chain && lp->cfg.backend == LOOP_CPU)
+    if (lp && lp->chain && lp->cfg.backend == LOOP_CPU && !lp->abandoned)
         loop_chain_state(lp->chain, lp->ephys);
     return lp ? lp->ephys : NULL;
 }
@@ -646,7 +685,7 @@ int loop_stage_reconfigure(struct loop *lp, uint32_t i, const char *options, cha
 
 void loop_destroy(struct loop *lp)
 {
-    if (!lp)
+    if (!lp || lp->abandoned) /* a stage that never returned still uses it all */
         return;
     if (lp->be && lp->be->fini)
         lp->be->fini(lp);

@@ -57,6 +57,10 @@ struct loop {
     _Atomic int err;
     _Atomic int recv_done;
     _Atomic int ran;
+    _Atomic int proc_ended;              /* the process thread returned (the watchdog's wake: watch) */
+    struct loop_wake watch;
+    int abandoned;                       /* a stage never returned: its thread still holds lp */
+    struct loop *next_abandoned;         /* the list that keeps such loops (engine.c) */
     _Atomic uint64_t sent, started, stalls, bytes_in;
     struct loop_record *rec;
     _Atomic uint64_t run_ns;             /* loop_run wall time, written when it ends */

@@ -70,6 +70,13 @@ void loop_ephys_defaults(struct loop_ephys_params *p)
      * (csn-le/wave_clus Parameters_files/set_parameters_ascii_spikes.m:
      * ref = 1.5 ms, detection 'neg') */
     p->refractory_s = 1.5e-3;
+    /* Locally exclusive detection, as SpikeInterface's detect_peaks
+     * method "locally_exclusive" (one peak per radius and sweep; its
+     * defaults exclude_sweep_ms 0.1, radius_um 50), made causal: the first
+     * crossing of a neighbourhood wins. 3 channels cover a unit of the
+     * emulator's (4 neighbouring channels); 0.5 ms its crossings' spread. */
+    p->radius = 3;
+    p->sweep_s = 0.5e-3;
     p->calib_s = 0.2;
     p->lockout_s = 1.5e-3;
     p->clock_hz = 250e6;
@@ -139,6 +146,15 @@ int loop_ephys_set_detect(struct loop_ephys_state *st, double k, double refracto
     return 0;
 }
 
+int loop_ephys_set_exclusive(struct loop_ephys_state *st, uint32_t radius, double sweep_s, double fs_hz)
+{
+    if (!(fs_hz > 0) || !isfinite(fs_hz) || !samples_ok(sweep_s, fs_hz) || radius >= LOOP_EPHYS_MAXCHAN)
+        return ONI_EINVALARG;
+    st->radius = radius;
+    st->sweep = radius ? (uint32_t)llround(sweep_s * fs_hz) : 0;
+    return 0;
+}
+
 int loop_ephys_set_lockout(struct loop_ephys_state *st, double lockout_s, double clock_hz)
 {
     if (!(clock_hz > 0) || !isfinite(clock_hz) || !(lockout_s >= 0) || lockout_s > 3600)
@@ -152,12 +168,14 @@ int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params 
     if (!st || !p || !loop_ephys_layout_ok(lay))
         return ONI_EINVALARG;
     if (!band_ok(p->lo_hz, p->hi_hz, p->fs_hz) || !detect_ok(p->k, p->refractory_s, p->calib_s, p->fs_hz) ||
-        !(p->clock_hz > 0) || !isfinite(p->clock_hz) || !(p->lockout_s >= 0) || p->lockout_s > 3600)
+        !(p->clock_hz > 0) || !isfinite(p->clock_hz) || !(p->lockout_s >= 0) || p->lockout_s > 3600 ||
+        !samples_ok(p->sweep_s, p->fs_hz) || p->radius >= LOOP_EPHYS_MAXCHAN)
         return ONI_EINVALARG;
     memset(st, 0, sizeof *st);
     st->lay = *lay;
     loop_ephys_set_band(st, p->lo_hz, p->hi_hz, p->fs_hz);
     loop_ephys_set_detect(st, p->k, p->refractory_s, p->calib_s, p->fs_hz);
+    loop_ephys_set_exclusive(st, p->radius, p->sweep_s, p->fs_hz);
     loop_ephys_set_lockout(st, p->lockout_s, p->clock_hz);
     return ONI_ESUCCESS;
 }
@@ -281,7 +299,7 @@ void loop_ephys_out_reset(struct loop_ephys_out *out)
 void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nframes, const uint8_t *block, uint32_t f0,
                        struct loop_ephys_out *out)
 {
-    const uint32_t nchan = st->lay.nchan;
+    const uint32_t nchan = st->lay.nchan, from = out->nspikes;
     for (uint32_t f = 0; f < nframes; f++) {
         uint64_t idx = st->nsamples + f;
         for (uint32_t c = 0; c < nchan; c++) {
@@ -304,6 +322,7 @@ void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nfr
             }
         }
     }
+    loop_ephys_exclusive(st, x, f0, st->nsamples - f0, out, from);
     st->nsamples += nframes;
 }
 

@@ -92,6 +92,9 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         tfirst = ~0ull;
     }
     uint64_t n0 = st->nsamples;
+    __shared__ uint32_t from; // the first spike of this chunk
+    if (c == 0)
+        from = 0;
     __syncthreads();
     for (uint32_t f0 = 0; f0 < nframes; f0 += LOOP_EPHYS_CHUNK) {
         uint32_t nf = nframes - f0 < LOOP_EPHYS_CHUNK ? nframes - f0 : LOOP_EPHYS_CHUNK;
@@ -129,6 +132,7 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
             for (uint32_t f = 0; f < nf; f++) {
                 uint64_t idx = n0 + f0 + f;
                 float x = __fsub_rn(sh[f * nchan + c], means[f]);
+                sh[f * nchan + c] = x; // referenced, for the exclusive rule below
                 if (idx < st->calib) {
                     st->hist[c][ephys_bin(fabsf(x))]++;
                     continue;
@@ -149,6 +153,19 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
                     }
                 }
             }
+        }
+        __syncthreads();
+        // the chunk's spikes in the CPU's order, then detect's locally
+        // exclusive rule (kernels.h: the same code as the CPU's)
+        if (c == 0) {
+            uint32_t n = nsp < LOOP_EPHYS_MAXSPIKES ? nsp : LOOP_EPHYS_MAXSPIKES;
+            out->nspikes = n;
+            out->overflow = ovf;
+            out->t_first = tfirst;
+            loop_spike_sort(out, from, n);
+            loop_ephys_exclusive(st, sh, f0, n0, out, from);
+            nsp = from = out->nspikes;
+            tfirst = out->t_first;
         }
         __syncthreads();
     }

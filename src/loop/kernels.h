@@ -13,7 +13,9 @@
  *     calibration window, a negative threshold crossing x < -k * MAD / 0.6745
  *     (an extracellular spike is a trough) with a refractory period of 1.5 ms
  *     (the high-pass filter's undershoot after a large trough, 1.0-1.3 ms
- *     later, would cross again after 1 ms), and the decision: one
+ *     later, would cross again after 1 ms), locally exclusive across
+ *     channels (a crossing within `radius` channels and `sweep` samples of
+ *     a kept one is dropped: loop_ephys_exclusive), and the decision: one
  *     stimulation for a block with a spike, unless that spike follows the
  *     one the last stimulation answered by less than the lockout (1.5 ms:
  *     the same spike seen on a neighbouring channel in the next block). The GPU version does the same float operations in
@@ -74,6 +76,8 @@ struct loop_ephys_params {
     double lo_hz, hi_hz;     /* band-pass edges (300, 6000) */
     double k;                /* threshold in noise SDs (5) */
     double refractory_s;     /* per channel dead time after a spike (1.5e-3) */
+    uint32_t radius;         /* locally exclusive detection: channels either side (3; 0: off) */
+    double sweep_s;          /* ... and the time after a kept spike (0.5e-3) */
     double calib_s;          /* calibration window before detection starts (0.2) */
     double lockout_s;        /* no stimulation for a spike this soon after the one the last
                                 stimulation answered (1.5e-3) */
@@ -85,6 +89,7 @@ struct loop_ephys_state {
     struct loop_ephys_layout lay;
     float b[2][3], a[2][2];          /* biquads: high-pass then low-pass, a0 = 1 */
     uint32_t refractory;             /* samples */
+    uint32_t radius, sweep;          /* locally exclusive: channels either side, samples (0: off) */
     uint32_t calib;                  /* samples */
     float k;
     uint64_t nsamples;               /* samples processed so far */
@@ -93,6 +98,7 @@ struct loop_ephys_state {
     float z[LOOP_EPHYS_MAXCHAN][4];  /* direct form II transposed state, 2 per biquad */
     float thr[LOOP_EPHYS_MAXCHAN];   /* 0 until calibrated */
     uint64_t last[LOOP_EPHYS_MAXCHAN]; /* sample index of the last spike + 1 (0 = none) */
+    uint64_t excl[LOOP_EPHYS_MAXCHAN]; /* no spike kept on it before this sample index (a neighbour's) */
     uint32_t hist[LOOP_EPHYS_MAXCHAN][LOOP_EPHYS_BINS];
 };
 
@@ -103,6 +109,100 @@ struct loop_ephys_state {
 
 /* Host functions (NVRTC, compiling the GPU chain, sees the types alone). */
 #if !defined(__CUDACC_RTC__)
+#if defined(__CUDACC__)
+#define LOOP_HD __host__ __device__ static inline
+#else
+#define LOOP_HD static inline
+#endif
+
+/* Spike i before spike j: by frame, then the most negative sample, then
+ * by channel. */
+LOOP_HD int loop_spike_deeper(const struct loop_ephys_out *o, const float *x, uint32_t nchan, uint32_t f0,
+                              uint32_t i, uint32_t j)
+{
+    const struct loop_spike *a = &o->spikes[i], *b = &o->spikes[j];
+    if (a->frame != b->frame)
+        return a->frame < b->frame;
+    float va = x[(size_t)(a->frame - f0) * nchan + a->chan], vb = x[(size_t)(b->frame - f0) * nchan + b->chan];
+    if (va != vb)
+        return va < vb;
+    return a->chan < b->chan;
+}
+
+/* Indices from .. n of o's spikes into ord[0 .. n - from), in that order
+ * (insertion: a chunk has few). */
+LOOP_HD void loop_spike_order(const struct loop_ephys_out *o, const float *x, uint32_t nchan, uint32_t f0,
+                              uint32_t from, uint32_t n, uint16_t *ord)
+{
+    for (uint32_t i = from; i < n; i++) {
+        uint32_t k = i - from;
+        while (k > 0 && loop_spike_deeper(o, x, nchan, f0, i, ord[k - 1])) {
+            ord[k] = ord[k - 1];
+            k--;
+        }
+        ord[k] = (uint16_t)i;
+    }
+}
+
+/* o's spikes from .. n sorted in place by frame, then channel (the GPU
+ * lists them as its threads come). */
+LOOP_HD void loop_spike_sort(struct loop_ephys_out *o, uint32_t from, uint32_t n)
+{
+    for (uint32_t i = from + 1; i < n; i++) {
+        struct loop_spike s = o->spikes[i];
+        uint32_t k = i;
+        while (k > from && (o->spikes[k - 1].frame > s.frame ||
+                            (o->spikes[k - 1].frame == s.frame && o->spikes[k - 1].chan > s.chan))) {
+            o->spikes[k] = o->spikes[k - 1];
+            k--;
+        }
+        o->spikes[k] = s;
+    }
+}
+
+/* detect's locally exclusive rule (one code for the CPU and the GPU kernel):
+ * the spikes listed from index `from` (by frame, then channel), all of frames f0 .. f0 + nframes of
+ * the block whose frame 0 is sample base, with x those frames' samples
+ * [nframes][nchan], are taken by frame, then the deepest first, then by
+ * channel; one within st->radius channels and st->sweep samples of a spike
+ * kept before it (this block or an earlier one) is dropped, so a spike that
+ * crosses on its neighbouring channels is detected once, on the channel
+ * that crossed first (deepest). The kept ones stay listed in order; t_first becomes the earliest listed when nothing
+ * overflowed. Crossings still start each channel's own refractory time. */
+LOOP_HD void loop_ephys_exclusive(struct loop_ephys_state *st, const float *x, uint32_t f0, uint64_t base,
+                                  struct loop_ephys_out *o, uint32_t from)
+{
+    uint32_t n = o->nspikes < LOOP_EPHYS_MAXSPIKES ? o->nspikes : LOOP_EPHYS_MAXSPIKES, nchan = st->lay.nchan;
+    if (!st->sweep || n <= from)
+        return;
+    uint16_t ord[LOOP_EPHYS_MAXSPIKES];
+    uint8_t keep[LOOP_EPHYS_MAXSPIKES];
+    loop_spike_order(o, x, nchan, f0, from, n, ord);
+    for (uint32_t k = 0; k < n - from; k++) {
+        const struct loop_spike *s = &o->spikes[ord[k]];
+        uint64_t idx = base + s->frame;
+        keep[ord[k]] = idx >= st->excl[s->chan];
+        if (!keep[ord[k]])
+            continue;
+        uint32_t lo = s->chan > st->radius ? s->chan - st->radius : 0;
+        uint32_t hi = s->chan + st->radius < nchan ? s->chan + st->radius : nchan - 1;
+        for (uint32_t c = lo; c <= hi; c++)
+            if (st->excl[c] < idx + st->sweep)
+                st->excl[c] = idx + st->sweep;
+    }
+    uint32_t m = from;
+    for (uint32_t i = from; i < n; i++)
+        if (keep[i])
+            o->spikes[m++] = o->spikes[i];
+    o->nspikes = m;
+    if (!o->overflow) {
+        uint64_t t = ~0ull;
+        for (uint32_t k = 0; k < o->nspikes; k++)
+            t = o->spikes[k].time < t ? o->spikes[k].time : t;
+        o->t_first = t;
+    }
+}
+
 /* 1 when lay is a layout the ephys kernels can walk: 1..LOOP_EPHYS_MAXCHAN
  * channels, a stride that is a multiple of 4, the timestamp 4-byte aligned
  * and every 16-bit sample at an even offset, all inside the stride. */
@@ -116,6 +216,10 @@ int loop_ephys_init(struct loop_ephys_state *st, const struct loop_ephys_params 
  * st unchanged and ONI_EINVALARG for values loop_ephys_init refuses. */
 int loop_ephys_set_band(struct loop_ephys_state *st, double lo_hz, double hi_hz, double fs_hz);
 int loop_ephys_set_detect(struct loop_ephys_state *st, double k, double refractory_s, double calib_s, double fs_hz);
+/* Set st's locally exclusive detection: radius channels either side, for
+ * sweep_s after a kept spike (radius 0: every crossing is kept); st
+ * unchanged and ONI_EINVALARG for a radius past the channels or a bad time. */
+int loop_ephys_set_exclusive(struct loop_ephys_state *st, uint32_t radius, double sweep_s, double fs_hz);
 /* Set the decision's lockout (s, at a clock of clock_hz); ONI_EINVALARG for a
  * negative, NaN or over-an-hour lockout or a bad clock. */
 int loop_ephys_set_lockout(struct loop_ephys_state *st, double lockout_s, double clock_hz);

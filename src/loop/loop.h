@@ -151,7 +151,9 @@ int loop_backend_best(void);
 int loop_create(const struct loop_config *cfg, struct loop **out);
 /* Run until cfg.blocks blocks are sent, loop_stop is called, or an error;
  * joins every thread and leaves no GPU work running. Returns 0 or the first
- * error. Call once per loop: a second call returns ONI_EINVALSTATE. */
+ * error. Call once per loop: a second call returns ONI_EINVALSTATE. A cpu
+ * stage over its budget that does not return ends the run with ONI_ETIMEOUT
+ * and its thread is left running it (docs/stages.md, "Budget"). */
 int loop_run(struct loop *lp);
 /* Ask a running loop to stop (thread-safe, async-signal-safe). */
 void loop_stop(struct loop *lp);
@@ -180,7 +182,8 @@ void loop_get_stats(const struct loop *lp, struct loop_stats *st);
 const struct loop_record *loop_records(const struct loop *lp);
 /* Final EPHYS state (filters, thresholds) after loop_run; NULL for MAC. */
 const struct loop_ephys_state *loop_ephys_final(struct loop *lp);
-/* Free lp and everything it allocated (NULL ok); not while loop_run runs. */
+/* Free lp and everything it allocated (NULL ok); not while loop_run runs.
+ * After a stage that never returned it frees nothing (that thread uses it). */
 void loop_destroy(struct loop *lp);
 
 /* One EPHYS block on the GPU (tests); st (host) is updated as the CPU

@@ -6,6 +6,8 @@
  * stimulator's trigger, both in the host hub's clock. */
 #include "run.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1021,4 +1023,31 @@ void loop_run_result_free(struct loop_run_result *res)
     res->lat_us = NULL;
     res->lat_warm = NULL;
     res->nlat = 0;
+}
+
+int loop_run_truth_new(const char *dir, char *path, size_t cap, char *why, size_t why_cap)
+{
+    int fd;
+    if (!dir) {
+        snprintf(path, cap, "/tmp/onigpu-truth-%d-XXXXXX.csv", (int)getpid());
+        fd = mkstemps(path, 4);
+        if (fd < 0) {
+            snprintf(why, why_cap, "cannot create a temporary file in /tmp: %s", strerror(errno));
+            return ONI_EPATHINVALID;
+        }
+    } else {
+        char stamp[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", gmtime_r(&now, &tm));
+        snprintf(path, cap, "%s/truth-%s.csv", dir, stamp);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd < 0) {
+            snprintf(why, why_cap, "a directory where %s can be made: %s%s", path, strerror(errno),
+                     errno == EEXIST ? " (a run started in the same second: not replaced)" : "");
+            return ONI_EPATHINVALID;
+        }
+    }
+    close(fd);
+    return 0;
 }

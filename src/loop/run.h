@@ -201,6 +201,14 @@ struct loop_run_result {
  * says): it did not close the loop. */
 int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *res);
 
+/* Make a new, empty ground-truth file for a run at path[cap]: in dir as
+ * truth-<UTC date and time>.csv (an existing file of that name is never
+ * replaced: ONI_EPATHINVALID, as for a dir where no file can be made), or,
+ * for a NULL dir, a temporary file in /tmp of this process's own
+ * (mkstemps: no name another user could have put a link at), which the
+ * caller removes. 0, or the ONI error with why saying what failed. */
+int loop_run_truth_new(const char *dir, char *path, size_t cap, char *why, size_t why_cap);
+
 /* Free what loop_run_session allocated in res (NULL ok). */
 void loop_run_result_free(struct loop_run_result *res);
 

@@ -3,11 +3,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "oni.h"
+#include "oni/util/clock.h"
 #include "loop/stage.h"
 
 struct chain_stage {
@@ -26,6 +29,13 @@ struct loop_chain {
     double fs_hz, clock_hz;
     uint64_t budget_ns;
     float *x;              /* [nframes][nchan] */
+    /* The stage running now, for loop_chain_overrun from another thread:
+     * busy is its index + 1 (0: none); gen changes at every entry, so a
+     * watcher that reads it twice around the rest knows they are one call's. */
+    clockid_t clk;         /* the processing thread's CPU clock (loop_chain_start) */
+    int have_clk;
+    _Atomic uint32_t busy;
+    _Atomic uint64_t gen, busy_seq, busy_wall0, busy_cpu0;
 };
 
 static const char *const data_names[] = {"?", "frames", "samples", "spikes", "a decision"};
@@ -302,6 +312,9 @@ void loop_chain_state(const struct loop_chain *ch, struct loop_ephys_state *st)
             memcpy(st->thr, s->thr, sizeof st->thr);
             memcpy(st->last, s->last, sizeof st->last);
             memcpy(st->hist, s->hist, sizeof st->hist);
+            st->radius = s->radius;
+            st->sweep = s->sweep;
+            memcpy(st->excl, s->excl, sizeof st->excl);
         } else if (ch->s[i].d == &loop_stage_decide) {
             st->lockout = s->lockout;
             st->stim_last = s->stim_last;
@@ -311,6 +324,7 @@ void loop_chain_state(const struct loop_chain *ch, struct loop_ephys_state *st)
 
 void loop_chain_start(struct loop_chain *ch)
 {
+    ch->have_clk = pthread_getcpuclockid(pthread_self(), &ch->clk) == 0;
     for (uint32_t i = 0; i < ch->n; i++)
         if (ch->s[i].d->start)
             ch->s[i].d->start(ch->s[i].state);
@@ -345,7 +359,13 @@ int loop_chain_process(struct loop_chain *ch, const uint8_t *blk, uint64_t seq, 
         if (cs->decode_first)
             loop_ephys_decode(&ch->lay, blk, ch->nframes, ch->x);
         uint64_t t0 = cpu_ns();
+        atomic_store_explicit(&ch->busy_seq, seq, memory_order_relaxed);
+        atomic_store_explicit(&ch->busy_cpu0, t0, memory_order_relaxed);
+        atomic_store_explicit(&ch->busy_wall0, oni_now_ns(), memory_order_relaxed);
+        atomic_fetch_add_explicit(&ch->gen, 1, memory_order_release);
+        atomic_store_explicit(&ch->busy, i + 1, memory_order_release);
         int rc = cs->d->process(cs->state, &b);
+        atomic_store_explicit(&ch->busy, 0, memory_order_release);
         uint64_t dt = cpu_ns() - t0;
         if (rc) {
             snprintf(why, cap, "stage %u (%s) failed on block %llu: %s", i + 1, cs->d->name, (unsigned long long)seq,
@@ -365,6 +385,33 @@ int loop_chain_process(struct loop_chain *ch, const uint8_t *blk, uint64_t seq, 
         }
     }
     return 0;
+}
+
+int loop_chain_overrun(struct loop_chain *ch, uint64_t wall_limit_ns, char *why, size_t cap)
+{
+    uint64_t g = atomic_load_explicit(&ch->gen, memory_order_acquire);
+    uint32_t i = atomic_load_explicit(&ch->busy, memory_order_acquire);
+    uint64_t seq = atomic_load_explicit(&ch->busy_seq, memory_order_relaxed);
+    uint64_t cpu0 = atomic_load_explicit(&ch->busy_cpu0, memory_order_relaxed);
+    uint64_t wall0 = atomic_load_explicit(&ch->busy_wall0, memory_order_relaxed);
+    struct timespec ts;
+    if (!i || !ch->have_clk || clock_gettime(ch->clk, &ts))
+        return 0;
+    uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, wall = oni_now_ns();
+    /* the stage returned, or another call began, while we looked */
+    if (atomic_load_explicit(&ch->busy, memory_order_acquire) != i ||
+        atomic_load_explicit(&ch->gen, memory_order_acquire) != g)
+        return 0;
+    /* Grace past the budget, so that a stage that does return late is
+     * reported by loop_chain_process (and joined), not left to its thread. */
+    uint64_t grace = ch->budget_ns > 100000000u ? ch->budget_ns : 100000000u;
+    uint64_t used = cpu > cpu0 ? cpu - cpu0 : 0, held = wall > wall0 ? wall - wall0 : 0;
+    if (used <= ch->budget_ns + grace && held <= wall_limit_ns)
+        return 0;
+    snprintf(why, cap, "stage %u (%s) has not returned from block %llu after %.3f ms (%.3f ms of processor time; "
+                       "budget %.3f ms): the loop stopped without it", i, ch->s[i - 1].d->name,
+             (unsigned long long)seq, held / 1e6, used / 1e6, ch->budget_ns / 1e6);
+    return ONI_ETIMEOUT;
 }
 
 int loop_chain_reconfigure(struct loop_chain *ch, uint32_t i, const char *options, char *why, size_t cap)

@@ -23,7 +23,7 @@ void loop_chain_destroy(struct loop_chain *ch);
  * detect, decide: what the GPU backends run as one kernel), else 0. */
 int loop_chain_is_builtin(const struct loop_chain *ch);
 /* The built-in stages' state (filter: b, a, z; decide: lockout, stim_last;
- * detect: the rest) into st,
+ * detect: the rest, its exclusive rule's radius, sweep and excl too) into st,
  * whose layout is kept; a part whose stage is not in the chain is left. */
 void loop_chain_state(const struct loop_chain *ch, struct loop_ephys_state *st);
 /* Tell every stage the loop starts / stopped. */
@@ -34,6 +34,12 @@ void loop_chain_stop(struct loop_chain *ch);
  * ONI_EINVALSTATE (a stage left out inconsistent), why saying which stage. */
 int loop_chain_process(struct loop_chain *ch, const uint8_t *blk, uint64_t seq, struct onigpu_out *out, char *why,
                        size_t cap);
+/* From another thread while loop_chain_process runs: ONI_ETIMEOUT with why
+ * when the stage running now has used more processor time than its budget
+ * plus a grace (the budget, at least 100 ms), or held the thread longer than
+ * wall_limit_ns, without returning; else 0
+ * (no stage running, or within both). Needs loop_chain_start first. */
+int loop_chain_overrun(struct loop_chain *ch, uint64_t wall_limit_ns, char *why, size_t cap);
 /* Stage i's reconfigure hook with options (loop_stage_reconfigure). */
 int loop_chain_reconfigure(struct loop_chain *ch, uint32_t i, const char *options, char *why, size_t cap);
 /* Stages in the chain (decide included when appended). */

@@ -91,12 +91,12 @@ const struct onigpu_stage loop_stage_reference = {
 static int detect_options(struct loop_ephys_state *st, const char *options, double fs, int fresh, char *err,
                           size_t cap)
 {
-    static const char *const keys[] = {"k", "refractory_ms", "calib_s"};
+    static const char *const keys[] = {"k", "refractory_ms", "calib_s", "radius", "sweep_ms"};
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
-    double v[3] = {p.k, p.refractory_s * 1e3, p.calib_s};
-    int given[3] = {0, 0, 0};
-    int rc = loop_stage_opts("detect", options, keys, 3, v, given, err, cap);
+    double v[5] = {p.k, p.refractory_s * 1e3, p.calib_s, p.radius, p.sweep_s * 1e3};
+    int given[5] = {0, 0, 0, 0, 0};
+    int rc = loop_stage_opts("detect", options, keys, 5, v, given, err, cap);
     if (rc)
         return rc;
     if (!fresh) { /* what was not given stays as the state has it */
@@ -106,14 +106,27 @@ static int detect_options(struct loop_ephys_state *st, const char *options, doub
             v[1] = st->refractory / fs * 1e3;
         if (!given[2])
             v[2] = st->calib / fs;
+        if (!given[3])
+            v[3] = st->radius;
+        if (!given[4])
+            v[4] = st->sweep / fs * 1e3;
     }
     if (!fresh && st->nsamples > 0 && given[2]) {
         snprintf(err, cap, "stage detect: calib_s cannot change once calibration started");
         return ONI_EINVALARG;
     }
-    if (loop_ephys_set_detect(st, v[0], v[1] / 1e3, v[2], fs)) {
-        snprintf(err, cap, "stage detect: k=%g refractory_ms=%g calib_s=%g (k > 0; windows of 0 .. 2^32-1 samples)",
-                 v[0], v[1], v[2]);
+    uint32_t radius = st->radius, sweep = st->sweep; /* put back if the rest is refused */
+    int bad = !(v[3] >= 0 && v[3] < LOOP_EPHYS_MAXCHAN && v[3] == floor(v[3])) ||
+              loop_ephys_set_exclusive(st, (uint32_t)v[3], v[4] / 1e3, fs);
+    if (!bad && loop_ephys_set_detect(st, v[0], v[1] / 1e3, v[2], fs)) {
+        st->radius = radius;
+        st->sweep = sweep;
+        bad = 1;
+    }
+    if (bad) {
+        snprintf(err, cap, "stage detect: k=%g refractory_ms=%g calib_s=%g radius=%g sweep_ms=%g (k > 0; windows "
+                 "of 0 .. 2^32-1 samples; radius a whole number of channels below %d)", v[0], v[1], v[2], v[3], v[4],
+                 LOOP_EPHYS_MAXCHAN);
         return ONI_EINVALARG;
     }
     return 0;

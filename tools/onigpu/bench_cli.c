@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "bench/bench.h"
+#include "cli.h"
 #include "common/stopsig.h"
 
 static void on_stop(void *arg)
@@ -25,4 +26,39 @@ void bench_cli_signals_end(const char *cmd)
     stopsig_end();
     if (bench_stopped())
         fprintf(stderr, "onigpu %s: ended early by a signal; the results hold what was measured until then\n", cmd);
+}
+
+int bench_cli_run(const struct bench_cli_set *s)
+{
+    if (bench_cli_signals(s->cmd))
+        return 1;
+    char **full;
+    int nfull = cli_command_line(&full), rc = 0, measured = -1;
+    struct results *r = results_open(s->out, s->name, nfull, full, s->gpu, &rc);
+    if (r)
+        rc = s->body(r, s->arg, &measured);
+    bench_cli_signals_end(s->cmd);
+    if (!r)
+        return cli_fail(s->out, rc);
+    if (measured < 0)
+        measured = results_rows(r) > 0;
+    if (!measured) {
+        results_discard(r);
+        if (rc)
+            return cli_fail(s->cmd, rc);
+        fprintf(stderr, "onigpu %s: nothing was measured; no results written to %s\n", s->cmd, s->out);
+        return 1;
+    }
+    for (const char *const *t = s->print; t && *t; t++)
+        results_print(r, *t, stdout);
+    char where[1024];
+    const char *json = results_path(r, ".json");
+    snprintf(where, sizeof where, "%s", json ? json : s->out);
+    int wrc = results_close(r);
+    if (!wrc)
+        printf("results: %s\n", where);
+    fflush(stdout);
+    if (rc)
+        return cli_fail(s->cmd, rc);
+    return wrc ? cli_fail("writing results", wrc) : 0;
 }

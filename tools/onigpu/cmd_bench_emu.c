@@ -25,6 +25,13 @@ static const char *part_name(int i)
     return bench_emu_parts[i];
 }
 
+static int body(struct results *r, void *arg, int *measured)
+{
+    const struct bench_emu_opts *o = arg;
+    results_meta_num(r, "seconds_per_measurement", o->seconds);
+    return bench_emu_run(o, r);
+}
+
 static int emu_bench_run(int argc, char **argv)
 {
     const struct cli_command *cmd = &cli_cmd_bench_emu;
@@ -49,26 +56,6 @@ static int emu_bench_run(int argc, char **argv)
     int rc = cli_arg_outdir(cmd, "--out", out, &out);
     if (rc)
         return rc;
-    if (bench_cli_signals("bench emu"))
-        return 1;
-    char **full;
-    int nfull = cli_command_line(&full);
-    struct bench_report *r = bench_report_open(out, "emu-liboni", nfull, full, NULL, &rc);
-    if (!r) {
-        bench_cli_signals_end("bench emu");
-        return cli_fail(out, rc);
-    }
-    bench_report_meta_num(r, "seconds_per_measurement", o.seconds);
-    rc = bench_emu_run(&o, r);
-    bench_cli_signals_end("bench emu");
-    const char *json = bench_report_path(r, ".json");
-    char where[1024];
-    snprintf(where, sizeof where, "%s", json ? json : out);
-    int wrc = bench_report_close(r); /* what was measured, also after a failed part */
-    if (rc)
-        return cli_fail("bench emu", rc);
-    if (wrc)
-        return cli_fail("writing results", wrc);
-    printf("results: %s (and .csv, -gen.csv, -echo.csv, -age.csv)\n", where);
-    return 0;
+    struct bench_cli_set set = {"bench emu", out, "emu-liboni", NULL, NULL, body, &o};
+    return bench_cli_run(&set);
 }

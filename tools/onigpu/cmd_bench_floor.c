@@ -47,12 +47,16 @@ static int parse_arg(struct bench_floor_opts *o, const char *a, const char *v)
     return -1;
 }
 
+/* No set without every mechanism measured (bench_floor_run says). */
+static int body(struct results *r, void *arg, int *measured)
+{
+    return bench_floor_run(arg, r, measured);
+}
+
 static int run(int argc, char **argv)
 {
     struct bench_floor_opts o = {.reps = 100000, .size = 4096, .mechs = FLOOR_ALL_MECHS, .rounds = 10,
                                  .timeout_ms = 1000, .out_dir = "docs/results", .log = stderr};
-    char **full;
-    int nfull = cli_command_line(&full);
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;
@@ -71,23 +75,9 @@ static int run(int argc, char **argv)
         printf("onigpu bench floor: no GPU: skipped (%s)\n", why);
         return 0;
     }
-    if (bench_cli_signals("bench floor"))
-        return 1;
     char gpu[128] = "";
     gpu_name(gpu, sizeof gpu);
-    int measured = 0, rc = 0;
-    struct bench_report *r = bench_report_open(o.out_dir, "floor", nfull, full, gpu, &rc);
-    if (r)
-        rc = bench_floor_run(&o, r, &measured);
-    bench_cli_signals_end("bench floor");
-    if (!measured) { /* no set without every mechanism measured */
-        bench_report_discard(r);
-    } else {
-        bench_report_print(r, NULL, stdout);
-        printf("results: %s\n", bench_report_path(r, ".json"));
-        fflush(stdout);
-        int crc = bench_report_close(r);
-        rc = rc ? rc : crc;
-    }
-    return rc ? cli_fail("bench floor", rc) : 0;
+    static const char *const print[] = {"results", NULL};
+    struct bench_cli_set set = {"bench floor", o.out_dir, "floor", gpu, print, body, &o};
+    return bench_cli_run(&set);
 }

@@ -70,31 +70,25 @@ static void *idle_thread(void *arg)
     return arg;
 }
 
-/* Table, CSV/JSON and plots of a finished run. */
-static int write_results(const struct bench_frames_opts *o, const struct bench_frames_result *res,
-                         const char *one_thread, const char *out_dir)
+/* Rows, table and plots of a finished run; the number of block sizes that failed. */
+static int add_results(struct results *r, const struct bench_frames_opts *o,
+                       const struct bench_frames_result *res, const char *one_thread)
 {
-    int rc;
-    char **full;
-    int nfull = cli_command_line(&full);
-    struct bench_report *r = bench_report_open(out_dir, "frames", nfull, full, NULL, &rc);
-    if (!r)
-        return cli_fail(out_dir, rc);
     int maj, min, pat;
     oni_version(&maj, &min, &pat);
     char ver[32];
     snprintf(ver, sizeof ver, "%d.%d.%d", maj, min, pat);
-    bench_report_meta(r, "liboni_version", ver);
-    bench_report_meta(r, "driver", o->driver);
-    bench_report_meta_num(r, "seconds_per_block", o->seconds);
-    bench_report_meta_num(r, "clock_read_ns", res[0].clock_ns);
-    bench_report_meta(r, "one_thread_path", one_thread);
+    results_meta(r, "liboni_version", ver);
+    results_meta(r, "driver", o->driver);
+    results_meta_num(r, "seconds_per_block", o->seconds);
+    results_meta_num(r, "clock_read_ns", res[0].clock_ns);
+    results_meta(r, "one_thread_path", one_thread);
     int counted = 0;
     for (size_t i = 0; i < o->nblocks; i++)
         counted |= !res[i].rc && res[i].block && res[i].allocs_per_frame >= 0;
-    bench_report_meta(r, "alloc_counting", counted ? "malloc-family hook in onigpu"
+    results_meta(r, "alloc_counting", counted ? "malloc-family hook in onigpu"
                                                    : "not counted (no hook in this build)");
-    bench_report_meta(r, "method", "phase 1 (half the time): untimed read+destroy loop -> "
+    results_meta(r, "method", "phase 1 (half the time): untimed read+destroy loop -> "
                                    "frames/s, MB/s (payload, 10^6 B), allocations; phase 2: each "
                                    "read+destroy timed (includes one clock read)");
 
@@ -106,25 +100,25 @@ static int write_results(const struct bench_frames_opts *o, const struct bench_f
         const struct bench_frames_result *b = &res[i];
         if (!b->block) /* not begun: stopped before */
             continue;
-        bench_cell_str(r, "driver", o->driver);
-        bench_cell_int(r, "block", b->block);
-        bench_cell_str(r, "status", b->rc ? oni_error_str(b->rc) : "ok");
+        results_cell_str(r, "driver", o->driver);
+        results_cell_int(r, "block", b->block);
+        results_cell_str(r, "status", b->rc ? oni_error_str(b->rc) : "ok");
         if (i == 0)
             printf("%8s %12s %12s %9s %12s %8s %8s %8s %8s\n", "block", "frames/s",
                    "slice p50", "MB/s", "allocs/frame", "p50 ns", "p99 ns", "p99.9 ns", "max ns");
         if (!b->rc) {
-            bench_cell_int(r, "frames", (long long)b->frames);
-            bench_cell_num(r, "seconds", b->seconds);
-            bench_cell_num(r, "frames_per_s", b->frames_per_s);
-            bench_cell_num(r, "slice_fps_min", b->slice_fps_min);
-            bench_cell_num(r, "slice_fps_p50", b->slice_fps_p50);
-            bench_cell_num(r, "slice_fps_max", b->slice_fps_max);
-            bench_cell_num(r, "mb_per_s", b->mb_per_s);
-            bench_cell_num(r, "stream_mb_per_s",
+            results_cell_int(r, "frames", (long long)b->frames);
+            results_cell_num(r, "seconds", b->seconds);
+            results_cell_num(r, "frames_per_s", b->frames_per_s);
+            results_cell_num(r, "slice_fps_min", b->slice_fps_min);
+            results_cell_num(r, "slice_fps_p50", b->slice_fps_p50);
+            results_cell_num(r, "slice_fps_max", b->slice_fps_max);
+            results_cell_num(r, "mb_per_s", b->mb_per_s);
+            results_cell_num(r, "stream_mb_per_s",
                            bench_mb_per_s((double)b->stream_bytes, b->seconds * 1e9));
             if (b->allocs_per_frame >= 0) {
-                bench_cell_int(r, "allocs", (long long)b->allocs);
-                bench_cell_num(r, "allocs_per_frame", b->allocs_per_frame);
+                results_cell_int(r, "allocs", (long long)b->allocs);
+                results_cell_num(r, "allocs_per_frame", b->allocs_per_frame);
             }
             bench_cell_stats(r, "call", &b->call_ns);
             char allocs[32] = "-";
@@ -145,64 +139,94 @@ static int write_results(const struct bench_frames_opts *o, const struct bench_f
             failures++;
             printf("%8u  failed: %s (%d)\n", b->block, oni_error_str(b->rc), b->rc);
         }
-        bench_report_row(r, NULL);
+        results_row(r, NULL);
     }
     printf("(one timed call includes one clock read, %.0f ns here; allocs/frame over the "
            "untimed half)\n", res[0].clock_ns);
 
     if (n) {
-        struct bench_series sf[2] = {{"whole phase", x, fps, n, BENCH_LINES_POINTS},
-                                     {"median slice", x, sfps, n, BENCH_LINES_POINTS}};
-        struct bench_plot pf = {"oni_read_frame + oni_destroy_frame throughput", "BLOCKREADSIZE (bytes)",
+        struct results_series sf[2] = {{"whole phase", x, fps, n, RESULTS_LINES_POINTS},
+                                     {"median slice", x, sfps, n, RESULTS_LINES_POINTS}};
+        struct results_plot pf = {"oni_read_frame + oni_destroy_frame throughput", "BLOCKREADSIZE (bytes)",
                                 "frames/s", 1, 0, sf, 2};
-        struct bench_series sl[4] = {{"p50", x, p50, n, BENCH_LINES_POINTS},
-                                     {"p99", x, p99, n, BENCH_LINES_POINTS},
-                                     {"p99.9", x, p999, n, BENCH_LINES_POINTS},
-                                     {"max", x, mx, n, BENCH_LINES_POINTS}};
-        struct bench_plot pl = {"read + destroy latency per call", "BLOCKREADSIZE (bytes)",
+        struct results_series sl[4] = {{"p50", x, p50, n, RESULTS_LINES_POINTS},
+                                     {"p99", x, p99, n, RESULTS_LINES_POINTS},
+                                     {"p99.9", x, p999, n, RESULTS_LINES_POINTS},
+                                     {"max", x, mx, n, RESULTS_LINES_POINTS}};
+        struct results_plot pl = {"read + destroy latency per call", "BLOCKREADSIZE (bytes)",
                                 "time (ns)", 1, 1, sl, 4};
-        int prc = bench_report_plot(r, "rate", &pf);
+        int prc = results_add_plot(r, "rate", &pf);
         if (!prc)
-            prc = bench_report_plot(r, "latency", &pl);
+            prc = results_add_plot(r, "latency", &pl);
         if (prc)
             fprintf(stderr, "onigpu bench frames: plot: %s\n", oni_error_str(prc));
     }
-    const char *json = bench_report_path(r, ".json");
-    char where[1024];
-    snprintf(where, sizeof where, "%s", json ? json : out_dir);
-    rc = bench_report_close(r);
-    if (rc)
-        return cli_fail("writing results", rc);
-    printf("results: %s (and .csv, -rate.png, -latency.png)\n", where);
-    return failures ? 1 : 0;
+    return failures;
+}
+
+struct frames_arg {
+    struct bench_frames_opts o;
+    int second_thread, failures;
+};
+
+/* The run (with the idle thread when asked), then its rows; a run that
+ * measured no block size says why for each and leaves no set. */
+static int body(struct results *r, void *arg, int *measured)
+{
+    struct frames_arg *a = arg;
+    struct bench_frames_result res[MAX_BLOCKS];
+    pthread_t idle;
+    if (a->second_thread && pthread_create(&idle, NULL, idle_thread, NULL))
+        return ONI_EBADALLOC;
+    const char *one_thread = one_thread_path();
+    int rc = bench_frames_run(&a->o, res);
+    if (a->second_thread) {
+        pthread_mutex_lock(&idle_lock);
+        idle_done = 1;
+        pthread_cond_signal(&idle_cond);
+        pthread_mutex_unlock(&idle_lock);
+        pthread_join(idle, NULL);
+    }
+    *measured = 0;
+    for (size_t i = 0; !rc && i < a->o.nblocks; i++)
+        *measured |= !res[i].rc && res[i].block;
+    if (!rc && !*measured) {
+        for (size_t i = 0; i < a->o.nblocks; i++)
+            fprintf(stderr, "onigpu bench frames: block %u: %s (%d)\n", res[i].block, oni_error_str(res[i].rc),
+                    res[i].rc);
+        fprintf(stderr, "onigpu bench frames: no block size could be measured with driver '%s'\n", a->o.driver);
+    }
+    if (*measured)
+        a->failures = add_results(r, &a->o, res, one_thread);
+    return rc;
 }
 
 static int frames_run(int argc, char **argv)
 {
     static const uint32_t def_blocks[] = {1024, 4096, 16384, 65536, 262144, 1048576};
     uint32_t blocks[MAX_BLOCKS];
-    struct bench_frames_opts o = {.driver = "test", .blocks = def_blocks,
+    struct frames_arg fa = {.o = {.driver = "test", .blocks = def_blocks,
                                   .nblocks = sizeof def_blocks / sizeof def_blocks[0],
-                                  .seconds = 1, .alloc_count = ALLOC_COUNTER};
+                                  .seconds = 1, .alloc_count = ALLOC_COUNTER}};
+    struct bench_frames_opts *o = &fa.o;
     const char *out_dir = "docs/results";
-    int second_thread = 0;
     const struct cli_command *cmd = &cli_cmd_bench_frames;
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *a, *v;
         int st = 0;
         if (!strcmp(argv[i], "--second-thread")) {
-            second_thread = 1;
+            fa.second_thread = 1;
             continue;
         }
         cli_opt_split(argc, argv, &i, opt, sizeof opt, &a, &v);
         if (!strcmp(a, "--driver")) {
-            st = cli_arg_text(cmd, a, v, "a driver name (test, emu, net, or NAME of libonidriver_NAME.so)", &o.driver);
+            st = cli_arg_text(cmd, a, v, "a driver name (test, emu, net, or NAME of libonidriver_NAME.so)", &o->driver);
         } else if (!strcmp(a, "--blocks")) {
-            st = cli_parse_sizes(cmd, a, v, UINT32_MAX, 1, blocks, MAX_BLOCKS, &o.nblocks);
-            o.blocks = blocks;
+            st = cli_parse_sizes(cmd, a, v, UINT32_MAX, 1, blocks, MAX_BLOCKS, &o->nblocks);
+            o->blocks = blocks;
         } else if (!strcmp(a, "--seconds")) {
-            st = cli_arg_seconds(cmd, a, v, 0, 1, 3600, &o.seconds);
+            st = cli_arg_seconds(cmd, a, v, 0, 1, 3600, &o->seconds);
         } else if (!strcmp(a, "--out")) {
             st = cli_arg_text(cmd, a, v, "the name of a directory", &out_dir);
         } else {
@@ -214,37 +238,7 @@ static int frames_run(int argc, char **argv)
     int st = cli_arg_outdir(cmd, "--out", out_dir, &out_dir);
     if (st)
         return st;
-    if (bench_cli_signals("bench frames")) /* before the second thread and the driver's */
-        return 1;
-    struct bench_frames_result res[MAX_BLOCKS];
-    pthread_t idle;
-    if (second_thread && pthread_create(&idle, NULL, idle_thread, NULL)) {
-        bench_cli_signals_end("bench frames");
-        return cli_fail("bench frames: second thread", ONI_EBADALLOC);
-    }
-    const char *one_thread = one_thread_path();
-    int rc = bench_frames_run(&o, res);
-    if (second_thread) {
-        pthread_mutex_lock(&idle_lock);
-        idle_done = 1;
-        pthread_cond_signal(&idle_cond);
-        pthread_mutex_unlock(&idle_lock);
-        pthread_join(idle, NULL);
-    }
-    bench_cli_signals_end("bench frames");
-    if (rc)
-        return cli_fail("bench frames", rc);
-    /* Nothing measured: say why for each block size and write no result files. */
-    size_t ok = 0;
-    for (size_t i = 0; i < o.nblocks; i++)
-        ok += !res[i].rc && res[i].block;
-    if (!ok) {
-        for (size_t i = 0; i < o.nblocks; i++)
-            fprintf(stderr, "onigpu bench frames: block %u: %s (%d)\n", res[i].block,
-                    oni_error_str(res[i].rc), res[i].rc);
-        fprintf(stderr, "onigpu bench frames: no block size could be measured with driver '%s'; "
-                        "no results written to %s\n", o.driver, out_dir);
-        return 1;
-    }
-    return write_results(&o, res, one_thread, out_dir);
+    struct bench_cli_set set = {"bench frames", out_dir, "frames", NULL, NULL, body, &fa};
+    st = bench_cli_run(&set);
+    return st ? st : fa.failures ? 1 : 0;
 }

@@ -107,37 +107,40 @@ static int parse_args(int argc, char **argv, struct bench_latency_opts *o)
     return 0;
 }
 
+struct latency_arg {
+    struct bench_latency_opts *o;
+    int failed, measured;
+};
+
+/* Every run has its row, one without an echo too (a slow sanitized build):
+ * the set is kept when any run gave a latency or failed. */
+static int body(struct results *r, void *arg, int *measured)
+{
+    struct latency_arg *a = arg;
+    int rc = bench_latency_run(a->o, r, &a->failed, &a->measured);
+    *measured = a->measured || a->failed;
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     struct bench_latency_opts o;
     bench_latency_defaults(&o);
     o.log = stderr;
-    char **full;
-    int nfull = cli_command_line(&full);
     int st = parse_args(argc, argv, &o);
     if (st || (st = cli_arg_outdir(&cli_cmd_bench_latency, "--out", o.out_dir, &o.out_dir)) != 0)
         return st;
-    if (bench_cli_signals("bench latency"))
-        return 1;
     char gpu[128] = "";
     gpu_name(gpu, sizeof gpu);
-    int rc = 0, failed = 0, measured = 0;
-    struct bench_report *rep = bench_report_open(o.out_dir, "latency", nfull, full, gpu[0] ? gpu : NULL, &rc);
-    if (rep)
-        rc = bench_latency_run(&o, rep, &failed, &measured);
-    bench_cli_signals_end("bench latency");
-    if (!rep || (rc && !measured && !failed) || (bench_stopped() && !measured && !failed)) {
-        bench_report_discard(rep);
-    } else { /* every run has its row, one without an echo too (a slow sanitized build) */
-        bench_report_print(rep, "ratios", stdout);
-        int crc = bench_report_close(rep);
-        rc = rc ? rc : crc;
-    }
-    if (rc)
-        return cli_fail("bench latency", rc);
-    if (!measured)
+    static const char *const print[] = {"ratios", NULL};
+    struct latency_arg a = {&o, 0, 0};
+    struct bench_cli_set set = {"bench latency", o.out_dir, "latency", gpu[0] ? gpu : NULL, print, body, &a};
+    st = bench_cli_run(&set);
+    if (st)
+        return st;
+    if (!a.measured)
         fprintf(stderr, "onigpu bench latency: no run gave a latency\n");
-    else if (failed)
-        fprintf(stderr, "onigpu bench latency: %d runs failed (the error column says why)\n", failed);
-    return failed || !measured ? 1 : 0;
+    else if (a.failed)
+        fprintf(stderr, "onigpu bench latency: %d runs failed (the error column says why)\n", a.failed);
+    return a.failed || !a.measured ? 1 : 0;
 }

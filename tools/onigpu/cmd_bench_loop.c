@@ -123,18 +123,25 @@ static int parse_args(int argc, char **argv, struct bench_loop_opts *o)
     return cli_check_link(&cli_cmd_bench_loop, o->link);
 }
 
+struct loop_run_arg {
+    struct bench_loop_opts *o;
+    int failed;
+};
+
+static int body(struct results *r, void *arg, int *measured)
+{
+    struct loop_run_arg *a = arg;
+    return bench_loop_run(a->o, r, &a->failed, measured);
+}
+
 static int run(int argc, char **argv)
 {
     struct bench_loop_opts o;
     bench_loop_defaults(&o);
-    char **full;
-    int nfull = cli_command_line(&full);
     o.log = stderr;
     int st = parse_args(argc, argv, &o);
     if (st || (st = cli_arg_outdir(&cli_cmd_bench_loop, "--out", o.out_dir, &o.out_dir)) != 0)
         return st;
-    if (bench_cli_signals("bench loop"))
-        return 1;
     int total = 0;
     for (int b = 0; b < LOOP_NBACKENDS; b++) {
         char why[160];
@@ -145,24 +152,12 @@ static int run(int argc, char **argv)
     total *= o.nscen * o.nai;
     char gpu[128] = "";
     gpu_name(gpu, sizeof gpu); /* "" without a GPU */
-    int failed = 0, measured = 0, rc = 0;
-    struct bench_report *rep = bench_report_open(o.out_dir, "loop", nfull, full, gpu[0] ? gpu : NULL, &rc);
-    if (rep)
-        rc = bench_loop_run(&o, rep, &failed, &measured);
-    bench_cli_signals_end("bench loop");
-    if (rc || !measured) { /* nothing measured: no result set */
-        bench_report_discard(rep);
-    } else {
-        bench_report_print(rep, NULL, stdout);
-        rc = bench_report_close(rep);
-    }
-    if (rc)
-        return cli_fail("bench loop", rc);
-    if (failed == total)
-        fprintf(stderr, "onigpu bench loop: no configuration could be measured; no results written to %s\n",
-                o.out_dir);
-    else if (failed)
-        fprintf(stderr, "onigpu bench loop: %d of %d configurations failed (the error column says why)\n", failed,
+    static const char *const print[] = {"results", NULL};
+    struct loop_run_arg a = {&o, 0};
+    struct bench_cli_set set = {"bench loop", o.out_dir, "loop", gpu[0] ? gpu : NULL, print, body, &a};
+    st = bench_cli_run(&set);
+    if (a.failed && a.failed < total)
+        fprintf(stderr, "onigpu bench loop: %d of %d configurations failed (the error column says why)\n", a.failed,
                 total);
-    return failed ? 1 : 0;
+    return st ? st : a.failed ? 1 : 0;
 }

@@ -29,6 +29,11 @@ static int part_bit(const char *s)
 static const char *part_name(int i) { return parts[i]; }
 static int fmt_parse(const char *s) { return rec_format_of(s); }
 
+
+static int body(struct results *r, void *arg, int *measured)
+{
+    return bench_record_run(arg, r);
+}
 static int record_bench_run(int argc, char **argv)
 {
     const struct cli_command *cmd = &cli_cmd_bench_record;
@@ -90,31 +95,14 @@ static int record_bench_run(int argc, char **argv)
         dir = tmp;
     }
     o.dir = dir;
-    if (bench_cli_signals("bench record"))
-        return 1;
-    char **full;
-    int nfull = cli_command_line(&full);
-    struct bench_report *r = bench_report_open(out, "record", nfull, full, NULL, &rc);
-    if (!r) {
-        bench_cli_signals_end("bench record");
-        return cli_fail(out, rc);
-    }
-    rc = bench_record_run(&o, r);
-    bench_cli_signals_end("bench record");
+    const char *print[3] = {NULL}, **p = print;
     if (o.latency)
-        bench_report_print(r, "latency", stdout);
+        *p++ = "latency";
     if (o.probes)
-        bench_report_print(r, "rate", stdout);
-    const char *json = bench_report_path(r, ".json");
-    char where[1024];
-    snprintf(where, sizeof where, "%s", json ? json : out);
-    int wrc = bench_report_close(r);
+        *p++ = "rate";
+    struct bench_cli_set set = {"bench record", out, "record", NULL, print, body, &o};
+    int st = bench_cli_run(&set);
     if (dir == tmp && !o.keep)
         rmdir(tmp);
-    if (rc)
-        return cli_fail("bench record", rc);
-    if (wrc)
-        return cli_fail("writing results", wrc);
-    printf("results: %s (and the -latency, -rate .csv)\n", where);
-    return 0;
+    return st;
 }

@@ -450,21 +450,21 @@ static int perftest(const struct opts *o, const char *tls, const char *test, uin
     return found ? 0 : -1;
 }
 
-static void row(struct bench_report *r, const char *tls, const char *who, const char *op, long long size,
+static void row(struct results *r, const char *tls, const char *who, const char *op, long long size,
                 const struct bench_stats *s, double floor_ns, double base_ns)
 {
-    bench_cell_str(r, "tls", tls);
-    bench_cell_str(r, "who", who);
-    bench_cell_str(r, "op", op);
-    bench_cell_int(r, "size", size);
+    results_cell_str(r, "tls", tls);
+    results_cell_str(r, "who", who);
+    results_cell_str(r, "op", op);
+    results_cell_int(r, "size", size);
     bench_cell_stats(r, "", s);
     if (size > 0)
-        bench_cell_num(r, "mb_per_s", bench_mb_per_s((double)size, s->p50));
+        results_cell_num(r, "mb_per_s", bench_mb_per_s((double)size, s->p50));
     if (floor_ns > 0)
-        bench_cell_num(r, "p50_vs_perftest", s->p50 / floor_ns);
+        results_cell_num(r, "p50_vs_perftest", s->p50 / floor_ns);
     if (base_ns > 0)
-        bench_cell_num(r, "p50_vs_in_process", s->p50 / base_ns);
-    bench_report_row(r, NULL);
+        results_cell_num(r, "p50_vs_in_process", s->p50 / base_ns);
+    results_row(r, NULL);
     printf("%-8s %-10s %-10s %9lld %10.0f %10.0f %10.0f %10.0f", tls, who, op, size, s->p50, s->p99, s->p999,
            s->max);
     if (floor_ns > 0)
@@ -474,17 +474,17 @@ static void row(struct bench_report *r, const char *tls, const char *who, const 
     printf("\n");
 }
 
-static void floor_row(struct bench_report *r, const char *tls, const char *op, long long size, double rt_ns,
+static void floor_row(struct results *r, const char *tls, const char *op, long long size, double rt_ns,
                       double mbps)
 {
-    bench_cell_str(r, "tls", tls);
-    bench_cell_str(r, "op", op);
-    bench_cell_int(r, "size", size);
+    results_cell_str(r, "tls", tls);
+    results_cell_str(r, "op", op);
+    results_cell_int(r, "size", size);
     if (rt_ns > 0)
-        bench_cell_num(r, "round_trip_ns", rt_ns);
+        results_cell_num(r, "round_trip_ns", rt_ns);
     if (mbps > 0)
-        bench_cell_num(r, "mb_per_s", mbps);
-    bench_report_row(r, "perftest");
+        results_cell_num(r, "mb_per_s", mbps);
+    results_row(r, "perftest");
     if (rt_ns > 0)
         printf("%-8s perftest   %-10s %9lld %10.0f (round trip: twice its p50 latency)\n", tls, op, size, rt_ns);
     else if (mbps > 0)
@@ -494,17 +494,17 @@ static void floor_row(struct bench_report *r, const char *tls, const char *op, l
 }
 
 /* The default stream's rows of one card: tables "stream" and "realtime". */
-static void stream_rows(struct bench_report *r, const struct opts *o, const char *tls, const char *who,
+static void stream_rows(struct results *r, const struct opts *o, const char *tls, const char *who,
                         const struct card_res *c, const struct card_res *base)
 {
-    bench_cell_str(r, "tls", tls);
-    bench_cell_str(r, "who", who);
-    bench_cell_int(r, "block_read_size", o->stream_block);
-    bench_cell_num(r, "mb_per_s", c->stream_mbps);
-    bench_cell_num(r, "frames_per_s", c->stream_fps);
+    results_cell_str(r, "tls", tls);
+    results_cell_str(r, "who", who);
+    results_cell_int(r, "block_read_size", o->stream_block);
+    results_cell_num(r, "mb_per_s", c->stream_mbps);
+    results_cell_num(r, "frames_per_s", c->stream_fps);
     if (base)
-        bench_cell_num(r, "vs_in_process", c->stream_mbps / base->stream_mbps);
-    bench_report_row(r, "stream");
+        results_cell_num(r, "vs_in_process", c->stream_mbps / base->stream_mbps);
+    results_row(r, "stream");
     printf("%-8s %-10s stream (BLOCKREADSIZE %u): %.1f MB/s payload, %.0f frames/s", tls, who, o->stream_block,
            c->stream_mbps, c->stream_fps);
     if (base)
@@ -512,14 +512,14 @@ static void stream_rows(struct bench_report *r, const struct opts *o, const char
     printf("\n");
     uint32_t block[2] = {0, o->stream_block};
     for (int k = 0; k < 2; k++) {
-        bench_cell_str(r, "tls", tls);
-        bench_cell_str(r, "who", who);
-        bench_cell_str(r, "card", RT_CARD);
-        bench_cell_int(r, "block_read_size", block[k]); /* 0: the default, the largest frame */
-        bench_cell_num(r, "frames_per_s", c->rt_fps[k]);
-        bench_cell_num(r, "nominal_frames_per_s", RT_FPS);
-        bench_cell_int(r, "fifo_bytes_left", (long long)c->rt_left[k]);
-        bench_report_row(r, "realtime");
+        results_cell_str(r, "tls", tls);
+        results_cell_str(r, "who", who);
+        results_cell_str(r, "card", RT_CARD);
+        results_cell_int(r, "block_read_size", block[k]); /* 0: the default, the largest frame */
+        results_cell_num(r, "frames_per_s", c->rt_fps[k]);
+        results_cell_num(r, "nominal_frames_per_s", RT_FPS);
+        results_cell_int(r, "fifo_bytes_left", (long long)c->rt_left[k]);
+        results_row(r, "realtime");
         char bs[16] = "default";
         if (block[k])
             snprintf(bs, sizeof bs, "%u", block[k]);
@@ -528,7 +528,7 @@ static void stream_rows(struct bench_report *r, const struct opts *o, const char
     }
 }
 
-static int run_all(const struct opts *o, struct bench_report *r)
+static int run_all(const struct opts *o, struct results *r)
 {
     struct card_res base, streams[MAX_TLS];
     oni_ctx ctx = cli_open("emu", CARD, NULL, -1);
@@ -559,9 +559,9 @@ static int run_all(const struct opts *o, struct bench_report *r)
         int p3 = perftest(o, tls, "ucp_am_bw", BIG, o->big * 5, &mb, &bw);
         double rt8 = p1 ? 0 : 2000 * lat8, rt4k = p2 ? 0 : 2000 * lat4k;
         printf("%-8s transport: %s\n", o->tls[i], rem.transport);
-        bench_cell_str(r, "tls", o->tls[i]);
-        bench_cell_str(r, "transport", rem.transport);
-        bench_report_row(r, "transport");
+        results_cell_str(r, "tls", o->tls[i]);
+        results_cell_str(r, "transport", rem.transport);
+        results_row(r, "transport");
         floor_row(r, o->tls[i], "am_lat", 8, rt8, 0);
         floor_row(r, o->tls[i], "am_lat", SMALL, rt4k, 0);
         floor_row(r, o->tls[i], "am_bw", BIG, 0, p3 ? 0 : bw);
@@ -648,15 +648,15 @@ static int remote_bench(int argc, char **argv)
     int err;
     char gname[128] = "";
     const char *gpu = o.gpu && !gpu_name(gname, sizeof gname) ? gname : NULL;
-    struct bench_report *r = bench_report_open(o.out, "remote", nfull, full, gpu, &err);
+    struct results *r = results_open(o.out, "remote", nfull, full, gpu, &err);
     int rc = r ? 0 : cli_fail(o.out, err);
     if (r) {
-        bench_report_meta(r, "card_spec", CARD);
-        bench_report_meta(r, "stream_card_spec", STREAM_CARD);
-        bench_report_meta(r, "realtime_card_spec", RT_CARD);
+        results_meta(r, "card_spec", CARD);
+        results_meta(r, "stream_card_spec", STREAM_CARD);
+        results_meta(r, "realtime_card_spec", RT_CARD);
         const char *spin = getenv("ONIGPU_NET_SPIN_US");
-        bench_report_meta(r, "ONIGPU_NET_SPIN_US", spin && *spin ? spin : "100 (the default)");
-        bench_report_meta(r, "method",
+        results_meta(r, "ONIGPU_NET_SPIN_US", spin && *spin ? spin : "100 (the default)");
+        results_meta(r, "method",
                           "per call: oni_get_driver_opt(ONI_DRV_RD_SZ) (drv_call: one driver call), oni_read_reg of a "
                           "hub manager register (several driver calls); oni_set_driver_opt(ONI_DRV_READ) of one "
                           "GPU-stream block (4 KiB, 16 MiB) into host memory, with --gpu 4 KiB into GPU memory "
@@ -669,10 +669,10 @@ static int remote_bench(int argc, char **argv)
                           "realtime: " RT_CARD " in real time for --seconds at the default BLOCKREADSIZE and at "
                           "--stream-block, frames/s read and the FIFO's bytes left (each a session of its own)");
         rc = run_all(&o, r);
-        const char *json = bench_report_path(r, ".json");
+        const char *json = results_path(r, ".json");
         char where[1024];
         snprintf(where, sizeof where, "%s", json ? json : o.out);
-        int wrc = bench_report_close(r);
+        int wrc = results_close(r);
         if (!rc && wrc)
             rc = cli_fail("writing results", wrc);
         else if (!rc)

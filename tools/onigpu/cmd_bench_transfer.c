@@ -126,26 +126,26 @@ static int transfer_link(const struct xfer_opts *o, int argc, char **argv)
     char name[64];
     snprintf(name, sizeof name, "transfer-%s", o->link);
     int rc = 0;
-    struct bench_report *r = bench_report_open(o->out_dir, name, argc, argv, gpu, &rc);
+    struct results *r = results_open(o->out_dir, name, argc, argv, gpu, &rc);
     if (!r)
         return rc;
     rc = bench_transfer_run(o, r);
-    bench_report_print(r, NULL, stdout);
+    results_print(r, NULL, stdout);
     if ((o->paths & (1u << XFER_AGENT)) && o->agent_max && o->agent_max < o->max_size)
         printf("(agent: sizes above --agent-max = %u bytes not measured; the card moves them with its copy engine)\n",
                o->agent_max);
     printf("\nfit t = l + s/b (per-size medians, relative weighting):\n");
-    bench_report_print(r, "fit", stdout);
+    results_print(r, "fit", stdout);
     printf("\nwhat pinning costs (ONI_DRV_PIN, ONI_DRV_UNPIN; onigpu_buf_t with the length):\n");
-    bench_report_print(r, "pin", stdout);
+    results_print(r, "pin", stdout);
     printf("\ntransfers above 20x their row's p50 (the first %d of a row; start_ms after its first):\n",
            XFER_OUTLIERS_MAX);
-    bench_report_print(r, "outliers", stdout);
+    results_print(r, "outliers", stdout);
     if (!strcmp(o->link, "unlimited")) {
         printf("\ntargets (TARGETS.md, unlimited link; measured in this run):\n");
-        bench_report_print(r, "targets", stdout);
+        results_print(r, "targets", stdout);
     }
-    int crc = bench_report_close(r);
+    int crc = results_close(r);
     return rc ? rc : crc;
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "bench/bench.h"
 #include "bench/roofline.h"
+#include "bench_cli.h"
 #include "cli.h"
 #include "gpu/gpu.h"
 
@@ -10,6 +11,11 @@ static int run(int argc, char **argv);
 
 CLI_COMMAND(roofline, "roofline", "[--link PRESET] [--out docs/results]",
             "measure CPU/GPU compute and memory ceilings and the card link; plot the MAC kernel against them", NULL, run)
+
+static int body(struct results *r, void *arg, int *measured)
+{
+    return roofline_bench(arg, r, stdout);
+}
 
 static int run(int argc, char **argv)
 {
@@ -31,15 +37,9 @@ static int run(int argc, char **argv)
     int st = cli_check_link(&cli_cmd_roofline, link);
     if (st || (st = cli_arg_outdir(&cli_cmd_roofline, "--out", out, &out)) != 0)
         return st;
-    char **full;
-    int nfull = cli_command_line(&full);
     char gpu[128];
-    int have_gpu = gpu_name(gpu, sizeof gpu) == 0, rc = 0;
-    struct bench_report *rep = bench_report_open(out, "roofline", nfull, full, have_gpu ? gpu : NULL, &rc);
-    if (!rep)
-        return cli_fail("roofline", rc);
-    rc = roofline_bench(link, rep, stdout);
-    bench_report_print(rep, "points", stdout);
-    int wrc = bench_report_close(rep);
-    return rc || wrc ? cli_fail("roofline", rc ? rc : wrc) : 0;
+    int have_gpu = gpu_name(gpu, sizeof gpu) == 0;
+    static const char *const print[] = {"points", NULL};
+    struct bench_cli_set set = {"roofline", out, "roofline", have_gpu ? gpu : NULL, print, body, (void *)link};
+    return bench_cli_run(&set);
 }

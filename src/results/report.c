@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <jansson.h>
-#include "bench.h"
+#include "results.h"
 #include "sys.h"
 
 enum { CELL_EMPTY, CELL_STR, CELL_INT, CELL_NUM };
@@ -31,7 +31,7 @@ struct table {
     struct cell *cells; /* nrows * ncols */
 };
 
-struct bench_report {
+struct results {
     char *base;        /* "<dir>/<name>-<stamp>" */
     char date[32];     /* ISO 8601 UTC */
     json_t *meta;      /* object: key -> string or number, in order of first setting */
@@ -43,10 +43,10 @@ struct bench_report {
     char **plots;
     size_t nplots;
     int err;
-    char *path;        /* last bench_report_path result */
+    char *path;        /* last results_path result */
 };
 
-static void set_err(struct bench_report *r, int err)
+static void set_err(struct results *r, int err)
 {
     if (!r->err)
         r->err = err;
@@ -148,7 +148,7 @@ static int js_put(json_t *obj, const char *key, json_t *v)
     return rc;
 }
 
-static int add_meta(struct bench_report *r, const char *key, json_t *v)
+static int add_meta(struct results *r, const char *key, json_t *v)
 {
     if (!r || !key) {
         json_decref(v);
@@ -157,7 +157,7 @@ static int add_meta(struct bench_report *r, const char *key, json_t *v)
     return js_put(r->meta, key, v) ? ONI_EBADALLOC : ONI_ESUCCESS;
 }
 
-int bench_report_meta(struct bench_report *r, const char *key, const char *value)
+int results_meta(struct results *r, const char *key, const char *value)
 {
     if (!value)
         return ONI_EINVALARG;
@@ -174,7 +174,7 @@ static void num_text(char *buf, size_t len, double v)
     }
 }
 
-int bench_report_meta_num(struct bench_report *r, const char *key, double value)
+int results_meta_num(struct results *r, const char *key, double value)
 {
     return add_meta(r, key, js_num(value));
 }
@@ -236,13 +236,13 @@ static void git_state(char *commit, size_t clen, char *dirty, size_t dlen)
     char out[256];
     snprintf(commit, clen, "unknown");
     snprintf(dirty, dlen, "unknown");
-    if (bench_exec(NULL, head, 1, out, sizeof out) != 0)
+    if (results_exec(NULL, head, 1, out, sizeof out) != 0)
         return;
     trim(out);
     if (!*out || strchr(out, '\n'))
         return;
     snprintf(commit, clen, "%s", out);
-    if (bench_exec(NULL, status, 1, out, sizeof out) == 0)
+    if (results_exec(NULL, status, 1, out, sizeof out) == 0)
         snprintf(dirty, dlen, "%s", *out ? "yes" : "no");
 }
 
@@ -279,7 +279,7 @@ static void append_word(char *cmd, const char *arg)
     *o = 0;
 }
 
-static int collect_meta(struct bench_report *r, int argc, char **argv, const char *gpu)
+static int collect_meta(struct results *r, int argc, char **argv, const char *gpu)
 {
     char buf[512];
     struct utsname u;
@@ -288,19 +288,19 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
     if (gethostname(buf, sizeof buf) != 0)
         snprintf(buf, sizeof buf, "unknown");
     buf[sizeof buf - 1] = 0;
-    rc |= bench_report_meta(r, "hostname", buf);
+    rc |= results_meta(r, "hostname", buf);
     cpu_model(buf, sizeof buf);
-    rc |= bench_report_meta(r, "cpu", buf);
-    rc |= bench_report_meta_num(r, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
+    rc |= results_meta(r, "cpu", buf);
+    rc |= results_meta_num(r, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
     if (uname(&u) == 0) {
         snprintf(buf, sizeof buf, "%s %s %s", u.sysname, u.release, u.machine);
-        rc |= bench_report_meta(r, "kernel", buf);
+        rc |= results_meta(r, "kernel", buf);
     }
     if (gpu)
-        rc |= bench_report_meta(r, "gpu", gpu);
+        rc |= results_meta(r, "gpu", gpu);
     /* On a shared machine the load at the start explains a noisy run. */
     if (read_line("/proc/loadavg", buf, sizeof buf) == 0)
-        rc |= bench_report_meta(r, "loadavg", buf);
+        rc |= results_meta(r, "loadavg", buf);
 
     size_t need = 1;
     for (int i = 0; i < argc; i++)
@@ -313,9 +313,9 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
             strcat(cmd, " ");
         append_word(cmd, argv[i]);
     }
-    rc |= bench_report_meta(r, "command", cmd);
+    rc |= results_meta(r, "command", cmd);
     free(cmd);
-    rc |= bench_report_meta(r, "date", r->date);
+    rc |= results_meta(r, "date", r->date);
     /* A copied tree (a GPU machine that got the files but an old .git) names
      * its commit through ONIGPU_GIT_COMMIT; git is asked otherwise. */
     const char *env = getenv("ONIGPU_GIT_COMMIT");
@@ -326,16 +326,16 @@ static int collect_meta(struct bench_report *r, int argc, char **argv, const cha
     } else {
         git_state(buf, sizeof buf, dirty, sizeof dirty);
     }
-    rc |= bench_report_meta(r, "git_commit", buf);
-    rc |= bench_report_meta(r, "git_dirty", dirty);
+    rc |= results_meta(r, "git_commit", buf);
+    rc |= results_meta(r, "git_dirty", dirty);
     return rc ? ONI_EBADALLOC : ONI_ESUCCESS;
 }
 
-struct bench_report *bench_report_open(const char *dir, const char *name, int argc,
+struct results *results_open(const char *dir, const char *name, int argc,
                                        char **argv, const char *gpu, int *err)
 {
     int e = ONI_EINVALARG;
-    struct bench_report *r = NULL;
+    struct results *r = NULL;
     /* the set's folder: its name up to the first '-', which must be a file name */
     if (!dir || !*dir || !name || !*name || strchr(name, '/') || *name == '-' || *name == '.' || argc < 0 ||
         (argc && !argv))
@@ -378,7 +378,7 @@ fail:
     if (r) {
         free(r->base);
         r->base = NULL; /* nothing to write */
-        bench_report_close(r);
+        results_close(r);
     }
     if (err)
         *err = e;
@@ -388,7 +388,7 @@ fail:
 /* ---- rows ------------------------------------------------------------------ */
 
 /* The pending cell for column col (created if new), or NULL on error. */
-static struct cell *row_cell(struct bench_report *r, const char *col)
+static struct cell *row_cell(struct results *r, const char *col)
 {
     if (!r)
         return NULL;
@@ -416,7 +416,7 @@ static struct cell *row_cell(struct bench_report *r, const char *col)
     return &r->row[r->nrow++];
 }
 
-void bench_cell_str(struct bench_report *r, const char *col, const char *value)
+void results_cell_str(struct results *r, const char *col, const char *value)
 {
     struct cell *c = row_cell(r, col);
     if (!c)
@@ -431,7 +431,7 @@ void bench_cell_str(struct bench_report *r, const char *col, const char *value)
     c->type = CELL_STR;
 }
 
-void bench_cell_int(struct bench_report *r, const char *col, long long value)
+void results_cell_int(struct results *r, const char *col, long long value)
 {
     struct cell *c = row_cell(r, col);
     if (c) {
@@ -440,7 +440,7 @@ void bench_cell_int(struct bench_report *r, const char *col, long long value)
     }
 }
 
-void bench_cell_num(struct bench_report *r, const char *col, double value)
+void results_cell_num(struct results *r, const char *col, double value)
 {
     struct cell *c = row_cell(r, col);
     if (c && isfinite(value)) {
@@ -449,27 +449,7 @@ void bench_cell_num(struct bench_report *r, const char *col, double value)
     }
 }
 
-void bench_cell_stats(struct bench_report *r, const char *prefix, const struct bench_stats *s)
-{
-    static const char *names[] = {"mean_ns", "sd_ns", "min_ns", "p50_ns", "p90_ns",
-                                  "p99_ns", "p999_ns", "max_ns"};
-    if (!r)
-        return;
-    if (!prefix || !s) {
-        set_err(r, ONI_EINVALARG);
-        return;
-    }
-    const double v[] = {s->mean, s->sd, s->min, s->p50, s->p90, s->p99, s->p999, s->max};
-    char col[128];
-    snprintf(col, sizeof col, "%s%sn", prefix, *prefix ? "_" : "");
-    bench_cell_int(r, col, (long long)s->n);
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        snprintf(col, sizeof col, "%s%s%s", prefix, *prefix ? "_" : "", names[i]);
-        bench_cell_num(r, col, v[i]);
-    }
-}
-
-static void clear_row(struct bench_report *r)
+static void clear_row(struct results *r)
 {
     for (size_t i = 0; i < r->nrow; i++) {
         free(r->row_cols[i]);
@@ -478,7 +458,7 @@ static void clear_row(struct bench_report *r)
     r->nrow = 0;
 }
 
-static struct table *find_table(const struct bench_report *r, const char *name)
+static struct table *find_table(const struct results *r, const char *name)
 {
     for (size_t i = 0; i < r->ntables; i++)
         if (!strcmp(r->tables[i].name, name))
@@ -487,7 +467,7 @@ static struct table *find_table(const struct bench_report *r, const char *name)
 }
 
 /* A new, empty table named name (columns come with its rows). */
-static struct table *new_table(struct bench_report *r, const char *name)
+static struct table *new_table(struct results *r, const char *name)
 {
     char *n = dup_str(name);
     struct table *t = n ? realloc(r->tables, (r->ntables + 1) * sizeof *t) : NULL;
@@ -525,7 +505,7 @@ static int add_column(struct table *t, const char *name)
     return ONI_ESUCCESS;
 }
 
-int bench_report_row(struct bench_report *r, const char *table)
+int results_row(struct results *r, const char *table)
 {
     if (!r)
         return ONI_EINVALARG;
@@ -618,7 +598,7 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static int write_csv(const struct bench_report *r, const struct table *t)
+static int write_csv(const struct results *r, const struct table *t)
 {
     char *path = strcmp(t->name, "results") ? fmt_str("%s-%s.csv", r->base, t->name)
                                             : fmt_str("%s.csv", r->base);
@@ -645,7 +625,7 @@ static int write_csv(const struct bench_report *r, const struct table *t)
         }
         fputc('\n', f);
     }
-    return bench_close_written(f);
+    return results_close_written(f);
 }
 
 /* The rows of t as a JSON array of objects, or NULL when memory ran out. */
@@ -672,7 +652,7 @@ static json_t *js_rows(const struct table *t)
 }
 
 /* The JSON document of the result set: meta, results, tables, plots. */
-static json_t *js_doc(const struct bench_report *r)
+static json_t *js_doc(const struct results *r)
 {
     json_t *doc = json_object(), *tables = json_object(), *plots = json_array();
     const struct table *res = find_table(r, "results");
@@ -694,7 +674,7 @@ static json_t *js_doc(const struct bench_report *r)
     return doc;
 }
 
-static int write_json(const struct bench_report *r)
+static int write_json(const struct results *r)
 {
     char *path = fmt_str("%s.json", r->base);
     json_t *doc = path ? js_doc(r) : NULL;
@@ -707,7 +687,15 @@ static int write_json(const struct bench_report *r)
     return rc;
 }
 
-void bench_report_print(const struct bench_report *r, const char *table, FILE *f)
+size_t results_rows(const struct results *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; r && i < r->ntables; i++)
+        n += r->tables[i].nrows;
+    return n;
+}
+
+void results_print(const struct results *r, const char *table, FILE *f)
 {
     if (!r || !f)
         return;
@@ -736,7 +724,7 @@ void bench_report_print(const struct bench_report *r, const char *table, FILE *f
     }
 }
 
-const char *bench_report_path(struct bench_report *r, const char *suffix)
+const char *results_path(struct results *r, const char *suffix)
 {
     if (!r || !suffix)
         return NULL;
@@ -751,7 +739,7 @@ const char *bench_report_path(struct bench_report *r, const char *suffix)
 }
 
 /* Remember a plot file (by its name within the result directory). */
-static int add_plot(struct bench_report *r, const char *path)
+static int add_plot(struct results *r, const char *path)
 {
     const char *slash = strrchr(path, '/');
     char **p = realloc(r->plots, (r->nplots + 1) * sizeof *p);
@@ -765,12 +753,12 @@ static int add_plot(struct bench_report *r, const char *path)
 }
 
 /* The PNG of a plot or histogram drawn (rc 0: listed in the JSON) or not
- * (BENCH_PLOT_NOT_RENDERED: said, and not an error). */
-static int plot_done(struct bench_report *r, const char *path, int rc, const char *why)
+ * (RESULTS_NOT_RENDERED: said, and not an error). */
+static int plot_done(struct results *r, const char *path, int rc, const char *why)
 {
     if (rc == ONI_ESUCCESS)
         return add_plot(r, path);
-    if (rc != BENCH_PLOT_NOT_RENDERED)
+    if (rc != RESULTS_NOT_RENDERED)
         return rc;
     size_t n = strlen(path) - 4; /* path ends in ".png" */
     fprintf(stderr, "plot %s not rendered: %s; its script %.*s.gp and data %.*s.dat are written "
@@ -780,40 +768,39 @@ static int plot_done(struct bench_report *r, const char *path, int rc, const cha
 }
 
 /* The PNG's path of figure tag, or NULL (a tag that is no file name: *rc). */
-static const char *plot_path(struct bench_report *r, const char *tag, int *rc)
+static const char *plot_path(struct results *r, const char *tag, int *rc)
 {
     *rc = ONI_EINVALARG;
     if (!r || !tag || !*tag || strchr(tag, '/'))
         return NULL;
     char *suffix = fmt_str("-%s.png", tag);
-    const char *path = suffix ? bench_report_path(r, suffix) : NULL;
+    const char *path = suffix ? results_path(r, suffix) : NULL;
     free(suffix);
     *rc = path ? ONI_ESUCCESS : ONI_EBADALLOC;
     return path;
 }
 
-int bench_report_plot(struct bench_report *r, const char *tag, const struct bench_plot *p)
+int results_add_plot(struct results *r, const char *tag, const struct results_plot *p)
 {
     char why[512] = "";
     int rc;
     const char *path = plot_path(r, tag, &rc);
     if (!path)
         return rc;
-    return plot_done(r, path, bench_plot_png(path, p, why, sizeof why), why);
+    return plot_done(r, path, results_plot_png(path, p, why, sizeof why), why);
 }
 
-int bench_report_hist(struct bench_report *r, const char *tag, const char *title,
-                      const char *xlabel, const struct bench_hist *h)
+int results_add_bars(struct results *r, const char *tag, const struct results_bars *b)
 {
     char why[512] = "";
     int rc;
     const char *path = plot_path(r, tag, &rc);
     if (!path)
         return rc;
-    return plot_done(r, path, bench_hist_png(path, title, xlabel, h, why, sizeof why), why);
+    return plot_done(r, path, results_bars_png(path, b, why, sizeof why), why);
 }
 
-void bench_report_discard(struct bench_report *r)
+void results_discard(struct results *r)
 {
     if (!r)
         return;
@@ -824,10 +811,10 @@ void bench_report_discard(struct bench_report *r)
     }
     free(r->base);
     r->base = NULL; /* nothing to write */
-    bench_report_close(r);
+    results_close(r);
 }
 
-int bench_report_close(struct bench_report *r)
+int results_close(struct results *r)
 {
     if (!r)
         return ONI_ESUCCESS;

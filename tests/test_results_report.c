@@ -1,4 +1,4 @@
-/* test_bench_report.c - result sets of src/bench: CSV and JSON written,
+/* test_results_report.c - result sets of src/results: CSV and JSON written,
  * well-formed and read back; errors lose no committed rows. */
 #include <dirent.h>
 #include <math.h>
@@ -6,7 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <jansson.h>
-#include "bench/bench.h"
+#include "bench/bench.h" /* bench_cell_stats */
+#include "results/results.h"
 #include "unit.h"
 
 /* text parsed by jansson, NULL (after a failed check) when it is no JSON. */
@@ -109,37 +110,37 @@ TEST(report_writes_csv_and_json)
     REQUIRE(mkdir(out, 0777) == 0);
     char *argv[] = {"onigpu", "bench", "frames", "--label", "a \"quoted\" word"};
     int err = 0;
-    struct bench_report *r = bench_report_open(out, "frames", 5, argv, "Test GPU", &err);
+    struct results *r = results_open(out, "frames", 5, argv, "Test GPU", &err);
     REQUIRE(r != NULL);
-    CHECK_RC(bench_report_meta(r, "driver", "test"), ONI_ESUCCESS);
-    CHECK_RC(bench_report_meta_num(r, "seconds", 2.5), ONI_ESUCCESS);
-    CHECK_RC(bench_report_meta(r, "driver", "test2"), ONI_ESUCCESS); /* last wins */
+    CHECK_RC(results_meta(r, "driver", "test"), ONI_ESUCCESS);
+    CHECK_RC(results_meta_num(r, "seconds", 2.5), ONI_ESUCCESS);
+    CHECK_RC(results_meta(r, "driver", "test2"), ONI_ESUCCESS); /* last wins */
 
     for (int i = 0; i < 3; i++) {
-        bench_cell_int(r, "block", 4096 << i);
-        bench_cell_str(r, "name", i == 1 ? "with,comma" : "plain");
-        bench_cell_num(r, "rate", i == 2 ? NAN : 1.5 * i);
+        results_cell_int(r, "block", 4096 << i);
+        results_cell_str(r, "name", i == 1 ? "with,comma" : "plain");
+        results_cell_num(r, "rate", i == 2 ? NAN : 1.5 * i);
         if (i != 1)
-            bench_cell_num(r, "opt", 7);
-        CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+            results_cell_num(r, "opt", 7);
+        CHECK_RC(results_row(r, NULL), ONI_ESUCCESS);
     }
     struct bench_stats s = {.n = 3, .mean = 2, .sd = 1, .min = 1, .p50 = 2, .p90 = 3, .p99 = 3, .p999 = 3, .max = 3};
-    bench_cell_str(r, "path", "direct");
+    results_cell_str(r, "path", "direct");
     bench_cell_stats(r, "t", &s);
-    CHECK_RC(bench_report_row(r, "fit"), ONI_ESUCCESS);
+    CHECK_RC(results_row(r, "fit"), ONI_ESUCCESS);
 
     FILE *tf = tmpfile();
     REQUIRE(tf != NULL);
-    bench_report_print(r, NULL, tf);
+    results_print(r, NULL, tf);
     rewind(tf);
     char line[256] = "";
     CHECK(fgets(line, sizeof line, tf) != NULL);
     CHECK(strstr(line, "block") && strstr(line, "name") && strstr(line, "rate"));
     fclose(tf);
 
-    const char *png = bench_report_path(r, "-x.png");
+    const char *png = results_path(r, "-x.png");
     CHECK(png && strstr(png, "/results/frames/frames-") && strstr(png, "-x.png"));
-    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    CHECK_RC(results_close(r), ONI_ESUCCESS);
 
     char path[1024];
     char *csv = find_file(set_dir(out, "frames"), "-fit.csv", path, sizeof path) ? slurp(path) : NULL;
@@ -209,26 +210,26 @@ TEST(report_set_goes_to_its_benchmark_folder)
     char dir[] = "/tmp/onigpu-bench-XXXXXX";
     REQUIRE(mkdtemp(dir));
     int err = 0;
-    struct bench_report *r = bench_report_open(dir, "run-cpu", 0, NULL, NULL, &err);
+    struct results *r = results_open(dir, "run-cpu", 0, NULL, NULL, &err);
     REQUIRE(r != NULL);
-    const char *p = bench_report_path(r, ".csv");
+    const char *p = results_path(r, ".csv");
     char want[600];
     snprintf(want, sizeof want, "%s/run/run-cpu-2", dir); /* then the stamp: 20YYMMDD-HHMMSS */
     CHECK(p && !strncmp(p, want, strlen(want)) && strlen(p) == strlen(dir) + strlen("/run/run-cpu-YYYYMMDD-HHMMSS.csv"));
-    bench_cell_int(r, "a", 1);
-    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
-    bench_cell_int(r, "b", 2);
-    CHECK_RC(bench_report_row(r, "lat"), ONI_ESUCCESS);
-    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    results_cell_int(r, "a", 1);
+    CHECK_RC(results_row(r, NULL), ONI_ESUCCESS);
+    results_cell_int(r, "b", 2);
+    CHECK_RC(results_row(r, "lat"), ONI_ESUCCESS);
+    CHECK_RC(results_close(r), ONI_ESUCCESS);
     CHECK(unit_sh("cd '%s' && test \"$(ls)\" = run && ls run | grep -c '^run-cpu-[0-9]\\{8\\}-[0-9]\\{6\\}"
                   "\\(\\.csv\\|-lat\\.csv\\|\\.json\\)$' | grep -qx 3 && test $(ls run | wc -l) = 3", dir) == 0);
     /* a name without '-' is its own folder */
-    r = bench_report_open(dir, "floor", 0, NULL, NULL, &err);
+    r = results_open(dir, "floor", 0, NULL, NULL, &err);
     REQUIRE(r != NULL);
-    p = bench_report_path(r, ".json");
+    p = results_path(r, ".json");
     snprintf(want, sizeof want, "%s/floor/floor-", dir);
     CHECK(p && !strncmp(p, want, strlen(want)));
-    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    CHECK_RC(results_close(r), ONI_ESUCCESS);
     rm_dir(dir);
 }
 
@@ -243,11 +244,11 @@ static void git_meta(const char *cwd, char *commit, char *dirty, size_t len)
     if (mkdir(out, 0777) != 0)
         return;
     int err = 0;
-    struct bench_report *r = bench_report_open(out, "g", 0, NULL, NULL, &err);
-    const char *json = r ? bench_report_path(r, ".json") : NULL;
+    struct results *r = results_open(out, "g", 0, NULL, NULL, &err);
+    const char *json = r ? results_path(r, ".json") : NULL;
     char path[700];
     snprintf(path, sizeof path, "%s", json ? json : "");
-    bench_report_close(r);
+    results_close(r);
     if (chdir(here))
         return;
     json_t *v = json_load_file(path, 0, NULL), *m = json_object_get(v, "meta");
@@ -291,25 +292,25 @@ TEST(report_columns_grow_and_errors_keep_rows)
     char dir[] = "/tmp/onigpu-bench-XXXXXX";
     REQUIRE(mkdtemp(dir));
     int err = 0;
-    struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &err);
+    struct results *r = results_open(dir, "t", 0, NULL, NULL, &err);
     REQUIRE(r != NULL);
-    bench_cell_int(r, "a", 1);
-    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
-    bench_cell_int(r, "a", 2);
-    bench_cell_int(r, "b", 3); /* a column the first row did not have */
-    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
-    bench_cell_int(r, "b", 4);
-    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
-    CHECK_RC(bench_report_row(r, NULL), ONI_EINVALARG); /* an empty row */
-    bench_cell_int(r, "a", 5);
-    CHECK_RC(bench_report_row(r, NULL), ONI_EINVALARG); /* sticky, but the row is kept */
+    results_cell_int(r, "a", 1);
+    CHECK_RC(results_row(r, NULL), ONI_ESUCCESS);
+    results_cell_int(r, "a", 2);
+    results_cell_int(r, "b", 3); /* a column the first row did not have */
+    CHECK_RC(results_row(r, NULL), ONI_ESUCCESS);
+    results_cell_int(r, "b", 4);
+    CHECK_RC(results_row(r, NULL), ONI_ESUCCESS);
+    CHECK_RC(results_row(r, NULL), ONI_EINVALARG); /* an empty row */
+    results_cell_int(r, "a", 5);
+    CHECK_RC(results_row(r, NULL), ONI_EINVALARG); /* sticky, but the row is kept */
     char col[16];
     for (int i = 0; i < 70; i++) { /* more columns than a table may have */
         snprintf(col, sizeof col, "c%d", i);
-        bench_cell_int(r, col, i);
+        results_cell_int(r, col, i);
     }
-    CHECK_RC(bench_report_row(r, "wide"), ONI_EINVALARG);
-    CHECK_RC(bench_report_close(r), ONI_EINVALARG);
+    CHECK_RC(results_row(r, "wide"), ONI_EINVALARG);
+    CHECK_RC(results_close(r), ONI_EINVALARG);
 
     char path[512];
     /* The main CSV is the JSON's name with .csv (a -wide.csv exists too). */
@@ -337,16 +338,16 @@ TEST(report_columns_grow_and_errors_keep_rows)
 TEST(report_open_errors)
 {
     int err = 0;
-    CHECK(bench_report_open(NULL, "x", 0, NULL, NULL, &err) == NULL);
+    CHECK(results_open(NULL, "x", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
-    CHECK(bench_report_open("/tmp", "a/b", 0, NULL, NULL, &err) == NULL);
+    CHECK(results_open("/tmp", "a/b", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
-    CHECK(bench_report_open("/tmp", "x", 1, NULL, NULL, &err) == NULL);
+    CHECK(results_open("/tmp", "x", 1, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
     /* a set's folder is its name up to the first '-': there must be one, and no "." or ".." */
-    CHECK(bench_report_open("/tmp", "-x", 0, NULL, NULL, &err) == NULL);
+    CHECK(results_open("/tmp", "-x", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
-    CHECK(bench_report_open("/tmp", "..-x", 0, NULL, NULL, &err) == NULL);
+    CHECK(results_open("/tmp", "..-x", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EINVALARG);
     /* A directory below a regular file cannot be made. */
     char file[] = "/tmp/onigpu-bench-file-XXXXXX";
@@ -355,38 +356,38 @@ TEST(report_open_errors)
     close(fd);
     char sub[300];
     snprintf(sub, sizeof sub, "%s/results", file);
-    CHECK(bench_report_open(sub, "x", 0, NULL, NULL, &err) == NULL);
+    CHECK(results_open(sub, "x", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EPATHINVALID);
     unlink(file);
     /* dir itself must exist: the CLI makes --out, the report only its set's folder */
     char dir[] = "/tmp/onigpu-bench-XXXXXX", missing[300];
     REQUIRE(mkdtemp(dir));
     snprintf(missing, sizeof missing, "%s/not-made", dir);
-    CHECK(bench_report_open(missing, "x", 0, NULL, NULL, &err) == NULL);
+    CHECK(results_open(missing, "x", 0, NULL, NULL, &err) == NULL);
     CHECK_EQ(err, ONI_EPATHINVALID);
     CHECK(access(missing, F_OK) != 0);
     rmdir(dir);
-    CHECK_RC(bench_report_close(NULL), ONI_ESUCCESS);
-    CHECK_RC(bench_report_row(NULL, NULL), ONI_EINVALARG);
-    CHECK_RC(bench_report_meta(NULL, "k", "v"), ONI_EINVALARG);
+    CHECK_RC(results_close(NULL), ONI_ESUCCESS);
+    CHECK_RC(results_row(NULL, NULL), ONI_EINVALARG);
+    CHECK_RC(results_meta(NULL, "k", "v"), ONI_EINVALARG);
 }
 
 /* A result set in a new directory: its command line argv, one results row
  * filled by fill; the JSON read back (NULL after a failed check), the main
  * CSV's text in *csv (free it). The directory is removed. */
-static json_t *write_and_read(int argc, char **argv, void (*fill)(struct bench_report *), char **csv)
+static json_t *write_and_read(int argc, char **argv, void (*fill)(struct results *), char **csv)
 {
     char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512];
     *csv = NULL;
     if (!mkdtemp(dir))
         return NULL;
     int e = 0;
-    struct bench_report *r = bench_report_open(dir, "t", argc, argv, NULL, &e);
+    struct results *r = results_open(dir, "t", argc, argv, NULL, &e);
     json_t *v = NULL;
     if (r) {
         fill(r);
-        CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
-        CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+        CHECK_RC(results_row(r, NULL), ONI_ESUCCESS);
+        CHECK_RC(results_close(r), ONI_ESUCCESS);
     }
     json_error_t je;
     if (find_file(set_dir(dir, "t"), ".json", path, sizeof path) && !(v = json_load_file(path, 0, &je)))
@@ -405,12 +406,12 @@ static const json_t *cell(const json_t *v, const char *col)
 
 static char long_str[3001];
 
-static void fill_long(struct bench_report *r)
+static void fill_long(struct results *r)
 {
     /* "\xc3\xa9" (e acute) across the old 1023-byte cut */
     memset(long_str, 'x', sizeof long_str - 1);
     memcpy(long_str + 1022, "\xc3\xa9", 2);
-    bench_cell_str(r, "s", long_str);
+    results_cell_str(r, "s", long_str);
 }
 
 /* Found by a review: a string cell went through a 1024-byte buffer, so a
@@ -430,14 +431,14 @@ TEST(report_long_strings_kept_whole)
 
 static const double exact[] = {12345678901.0, 0.1, 1.0 / 3, 1e-300, 4.0e15 + 1, -2.5, 123456789.123456789};
 
-static void fill_numbers(struct bench_report *r)
+static void fill_numbers(struct results *r)
 {
     char col[8];
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
         snprintf(col, sizeof col, "n%zu", i);
-        bench_cell_num(r, col, exact[i]);
+        results_cell_num(r, col, exact[i]);
     }
-    bench_report_meta_num(r, "m", exact[0]);
+    results_meta_num(r, "m", exact[0]);
 }
 
 /* Found by a review: numbers were written with 10 significant digits, so a
@@ -467,9 +468,9 @@ TEST(report_numbers_read_back_exactly)
     free(csv);
 }
 
-static void fill_bytes(struct bench_report *r)
+static void fill_bytes(struct results *r)
 {
-    bench_cell_str(r, "s", "a\xff\xc3 \xc3\xa9\xf0\x9f\x98\x80 \xed\xa0\x80");
+    results_cell_str(r, "s", "a\xff\xc3 \xc3\xa9\xf0\x9f\x98\x80 \xed\xa0\x80");
 }
 
 /* Found by a review: a string's bytes went to the JSON as they were, so a
@@ -491,9 +492,9 @@ TEST(report_json_is_utf8_whatever_the_bytes)
     free(csv);
 }
 
-static void fill_one(struct bench_report *r)
+static void fill_one(struct results *r)
 {
-    bench_cell_int(r, "a", 1);
+    results_cell_int(r, "a", 1);
 }
 
 /* Found by a review: the command was the arguments joined with spaces, so
@@ -521,18 +522,18 @@ TEST(report_control_bytes_and_several_tables)
     char dir[] = "/tmp/onigpu-bench-XXXXXX", path[512];
     REQUIRE(mkdtemp(dir));
     int e = 0;
-    struct bench_report *r = bench_report_open(dir, "t", 0, NULL, NULL, &e);
+    struct results *r = results_open(dir, "t", 0, NULL, NULL, &e);
     REQUIRE(r);
-    bench_cell_str(r, "s", "a\x1f" "b");
-    bench_cell_str(r, "cr", "c\rd");
-    bench_cell_str(r, "q", "say \"hi\"");
-    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
+    results_cell_str(r, "s", "a\x1f" "b");
+    results_cell_str(r, "cr", "c\rd");
+    results_cell_str(r, "q", "say \"hi\"");
+    CHECK_RC(results_row(r, NULL), ONI_ESUCCESS);
     const char *names[] = {"one", "two", "three"};
     for (int i = 0; i < 3; i++) {
-        bench_cell_int(r, "k", i);
-        CHECK_RC(bench_report_row(r, names[i]), ONI_ESUCCESS);
+        results_cell_int(r, "k", i);
+        CHECK_RC(results_row(r, names[i]), ONI_ESUCCESS);
     }
-    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    CHECK_RC(results_close(r), ONI_ESUCCESS);
     REQUIRE(find_file(set_dir(dir, "t"), ".json", path, sizeof path));
     char *text = slurp(path);
     REQUIRE(text);

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "bench.h"
+#include "results.h"
 #include "sys.h"
 
 /* Where a figure's files go: "<dir>/<base>.png|.gp|.dat". */
@@ -90,7 +90,7 @@ static void gp_head(FILE *f, const struct fig *g, const char *title, const char 
                "} else {\n"
                "    set terminal png size %d,%d enhanced\n"
                "}\n",
-            BENCH_PLOT_W, BENCH_PLOT_H, BENCH_PLOT_W, BENCH_PLOT_H);
+            RESULTS_PLOT_W, RESULTS_PLOT_H, RESULTS_PLOT_W, RESULTS_PLOT_H);
     fprintf(f, "set encoding utf8\nset output ");
     gp_str2(f, g->base, ".png");
     fputc('\n', f);
@@ -111,19 +111,19 @@ static void gp_head(FILE *f, const struct fig *g, const char *title, const char 
 }
 
 /* Run gnuplot on the figure's script. ONI_ESUCCESS when the PNG came out,
- * else BENCH_PLOT_NOT_RENDERED with why in why[len] (when given). */
+ * else RESULTS_NOT_RENDERED with why in why[len] (when given). */
 static int render(const struct fig *g, char *why, size_t len)
 {
     char *png = join(g->dir, "/", g->base), *out = png ? join(png, ".png", "") : NULL;
     char err[512], gp[1024];
     snprintf(gp, sizeof gp, "%s.gp", g->base);
     char *argv[] = {"gnuplot", gp, NULL};
-    int rc = BENCH_PLOT_NOT_RENDERED;
+    int rc = RESULTS_NOT_RENDERED;
     if (!out) {
         snprintf(err, sizeof err, "out of memory");
     } else {
         unlink(out); /* no PNG of an earlier drawing left to look like this one */
-        int st = bench_exec(g->dir, argv, 2, err, sizeof err);
+        int st = results_exec(g->dir, argv, 2, err, sizeof err);
         struct stat sb;
         if (st == 0 && stat(out, &sb) == 0 && sb.st_size > 0)
             rc = ONI_ESUCCESS;
@@ -145,19 +145,19 @@ static int render(const struct fig *g, char *why, size_t len)
 
 /* ---- line plots ------------------------------------------------------------ */
 
-static int plottable(const struct bench_plot *p, double x, double y)
+static int plottable(const struct results_plot *p, double x, double y)
 {
     return isfinite(x) && isfinite(y) && (!p->logx || x > 0) && (!p->logy || y > 0);
 }
 
 /* ONI_EINVALARG unless p has series and at least one plottable point. */
-static int plot_check(const struct bench_plot *p)
+static int plot_check(const struct results_plot *p)
 {
     if (!p || !p->series || !p->nseries)
         return ONI_EINVALARG;
     int any = 0;
     for (size_t s = 0; s < p->nseries; s++) {
-        const struct bench_series *se = &p->series[s];
+        const struct results_series *se = &p->series[s];
         if (se->n && (!se->x || !se->y))
             return ONI_EINVALARG;
         for (size_t i = 0; i < se->n; i++)
@@ -167,7 +167,7 @@ static int plot_check(const struct bench_plot *p)
 }
 
 /* One block per series (gnuplot's index), blocks apart by two blank lines. */
-static int plot_data(const struct fig *g, const struct bench_plot *p)
+static int plot_data(const struct fig *g, const struct results_plot *p)
 {
     FILE *f = fopen(g->dat, "w");
     if (!f)
@@ -175,7 +175,7 @@ static int plot_data(const struct fig *g, const struct bench_plot *p)
     fprintf(f, "# %s.dat - the points of %s.gp: one block per series (index 0, 1, ...), columns x y\n",
             g->base, g->base);
     for (size_t s = 0; s < p->nseries; s++) {
-        const struct bench_series *se = &p->series[s];
+        const struct results_series *se = &p->series[s];
         fprintf(f, "%s# index %zu: %s\n", s ? "\n\n" : "", s, se->name ? se->name : "");
         int none = 1;
         for (size_t i = 0; i < se->n; i++) {
@@ -187,10 +187,10 @@ static int plot_data(const struct fig *g, const struct bench_plot *p)
         if (none)
             fputs("NaN NaN\n", f); /* keeps the block, so the next series keeps its index */
     }
-    return bench_close_written(f);
+    return results_close_written(f);
 }
 
-static int plot_script(const struct fig *g, const struct bench_plot *p)
+static int plot_script(const struct fig *g, const struct results_plot *p)
 {
     static const char *with[] = {"lines lw 2", "points pt 7 ps 0.8", "linespoints lw 2 pt 7 ps 0.8"};
     FILE *f = fopen(g->gp, "w");
@@ -205,15 +205,15 @@ static int plot_script(const struct fig *g, const struct bench_plot *p)
         else
             gp_str2(f, g->base, ".dat");
         fprintf(f, " index %zu using 1:2 with %s title ", s,
-                with[style >= 0 && style <= 2 ? style : BENCH_LINES]);
+                with[style >= 0 && style <= 2 ? style : RESULTS_LINES]);
         gp_str(f, p->series[s].name ? p->series[s].name : "");
         fputs(" noenhanced", f);
     }
     fputc('\n', f);
-    return bench_close_written(f);
+    return results_close_written(f);
 }
 
-int bench_plot_png(const char *path, const struct bench_plot *p, char *why, size_t len)
+int results_plot_png(const char *path, const struct results_plot *p, char *why, size_t len)
 {
     struct fig g;
     int rc = plot_check(p);
@@ -228,51 +228,48 @@ int bench_plot_png(const char *path, const struct bench_plot *p, char *why, size
     return rc;
 }
 
-/* ---- histograms ------------------------------------------------------------ */
+/* ---- bar charts ------------------------------------------------------------ */
 
-static int hist_data(const struct fig *g, const struct bench_hist *h)
+static int bars_data(const struct fig *g, const struct results_bars *b)
 {
     FILE *f = fopen(g->dat, "w");
     if (!f)
         return ONI_EPATHINVALID;
-    fprintf(f, "# %s.dat - the bins of %s.gp, columns: from to count (ns, ns, samples)\n"
-               "# %llu samples below the first bin, %llu above the last\n",
-            g->base, g->base, (unsigned long long)h->under, (unsigned long long)h->over);
-    double hi = h->hi > h->lo ? h->hi : h->lo + (h->log_bins ? h->lo : 1);
-    for (size_t i = 0; i < h->nbins; i++) {
-        double e0 = bench_hist_edge(h, i), e1 = bench_hist_edge(h, i + 1);
-        if (e1 <= e0)
-            e1 = hi; /* a range of zero width: one bar across it */
-        fprintf(f, "%.17g %.17g %llu\n", e0, e1, (unsigned long long)h->count[i]);
-    }
-    return bench_close_written(f);
+    fprintf(f, "# %s.dat - the bars of %s.gp, columns: from to count\n"
+               "# %llu below the first bar, %llu above the last\n",
+            g->base, g->base, (unsigned long long)b->under, (unsigned long long)b->over);
+    for (size_t i = 0; i < b->n; i++)
+        fprintf(f, "%.17g %.17g %llu\n", b->from[i], b->to[i], (unsigned long long)b->count[i]);
+    return results_close_written(f);
 }
 
-static int hist_script(const struct fig *g, const char *title, const char *xlabel, const struct bench_hist *h)
+static int bars_script(const struct fig *g, const struct results_bars *b)
 {
     FILE *f = fopen(g->gp, "w");
     if (!f)
         return ONI_EPATHINVALID;
-    gp_head(f, g, title, xlabel, "count", h->log_bins, 0);
-    /* a box from each bin's first edge to its last, from 0 to its count */
+    gp_head(f, g, b->title, b->xlabel, "count", b->logx, 0);
+    /* a box from each bar's first edge to its last, from 0 to its count */
     fputs("set yrange [0:*]\nset style fill solid 0.8 noborder\nplot ", f);
     gp_str2(f, g->base, ".dat");
     fputs(" using (($1+$2)/2):3:1:2:(0):3 with boxxyerror notitle\n", f);
-    return bench_close_written(f);
+    return results_close_written(f);
 }
 
-int bench_hist_png(const char *path, const char *title, const char *xlabel, const struct bench_hist *h,
-                   char *why, size_t len)
+int results_bars_png(const char *path, const struct results_bars *b, char *why, size_t len)
 {
-    if (!h || !h->count || !h->nbins || !isfinite(h->lo) || !isfinite(h->hi) || (h->log_bins && h->lo <= 0))
+    if (!b || !b->n || !b->from || !b->to || !b->count)
         return ONI_EINVALARG;
+    for (size_t i = 0; i < b->n; i++)
+        if (!isfinite(b->from[i]) || !isfinite(b->to[i]) || (b->logx && b->from[i] <= 0))
+            return ONI_EINVALARG;
     struct fig g;
     int rc = fig_init(&g, path);
     if (rc)
         return rc;
-    rc = hist_data(&g, h);
+    rc = bars_data(&g, b);
     if (!rc)
-        rc = hist_script(&g, title, xlabel, h);
+        rc = bars_script(&g, b);
     if (!rc)
         rc = render(&g, why, len);
     fig_free(&g);

@@ -1,8 +1,8 @@
 /* sys.h - what the result files need of the system: running a program of
  * the machine (git, gnuplot) and reading what it says; closing a file
- * written with stdio. Internal to src/bench. */
-#ifndef BENCH_SYS_H
-#define BENCH_SYS_H
+ * written with stdio. Internal to src/results. */
+#ifndef RESULTS_SYS_H
+#define RESULTS_SYS_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -14,11 +14,11 @@
  * status (0..255), 127 when it could not be started (not installed, or dir
  * not there), -1 when it was killed by a signal or no process or pipe could
  * be made. Nothing is printed. */
-int bench_exec(const char *dir, char *const argv[], int fd, char *out, size_t len);
+int results_exec(const char *dir, char *const argv[], int fd, char *out, size_t len);
 
 /* fclose f, written with stdio: ONI_ESUCCESS, or ONI_EPATHINVALID when
  * that or any earlier write failed (a full disk that had room again by the
  * last flush fails it too). */
-int bench_close_written(FILE *f);
+int results_close_written(FILE *f);
 
 #endif

@@ -1,4 +1,5 @@
-/* test_bench_plot.c - figures of src/bench: what the gnuplot script and its
+/* test_results_plot.c - figures of src/results (and bench_hist_png's bars of
+ * a histogram, src/bench): what the gnuplot script and its
  * data file say (which series, columns, axis labels, log axes; the rows),
  * that gnuplot draws a PNG of the size asked where it is installed, and that
  * a missing or failing gnuplot leaves the script and data and says why. */
@@ -99,10 +100,10 @@ TEST(plot_script_and_data_say_what_is_drawn)
     REQUIRE(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/fig.png", dir);
     double x[4] = {10, 100, 0, 1000}, y1[4] = {5, 50, 7, NAN}, y2[3] = {1, 2, 3};
-    struct bench_series s[2] = {{"p50 it's", x, y1, 4, BENCH_LINES_POINTS}, {"max_ns", x, y2, 3, BENCH_POINTS}};
-    struct bench_plot p = {"latency, 4 KiB", "bytes per transfer", "time (us)", 1, 1, s, 2};
-    int rc = bench_plot_png(path, &p, why, sizeof why);
-    CHECK(rc == ONI_ESUCCESS || rc == BENCH_PLOT_NOT_RENDERED);
+    struct results_series s[2] = {{"p50 it's", x, y1, 4, RESULTS_LINES_POINTS}, {"max_ns", x, y2, 3, RESULTS_POINTS}};
+    struct results_plot p = {"latency, 4 KiB", "bytes per transfer", "time (us)", 1, 1, s, 2};
+    int rc = results_plot_png(path, &p, why, sizeof why);
+    CHECK(rc == ONI_ESUCCESS || rc == RESULTS_NOT_RENDERED);
 
     char *gp = slurp_in(dir, "fig.gp"), *dat = slurp_in(dir, "fig.dat");
     REQUIRE(gp && dat);
@@ -125,7 +126,7 @@ TEST(plot_script_and_data_say_what_is_drawn)
     if (have_gnuplot()) {
         if (rc != ONI_ESUCCESS)
             UNIT_FAIL("gnuplot is installed, but the PNG was not drawn: %s", why);
-        CHECK(png_is(dir, "fig.png", BENCH_PLOT_W, BENCH_PLOT_H));
+        CHECK(png_is(dir, "fig.png", RESULTS_PLOT_W, RESULTS_PLOT_H));
     }
     rm_rf(dir);
 }
@@ -138,10 +139,10 @@ TEST(plot_linear_and_an_empty_series)
     REQUIRE(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/lin.png", dir);
     double x[3] = {-1, 0, 2}, y[3] = {-5, 0, 5};
-    struct bench_series s[3] = {{"none", x, y, 0, BENCH_LINES}, {"a", x, y, 3, BENCH_LINES}, {NULL, x, y, 1, 7}};
-    struct bench_plot p = {NULL, "x", "y", 0, 0, s, 3};
-    int rc = bench_plot_png(path, &p, why, sizeof why);
-    CHECK(rc == ONI_ESUCCESS || rc == BENCH_PLOT_NOT_RENDERED);
+    struct results_series s[3] = {{"none", x, y, 0, RESULTS_LINES}, {"a", x, y, 3, RESULTS_LINES}, {NULL, x, y, 1, 7}};
+    struct results_plot p = {NULL, "x", "y", 0, 0, s, 3};
+    int rc = results_plot_png(path, &p, why, sizeof why);
+    CHECK(rc == ONI_ESUCCESS || rc == RESULTS_NOT_RENDERED);
     char *gp = slurp_in(dir, "lin.gp"), *dat = slurp_in(dir, "lin.dat");
     REQUIRE(gp && dat);
     CHECK(strstr(gp, "logscale") == NULL && strstr(gp, "set title") == NULL);
@@ -152,10 +153,10 @@ TEST(plot_linear_and_an_empty_series)
     if (have_gnuplot()) {
         if (rc != ONI_ESUCCESS)
             UNIT_FAIL("gnuplot is installed, but the PNG was not drawn: %s", why);
-        CHECK(png_is(dir, "lin.png", BENCH_PLOT_W, BENCH_PLOT_H));
+        CHECK(png_is(dir, "lin.png", RESULTS_PLOT_W, RESULTS_PLOT_H));
         /* the user's way: draw it again from the saved script */
         CHECK(unit_sh("cd '%s' && rm lin.png && gnuplot lin.gp 2>/dev/null", dir) == 0);
-        CHECK(png_is(dir, "lin.png", BENCH_PLOT_W, BENCH_PLOT_H));
+        CHECK(png_is(dir, "lin.png", RESULTS_PLOT_W, RESULTS_PLOT_H));
     }
     rm_rf(dir);
 }
@@ -166,25 +167,25 @@ TEST(plot_bad_input_is_refused_before_any_file)
     REQUIRE(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/e.png", dir);
     double x[1] = {0}, y[1] = {1};
-    struct bench_series s = {"a", x, y, 1, BENCH_LINES};
-    struct bench_plot p = {"t", "x", "y", 1, 0, &s, 1};
-    CHECK_RC(bench_plot_png(path, &p, NULL, 0), ONI_EINVALARG); /* x = 0 on a log axis: nothing to plot */
+    struct results_series s = {"a", x, y, 1, RESULTS_LINES};
+    struct results_plot p = {"t", "x", "y", 1, 0, &s, 1};
+    CHECK_RC(results_plot_png(path, &p, NULL, 0), ONI_EINVALARG); /* x = 0 on a log axis: nothing to plot */
     p.nseries = 0;
-    CHECK_RC(bench_plot_png(path, &p, NULL, 0), ONI_EINVALARG);
-    CHECK_RC(bench_plot_png(path, NULL, NULL, 0), ONI_EINVALARG);
+    CHECK_RC(results_plot_png(path, &p, NULL, 0), ONI_EINVALARG);
+    CHECK_RC(results_plot_png(path, NULL, NULL, 0), ONI_EINVALARG);
     p.nseries = 1;
     p.logx = 0;
-    struct bench_series bad = {"b", NULL, y, 1, BENCH_LINES};
-    struct bench_plot q = {"t", "x", "y", 0, 0, &bad, 1};
-    CHECK_RC(bench_plot_png(path, &q, NULL, 0), ONI_EINVALARG);
+    struct results_series bad = {"b", NULL, y, 1, RESULTS_LINES};
+    struct results_plot q = {"t", "x", "y", 0, 0, &bad, 1};
+    CHECK_RC(results_plot_png(path, &q, NULL, 0), ONI_EINVALARG);
     char other[600];
     snprintf(other, sizeof other, "%s/e.svg", dir);
-    CHECK_RC(bench_plot_png(other, &p, NULL, 0), ONI_EINVALARG);
-    CHECK_RC(bench_plot_png(NULL, &p, NULL, 0), ONI_EINVALARG);
-    CHECK_RC(bench_plot_png(".png", &p, NULL, 0), ONI_EINVALARG);
+    CHECK_RC(results_plot_png(other, &p, NULL, 0), ONI_EINVALARG);
+    CHECK_RC(results_plot_png(NULL, &p, NULL, 0), ONI_EINVALARG);
+    CHECK_RC(results_plot_png(".png", &p, NULL, 0), ONI_EINVALARG);
     CHECK(!exists_in(dir, "e.gp") && !exists_in(dir, "e.dat"));
     snprintf(other, sizeof other, "%s/no-such-dir/e.png", dir);
-    CHECK_RC(bench_plot_png(other, &p, NULL, 0), ONI_EPATHINVALID);
+    CHECK_RC(results_plot_png(other, &p, NULL, 0), ONI_EPATHINVALID);
     rm_rf(dir);
 }
 
@@ -199,7 +200,7 @@ TEST(hist_script_and_bins)
     struct bench_hist h;
     REQUIRE(bench_hist_make(&h, ns, 8, 4, 1, 1000, 10000) == ONI_ESUCCESS);
     int rc = bench_hist_png(path, "4 KiB transfers", "time (ns)", &h, why, sizeof why);
-    CHECK(rc == ONI_ESUCCESS || rc == BENCH_PLOT_NOT_RENDERED);
+    CHECK(rc == ONI_ESUCCESS || rc == RESULTS_NOT_RENDERED);
     char *gp = slurp_in(dir, "h.gp"), *dat = slurp_in(dir, "h.dat");
     REQUIRE(gp && dat);
     CHECK(strstr(gp, "set xlabel 'time (ns)' noenhanced\n") && strstr(gp, "set ylabel 'count' noenhanced\n"));
@@ -223,7 +224,7 @@ TEST(hist_script_and_bins)
     if (have_gnuplot()) {
         if (rc != ONI_ESUCCESS)
             UNIT_FAIL("gnuplot is installed, but the PNG was not drawn: %s", why);
-        CHECK(png_is(dir, "h.png", BENCH_PLOT_W, BENCH_PLOT_H));
+        CHECK(png_is(dir, "h.png", RESULTS_PLOT_W, RESULTS_PLOT_H));
     }
     bench_hist_free(&h);
     CHECK_RC(bench_hist_png(path, "t", "x", &h, NULL, 0), ONI_EINVALARG); /* freed: no counts */
@@ -245,21 +246,21 @@ static void with_path(const char *path, void (*fn)(const char *), const char *ar
     free(old);
 }
 
-/* bench_plot_png of two points to dir/name.png; its return, why in why[len]. */
+/* results_plot_png of two points to dir/name.png; its return, why in why[len]. */
 static int plot_two(const char *dir, const char *name, char *why, size_t len)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/%s.png", dir, name);
     double x[2] = {1, 2}, y[2] = {3, 4};
-    struct bench_series s = {"a", x, y, 2, BENCH_LINES};
-    struct bench_plot p = {"t", "x", "y", 0, 0, &s, 1};
-    return bench_plot_png(path, &p, why, len);
+    struct results_series s = {"a", x, y, 2, RESULTS_LINES};
+    struct results_plot p = {"t", "x", "y", 0, 0, &s, 1};
+    return results_plot_png(path, &p, why, len);
 }
 
 static void plot_without(const char *dir)
 {
     char why[256] = "";
-    CHECK_RC(plot_two(dir, "m", why, sizeof why), BENCH_PLOT_NOT_RENDERED);
+    CHECK_RC(plot_two(dir, "m", why, sizeof why), RESULTS_NOT_RENDERED);
     CHECK(strstr(why, "gnuplot could not be run") != NULL);
     CHECK(exists_in(dir, "m.gp") && exists_in(dir, "m.dat") && !exists_in(dir, "m.png"));
 }
@@ -275,7 +276,7 @@ TEST(plot_without_gnuplot_keeps_script_and_data)
 static void plot_failing(const char *dir)
 {
     char why[256] = "";
-    CHECK_RC(plot_two(dir, "f", why, sizeof why), BENCH_PLOT_NOT_RENDERED);
+    CHECK_RC(plot_two(dir, "f", why, sizeof why), RESULTS_NOT_RENDERED);
     if (strcmp(why, "f.gp: no terminal here"))
         UNIT_FAIL("why: <%s>", why);
 }
@@ -298,20 +299,20 @@ TEST(plot_with_failing_gnuplot_says_its_message)
 static void report_plots(const char *dir)
 {
     int err = 0;
-    struct bench_report *r = bench_report_open(dir, "p-x", 0, NULL, NULL, &err);
+    struct results *r = results_open(dir, "p-x", 0, NULL, NULL, &err);
     REQUIRE(r != NULL);
     double x[2] = {1, 2}, y[2] = {3, 4};
-    struct bench_series s = {"a", x, y, 2, BENCH_LINES};
-    struct bench_plot p = {"t", "x", "y", 0, 0, &s, 1};
+    struct results_series s = {"a", x, y, 2, RESULTS_LINES};
+    struct results_plot p = {"t", "x", "y", 0, 0, &s, 1};
     /* drawn or not, the figure is no lost result: 0 */
-    CHECK_RC(bench_report_plot(r, "lines", &p), ONI_ESUCCESS);
-    CHECK_RC(bench_report_plot(r, "bad/tag", &p), ONI_EINVALARG);
+    CHECK_RC(results_add_plot(r, "lines", &p), ONI_ESUCCESS);
+    CHECK_RC(results_add_plot(r, "bad/tag", &p), ONI_EINVALARG);
     char gp[600], json[600];
-    snprintf(gp, sizeof gp, "%s", bench_report_path(r, "-lines.gp"));
-    snprintf(json, sizeof json, "%s", bench_report_path(r, ".json"));
-    bench_cell_int(r, "k", 1);
-    CHECK_RC(bench_report_row(r, NULL), ONI_ESUCCESS);
-    CHECK_RC(bench_report_close(r), ONI_ESUCCESS);
+    snprintf(gp, sizeof gp, "%s", results_path(r, "-lines.gp"));
+    snprintf(json, sizeof json, "%s", results_path(r, ".json"));
+    results_cell_int(r, "k", 1);
+    CHECK_RC(results_row(r, NULL), ONI_ESUCCESS);
+    CHECK_RC(results_close(r), ONI_ESUCCESS);
     struct stat st;
     CHECK(stat(gp, &st) == 0);
     json_t *v = json_load_file(json, 0, NULL);

@@ -31,7 +31,7 @@ static void drain(int fd, char *out, size_t len)
         out[n] = 0;
 }
 
-int bench_exec(const char *dir, char *const argv[], int fd, char *out, size_t len)
+int results_exec(const char *dir, char *const argv[], int fd, char *out, size_t len)
 {
     int pipefd[2];
     if ((fd != 1 && fd != 2) || pipe2(pipefd, O_CLOEXEC) != 0)
@@ -62,7 +62,7 @@ int bench_exec(const char *dir, char *const argv[], int fd, char *out, size_t le
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-int bench_close_written(FILE *f)
+int results_close_written(FILE *f)
 {
     int bad = ferror(f);
     return fclose(f) == 0 && !bad ? ONI_ESUCCESS : ONI_EPATHINVALID;
