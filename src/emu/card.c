@@ -546,20 +546,6 @@ uint64_t emu_card_flushes(struct emu_card *c)
     return n;
 }
 
-uint64_t emu_card_taken_epoch(struct emu_card *c, enum emu_stream s)
-{
-    int k = fifo_index(s);
-    if (!c || k < 0)
-        return 0;
-    emu_card_lock(c);
-    /* In emu_card_flushes' count: a stop empties the default FIFO alone, so
-     * the GPU FIFO's own count lags it by the stops since, which leave its
-     * bytes readable (else its bytes would all read as stale after one). */
-    uint64_t n = c->fifo[k].taken_epoch + (c->fifo[0].epoch - c->fifo[k].epoch);
-    pthread_mutex_unlock(&c->lock);
-    return n;
-}
-
 int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
 {
     int k = fifo_index(s);
