@@ -17,10 +17,10 @@
  *   seed=1                seed of every random source (neural data is reproducible)
  *   gpustream=1           the firmware has the GPU data stream (0: default stream only;
  *                         ONI_DRV_GPU_STREAM of onigpu.h reports it)
- *   daemon=/path.sock     use the onix-emu daemon at that socket instead of an
- *                         in-process card
  * The spec comes from ONI_DRV_EMU_SPEC (set before oni_init_ctx), else from the
- * environment variable ONIGPU_EMU, else defaults. */
+ * environment variable ONIGPU_EMU, else defaults. The card runs in the process
+ * that opens it; in a process of its own it is `onigpu serve` of this driver,
+ * opened with the net driver (oninet.h, docs/net.md). */
 #ifndef ONIEMU_H
 #define ONIEMU_H
 

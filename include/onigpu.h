@@ -1,9 +1,7 @@
 /* onigpu.h - onigpu's extension to the ONI API: the GPU data stream and its
  * driver options (thesis seed 000, table 3.1), used through
  * oni_set_driver_opt / oni_get_driver_opt. Drivers that implement it: emu
- * (emulated ONIX host; through the onix-emu daemon too: device memory is
- * shared with the daemon by CUDA IPC, and there asynchronous jobs need device
- * memory for buffer and completion word, else ONI_EUNIMPL); net (oninet.h:
+ * (emulated ONIX host); net (oninet.h:
  * the served driver's, READ and WRITE through the network and, for GPU
  * memory, a host buffer; PIN, UNPIN and the asynchronous jobs ONI_EUNIMPL).
  * Other drivers answer ONI_EINVALOPT. The options are thread-safe on one context (docs/transfers.md).
@@ -24,8 +22,8 @@
  *                                  of at most this many bytes are moved by a GPU-resident agent
  *                                  kernel polling a descriptor ring (no CUDA call per transfer;
  *                                  it occupies one SM while on); 0 = off. Set: ONI_ENOGPU without a
- *                                  GPU, ONI_EINIT if the kernel cannot start (the copy engine stays),
- *                                  ONI_EUNIMPL through the daemon. Get: 0 when off or after the
+ *                                  GPU, ONI_EINIT if the kernel cannot start (the copy engine stays).
+ *                                  Get: 0 when off or after the
  *                                  agent failed (the copy engine then moves every block).
  * Defaults: RD_SZ = WR_SZ = 4096 (ONIGPU_DEFAULT_BLOCK), CHUNK_SZ = 0, DMA_AGENT = 0
  * (ONIGPU_DMA_AGENT_DEFAULT is the limit to use when turning the agent on).
@@ -55,14 +53,7 @@
  * engine still had asynchronous jobs queued or running after it, and the buffer
  * stays pinned, since one of them may still write it), ONI_EBUSY (async queue full,
  * or ONIGPU_MAX_PINS buffers pinned already).
- * Through the onix-emu daemon a READ may get its block in pieces, all within
- * the one timeout: a host buffer's when the block is larger than the daemon's
- * ring or reaches the ring's end, any buffer's after bytes that an earlier
- * READ that timed out left (with CHUNK_SZ, the chunks are such pieces, all
- * within the one timeout too). When it fails (ONI_ETIMEOUT, ...) after some pieces,
- * those bytes are at the start of the buffer and gone from the stream: the
- * next READ starts after them (docs/daemon.md, Failure behaviour). In-process
- * a READ that times out waiting for data takes nothing; with CHUNK_SZ, a chunk's
+ * A READ that times out waiting for data takes nothing; with CHUNK_SZ, a chunk's
  * host -> GPU copy that times out has taken the chunks before it from the card
  * (docs/transfers.md).
  * Freeing host memory while it is pinned cannot be detected: unpin first. */

@@ -34,8 +34,12 @@ enum {
     ONI_DRV_NET_REMOTE,            /* get (once connected): the served driver, "name major.minor.patch" */
     ONI_DRV_NET_SECRET,            /* set (before the driver connects): the server's shared secret, at most
                                       256 bytes; write-only */
-    ONI_DRV_NET_TRANSPORT          /* get (once connected): the UCX transports the data link uses, as UCX
+    ONI_DRV_NET_TRANSPORT,         /* get (once connected): the UCX transports the data link uses, as UCX
                                       names them ("posix", "sysv", "tcp", "rc_mlx5"...), comma-separated */
+    ONI_DRV_NET_GPU_IPC            /* get (once connected): uint32_t, the GPU-stream blocks of GPU memory
+                                      that the server's card moved straight into (out of) this process's
+                                      memory through CUDA IPC in this session (a server on this machine,
+                                      sharing the GPU); the others were staged through host memory */
 };
 
 #ifdef __cplusplus

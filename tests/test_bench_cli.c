@@ -17,7 +17,7 @@ static double now_s(void)
 TEST(bench_out_refused_before_any_work)
 {
     NEED_BIN();
-    static const char *const benches[] = {"frames", "emu", "loop", "transfer", "floor", "daemon", "remote"};
+    static const char *const benches[] = {"frames", "emu", "loop", "transfer", "floor", "remote"};
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++) {
         double t0 = now_s();
         CHECK_EQ(ONIGPU("bench", benches[i], "--out", "/etc/hostname"), 2);
@@ -73,7 +73,9 @@ TEST(bench_frames_sigterm_keeps_results)
 }
 
 /* bench remote measures the remote card and ucx_perftest on the same
- * transport in one run: both in its output and its result files. */
+ * transport in one run: both in its output and its result files; the
+ * default stream's throughput and the real-time card at both block sizes,
+ * in-process and remote, each set from its own option. */
 TEST(bench_remote_beside_perftest)
 {
     NEED_BIN();
@@ -81,11 +83,17 @@ TEST(bench_remote_beside_perftest)
         SKIP("no ucx_perftest (Debian: ucx-utils; tools/deps.sh installs it)");
     char dir[] = "/tmp/onigpu-bremote-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    CHECK_EQ(ONIGPU("bench", "remote", "--tls", "tcp", "--regs", "50", "--reads", "50", "--big", "2", "--out", dir), 0);
+    CHECK_EQ(ONIGPU("bench", "remote", "--tls", "tcp", "--regs", "50", "--reads", "50", "--big", "2", "--seconds",
+                    "0.1", "--stream-block", "8K", "--out", dir),
+             0);
     CHECK(strstr(out, "tcp      transport: tcp\n") != NULL);
     CHECK(strstr(out, "tcp      remote     gpu_read        4096") != NULL);
     CHECK(strstr(out, "did not run") == NULL); /* every ucx_perftest test gave its figure */
     CHECK(unit_sh("grep -q '^tcp,am_bw,16777216' %s/remote/remote-*-perftest.csv", dir) == 0);
     CHECK(unit_sh("grep -q 'tcp,remote,gpu_read,16777216' %s/remote/remote-*.csv", dir) == 0);
+    CHECK(strstr(out, "tcp      remote     stream (BLOCKREADSIZE 8192): ") != NULL);
+    CHECK(unit_sh("test $(grep -c ',8192,' %s/remote/remote-*-stream.csv) = 2", dir) == 0);
+    CHECK(unit_sh("test $(grep -c 'rhd2164' %s/remote/remote-*-realtime.csv) = 4", dir) == 0);
+    CHECK(unit_sh("grep -q '^tcp,remote,.*,8192,' %s/remote/remote-*-realtime.csv", dir) == 0);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }

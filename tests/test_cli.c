@@ -1,7 +1,7 @@
 /* test_cli.c - the built `onigpu` binary's info, read and reg commands with
  * the test driver, and advise's reading of a workload file: exit codes and
- * output for good and bad arguments; every command's bad values (and
- * onix-emu's) said one way; hardware that cannot be opened told apart. */
+ * output for good and bad arguments; every command's bad values said one
+ * way; hardware that cannot be opened told apart. */
 #include <poll.h>
 #include <signal.h>
 #include <time.h>
@@ -58,7 +58,6 @@ static int run_prog(const char *prog, const char *const *args)
 }
 
 #define RUN(...) run_prog("onigpu", (const char *const[]){__VA_ARGS__, NULL})
-#define RUN_EMU(...) run_prog("onix-emu", (const char *const[]){__VA_ARGS__, NULL})
 #define NEED_BIN()                                                                     \
     do {                                                                               \
         if (!getenv("ONIGPU_BIN"))                                                     \
@@ -618,7 +617,7 @@ TEST(bench_emu_writes_results)
     HAS("--out /dev/null/sub: ");
     CHECK_EQ(RUN("bench", "emu", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
     HAS("onigpu bench emu: --seconds 3601: must be a duration above 0 s and at most 3600 s");
-    /* the card's own parts, once `onix-emu bench`, through liboni */
+    /* the card's own parts, through liboni */
     CHECK_EQ(RUN("bench", "emu", "--seconds", "0.05", "--only", "gen,echo,age", "--out", dir), 0);
     HAS("generate rhd2164 ");
     HAS("echo gen2x4");
@@ -631,7 +630,6 @@ TEST(bench_emu_writes_results)
     CHECK_EQ(RUN("bench", "emu", "--only", "liboni"), 2);
     HAS("onigpu bench emu: --only liboni: must be one of link, gen, echo, age");
     CHECK_EQ(RUN("bench", "emu", "--only", "li"), 2); /* a part's name, not a prefix of one */
-    CHECK_EQ(RUN_EMU("bench"), 2); /* no longer onix-emu's */
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
@@ -692,7 +690,7 @@ TEST(version_names_build_api_and_gpu)
 TEST(bench_group_help_lists_subcommands)
 {
     NEED_BIN();
-    static const char *const sub[] = {"  frames ", "  emu ", "  transfer ", "  loop ", "  daemon ", "  floor "};
+    static const char *const sub[] = {"  frames ", "  emu ", "  transfer ", "  loop ", "  remote ", "  floor "};
     CHECK_EQ(RUN("bench", "--help"), 0);
     HAS("usage: onigpu bench <command>");
     for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++)
@@ -709,16 +707,16 @@ TEST(bench_group_help_lists_subcommands)
     HAS("  transfer ");
     CHECK_EQ(RUN("bench", "frames", "--help"), 0);
     HAS("usage: onigpu bench frames");
-    CHECK_EQ(RUN("bench", "daemon", "--help"), 0); /* the option the daemon bench takes to find onix-emu */
-    HAS("[--daemon-bin PATH]");
-    HAS("  --daemon-bin P   onix-emu to start"); /* and its option-by-option help, */
+    CHECK_EQ(RUN("bench", "remote", "--help"), 0); /* the options of the stream measurements */
+    HAS("[--seconds T]");
+    HAS("  --stream-block B BLOCKREADSIZE"); /* and its option-by-option help, */
     CHECK_EQ(RUN("bench", "transfer", "--help"), 0); /* never printed before 2026-11-25 */
     HAS("  --chunk BYTES   chunk size of the chunked path");
     CHECK_EQ(RUN("bench", "frames", "-h"), 0);
     HAS("  --second-thread start a thread that only waits");
     CHECK_EQ(RUN("--help"), 0);
     static const char *const all[] = {"  info ", "  read ", "  reg ", "  bench frames ", "  bench emu ",
-                                      "  bench transfer ", "  bench loop ", "  bench daemon ", "  bench floor "};
+                                      "  bench transfer ", "  bench loop ", "  bench remote ", "  bench floor "};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         HAS(all[i]);
 }
@@ -764,34 +762,19 @@ TEST(bench_frames_failed_block_keeps_its_row)
     CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
-/* `onigpu bench daemon` with small counts: each option sets its own count
- * (the n column), every block size has its rows in every mode, the daemon is found next to onigpu, the
- * net mode's server is its own; every mode streams in real time at both
- * block sizes; the limits of the counts and times are usage errors, and a
- * net server that is not there fails the run. */
-TEST(bench_daemon_small_run)
+/* `onigpu bench remote`'s limits of its counts, times and the stream
+ * block: inside them the run gets to its --out (refused: exit 2, said),
+ * outside they are bad arguments (the run itself: test_bench_cli). */
+TEST(bench_remote_limits)
 {
     NEED_BIN();
-    char dir[] = "/tmp/onigpu-bd-XXXXXX";
-    REQUIRE(mkdtemp(dir));
-    CHECK_EQ(RUN("bench", "daemon", "--regs", "7", "--reads", "9", "--blocks", "4K,8K", "--seconds", "0.05", "--out",
-                 dir),
-             0);
-    CHECK(unit_sh("awk -F, '$2 == \"read_reg\" && $4 == 7 {r++} $2 == \"gpu_read\" && $4 == 9 {b[$3]++} "
-                  "END {exit !(r == 3 && b[4096] == 3 && b[8192] == 3)}' %s/daemon/daemon-*[0-9].csv", dir) == 0);
-    CHECK(unit_sh("test $(grep -c '^net,' %s/daemon/daemon-*-stream.csv) = 1", dir) == 0);
-    CHECK(unit_sh("test $(grep -c 'rhd2164' %s/daemon/daemon-*-realtime.csv) = 6", dir) == 0);
-    CHECK_EQ(RUN("bench", "daemon", "--regs", "7", "--reads", "9", "--blocks", "4K", "--seconds", "0.05", "--net",
-                 "127.0.0.1:1", "--out", dir),
-             1);
-    HAS("net");
-    CHECK(unit_sh("rm -rf %s", dir) == 0);
-    CHECK_EQ(RUN("bench", "daemon", "--reads", "0"), 2);
-    /* inside the limits the run gets to its --out (refused: exit 2, said), outside they are bad arguments */
-    CHECK_EQ(RUN("bench", "daemon", "--stream-block", "8", "--seconds", "3600", "--out", "/dev/null/sub"), 2);
+    CHECK_EQ(RUN("bench", "remote", "--reads", "0"), 2);
+    CHECK_EQ(RUN("bench", "remote", "--stream-block", "8", "--seconds", "3600", "--out", "/dev/null/sub"), 2);
     HAS("--out /dev/null/sub: must be a directory: /dev/null is not a directory");
-    CHECK_EQ(RUN("bench", "daemon", "--stream-block", "6", "--out", "/dev/null/sub"), 2);
-    CHECK_EQ(RUN("bench", "daemon", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
+    CHECK_EQ(RUN("bench", "remote", "--stream-block", "6", "--out", "/dev/null/sub"), 2);
+    HAS("onigpu bench remote: --stream-block 6: must be a size from 4 B to 16 MiB, a multiple of 4");
+    CHECK_EQ(RUN("bench", "remote", "--seconds", "3601", "--out", "/dev/null/sub"), 2);
+    HAS("onigpu bench remote: --seconds 3601: must be a duration above 0 s and at most 3600 s");
 }
 
 /* `onigpu bench frames --second-thread`: the run says which read path it
@@ -924,8 +907,6 @@ TEST(bench_list_options)
     HAS("usage: onigpu bench loop");
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,0"), 2);
     CHECK_EQ(RUN("bench", "frames", "--blocks", "4K,x"), 2);
-    CHECK_EQ(RUN("bench", "daemon", "--blocks", "4K,6"), 2); /* not whole words */
-    CHECK_EQ(RUN("bench", "daemon", "--blocks", "16M"), 2);  /* above 8 MiB */
 }
 
 /* A workload file for advise holding text; its path in path (a mkstemp template). */
@@ -1178,8 +1159,9 @@ static int net_session(const char *addr)
     return rc;
 }
 
-/* `onigpu serve`: bad arguments are usage errors and a driver or address
- * it cannot serve fails, at once; --sessions N exits after N sessions;
+/* `onigpu serve`: bad arguments (and a bad $ONIGPU_EMU for the emulated
+ * card) are usage errors and a driver or address it cannot serve fails, at
+ * once; --sessions N exits after N sessions;
  * without it, sessions follow one another until SIGTERM, which ends it
  * cleanly (exit 0). */
 TEST(serve_sessions_and_exits)
@@ -1192,6 +1174,11 @@ TEST(serve_sessions_and_exits)
     HAS("no driver 'nosuch'");
     CHECK_EQ(RUN_BRIEFLY("serve", "--driver", "test", "--listen", "nohostport"), 1);
     HAS("bad address");
+    setenv("ONIGPU_EMU", "devices=nosuch", 1); /* the emulated card of sessions that name none: checked first */
+    CHECK_EQ(RUN_BRIEFLY("serve", "--listen", "127.0.0.1:0"), 2);
+    unsetenv("ONIGPU_EMU");
+    HAS("onigpu serve: $ONIGPU_EMU \"devices=nosuch\": not a card spec (oniemu.h)");
+    HAS("unknown device 'nosuch'");
 
     int fd;
     char addr[96];
@@ -1330,15 +1317,11 @@ static const struct bad_case bad_cases[] = {
      "onigpu bench frames: --out /etc/hostname/sub: must be a directory: /etc/hostname is not a directory\n"},
     {{"bench", "frames", "--second-thread=1"}, "onigpu bench frames: --second-thread=1: takes no value\n"},
     {{"bench", "frames", "--bogus"}, "onigpu bench frames: --bogus: unknown option\n"},
-    {{"bench", "daemon", "--regs", "0"}, "onigpu bench daemon: --regs 0: must be a whole number from 1 to 10000000"},
-    {{"bench", "daemon", "--reads", "x"}, "onigpu bench daemon: --reads x: must be a whole number from 1 to 10000000"},
-    {{"bench", "daemon", "--blocks", "4K,6"}, "onigpu bench daemon: --blocks 6: must be a size from 4 B to 8 MiB, a multiple of 4"},
-    {{"bench", "daemon", "--seconds", "0"}, "onigpu bench daemon: --seconds 0: must be a duration above 0 s and at most 3600 s"},
-    {{"bench", "daemon", "--stream-block", "65M"}, "onigpu bench daemon: --stream-block 65M: must be a size from 4 B to 64 MiB, a multiple of 4"},
-    {{"bench", "daemon", "--daemon-bin="}, "onigpu bench daemon: --daemon-bin '': must be the path of an onix-emu executable\n"},
-    {{"bench", "daemon", "--net"}, "onigpu bench daemon: --net needs a value: HOST:PORT of an `onigpu serve --driver emu`\n"},
-    {{"bench", "daemon", "--out", "--net", "x:1"}, "onigpu bench daemon: --out needs a value: the name of a directory\n"},
-    {{"bench", "daemon", "--bogus"}, "onigpu bench daemon: --bogus: unknown option\n"},
+    {{"bench", "remote", "--regs", "0"}, "onigpu bench remote: --regs 0: must be a whole number from 1 to 10000000"},
+    {{"bench", "remote", "--seconds", "0"}, "onigpu bench remote: --seconds 0: must be a duration above 0 s and at most 3600 s"},
+    {{"bench", "remote", "--stream-block", "17M"}, "onigpu bench remote: --stream-block 17M: must be a size from 4 B to 16 MiB, a multiple of 4"},
+    {{"bench", "remote", "--out", "--tls", "tcp"}, "onigpu bench remote: --out needs a value: the name of a directory\n"},
+    {{"bench", "remote", "--bogus"}, "onigpu bench remote: --bogus: unknown option\n"},
     {{"bench", "loop", "--sizes", "4kB"}, "onigpu bench loop: --sizes 4kB: must be a comma-separated list of DATA/COMPUTE sizes"},
     {{"bench", "loop", "--ai", "0.3"}, "onigpu bench loop: --ai 0.3: must be a comma-separated list of multiples of 0.25"},
     {{"bench", "loop", "--backends", "cpu,nope"},
@@ -1362,7 +1345,6 @@ static const struct bad_case bad_cases[] = {
     {{"bench", "transfer", "--link", "gen2x4,nosuch"}, "onigpu bench transfer: --link nosuch: must be a link preset (gen2x4,"},
     {{"bench", "transfer", "--chunk", "3"}, "onigpu bench transfer: --chunk 3: must be a size from 4 B to 1 GiB, a multiple of 4"},
     {{"bench", "transfer", "--agent-max", "2G"}, "onigpu bench transfer: --agent-max 2G: must be a size from 1 B to 1 GiB"},
-    {{"bench", "transfer", "--daemon="}, "onigpu bench transfer: --daemon '': must be the socket of an onix-emu daemon"},
     {{"bench", "transfer", "--out", "/etc/hostname"},
      "onigpu bench transfer: --out /etc/hostname: must be a directory: /etc/hostname is not a directory\n"},
     {{"bench", "transfer", "--bogus"}, "onigpu bench transfer: --bogus: unknown option\n"},
@@ -1385,7 +1367,7 @@ TEST(bad_values_named_with_what_is_allowed)
 
 /* Hardware that cannot be opened says which failure it was and where the
  * address came from (exit 1): nobody listening, bad syntax, an unknown host,
- * no socket, something that is no socket; not one "Invalid stream path". */
+ * a bad card spec; not one "Invalid stream path". */
 TEST(open_failures_told_apart)
 {
     NEED_BIN();
@@ -1399,12 +1381,11 @@ TEST(open_failures_told_apart)
     CHECK_EQ(RUN("info", "--driver", "net"), 1);
     unsetenv("ONIGPU_NET");
     HAS("served at 127.0.0.1:70000 ($ONIGPU_NET; driver net): bad address syntax");
-    CHECK_EQ(RUN("read", "--emu", "daemon=/nonexistent-onigpu/x.sock"), 1);
-    HAS("onigpu: cannot reach the emulator daemon at /nonexistent-onigpu/x.sock (daemon= of --emu): no socket there");
-    setenv("ONIGPU_EMU", "daemon=/etc/hostname", 1);
+    /* the onix-emu daemon's key is gone: the card says which key it does not know */
+    setenv("ONIGPU_EMU", "daemon=/tmp/onix.sock", 1);
     CHECK_EQ(RUN("info"), 1);
     unsetenv("ONIGPU_EMU");
-    HAS("emulator daemon at /etc/hostname (daemon= of $ONIGPU_EMU): that is not a socket");
+    HAS("emu: unknown key 'daemon' (devices link mode");
     CHECK(!strstr(out, "Invalid stream path"));
 }
 
@@ -1416,37 +1397,4 @@ TEST(version_says_no_driver_plainly)
     NEED_BIN();
     CHECK_EQ(RUN("--version"), 0);
     CHECK(!strstr(out, "insufficient"));
-}
-
-/* onix-emu's own arguments say what is wrong as onigpu's do (exit 2, then
- * its usage); its spec is checked before it listens. */
-TEST(onix_emu_bad_arguments)
-{
-    NEED_BIN();
-    static const struct bad_case cases[] = {
-        {{NULL}, "onix-emu: --socket PATH is required: the path of the socket to listen on\n"},
-        {{"--socket"}, "onix-emu: --socket needs a value: the path of the socket to listen on\n"},
-        {{"--socket", "--spec", "mode=fast"}, "onix-emu: --socket needs a value"},
-        {{"--socket="}, "onix-emu: --socket '': must be the path of the socket to listen on\n"},
-        {{"--socket", "/tmp/x.sock", "--spec"}, "onix-emu: --spec needs a value: the card's spec string (oniemu.h)\n"},
-        {{"--socket", "/tmp/onigpu-never.sock", "--spec", "nosuch=1"}, "onix-emu: --spec nosuch=1: must be a card spec (oniemu.h): unknown key 'nosuch'"},
-        {{"--bogus"}, "onix-emu: --bogus: unknown option\n"},
-        {{"extra"}, "onix-emu: extra: unexpected argument\n"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int fd;
-        pid_t pid = spawn_prog("onix-emu", cases[i].args, &fd);
-        REQUIRE(pid > 0);
-        int rc = wait_prog(pid, fd, 5000);
-        if (rc != 2 || strncmp(out, cases[i].says, strlen(cases[i].says)) || !strstr(out, "usage: onix-emu --socket"))
-            UNIT_FAIL("onix-emu %s: exit %d, want 2 with \"%s\" then the usage; got:\n%s",
-                      cases[i].args[0] ? cases[i].args[0] : "", rc, cases[i].says, out);
-    }
-    char longer[160] = "/tmp/";
-    memset(longer + 5, 'x', sizeof longer - 6);
-    int fd;
-    pid_t pid = spawn_prog("onix-emu", (const char *const[]){"--socket", longer, NULL}, &fd);
-    REQUIRE(pid > 0);
-    CHECK_EQ(wait_prog(pid, fd, 5000), 2);
-    HAS(": must be a socket path shorter than 108 bytes\n");
 }

@@ -1545,6 +1545,53 @@ TEST(net_server_refuses_memory_options)
     server_stop(&sv);
 }
 
+/* GPU memory by CUDA IPC (NETP_GPU_IPC) only on the GPU link for reads and
+ * the GPUW link for writes, with a body of exactly one struct netp_ipc; a
+ * handle this server cannot map (no GPU here, or none of a process's) is
+ * ONI_EUNIMPL, which sends the client to staging, and the session goes on. */
+TEST(net_server_gpu_ipc_rules)
+{
+    struct server sv;
+    REQUIRE(server_start(&sv, "emu") == 0);
+    const char *addr = netserve_addr(sv.s);
+    struct netp_answer a;
+    char name[NETP_MAXNAME];
+    struct ulink *ctrl = raw_connect(addr), *gpu = raw_connect(addr), *gpuw = raw_connect(addr);
+    REQUIRE(ctrl && gpu && gpuw);
+    REQUIRE(raw_call(ctrl, NETP_HELLO, 0, 0, 0, &a, name, sizeof name) == 0);
+    uint64_t token = a.token;
+    CHECK(raw_call(gpu, NETP_ATTACH, NETP_CHAN_GPU, 0, token, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    CHECK(raw_call(gpuw, NETP_ATTACH, NETP_CHAN_GPUW, 0, token, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    struct netp_ipc body;
+    memset(&body, 0xA5, sizeof body); /* no allocation's handle */
+    body.alloc = 1 << 20;
+    body.offset = 0;
+    CHECK(raw_call_out(gpu, NETP_GPU_IPC, 0, 4096, 0, &body, sizeof body, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALSTATE); /* before INIT */
+    CHECK(raw_call(ctrl, NETP_INIT, (uint32_t)-1, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0);
+    CHECK(raw_call_out(gpu, NETP_GPU_IPC, 0, 4096, 0, &body, sizeof body, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EUNIMPL);
+    CHECK(raw_call_out(gpuw, NETP_GPU_IPC, 1, 4096, 0, &body, sizeof body, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EUNIMPL);
+    CHECK(raw_call_out(gpu, NETP_GPU_IPC, 1, 4096, 0, &body, sizeof body, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* a write on the read link */
+    CHECK(raw_call_out(gpuw, NETP_GPU_IPC, 0, 4096, 0, &body, sizeof body, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* a read on the write link */
+    CHECK(raw_call_out(ctrl, NETP_GPU_IPC, 0, 4096, 0, &body, sizeof body, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG);
+    CHECK(raw_call_out(gpu, NETP_GPU_IPC, 0, 4096, 0, &body, sizeof body - 8, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, ONI_EINVALARG); /* a body that is not one struct netp_ipc */
+    CHECK(raw_call(ctrl, NETP_CONFIG_READ, ONI_CONFIG_RUNNING, 0, 0, &a, NULL, 0) == 0);
+    CHECK_RC(a.status, 0); /* the session goes on */
+    raw_close(gpuw);
+    raw_close(gpu);
+    raw_close(ctrl);
+    server_stop(&sv);
+}
+
 /* The header of a message as ulink_next gives it: exactly a header and its
  * call (answer), a body of the size the header says, nothing else. */
 TEST(net_parse_rules)

@@ -36,9 +36,8 @@ declare -A ALLOW=(
     [src/record]="$PUBLIC|$CLOCK|loop/[a-z_]+\.h|record/[a-z_]+\.h"
     [src/view]="$PUBLIC|$CLOCK|loop/[a-z_]+\.h|record/record\.h|view/[a-z_]+\.h"
     [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h|results/results\.h|record/(record|looptap)\.h|view/view\.h|drivers/net/net(serve|proto)\.h|common/[a-z_]+\.h"
-    [tools/common]="" # what both tools share: system headers only
+    [tools/common]="" # stopsig, mkdirs (tools/onigpu): system headers only
     [tools]="oni\.h" # stand-alone programs (framerate.c builds against upstream liboni too)
-    [tools/onix-emu]="$PUBLIC|$CLOCK|emu/emu\.h|emu/dma\.h|gpu/[a-z_]+\.h|drivers/emu/emuproto\.h|common/stopsig\.h"
 )
 bad=0
 for dir in "${!ALLOW[@]}"; do
@@ -84,7 +83,6 @@ declare -A USES=(
     [tools/onigpu]="$ABOVE|src/loop|src/bench|src/results|src/record|src/view|src/drivers/net|tools/common"
     [tools/common]=""
     [tools]="api"
-    [tools/onix-emu]="$ABOVE|src/oni/util|src/emu|src/bench|src/drivers/emu|tools/common"
 )
 if [ -n "$BUILD" ]; then
     [ -d "$BUILD/CMakeFiles" ] || { echo "check-layers: $BUILD is no CMake build directory"; exit 2; }

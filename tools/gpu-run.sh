@@ -11,8 +11,7 @@
 # STAGES picks what runs, in this order (default: all of them). Times on the
 # lent H100 (16 cores), so that a 600 s device call can be planned:
 #   tests        ctest -L gpu and the test_xfer* programs            ~3 min
-#   xfer         bench transfer sweep per link preset, and through
-#                the daemon                                          ~15 min
+#   xfer         bench transfer sweep per link preset                 ~14 min
 #   xfer-tail    4 KiB x 10^5 per path, both directions, TAIL_REPEAT
 #                times (default 1)                                   ~1.5 min each
 #   floor        bench floor: 4 KiB host -> GPU copy-and-know
@@ -22,6 +21,9 @@
 #   loop-target  4 KiB / AI 0.75 and 10 over 20000 blocks, every
 #                backend, TARGET_REPEAT times (default 1)             ~1 min each
 #   run          onigpu run on every backend, advise on its workload ~1 min
+#   remote       bench remote --gpu: the emulated card served by onigpu serve on
+#                the loopback (UCX's choice and tcp) beside ucx_perftest, 4 KiB
+#                blocks into GPU memory (host-staged) against in-process  ~1 min
 #   latency      bench latency: spike -> stimulus against block size on
 #                LAT_BACKENDS (default cpu,gpu-persistent,gpu-mapped),
 #                blocks 1..32, spin 50/1000 us x dma/blocking reads,
@@ -44,8 +46,7 @@
 # Other knobs (environment): BUILD (build dir, default build-gpu), JOBS,
 #   XFER_TOTAL (bytes per size, default 256M), XFER_SIZES (default 64:16M), XFER_PATHS (paths of
 #   the per-link sweeps, default every path and the DMA agent's),
-#   XFER_LINKS (default "gen2x4 unlimited"), XFER_DAEMON=0 (transfer benchmarks without the
-#   onix-emu daemon's paths), TAIL_PATHS (default reference,ring,ring-thp,direct,prepinned,agent),
+#   XFER_LINKS (default "gen2x4 unlimited"), TAIL_PATHS (default reference,ring,ring-thp,direct,prepinned,agent),
 #   LOOP_SECONDS, ONIGPU_XFER_RANDOM (randomized transfers of test_gpu_xfer, default 10^6).
 set -u
 cd "$(dirname "$0")/.."
@@ -82,21 +83,9 @@ if ! step configure 120 cmake -S . -B "$BUILD" -DONIGPU_CUDA=ON -DCMAKE_CUDA_ARC
     exit 1
 fi
 
-STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run latency} # mutate only when named
+STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run remote latency} # mutate only when named
 want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 pack() { tar czf "$OUT/results.tgz" -C "$(dirname "$RES")" results; } # after every stage: a call cut off keeps what ran
-
-DPID=
-start_daemon() { # the card's GPU paths also run through the onix-emu daemon (CUDA IPC)
-    [ "${XFER_DAEMON:-1}" = 1 ] || return 0
-    SOCK=/tmp/onigpu-gpu-run-$$.sock
-    "$BUILD/onix-emu" --socket "$SOCK" 2>>"$OUT/gpu-run.log" &
-    DPID=$!
-    trap 'kill $DPID 2>/dev/null; pack' EXIT
-    for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
-    DAEMON=(--daemon "$SOCK")
-}
-DAEMON=()
 
 if want tests; then
     step gpu-tests 300 ctest --test-dir "$BUILD" -L gpu -V --timeout 240 \
@@ -105,9 +94,6 @@ if want tests; then
     step xfer-tests 240 ctest --test-dir "$BUILD" -R '^test_xfer' --output-on-failure --timeout 200 \
         >>"$OUT/ctest-gpu.log" 2>&1
     tail -n 40 "$OUT/ctest-gpu.log"
-fi
-if want xfer || want xfer-tail; then
-    start_daemon
 fi
 if want xfer; then
     # --- transfer benchmarks (thesis chapter 4), one result set per link preset ---
@@ -118,14 +104,6 @@ if want xfer; then
             > >(tee -a "$SUM")
         pack
     done
-    # the GPU paths through the daemon beside in-process (an unpinned transfer through the
-    # daemon costs ~0.1-0.3 ms: a smaller total keeps this step short)
-    if [ ${#DAEMON[@]} -gt 0 ]; then
-        step "bench transfer daemon" 240 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:16M \
-            --total 32M --paths reference,staged,direct,prepinned,chunked --dir both "${DAEMON[@]}" \
-            --out "$RES" > >(tee -a "$SUM")
-        pack
-    fi
 fi
 if want xfer-tail; then
     # the 4 KiB tail: 10^5 transfers per path, max against p50 (TARGETS.md); the
@@ -137,7 +115,7 @@ if want xfer-tail; then
     for i in $(seq "${TAIL_REPEAT:-1}"); do
         step "bench transfer 4K x 1e5 ($i)" 180 "$BUILD/onigpu" bench transfer --link unlimited --sizes 4K:4K \
             --paths "${TAIL_PATHS:-reference,ring,ring-thp,direct,prepinned,agent}" --dir both \
-            --max-reps 100000 --total 1G "${DAEMON[@]}" --out "$RES" > >(tee -a "$SUM")
+            --max-reps 100000 --total 1G --out "$RES" > >(tee -a "$SUM")
         pack
     done
     step "bench transfer 16M" 120 "$BUILD/onigpu" bench transfer --link unlimited --sizes 16M:16M \
@@ -181,6 +159,13 @@ if want run; then
     for f in "$RES"/run-gpu-mapped/run/run-*.json; do
         [ -f "$f" ] && step "advise workload" 120 "$BUILD/onigpu" advise --workload "$f" --measure > >(tee -a "$SUM")
     done
+    pack
+fi
+
+if want remote; then
+    # the remote card (net driver + onigpu serve) against ucx_perftest, and the
+    # local server's 4 KiB card -> GPU blocks (staged through host memory)
+    step "bench remote" 180 "$BUILD/onigpu" bench remote --gpu --out "$RES" > >(tee -a "$SUM")
     pack
 fi
 

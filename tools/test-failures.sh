@@ -3,7 +3,7 @@
 # For each failed test in BUILD_DIR/Testing/Temporary/LastTest.log: the lines
 # that say why (a failed check, a sanitizer's report, a crash), then the last
 # lines of its output. The whole output of every test stays in that file.
-# Why not ctest --output-on-failure alone: a test that logs a lot (test_daemon_session)
+# Why not ctest --output-on-failure alone: a test that logs a lot (test_net)
 # pushes the failed check far from the "Failed" line, out of a CI log's excerpt.
 set -u
 log="${1:?usage: test-failures.sh BUILD_DIR}/Testing/Temporary/LastTest.log"

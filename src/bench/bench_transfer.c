@@ -54,7 +54,6 @@ struct bx {
     struct bench_rec on_cpu;  /* per transfer: rec's time less what the thread spent off its CPU */
     struct bench_rec start;   /* per transfer: when its timed part started, ns after the first one's */
     struct bench_cpu_mark mark; /* the thread's CPU clock where the transfer being timed began */
-    int via_daemon;           /* the card is the onix-emu daemon at o->daemon */
     /* per direction and path: stats at 4 KiB and at the largest size, for the targets table */
     struct bench_stats at4k[3][XFER_NPATHS], atmax[3][XFER_NPATHS];
 };
@@ -90,12 +89,9 @@ static int core_enable(struct bx *b, int on)
  * warm-up, not at random inside the timed loop. */
 static int open_card(struct bx *b, uint32_t frame, int route, uint32_t block_read)
 {
-    char spec[512], where[300] = "";
-    if (b->via_daemon)
-        snprintf(where, sizeof where, "daemon=%s;", b->o->daemon);
-    snprintf(spec, sizeof spec,
-             "%sdevices=testcore:bytes=%u:rate=2G:route=%d,testsink;mode=realtime;link=%s;ddr=128M", where, frame,
-             route, b->o->link);
+    char spec[512];
+    snprintf(spec, sizeof spec, "devices=testcore:bytes=%u:rate=2G:route=%d,testsink;mode=realtime;link=%s;ddr=128M",
+             frame, route, b->o->link);
     b->ctx = oni_create_ctx("emu");
     if (!b->ctx)
         return ONI_EINIT;
@@ -354,8 +350,6 @@ static int agent_on(struct bx *b)
     return oni_get_driver_opt(b->ctx, ONI_DRV_DMA_AGENT, &v, &len) == 0 && v != 0;
 }
 
-static const char *mode_name(const struct bx *b) { return b->via_daemon ? "daemon" : "in-process"; }
-
 /* Open the card and set the driver options of path p (once per path). On
  * failure it leaves nothing behind: the PIN undone, the card closed. */
 static int begin_path(struct bx *b, int p)
@@ -392,9 +386,8 @@ static void hist_out(struct results *r, struct bx *b, const char *dirname, int p
     if (bench_hist_make(&h, b->rec.ns, b->rec.n, HIST_BINS, 1, 0, 0))
         return;
     char tag[96], title[160];
-    snprintf(tag, sizeof tag, "hist-%s-%s%s-%zu", dirname, xfer_path_name(p), b->via_daemon ? "-daemon" : "", n);
-    snprintf(title, sizeof title, "%s %s%s %zu B, %s: frequency", dirname, xfer_path_name(p),
-             b->via_daemon ? " (daemon)" : "", n, b->o->link);
+    snprintf(tag, sizeof tag, "hist-%s-%s-%zu", dirname, xfer_path_name(p), n);
+    snprintf(title, sizeof title, "%s %s %zu B, %s: frequency", dirname, xfer_path_name(p), n, b->o->link);
     bench_report_hist(r, tag, title, "transfer time (ns)", &h);
     bench_hist_free(&h);
 }
@@ -413,7 +406,6 @@ static int outliers_out(struct results *r, struct bx *b, const char *dirname, in
         results_cell_str(r, "link", b->o->link);
         results_cell_str(r, "dir", dirname);
         results_cell_str(r, "path", xfer_path_name(p));
-        results_cell_str(r, "mode", mode_name(b));
         results_cell_int(r, "size", (long long)n);
         results_cell_int(r, "index", (long long)i);
         results_cell_num(r, "start_ms", b->start.ns[i] / 1e6);
@@ -489,7 +481,6 @@ static int run_path(struct bx *b, struct results *r, int p, int dir, struct seri
         results_cell_str(r, "link", o->link);
         results_cell_str(r, "dir", dirname);
         results_cell_str(r, "path", xfer_path_name(p));
-        results_cell_str(r, "mode", mode_name(b));
         results_cell_int(r, "size", (long long)n);
         bench_cell_stats(r, "", &st);
         results_cell_num(r, "mb_s", bench_mb_per_s((double)n, st.mean));
@@ -501,9 +492,9 @@ static int run_path(struct bx *b, struct results *r, int p, int dir, struct seri
         rc = results_row(r, NULL);
         if (!rc)
             rc = outliers_out(r, b, dirname, p, (size_t)n, 20 * st.p50);
-        if (n == 4096 && !b->via_daemon)
+        if (n == 4096)
             b->at4k[dir][p] = st;
-        if (n == o->max_size && !b->via_daemon)
+        if (n == o->max_size)
             b->atmax[dir][p] = st;
         /* thesis figure 4.3: frequency plots of the host-staged and GPUDirect paths */
         if ((n == 4096 || n == (8u << 20)) && p != XFER_ORIGINAL && p != XFER_CHUNKED)
@@ -590,10 +581,8 @@ static void free_buffers(struct bx *b)
 
 /* What pinning costs, one ONI_DRV_PIN and one ONI_DRV_UNPIN timed apart, for
  * a GPU buffer (the lookup and SYNC_MEMOPS that the unpinned direct path pays
- * per transfer; through the daemon also the CUDA IPC export, the daemon's
- * import and its release) and for a host buffer of known length
- * (page-locking with cudaHostRegister, in this process in either mode: only
- * measured in-process), at 4 KiB, 1 MiB and the largest size: table "pin". */
+ * per transfer) and for a host buffer of known length (page-locking with
+ * cudaHostRegister), at 4 KiB, 1 MiB and the largest size: table "pin". */
 static int pin_costs(struct bx *b, struct results *r)
 {
     struct bench_rec pin_ns = {0}, unpin_ns = {0};
@@ -608,7 +597,7 @@ static int pin_costs(struct bx *b, struct results *r)
     if (!rc)
         memset(host, 1, (size_t)b->o->max_size); /* commit the pages: page-locking is timed, not faulting */
     uint64_t sizes[3] = {4096, 1u << 20, b->o->max_size};
-    for (int kind = 0; kind < 2 - b->via_daemon && !rc; kind++) {
+    for (int kind = 0; kind < 2 && !rc; kind++) {
         for (int k = 0; k < 3 && !rc; k++) {
             uint64_t n = sizes[k];
             if (n > b->o->max_size || (k == 2 && (n == sizes[0] || n == sizes[1])))
@@ -632,8 +621,7 @@ static int pin_costs(struct bx *b, struct results *r)
                 if (rc)
                     break;
                 results_cell_str(r, "memory", kind ? "host" : "gpu");
-                results_cell_str(r, "mode", mode_name(b));
-                results_cell_int(r, "size", (long long)n);
+                        results_cell_int(r, "size", (long long)n);
                 results_cell_str(r, "op", op ? "unpin" : "pin");
                 bench_cell_stats(r, "", &st);
                 rc = results_row(r, "pin");
@@ -716,7 +704,6 @@ int bench_transfer_run(const struct xfer_opts *o, struct results *r)
     results_meta_num(r, "total_bytes_per_size", (double)o->total);
     results_meta_num(r, "chunk_bytes", o->chunk);
     results_meta_num(r, "max_reps", (double)o->max_reps);
-    results_meta(r, "daemon", o->daemon ? o->daemon : "");
     if (o->paths & (1u << XFER_AGENT)) /* 0: every size */
         results_meta_num(r, "agent_max_bytes", o->agent_max);
     int first_rc = 0;
@@ -724,35 +711,25 @@ int bench_transfer_run(const struct xfer_opts *o, struct results *r)
         if (!(o->dirs & dir))
             continue;
         const char *dirname = dir == XFER_DIR_READ ? "card-to-gpu" : "gpu-to-card";
-        static const char *const daemon_names[XFER_NPATHS] = {
-            "reference (daemon)", "original (daemon)", "staged (daemon)", "direct (daemon)",
-            "prepinned (daemon)", "chunked (daemon)",  "ring (daemon)",   "ring-thp (daemon)", "agent (daemon)"};
-        struct series_pts pts[2][XFER_NPATHS];
-        struct results_series ser[2 * XFER_NPATHS];
+        struct series_pts pts[XFER_NPATHS];
+        struct results_series ser[XFER_NPATHS];
         memset(pts, 0, sizeof pts); /* a path that fails or is skipped has no points */
         size_t nser = 0;
-        /* every path in this process; then the card's GPU paths through the daemon */
-        for (int k = 0; k < 2 * XFER_NPATHS; k++) {
-            int p = k % XFER_NPATHS, via = k >= XFER_NPATHS;
-            if (!(o->paths & (1u << p)) ||
-                (via && (!o->daemon || p == XFER_REFERENCE || p == XFER_ORIGINAL || p >= XFER_RING)))
+        for (int p = 0; p < XFER_NPATHS; p++) {
+            if (!(o->paths & (1u << p)))
                 continue;
-            b.via_daemon = via;
-            logf_(o, "%s %s%s ...\n", dirname, xfer_path_name(p), via ? " (daemon)" : "");
+            logf_(o, "%s %s ...\n", dirname, xfer_path_name(p));
             struct bench_fit fit;
-            int prc = run_path(&b, r, p, dir, &pts[via][p], &fit);
+            int prc = run_path(&b, r, p, dir, &pts[p], &fit);
             if (prc && !first_rc)
                 first_rc = prc;
-            if (pts[via][p].n) {
-                ser[nser++] = (struct results_series){via ? daemon_names[p] : xfer_path_name(p), pts[via][p].x,
-                                                    pts[via][p].y, pts[via][p].n, RESULTS_LINES_POINTS};
-            }
+            if (pts[p].n)
+                ser[nser++] = (struct results_series){xfer_path_name(p), pts[p].x, pts[p].y, pts[p].n, RESULTS_LINES_POINTS};
             if (!prc && fit.n) {
                 results_cell_str(r, "link", o->link);
                 results_cell_str(r, "dir", dirname);
                 results_cell_str(r, "path", xfer_path_name(p));
-                results_cell_str(r, "mode", mode_name(&b));
-                results_cell_num(r, "lat_us", fit.lat_ns / 1e3);
+                        results_cell_num(r, "lat_us", fit.lat_ns / 1e3);
                 results_cell_num(r, "bw_MBps", fit.bw_Bps / 1e6);
                 results_cell_num(r, "r2", fit.r2);
                 results_row(r, "fit");
@@ -766,15 +743,11 @@ int bench_transfer_run(const struct xfer_opts *o, struct results *r)
             results_add_plot(r, tag, &pl);
         }
     }
-    for (int via = 0; via <= (o->daemon != NULL); via++) {
-        b.via_daemon = via;
-        int prc = pin_costs(&b, r);
-        if (prc)
-            logf_(o, "pin costs (%s): %s\n", mode_name(&b), oni_error_str(prc));
-        if (prc && !first_rc)
-            first_rc = prc;
-    }
-    b.via_daemon = 0;
+    int prc = pin_costs(&b, r);
+    if (prc)
+        logf_(o, "pin costs: %s\n", oni_error_str(prc));
+    if (prc && !first_rc)
+        first_rc = prc;
     targets(&b, r);
     free_buffers(&b);
     return first_rc;

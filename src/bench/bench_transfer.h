@@ -51,7 +51,6 @@ struct xfer_opts {
     const char *link;            /* emu link preset, e.g. "gen2x4", "unlimited" */
     uint32_t chunk;              /* chunk size of XFER_CHUNKED */
     uint32_t agent_max;          /* ONI_DRV_DMA_AGENT of XFER_AGENT (0: every size) */
-    const char *daemon;          /* onix-emu socket: the card's GPU paths run again through it (NULL: not) */
     const char *out_dir;         /* where the command opens the result set */
     FILE *log;                   /* progress lines (NULL: quiet) */
 };
@@ -65,8 +64,7 @@ int xfer_path_parse(const char *name);
 /* The body of `onigpu bench transfer` for the link o->link (the shape of
  * bench.h): adds to r, the open set "transfer-<link>", rows per
  * direction/path/size (n, mean, SD, min, p50, p90, p99, p99.9, max in ns,
- * MB/s, max/p50; mode "in-process", or "daemon" for the paths through the
- * daemon at o->daemon), tables "fit" (t = l + s/b per path), "pin",
+ * MB/s, max/p50), tables "fit" (t = l + s/b per path), "pin",
  * "outliers" and "targets", and PNG plots of time against size and
  * histograms at 4 KiB and 8 MiB. Returns 0 or the first ONI error;
  * ONI_ENOGPU when there is no GPU (nothing added). */

@@ -546,20 +546,6 @@ uint64_t emu_card_flushes(struct emu_card *c)
     return n;
 }
 
-uint64_t emu_card_taken_epoch(struct emu_card *c, enum emu_stream s)
-{
-    int k = fifo_index(s);
-    if (!c || k < 0)
-        return 0;
-    emu_card_lock(c);
-    /* In emu_card_flushes' count: a stop empties the default FIFO alone, so
-     * the GPU FIFO's own count lags it by the stops since, which leave its
-     * bytes readable (else its bytes would all read as stale after one). */
-    uint64_t n = c->fifo[k].taken_epoch + (c->fifo[0].epoch - c->fifo[k].epoch);
-    pthread_mutex_unlock(&c->lock);
-    return n;
-}
-
 int emu_card_fifo_consume(struct emu_card *c, enum emu_stream s, size_t n)
 {
     int k = fifo_index(s);
@@ -768,7 +754,7 @@ int emu_card_set_truth_file(struct emu_card *c, const char *path)
     FILE *f = NULL;
     if (path) {
         /* A regular file only: opening a FIFO for writing waits for a
-         * reader (the daemon's CTRL thread, for good), and a FIFO or device
+         * reader (for good), and a FIFO or device
          * could block every write of the generator. O_NONBLOCK keeps the
          * open itself from waiting; writes block again, as to any file. */
         int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);

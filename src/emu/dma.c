@@ -396,7 +396,7 @@ static int need_stream(struct dma_chan *c)
  * Meanwhile the next transfer of the channel waits for it first, a read
  * leaves its FIFO span in the card (the generator must not overwrite what
  * the copy reads; the data is delivered again, not lost), and
- * emu_dma_idle is false (the daemon keeps the mappings open). */
+ * emu_dma_idle is false (an UNPIN waits before the buffer may be freed). */
 static int settle(struct dma_chan *c, uint32_t timeout_ms)
 {
     int rc = gpu_stream_wait(c->stream, timeout_ms);

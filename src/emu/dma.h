@@ -39,7 +39,7 @@ void emu_dma_destroy(struct emu_dma *dma);
 /* From now on no transfer waits for the card's data: a read waiting for it
  * ends within about 20 ms, and later ones at once, with ONI_ETIMEOUT and
  * nothing consumed (a queued job then writes no record). Data already in the
- * card still moves. For a consumer that is gone (the daemon's client) or
+ * card still moves. For a consumer that is gone or
  * going (destroy). Cannot be undone; NULL-safe, any thread. */
 void emu_dma_abort(struct emu_dma *dma);
 

@@ -1,6 +1,6 @@
 /* emu.h - the emulated ONIX host card. This is the hardware boundary,
- * together with the card's DMA engine (dma.h): the emu driver (in-process)
- * and the onix-emu daemon call only the functions of these two headers;
+ * together with the card's DMA engine (dma.h): the emu driver calls only the
+ * functions of these two headers;
  * nothing above the drivers includes either.
  *
  * The card behaves like the ONIX FPGA core of thesis figures 2.3 and 3.4: a
@@ -83,13 +83,8 @@ int emu_card_fifo_consume(struct emu_card *card, enum emu_stream s, size_t n);
 
 /* How many times the card has emptied its default-stream FIFO (a RESET,
  * acquisition starting or stopping; the GPU stream's FIFO is emptied by the
- * first two only); and, in that count, the count when the last emu_card_read or emu_card_fifo_peek
- * of data stream s found its bytes (ask from the stream's one reader, after
- * its read). A consumer that holds bytes read ahead drops those taken before
- * the count it last saw: they predate a flush, as if they had stayed in the
- * card. */
+ * first two only). */
 uint64_t emu_card_flushes(struct emu_card *card);
-uint64_t emu_card_taken_epoch(struct emu_card *card, enum emu_stream s);
 
 /* Wait as the link would for a transfer of n bytes that really took spent_ns. */
 void emu_card_link_delay(struct emu_card *card, size_t n, uint64_t spent_ns);

@@ -2,11 +2,7 @@
  * table, routing, chunked staging and async jobs over a driver's DMA
  * operations (struct gpustream_dma).
  *
- * A card in this process moves every transfer with its own DMA (read,
- * write, submit). A card in another process (ops->import set) moves host
- * buffers and the chunked (staged) path through host reads and writes; GPU
- * buffers are shared with it by CUDA IPC (imported once by PIN, or per
- * transfer without it) and moved by its engine (ops->remote). */
+ * The card moves every transfer with its own DMA (read, write, submit). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,17 +23,12 @@ struct pin {
     enum gpu_kind kind;
     uint64_t buffer_id;  /* CUDA memory: to notice a freed-and-reallocated buffer */
     int registered;      /* host memory page-locked by PIN: unregistered by UNPIN */
-    uint32_t import_id;  /* remote card, device memory: the card's import of the allocation */
-    uintptr_t base;      /* and the allocation's base */
 };
 
 /* How a transfer's buffer (or completion word) is reached. */
 struct route {
     int on_gpu;          /* the DMA engine must use the copy engine */
     enum gpu_kind kind;
-    uint32_t import_id;  /* remote card: pinned, imported already (0: not) */
-    uintptr_t base;      /* CUDA memory: the allocation's base and size */
-    size_t alloc;
 };
 
 /* Thread-safe: lock guards the block sizes and the pin table (held only
@@ -47,7 +38,6 @@ struct route {
 struct gpustream {
     const struct gpustream_dma *ops;
     void *card;          /* the driver's, passed to every op */
-    int remote;          /* the card is in another process (ops->import) */
     pthread_mutex_t lock, stage_lock;
     uint32_t rd_sz, wr_sz, chunk_sz;
     struct pin pins[ONIGPU_MAX_PINS];
@@ -71,14 +61,13 @@ int gpustream_opt(int opt) { return opt >= ONI_DRV_RD_SZ && opt <= ONI_DRV_DMA_A
 
 int gpustream_create(const struct gpustream_dma *ops, void *card, struct gpustream **out)
 {
-    if (!ops || !ops->read || !ops->write || !out || (ops->import && (!ops->release || !ops->remote)))
+    if (!ops || !ops->read || !ops->write || !out)
         return ONI_EINVALARG;
     struct gpustream *g = calloc(1, sizeof *g);
     if (!g)
         return ONI_EBADALLOC;
     g->ops = ops;
     g->card = card;
-    g->remote = ops->import != NULL;
     g->rd_sz = g->wr_sz = ONIGPU_DEFAULT_BLOCK;
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->stage_lock, NULL);
@@ -233,36 +222,8 @@ static struct pin *find_pin(struct gpustream *g, const void *p, int inside)
 
 /* --- pinning ----------------------------------------------------------------- */
 
-/* Remote card: let its process map the device allocation at base (CUDA IPC),
- * asking on the channel of the write stream for a write's own import. */
-static int remote_import(struct gpustream *g, int write, uintptr_t base, size_t alloc, uint32_t *id,
-                         uint32_t timeout_ms)
-{
-    uint8_t h[GPU_IPC_HANDLE_SIZE];
-    int rc = gpu_ipc_export((const void *)base, h);
-    return rc ? rc : g->ops->import(g->card, write, h, alloc, id, timeout_ms);
-}
-
-/* Remote card: the import a PIN of device memory at value needs, made before
- * the PIN takes g->lock (the round trip can wait behind a read that waits
- * for data on the GPU channel; under the lock it would hold up every
- * transfer). *id = 0 and *base = 0 when none is needed. */
-static int pin_import(struct gpustream *g, const void *value, size_t len, uint32_t *id, uintptr_t *base,
-                      uint32_t timeout_ms)
-{
-    struct buf b;
-    struct gpu_ptr_info info;
-    *id = 0;
-    *base = 0;
-    if (!g->remote || parse_buf(value, len, &b) || gpu_query(b.p, &info) || info.kind != GPU_KIND_DEVICE)
-        return 0; /* nothing to import; pin() reports what is wrong */
-    *base = (uintptr_t)info.base;
-    return remote_import(g, 0, *base, info.len, id, timeout_ms);
-}
-
-/* PIN under g->lock; for a remote card, device memory comes with its import
- * (id, base), made by pin_import. */
-static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, uintptr_t base)
+/* PIN under g->lock. */
+static int pin(struct gpustream *g, const void *value, size_t len)
 {
     struct buf b;
     int rc = parse_buf(value, len, &b);
@@ -290,12 +251,6 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, 
         if (overlaps_pin(g, e.addr, e.len))
             return ONI_EPINNED; /* it would hold a pinned buffer */
         e.buffer_id = info.buffer_id;
-        if (g->remote && info.kind == GPU_KIND_DEVICE) {
-            if (!id || base != (uintptr_t)info.base)
-                return ONI_EINVALARG; /* the allocation changed since pin_import */
-            e.base = base;
-            e.import_id = id;
-        }
     } else {
         if (!host_rw(b.p, b.len ? b.len : 1, 0))
             return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
@@ -316,12 +271,10 @@ static int pin(struct gpustream *g, const void *value, size_t len, uint32_t id, 
     return 0;
 }
 
-/* UNPIN under g->lock; *id: the remote card's import to release once the lock
- * is given back (0: none). */
-static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t *id)
+/* UNPIN under g->lock. */
+static int unpin(struct gpustream *g, const void *value, size_t len)
 {
     struct buf b;
-    *id = 0;
     int rc = parse_buf(value, len, &b);
     if (rc)
         return rc;
@@ -330,7 +283,6 @@ static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t *i
         return ONI_ENOTPINNED;
     if (e->registered)
         rc = gpu_host_unregister(b.p);
-    *id = e->import_id;
     *e = g->pins[--g->npins];
     return rc;
 }
@@ -340,8 +292,6 @@ static int unpin(struct gpustream *g, const void *value, size_t len, uint32_t *i
 static int resolve_pinned(const struct pin *e, int write, const struct buf *b, size_t n, struct route *rt)
 {
     rt->kind = e->kind;
-    rt->import_id = e->import_id;
-    rt->base = e->base;
     if (e->kind == GPU_KIND_DEVICE || e->kind == GPU_KIND_MANAGED) {
         /* prepinned: only check that the allocation is still the one pinned
          * (an id is never reused, so the same id is the same allocation) */
@@ -372,8 +322,6 @@ static int resolve_unpinned(int write, const struct buf *b, size_t n, struct rou
     if (rc)
         return rc;
     rt->kind = info.kind;
-    rt->base = (uintptr_t)info.base;
-    rt->alloc = info.len;
     if (info.kind == GPU_KIND_DEVICE && (rc = gpu_pin_device(b->p, &info)) != 0)
         return rc;
     if (info.kind == GPU_KIND_HOST) {
@@ -491,7 +439,7 @@ static int staged(struct gpustream *g, int write, uint8_t *gpu, size_t n, uint32
         rc = need_staging(g, chunk);
     /* A read waits for the whole block first: a chunk that timed out after
      * earlier chunks left the card would lose them. (A card without
-     * wait_data, such as the emu daemon's, reads its chunks as they come.) */
+     * wait_data reads its chunks as they come.) */
     if (!rc && !write && g->ops->wait_data)
         rc = g->ops->wait_data(g->card, n, oni_ms_left(deadline));
     if (!rc) {
@@ -518,9 +466,8 @@ static int plan(struct gpustream *g, int write, const struct buf *b, size_t *n, 
     return rc;
 }
 
-/* How the completion word at p is reached: its allocation, and its import if
- * it lies in a pinned buffer. */
-static int done_route(struct gpustream *g, const volatile uint32_t *p, struct route *rt)
+/* What memory the completion word at p is. */
+static int done_route(const volatile uint32_t *p, struct route *rt)
 {
     struct gpu_ptr_info info;
     memset(rt, 0, sizeof *rt);
@@ -528,50 +475,9 @@ static int done_route(struct gpustream *g, const volatile uint32_t *p, struct ro
     if (rc)
         return rc;
     rt->kind = info.kind;
-    rt->base = (uintptr_t)info.base;
-    rt->alloc = info.len;
     if (info.kind == GPU_KIND_HOST && !host_rw((const void *)p, sizeof *p, 0))
         return gpu_available(NULL, 0) ? ONI_EINVALARG : ONI_ENOGPU;
-    pthread_mutex_lock(&g->lock);
-    const struct pin *e = find_pin(g, (const void *)p, 1);
-    if (e && e->import_id && e->buffer_id == info.buffer_id) {
-        rt->import_id = e->import_id;
-        rt->base = e->base;
-    }
-    pthread_mutex_unlock(&g->lock);
     return 0;
-}
-
-/* Remote card: its DMA engine moves the block between the card and GPU
- * memory it imported: once by PIN, or here for this transfer (released with
- * it: the unpinned path's cost of pinning across processes). CUDA IPC
- * shares device allocations only: managed memory and completion words in
- * host memory are not reachable from the card's process. */
-static int remote_dma(struct gpustream *g, struct gpustream_remote *d, const struct route *buf, const struct route *done,
-                      uint32_t timeout_ms)
-{
-    if (buf->kind != GPU_KIND_DEVICE || (done && done->kind != GPU_KIND_DEVICE))
-        return ONI_EUNIMPL;
-    int rc = 0;
-    d->id = buf->import_id;
-    if (!d->id) {
-        rc = remote_import(g, d->write, buf->base, buf->alloc, &d->id, timeout_ms);
-        d->release_buf = 1;
-    }
-    d->offset = (uintptr_t)d->buf - buf->base;
-    if (!rc && done) {
-        d->done_id = done->import_id;
-        if (!d->done_id) {
-            rc = remote_import(g, d->write, done->base, done->alloc, &d->done_id, timeout_ms);
-            d->release_done = 1;
-        }
-        d->done_offset = (uintptr_t)d->done - done->base;
-    }
-    if (!rc)
-        return g->ops->remote(g->card, d, timeout_ms);
-    if (d->release_buf && d->id)
-        g->ops->release(g->card, d->write, d->id, timeout_ms);
-    return rc;
 }
 
 static int transfer(struct gpustream *g, int write, const void *value, size_t len, uint32_t timeout_ms)
@@ -590,10 +496,6 @@ static int transfer(struct gpustream *g, int write, const void *value, size_t le
         return staged(g, write, b.p, n, chunk, timeout_ms);
     if (!rt.on_gpu)
         return write ? host_write(g, b.p, n, timeout_ms) : host_read(g, b.p, n, timeout_ms);
-    if (g->remote) {
-        struct gpustream_remote d = {.write = write, .buf = b.p, .len = n};
-        return remote_dma(g, &d, &rt, NULL, timeout_ms);
-    }
     return write ? g->ops->write(g->card, b.p, n, 1, timeout_ms) : g->ops->read(g->card, b.p, n, 1, timeout_ms);
 }
 
@@ -610,15 +512,9 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
     struct route rt, done;
     int rc = plan(g, write, &b, &n, &chunk, &rt);
     if (!rc)
-        rc = done_route(g, x->done, &done);
+        rc = done_route(x->done, &done);
     if (rc)
         return rc;
-    if (g->remote) {
-        if (!rt.on_gpu)
-            return ONI_EUNIMPL; /* a remote card's host buffers move by host reads and writes, synchronously */
-        struct gpustream_remote d = {.write = write, .async = 1, .buf = x->buf, .len = n, .done = x->done, .seq = x->seq};
-        return remote_dma(g, &d, &rt, &done, timeout_ms);
-    }
     if (!g->ops->submit)
         return ONI_EUNIMPL;
     onigpu_xfer_t job = *x;
@@ -629,7 +525,7 @@ static int submit(struct gpustream *g, int write, const void *value, size_t len,
 /* Wait up to timeout_ms until the DMA engine has no job queued or running
  * and no copy that outlived its wait (ops->idle), nor a chunked transfer's
  * staging copy: a buffer about to be unpinned (and then freed) may be one
- * they still write. (A remote card keeps an import while its transfers use it.) */
+ * they still write. */
 static int dma_quiet(struct gpustream *g, uint32_t timeout_ms)
 {
     uint64_t deadline = oni_ms_from_now(timeout_ms);
@@ -661,15 +557,11 @@ static int unpin_ready(struct gpustream *g, const void *value, size_t len, uint3
     return pinned ? dma_quiet(g, timeout_ms) : ONI_ENOTPINNED;
 }
 
-/* An option that only changes state: under the lock, with a remote card's
- * round trips of PIN and UNPIN before and after it. */
+/* An option that only changes state: under the lock (an UNPIN once the
+ * DMA engine is quiet). */
 static int locked_opt(struct gpustream *g, int opt, const void *value, size_t len, uint32_t timeout_ms)
 {
-    uint32_t id = 0;
-    uintptr_t base = 0;
-    int rc = opt == ONI_DRV_PIN ? pin_import(g, value, len, &id, &base, timeout_ms)
-             : opt == ONI_DRV_UNPIN ? unpin_ready(g, value, len, timeout_ms)
-                                    : 0;
+    int rc = opt == ONI_DRV_UNPIN ? unpin_ready(g, value, len, timeout_ms) : 0;
     if (rc)
         return rc;
     pthread_mutex_lock(&g->lock);
@@ -684,20 +576,13 @@ static int locked_opt(struct gpustream *g, int opt, const void *value, size_t le
         rc = set_size(&g->chunk_sz, value, len, 1);
         break;
     case ONI_DRV_PIN:
-        rc = pin(g, value, len, id, base);
-        if (!rc)
-            id = 0; /* the pin keeps it */
+        rc = pin(g, value, len);
         break;
     default: /* ONI_DRV_UNPIN */
-        rc = unpin(g, value, len, &id);
+        rc = unpin(g, value, len);
         break;
     }
     pthread_mutex_unlock(&g->lock);
-    if (id) { /* a PIN's import it did not keep, or an UNPIN's */
-        int r = g->ops->release(g->card, 0, id, timeout_ms);
-        if (!rc && opt == ONI_DRV_UNPIN)
-            rc = r;
-    }
     return rc;
 }
 

@@ -7,17 +7,16 @@
  * routes the options gpustream_opt names to gpustream_set_opt/_get_opt. The
  * layer decides, per transfer, how a buffer is reached: host memory by the
  * card's host DMA, GPU memory by the card's own DMA into it or in chunks
- * through page-locked host slots (ONI_DRV_CHUNK_SZ), and a card in another
- * process by importing the GPU allocation there (CUDA IPC).
+ * through page-locked host slots (ONI_DRV_CHUNK_SZ).
  *
  * How a driver plugs in: fill a const struct gpustream_dma with its card's
  * operations (the required ones at least), gpustream_create(&ops, card, &g)
  * on first use of a GPU option, gpustream_set_opt/_get_opt for every option
  * for which gpustream_opt is 1, gpustream_destroy before the card goes.
- * The emu driver has two such tables (src/drivers/emu/local.c: the card's
- * DMA engine in this process; daemon.c: the onix-emu daemon's). A driver for
- * a real card maps them onto its scatter-gather engine; a remote driver onto
- * its protocol (import: none; host reads and writes over the wire).
+ * The emu driver's table is the card's DMA engine (src/drivers/emu/emudrv.c).
+ * A driver for a real card maps them onto its scatter-gather engine. (A card
+ * in another process is the net driver's: its server hands the served
+ * driver the program's GPU memory mapped by CUDA IPC, docs/net.md.)
  *
  * Thread-safe: the options may be set and got concurrently with each other
  * and with the driver's other calls (the DMA operations must be too). */
@@ -28,27 +27,13 @@
 #include <stdint.h>
 #include "onigpu.h"
 
-/* One transfer of a card in another process between the card and GPU memory
- * it imported (gpustream_dma.import): buf (this process's address) is offset
- * bytes into import id. With async, the job is queued and seq is written to
- * done (offset done_offset in import done_id) after its payload.
- * release_buf / release_done: release those imports after the job. */
-struct gpustream_remote {
-    int write, async, release_buf, release_done;
-    uint32_t id, done_id, seq;
-    uint64_t offset, done_offset;
-    void *buf;
-    volatile uint32_t *done;
-    size_t len;
-};
-
 /* A card's DMA operations; card is the driver's pointer given to
  * gpustream_create. Every function returns 0 or an ONI error and waits at
  * most timeout_ms. Required: read, write. The others may be NULL: the layer
  * then does without (says ONI_EUNIMPL where an option needs one). */
 struct gpustream_dma {
     /* Card -> buffer: n bytes of the GPU read stream into dst (dst_gpu: GPU
-     * memory, only asked when import is NULL). ONI_ETIMEOUT: nothing consumed. */
+     * memory). ONI_ETIMEOUT: nothing consumed. */
     int (*read)(void *card, void *dst, size_t n, int dst_gpu, uint32_t timeout_ms);
     /* Buffer -> card: n bytes of write frames from src into the GPU write stream. */
     int (*write)(void *card, const void *src, size_t n, int src_gpu, uint32_t timeout_ms);
@@ -63,13 +48,6 @@ struct gpustream_dma {
     /* The DMA agent (ONI_DRV_DMA_AGENT): set its limit in bytes, get it. */
     int (*set_agent)(void *card, size_t max_bytes);
     size_t (*agent)(void *card);
-    /* A card in another process (all three set, or none): import the GPU
-     * allocation named by the IPC handle (gpu_ipc_export) of size bytes as
-     * *id, on the write stream's channel when write; release it; run or
-     * queue one transfer through imports. */
-    int (*import)(void *card, int write, const uint8_t *handle, uint64_t size, uint32_t *id, uint32_t timeout_ms);
-    int (*release)(void *card, int write, uint32_t id, uint32_t timeout_ms);
-    int (*remote)(void *card, const struct gpustream_remote *d, uint32_t timeout_ms);
 };
 
 struct gpustream;
@@ -80,7 +58,7 @@ int gpustream_opt(int opt);
 
 /* Create the layer's state over ops (not copied: it must outlive the state)
  * and card (not owned). 0, ONI_EBADALLOC or ONI_EINVALARG (read or write
- * missing, import without release and remote). */
+ * missing). */
 int gpustream_create(const struct gpustream_dma *ops, void *card, struct gpustream **out);
 
 /* Release the state: unregisters host memory it page-locked, frees its

@@ -78,7 +78,7 @@ static int card_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
     x.seq = ++c->seq;
     int rc = oni_set_driver_opt(c->ctx, ONI_DRV_READ_ASYNC, &x, sizeof x);
     if (rc == ONI_EUNIMPL || rc == ONI_ENOGPU) {
-        c->sync_only = 1; /* e.g. a daemon context: no DMA engine in this process */
+        c->sync_only = 1; /* e.g. a net context: no DMA engine in this process */
         return read_sync(c, buf, len);
     }
     /* The job has its own deadline, the context's timeout from when the

@@ -35,7 +35,7 @@ const char *oni_error_str(int err)
     case ONI_EBADFRAME: return "Received a malformed frame";
     case ONI_EBADCONTROLLER: return "Hardware controller does not fit this API";
     case ONI_ETIMEOUT: return "Operation timed out (see ONI_OPT_TIMEOUTMS)";
-    case ONI_EDISCONNECTED: return "Hardware or emulator daemon disconnected";
+    case ONI_EDISCONNECTED: return "Hardware or its server disconnected";
     case ONI_ENOGPU: return "No usable GPU, or library built without CUDA";
     case ONI_ENOTPINNED: return "Buffer is not pinned";
     case ONI_EPINNED: return "Buffer is already pinned, or was freed while pinned";

@@ -1,13 +1,13 @@
-/* stopsig.h - SIGINT and SIGTERM for the tools (onigpu, onix-emu), taken on
- * one thread of their own.
+/* stopsig.h - SIGINT and SIGTERM for onigpu's commands, taken on one thread
+ * of their own.
  *
  * A process-directed signal goes to any thread that does not block it, and
- * its handler runs there in signal context. The tools instead block both
+ * its handler runs there in signal context. The commands instead block both
  * signals in every thread and take them with sigwait on one thread, where the
  * stop action runs as ordinary code. Delivery then does not depend on which
  * thread the kernel picks: TSan defers a handler to its thread's next
- * intercepted call and drops it when that thread ends first (onix-emu missed
- * 3 SIGTERMs in 1000 starts on a loaded machine, the CI of 2026-11-25). */
+ * intercepted call and drops it when that thread ends first (the former onix-emu
+ * daemon missed 3 SIGTERMs in 1000 starts on a loaded machine, the CI of 2026-11-25). */
 #ifndef TOOLS_STOPSIG_H
 #define TOOLS_STOPSIG_H
 

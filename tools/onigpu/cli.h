@@ -116,7 +116,7 @@ const char *cli_link_allowed(void);
  * served driver through `net`), `net_addr` (NULL = default) to the net driver
  * as ONI_DRV_NET_ADDR. On failure returns NULL after saying why on stderr:
  * for net the server's address and whence it came (--net, $ONIGPU_NET, the
- * default), for emu's daemon its socket, and what the error code means. */
+ * default), and what the error code means. */
 oni_ctx cli_open(const char *drv, const char *emu_spec, const char *net_addr, int host_idx);
 
 /* Print "onigpu: <what>: <oni_error_str(rc)>" to stderr; returns 1. */

@@ -34,13 +34,11 @@ static const char options[] =
     "  --link LIST     emu link presets, one result set each (default gen2x4,unlimited)\n"
     "  --chunk BYTES   chunk size of the chunked path (default 1M)\n"
     "  --agent-max BYTES  the agent path's ONI_DRV_DMA_AGENT limit (default: every size; larger sizes skipped)\n"
-    "  --daemon SOCK   also run the staged, direct, prepinned and chunked paths through\n"
-    "                  the onix-emu daemon listening on SOCK (onix-emu --socket SOCK)\n"
     "  --out DIR       result directory (default docs/results)\n";
 CLI_COMMAND(bench_transfer, "bench transfer",
             "[--sizes 64:16M] [--total 256M] [--paths all|reference,original,staged,direct,prepinned,chunked] "
             "[--dir read|write|both] [--link gen2x4,unlimited] [--chunk 1M] [--agent-max BYTES] [--max-reps 20000] "
-            "[--min-reps 16] [--daemon SOCKET] [--out docs/results]",
+            "[--min-reps 16] [--out docs/results]",
             "time every card<->GPU transfer path per size; t = l + s/b fits; CSV, JSON, PNG", options, run)
 
 static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
@@ -104,8 +102,6 @@ static int parse_args(int argc, char **argv, struct xfer_opts *o, char *links, s
         } else if (!strcmp(a, "--agent-max")) {
             if (!(st = cli_arg_size(cmd, a, v, 1, 1u << 30, 1, &x)))
                 o->agent_max = (uint32_t)x;
-        } else if (!strcmp(a, "--daemon")) {
-            st = cli_arg_text(cmd, a, v, "the socket of an onix-emu daemon (onix-emu --socket SOCK)", &o->daemon);
         } else if (!strcmp(a, "--out")) {
             st = cli_arg_text(cmd, a, v, "the name of a directory", &o->out_dir);
         } else {

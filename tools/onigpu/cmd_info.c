@@ -52,7 +52,8 @@ static void print_card(oni_ctx ctx, int emu)
                (unsigned long long)st.fifo_capacity[0], (unsigned long long)st.fifo_capacity[1]);
 }
 
-/* The net driver's server, its driver and the UCX transports in use. */
+/* The net driver's server, its driver and the UCX transports in use, and
+ * how GPU memory's blocks travel (docs/net.md). */
 static void print_net(oni_ctx ctx)
 {
     char v[256];
@@ -65,7 +66,10 @@ static void print_net(oni_ctx ctx)
     len = sizeof v;
     int rc = oni_get_driver_opt(ctx, ONI_DRV_NET_TRANSPORT, v, &len);
     printf("%-16s %s%s\n", "transport", rc ? oni_error_str(rc) : v,
-           rc ? "" : " (UCX; GPU blocks staged through host memory)");
+           rc ? "" : " (UCX)");
+    printf("%-16s %s\n", "GPU blocks",
+           "GPU memory's: by CUDA IPC from a server on this machine that shares the GPU, else staged "
+           "through host memory");
 }
 
 static void print_devices(const oni_device_t *t, oni_size_t n)

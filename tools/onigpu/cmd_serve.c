@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "oni.h"
+#include "oniemu.h"
 #include "oninet.h"
 #include "cli.h"
 #include "cli_oni.h"
@@ -60,6 +62,25 @@ static long read_secret(const char *path, char *buf, size_t cap)
     return (long)n;
 }
 
+/* With the emu driver: the card of sessions whose client names none,
+ * $ONIGPU_EMU, made once now so that a bad one is refused before serving
+ * (the driver says why on stderr). 0, or exit status 2. */
+static int check_emu_env(const char *driver)
+{
+    const char *spec = getenv(ONIGPU_EMU_ENV);
+    if (strcmp(driver, "emu") || !spec || !*spec)
+        return 0;
+    oni_ctx ctx = oni_create_ctx("emu");
+    int rc = ctx ? oni_init_ctx(ctx, -1) : ONI_EBADALLOC;
+    if (ctx)
+        oni_destroy_ctx(ctx);
+    if (!rc)
+        return 0;
+    fprintf(stderr, "onigpu serve: $%s \"%s\": not a card spec (oniemu.h): %s\n", ONIGPU_EMU_ENV, spec,
+            oni_error_str(rc));
+    return 2;
+}
+
 /* The server SIGINT/SIGTERM stop (NULL until it is open; closed only after
  * stopsig_end, so on_stop never sees it freed), and whether one came. */
 static struct netserve *_Atomic running;
@@ -100,6 +121,8 @@ static int serve_run(int argc, char **argv)
     char secret[NETP_MAXSECRET];
     long secret_n = read_secret(secret_file, secret, sizeof secret);
     if (secret_n < 0)
+        return 2;
+    if (check_emu_env(driver))
         return 2;
     int rc = stopsig_start(on_stop, NULL); /* before the served driver starts threads */
     if (rc) {

@@ -74,7 +74,7 @@ int cli_check_link(const struct cli_command *cmd, const char *link)
     return cli_bad_value(cmd, "--link", link, "%s", cli_link_allowed());
 }
 
-/* What a failed open of hardware at an address or socket means, for the
+/* What a failed open of hardware at an address means, for the
  * codes that say (onidefs.h); NULL for the others. */
 static const char *open_hint(int rc)
 {
@@ -82,47 +82,25 @@ static const char *open_hint(int rc)
     case ONI_ECONNREFUSED: return "connection refused: nobody listens there";
     case ONI_EBADADDR: return "bad address syntax: want HOST:PORT or [IPv6]:PORT, port 1-65535";
     case ONI_ENOHOST: return "unknown host: the name does not resolve";
-    case ONI_ENOSOCKET: return "no socket there";
-    case ONI_ENOTSOCKET: return "that is not a socket";
     case ONI_EACCESS: return "permission denied";
     case ONI_ETIMEOUT: return "no answer within the timeout";
     default: return NULL;
     }
 }
 
-/* The daemon socket an emu spec names ("...;daemon=PATH;..."), into buf; NULL if none. */
-static const char *spec_daemon(const char *spec, char *buf, size_t cap)
-{
-    for (const char *p = spec; p && *p; p += strcspn(p, ";"), p += *p == ';') {
-        p += strspn(p, " \t");
-        if (!strncmp(p, "daemon=", 7)) {
-            size_t n = strcspn(p + 7, ";");
-            snprintf(buf, cap, "%.*s", (int)n, p + 7);
-            return buf;
-        }
-    }
-    return NULL;
-}
-
 /* Say why the context of driver drv could not be initialized (rc): where it
- * looked (net: the server's address; emu: its daemon's socket) and where that
- * came from, in words for the codes that tell apart what went wrong. */
-static void open_failed(oni_ctx ctx, const char *drv, const char *emu_spec, const char *net_addr, int rc)
+ * looked (net: the server's address) and where that came from, in words for
+ * the codes that tell apart what went wrong. */
+static void open_failed(oni_ctx ctx, const char *drv, const char *net_addr, int rc)
 {
     const char *hint = open_hint(rc);
-    char addr[256], path[256];
+    char addr[256];
     size_t len = sizeof addr;
-    const char *env = getenv(ONIGPU_EMU_ENV);
-    const char *spec = emu_spec ? emu_spec : env;
     if (!strcmp(drv, "net") && !oni_get_driver_opt(ctx, ONI_DRV_NET_ADDR, addr, &len)) {
         const char *from = net_addr ? "--net" : getenv(ONIGPU_NET_ENV) && *getenv(ONIGPU_NET_ENV) ? "$" ONIGPU_NET_ENV
                                                                                                    : "the default";
         fprintf(stderr, "onigpu: cannot open the hardware served at %s (%s; driver net): %s%s\n", addr, from,
                 hint ? hint : oni_error_str(rc), rc == ONI_ECONNREFUSED ? " (is `onigpu serve` running?)" : "");
-    } else if (!strcmp(drv, "emu") && spec_daemon(spec, path, sizeof path)) {
-        fprintf(stderr, "onigpu: cannot reach the emulator daemon at %s (daemon= of %s): %s%s\n", path,
-                emu_spec ? "--emu" : "$" ONIGPU_EMU_ENV, hint ? hint : oni_error_str(rc),
-                rc == ONI_ENOSOCKET || rc == ONI_ECONNREFUSED ? " (start one: onix-emu --socket PATH)" : "");
     } else {
         cli_fail("cannot initialize the hardware", rc);
     }
@@ -145,7 +123,7 @@ oni_ctx cli_open(const char *drv, const char *emu_spec, const char *net_addr, in
     if (!rc)
         rc = oni_init_ctx(ctx, host_idx);
     if (rc) {
-        open_failed(ctx, drv, emu_spec, net_addr, rc);
+        open_failed(ctx, drv, net_addr, rc);
         oni_destroy_ctx(ctx);
         return NULL;
     }

@@ -1,25 +1,25 @@
 /* emudrv.c - the `emu` driver: the ONI driver ABI over the emulated ONIX host
- * card (src/emu/emu.h), either in this process or in an onix-emu daemon
- * (emuclient.c). The spec string (oniemu.h) decides: a "daemon=PATH" key
- * selects the daemon and the remaining keys describe the card it creates for
- * this context; without it the card is created here and runs its generator
- * on its own thread. The two are one table (backend.h: local.c,
- * daemon.c); the GPU stream options go to the GPU stream layer
- * (src/gpustream) over the backend's DMA operations.
+ * card (src/emu/emu.h) in this process. The spec string (oniemu.h) describes
+ * the card; init creates it, and it runs its generator on its own thread. The
+ * GPU stream options go to the GPU stream layer (src/gpustream) over the
+ * card's DMA engine (emu/dma.h). The card in another process is this driver
+ * served by `onigpu serve` and reached with the net driver (docs/net.md).
  *
  * Locking: the host library serializes configuration, the signal stream and
  * the options this driver does not declare concurrent; it may read the data
  * stream, write the write stream and run the GPU stream options
- * (drv_concurrent_opt) concurrently with them and with each other; both
- * backends and the GPU stream layer are safe for that. Init and destroy never
- * run concurrently with anything else. */
+ * (drv_concurrent_opt) concurrently with them and with each other; the card,
+ * its DMA engine and the GPU stream layer are safe for that. Init and destroy
+ * never run concurrently with anything else. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "backend.h"
+#include "emu/dma.h"
+#include "emu/emu.h"
+#include "gpustream/gpustream.h"
 #include "onigpu.h"
 #include "oni/driver.h"
 #include "oni/util/opt.h"
@@ -34,9 +34,9 @@ struct emudrv {
     char *spec;            /* ONI_DRV_EMU_SPEC as set, or NULL */
     char *spec_used;       /* the spec in effect after init */
     char *truth;           /* ONI_DRV_EMU_TRUTH_FILE, or NULL */
-    const struct emu_backend *be; /* emu_local or emu_daemon, after init */
-    void *b;                      /* its state */
-    struct gpustream *gpu;        /* the GPU stream layer's state, made on first use */
+    struct emu_card *card;  /* after init */
+    struct emu_dma *dma;    /* the card's DMA engine, made by the first GPU stream option */
+    struct gpustream *gpu;  /* the GPU stream layer's state, made with it */
 };
 
 static const oni_driver_info_t info = {"emu", 1, 0, 0, NULL};
@@ -47,41 +47,7 @@ static int read_once(struct emudrv *d, enum emu_stream s, void *dst, size_t n, u
 {
     if (n > MAX_READ)
         n = MAX_READ;
-    return d->be->read(d->b, s, dst, n, t);
-}
-
-/* --- spec ------------------------------------------------------------------- */
-
-/* Split spec into the daemon socket path (the value of a "daemon" key, "" if
- * none) and the other keys, in order. Returns 0 or ONI_EINVALARG (too long,
- * empty daemon path, or daemon given twice). */
-static int split_spec(const char *spec, char *path, char *rest)
-{
-    size_t n = strlen(spec);
-    if (n >= SPEC_MAX)
-        return ONI_EINVALARG;
-    path[0] = rest[0] = 0;
-    const char *p = spec;
-    while (*p) {
-        const char *end = strchr(p, ';');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        while (len && (*p == ' ' || *p == '\t'))
-            p++, len--;
-        if (len >= 7 && !strncmp(p, "daemon=", 7)) {
-            if (path[0] || len == 7)
-                return ONI_EINVALARG;
-            memcpy(path, p + 7, len - 7);
-            path[len - 7] = 0;
-        } else if (len) {
-            if (rest[0])
-                strcat(rest, ";");
-            strncat(rest, p, len);
-        }
-        p += len;
-        if (*p == ';')
-            p++;
-    }
-    return 0;
+    return emu_card_read(d->card, s, dst, n, t);
 }
 
 /* A string option value: size must be strlen + 1. */
@@ -107,7 +73,7 @@ static int put_string(const char *s, void *value, size_t *len)
 
 static int set_truth(struct emudrv *d, const char *path)
 {
-    return d->be->truth_file(d->b, path, atomic_load(&d->timeout_ms));
+    return emu_card_set_truth_file(d->card, path[0] ? path : NULL);
 }
 
 /* --- driver ABI -------------------------------------------------------------- */
@@ -122,14 +88,14 @@ static oni_driver_ctx drv_create(void)
 
 static void drv_close(struct emudrv *d)
 {
-    /* The card's DMA engine goes with the card, and waits for its jobs: the
-     * layer's page-locked memory and staging are released after it. */
-    if (d->be)
-        d->be->close(d->b);
+    /* The DMA engine first: it waits for its queued jobs, which use the card;
+     * the layer's page-locked memory and staging are released after both. */
+    emu_dma_destroy(d->dma);
+    emu_card_destroy(d->card);
     gpustream_destroy(d->gpu);
+    d->dma = NULL;
+    d->card = NULL;
     d->gpu = NULL;
-    d->be = NULL;
-    d->b = NULL;
     d->initialized = 0;
 }
 
@@ -142,7 +108,7 @@ static int drv_destroy(oni_driver_ctx ctx)
      * upstream's riffa driver resets its card at destroy (onidriver_riffa.c:
      * 111-118): the core writes no register there, as upstream's liboni. */
     if (d->initialized)
-        (void)d->be->write_config(d->b, ONI_CONFIG_RUNNING, 0, atomic_load(&d->timeout_ms));
+        (void)emu_card_write_config(d->card, ONI_CONFIG_RUNNING, 0);
     drv_close(d);
     free(d->spec);
     free(d->spec_used);
@@ -163,19 +129,11 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
     const char *spec = d->spec ? d->spec : getenv(ONIGPU_EMU_ENV);
     if (!spec)
         spec = "";
-    char path[SPEC_MAX], rest[SPEC_MAX], err[256] = "";
-    int rc = split_spec(spec, path, rest);
-    if (rc) {
-        fprintf(stderr, "emu: bad spec \"%s\": daemon= given twice, empty, or spec too long\n", spec);
-        return rc;
-    }
+    char err[256] = "";
     char *used = strdup(spec);
     if (!used)
         return ONI_EBADALLOC;
-    if (path[0])
-        rc = emu_daemon_open(path, rest, atomic_load(&d->timeout_ms), &d->b, err, sizeof err);
-    else
-        rc = emu_local_open(rest[0] ? rest : NULL, &d->b, err, sizeof err);
+    int rc = emu_card_create(spec[0] ? spec : NULL, &d->card, err, sizeof err);
     if (rc) {
         /* The host API has no channel for text: a bad --emu spec must still be explained. */
         if (err[0])
@@ -185,7 +143,6 @@ static int drv_init(oni_driver_ctx ctx, int host_idx)
     }
     free(d->spec_used);
     d->spec_used = used;
-    d->be = path[0] ? &emu_daemon : &emu_local;
     d->initialized = 1;
     if (d->truth && (rc = set_truth(d, d->truth)) != 0) {
         drv_close(d);
@@ -220,7 +177,7 @@ static int drv_write_stream(oni_driver_ctx ctx, oni_write_stream_t stream, const
         return ONI_EINVALARG;
     if (!d->initialized)
         return ONI_EINVALSTATE;
-    return d->be->write(d->b, EMU_STREAM_WRITE, data, size, atomic_load(&d->timeout_ms));
+    return emu_card_write(d->card, EMU_STREAM_WRITE, data, size, atomic_load(&d->timeout_ms));
 }
 
 static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *value)
@@ -230,7 +187,7 @@ static int drv_read_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t *
         return ONI_EINVALARG;
     if (!d->initialized)
         return ONI_EINVALSTATE;
-    return d->be->read_config(d->b, reg, value, atomic_load(&d->timeout_ms));
+    return emu_card_read_config(d->card, reg, value);
 }
 
 static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t value)
@@ -240,7 +197,7 @@ static int drv_write_config(oni_driver_ctx ctx, oni_config_t reg, oni_reg_val_t 
         return ONI_EINVALARG;
     if (!d->initialized)
         return ONI_EINVALSTATE;
-    return d->be->write_config(d->b, reg, value, atomic_load(&d->timeout_ms));
+    return emu_card_write_config(d->card, reg, value);
 }
 
 /* The host tells the driver about context options after setting them. Only the
@@ -260,17 +217,52 @@ static int drv_set_opt_callback(oni_driver_ctx ctx, int oni_option, const void *
     return 0;
 }
 
-/* The context's GPU stream state, created on first use over the backend's
- * DMA operations (by one thread only). */
+/* --- the GPU stream's DMA operations: the card's engine --------------------- */
+
+static int dma_read(void *e, void *dst, size_t n, int dst_gpu, uint32_t t)
+{
+    return emu_dma_read(e, dst, n, dst_gpu, t);
+}
+
+static int dma_write(void *e, const void *src, size_t n, int src_gpu, uint32_t t)
+{
+    return emu_dma_write(e, src, n, src_gpu, t);
+}
+
+static int dma_wait_data(void *e, size_t n, uint32_t t) { return emu_dma_wait_data(e, n, t); }
+
+static int dma_submit(void *e, int write, const onigpu_xfer_t *x, int buf_gpu, int done_gpu, uint32_t t)
+{
+    return emu_dma_submit(e, write, x, buf_gpu, done_gpu, t);
+}
+
+static int dma_idle(void *e) { return emu_dma_idle(e); }
+
+static int dma_set_agent(void *e, size_t max_bytes) { return emu_dma_set_agent(e, max_bytes); }
+
+static size_t dma_agent(void *e) { return emu_dma_agent(e); }
+
+static const struct gpustream_dma engine_ops = {
+    .read = dma_read,
+    .write = dma_write,
+    .wait_data = dma_wait_data,
+    .submit = dma_submit,
+    .idle = dma_idle,
+    .set_agent = dma_set_agent,
+    .agent = dma_agent,
+};
+
+/* The context's GPU stream state and the card's DMA engine, created on first
+ * use (by one thread only). */
 static int gpu_state(struct emudrv *d, struct gpustream **g)
 {
     static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
-    const struct gpustream_dma *ops;
-    void *card;
     int rc = 0;
     pthread_mutex_lock(&create_lock);
-    if (!d->gpu && (rc = d->be->gpu(d->b, &ops, &card)) == 0)
-        rc = gpustream_create(ops, card, &d->gpu);
+    if (!d->dma)
+        rc = emu_dma_create(d->card, &d->dma);
+    if (!rc && !d->gpu)
+        rc = gpustream_create(&engine_ops, d->dma, &d->gpu);
     *g = d->gpu;
     pthread_mutex_unlock(&create_lock);
     return rc;
@@ -335,8 +327,6 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     struct emudrv *d = ctx;
     if (!d || !value || !len)
         return ONI_EINVALARG;
-    uint32_t t = atomic_load(&d->timeout_ms);
-    int rc;
     switch (opt) {
     case ONI_DRV_EMU_SPEC:
         if (d->initialized)
@@ -350,8 +340,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
             return oni_opt_short(len, sizeof link);
         if (!d->initialized)
             return ONI_EINVALSTATE;
-        if ((rc = d->be->link(d->b, &link, t)) != 0)
-            return rc;
+        emu_card_link(d->card, &link);
         memcpy(value, &link, sizeof link);
         *len = sizeof link;
         return 0;
@@ -362,9 +351,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
             return oni_opt_short(len, sizeof fast);
         if (!d->initialized)
             return ONI_EINVALSTATE;
-        if ((rc = d->be->features(d->b, &fast, t)) != 0)
-            return rc;
-        fast = (fast & EMU_FEAT_FAST) != 0;
+        fast = (emu_card_features(d->card) & EMU_FEAT_FAST) != 0;
         memcpy(value, &fast, sizeof fast);
         *len = sizeof fast;
         return 0;
@@ -375,9 +362,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
             return oni_opt_short(len, sizeof bits);
         if (!d->initialized)
             return ONI_EINVALSTATE;
-        if ((rc = d->be->features(d->b, &bits, t)) != 0)
-            return rc;
-        bits = (bits & EMU_FEAT_GPUSTREAM) != 0;
+        bits = (emu_card_features(d->card) & EMU_FEAT_GPUSTREAM) != 0;
         memcpy(value, &bits, sizeof bits);
         *len = sizeof bits;
         return 0;
@@ -388,8 +373,7 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
             return oni_opt_short(len, sizeof st);
         if (!d->initialized)
             return ONI_EINVALSTATE;
-        if ((rc = d->be->stats(d->b, &st, t)) != 0)
-            return rc;
+        emu_card_stats(d->card, &st);
         memcpy(value, &st, sizeof st);
         *len = sizeof st;
         return 0;

@@ -59,6 +59,14 @@ struct stage {
     size_t cap;
 };
 
+/* The CUDA IPC handle of the last GPU allocation a link's blocks used, by
+ * its buffer id (never reused: a new allocation at the same address gets a
+ * new handle). */
+struct ipc_export {
+    uint64_t buffer_id; /* 0: none */
+    uint8_t handle[NETP_IPC_HANDLE];
+};
+
 struct chan {
     pthread_mutex_t lock;
     struct ulink *l; /* NULL until connected */
@@ -85,6 +93,10 @@ struct netdrv {
     size_t ahead_size;
     _Atomic uint32_t wr_sz;  /* the served driver's WR_SZ, 0 until known (wr_size) */
     struct stage stage[2];   /* device memory's blocks on their way: [0] GPU's, [1] GPUW's (their locks) */
+    struct ipc_export ipc[2]; /* the same links' CUDA IPC handles */
+    int local;                /* every address of the server is a loopback one: it may share our GPU */
+    _Atomic int no_ipc;       /* the server said it cannot take GPU memory by CUDA IPC: stage */
+    _Atomic uint32_t ipc_blocks; /* GPU-stream blocks moved by CUDA IPC in this session */
 };
 
 static const oni_driver_info_t info = {"net", 1, 0, 0, NULL};
@@ -206,6 +218,12 @@ static int session_open(struct netdrv *d)
     int rc = netp_resolve(d->addr, 0, &res);
     if (rc)
         return rc;
+    d->local = 1;
+    for (const struct addrinfo *ai = res; ai; ai = ai->ai_next)
+        d->local &= netp_is_loopback(ai->ai_addr);
+    atomic_store(&d->no_ipc, 0);
+    atomic_store(&d->ipc_blocks, 0);
+    d->ipc[0].buffer_id = d->ipc[1].buffer_id = 0;
     char err[128];
     if (!d->uc && ulink_ctx_open(&d->uc, err, sizeof err)) {
         freeaddrinfo(res);
@@ -238,8 +256,8 @@ static int session_open(struct netdrv *d)
         q = (struct netp_call){(uint32_t)c, 0, a.token};
         rc = call_by(d, c, deadline, NETP_ATTACH, &q, NULL, 0, NULL, NULL, 0, NULL);
     }
-    /* The served driver's init uses its timeout (emu's daemon client does):
-     * it gets the one set here before init, as a local driver would. */
+    /* The served driver's init may use its timeout: it gets the one set
+     * here before init, as a local driver would. */
     uint32_t ms = atomic_load(&d->timeout_ms);
     q = (struct netp_call){ONI_OPT_TIMEOUTMS, sizeof ms, 0};
     if (rc >= 0) { /* the served driver's answer does not matter (upstream drivers refuse it), the way does */
@@ -563,6 +581,44 @@ static int wr_size(struct netdrv *d, uint32_t *n)
     return 0;
 }
 
+/* A block of n bytes (a read: room for n) at p in the GPU allocation pi
+ * moved by the server's card itself, the allocation shared by CUDA IPC
+ * (NETP_GPU_IPC). Returns 0 or the link's error (the caller ends the
+ * session then); *status: 0 or the served driver's error, or 1 when the
+ * block must be staged instead: the allocation cannot be exported (managed
+ * memory, say), or the server cannot map it (another machine's GPU, a
+ * server in this very process: then never again in this session). Called
+ * with ch's lock held. */
+static int ipc_block(struct netdrv *d, struct chan *ch, int write, uint8_t *p, const struct gpu_ptr_info *pi,
+                     uint32_t n, int *status)
+{
+    struct ipc_export *e = &d->ipc[write];
+    *status = 1;
+    if (e->buffer_id != pi->buffer_id || !pi->buffer_id) {
+        e->buffer_id = 0;
+        if (!pi->buffer_id || gpu_ipc_export(pi->base, e->handle))
+            return 0;
+        e->buffer_id = pi->buffer_id;
+    }
+    struct netp_ipc body = {{0}, pi->len, (uint64_t)(p - (uint8_t *)pi->base)};
+    memcpy(body.handle, e->handle, sizeof body.handle);
+    struct netp_call q = {(uint32_t)write, n, 0};
+    struct netp_answer a = {0, 0, 0};
+    size_t got = 0;
+    int rc = exchange(d, ch, answer_deadline(d), NETP_GPU_IPC, &q, &body, sizeof body, &a, NULL, 0, &got);
+    if (rc)
+        return rc;
+    if (!write && a.status > (int32_t)n)
+        return ONI_EBADCONTROLLER; /* more than there was room for: a broken server */
+    if (a.status == ONI_EUNIMPL)
+        atomic_store(&d->no_ipc, 1);
+    else
+        *status = a.status < 0 ? a.status : 0;
+    if (*status == 0)
+        atomic_fetch_add(&d->ipc_blocks, 1);
+    return 0;
+}
+
 /* ONI_DRV_READ / ONI_DRV_WRITE: one block of the GPU streams through the GPU
  * (GPUW) link, into (out of) a buffer of this process given as onigpu.h says
  * (the buffer itself, size 4 or 8, or an onigpu_buf_t): host memory straight
@@ -602,6 +658,16 @@ static int gpu_block(struct netdrv *d, int write, const void *value, size_t len)
         return ONI_EINVALARG; /* a block larger than the protocol carries */
     struct chan *ch = &d->ch[write ? NETP_CHAN_GPUW : NETP_CHAN_GPU];
     pthread_mutex_lock(&ch->lock);
+    if (dev && d->local && !atomic_load(&d->no_ipc)) {
+        int st;
+        rc = ipc_block(d, ch, write, p, &pi, write ? n : (uint32_t)room, &st);
+        if (rc || st != 1) {
+            pthread_mutex_unlock(&ch->lock);
+            if (rc)
+                end_session(d);
+            return rc ? rc : st;
+        }
+    }
     struct stage *sb = &d->stage[write]; /* device memory's staging room (its connection's lock held) */
     uint8_t *host = !dev ? p : netp_grow(&sb->buf, &sb->cap, room) ? NULL : sb->buf;
     struct netp_call q = {0, write ? n : (uint32_t)(cap < NETP_MAXXFER ? cap : NETP_MAXXFER), 0};
@@ -670,7 +736,7 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
         return set_addr(d, value, len);
     if (opt == ONI_DRV_NET_SECRET)
         return set_secret(d, value, len);
-    if (opt == ONI_DRV_NET_REMOTE || opt == ONI_DRV_NET_TRANSPORT)
+    if (opt == ONI_DRV_NET_REMOTE || opt == ONI_DRV_NET_TRANSPORT || opt == ONI_DRV_NET_GPU_IPC)
         return ONI_EREADONLY;
     if (opt == ONI_DRV_READ || opt == ONI_DRV_WRITE)
         return gpu_block(d, opt == ONI_DRV_WRITE, value, len);
@@ -692,6 +758,18 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
     struct netdrv *d = ctx;
     if (opt == ONI_DRV_NET_SECRET)
         return ONI_EWRITEONLY;
+    if (opt == ONI_DRV_NET_GPU_IPC) {
+        uint32_t n = atomic_load(&d->ipc_blocks);
+        if (!value || !len)
+            return ONI_EINVALARG;
+        if (*len < sizeof n)
+            return oni_opt_short(len, sizeof n);
+        if (!atomic_load(&d->connected))
+            return ONI_EINVALSTATE;
+        memcpy(value, &n, sizeof n);
+        *len = sizeof n;
+        return 0;
+    }
     if (opt == ONI_DRV_NET_ADDR || opt == ONI_DRV_NET_REMOTE || opt == ONI_DRV_NET_TRANSPORT) {
         pthread_mutex_lock(&d->lock);
         const char *v = opt == ONI_DRV_NET_ADDR ? d->addr : opt == ONI_DRV_NET_REMOTE ? d->remote : d->transport;

@@ -46,6 +46,8 @@ size_t netp_max_extra(uint16_t t, int answer)
         return answer ? 0 : NETP_MAXOPT;
     case NETP_GET_OPT:
         return answer ? NETP_MAXOPT : 0;
+    case NETP_GPU_IPC:
+        return answer ? 0 : sizeof(struct netp_ipc);
     default:
         return 0;
     }

@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define NETP_MAGIC 0x54454E4Fu /* "ONET" in memory on little-endian */
-#define NETP_VERSION 3u /* 3: over UCX; HELLO carries the secret */
+#define NETP_VERSION 4u /* 4: GPU_IPC; 3: over UCX, HELLO carries the secret */
 #define NETP_MAXOPT 4096u        /* largest option value, bytes */
 #define NETP_MAXXFER (16u << 20) /* largest stream read or write of one request, bytes */
 #define NETP_MAXNAME 64u         /* the served driver's "name major.minor.patch", NUL included */
@@ -56,6 +56,11 @@ enum netp_type {
     NETP_GET_OPT,          /* what = driver option, arg = capacity -> value = length; + the value (status >= 0) */
     NETP_GPU_READ,         /* arg = the client's buffer bytes (0: not known) -> status = RD_SZ; + one block */
     NETP_GPU_WRITE,        /* + arg bytes, one block of WR_SZ -> - */
+    NETP_GPU_IPC,          /* on GPU (what = 0: a read) or GPUW (what = 1: a write), from a client on the
+                              server's machine: one block moved by the served driver straight into (out
+                              of) the client's GPU memory, shared by CUDA IPC; arg = the block's bytes
+                              (read: the room there), + struct netp_ipc -> status = bytes (read), 0
+                              (write); ONI_EUNIMPL: this server cannot (the client stages instead) */
     NETP_NTYPE,
     NETP_REPLY = 0x80 /* or-ed into the request's type in its answer */
 };
@@ -78,6 +83,16 @@ struct netp_answer {
     int32_t status;
     uint32_t value;
     uint64_t token;
+};
+
+/* NETP_GPU_IPC's body: the client's GPU allocation as gpu_ipc_export names
+ * it (src/gpu/gpu.h), its bytes, and where in it the block starts. The
+ * server checks offset + arg against the allocation it maps. */
+#define NETP_IPC_HANDLE 64u
+struct netp_ipc {
+    uint8_t handle[NETP_IPC_HANDLE];
+    uint64_t alloc;
+    uint64_t offset;
 };
 
 /* Whether h may begin a message of the peer: 0, or ONI_EBADCONTROLLER for

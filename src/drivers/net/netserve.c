@@ -36,6 +36,7 @@
 #include "netproto.h"
 #include "netserve.h"
 #include "ucxlink.h"
+#include "gpu/gpu.h"
 #include "onigpu.h"
 #include "oni/driver.h"
 #include "oni/util/opt.h"
@@ -47,6 +48,16 @@
                                may wait out the default timeout, 2 s, first) */
 #define ANSWER_MARGIN_MS 1000u /* beyond the session's timeout, for a client to take an answer */
 #define LINGER_MS 500u         /* a refused client's time to read why and close */
+#define MAXIPC 16              /* a session's GPU allocations mapped by CUDA IPC at once */
+
+/* A client's GPU allocation mapped here (NETP_GPU_IPC), until the session
+ * ends or a new one needs its place while no block uses it. */
+struct ipc_import {
+    uint8_t handle[NETP_IPC_HANDLE];
+    uint8_t *base; /* NULL: a free place */
+    size_t len;
+    int users;
+};
 
 struct session {
     oni_driver_ctx dctx;
@@ -61,6 +72,8 @@ struct session {
     _Atomic uint32_t timeout_ms;
     _Atomic uint64_t bytes_read, bytes_written; /* stream bytes through the driver */
     pthread_mutex_t ctrl; /* the driver's option calls: CTRL's and the GPU connection's */
+    pthread_mutex_t ipc_lock; /* imp, used by the GPU and GPUW connections */
+    struct ipc_import imp[MAXIPC];
 };
 
 struct netserve {
@@ -198,6 +211,7 @@ static int open_session(struct netserve *s, const struct netserve_io *io, struct
     ss->io[NETP_CHAN_CTRL] = io;
     ss->refs = 1;
     pthread_mutex_init(&ss->ctrl, NULL);
+    pthread_mutex_init(&ss->ipc_lock, NULL);
     atomic_store(&ss->timeout_ms, ONI_DEFAULT_TIMEOUTMS);
     s->active = ss;
     *out = ss;
@@ -250,6 +264,9 @@ static void end_driver(struct netserve *s, struct session *ss)
     if (atomic_load(&ss->initialized))
         (void)s->drv.write_config(ss->dctx, ONI_CONFIG_RUNNING, 0);
     s->drv.destroy_ctx(ss->dctx);
+    for (int i = 0; i < MAXIPC; i++) /* the driver is gone: no block uses them */
+        if (ss->imp[i].base)
+            gpu_ipc_close(ss->imp[i].base);
     say(s, "session %u: ended, %llu bytes read, %llu written\n", ss->id,
         (unsigned long long)atomic_load(&ss->bytes_read), (unsigned long long)atomic_load(&ss->bytes_written));
 }
@@ -285,6 +302,7 @@ static void leave(struct netserve *s, struct session *ss, int chan)
     pthread_mutex_unlock(&s->lock);
     if (last) {
         pthread_mutex_destroy(&ss->ctrl);
+        pthread_mutex_destroy(&ss->ipc_lock);
         free(ss);
     }
 }
@@ -302,6 +320,8 @@ static int allowed(int chan, uint16_t type, uint32_t what)
         return chan == NETP_CHAN_GPU;
     case NETP_GPU_WRITE:
         return chan == NETP_CHAN_GPUW;
+    case NETP_GPU_IPC:
+        return what <= 1 && chan == (what ? NETP_CHAN_GPUW : NETP_CHAN_GPU);
     case NETP_INIT:
     case NETP_CONFIG_READ:
     case NETP_CONFIG_WRITE:
@@ -430,6 +450,104 @@ static int32_t gpu_block(struct netserve *s, struct session *ss, uint16_t t, con
     return st >= 0 && !write ? (int32_t)n : st; /* a READ's status counts the bytes that follow */
 }
 
+/* The client's GPU allocation named by handle, mapped here (once per
+ * session), held for one block: its place in ss->imp, or NULL when it
+ * cannot be mapped (no GPU here, another machine's handle, a handle of this
+ * very process) or every place is in use. */
+static struct ipc_import *ipc_hold(struct session *ss, const uint8_t *handle)
+{
+    pthread_mutex_lock(&ss->ipc_lock);
+    struct ipc_import *e = NULL, *spare = NULL;
+    for (int i = 0; i < MAXIPC && !e; i++) {
+        struct ipc_import *m = &ss->imp[i];
+        if (m->base && !memcmp(m->handle, handle, NETP_IPC_HANDLE))
+            e = m;
+        else if (!spare || (spare->base && !m->base) || (spare->users && !m->users))
+            spare = m; /* a free place first, else one no block uses */
+    }
+    if (!e && spare && !spare->users) {
+        if (spare->base)
+            gpu_ipc_close(spare->base);
+        spare->base = NULL;
+        struct gpu_ptr_info pi;
+        void *p = NULL;
+        if (!gpu_ipc_open(handle, &p)) {
+            if (!gpu_query(p, &pi) && pi.kind == GPU_KIND_DEVICE) {
+                memcpy(spare->handle, handle, NETP_IPC_HANDLE);
+                spare->base = p;
+                spare->len = pi.len;
+                e = spare;
+            } else {
+                gpu_ipc_close(p);
+            }
+        }
+    }
+    if (e)
+        e->users++;
+    pthread_mutex_unlock(&ss->ipc_lock);
+    return e;
+}
+
+static void ipc_release(struct session *ss, struct ipc_import *e)
+{
+    pthread_mutex_lock(&ss->ipc_lock);
+    e->users--;
+    pthread_mutex_unlock(&ss->ipc_lock);
+}
+
+/* NETP_GPU_IPC: one block of q->what's direction moved by the served
+ * driver straight into (out of) the client's GPU memory, mapped here by
+ * CUDA IPC; ONI_EUNIMPL when that cannot be (the client then stages the
+ * block through host memory): a server beyond the loopback (the client is
+ * on another machine), or memory this process cannot map. */
+static int32_t gpu_ipc(struct netserve *s, struct session *ss, const struct netp_call *q, const struct bufs *b,
+                       size_t extra)
+{
+    const struct oni_driver *d = &s->drv;
+    int write = q->what == 1, opt = write ? ONI_DRV_WRITE : ONI_DRV_READ;
+    struct netp_ipc body;
+    if (extra != sizeof body)
+        return ONI_EINVALARG;
+    if (!s->loopback)
+        return ONI_EUNIMPL;
+    memcpy(&body, b->in, sizeof body);
+    uint32_t n = q->arg;
+    int32_t st = 0;
+    if (!write) { /* the block is RD_SZ, at most the room the client has */
+        size_t len = sizeof n;
+        pthread_mutex_lock(&ss->ctrl);
+        st = d->get_opt(ss->dctx, ONI_DRV_RD_SZ, &n, &len);
+        pthread_mutex_unlock(&ss->ctrl);
+        if (st >= 0 && (len != sizeof n || !n))
+            st = ONI_EINVALARG;
+        if (st >= 0 && n > q->arg)
+            st = ONI_EBUFFERSIZE;
+    }
+    if (st >= 0 && (!n || n > NETP_MAXXFER))
+        st = ONI_EINVALARG;
+    if (st < 0)
+        return st;
+    struct ipc_import *e = ipc_hold(ss, body.handle);
+    if (!e)
+        return ONI_EUNIMPL;
+    if (body.offset > e->len || n > e->len - body.offset) {
+        ipc_release(ss, e);
+        return ONI_EBUFFERSIZE; /* beyond the allocation, whatever the client said of it */
+    }
+    onigpu_buf_t ob = {e->base + body.offset, n};
+    int alone = !d->concurrent_opt || !d->concurrent_opt(opt);
+    if (alone)
+        pthread_mutex_lock(&ss->ctrl);
+    st = d->set_opt(ss->dctx, opt, &ob, sizeof ob);
+    if (alone)
+        pthread_mutex_unlock(&ss->ctrl);
+    ipc_release(ss, e);
+    if (st < 0)
+        return st;
+    atomic_fetch_add(write ? &ss->bytes_written : &ss->bytes_read, n);
+    return write ? 0 : (int32_t)n; /* a read's status: the bytes now in the client's memory */
+}
+
 /* Check a request, make its call on the driver (CTRL's one at a time with
  * the GPU connection's, see gpu_block) and answer it. */
 static int serve(struct netserve *s, struct session *ss, int chan, const struct netserve_io *io,
@@ -450,6 +568,8 @@ static int serve(struct netserve *s, struct session *ss, int chan, const struct 
         st = ONI_EINVALARG;
     else if (t == NETP_GPU_READ || t == NETP_GPU_WRITE)
         st = gpu_block(s, ss, t, q, b, extra, &out_n);
+    else if (t == NETP_GPU_IPC)
+        st = gpu_ipc(s, ss, q, b, extra);
     else if (chan == NETP_CHAN_CTRL) {
         pthread_mutex_lock(&ss->ctrl);
         st = call_driver(s, ss, t, q, b, extra, &value, &out_n);

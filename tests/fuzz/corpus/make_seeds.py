@@ -81,7 +81,7 @@ for name, data in seeds.items():
 
 # fuzz_net (tests/fuzz/fuzz_net.c). Types: src/drivers/net/netproto.h.
 HELLO, ATTACH, NINIT, NREAD, NWRITE, CREAD, CWRITE, OPTCB, SETOPT, GETOPT = range(1, 11)
-REPLY, MAGIC, VERSION = 0x80, 0x54454E4F, 3  # NETP_VERSION
+REPLY, MAGIC, VERSION = 0x80, 0x54454E4F, 4  # NETP_VERSION
 
 
 def rec(t, what, arg, extra=b""):
