@@ -632,6 +632,39 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return 0;
 }
 
+/* What the result set's meta says of the method. */
+#define METHOD \
+    "per call: oni_get_driver_opt(ONI_DRV_RD_SZ) (drv_call: one driver call), oni_read_reg of a " \
+    "hub manager register (several driver calls); oni_set_driver_opt(ONI_DRV_READ) of one " \
+    "GPU-stream block (4 KiB, 16 MiB) into host memory, with --gpu 4 KiB into GPU memory " \
+    "(remote: staged through host memory by the net driver; serve-proc: an onigpu serve " \
+    "process, the card's DMA into it by CUDA IPC). Remote: the net driver to onigpu serve's " \
+    "server on a thread of this process on 127.0.0.1, per UCX_TLS. Floor: ucx_perftest " \
+    "ucp_am_lat (8 B, 4 KiB; round trip = 2 x its p50) and ucp_am_bw (16 MiB), two processes, " \
+    "same UCX_TLS, in the same run. Ratios: p50 / floor, p50 / in-process p50. Stream: " \
+    "oni_read_frame + oni_destroy_frame of " STREAM_CARD " for --seconds at --stream-block; " \
+    "realtime: " RT_CARD " in real time for --seconds at the default BLOCKREADSIZE and at " \
+    "--stream-block, frames/s read and the FIFO's bytes left (each a session of its own)"
+
+struct remote_arg {
+    const struct opts *o;
+    int status; /* run_all's: 0, or 1 after it said why */
+};
+
+static int body(struct results *r, void *arg, int *measured)
+{
+    struct remote_arg *a = arg;
+    const struct opts *o = a->o;
+    results_meta(r, "card_spec", CARD);
+    results_meta(r, "stream_card_spec", STREAM_CARD);
+    results_meta(r, "realtime_card_spec", RT_CARD);
+    const char *spin = getenv("ONIGPU_NET_SPIN_US");
+    results_meta(r, "ONIGPU_NET_SPIN_US", spin && *spin ? spin : "100 (the default)");
+    results_meta(r, "method", METHOD);
+    a->status = run_all(o, r);
+    return 0;
+}
+
 static int remote_bench(int argc, char **argv)
 {
     struct opts o = {.regs = 2000, .reads = 2000, .big = 20, .tls = {"default", "tcp"}, .ntls = 2,
@@ -641,43 +674,10 @@ static int remote_bench(int argc, char **argv)
         return st;
     if ((st = cli_arg_outdir(&cli_cmd_bench_remote, "--out", o.out, &o.out)) != 0)
         return st;
-    if (bench_cli_signals("bench remote"))
-        return 1;
-    char **full;
-    int nfull = cli_command_line(&full);
-    int err;
     char gname[128] = "";
     const char *gpu = o.gpu && !gpu_name(gname, sizeof gname) ? gname : NULL;
-    struct results *r = results_open(o.out, "remote", nfull, full, gpu, &err);
-    int rc = r ? 0 : cli_fail(o.out, err);
-    if (r) {
-        results_meta(r, "card_spec", CARD);
-        results_meta(r, "stream_card_spec", STREAM_CARD);
-        results_meta(r, "realtime_card_spec", RT_CARD);
-        const char *spin = getenv("ONIGPU_NET_SPIN_US");
-        results_meta(r, "ONIGPU_NET_SPIN_US", spin && *spin ? spin : "100 (the default)");
-        results_meta(r, "method",
-                          "per call: oni_get_driver_opt(ONI_DRV_RD_SZ) (drv_call: one driver call), oni_read_reg of a "
-                          "hub manager register (several driver calls); oni_set_driver_opt(ONI_DRV_READ) of one "
-                          "GPU-stream block (4 KiB, 16 MiB) into host memory, with --gpu 4 KiB into GPU memory "
-                          "(remote: staged through host memory by the net driver; serve-proc: an onigpu serve "
-                          "process, the card's DMA into it by CUDA IPC). Remote: the net driver to onigpu serve's "
-                          "server on a thread of this process on 127.0.0.1, per UCX_TLS. Floor: ucx_perftest "
-                          "ucp_am_lat (8 B, 4 KiB; round trip = 2 x its p50) and ucp_am_bw (16 MiB), two processes, "
-                          "same UCX_TLS, in the same run. Ratios: p50 / floor, p50 / in-process p50. Stream: "
-                          "oni_read_frame + oni_destroy_frame of " STREAM_CARD " for --seconds at --stream-block; "
-                          "realtime: " RT_CARD " in real time for --seconds at the default BLOCKREADSIZE and at "
-                          "--stream-block, frames/s read and the FIFO's bytes left (each a session of its own)");
-        rc = run_all(&o, r);
-        const char *json = results_path(r, ".json");
-        char where[1024];
-        snprintf(where, sizeof where, "%s", json ? json : o.out);
-        int wrc = results_close(r);
-        if (!rc && wrc)
-            rc = cli_fail("writing results", wrc);
-        else if (!rc)
-            printf("results: %s (and .csv, -perftest.csv, -transport.csv, -stream.csv, -realtime.csv)\n", where);
-    }
-    bench_cli_signals_end("bench remote");
-    return rc;
+    struct remote_arg a = {&o, 0};
+    struct bench_cli_set set = {"bench remote", o.out, "remote", gpu, NULL, body, &a};
+    st = bench_cli_run(&set);
+    return st ? st : a.status;
 }
