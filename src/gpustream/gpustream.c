@@ -153,19 +153,19 @@ static int parse_buf(const void *value, size_t len, struct buf *b)
 
 /* Is [p, p+n) ordinary host memory of this process that the card may write
  * (a read into it) or, with read_only, read (a write from it)? CUDA device
- * memory (and anything else) is not. Cached per thread: the read-write
- * mapping last found (one unmapped or protected since is not noticed). */
-static int host_rw(const void *p, size_t n, int read_only)
+ * memory (and anything else) is not. Cached for the process (one mapping,
+ * under a lock): the read-write mapping last found (one unmapped or
+ * protected since is not noticed). Not thread-local: a driver library's
+ * thread-local storage, touched by the main thread and then dlclosed,
+ * crashes LeakSanitizer's exit scan (glibc's DTV keeps the stale slot). */
+static pthread_mutex_t rw_mu = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t rw_lo, rw_hi;
+
+static int maps_rw(uintptr_t a, size_t n, int read_only, uintptr_t *lo, uintptr_t *hi)
 {
-    static _Thread_local uintptr_t lo, hi;
-    uintptr_t a = (uintptr_t)p;
-    if (a + n < a)
-        return 0;
-    if (a >= lo && a + n <= hi)
-        return 1;
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f)
-        return 1; /* cannot tell: trust the caller */
+        return -1; /* cannot tell */
     char line[512];
     int ok = 0, writable = 1; /* only a range writable throughout goes to the cache */
     uintptr_t cur = a, end = a + n;
@@ -180,8 +180,8 @@ static int host_rw(const void *p, size_t n, int read_only)
                 break;
             writable &= perm[1] == 'w';
             if (cur == a)
-                lo = l;
-            hi = h;
+                *lo = l;
+            *hi = h;
             cur = h;
             if (cur >= end) {
                 ok = 1;
@@ -191,7 +191,26 @@ static int host_rw(const void *p, size_t n, int read_only)
     }
     fclose(f);
     if (!ok || !writable)
-        lo = hi = 0;
+        *lo = *hi = 0;
+    return ok;
+}
+
+static int host_rw(const void *p, size_t n, int read_only)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (a + n < a)
+        return 0;
+    pthread_mutex_lock(&rw_mu);
+    int ok = a >= rw_lo && a + n <= rw_hi;
+    if (!ok) {
+        uintptr_t lo = 0, hi = 0;
+        ok = maps_rw(a, n, read_only, &lo, &hi);
+        if (ok < 0)
+            ok = 1; /* cannot tell: trust the caller */
+        else
+            rw_lo = lo, rw_hi = hi;
+    }
+    pthread_mutex_unlock(&rw_mu);
     return ok;
 }
 
