@@ -113,12 +113,13 @@ struct latency_arg {
 };
 
 /* Every run has its row, one without an echo too (a slow sanitized build):
- * the set is kept when any run gave a latency or failed. */
+ * the set is kept unless an error or a signal ended the sweep before any
+ * run gave a latency or failed. */
 static int body(struct results *r, void *arg, int *measured)
 {
     struct latency_arg *a = arg;
     int rc = bench_latency_run(a->o, r, &a->failed, &a->measured);
-    *measured = a->measured || a->failed;
+    *measured = a->measured || a->failed || (!rc && !bench_stopped());
     return rc;
 }
 
