@@ -337,13 +337,23 @@ void loop_chain_stop(struct loop_chain *ch)
             ch->s[i].d->stop(ch->s[i].state);
 }
 
+/* Clock c in ns into *ns: 0, or -1 when it cannot be read. */
+static int clock_ns(clockid_t c, uint64_t *ns)
+{
+    struct timespec ts;
+    if (clock_gettime(c, &ts))
+        return -1;
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 0;
+}
+
 /* The calling thread's processor time: a stage's budget is of its own work,
  * not of the time the thread waited for a core (a loaded machine). */
 static uint64_t cpu_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    uint64_t ns = 0;
+    clock_ns(CLOCK_THREAD_CPUTIME_ID, &ns);
+    return ns;
 }
 
 int loop_chain_process(struct loop_chain *ch, const uint8_t *blk, uint64_t seq, struct onigpu_out *out, char *why,
@@ -394,10 +404,10 @@ int loop_chain_overrun(struct loop_chain *ch, uint64_t wall_limit_ns, char *why,
     uint64_t seq = atomic_load_explicit(&ch->busy_seq, memory_order_relaxed);
     uint64_t cpu0 = atomic_load_explicit(&ch->busy_cpu0, memory_order_relaxed);
     uint64_t wall0 = atomic_load_explicit(&ch->busy_wall0, memory_order_relaxed);
-    struct timespec ts;
-    if (!i || !ch->have_clk || clock_gettime(ch->clk, &ts))
+    uint64_t cpu;
+    if (!i || !ch->have_clk || clock_ns(ch->clk, &cpu))
         return 0;
-    uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, wall = oni_now_ns();
+    uint64_t wall = oni_now_ns();
     /* the stage returned, or another call began, while we looked */
     if (atomic_load_explicit(&ch->busy, memory_order_acquire) != i ||
         atomic_load_explicit(&ch->gen, memory_order_acquire) != g)
