@@ -126,14 +126,15 @@ void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src)
     src->unpin = card_unpin;
 }
 
-int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, oni_dev_idx_t dev, uint32_t data_sz, loop_frame_fn other,
-                     void *arg)
+int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, const oni_dev_idx_t *dev, uint32_t ndev, uint32_t data_sz,
+                     loop_frame_fn other, void *arg)
 {
-    if (!d || !ctx || !data_sz || data_sz > 65536)
+    if (!d || !ctx || !dev || !ndev || ndev > LOOP_DEFSRC_MAXDEV || !data_sz || data_sz > 65536)
         return ONI_EINVALARG;
     memset(d, 0, sizeof *d);
     d->ctx = ctx;
-    d->dev = dev;
+    memcpy(d->dev, dev, ndev * sizeof *dev);
+    d->ndev = ndev;
     d->data_sz = data_sz;
     d->stride = 16 + ((data_sz + 3u) & ~3u);
     d->other = other;
@@ -152,6 +153,14 @@ static int def_keep(struct loop_defsrc *d, const uint8_t *buf)
         d->part_cap = d->have;
     }
     memcpy(d->part, buf, d->have);
+    return 0;
+}
+
+static int def_wants(const struct loop_defsrc *d, oni_dev_idx_t dev)
+{
+    for (uint32_t i = 0; i < d->ndev; i++)
+        if (d->dev[i] == dev)
+            return 1;
     return 0;
 }
 
@@ -177,7 +186,7 @@ static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
             int krc = def_keep(d, b);
             return krc ? krc : rc;
         }
-        if (f->dev_idx != d->dev) {
+        if (!def_wants(d, f->dev_idx)) {
             d->others++;
             if (d->other)
                 d->other(d->arg, f);

@@ -12,7 +12,7 @@
  * driver options of onigpu.h (ONI_DRV_READ into host memory,
  * ONI_DRV_READ_ASYNC into GPU memory, ONI_DRV_WRITE back).
  *
- * defsrc: blocks of one device's frames from the default stream
+ * defsrc: blocks of some devices' frames from the default stream
  * (oni_read_frame), for a card without the GPU data stream; host memory
  * only, so only the cpu, gpu-staged and gpu-mapped backends can use it. */
 #ifndef LOOP_SOURCE_H
@@ -91,15 +91,18 @@ int loop_cardsrc_init(struct loop_cardsrc *c, oni_ctx ctx, uint32_t block);
  * pin/unpin = ONI_DRV_PIN/UNPIN. */
 void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src);
 
-/* defsrc: frames of device dev (each data_sz bytes) from the default
- * stream, laid out in the block as the GPU stream lays them out: [u64 time]
+/* defsrc: frames of the devices dev[0 .. ndev) (each data_sz bytes), in the
+ * order they come, from the default stream, laid out in the block as the GPU
+ * stream lays them out: [u64 time]
  * [u32 dev_idx][u32 data_sz][payload, padded to 4 bytes]. Every other frame
  * goes to other(arg, frame) on the reading thread (the frame is the
  * callee's: it destroys it), so one reader serves the whole stream. */
 typedef void (*loop_frame_fn)(void *arg, oni_frame_t *f);
+#define LOOP_DEFSRC_MAXDEV 4
 struct loop_defsrc {
     oni_ctx ctx;
-    oni_dev_idx_t dev;
+    oni_dev_idx_t dev[LOOP_DEFSRC_MAXDEV];
+    uint32_t ndev;
     uint32_t data_sz, stride;
     size_t have;              /* bytes of the next block read so far */
     uint8_t *part;            /* they wait here between reads */
@@ -109,13 +112,14 @@ struct loop_defsrc {
     uint64_t frames, others;
 };
 
-/* ONI_EINVALARG for no ctx, a data_sz of 0 or over 64 KiB. */
-int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, oni_dev_idx_t dev, uint32_t data_sz, loop_frame_fn other,
-                     void *arg);
+/* ONI_EINVALARG for no ctx, ndev 0 or over LOOP_DEFSRC_MAXDEV, a data_sz of
+ * 0 or over 64 KiB. */
+int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, const oni_dev_idx_t *dev, uint32_t ndev, uint32_t data_sz,
+                     loop_frame_fn other, void *arg);
 /* The engine's view: read only (no pin, no read_async). A read takes
  * frames until the block is full (0), or returns ONI_ETIMEOUT when
  * timeout_ms passed first (what it took waits for the next read), a frame of
- * dev of another size (ONI_EBUFFERSIZE), or oni_read_frame's error. */
+ * those devices of another size (ONI_EBUFFERSIZE), or oni_read_frame's error. */
 void loop_defsrc_source(struct loop_defsrc *d, struct loop_source *src);
 /* Free what loop_defsrc_init allocated (NULL-safe). */
 void loop_defsrc_free(struct loop_defsrc *d);
