@@ -569,6 +569,40 @@ TEST(bench_latency_writes_results)
     CHECK_EQ(ONIGPU("bench", "latency", "--backends", "nope"), 2);
 }
 
+/* bench scale: a row per probes x algorithm x backend with its channels,
+ * its F1 and its share of the probes' rate; a sweep of one backend has no
+ * ratios; bad lists are refused. */
+TEST(bench_scale_writes_results)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-bscale-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int rc = ONIGPU("bench", "scale", "--backends", "cpu", "--probes", "1,2", "--seconds", "1", "--out", dir);
+    CHECK(rc == 0 || rc == 1); /* a sanitized build may fall behind; the rows are there all the same */
+    json_t *v = result_set_load(dir, "scale/scale-*[0-9].json");
+    REQUIRE(v);
+    CHECK_EQ(result_rows(v), 2);
+    for (size_t i = 0; i < result_rows(v); i++) {
+        double probes = result_num(v, i, "probes");
+        CHECK_EQ(probes, (double)(i + 1));
+        CHECK_EQ(result_num(v, i, "channels"), 384 * probes);
+        double keep = result_num(v, i, "keeping_share");
+        CHECK(keep > 0 && keep < 1.2);
+        double f1 = result_num(v, i, "f1");
+        CHECK(f1 >= 0 && f1 <= 1);
+    }
+    json_decref(v);
+    CHECK(unit_sh("ls %s/scale/scale-*.csv >/dev/null", dir) == 0);
+    CHECK(unit_sh("ls %s/scale/scale-*-ratios.csv >/dev/null 2>&1", dir) != 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+    CHECK_EQ(ONIGPU("bench", "scale", "--probes", "0"), 2);
+    CHECK(strstr(out, "--probes 0: must be a comma-separated list of at most 8 whole numbers from 1 to 4") != NULL);
+    CHECK_EQ(ONIGPU("bench", "scale", "--probes", "1,5"), 2);
+    CHECK_EQ(ONIGPU("bench", "scale", "--algos", "kilosort"), 2);
+    CHECK(strstr(out, "must be one of threshold") != NULL);
+    CHECK_EQ(ONIGPU("bench", "scale", "--block", "0"), 2);
+}
+
 /* Without --block, run picks it and says which and why. */
 TEST(run_picks_its_block)
 {
