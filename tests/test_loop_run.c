@@ -603,6 +603,42 @@ TEST(bench_scale_writes_results)
     CHECK_EQ(ONIGPU("bench", "scale", "--block", "0"), 2);
 }
 
+/* advise --scale: of a bench scale set, the backend that kept up with the
+ * probes asked for (or the most in the set) at the lowest p99.9, and the
+ * cpu backend's limit; a run with an error or a drop did not keep up. */
+TEST(advise_scale_picks_the_backend_that_kept_up)
+{
+    NEED_BIN();
+    char path[] = "/tmp/onigpu-ascale-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    static const char doc[] =
+        "{\"results\": ["
+        "{\"backend\": \"cpu\", \"algo\": \"threshold\", \"probes\": 1, \"error\": \"\", \"keeping_up\": 1, "
+        "\"dropped_frames\": 0, \"keeping_share\": 1.0, \"lat_p999_us\": 90},"
+        "{\"backend\": \"cpu\", \"algo\": \"threshold\", \"probes\": 4, \"error\": \"\", \"keeping_up\": 0, "
+        "\"dropped_frames\": 10, \"keeping_share\": 0.5, \"lat_p999_us\": null},"
+        "{\"backend\": \"gpu-mapped\", \"algo\": \"threshold\", \"probes\": 4, \"error\": \"\", \"keeping_up\": 1, "
+        "\"dropped_frames\": 0, \"keeping_share\": 1.0, \"lat_p999_us\": 500},"
+        "{\"backend\": \"gpu-persistent\", \"algo\": \"threshold\", \"probes\": 4, \"error\": \"x\", \"keeping_up\": 1, "
+        "\"dropped_frames\": 0, \"keeping_share\": 1.0, \"lat_p999_us\": 100},"
+        "{\"backend\": \"gpu-graph\", \"algo\": \"other\", \"probes\": 4, \"error\": \"\", \"keeping_up\": 1, "
+        "\"dropped_frames\": 0, \"keeping_share\": 1.0, \"lat_p999_us\": 50}]}";
+    REQUIRE(write(fd, doc, sizeof doc - 1) == (ssize_t)(sizeof doc - 1));
+    close(fd);
+    CHECK_EQ(ONIGPU("advise", "--scale", path), 0);
+    CHECK(strstr(out, "threshold, 4 probes (1536 channels)") != NULL);
+    CHECK(strstr(out, "recommended backend: gpu-mapped (kept up, lowest p99.9: 500.0 us)") != NULL);
+    CHECK(strstr(out, "cpu backend: kept up with 1 probe at most") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--scale", path, "--probes", "1"), 0);
+    CHECK(strstr(out, "recommended backend: cpu") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--scale", path, "--probes", "2"), 1);
+    CHECK(strstr(out, "none kept up with 2 probes") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--scale", path, "--data", "4K"), 2);
+    CHECK_EQ(ONIGPU("advise", "--scale", "/tmp/onigpu-no-such-scale.json"), 2);
+    unlink(path);
+}
+
 /* Without --block, run picks it and says which and why. */
 TEST(run_picks_its_block)
 {
