@@ -48,7 +48,7 @@ TEST(run_four_probes_on_every_gpu_backend)
             char port, probe;
             unsigned long long spikes, events;
             double precision, recall, f1;
-            if (sscanf(p, "  probe %u (port %c %c) %llu spikes; %llu events, precision %lf, recall %lf, F1 %lf", &k,
+            if (sscanf(p, "  probe %u (port %c, probe %c) %llu spikes; %llu events, precision %lf, recall %lf, F1 %lf", &k,
                        &port, &probe, &spikes, &events, &precision, &recall, &f1) != 8)
                 continue;
             fprintf(stderr, "  %s probe %u: %llu events, precision %.3f, recall %.3f\n", loop_backend_name(b), k,

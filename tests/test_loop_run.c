@@ -603,6 +603,31 @@ TEST(bench_scale_writes_results)
     CHECK_EQ(ONIGPU("bench", "scale", "--block", "0"), 2);
 }
 
+/* run --probes 2 --out: the row says how many probes, and table "probes"
+ * has each probe's own score (port, headstage probe, F1). */
+TEST(run_writes_each_probe_in_its_table)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-runprobes-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(ONIGPU("run", "--probes", "2", "--backend", "cpu", "--block", "16", "--seconds", "1", "--out", dir), 0);
+    CHECK(strstr(out, "probe 1 (port A, probe B)") != NULL);
+    json_t *v = result_set_load(dir, "run/run-*[0-9].json");
+    REQUIRE(v);
+    CHECK_EQ(result_num(v, 0, "probes"), 2);
+    const json_t *t = json_object_get(json_object_get(v, "tables"), "probes");
+    CHECK_EQ(json_array_size(t), 2);
+    for (size_t i = 0; i < json_array_size(t); i++) {
+        const json_t *row = json_array_get(t, i);
+        CHECK_EQ(json_number_value(json_object_get(row, "probe")), (double)i);
+        CHECK(!strcmp(json_string_value(json_object_get(row, "headstage_probe")), i ? "B" : "A"));
+        double f1 = json_number_value(json_object_get(row, "f1"));
+        CHECK(f1 >= 0 && f1 <= 1);
+    }
+    json_decref(v);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+}
+
 /* advise --scale: of a bench scale set, the backend that kept up with the
  * probes asked for (or the most in the set) at the lowest p99.9, and the
  * cpu backend's limit; a run with an error or a drop did not keep up. */

@@ -92,7 +92,7 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
     printf("\n");
     for (uint32_t p = 0; r->probes > 1 && p < r->probes; p++) {
         const struct loop_score *ps = &r->probe[p].score;
-        printf("  probe %u (port %c %c)  %llu spikes; %llu events, precision %.3f, recall %.3f, F1 %.3f\n", p,
+        printf("  probe %u (port %c, probe %c)  %llu spikes; %llu events, precision %.3f, recall %.3f, F1 %.3f\n", p,
                p < 2 ? 'A' : 'B', p % 2 ? 'B' : 'A', (unsigned long long)r->probe[p].spikes,
                (unsigned long long)ps->events, ps->precision, ps->recall, ps->f1);
     }
