@@ -80,10 +80,11 @@ __device__ static inline uint64_t frame_time(const uint8_t *p)
 __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes,
                            struct loop_ephys_out *out)
 {
-    extern __shared__ float sh[]; // [CHUNK][nchan] then [CHUNK] means
+    extern __shared__ float sh[]; // [CHUNK][nchan] then [CHUNK][MAXGROUPS] means
     __shared__ uint32_t nsp, ovf;
     __shared__ unsigned long long tfirst;
     const uint32_t nchan = st->lay.nchan, stride = st->lay.stride, toff = st->lay.time_off;
+    const uint32_t grp = st->lay.group ? st->lay.group : nchan, ngrp = nchan / grp;
     const uint32_t tid = threadIdx.x;
     float *means = sh + LOOP_EPHYS_CHUNK * nchan;
     if (tid == 0) {
@@ -111,27 +112,31 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
                 st->z[c][i] = z[i];
         }
         __syncthreads();
-        // CAR: warp w averages sample w: 32 interleaved partials, summed in order.
+        // CAR: warp w averages sample w, group by group (a probe each): 32
+        // interleaved partials, summed in order.
         uint32_t w = tid / 32, lane = tid % 32;
         if (w < nf) {
-            float s = 0.0f;
-            for (uint32_t ch = lane; ch < nchan; ch += 32)
-                s = __fadd_rn(s, sh[w * nchan + ch]);
             __shared__ float part[LOOP_EPHYS_CHUNK][32];
-            part[w][lane] = s;
-            __syncwarp();
-            if (lane == 0) {
-                float t = 0.0f;
-                for (int i = 0; i < 32; i++)
-                    t = __fadd_rn(t, part[w][i]);
-                means[w] = __fdiv_rn(t, (float)nchan);
+            for (uint32_t g = 0; g < ngrp; g++) {
+                float s = 0.0f;
+                for (uint32_t ch = g * grp + lane; ch < (g + 1) * grp; ch += 32)
+                    s = __fadd_rn(s, sh[w * nchan + ch]);
+                part[w][lane] = s;
+                __syncwarp();
+                if (lane == 0) {
+                    float t = 0.0f;
+                    for (int i = 0; i < 32; i++)
+                        t = __fadd_rn(t, part[w][i]);
+                    means[w * LOOP_EPHYS_MAXGROUPS + g] = __fdiv_rn(t, (float)grp);
+                }
+                __syncwarp();
             }
         }
         __syncthreads();
         for (uint32_t c = tid; c < nchan; c += blockDim.x) {
             for (uint32_t f = 0; f < nf; f++) {
                 uint64_t idx = n0 + f0 + f;
-                float x = __fsub_rn(sh[f * nchan + c], means[f]);
+                float x = __fsub_rn(sh[f * nchan + c], means[f * LOOP_EPHYS_MAXGROUPS + c / grp]);
                 sh[f * nchan + c] = x; // referenced, for the exclusive rule below
                 if (idx < st->calib) {
                     st->hist[c][ephys_bin(fabsf(x))]++;
@@ -205,10 +210,10 @@ static unsigned ephys_threads(uint32_t nchan)
 
 static size_t ephys_shmem(uint32_t nchan)
 {
-    return (LOOP_EPHYS_CHUNK * (size_t)nchan + LOOP_EPHYS_CHUNK) * sizeof(float);
+    return (LOOP_EPHYS_CHUNK * (size_t)nchan + LOOP_EPHYS_CHUNK * LOOP_EPHYS_MAXGROUPS) * sizeof(float);
 }
 
-// Past 48 KiB of shared memory (more than 1535 channels' chunk) a kernel
+// Past 48 KiB of shared memory (about 1500 channels' chunk) a kernel
 // must ask for it before its launch (CUDA programming guide, "Shared Memory").
 template <typename K> static int ephys_shmem_allow(K kernel, uint32_t nchan)
 {

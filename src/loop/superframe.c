@@ -51,6 +51,7 @@ int loop_np2e_layout(struct loop_ephys_layout *lay, uint32_t payload_bytes, uint
     lay->nchan = LOOP_NP2E_CHANNELS * nprobes;
     lay->stride = rs * nprobes;
     lay->time_off = LOOP_NP2E_READ_HDR; /* the hub clock opens the payload */
+    lay->group = LOOP_NP2E_CHANNELS;    /* each probe its own common average */
     for (uint32_t p = 0; p < nprobes; p++) {
         uint32_t base = (slot ? slot[p] : p) * rs + LOOP_NP2E_READ_HDR;
         for (uint32_t ch = 0; ch < LOOP_NP2E_CHANNELS; ch++)

@@ -53,8 +53,8 @@ struct loop_np2e_lane {
  * LOOP_NP2E_MAXPROBES), each payload_bytes long (>= LOOP_NP2E_PAYLOAD), in
  * read-frame form: one pipeline frame is nprobes consecutive super-frames,
  * probe p's at position slot[p] among them (slot NULL: probe p at p);
- * channel p * 384 + ch is probe p's channel ch; the timestamp is the first
- * super-frame's hub clock. ONI_EINVALARG for another probe count, a payload
+ * channel p * 384 + ch is probe p's channel ch, each probe a common-average
+ * group; the timestamp is the first super-frame's hub clock. ONI_EINVALARG for another probe count, a payload
  * too short, or slot not a permutation. */
 int loop_np2e_layout(struct loop_ephys_layout *lay, uint32_t payload_bytes, uint32_t nprobes, const uint8_t *slot);
 /* Check that the read frames of nframes pipeline frames of blk (each n
