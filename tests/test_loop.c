@@ -488,6 +488,64 @@ TEST(rig_records_up_to_four_probes_in_lane_order)
     oni_destroy_ctx(ctx);
 }
 
+/* The default stream's source with lanes: whatever order the card sends the
+ * probes' super-frames in, each lands in its lane's place (here lanes in
+ * probe order against the card's A-A, B-A, A-B, B-B); a lane that never
+ * comes stops the read once another is a block ahead (ONI_EBADFRAME). */
+TEST(defsrc_sorts_probes_into_lanes)
+{
+    for (int missing = 0; missing < 2; missing++) {
+        oni_ctx ctx = rig_ctx("devices=breakout:loopback=1,np2e,np2e:sn_a=21050000003:sn_b=21050000004;mode=realtime;"
+                              "gpustream=0");
+        REQUIRE(ctx);
+        struct loop_rig rig;
+        char why[200];
+        uint32_t np = missing ? 3 : 4; /* 3: port B's probe B never records */
+        REQUIRE(loop_rig_open(ctx, np, &rig, why, sizeof why) == 0);
+        const oni_dev_idx_t dev[2] = {8, 9};
+        const struct loop_defsrc_lane lanes[4] = {{8, 0}, {8, 1}, {9, 0}, {9, 1}};
+        struct loop_defsrc d;
+        REQUIRE(loop_defsrc_init(&d, ctx, dev, 2, LOOP_NP2E_PAYLOAD, NULL, NULL) == 0);
+        CHECK_RC(loop_defsrc_lanes(&d, lanes, 0, LOOP_NP2E_PROBE_OFF), ONI_EINVALARG);
+        CHECK_RC(loop_defsrc_lanes(&d, (const struct loop_defsrc_lane[]){{7, 0}}, 1, LOOP_NP2E_PROBE_OFF), ONI_EINVALARG);
+        CHECK_RC(loop_defsrc_lanes(&d, lanes, 4, LOOP_NP2E_PAYLOAD - 1), ONI_EINVALARG);
+        REQUIRE(loop_defsrc_lanes(&d, lanes, 4, LOOP_NP2E_PROBE_OFF) == 0);
+        struct loop_source src;
+        loop_defsrc_source(&d, &src);
+        uint32_t rs = loop_np2e_read_stride(LOOP_NP2E_PAYLOAD), one = 1, zero = 0;
+        enum { F = 64 };
+        uint8_t *buf = malloc((size_t)F * 4 * rs);
+        REQUIRE(buf);
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+        int bad = 0, rc = 0;
+        uint64_t last[4] = {0, 0, 0, 0};
+        for (int b = 0; b < 20 && !rc; b++) {
+            rc = src.read(src.ctx, buf, (size_t)F * 4 * rs, 2000);
+            for (uint32_t k = 0; !rc && k < F * 4; k++) {
+                const uint8_t *fr = buf + (size_t)k * rs;
+                uint32_t fdev;
+                uint16_t probe;
+                uint64_t hub;
+                memcpy(&fdev, fr + 8, 4);
+                memcpy(&probe, fr + 16 + LOOP_NP2E_PROBE_OFF, 2);
+                memcpy(&hub, fr + 16, 8);
+                bad += fdev != lanes[k % 4].dev || probe != lanes[k % 4].key || hub <= last[k % 4];
+                last[k % 4] = hub;
+            }
+        }
+        if (missing) {
+            CHECK_RC(rc, ONI_EBADFRAME);
+        } else {
+            CHECK_RC(rc, 0);
+            CHECK_EQ(bad, 0);
+        }
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero), 0);
+        loop_defsrc_free(&d);
+        free(buf);
+        oni_destroy_ctx(ctx);
+    }
+}
+
 /* The emulated card's source: a block read given to the card's DMA engine
  * (READ_ASYNC) is waited for as long as that job may still run (the
  * context's timeout), whatever the loop's own timeout, so that a buffer the

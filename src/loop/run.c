@@ -131,16 +131,18 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     return 0;
 }
 
-/* Wrapping the source's read (a tap, or more than one probe): the block's
- * super-frames checked against the lanes' order (a block of another order
- * would give one probe's samples to another's channels: the read fails),
+/* Wrapping the source's read (a tap, or more than one probe): on the GPU
+ * stream, the block's super-frames checked against the lanes' order (a block
+ * of another order would give one probe's samples to another's channels:
+ * the read fails; the default stream's source sorts them into their places),
  * then the block to the tap. */
 static int tap_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
 {
     struct session *s = ctx;
     int rc = s->inner.read(s->inner.ctx, buf, len, timeout_ms);
     uint32_t np = s->rig.nprobes;
-    long bad = !rc && np > 1 ? loop_np2e_check_lanes(s->lanes, np, s->read_stride, buf, (uint32_t)(len / s->lay.stride)) : -1;
+    long bad = !rc && np > 1 && s->gpu ? loop_np2e_check_lanes(s->lanes, np, s->read_stride, buf,
+                                                               (uint32_t)(len / s->lay.stride)) : -1;
     if (bad >= 0) {
         uint32_t dev;
         uint16_t probe;
@@ -465,7 +467,13 @@ static int source(struct session *s, size_t in_bytes)
         loop_cardsrc_source(&s->cs, &c->src);
         return 0;
     }
-    if ((rc = loop_defsrc_init(&s->ds, s->ctx, raw, s->rig.nheads, s->rig.head[0].raw_read, on_frame, s)) != 0)
+    /* on the default stream each frame is put in its probe's place as it
+     * comes (probe order: no slots), whatever the headstages' order */
+    struct loop_defsrc_lane lanes[LOOP_RIG_MAX_PROBES];
+    for (uint32_t p = 0; p < s->rig.nprobes; p++)
+        lanes[p] = (struct loop_defsrc_lane){s->rig.head[p / 2].raw, (uint16_t)(p % 2)};
+    if ((rc = loop_defsrc_init(&s->ds, s->ctx, raw, s->rig.nheads, s->rig.head[0].raw_read, on_frame, s)) != 0 ||
+        (s->rig.nprobes > 1 && (rc = loop_defsrc_lanes(&s->ds, lanes, s->rig.nprobes, LOOP_NP2E_PROBE_OFF)) != 0))
         return fail(s, rc, "setting up the default stream: %s", oni_error_str(rc));
     loop_defsrc_source(&s->ds, &c->src);
     return 0;
@@ -493,7 +501,7 @@ static int setup(struct session *s)
     if (s->rig.nheads > 1 && s->rig.head[1].raw_read != raw_read)
         return fail(s, ONI_EINVALARG, "the headstages' DS90UB9x frames differ in size (%u and %u bytes)", raw_read,
                     s->rig.head[1].raw_read);
-    if (loop_np2e_layout(&s->lay, raw_read, s->rig.nprobes, s->slot))
+    if (loop_np2e_layout(&s->lay, raw_read, s->rig.nprobes, s->gpu ? s->slot : NULL))
         return fail(s, ONI_EINVALARG, "the DS90UB9x frames of %u bytes hold no NP2.0e super-frame (%d bytes)",
                     raw_read, LOOP_NP2E_PAYLOAD);
     s->read_stride = loop_np2e_read_stride(raw_read);
