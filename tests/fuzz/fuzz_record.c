@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../src/record/npy.c"
+#include "../../src/oni/util/npy.c"
 #include "../../src/record/oebin_index.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -17,13 +17,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 1) {
         struct npy_info h;
         if (npy_parse(data + 1, size - 1, &h) == 0) {
-            if (h.data_off > size - 1 || !h.item || h.ndim < 1 || h.ndim > 2)
+            if (h.data_off > size - 1 || !h.item || h.ndim < 1 || h.ndim > NPY_MAXDIM)
                 abort();
             char buf[NPY_HDR];
             struct npy_info back;
             /* what parses, written again at the fixed length, parses the same */
-            if (h.shape[0] < (1ull << 60) && h.shape[1] < (1ull << 32) &&
-                npy_header(buf, h.descr, h.ndim, h.shape[0], h.shape[1]) == 0 &&
+            if (h.shape[0] < (1ull << 60) && h.shape[1] < (1ull << 32) && h.shape[2] < (1ull << 32) &&
+                npy_header(buf, h.descr, h.ndim, h.shape) == 0 &&
                 (npy_parse((const uint8_t *)buf, NPY_HDR, &back) || back.shape[0] != h.shape[0] ||
                  back.ndim != h.ndim || strcmp(back.descr, h.descr)))
                 abort();

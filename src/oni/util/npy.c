@@ -20,15 +20,16 @@ static size_t item_size(const char *d)
     return n;
 }
 
-int npy_header(char buf[NPY_HDR], const char *descr, int ndim, uint64_t rows, uint64_t cols)
+int npy_header(char buf[NPY_HDR], const char *descr, int ndim, const uint64_t *shape)
 {
-    if (!item_size(descr) || ndim < 1 || ndim > 2)
+    if (!item_size(descr) || ndim < 1 || ndim > NPY_MAXDIM)
         return -1;
-    char dict[NPY_HDR];
-    int n = ndim == 2 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu, %llu), }",
-                            descr, (unsigned long long)rows, (unsigned long long)cols)
-                 : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }", descr,
-                            (unsigned long long)rows);
+    char dims[3 * 24], dict[NPY_HDR];
+    int k = 0;
+    for (int i = 0; i < ndim; i++)
+        k += snprintf(dims + k, sizeof dims - (size_t)k, i ? ", %llu" : "%llu", (unsigned long long)shape[i]);
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%s%s), }", descr, dims,
+                     ndim == 1 ? "," : "");
     if (n < 0 || n > NPY_HDR - 11)
         return -1;
     memcpy(buf, magic, 6);
@@ -108,8 +109,9 @@ int npy_parse(const uint8_t *buf, size_t len, struct npy_info *out)
         return -1;
     if (sh >= end || *sh++ != '(')
         return -1;
-    out->shape[1] = 1;
-    for (out->ndim = 0; out->ndim < 2;) {
+    for (int i = 0; i < NPY_MAXDIM; i++)
+        out->shape[i] = 1;
+    for (out->ndim = 0; out->ndim < NPY_MAXDIM;) {
         while (sh < end && *sh == ' ')
             sh++;
         if (sh < end && *sh == ')')
@@ -126,8 +128,12 @@ int npy_parse(const uint8_t *buf, size_t len, struct npy_info *out)
         sh++;
     if (out->ndim < 1 || sh >= end || *sh != ')')
         return -1;
-    if (out->ndim == 2 && out->shape[1] && out->shape[0] > UINT64_MAX / 16 / out->shape[1])
-        return -1;
+    uint64_t elems = 1; /* the data's bytes must be countable: below 2^60 */
+    for (int i = 0; i < out->ndim; i++) {
+        if (out->shape[i] && elems > (UINT64_MAX >> 4) / out->shape[i])
+            return -1;
+        elems *= out->shape[i];
+    }
     out->data_off = off + hl;
     return 0;
 }
