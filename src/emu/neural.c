@@ -313,8 +313,10 @@ static void noise_filters(struct neural *n)
 }
 
 /* LFP sources every 100 um along the probe, each the sum of three one-pole
- * low-passes (1, 10, 100 Hz) with DC powers as 1/fc: a 1/f spectrum up to
- * ~100 Hz; rms lfp_uv. Channels interpolate between the two nearest. */
+ * low-passes (1, 10, 100 Hz) with DC powers as 1/fc, then one more pole at
+ * 60 Hz: a 1/f spectrum from ~1 Hz to ~60 Hz falling as 1/f^4 above 100 Hz,
+ * so the LFP adds ~2% to the AP band's noise; rms lfp_uv. Channels
+ * interpolate between the two nearest. */
 static int lfp_setup(struct neural *n, float ymin, float ymax)
 {
     n->nlfp = (uint32_t)((ymax - ymin) / 100.0f) + 2;
@@ -323,11 +325,24 @@ static int lfp_setup(struct neural *n, float ymin, float ymax)
     if (!n->lfp || !n->lfp_now)
         return ONI_EBADALLOC;
     static const double fc[3] = {1, 10, 100};
-    double var = 0, b[3];
+    double var = 0, b[3], fs = n->fs_hz;
+    n->lfp_post = pole(60, fs);
     for (int k = 0; k < 3; k++) {
-        n->lfp_a[k] = pole(fc[k], n->fs_hz);
+        n->lfp_a[k] = pole(fc[k], fs);
         b[k] = sqrt(1.0 / fc[k]) * (1 - n->lfp_a[k]);
-        var += b[k] * b[k] / (1 - (double)n->lfp_a[k] * n->lfp_a[k]);
+    }
+    /* the output's variance: its PSD integrated on a log grid, 1 mHz to fs/2 */
+    double pa = (1 - n->lfp_post) * (1 - n->lfp_post), lf0 = log(1e-3), lf1 = log(fs / 2), prev = -1;
+    for (int i = 0; i <= 4000; i++) {
+        double f = exp(lf0 + (lf1 - lf0) * i / 4000), w = TWO_PI * f / fs, s = 0;
+        for (int k = 0; k < 3; k++)
+            s += b[k] * b[k] * pole_gain2(n->lfp_a[k], w);
+        s *= pa * pole_gain2(n->lfp_post, w) * 2.0 / fs;
+        if (prev >= 0)
+            var += (s + prev) / 2 * (f - exp(lf0 + (lf1 - lf0) * (i - 1) / 4000));
+        else
+            var += s * f; /* below 1 mHz: flat */
+        prev = s;
     }
     double s = var > 0 ? n->cfg.lfp_uv / n->cfg.uv_per_lsb / sqrt(var) : 0;
     for (int k = 0; k < 3; k++) {
@@ -335,6 +350,8 @@ static int lfp_setup(struct neural *n, float ymin, float ymax)
         for (uint32_t i = 0; i < n->nlfp; i++) /* start in the stationary state */
             n->lfp[i][k] = (float)(neural_gauss(&n->rng) * b[k] * s / sqrt(1 - (double)n->lfp_a[k] * n->lfp_a[k]));
     }
+    for (uint32_t i = 0; i < n->nlfp; i++)
+        n->lfp_now[i] = n->lfp[i][0] + n->lfp[i][1] + n->lfp[i][2];
     for (uint32_t c = 0; c < n->nch; c++) {
         float x, y;
         site(n, c, &x, &y);
@@ -409,8 +426,9 @@ int neural_init(struct neural *n, struct emu_card *card, uint32_t dev_idx, uint3
         site(n, c, &x, &y);
         h->offset = (float)(neural_gauss(&n->rng) * n->cfg.offset_uv / n->cfg.uv_per_lsb);
         h->cm_gain = (float)(1 + 0.03 * neural_gauss(&n->rng));
-        /* artefacts: largest at the probe's middle, falling slowly along it */
-        h->art_gain = (float)(1 / (1 + fabs(y - (ymin + ymax) / 2) / 2000.0) * (1 + 0.02 * neural_gauss(&n->rng)));
+        /* artefacts: on every channel alike but for a 2% spread (a reference's
+         * pick-up: a common-average reference takes out all but that) */
+        h->art_gain = (float)(1 + 0.02 * neural_gauss(&n->rng));
         h->slot = n->cfg.slot ? n->cfg.slot(c) % NEURAL_MUX_SLOTS : 0;
         /* the filters start in their stationary state */
         h->w = (float)(neural_gauss(&n->rng) * n->b_w / sqrt(1 - (double)n->a_w * n->a_w));
@@ -556,7 +574,7 @@ void neural_sample(struct neural *n, uint16_t *out, uint64_t t)
             n->lfp[i][k] = n->lfp_a[k] * n->lfp[i][k] + n->lfp_b[k] * zig32((uint32_t)neural_rand(&n->rng), &n->rng);
             v += n->lfp[i][k];
         }
-        n->lfp_now[i] = v;
+        n->lfp_now[i] = n->lfp_post * n->lfp_now[i] + (1 - n->lfp_post) * v;
     }
     float cm_prev = n->cm_state;
     n->cm_state = n->cm_a * n->cm_state + n->cm_b * zig32((uint32_t)neural_rand(&n->rng), &n->rng);

@@ -122,7 +122,7 @@ struct neural {
     /* LFP sources along the probe, each the sum of three one-pole low-passes of white noise */
     uint32_t nlfp;
     float (*lfp)[3];
-    float lfp_a[3], lfp_b[3], *lfp_now;
+    float lfp_a[3], lfp_b[3], lfp_post, *lfp_now; /* lfp_now: each source after the 60 Hz pole */
     /* common-mode: a low-pass state, its last two values for the slots' interpolation */
     float cm_a, cm_b, cm_state;
     float hum[NEURAL_MUX_SLOTS][4]; /* cos, sin of each slot's offset in the hum's phase (x1, x3) */
