@@ -31,6 +31,7 @@ static double uniform(uint64_t *s) { return ((double)(neural_rand(s) >> 11) + 0.
 #define ZV 9.91256303526217e-3 /* the area of every layer */
 static double zx[ZN + 1], zf[ZN + 1];
 static int32_t zk[ZN]; /* zx[i + 1] / zx[i] in units of 2^-24: the fast path's bound */
+static float zs[ZN];   /* zx[i] / 2^24: the fast path's scale */
 static pthread_once_t zonce = PTHREAD_ONCE_INIT;
 
 static void zig_init(void)
@@ -44,8 +45,10 @@ static void zig_init(void)
     zx[ZN] = 0;
     for (int i = 0; i <= ZN; i++)
         zf[i] = exp(-0.5 * zx[i] * zx[i]);
-    for (int i = 0; i < ZN; i++)
+    for (int i = 0; i < ZN; i++) {
         zk[i] = (int32_t)(zx[i + 1] / zx[i] * 16777216.0);
+        zs[i] = (float)(zx[i] / 16777216.0);
+    }
 }
 
 /* One normal draw from the 32 random bits r (7 pick the layer, 25 the
@@ -56,7 +59,7 @@ static float zig32(uint32_t r, uint64_t *s)
         uint32_t i = r & (ZN - 1);
         int32_t u = (int32_t)r >> 7; /* -2^24 .. 2^24 - 1 */
         if ((u < 0 ? -u : u) < zk[i])
-            return (float)(u * zx[i] / 16777216.0);
+            return (float)u * zs[i];
         double x = u * zx[i] / 16777216.0;
         if (i == 0) { /* the tail past R */
             double a, b;
@@ -310,6 +313,12 @@ static void noise_filters(struct neural *n)
     }
     double scale = p > 0 ? n->cfg.noise_uv / n->cfg.uv_per_lsb / sqrt(p) : 0;
     n->b_w = (float)(bw * scale), n->b1 = (float)(b1 * scale), n->b2 = (float)(b2 * scale);
+    /* the 1/f poles stepped every NEURAL_PINK_DECIM samples: the same
+     * process sampled there (a^D; the same stationary variance) */
+    double a1 = n->a1, a2 = n->a2, d = NEURAL_PINK_DECIM;
+    n->a1d = (float)pow(a1, d), n->a2d = (float)pow(a2, d);
+    n->b1d = (float)(n->b1 * sqrt((1 - pow(a1, 2 * d)) / (1 - a1 * a1)));
+    n->b2d = (float)(n->b2 * sqrt((1 - pow(a2, 2 * d)) / (1 - a2 * a2)));
 }
 
 /* LFP sources every 100 um along the probe, each the sum of three one-pole
@@ -434,6 +443,7 @@ int neural_init(struct neural *n, struct emu_card *card, uint32_t dev_idx, uint3
         h->w = (float)(neural_gauss(&n->rng) * n->b_w / sqrt(1 - (double)n->a_w * n->a_w));
         h->p1 = (float)(neural_gauss(&n->rng) * n->b1 / sqrt(1 - (double)n->a1 * n->a1));
         h->p2 = (float)(neural_gauss(&n->rng) * n->b2 / sqrt(1 - (double)n->a2 * n->a2));
+        h->pnow = h->p1 + h->p2;
     }
     for (uint32_t s = 0; s < NEURAL_MUX_SLOTS; s++) {
         double d = TWO_PI * n->cfg.line_hz * s / NEURAL_MUX_SLOTS / fs_hz;
@@ -601,17 +611,27 @@ void neural_sample(struct neural *n, uint16_t *out, uint64_t t)
     float art = n->art_on ? big_art(n, n->k - n->art_start) : 0;
     if (n->stim_on)
         art += stim_art(n, n->k - n->stim_start, &n->stim_on);
-    /* each channel's own noise, two normal draws from one random word */
-    float a_w = n->a_w, b_w = n->b_w, a1 = n->a1, b1 = n->b1, a2 = n->a2, b2 = n->b2;
+    /* each channel's own noise: the white part's draw every sample (two
+     * channels' from one random word), the 1/f part's every NEURAL_PINK_DECIM
+     * samples (it lies below ~300 Hz), interpolated between */
+    float a_w = n->a_w, b_w = n->b_w, a1 = n->a1d, b1 = n->b1d, a2 = n->a2d, b2 = n->b2d;
+    int pink = (n->k % NEURAL_PINK_DECIM) == 0;
+    uint64_t r = 0;
     for (uint32_t c = 0; c < n->nch; c++) {
         struct neural_chan *h = &n->ch[c];
-        uint64_t r = neural_rand(&n->rng);
-        float g1 = zig32((uint32_t)r, &n->rng), g2 = zig32((uint32_t)(r >> 32), &n->rng);
+        if (!(c & 1))
+            r = neural_rand(&n->rng);
+        float g1 = zig32(c & 1 ? (uint32_t)(r >> 32) : (uint32_t)r, &n->rng);
         h->w = a_w * h->w + b_w * g1;
-        h->p1 = a1 * h->p1 + b1 * g2;
-        h->p2 = a2 * h->p2 + b2 * g2;
+        if (pink) {
+            float g2 = zig32((uint32_t)neural_rand(&n->rng), &n->rng);
+            h->p1 = a1 * h->p1 + b1 * g2;
+            h->p2 = a2 * h->p2 + b2 * g2;
+            h->pstep = (h->p1 + h->p2 - h->pnow) / NEURAL_PINK_DECIM;
+        }
+        h->pnow += h->pstep;
         float lfp = n->lfp_now[h->lfp_i] + (n->lfp_now[h->lfp_i + 1] - n->lfp_now[h->lfp_i]) * h->lfp_w;
-        float v = h->w + h->p1 + h->p2 + h->offset + lfp + h->cm_gain * slot[h->slot] + h->art_gain * art + n->acc[c];
+        float v = h->w + h->pnow + h->offset + lfp + h->cm_gain * slot[h->slot] + h->art_gain * art + n->acc[c];
         n->acc[c] = 0;
         int32_t q = n->mid + (int32_t)(v + (v >= 0 ? 0.5f : -0.5f));
         out[c] = (uint16_t)(q < n->lo ? n->lo : q > n->hi ? n->hi : q); /* the ADC saturates */

@@ -32,6 +32,7 @@
 #define NEURAL_MAX_ACTIVE 512 /* spikes being drawn at once */
 #define NEURAL_MAX_CH 1024
 #define NEURAL_MUX_SLOTS 16   /* sampling instants within one period (NP2.0: 16 channels per ADC) */
+#define NEURAL_PINK_DECIM 8   /* samples between draws of a channel's 1/f part */
 
 /* Which part of the spectrum a device's stream carries. */
 enum neural_band {
@@ -101,7 +102,8 @@ struct neural_spike {
 };
 
 struct neural_chan {
-    float w, p1, p2;    /* the noise filters' states */
+    float w, p1, p2;    /* the noise filters' states (p1, p2: at the last decimation point) */
+    float pnow, pstep;  /* the 1/f part now, and its step per sample to p1 + p2 */
     float cm_gain;      /* gain of the common-mode / hum on this channel */
     float art_gain;     /* gain of the artefacts */
     float lfp_w;        /* weight of LFP source lfp_i + 1 (1 - of lfp_i) */
@@ -117,6 +119,7 @@ struct neural {
     struct neural_cfg cfg;
     /* noise: w = a_w w + b_w g; p1, p2 one-pole low-passes of the same g */
     float a_w, b_w, a1, b1, a2, b2;
+    float a1d, b1d, a2d, b2d;  /* p1, p2 stepped every NEURAL_PINK_DECIM samples */
     struct neural_chan *ch;
     float *acc;                /* per channel sum of this sample's spikes and shared terms, LSB */
     /* LFP sources along the probe, each the sum of three one-pole low-passes of white noise */
