@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 #include "card.h"
+#include "oni/util/probe.h" /* the NP2.0 geometry the probes' units sit on (np2_site) */
 
 #define NEURAL_SPIKE_LEN 60   /* samples of one waveform (2 ms at 30 kHz) */
 #define NEURAL_TROUGH 20      /* the soma's trough, the ground-truth time */

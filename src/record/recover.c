@@ -73,7 +73,7 @@ static int measure(struct file *f, const char *dir, const char *name, int npy, s
             addf(report, cap, "%s: not a .npy header onigpu wrote (%d bytes read)\n", f->path, (int)r);
             return ONI_EINVALARG;
         }
-        f->row = f->h.item * f->h.shape[1] * f->h.shape[2]; /* dimensions past ndim are 1 */
+        f->row = f->h.item * (f->h.ndim == 2 ? f->h.shape[1] : 1);
         data = size - NPY_HDR;
     } else {
         f->row = dat_row;
@@ -93,7 +93,7 @@ static int settle(struct file *f, uint64_t rows, char *report, size_t cap)
     }
     if (f->npy) {
         char h[NPY_HDR];
-        npy_header(h, f->h.descr, f->h.ndim, (const uint64_t[]){rows, f->h.shape[1], f->h.shape[2]});
+        npy_header(h, f->h.descr, f->h.ndim, (const uint64_t[]){rows, f->h.shape[1]});
         int err = rec_write_all(f->fd, h, NPY_HDR, 0);
         if (err) {
             addf(report, cap, "cannot write %s: %s\n", f->path, strerror(err));

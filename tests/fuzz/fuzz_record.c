@@ -1,5 +1,5 @@
 /* fuzz_record.c - the readers of recordings (src/record): the .npy header
- * parser (npy.c) and structure.oebin's index (oebin_index.c), which
+ * parser (src/oni/util/npy.c) and structure.oebin's index (oebin_index.c), which
  * `onigpu recover` runs on whatever a crash left on disk. The first byte
  * picks the parser; the rest is its input. A header that parses must
  * describe data inside 2^63 bytes, and a folder must stay under its kind's
@@ -22,8 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             char buf[NPY_HDR];
             struct npy_info back;
             /* what parses, written again at the fixed length, parses the same */
-            if (h.shape[0] < (1ull << 60) && h.shape[1] < (1ull << 32) && h.shape[2] < (1ull << 32) &&
-                npy_header(buf, h.descr, h.ndim, h.shape) == 0 &&
+            if (npy_header(buf, h.descr, h.ndim, h.shape) == 0 &&
                 (npy_parse((const uint8_t *)buf, NPY_HDR, &back) || back.shape[0] != h.shape[0] ||
                  back.ndim != h.ndim || strcmp(back.descr, h.descr)))
                 abort();

@@ -32,7 +32,6 @@
 #include <string.h>
 #include "emu/headstage.h"
 #include "emu/headstages.h"
-#include "oni/util/probe.h"
 #include "onix.h"
 
 uint32_t np2e_channel(uint32_t k, uint32_t i)

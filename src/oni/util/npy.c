@@ -1,6 +1,9 @@
 /* npy.c - the .npy header (npy.h). */
 #include "npy.h"
 
+#include "onidefs.h"
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +27,11 @@ int npy_header(char buf[NPY_HDR], const char *descr, int ndim, const uint64_t *s
 {
     if (!item_size(descr) || ndim < 1 || ndim > NPY_MAXDIM)
         return -1;
-    char dims[3 * 24], dict[NPY_HDR];
-    int k = 0;
-    for (int i = 0; i < ndim; i++)
-        k += snprintf(dims + k, sizeof dims - (size_t)k, i ? ", %llu" : "%llu", (unsigned long long)shape[i]);
+    char dims[80] = "";
+    size_t k = 0;
+    for (int i = 0; i < ndim; i++) /* "(3,)" for one dimension, "(3, 4)" for more */
+        k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%llu", i ? ", " : "", (unsigned long long)shape[i]);
+    char dict[NPY_HDR];
     int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%s%s), }", descr, dims,
                      ndim == 1 ? "," : "");
     if (n < 0 || n > NPY_HDR - 11)
@@ -128,12 +132,103 @@ int npy_parse(const uint8_t *buf, size_t len, struct npy_info *out)
         sh++;
     if (out->ndim < 1 || sh >= end || *sh != ')')
         return -1;
-    uint64_t elems = 1; /* the data's bytes must be countable: below 2^60 */
+    uint64_t bytes = out->item; /* the data must fit in 2^63 bytes */
     for (int i = 0; i < out->ndim; i++) {
-        if (out->shape[i] && elems > (UINT64_MAX >> 4) / out->shape[i])
+        if (out->shape[i] && bytes > (UINT64_MAX >> 1) / out->shape[i])
             return -1;
-        elems *= out->shape[i];
+        bytes *= out->shape[i];
     }
     out->data_off = off + hl;
+    return 0;
+}
+
+/* descr is one of the comma-separated list descrs. */
+static int descr_in(const char *descr, const char *descrs)
+{
+    size_t n = strlen(descr);
+    for (const char *p = descrs; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !memcmp(p, descr, n))
+            return 1;
+        p += len + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+int npy_check(const uint8_t *buf, size_t len, const char *name, const char *descrs, int ndim, struct npy_info *out,
+              char *why, size_t cap)
+{
+    if (npy_parse(buf, len, out)) {
+        snprintf(why, cap, "%s: not a .npy file of a little-endian integer or float array of 1 to %d dimensions "
+                           "(version 1 or 2 header)", name, NPY_MAXDIM);
+        return ONI_EINVALARG;
+    }
+    if (!descr_in(out->descr, descrs)) {
+        snprintf(why, cap, "%s: dtype '%s', expected %s", name, out->descr, descrs);
+        return ONI_EINVALARG;
+    }
+    if (out->fortran) {
+        snprintf(why, cap, "%s: fortran_order True, expected a C-order array (numpy.ascontiguousarray)", name);
+        return ONI_EINVALARG;
+    }
+    if (out->ndim != ndim) {
+        snprintf(why, cap, "%s: %d dimension%s, expected %d", name, out->ndim, out->ndim == 1 ? "" : "s", ndim);
+        return ONI_EINVALARG;
+    }
+    uint64_t want = out->item;
+    for (int i = 0; i < ndim; i++)
+        want *= out->shape[i];
+    if (len - out->data_off != want) {
+        snprintf(why, cap, "%s: %llu bytes of data, its shape needs %llu", name,
+                 (unsigned long long)(len - out->data_off), (unsigned long long)want);
+        return ONI_EINVALARG;
+    }
+    return 0;
+}
+
+int npy_load(const char *path, const char *descrs, int ndim, struct npy_info *out, void **data, char *why, size_t cap)
+{
+    *data = NULL;
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, cap, "%s: cannot open: %s", path, strerror(errno));
+        return ONI_EREADFAILURE;
+    }
+    long size = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET)) {
+        snprintf(why, cap, "%s: cannot read: %s", path, strerror(errno));
+        fclose(f);
+        return ONI_EREADFAILURE;
+    }
+    if (size > (1L << 30)) {
+        snprintf(why, cap, "%s: %ld bytes (1 GiB at most)", path, size);
+        fclose(f);
+        return ONI_EINVALARG;
+    }
+    uint8_t *buf = malloc(size ? (size_t)size : 1);
+    if (!buf) {
+        snprintf(why, cap, "%s: no memory for its %ld bytes", path, size);
+        fclose(f);
+        return ONI_EBADALLOC;
+    }
+    size_t got = fread(buf, 1, (size_t)size, f);
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    if (got != (size_t)size) {
+        snprintf(why, cap, "%s: cannot read: %s", path, err ? strerror(err) : "shorter than its size");
+        free(buf);
+        return ONI_EREADFAILURE;
+    }
+    int rc = npy_check(buf, (size_t)size, path, descrs, ndim, out, why, cap);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    /* the elements to the start of the allocation */
+    size_t n = (size_t)size - out->data_off;
+    memmove(buf, buf + out->data_off, n);
+    *data = buf;
     return 0;
 }
