@@ -516,3 +516,25 @@ TEST(emu_memusage_fill_and_drops_per_stream)
     CHECK_EQ(v, (uint32_t)st.dropped_frames[1]);
     emu_card_destroy(c);
 }
+
+/* The stimulator's artefact (src/emu/neural.c) starts from the write frames
+ * that reach the card: a DigitalIO write that changes the outputs and every
+ * stim write; a DigitalIO write that changes nothing is no stimulus. */
+TEST(emu_stimulus_writes_reach_the_signal)
+{
+    struct emu_card *c = card_open("mode=fast;link=unlimited;devices=breakout:loopback=1,stim,rhd2164:units=0");
+    REQUIRE(c);
+    REQUIRE(c->nneural == 1);
+    const struct neural *n = c->neural[0];
+    oni_device_t t[32];
+    int nd = table_read(c, t, 32);
+    uint32_t dio = find_id(t, nd, ONIX_BREAKDIG1R3), stim = find_id(t, nd, ONIX_ONIGPU_STIM);
+    card_start(c);
+    uint32_t pins[3] = {0x03, 0x03, 0x02}, tag = 7;
+    for (int w = 0; w < 3; w++)
+        CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, dio, &pins[w], 1), 12);
+    CHECK_EQ(n->stim_count, 2); /* the repeated 0x03 changed nothing */
+    CHECK_RC(card_write_frame(c, EMU_STREAM_WRITE, stim, &tag, 1), 12);
+    CHECK_EQ(n->stim_count, 3);
+    emu_card_destroy(c);
+}
