@@ -12,7 +12,8 @@
 
 #define TWO_PI 6.283185307179586
 
-/* the sample loop's functions: not instrumented by TSan (channels() says why) */
+/* the sample path's functions: not instrumented by TSan (channels() says why;
+ * what they call in the card, emu_card_truth_add, is) */
 #if defined(__SANITIZE_THREAD__)
 #define NEURAL_HOT __attribute__((no_sanitize("thread")))
 #elif defined(__has_feature)
@@ -24,7 +25,9 @@
 #define NEURAL_HOT
 #endif
 
-NEURAL_HOT uint64_t neural_rand(uint64_t *s)
+/* splitmix64, inlined into the sample loop even in a Debug build (where a
+ * call per channel and sample made a sanitized probe slower than real time) */
+static NEURAL_HOT inline __attribute__((always_inline)) uint64_t rnd(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -32,7 +35,9 @@ NEURAL_HOT uint64_t neural_rand(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static NEURAL_HOT double uniform(uint64_t *s) { return ((double)(neural_rand(s) >> 11) + 0.5) / 9007199254740992.0; }
+uint64_t neural_rand(uint64_t *s) { return rnd(s); }
+
+static NEURAL_HOT double uniform(uint64_t *s) { return ((double)(rnd(s) >> 11) + 0.5) / 9007199254740992.0; }
 
 /* --- normal draws: the ziggurat of Marsaglia and Tsang (J. Stat. Softw. 5(8), 2000), 128 layers ---
  * Layer i spans x in [0, zx[i]); below zx[i+1] it lies wholly under the
@@ -65,7 +70,7 @@ static void zig_init(void)
 
 /* One normal draw from the 32 random bits r (7 pick the layer, 25 the
  * signed position), more from s only off the fast path. */
-static NEURAL_HOT float zig32(uint32_t r, uint64_t *s)
+static NEURAL_HOT inline __attribute__((always_inline)) float zig32(uint32_t r, uint64_t *s)
 {
     for (;;) {
         uint32_t i = r & (ZN - 1);
@@ -83,11 +88,11 @@ static NEURAL_HOT float zig32(uint32_t r, uint64_t *s)
         }
         if (zf[i] + uniform(s) * (zf[i + 1] - zf[i]) < exp(-0.5 * x * x))
             return (float)x;
-        r = (uint32_t)neural_rand(s);
+        r = (uint32_t)rnd(s);
     }
 }
 
-double neural_gauss(uint64_t *s)
+NEURAL_HOT double neural_gauss(uint64_t *s)
 {
     pthread_once(&zonce, zig_init);
     return zig32((uint32_t)neural_rand(s), s);
@@ -189,7 +194,7 @@ static float pole(double fc, double fs) { return (float)exp(-TWO_PI * fc / fs); 
 static double pole_gain2(double a, double w) { return 1.0 / (1 - 2 * a * cos(w) + a * a); }
 
 /* The drift of the probe along the shank at sample k, um. */
-static double drift_at(const struct neural *n, uint64_t k)
+static NEURAL_HOT double drift_at(const struct neural *n, uint64_t k)
 {
     if (n->cfg.drift_um <= 0)
         return 0;
@@ -248,7 +253,7 @@ static void draw_unit(const struct neural *n, struct neural_unit *u, double dy)
 }
 
 /* Samples to unit u's next spike after one at now. */
-static uint64_t gap(struct neural *n, struct neural_unit *u)
+static NEURAL_HOT uint64_t gap(struct neural *n, struct neural_unit *u)
 {
     double refr = n->cfg.refractory_ms * n->fs_hz / 1000.0;
     if (u->burst_left) {
@@ -263,7 +268,7 @@ static uint64_t gap(struct neural *n, struct neural_unit *u)
     return (uint64_t)refr + 1 + (uint64_t)(-log(uniform(&n->rng)) * u->mean_gap);
 }
 
-static double lognormal(uint64_t *s, double median, double sigma) { return median * exp(sigma * neural_gauss(s)); }
+static NEURAL_HOT double lognormal(uint64_t *s, double median, double sigma) { return median * exp(sigma * neural_gauss(s)); }
 
 static void make_unit(struct neural *n, struct neural_unit *u, float xmin, float xmax, float ymax)
 {
@@ -511,7 +516,7 @@ void neural_stimulus(struct neural *n)
 /* The stimulus artefact s samples after its start (LSB): a charge-balanced
  * biphasic pulse of 0.2 ms per phase, then the amplifier's recovery, a tail
  * of 15% decaying over 1 ms; 0 after 8 ms. */
-static float stim_art(const struct neural *n, uint64_t s, int *on)
+static NEURAL_HOT float stim_art(const struct neural *n, uint64_t s, int *on)
 {
     double t = (double)s * 1000.0 / n->fs_hz, a = n->cfg.stim_uv / n->cfg.uv_per_lsb;
     if (t >= 8) {
@@ -527,7 +532,7 @@ static float stim_art(const struct neural *n, uint64_t s, int *on)
 
 /* The large artefact s samples after its start: a fast rise (0.5 ms) and a
  * 20 ms decay; 0 after 150 ms. */
-static float big_art(struct neural *n, uint64_t s)
+static NEURAL_HOT float big_art(struct neural *n, uint64_t s)
 {
     double t = (double)s * 1000.0 / n->fs_hz;
     if (t >= 150) {
@@ -538,7 +543,7 @@ static float big_art(struct neural *n, uint64_t s)
 }
 
 /* Start the spikes due now and add the drawn ones into acc; truth at troughs. */
-static void spikes(struct neural *n, uint64_t t)
+static NEURAL_HOT void spikes(struct neural *n, uint64_t t)
 {
     if (n->k >= n->next_any) {
         uint64_t next = UINT64_MAX;
@@ -602,11 +607,11 @@ static NEURAL_HOT void channels(struct neural *n, uint16_t *out, const float *sl
     for (uint32_t c = 0; c < n->nch; c++) {
         struct neural_chan *h = &n->ch[c];
         if (!(c & 1))
-            r = neural_rand(&n->rng);
+            r = rnd(&n->rng);
         float g1 = zig32(c & 1 ? (uint32_t)(r >> 32) : (uint32_t)r, &n->rng);
         h->w = a_w * h->w + b_w * g1;
         if (pink) {
-            float g2 = zig32((uint32_t)neural_rand(&n->rng), &n->rng);
+            float g2 = zig32((uint32_t)rnd(&n->rng), &n->rng);
             h->p1 = a1 * h->p1 + b1 * g2;
             h->p2 = a2 * h->p2 + b2 * g2;
             h->pstep = (h->p1 + h->p2 - h->pnow) / NEURAL_PINK_DECIM;
@@ -620,7 +625,7 @@ static NEURAL_HOT void channels(struct neural *n, uint16_t *out, const float *sl
     }
 }
 
-void neural_sample(struct neural *n, uint16_t *out, uint64_t t)
+NEURAL_HOT void neural_sample(struct neural *n, uint16_t *out, uint64_t t)
 {
     spikes(n, t);
     /* shared terms: LFP sources, common-mode and hum per sampling slot, artefacts */

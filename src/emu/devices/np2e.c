@@ -27,6 +27,7 @@
  *   words that carry no sample are 0.
  *
  * Chains (npsr.c): 96 bytes base (SR_CHAIN5, 6), 161 bytes shank (1..4). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,15 +235,26 @@ int np2e_i2c_write(struct np2e *h, uint32_t addr, uint32_t reg, unsigned nbytes,
     return 0;
 }
 
+/* The super-frame word of each channel's sample (np2e_word of its ADC and
+ * frame), once. */
+static uint16_t word_of[NP2E_CH];
+static pthread_once_t word_once = PTHREAD_ONCE_INIT;
+static void words(void)
+{
+    for (uint32_t i = 0; i < NP2E_FRAMES; i++)
+        for (uint32_t k = 0; k < NP2E_ADCS; k++)
+            word_of[np2e_channel(k, i)] = (uint16_t)np2e_word(k, i);
+}
+
 void np2e_fill(struct np2e *h, int p, uint8_t *out, uint64_t hub_clock, uint64_t t)
 {
     uint16_t ch[NP2E_CH], data[NP2E_FRAMES * NP2E_FRAME_WORDS];
     uint16_t index = (uint16_t)p;
+    pthread_once(&word_once, words);
     neural_sample(&h->probe[p].sig, ch, t);
     memset(data, 0, sizeof data);
-    for (uint32_t i = 0; i < NP2E_FRAMES; i++)
-        for (uint32_t k = 0; k < NP2E_ADCS; k++)
-            data[np2e_word(k, i)] = ch[np2e_channel(k, i)];
+    for (uint32_t c = 0; c < NP2E_CH; c++)
+        data[word_of[c]] = ch[c];
     memcpy(out, &hub_clock, 8);
     memcpy(out + 8, &index, 2);
     memcpy(out + 10, data, sizeof data);
