@@ -270,7 +270,7 @@ static NEURAL_HOT uint64_t gap(struct neural *n, struct neural_unit *u)
 
 static NEURAL_HOT double lognormal(uint64_t *s, double median, double sigma) { return median * exp(sigma * neural_gauss(s)); }
 
-static void make_unit(struct neural *n, struct neural_unit *u, float xmin, float xmax, float ymax)
+static void make_unit(struct neural *n, struct neural_unit *u, float xmin, float xmax, float ymin, float ymax)
 {
     /* waveform types: broad (regular spiking), narrow (fast spiking), triphasic */
     static const float type[3][5] = {
@@ -285,12 +285,12 @@ static void make_unit(struct neural *n, struct neural_unit *u, float xmin, float
         j[i] = t[i] * (float)(0.85 + 0.3 * uniform(&n->rng));
     u->w_trough = j[0], u->w_peak = j[1], u->t_peak = j[2], u->r_peak = j[3], u->r_pre = j[4];
     u->x = (float)(xmin - 30 + (xmax - xmin + 60) * uniform(&n->rng));
-    u->y = (float)(-50 + (ymax + 100) * uniform(&n->rng));
+    u->y = (float)(ymin - 50 + (ymax - ymin + 100) * uniform(&n->rng));
     u->z = (float)(15 + 30 * uniform(&n->rng));
-    double snr;
-    do
+    double snr = lognormal(&n->rng, n->cfg.snr_median, n->cfg.snr_sigma);
+    for (int i = 0; i < 1000 && snr < n->cfg.snr_min; i++) /* truncated below (bounded: snr_min near the median) */
         snr = lognormal(&n->rng, n->cfg.snr_median, n->cfg.snr_sigma);
-    while (snr < n->cfg.snr_min);
+    snr = snr < n->cfg.snr_min ? n->cfg.snr_min : snr;
     /* apk is the depth on the nearest site; draw_unit gives the peak channel's
      * (it may lie between sites or be sampled off its trough) */
     u->apk = (float)(snr * n->cfg.noise_uv);
@@ -448,8 +448,6 @@ int neural_init(struct neural *n, struct emu_card *card, uint32_t dev_idx, uint3
         goto nomem;
     for (uint32_t c = 0; c < nch; c++) {
         struct neural_chan *h = &n->ch[c];
-        float x, y;
-        site(n, c, &x, &y);
         h->offset = (float)(neural_gauss(&n->rng) * n->cfg.offset_uv / n->cfg.uv_per_lsb);
         h->cm_gain = (float)(1 + 0.03 * neural_gauss(&n->rng));
         /* artefacts: on every channel alike but for a 2% spread (a reference's
@@ -474,7 +472,7 @@ int neural_init(struct neural *n, struct emu_card *card, uint32_t dev_idx, uint3
     n->next_any = UINT64_MAX;
     for (uint32_t i = 0; i < n->nunits; i++) {
         struct neural_unit *u = &n->unit[i];
-        make_unit(n, u, xmin, xmax, ymax);
+        make_unit(n, u, xmin, xmax, ymin, ymax);
         if (!(u->w = malloc(sizeof(float) * NEURAL_SPAN * NEURAL_SPIKE_LEN)))
             goto nomem;
         draw_unit(n, u, 0);
