@@ -182,7 +182,7 @@ static void line_site(uint32_t ch, float *x, float *y)
     *y = (float)ch * 20.0f;
 }
 
-static void site(const struct neural *n, uint32_t ch, float *x, float *y)
+static NEURAL_HOT void site(const struct neural *n, uint32_t ch, float *x, float *y)
 {
     (n->cfg.site ? n->cfg.site : line_site)(ch, x, y);
 }
@@ -205,18 +205,22 @@ static NEURAL_HOT double drift_at(const struct neural *n, uint64_t k)
  * t (ms from the soma's trough): a trough, a later positive lobe and, for
  * some types, an earlier one; wider, later and with relatively larger lobes
  * further from the soma. Trough depth ~1 at d = 0. */
-static double shape(const struct neural_unit *u, double d, double t)
+static NEURAL_HOT double shape(const struct neural_unit *u, double d, double t)
 {
     double sw = 1 + d / 150, lag = d * 0.0015, rr = 1 + d / 100;
     t -= lag;
     double a = t / (u->w_trough * sw), b = (t - u->t_peak * sw) / (u->w_peak * sw);
-    double c = (t + 0.15 * sw) / (0.06 * sw);
-    return -exp(-a * a / 2) + u->r_peak * rr * exp(-b * b / 2) + u->r_pre * rr * exp(-c * c / 2);
+    double v = -exp(-a * a / 2) + u->r_peak * rr * exp(-b * b / 2);
+    if (u->r_pre > 0) {
+        double c = (t + 0.15 * sw) / (0.06 * sw);
+        v += u->r_pre * rr * exp(-c * c / 2);
+    }
+    return v;
 }
 
 /* Compute u's waveforms (LSB, per channel of its span) for the probe moved
  * by dy um, its peak channel and SNR. */
-static void draw_unit(const struct neural *n, struct neural_unit *u, double dy)
+static NEURAL_HOT void draw_unit(const struct neural *n, struct neural_unit *u, double dy)
 {
     double noise_lsb = n->cfg.noise_uv / n->cfg.uv_per_lsb;
     double y = u->y - dy, best = 1e30, rs2 = 100.0; /* soma radius 10 um */
@@ -473,9 +477,10 @@ int neural_init(struct neural *n, struct emu_card *card, uint32_t dev_idx, uint3
     for (uint32_t i = 0; i < n->nunits; i++) {
         struct neural_unit *u = &n->unit[i];
         make_unit(n, u, xmin, xmax, ymin, ymax);
+        /* its waveforms are drawn at its first spike (spikes()): a card that
+         * never streams the probe pays nothing for its units */
         if (!(u->w = malloc(sizeof(float) * NEURAL_SPAN * NEURAL_SPIKE_LEN)))
             goto nomem;
-        draw_unit(n, u, 0);
         u->next = gap(n, u);
         if (u->next < n->next_any)
             n->next_any = u->next;
@@ -549,10 +554,13 @@ static NEURAL_HOT void spikes(struct neural *n, uint64_t t)
         for (uint32_t i = 0; i < n->nunits; i++) {
             struct neural_unit *u = &n->unit[i];
             if (u->next == n->k) {
-                if (n->cfg.drift_um > 0) {
+                if (!u->drawn || n->cfg.drift_um > 0) {
                     if (dy < -1e8)
                         dy = drift_at(n, n->k);
-                    if (fabs(dy - u->drawn_at) > 0.5) { /* a spike of u still drawn keeps its waveform */
+                    if (!u->drawn) {
+                        draw_unit(n, u, dy);
+                        u->drawn = 1;
+                    } else if (fabs(dy - u->drawn_at) > 0.5) { /* a spike of u still drawn keeps its waveform */
                         int busy = 0;
                         for (uint32_t s = 0; s < n->nactive && !busy; s++)
                             busy = n->active[s].unit == i;

@@ -88,6 +88,7 @@ struct neural_unit {
     uint32_t peak_ch;      /* channel of the deepest trough now */
     float snr;             /* trough depth on peak_ch / noise_uv, now */
     float drawn_at;        /* drift (um) the waveforms were computed for */
+    int drawn;             /* w, ch0, peak_ch, snr set (at the unit's first spike) */
     float *w;              /* [NEURAL_SPAN][NEURAL_SPIKE_LEN] waveform per channel, LSB */
     uint64_t next;         /* sample index of its next spike's start */
     double mean_gap;       /* mean samples between spike events past the refractory period */
