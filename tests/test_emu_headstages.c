@@ -47,6 +47,41 @@ static int eeprom_parse(struct np2e *h, uint32_t *id, int *major, int *minor, ch
     return 0;
 }
 
+/* The probes' default signal with n units (the tests' references use the same). */
+static const struct neural_cfg *np2_units(uint32_t n)
+{
+    static struct neural_cfg c;
+    np2e_signal(&c);
+    c.units = n;
+    return &c;
+}
+
+/* ... with units of SNR 15 and up: every trough far below the noise. */
+static const struct neural_cfg *np2_loud(uint32_t n)
+{
+    static struct neural_cfg c;
+    np2e_signal(&c);
+    c.units = n;
+    c.snr_median = 20, c.snr_min = 15;
+    return &c;
+}
+
+static const struct neural_cfg *np1_units(uint32_t n)
+{
+    static struct neural_cfg c;
+    np1e_signal(&c);
+    c.units = n;
+    return &c;
+}
+
+static const struct neural_cfg *np1_lfp(void)
+{
+    static struct neural_cfg ap, c;
+    np1e_signal(&ap);
+    np1e_lfp_signal(&ap, &c);
+    return &c;
+}
+
 static struct emu_card *any_card(void) { return card_open("mode=fast;seed=3;devices=heartbeat"); }
 
 TEST(hs_eeprom_as_bonsai_and_onix_source_read_it)
@@ -55,7 +90,7 @@ TEST(hs_eeprom_as_bonsai_and_onix_source_read_it)
     REQUIRE(c);
     static struct np2e h;
     uint64_t sn[2] = {1234, 5678};
-    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", 4, 0) == 0);
+    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", np2_units(4), 0) == 0);
     uint32_t id = 0;
     int major = -1, minor = -1;
     char name[64];
@@ -140,7 +175,7 @@ TEST(np2e_configured_as_bonsai_does)
     REQUIRE(c);
     static struct np2e h;
     uint64_t sn[2] = {19120001234ull, 19120005678ull};
-    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", 4, 0) == 0);
+    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", np2_units(4), 0) == 0);
     uint32_t v;
     /* as it comes up: unpowered, in reset, no stream, no probe bus connected */
     CHECK(!np2e_streaming(&h, 0) && !np2e_streaming(&h, 1));
@@ -199,7 +234,7 @@ TEST(np2e_missing_probe_nacks)
     REQUIRE(c);
     static struct np2e h;
     uint64_t sn[2] = {42, 0};
-    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", 0, 0) == 0);
+    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", np2_units(0), 0) == 0);
     bonsai_serdes(&h);
     uint32_t v;
     CHECK(ser_w(&h, SER_GPIO32, 0x99));
@@ -258,10 +293,10 @@ TEST(np2e_superframe_decodes_to_the_signal)
     static struct np2e h;
     static struct neural ref;
     uint64_t sn[2] = {1, 2};
-    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", 6, 1) == 0);
+    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", np2_units(6), 1) == 0);
     CHECK(np2e_streaming(&h, 0) && np2e_streaming(&h, 1)); /* record=1: set up as the software leaves it */
     /* the same generator as probe B's, to compare with */
-    REQUIRE(neural_init(&ref, c, 8, 1, NP2E_CH, NP2E_HZ, 0, 4095, 2048, 8.0, 6, 6000) == 0);
+    REQUIRE(neural_init(&ref, c, 8, 1, NP2E_CH, NP2E_HZ, 0, 4095, 2048, np2_units(6)) == 0);
     uint8_t out[NP2E_PAYLOAD];
     uint16_t want[NP2E_CH], got[NP2E_CH], probe;
     uint64_t clk;
@@ -295,7 +330,7 @@ TEST(np2e_probe_b_truth)
     REQUIRE(emu_card_truth_keep(c, 10000) == 0);
     static struct np2e h;
     uint64_t sn[2] = {1, 2};
-    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", 8, 1) == 0);
+    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", np2_loud(8), 1) == 0);
     enum { NS = 15000 };
     static uint16_t ch[NS][NP2E_CH];
     uint8_t out[NP2E_PAYLOAD];
@@ -320,8 +355,14 @@ TEST(np2e_probe_b_truth)
         b++;
         CHECK(tr[i].channel < 2 * NP2E_CH);
         uint64_t s = tr[i].time / dt;
-        if (s < NS && ch[s][tr[i].channel - NP2E_CH] < 2048 - 40) /* 8-16 sigma of 8 LSB, minus noise */
-            dips++;
+        /* the trough (this sample or the next, as the channel's distance and
+         * sampling slot shift it) against the channel's level 0.5 ms before:
+         * 15 SD and more of 2.3 LSB, less noise, LFP and overlaps */
+        uint32_t k = tr[i].channel - NP2E_CH;
+        if (s >= 15 && s + 1 < NS) {
+            int v = ch[s][k] < ch[s + 1][k] ? ch[s][k] : ch[s + 1][k];
+            dips += v - ch[s - 15][k] < -17;
+        }
     }
     CHECK(a > 5 && b > 5);
     CHECK(dips * 10 >= b * 9);
@@ -361,7 +402,7 @@ TEST(np2e_ops_arguments_and_streams)
     CHECK(strstr(err, "pn=") != NULL);
     o->fini(priv);
     priv = NULL;
-    static const char *const units[] = {"units", "99", NULL};
+    static const char *const units[] = {"units", "5000", NULL};
     a = args_of(units);
     CHECK_RC(o->init(&priv, c, 8, &a, err, sizeof err), ONI_EINVALARG);
     o->fini(priv);
@@ -424,7 +465,7 @@ TEST(np1e_configured_as_bonsai_does)
     struct emu_card *c = any_card();
     REQUIRE(c);
     static struct np1e h;
-    REQUIRE(np1e_init(&h, c, 9, 18005106123ull, "PRB_1_4_0480_1", 4, 0) == 0);
+    REQUIRE(np1e_init(&h, c, 9, 18005106123ull, "PRB_1_4_0480_1", np1_units(4), 0) == 0);
     uint32_t v;
     /* EEPROM id 6 (ConfigureHeadstageNeuropixelsV1e.cs:120), at 18 as onix-source reads it */
     CHECK(np1e_i2c_read(&h, HS_I2C_EEPROM, 18, 4, 0, &v));
@@ -502,10 +543,10 @@ TEST(np1e_superframe_decodes_to_the_signal)
     REQUIRE(c);
     static struct np1e h;
     static struct neural ref, lref;
-    REQUIRE(np1e_init(&h, c, 9, 1, "PRB_1_4_0480_1", 5, 1) == 0);
+    REQUIRE(np1e_init(&h, c, 9, 1, "PRB_1_4_0480_1", np1_units(5), 1) == 0);
     CHECK(np1e_streaming(&h));
-    REQUIRE(neural_init(&ref, c, 9, 0, 384, 30000, 0, 1023, 512, 3.0, 5, 6000) == 0);
-    REQUIRE(neural_init(&lref, c, 9, 1, 384, 2500, 0, 1023, 512, 20.0, 0, 300) == 0);
+    REQUIRE(neural_init(&ref, c, 9, 0, 384, 30000, 0, 1023, 512, np1_units(5)) == 0);
+    REQUIRE(neural_init(&lref, c, 9, 1, 384, 2500, 0, 1023, 512, np1_lfp()) == 0);
     uint8_t out[NP1E_PAYLOAD];
     uint16_t w[NP1E_PAYLOAD / 2], ap[384], lfp[384];
     int bad_ap = 0, bad_lfp = 0, bad_fc = 0;
@@ -514,7 +555,7 @@ TEST(np1e_superframe_decodes_to_the_signal)
         np1e_fill(&h, out, 77, t);
         neural_sample(&ref, ap, t);
         if (s % 12 == 0)
-            neural_noise(&lref, lfp);
+            neural_sample(&lref, lfp, t);
         memcpy(w, out, sizeof w);
         CHECK_EQ(w[4], 0); /* probe index */
         const uint16_t *d = w + 5;
@@ -536,15 +577,18 @@ TEST(np1e_superframe_decodes_to_the_signal)
 }
 
 /* NP1.0e truth: each spike's super-frame carries, in the AP band of its
- * channel, a sample far below the noise (AP SD 3 LSB around 512, troughs of
- * 8-16 SD); truth channels are 0..383. */
+ * channel, a sample far below the noise (AP SD 7 uV = 3 LSB around 512, units
+ * of SNR 8 and up here); truth channels are 0..383. */
 TEST(np1e_truth_in_ap_band)
 {
     struct emu_card *c = any_card();
     REQUIRE(c);
     REQUIRE(emu_card_truth_keep(c, 100000) == 0);
     static struct np1e h;
-    REQUIRE(np1e_init(&h, c, 9, 1, "PRB_1_4_0480_1", 10, 1) == 0);
+    struct neural_cfg loud;
+    np1e_signal(&loud);
+    loud.units = 10, loud.snr_median = 12, loud.snr_min = 8;
+    REQUIRE(np1e_init(&h, c, 9, 1, "PRB_1_4_0480_1", &loud, 1) == 0);
     enum { NS = 15000 }; /* 0.5 s */
     static uint16_t ap[NS][NP1E_CH];
     uint8_t out[NP1E_PAYLOAD];
@@ -565,10 +609,12 @@ TEST(np1e_truth_in_ap_band)
         CHECK(tr[i].channel < NP1E_CH);
         CHECK_EQ(tr[i].time % dt, 0);
         uint64_t s = tr[i].time / dt;
-        if (s >= NS)
+        if (s + 1 >= NS)
             continue;
         checked++;
-        below += ap[s][tr[i].channel] < 512 - 5 * 3;
+        /* the trough is this sample or the next (the lag with distance) */
+        int v = ap[s][tr[i].channel] < ap[s + 1][tr[i].channel] ? ap[s][tr[i].channel] : ap[s + 1][tr[i].channel];
+        below += v < 512 - 5 * 3;
     }
     CHECK(checked > 10 * 0.5 * 3 / 2);
     if (below < checked * 95 / 100)
@@ -585,7 +631,7 @@ TEST(bno055_polled_as_bonsai_does)
     struct emu_card *c = any_card();
     REQUIRE(c);
     uint64_t sn[2] = {1, 2};
-    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", 0, 0) == 0);
+    REQUIRE(np2e_init(&h, c, 8, sn, "NP2014", np2_units(0), 0) == 0);
     uint32_t v;
     CHECK(np2e_i2c_read(&h, HS_I2C_BNO055, 0x00, 1, 0, &v));
     CHECK_EQ(v, 0xA0); /* CHIP_ID */

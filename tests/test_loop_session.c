@@ -108,11 +108,15 @@ static int sums_up_a_run(void)
     CHECK_EQ(r.block_picked, 0);
     CHECK_EQ(r.block_why[0], 0);
     /* what a loop that keeps up gets: judged with the CPU pressure (realtime.h) */
-    /* one to one: about 2.7 detections an event (fixtures/test_loop_run.h) */
-    int ok = r.score.events >= 20 && r.score.recall > 0.9 && r.score.precision > 0.32 && r.lat.n > 0 &&
-             r.lat_warmup.n > 0;
-    fprintf(stderr, "  %llu events, precision %.3f, recall %.3f, F1 %.3f, %zu echoes after the warm-up, %zu in it\n",
-            (unsigned long long)r.score.events, r.score.precision, r.score.recall, r.score.f1, r.lat.n,
+    /* one to one on the default signal: the figures of fixtures/test_loop_run.h
+     * (precision ~0.8; recall ~0.4 over every SNR, ~1 for SNR 8 and up) */
+    double r8 = loop_score_band_recall(&r.score, 2), r12 = loop_score_band_recall(&r.score, 3);
+    int ok = r.score.events >= 20 && r.score.recall > 0.3 && r8 >= 0.9 && r12 >= 0.9 && r.score.precision > 0.6 &&
+             r.lat.n > 0 && r.lat_warmup.n > 0;
+    fprintf(stderr,
+            "  %llu events, precision %.3f, recall %.3f (SNR 8-12 %.3f, >=12 %.3f), F1 %.3f, %zu echoes after the "
+            "warm-up, %zu in it\n",
+            (unsigned long long)r.score.events, r.score.precision, r.score.recall, r8, r12, r.score.f1, r.lat.n,
             r.lat_warmup.n);
     loop_run_result_free(&r);
     unlink(truth);

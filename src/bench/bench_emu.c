@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench/bench_emu.h"
+#include "loop/rig.h"
 #include "oniemu.h"
 #include "onix.h"
 
@@ -138,14 +139,19 @@ static int link_one(const struct bench_emu_opts *o, struct results *r, const cha
 struct gen_case {
     const char *name, *devices;
     double nominal_Bps; /* stream bytes/s of the set in real time */
+    int rig;            /* a headstage on port A, brought up as the loop does (loop_rig_open) */
 };
 
 /* Stream bytes per second of rhd2164 at 30 kHz (160-byte frames) etc., with the
  * card's MEMUSAGE (100 Hz x 28 bytes) that is always there. */
 static const struct gen_case gen_cases[] = {
-    {"testcore", "testcore:bytes=4096:rate=2G", 2e9 * 4112 / 4096 + 2800},
-    {"rhd2164", "rhd2164", 30000 * (16 + 144.0) + 2800},
-    {"rhd2164x4", "rhd2164,rhd2164,rhd2164,rhd2164", 4 * 30000 * (16 + 144.0) + 2800},
+    {"testcore", "testcore:bytes=4096:rate=2G", 2e9 * 4112 / 4096 + 2800, 0},
+    {"rhd2164", "rhd2164", 30000 * (16 + 144.0) + 2800, 0},
+    {"rhd2164x4", "rhd2164,rhd2164,rhd2164,rhd2164", 4 * 30000 * (16 + 144.0) + 2800, 0},
+    /* one NP2.0 probe (384 channels, the signal of neural.h) on the breakout
+     * board, probe B absent: 1164-byte super-frames at 30 kHz (the board's
+     * heartbeat and DigitalIO frames are in the bytes, < 0.1%) */
+    {"np2e", "breakout,np2e:sn_b=0", 30000 * (16 + 1164.0) + 2800, 1},
 };
 
 static int gen_one(const struct bench_emu_opts *o, struct results *r, const struct gen_case *g)
@@ -156,6 +162,15 @@ static int gen_one(const struct bench_emu_opts *o, struct results *r, const stru
     oni_ctx ctx = open_emu(spec, BLOCK, &rc);
     if (!ctx)
         return rc;
+    if (g->rig) {
+        struct loop_rig rig;
+        char why[256];
+        if ((rc = loop_rig_open(ctx, 1, &rig, why, sizeof why))) {
+            fprintf(stderr, "bench emu: %s: %s\n", g->name, why);
+            oni_destroy_ctx(ctx);
+            return rc;
+        }
+    }
     rc = start(ctx);
     uint64_t bytes = 0, warm = oni_now_ns() + 100000000ull; /* FIFO pages committed, caches warm */
     for (uint64_t now = 0; !rc && (now = oni_now_ns()) < warm && !bench_stopped();) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "card.h"
 #include "headstage.h"
+#include "neural.h"
 #include "oni.h"
 #include "oni/util/wire.h"
 #include "oni/util/cobs.h"
@@ -732,6 +733,35 @@ int emu_card_dev_counts(struct emu_card *c, uint32_t dev_idx, uint64_t *frames, 
 }
 
 
+void emu_card_stimulus(struct emu_card *c)
+{
+    for (int i = 0; i < c->nneural; i++)
+        neural_stimulus(c->neural[i]);
+}
+
+/* spec key templates=DIR: each generator with units writes its file set
+ * into DIR/<dev_idx>-<stream> (docs/emulator.md, Ground truth). */
+static int write_templates(struct emu_card *c, char *err, size_t cap)
+{
+    if (!c->templates_dir[0])
+        return 0;
+    if (mkdir(c->templates_dir, 0755) && errno != EEXIST) {
+        snprintf(err, cap, "templates=%s: cannot create the directory: %s", c->templates_dir, strerror(errno));
+        return ONI_EPATHINVALID;
+    }
+    for (int i = 0; i < c->nneural; i++) {
+        const struct neural *n = c->neural[i];
+        char dir[512];
+        if (!n->nunits)
+            continue;
+        snprintf(dir, sizeof dir, "%s/%u-%u", c->templates_dir, n->dev_idx, n->stream);
+        int rc = neural_write_templates(n, dir, err, cap);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time, float snr)
 {
     if (c->truth_file) {
@@ -852,6 +882,8 @@ int emu_card_create(const char *spec, struct emu_card **out, char *err, size_t e
     pthread_condattr_destroy(&ca);
     size_t ddr = 0;
     int rc = emu_spec_parse(c, spec, &ddr, err, err_cap);
+    if (!rc)
+        rc = write_templates(c, err, err_cap);
     if (!rc && (!(c->scratch = calloc(1, ONI_RFRAMEHEADERSZ + EMU_MAX_READ + 4)) ||
                 emu_fifo_init(&c->fifo[0], ddr / 2 & ~(size_t)3) ||
                 emu_fifo_init(&c->fifo[1], ddr / 2 & ~(size_t)3))) {

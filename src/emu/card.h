@@ -19,7 +19,8 @@
 #define EMU_SYS_HZ 250000000ull
 #define EMU_MAX_DEV 64
 #define EMU_MAX_HUB 16
-#define EMU_MAX_ARGS 12
+#define EMU_MAX_ARGS 32 /* a neural device takes its signal knobs too (neural.h) */
+#define EMU_MAX_NEURAL 64 /* signal generators of one card (neural.h) */
 #define EMU_MAX_READ (1u << 20) /* largest read_size a device may have */
 #define EMU_GEN_CHUNK (256u << 10) /* bytes generated per hold of the card lock */
 #define EMU_BATCH_NS 1000000ull   /* batch= default: 1 ms */
@@ -69,6 +70,7 @@ int emu_arg_u64(struct emu_args *a, const char *key, uint64_t def, uint64_t lo, 
 int emu_parse_u64(const char *s, int si, uint64_t *out);
 
 struct emu_dev;
+struct neural;
 
 /* A kind of device: what the spec name makes, and its behaviour. */
 struct emu_devtype {
@@ -278,6 +280,11 @@ struct emu_card {
     struct emu_truth *truth;
     size_t ntruth, truth_cap;
     int truth_keep;
+    /* the signal generators (neural.h): stimuli reach each one's artefact;
+     * templates_dir (spec key templates=) gets their truth templates */
+    struct neural *neural[EMU_MAX_NEURAL];
+    int nneural;
+    char templates_dir[256];
 
     /* realtime generator thread */
     pthread_t thread;
@@ -303,6 +310,10 @@ void emu_card_rouse(struct emu_card *c, struct emu_sleeper *s, int woke);
 /* Acquisition clock now (card lock held). */
 uint64_t emu_card_now(struct emu_card *c);
 /* Record a ground-truth spike (card lock held). */
+/* A stimulus reached the card at the current sample (a DigitalIO or
+ * stimulator write frame): every signal generator draws its artefact from
+ * its next sample on. Card lock held. */
+void emu_card_stimulus(struct emu_card *c);
 void emu_card_truth_add(struct emu_card *c, uint32_t dev_idx, uint32_t unit, uint32_t ch, uint64_t time, float snr);
 /* Tests: keep ground truth in memory (up to cap entries) from now on. */
 int emu_card_truth_keep(struct emu_card *c, size_t cap);

@@ -148,12 +148,18 @@ struct np2e {
 
 /* Set up the headstage: probes with serial numbers sn[0], sn[1] (0 = no
  * probe on that side: its flex EEPROM and ASIC NACK) and part number pn;
- * signal of units units per probe, truth as (card, dev_idx) stream 0/1.
+ * signal as sig says (np2e_signal: the defaults), truth as (card, dev_idx)
+ * stream 0/1.
  * record != 0 starts the probes powered and recording (for hosts that do
  * not configure them); else they start unpowered and in reset, as the real
  * headstage does. 0 or ONI_EBADALLOC. */
 int np2e_init(struct np2e *h, struct emu_card *card, uint32_t dev_idx, const uint64_t sn[2], const char *pn,
-              uint32_t units, int record);
+              const struct neural_cfg *sig, int record);
+/* The NP2.0 probe's signal defaults (neural.h): wideband, 3.05 uV per
+ * code, the probe's geometry and ADC sampling order. */
+void np2e_signal(struct neural_cfg *sig);
+/* Sampling slot of channel ch within a sample period (frame of the super-frame). */
+uint32_t np2e_slot(uint32_t ch);
 /* The chips' power-on state (the port's power went on or off). */
 void np2e_power_on(struct np2e *h);
 /* Free what np2e_init allocated (safe after a failed one). */
@@ -212,10 +218,16 @@ struct np1e {
 };
 
 /* Set up the headstage: probe serial number sn (0 = no probe: its flex
- * EEPROM and ASIC NACK), part number pn, units units, truth as (card,
- * dev_idx); record as for np2e_init. 0 or ONI_EBADALLOC. */
-int np1e_init(struct np1e *h, struct emu_card *card, uint32_t dev_idx, uint64_t sn, const char *pn, uint32_t units,
-              int record);
+ * EEPROM and ASIC NACK), part number pn, the AP band's signal as sig says
+ * (np1e_signal: the defaults; the LFP band shares its LFP, common-mode and
+ * hum), truth as (card, dev_idx); record as for np2e_init. 0 or
+ * ONI_EBADALLOC. */
+int np1e_init(struct np1e *h, struct emu_card *card, uint32_t dev_idx, uint64_t sn, const char *pn,
+              const struct neural_cfg *sig, int record);
+/* The NP1.0 probe's AP-band signal defaults (neural.h). */
+void np1e_signal(struct neural_cfg *sig);
+/* The LFP band's knobs derived from the AP band's. */
+void np1e_lfp_signal(const struct neural_cfg *ap, struct neural_cfg *lfp);
 void np1e_power_on(struct np1e *h);
 void np1e_fini(struct np1e *h);
 int np1e_i2c_read(struct np1e *h, uint32_t addr, uint32_t reg, unsigned nbytes, uint64_t t, uint32_t *v);

@@ -559,13 +559,19 @@ int emu_spec_parse(struct emu_card *c, const char *spec, size_t *ddr, char *err,
                 return ONI_EINVALARG;
             }
             c->gpustream = v[0] == '1';
+        } else if (!strcmp(kv, "templates")) {
+            if (!*v || strlen(v) >= sizeof c->templates_dir - 16) {
+                snprintf(err, cap, "templates= needs a directory of 1 to %zu characters", sizeof c->templates_dir - 17);
+                return ONI_EINVALARG;
+            }
+            snprintf(c->templates_dir, sizeof c->templates_dir, "%s", v);
         } else if (!strcmp(kv, "seed")) {
             if (emu_parse_u64(v, 1, &c->seed)) {
                 snprintf(err, cap, "bad seed=%s", v);
                 return ONI_EINVALARG;
             }
         } else {
-            snprintf(err, cap, "unknown key '%s' (devices link mode wake batch ddr seed gpustream)", kv);
+            snprintf(err, cap, "unknown key '%s' (devices link mode wake batch ddr seed gpustream templates)", kv);
             return ONI_EINVALARG;
         }
     }

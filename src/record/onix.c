@@ -21,6 +21,7 @@
 #include <string.h>
 #include "record/rec_int.h"
 #include "loop/superframe.h"
+#include "oni/util/probe.h"
 #include "onix.h"
 
 #define NP2E_CHANNELS 384
@@ -196,11 +197,7 @@ static int dio_events(struct rec_w *w, struct rec_dev *d, uint64_t clk, uint32_t
     return rc;
 }
 
-void rec_np2e_site(uint32_t ch, float *x_um, float *y_um)
-{
-    *x_um = (float)(ch % 2) * 32.0f;
-    *y_um = (float)(ch / 2) * 15.0f;
-}
+void rec_np2e_site(uint32_t ch, float *x_um, float *y_um) { np2_site(ch, x_um, y_um); }
 
 /* Payload offset of each NP2.0e channel's sample, once (superframe.h). */
 static uint16_t np2e_off[NP2E_CHANNELS];

@@ -48,6 +48,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(spec, data, size);
     spec[size] = 0;
+    /* templates=DIR makes the card write files into DIR: never from a fuzzer
+     * (tests write only under /tmp and their build directory). The key's
+     * value is a checked copy (spec.c), refused and accepted in test_neural. */
+    if (strstr(spec, "templates")) {
+        free(spec);
+        return 0;
+    }
     struct emu_card *c = NULL;
     char err[200];
     if (emu_card_create(spec, &c, err, sizeof err) == 0) {

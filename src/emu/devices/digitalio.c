@@ -58,8 +58,11 @@ static void dio_write(struct emu_dev *d, const uint8_t *src, size_t n, uint64_t 
 {
     (void)n;
     struct dio *p = d->priv;
+    uint32_t old = p->outputs;
     memcpy(&p->outputs, src, 4);
     p->outputs &= 0xFF;
+    if (p->outputs != old)
+        emu_card_stimulus(d->card); /* an edge: the stimulator it drives fires (its artefact, neural.h) */
     if (!p->loopback || p->inputs == (uint8_t)p->outputs)
         return;
     p->inputs = (uint8_t)p->outputs;

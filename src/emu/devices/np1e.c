@@ -56,8 +56,25 @@ void np1e_power_on(struct np1e *h)
     bno055_chip_init(&h->bno);
 }
 
-int np1e_init(struct np1e *h, struct emu_card *card, uint32_t dev_idx, uint64_t sn, const char *pn, uint32_t units,
-              int record)
+void np1e_signal(struct neural_cfg *sig)
+{
+    /* 10 bits, 1.2e6 / 1024 / gain uV per code at the AP gain 500
+     * (onix-bonsai-onix1-docs, articles/getting-started/reference.md) */
+    neural_cfg_default(sig, NEURAL_AP, 1.2e6 / 1024 / 500);
+    sig->units = 16;
+}
+
+void np1e_lfp_signal(const struct neural_cfg *ap, struct neural_cfg *lfp)
+{
+    neural_cfg_default(lfp, NEURAL_LFP, 1.2e6 / 1024 / 250); /* the LFP gain 250 */
+    lfp->lfp_uv = ap->lfp_uv > 0 ? ap->lfp_uv : 50.0;
+    lfp->cm_uv = ap->cm_uv, lfp->line_uv = ap->line_uv, lfp->line_hz = ap->line_hz;
+    lfp->artefact_hz = ap->artefact_hz, lfp->artefact_uv = ap->artefact_uv, lfp->stim_uv = ap->stim_uv;
+    lfp->lowpass_hz = 1000;
+}
+
+int np1e_init(struct np1e *h, struct emu_card *card, uint32_t dev_idx, uint64_t sn, const char *pn,
+              const struct neural_cfg *sig, int record)
 {
     memset(h, 0, sizeof *h);
     h->card = card;
@@ -73,8 +90,10 @@ int np1e_init(struct np1e *h, struct emu_card *card, uint32_t dev_idx, uint64_t 
     memcpy(h->flex + 20, "NP1_FLEX_0", 10);
     memcpy(h->flex + 40, pn, strlen(pn) < 20 ? strlen(pn) : 20);
     int rc;
-    if ((rc = neural_init(&h->ap, card, dev_idx, 0, NP1E_CH, NP1E_HZ, 0, 1023, 512, 3.0, units, 6000)) != 0 ||
-        (rc = neural_init(&h->lfp, card, dev_idx, 1, NP1E_CH, NP1E_HZ / 12, 0, 1023, 512, 20.0, 0, 300)) != 0)
+    struct neural_cfg lfp;
+    np1e_lfp_signal(sig, &lfp);
+    if ((rc = neural_init(&h->ap, card, dev_idx, 0, NP1E_CH, NP1E_HZ, 0, 1023, 512, sig)) != 0 ||
+        (rc = neural_init(&h->lfp, card, dev_idx, 1, NP1E_CH, NP1E_HZ / 12, 0, 1023, 512, &lfp)) != 0)
         return rc;
     np1e_power_on(h);
     return 0;
@@ -158,7 +177,7 @@ void np1e_fill(struct np1e *h, uint8_t *out, uint64_t hub_clock, uint64_t t)
     uint16_t ap[NP1E_CH], data[NP1E_FRAMES * NP1E_FRAME_WORDS];
     uint32_t j = (uint32_t)(h->frames % 12);
     if (j == 0)
-        neural_noise(&h->lfp, h->lfp_now);
+        neural_sample(&h->lfp, h->lfp_now, t);
     neural_sample(&h->ap, ap, t);
     memset(data, 0, sizeof data);
     for (uint32_t f = 0; f < NP1E_FRAMES; f++) {
@@ -180,9 +199,11 @@ void np1e_fill(struct np1e *h, uint8_t *out, uint64_t hub_clock, uint64_t t)
 
 static int hs_init(void **priv, struct emu_card *c, uint32_t dev_idx, struct emu_args *a, char *err, size_t cap)
 {
-    uint64_t units, record, sn;
+    uint64_t record, sn;
+    struct neural_cfg sig;
+    np1e_signal(&sig);
     int rc;
-    if ((rc = emu_arg_u64(a, "units", 16, 0, NEURAL_MAX_UNITS, 1, &units, err, cap)) ||
+    if ((rc = neural_cfg_args(&sig, a, err, cap)) ||
         (rc = emu_arg_u64(a, "record", 0, 0, 1, 1, &record, err, cap)) ||
         (rc = emu_arg_u64(a, "sn", 18194802001ull, 0, UINT64_MAX, 1, &sn, err, cap)))
         return rc;
@@ -196,7 +217,7 @@ static int hs_init(void **priv, struct emu_card *c, uint32_t dev_idx, struct emu
         return ONI_EBADALLOC;
     *priv = h;
     /* PRB_1_4_0480_1: an NP1.0 part number onix-source accepts (NeuropixelsProbeMetadata.cpp) */
-    rc = np1e_init(h, c, dev_idx, sn, pn ? pn : "PRB_1_4_0480_1", (uint32_t)units, (int)record);
+    rc = np1e_init(h, c, dev_idx, sn, pn ? pn : "PRB_1_4_0480_1", &sig, (int)record);
     if (rc)
         snprintf(err, cap, "np1e: out of memory");
     return rc;

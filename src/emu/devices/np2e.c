@@ -27,6 +27,7 @@
  *   words that carry no sample are 0.
  *
  * Chains (npsr.c): 96 bytes base (SR_CHAIN5, 6), 161 bytes shank (1..4). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +84,22 @@ void np2e_power_on(struct np2e *h)
     }
 }
 
+uint32_t np2e_slot(uint32_t ch)
+{
+    return (ch % 32) / 2; /* the i of np2e_channel: the frame that carries ch */
+}
+
+void np2e_signal(struct neural_cfg *sig)
+{
+    /* 12 bits, 1e6 / 80 / 2^12 uV per code (onix-bonsai-onix1-docs,
+     * articles/getting-started/reference.md: Neuropixels 2.0 probe) */
+    neural_cfg_default(sig, NEURAL_WIDE, 1e6 / 80 / 4096);
+    sig->site = np2_site;
+    sig->slot = np2e_slot;
+}
+
 int np2e_init(struct np2e *h, struct emu_card *card, uint32_t dev_idx, const uint64_t sn[2], const char *pn,
-              uint32_t units, int record)
+              const struct neural_cfg *sig, int record)
 {
     memset(h, 0, sizeof *h);
     h->card = card;
@@ -100,7 +115,7 @@ int np2e_init(struct np2e *h, struct emu_card *card, uint32_t dev_idx, const uin
         p->flex[0x11] = 0;
         put_str(p->flex + 0x20, "NPNH_FLEX_2", 20);
         put_str(p->flex + 0x40, pn, 20);
-        int rc = neural_init(&p->sig, card, dev_idx, (uint32_t)i, NP2E_CH, NP2E_HZ, 0, 4095, 2048, 8.0, units, 6000);
+        int rc = neural_init(&p->sig, card, dev_idx, (uint32_t)i, NP2E_CH, NP2E_HZ, 0, 4095, 2048, sig);
         if (rc)
             return rc;
     }
@@ -220,15 +235,26 @@ int np2e_i2c_write(struct np2e *h, uint32_t addr, uint32_t reg, unsigned nbytes,
     return 0;
 }
 
+/* The super-frame word of each channel's sample (np2e_word of its ADC and
+ * frame), once. */
+static uint16_t word_of[NP2E_CH];
+static pthread_once_t word_once = PTHREAD_ONCE_INIT;
+static void words(void)
+{
+    for (uint32_t i = 0; i < NP2E_FRAMES; i++)
+        for (uint32_t k = 0; k < NP2E_ADCS; k++)
+            word_of[np2e_channel(k, i)] = (uint16_t)np2e_word(k, i);
+}
+
 void np2e_fill(struct np2e *h, int p, uint8_t *out, uint64_t hub_clock, uint64_t t)
 {
     uint16_t ch[NP2E_CH], data[NP2E_FRAMES * NP2E_FRAME_WORDS];
     uint16_t index = (uint16_t)p;
+    pthread_once(&word_once, words);
     neural_sample(&h->probe[p].sig, ch, t);
     memset(data, 0, sizeof data);
-    for (uint32_t i = 0; i < NP2E_FRAMES; i++)
-        for (uint32_t k = 0; k < NP2E_ADCS; k++)
-            data[np2e_word(k, i)] = ch[np2e_channel(k, i)];
+    for (uint32_t c = 0; c < NP2E_CH; c++)
+        data[word_of[c]] = ch[c];
     memcpy(out, &hub_clock, 8);
     memcpy(out + 8, &index, 2);
     memcpy(out + 10, data, sizeof data);
@@ -238,9 +264,11 @@ void np2e_fill(struct np2e *h, int p, uint8_t *out, uint64_t hub_clock, uint64_t
 
 static int hs_init(void **priv, struct emu_card *c, uint32_t dev_idx, struct emu_args *a, char *err, size_t cap)
 {
-    uint64_t units, record, sn[2];
+    uint64_t record, sn[2];
+    struct neural_cfg sig;
+    np2e_signal(&sig);
     int rc;
-    if ((rc = emu_arg_u64(a, "units", 16, 0, NEURAL_MAX_UNITS, 1, &units, err, cap)) ||
+    if ((rc = neural_cfg_args(&sig, a, err, cap)) ||
         (rc = emu_arg_u64(a, "record", 0, 0, 1, 1, &record, err, cap)) ||
         (rc = emu_arg_u64(a, "sn_a", 21050000001ull, 0, UINT64_MAX, 1, &sn[0], err, cap)) ||
         (rc = emu_arg_u64(a, "sn_b", 21050000002ull, 0, UINT64_MAX, 1, &sn[1], err, cap)))
@@ -254,7 +282,7 @@ static int hs_init(void **priv, struct emu_card *c, uint32_t dev_idx, struct emu
     if (!h)
         return ONI_EBADALLOC;
     *priv = h;
-    rc = np2e_init(h, c, dev_idx, sn, pn ? pn : "NP2014", (uint32_t)units, (int)record);
+    rc = np2e_init(h, c, dev_idx, sn, pn ? pn : "NP2014", &sig, (int)record);
     if (rc)
         snprintf(err, cap, "np2e: out of memory");
     return rc;

@@ -10,8 +10,8 @@
  * revision, 0x3D amplifier polarity (0: bipolar), 0x3E amplifiers (64),
  * 0x3F chip id (4 = RHD2164), all read-only; 0x8000 ENABLE, the stream on or
  * off (the hub's own register, not the chip's). The bandwidth registers are
- * stored, the signal's band stays that of neural.h. Argument: units=N
- * (default 8). */
+ * stored, the signal's band stays that of neural.h. Arguments: the signal's
+ * knobs (neural.h; units default 8). */
 #include <stdlib.h>
 #include <string.h>
 #include "emu/neural.h"
@@ -48,8 +48,12 @@ static void rhd_defaults(struct rhd *p)
 
 static int rhd_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap)
 {
-    uint64_t units;
-    int rc = emu_arg_u64(a, "units", 8, 0, NEURAL_MAX_UNITS, 1, &units, err, cap);
+    /* wideband, 0.195 uV per code (Intan RHD2164 data sheet; onix-bonsai-onix1-docs
+     * reference.md), sites of a line 20 um apart */
+    struct neural_cfg sig;
+    neural_cfg_default(&sig, NEURAL_WIDE, 0.195);
+    sig.units = 8;
+    int rc = neural_cfg_args(&sig, a, err, cap);
     if (rc)
         return rc;
     struct rhd *p = calloc(1, sizeof *p);
@@ -58,8 +62,7 @@ static int rhd_init(struct emu_dev *d, struct emu_args *a, char *err, size_t cap
     d->priv = p; /* rhd_fini frees what a failure below leaves (card.h) */
     d->enable_reg = RHD_ENABLE; /* the card's ENABLE; register 0 is the chip's ADCCONF */
     rhd_defaults(p);
-    if ((rc = neural_init(&p->n, d->card, d->desc.idx, 0, RHD_CH, 30000, 0, 65535, 32768, 12.0, (uint32_t)units,
-                          6000)) != 0)
+    if ((rc = neural_init(&p->n, d->card, d->desc.idx, 0, RHD_CH, 30000, 0, 65535, 32768, &sig)) != 0)
         return rc;
     d->desc.read_size = 8 + RHD_CH * 2 + RHD_AUX * 2;
     return emu_dev_set_rate(d, 30000 * 1000ull);

@@ -49,6 +49,7 @@ static void stim_write(struct emu_dev *d, const uint8_t *src, size_t n, uint64_t
     memcpy(&p->tag, src, 4);
     p->words = (uint32_t)(n / 4);
     p->time = t;
+    emu_card_stimulus(d->card);
     if (p->echo)
         emu_dev_emit(d, t);
 }
