@@ -16,7 +16,7 @@ static struct loop_truth tru(uint64_t time, uint32_t chan, uint32_t unit, float 
 
 static struct loop_spike det(uint64_t time, uint32_t chan)
 {
-    return (struct loop_spike){time, chan, 0};
+    return (struct loop_spike){time, chan, 0, ONIGPU_UNIT_NONE, 0};
 }
 
 static struct loop_score score(const struct loop_truth *t, size_t nt, const struct loop_spike *d, size_t nd)

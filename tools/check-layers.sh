@@ -15,7 +15,7 @@ cd "${1:-$(dirname "$0")/..}" || exit 2
 BUILD=${2:-}
 PUBLIC='oni\.h|onidefs\.h|onidriver\.h|onix\.h|onigpu\.h|oniemu\.h|onitest\.h|oninet\.h|onigpu_stage\.h'
 CLOCK='oni/util/clock\.h'
-UTIL='oni/util/(clock|cobs|opt|wire)\.h' # the util headers (src/oni/util)
+UTIL='oni/util/(clock|cobs|npy|opt|wire)\.h' # the util headers (src/oni/util)
 DRIVER='oni/driver\.h'                    # the driver table and loader
 # directory (its own files, not its subdirectories) -> the other headers it
 # may include; a header of the same directory, by its bare name, always may
@@ -30,10 +30,10 @@ declare -A ALLOW=(
     [src/emu]="$PUBLIC|$UTIL|gpu/[a-z_]+\.(h|cuh)"
     [src/emu/devices]="$PUBLIC|emu/card\.h|emu/neural\.h|emu/headstage\.h|emu/headstages\.h"
     [src/gpu]="$PUBLIC|$CLOCK"
-    [src/loop]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h"
+    [src/loop]="$PUBLIC|$CLOCK|oni/util/npy\.h|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h"
     [src/results]="$PUBLIC"
     [src/bench]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h|bench/[a-z_]+\.h|results/results\.h|record/(record|looptap)\.h|view/(view|client)\.h"
-    [src/record]="$PUBLIC|$CLOCK|loop/[a-z_]+\.h|record/[a-z_]+\.h"
+    [src/record]="$PUBLIC|$CLOCK|oni/util/npy\.h|loop/[a-z_]+\.h|record/[a-z_]+\.h"
     [src/view]="$PUBLIC|$CLOCK|loop/[a-z_]+\.h|record/record\.h|view/[a-z_]+\.h"
     [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h|results/results\.h|record/(record|looptap)\.h|view/view\.h|drivers/net/net(serve|proto)\.h|common/[a-z_]+\.h"
     [tools/common]="" # stopsig, mkdirs (tools/onigpu): system headers only

@@ -49,7 +49,8 @@ static void tap_detect(void *arg, const struct loop_ephys_out *o, uint32_t pins,
         return;
     struct rec_spike sp[LOOP_EPHYS_MAXSPIKES];
     for (uint32_t i = 0; i < o->nspikes; i++)
-        sp[i] = (struct rec_spike){o->spikes[i].time, o->spikes[i].chan, -1};
+        sp[i] = (struct rec_spike){o->spikes[i].time, o->spikes[i].chan,
+                                   o->spikes[i].unit == ONIGPU_UNIT_NONE ? -1 : (int32_t)o->spikes[i].unit};
     rec_spikes(t->r, t->raw, 0, sp, o->nspikes, host_ns);
     if (pins) /* the chain decided to stimulate: the outputs were written */
         rec_stim(t->r, o->t_stim, pins, host_ns);

@@ -32,7 +32,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "record/rec_int.h"
-#include "record/npy.h"
+#include "oni/util/npy.h"
 #include "record/oebin.h"
 
 #define EV_BUF 1024
@@ -125,7 +125,7 @@ static int npyf_create(struct rec_w *w, struct npyf *f, const char *dir, const c
         return say(w, ENAMETOOLONG, "cannot create", dir);
     if ((f->fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0)
         return say(w, errno, "cannot create", p);
-    npy_header(h, descr, ndim, 0, cols);
+    npy_header(h, descr, ndim, (const uint64_t[]){0, cols});
     int err = rec_write_all(f->fd, h, NPY_HDR, -1);
     if (err)
         return say(w, err, "cannot write", p);
@@ -156,7 +156,7 @@ static int npyf_header(struct rec_w *w, struct npyf *f, const char *dir)
     if (f->fd < 0 || f->hdr_rows == f->rows)
         return 0;
     char h[NPY_HDR];
-    npy_header(h, f->descr, f->ndim, f->rows, f->cols);
+    npy_header(h, f->descr, f->ndim, (const uint64_t[]){f->rows, f->cols});
     int err = rec_write_all(f->fd, h, NPY_HDR, 0);
     if (err)
         return say(w, err, "cannot update a header in", dir);

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "record/rec_int.h"
-#include "record/npy.h"
+#include "oni/util/npy.h"
 #include "record/oebin.h"
 
 #define MAX_FILES 8
@@ -93,7 +93,7 @@ static int settle(struct file *f, uint64_t rows, char *report, size_t cap)
     }
     if (f->npy) {
         char h[NPY_HDR];
-        npy_header(h, f->h.descr, f->h.ndim, rows, f->h.shape[1]);
+        npy_header(h, f->h.descr, f->h.ndim, (const uint64_t[]){rows, f->h.shape[1]});
         int err = rec_write_all(f->fd, h, NPY_HDR, 0);
         if (err) {
             addf(report, cap, "cannot write %s: %s\n", f->path, strerror(err));
