@@ -23,6 +23,9 @@
 #define LOOP_TMATCH_H
 
 #include "onigpu_stage.h"
+#if !defined(__CUDACC_RTC__)
+#include <math.h>
+#endif
 
 #define TM_MAXT 512    /* templates */
 #define TM_MAXF 32     /* channels of a template's footprint */
