@@ -15,7 +15,7 @@ cd "${1:-$(dirname "$0")/..}" || exit 2
 BUILD=${2:-}
 PUBLIC='oni\.h|onidefs\.h|onidriver\.h|onix\.h|onigpu\.h|oniemu\.h|onitest\.h|oninet\.h|onigpu_stage\.h'
 CLOCK='oni/util/clock\.h'
-UTIL='oni/util/(clock|cobs|npy|opt|wire)\.h' # the util headers (src/oni/util)
+UTIL='oni/util/(clock|cobs|npy|opt|probe|wire)\.h' # the util headers (src/oni/util)
 DRIVER='oni/driver\.h'                    # the driver table and loader
 # directory (its own files, not its subdirectories) -> the other headers it
 # may include; a header of the same directory, by its bare name, always may
@@ -33,7 +33,7 @@ declare -A ALLOW=(
     [src/loop]="$PUBLIC|$CLOCK|oni/util/npy\.h|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h"
     [src/results]="$PUBLIC"
     [src/bench]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.(h|cuh)|loop/[a-z_]+\.h|bench/[a-z_]+\.h|results/results\.h|record/(record|looptap)\.h|view/(view|client)\.h"
-    [src/record]="$PUBLIC|$CLOCK|oni/util/npy\.h|loop/[a-z_]+\.h|record/[a-z_]+\.h"
+    [src/record]="$PUBLIC|$CLOCK|oni/util/(npy|probe)\.h|loop/[a-z_]+\.h|record/[a-z_]+\.h"
     [src/view]="$PUBLIC|$CLOCK|loop/[a-z_]+\.h|record/record\.h|view/[a-z_]+\.h"
     [tools/onigpu]="$PUBLIC|$CLOCK|gpu/[a-z_]+\.h|loop/[a-z_]+\.h|bench/[a-z_]+\.h|results/results\.h|record/(record|looptap)\.h|view/view\.h|drivers/net/net(serve|proto)\.h|common/[a-z_]+\.h"
     [tools/common]="" # stopsig, mkdirs (tools/onigpu): system headers only
