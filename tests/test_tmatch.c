@@ -236,6 +236,59 @@ TEST(the_stage_holds_the_filtered_window)
     loop_chain_destroy(ch);
 }
 
+/* The noise SD each channel is weighted by, from the first 0.2 s, on
+ * channels full of spikes (units at 60 Hz each): within 8% of the noise's
+ * on every channel (the median of 3000 samples alone is +-2%), and on the
+ * units' peak channels less than half as far off as the plain mean |x|. */
+TEST(noise_is_calibrated_under_spikes)
+{
+    make_data(0); /* the file set (the waveforms do not depend on the rate) */
+    td_free(&d);
+    REQUIRE(td_make(&d, (uint64_t)(0.5 * TD_FS), 3, 60.0, 0) == 0);
+    char opts[400], why[512] = "";
+    snprintf(opts, sizeof opts, "tmatch:templates=%s,lo=0,car=0", dir);
+    const struct loop_stage_spec s[] = {{opts, NULL, NULL}};
+    static struct loop_ephys_state init;
+    struct loop_ephys_params p;
+    loop_ephys_defaults(&p);
+    REQUIRE(loop_ephys_init(&init, &p, &d.lay) == 0);
+    struct loop_config c = {.stages = s, .nstages = 1, .fs_hz = TD_FS, .clock_hz = TD_FS};
+    struct loop_chain *ch = NULL;
+    REQUIRE(loop_chain_create(&c, &init, FRAMES, &ch, why, sizeof why) == 0);
+    void *state = NULL;
+    REQUIRE(loop_chain_stage(ch, 0, &state, NULL) && state);
+    uint8_t *blk = malloc((size_t)FRAMES * d.lay.stride);
+    struct onigpu_out *out = malloc(sizeof *out);
+    REQUIRE(blk && out);
+    d.next = 0;
+    for (uint64_t b = 0; b < (uint64_t)(0.25 * TD_FS) / FRAMES; b++) {
+        td_block(&d, blk, FRAMES);
+        CHECK_RC(loop_chain_process(ch, blk, b, out, why, sizeof why), 0);
+    }
+    const struct tm_state *st = state;
+    CHECK(st->ready);
+    /* over the units' peak channels: the estimate's bias there, and the
+     * plain mean |x|'s */
+    double worst = 0, bias = 0, plain = 0;
+    for (uint32_t ch2 = 0; ch2 < TD_NCH; ch2++) {
+        double err = 1.0 / sqrt(st->inv_var[ch2]) / TD_SIGMA - 1;
+        worst = fabs(err) > worst ? fabs(err) : worst;
+    }
+    for (int k = 0; k < TD_K; k++) {
+        double m = 0;
+        for (uint64_t i = 0; i < st->calib; i++)
+            m += fabs(roundf(d.x[i * TD_NCH + d.peak[k]]));
+        plain += (m / st->calib * 1.2533141 / TD_SIGMA - 1) / TD_K;
+        bias += (1.0 / sqrt(st->inv_var[d.peak[k]]) / TD_SIGMA - 1) / TD_K;
+    }
+    fprintf(stderr, "  noise SD within %.1f%% of %.0f on every channel; on the peak channels %+.1f%% on average "
+            "(the mean |x|: %+.1f%%)\n", worst * 100, TD_SIGMA, bias * 100, plain * 100);
+    CHECK(worst < 0.08 && fabs(bias) < 0.04 && fabs(bias) < plain / 2);
+    free(blk);
+    free(out);
+    loop_chain_destroy(ch);
+}
+
 /* decide:units= stimulates only for spikes of the units it names. */
 TEST(decide_names_units)
 {

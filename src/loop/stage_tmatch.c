@@ -179,7 +179,7 @@ static int tmatch_configure(void *state, const struct onigpu_stage_env *env, cha
     st->lag = (uint32_t)o.lag;
     st->th = (float)o.th, st->amin = (float)o.amin, st->amax = (float)o.amax, st->gate = (float)o.gate;
     double calib = ceil(o.calib_s * env->fs_hz);
-    st->calib = calib >= 1 ? (uint32_t)calib : 1;
+    st->calib = calib >= 2 ? (uint32_t)calib : 2;
     if (env->nchan > ONIGPU_STAGE_MAXCHAN || (uint64_t)env->nframes + st->len + 2 * st->lag > TM_HIST) {
         snprintf(err, cap, "stage tmatch: blocks of %u frames of %u channels (at most %u frames with before=%g "
                  "after=%g lag=%u, %d channels)", env->nframes, env->nchan, TM_HIST - st->len - 2 * st->lag,
@@ -262,7 +262,7 @@ static int tmatch_process(void *state, struct onigpu_block *b)
             float x = b->x[(size_t)f * b->nchan + c];
             st->r[c][(base + f) & TM_MASK] = x;
             if (base + f < st->calib)
-                st->sum_abs[c] += fabsf(x);
+                tm_calib_take(st, c, base + f, x);
         }
     st->n = base + b->nframes;
     if (!st->ready && st->n >= st->calib) {

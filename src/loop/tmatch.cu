@@ -23,7 +23,7 @@ extern "C" __device__ int loop_tmatch_gpu(void *state, struct onigpu_block *b)
             float x = b->x[(size_t)f * b->nchan + c];
             st->r[c][(base + f) & TM_MASK] = x;
             if (base + f < st->calib)
-                st->sum_abs[c] += fabsf(x);
+                tm_calib_take(st, c, base + f, x);
         }
     __syncthreads();
     const uint64_t n = base + b->nframes;

@@ -33,6 +33,7 @@
 #define TM_HIST 512    /* samples kept per channel, a power of two: nframes + len + 2 lag at most */
 #define TM_MAXLAG 8
 #define TM_MAXITER 64  /* matches taken per block at most (the rest wait for the next block) */
+#define TM_BINS 64     /* calibration histogram: |x| from 0 to 4 first estimates of the SD */
 
 /* a + b * c rounded twice, never fused, so that the GPU's sums are the CPU's */
 #if defined(__CUDACC__)
@@ -61,12 +62,14 @@ struct tm_template {
 struct tm_state {
     uint32_t nchan, ntpl, len, lag;
     float th, amin, amax, gate;
-    uint32_t calib;           /* samples of noise calibration before matching */
+    uint32_t calib;           /* samples of noise calibration before matching (>= 2) */
     uint32_t ready;           /* calibration done: var, norm2 set */
     uint64_t n;               /* samples seen */
     uint64_t s_next;          /* the next start position to look at */
     uint64_t matched, skipped; /* matches taken; blocks that left matches (TM_MAXITER) */
-    float sum_abs[ONIGPU_STAGE_MAXCHAN]; /* calibration: sum of |x| */
+    float sum_abs[ONIGPU_STAGE_MAXCHAN]; /* calibration, first half: sum of |x| */
+    float sd0[ONIGPU_STAGE_MAXCHAN];     /* ... its SD estimate */
+    uint32_t hist[ONIGPU_STAGE_MAXCHAN][TM_BINS]; /* second half: |x| in bins of sd0 / 16 */
     float inv_var[ONIGPU_STAGE_MAXCHAN]; /* 1 / noise variance */
     float gate_x[ONIGPU_STAGE_MAXCHAN];  /* -gate * noise SD */
     uint64_t t_ring[TM_HIST];            /* acquisition time of each sample in the ring */
@@ -76,11 +79,37 @@ struct tm_state {
 
 #define TM_MASK (TM_HIST - 1)
 
-/* Noise from the calibration's mean |x| (Gaussian: SD = mean|x| sqrt(pi/2));
- * sets inv_var, gate_x and each template's norm2. */
+/* Channel c's sample number idx, x, into the calibration: a first estimate
+ * of the noise SD from the mean |x| of the first half (Gaussian: SD =
+ * mean|x| sqrt(pi/2)), then the median |x| of the second half from a
+ * histogram in steps of a sixteenth of that estimate (Gaussian: SD =
+ * median|x| / 0.6745), which spikes move far less than they move a mean.
+ * Samples in order, per channel. */
+TM_HD void tm_calib_take(struct tm_state *st, uint32_t c, uint64_t idx, float x)
+{
+    uint32_t half = st->calib / 2;
+    float a = fabsf(x);
+    if (idx < half) {
+        st->sum_abs[c] += a;
+        return;
+    }
+    if (idx == half)
+        st->sd0[c] = st->sum_abs[c] / (float)half * 1.2533141f;
+    if (idx < st->calib) {
+        float b = st->sd0[c] > 0.0f ? a / st->sd0[c] * (TM_BINS / 4) : 0.0f;
+        st->hist[c][b < (float)(TM_BINS - 1) ? (uint32_t)b : TM_BINS - 1]++;
+    }
+}
+
+/* Calibration done for channel c: inv_var, gate_x. */
 TM_HD void tm_calibrated(struct tm_state *st, uint32_t c)
 {
-    float sd = st->sum_abs[c] / (float)st->calib * 1.2533141f;
+    uint32_t n = st->calib - st->calib / 2, below = 0, k = 0;
+    while (k < TM_BINS - 1 && 2 * (below + st->hist[c][k]) < n)
+        below += st->hist[c][k++];
+    /* the median within bin k, linearly */
+    float in = st->hist[c][k] ? (0.5f * (float)n - (float)below) / (float)st->hist[c][k] : 0.0f;
+    float sd = ((float)k + in) * (st->sd0[c] / (TM_BINS / 4)) / 0.6745f;
     if (!(sd > 1e-3f))
         sd = 1e-3f;
     st->inv_var[c] = 1.0f / (sd * sd);
