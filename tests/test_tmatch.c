@@ -327,6 +327,44 @@ TEST(noise_is_calibrated_under_spikes)
     loop_chain_destroy(ch);
 }
 
+/* chan0: a set of the probe's channels read at an offset in the loop's
+ * frames (the second probe of two). The set here holds channels 4 .. 63
+ * as its 0 .. 59; with chan0=4 it labels as the whole set does. */
+TEST(chan0_offsets_the_channel_map)
+{
+    make_data(0);
+    char sub[300], opts[400], why[512] = "";
+    snprintf(sub, sizeof sub, "%s/shifted", dir);
+    REQUIRE(unit_sh("mkdir -p '%s'", sub) == 0);
+    enum { N = TD_NCH - 4 };
+    static float t[TD_K][TD_NS][N];
+    int32_t map[N];
+    for (int k = 0; k < TD_K; k++)
+        for (int s = 0; s < TD_NS; s++)
+            for (int c = 0; c < N; c++)
+                t[k][s][c] = d.tpl[k][s][c + 4];
+    for (int c = 0; c < N; c++)
+        map[c] = c;
+    REQUIRE(td_npy(sub, "templates.npy", "<f4", 3, (const uint64_t[]){TD_K, TD_NS, N}, t, sizeof t) == 0);
+    REQUIRE(td_npy(sub, "channel_map.npy", "<i4", 1, (const uint64_t[]){N}, map, sizeof map) == 0);
+    snprintf(opts, sizeof opts, "tmatch:templates=%s,lo=0,car=0,chan0=4", sub);
+    const struct loop_stage_spec s[] = {{opts, NULL, NULL}};
+    struct loop_spike *det = NULL;
+    uint64_t stims;
+    long nd = run(s, 1, &det, &stims, NULL, why, sizeof why);
+    if (nd < 0)
+        fprintf(stderr, "  %s\n", why);
+    REQUIRE(nd > 0);
+    struct loop_score sc = score(det, nd);
+    CHECK(sc.f1 >= 0.97 && sc.units == TD_K && sc.accuracy >= 0.95);
+    free(det);
+    /* one more and channel 59 would be the frames' 64th */
+    snprintf(opts, sizeof opts, "tmatch:templates=%s,lo=0,car=0,chan0=5", sub);
+    const struct loop_stage_spec s5[] = {{opts, NULL, NULL}};
+    CHECK(run(s5, 1, &det, &stims, NULL, why, sizeof why) == -1);
+    CHECK(strstr(why, "channel_map.npy[59] = 59 (+ chan0), and the loop's frames have 64 channels") != NULL);
+}
+
 /* decide:units= stimulates only for spikes of the units it names. */
 TEST(decide_names_units)
 {

@@ -22,7 +22,7 @@ extern const char loop_src_tmatch_cu[]; /* tmatch.h then tmatch.cu (CMake, tools
 /* What the options ask for (docs/stages.md has the table). */
 struct tm_opts {
     char dir[1024];
-    double th, amin, amax, gate, before, after, lag, foot, lo, hi, car, calib_s;
+    double th, amin, amax, gate, before, after, lag, foot, lo, hi, car, calib_s, chan0;
 };
 
 /* "templates=DIR" out of options into o->dir, the rest into rest[rcap]. */
@@ -60,26 +60,29 @@ static int split_dir(const char *options, struct tm_opts *o, char *rest, size_t 
 static int parse(const struct onigpu_stage_env *env, struct tm_opts *o, char *err, size_t cap)
 {
     static const char *const keys[] = {"th",   "amin", "amax", "gate", "before", "after",
-                                       "lag",  "foot", "lo",   "hi",   "car",    "calib_s"};
-    double v[12] = {6.0, 0.5, 2.0, 3.0, 10, 15, 2, 16, 300.0, 6000.0, 1, 0.2};
-    int given[12] = {0};
+                                       "lag",  "foot", "lo",   "hi",   "car",    "calib_s", "chan0"};
+    double v[13] = {6.0, 0.5, 2.0, 3.0, 10, 15, 2, 16, 300.0, 6000.0, 1, 0.2, 0};
+    int given[13] = {0};
     char rest[512];
     int rc = split_dir(env->options, o, rest, sizeof rest, err, cap);
     if (!rc)
-        rc = loop_stage_opts("tmatch", rest, keys, 12, v, given, err, cap);
+        rc = loop_stage_opts("tmatch", rest, keys, 13, v, given, err, cap);
     if (rc)
         return rc;
     o->th = v[0], o->amin = v[1], o->amax = v[2], o->gate = v[3], o->before = v[4], o->after = v[5];
     o->lag = v[6], o->foot = v[7], o->lo = v[8], o->hi = v[9], o->car = v[10], o->calib_s = v[11];
+    o->chan0 = v[12];
     int whole = o->before == floor(o->before) && o->after == floor(o->after) && o->lag == floor(o->lag) &&
-                o->foot == floor(o->foot);
+                o->foot == floor(o->foot) && o->chan0 == floor(o->chan0);
     if (!whole || !(o->th > 0) || !(o->amin >= 0 && o->amin < o->amax) || !(o->gate >= 0) || o->before < 0 ||
         o->after < 0 || o->before + o->after + 1 > TM_MAXL || o->lag < 1 || o->lag > TM_MAXLAG || o->foot < 1 ||
-        o->foot > TM_MAXF || (o->car != 0 && o->car != 1) || !(o->calib_s > 0 && o->calib_s <= 60)) {
+        o->foot > TM_MAXF || (o->car != 0 && o->car != 1) || !(o->calib_s > 0 && o->calib_s <= 60) ||
+        o->chan0 < 0 || o->chan0 >= ONIGPU_STAGE_MAXCHAN) {
         snprintf(err, cap, "stage tmatch: th=%g amin=%g amax=%g gate=%g before=%g after=%g lag=%g foot=%g car=%g "
-                 "calib_s=%g (th > 0; 0 <= amin < amax; gate >= 0; whole numbers: before + after + 1 <= %d samples, "
-                 "lag 1 .. %d, foot 1 .. %d channels; car 0 or 1; 0 < calib_s <= 60)", o->th, o->amin, o->amax,
-                 o->gate, o->before, o->after, o->lag, o->foot, o->car, o->calib_s, TM_MAXL, TM_MAXLAG, TM_MAXF);
+                 "calib_s=%g chan0=%g (th > 0; 0 <= amin < amax; gate >= 0; whole numbers: before + after + 1 <= %d "
+                 "samples, lag 1 .. %d, foot 1 .. %d channels, chan0 below %d; car 0 or 1; 0 < calib_s <= 60)",
+                 o->th, o->amin, o->amax, o->gate, o->before, o->after, o->lag, o->foot, o->car, o->calib_s, o->chan0,
+                 TM_MAXL, TM_MAXLAG, TM_MAXF, ONIGPU_STAGE_MAXCHAN);
         return ONI_EINVALARG;
     }
     return 0;
@@ -196,10 +199,13 @@ static int tmatch_configure(void *state, const struct onigpu_stage_env *env, cha
     }
     if (f.ntpl > TM_MAXT)
         snprintf(why, sizeof why, "%u templates (%d at most)", f.ntpl, TM_MAXT), rc = ONI_EINVALARG;
-    for (uint32_t i = 0; !rc && i < f.nch; i++)
-        if (f.chan_map[i] >= env->nchan)
-            snprintf(why, sizeof why, "channel_map.npy[%u] = %u, and the loop's frames have %u channels", i,
-                     f.chan_map[i], env->nchan), rc = ONI_EINVALARG;
+    for (uint32_t i = 0; !rc && i < f.nch; i++) {
+        if ((uint64_t)f.chan_map[i] + (uint64_t)o.chan0 >= env->nchan)
+            snprintf(why, sizeof why, "channel_map.npy[%u] = %u%s, and the loop's frames have %u channels", i,
+                     f.chan_map[i], o.chan0 > 0 ? " (+ chan0)" : "", env->nchan), rc = ONI_EINVALARG;
+        else
+            f.chan_map[i] += (uint32_t)o.chan0; /* the probe's first channel in the loop's frames */
+    }
     if (!rc && f.fs_hz > 0 && fabs(f.fs_hz - env->fs_hz) > 0.01 * env->fs_hz)
         snprintf(why, sizeof why, "params.py's sample_rate %g Hz, the loop's frames come at %g Hz", f.fs_hz,
                  env->fs_hz), rc = ONI_EINVALARG;
