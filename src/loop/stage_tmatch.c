@@ -226,12 +226,12 @@ static int tmatch_configure(void *state, const struct onigpu_stage_env *env, cha
 }
 
 /* The block's matches on the CPU (tmatch.cu does the same with a block of
- * threads): the best match, subtracted, until none is left. */
+ * threads): the best match, subtracted, until none is left (or TM_MAXITER:
+ * the positions are then left with what remains). */
 static void pursue(struct tm_state *st, uint64_t smax, uint64_t base, struct onigpu_out *out)
 {
     uint64_t npos = smax - st->s_next + 1;
-    uint32_t iter;
-    for (iter = 0; iter < TM_MAXITER; iter++) {
+    for (uint32_t iter = 0; iter < TM_MAXITER; iter++) {
         uint64_t best = 0;
         float best_c = 0;
         for (uint64_t p = 0; p < npos * st->ntpl; p++) {
@@ -251,10 +251,7 @@ static void pursue(struct tm_state *st, uint64_t smax, uint64_t base, struct oni
         tm_subtract(st, k, s, best_c / st->t[k].norm2, 0, 1);
         tm_spike(st, k, s, base, &time, &frame);
         onigpu_add_spike_unit(out, time, st->t[k].peak, frame, k);
-        st->matched++;
     }
-    if (iter == TM_MAXITER)
-        st->skipped++;
 }
 
 static int tmatch_process(void *state, struct onigpu_block *b)

@@ -44,8 +44,7 @@ extern "C" __device__ int loop_tmatch_gpu(void *state, struct onigpu_block *b)
     const int run = st->ready && n >= (uint64_t)st->len + st->lag && n - st->len - st->lag >= s_next;
     const uint64_t smax = run ? n - st->len - st->lag : 0;
     const uint32_t npair = run ? (uint32_t)(smax - s_next + 1) * st->ntpl : 0;
-    uint32_t iter = 0;
-    for (; run && iter < TM_MAXITER; iter++) {
+    for (uint32_t iter = 0; run && iter < TM_MAXITER; iter++) {
         if (tid == 0)
             best = 0;
         __syncthreads();
@@ -76,13 +75,10 @@ extern "C" __device__ int loop_tmatch_gpu(void *state, struct onigpu_block *b)
             uint32_t frame;
             tm_spike(st, k, s, base, &time, &frame);
             onigpu_add_spike_unit(b->out, time, st->t[k].peak, frame, k);
-            st->matched++;
         }
         __syncthreads();
     }
     if (tid == 0) {
-        if (run && iter == TM_MAXITER)
-            st->skipped++;
         if (run)
             st->s_next = smax + 1;
         st->n = n;

@@ -66,7 +66,6 @@ struct tm_state {
     uint32_t ready;           /* calibration done: var, norm2 set */
     uint64_t n;               /* samples seen */
     uint64_t s_next;          /* the next start position to look at */
-    uint64_t matched, skipped; /* matches taken; blocks that left matches (TM_MAXITER) */
     float sum_abs[ONIGPU_STAGE_MAXCHAN]; /* calibration, first half: sum of |x| */
     float sd0[ONIGPU_STAGE_MAXCHAN];     /* ... its SD estimate */
     uint32_t hist[ONIGPU_STAGE_MAXCHAN][TM_BINS]; /* second half: |x| in bins of sd0 / 16 */
