@@ -96,10 +96,6 @@ static int filter_templates(struct tm_files *f, const struct tm_opts *o, double 
 {
     if (f->hp_filtered == 1 || o->lo == 0)
         return 0;
-    if (f->nch > LOOP_EPHYS_MAXCHAN) {
-        snprintf(err, cap, "stage tmatch: templates.npy has %u channels (%d at most)", f->nch, LOOP_EPHYS_MAXCHAN);
-        return ONI_EINVALARG;
-    }
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     if (!st)
         return ONI_EBADALLOC;
@@ -136,7 +132,7 @@ static void take_template(struct tm_state *st, const struct tm_files *f, uint32_
     int64_t t0 = (int64_t)ts - (int64_t)o->before;
     float ptp[LOOP_EPHYS_MAXCHAN];
     float top = 0;
-    for (uint32_t c = 0; c < f->nch && c < LOOP_EPHYS_MAXCHAN; c++) {
+    for (uint32_t c = 0; c < f->nch; c++) { /* nch <= ONIGPU_STAGE_MAXCHAN (configure) */
         float lo = 0, hi = 0;
         for (uint32_t i = 0; i < st->len; i++) {
             int64_t s = t0 + i;
@@ -155,7 +151,7 @@ static void take_template(struct tm_state *st, const struct tm_files *f, uint32_
     ptp[tc] = INFINITY;
     while (m->nfoot < (uint32_t)o->foot) {
         uint32_t best = UINT32_MAX;
-        for (uint32_t c = 0; c < f->nch && c < LOOP_EPHYS_MAXCHAN; c++)
+        for (uint32_t c = 0; c < f->nch; c++)
             if (ptp[c] >= 0.1f * top && ptp[c] > 0 && (best == UINT32_MAX || ptp[c] > ptp[best]))
                 best = c;
         if (best == UINT32_MAX)
@@ -199,6 +195,9 @@ static int tmatch_configure(void *state, const struct onigpu_stage_env *env, cha
     }
     if (f.ntpl > TM_MAXT)
         snprintf(why, sizeof why, "%u templates (%d at most)", f.ntpl, TM_MAXT), rc = ONI_EINVALARG;
+    if (f.nch > ONIGPU_STAGE_MAXCHAN)
+        snprintf(why, sizeof why, "templates of %u channels (%d at most)", f.nch, ONIGPU_STAGE_MAXCHAN),
+            rc = ONI_EINVALARG;
     for (uint32_t i = 0; !rc && i < f.nch; i++) {
         if ((uint64_t)f.chan_map[i] + (uint64_t)o.chan0 >= env->nchan)
             snprintf(why, sizeof why, "channel_map.npy[%u] = %u%s, and the loop's frames have %u channels", i,
