@@ -459,6 +459,8 @@ TEST(bad_file_sets_are_refused)
     refused("", "templates.npy: 2 dimensions, expected 3", NULL);
     put("templates.npy", "<f4", 3, (const uint64_t[]){TD_K, TD_NS, TD_NCH}, 100);
     refused("", "templates.npy: 100 bytes of data, its shape needs", NULL);
+    put("templates.npy", "<f4", 3, (const uint64_t[]){1, 2, 3}, 2 * 3 * 4 + 8); /* 8 bytes more */
+    refused("", "templates.npy: 32 bytes of data, its shape needs 24", NULL);
     put_text("templates.npy", "not numpy at all\n");
     refused("", "templates.npy: not a .npy file", NULL);
     put("templates.npy", "<f4", 3, (const uint64_t[]){0, TD_NS, TD_NCH}, 0);
