@@ -206,6 +206,47 @@ TEST(units_near_threshold)
     free(det);
 }
 
+/* The bounds on a match: unit 5 fires at 0.35 of its template's amplitude
+ * (below amin=0.5): not labelled 5 then, and found with amin=0.2; a gate
+ * no trough reaches (gate=40 noise SDs) lets nothing through. */
+static uint64_t unit_spikes(const struct loop_spike *det, long nd, uint32_t unit)
+{
+    uint64_t n = 0;
+    for (long i = 0; i < nd; i++)
+        n += det[i].unit == unit;
+    return n;
+}
+
+TEST(amplitude_bounds_and_gate_hold)
+{
+    make_data(0);
+    td_free(&d);
+    REQUIRE(td_make_scaled(&d, (uint64_t)(SECONDS * TD_FS), 11, 20.0, 0, 1.0, 5, 0.35f) == 0);
+    char opts[400], why[512] = "";
+    struct loop_spike *det = NULL;
+    uint64_t stims, truth5 = 0;
+    for (size_t i = 0; i < d.ntruth; i++)
+        truth5 += d.truth[i].unit == 5;
+    snprintf(opts, sizeof opts, "tmatch:templates=%s,lo=0,car=0", dir);
+    const struct loop_stage_spec s[] = {{opts, NULL, NULL}};
+    long nd = run(s, 1, &det, &stims, NULL, why, sizeof why);
+    REQUIRE(nd > 0);
+    uint64_t bounded = unit_spikes(det, nd, 5);
+    free(det);
+    snprintf(opts, sizeof opts, "tmatch:templates=%s,lo=0,car=0,amin=0.2", dir);
+    nd = run(s, 1, &det, &stims, NULL, why, sizeof why);
+    REQUIRE(nd > 0);
+    uint64_t free_ = unit_spikes(det, nd, 5);
+    free(det);
+    fprintf(stderr, "  unit 5 at 0.35 of its template: %llu of %llu labelled 5 with amin=0.5, %llu with amin=0.2\n",
+            (unsigned long long)bounded, (unsigned long long)truth5, (unsigned long long)free_);
+    CHECK(bounded * 10 < truth5 && free_ * 10 > truth5 * 8);
+    snprintf(opts, sizeof opts, "tmatch:templates=%s,lo=0,car=0,gate=40", dir);
+    nd = run(s, 1, &det, &stims, NULL, why, sizeof why);
+    CHECK(nd == 0);
+    free(det);
+}
+
 /* The chain's filter and reference ahead of tmatch: the raw templates go
  * through the same band and common average before matching (defaults). */
 TEST(templates_are_filtered_as_the_data)
