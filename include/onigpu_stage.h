@@ -68,9 +68,10 @@ typedef unsigned long size_t;
 extern "C" {
 #endif
 
-#define ONIGPU_STAGE_VERSION 1    /* of this header's structures; a stage of another version is refused */
+#define ONIGPU_STAGE_VERSION 2    /* of this header's structures; a stage of another version is refused */
 #define ONIGPU_STAGE_MAXCHAN 1536 /* channels of a frame at most (4 probes of 384) */
 #define ONIGPU_STAGE_MAXSPIKES 256 /* spikes listed per block; more are counted in overflow */
+#define ONIGPU_UNIT_NONE 0xFFFFFFFFu /* a spike's unit when no stage labelled it */
 
 /* What a stage reads and writes (the chain's data, above). */
 enum onigpu_stage_data {
@@ -81,9 +82,12 @@ enum onigpu_stage_data {
 };
 
 struct onigpu_spike {
-    uint64_t time;  /* acquisition clock of the sample */
+    uint64_t time;     /* acquisition clock of the sample */
     uint32_t chan;
-    uint32_t frame; /* frame index within the block */
+    uint32_t frame;    /* frame index within the block (0 for a sample of an earlier block) */
+    uint32_t unit;     /* the unit a sorting stage labelled it with (tmatch: the template's
+                          index), ONIGPU_UNIT_NONE when unlabelled */
+    uint32_t reserved; /* 0 */
 };
 
 /* What the loop sends on after a block: spikes and the decision. */
@@ -161,27 +165,38 @@ ONIGPU_STAGE_FN uint64_t onigpu_frame_time(const struct onigpu_block *b, uint32_
     return (uint64_t)w[1] << 32 | w[0];
 }
 
-/* List a spike in o (counted in overflow when the list is full; t_first
- * kept the earliest either way). Not thread-safe: on the GPU, one thread lists. */
-ONIGPU_STAGE_FN void onigpu_add_spike(struct onigpu_out *o, uint64_t time, uint32_t chan, uint32_t frame)
+/* List a spike of unit `unit` (ONIGPU_UNIT_NONE: unlabelled) in o (counted
+ * in overflow when the list is full; t_first kept the earliest either way).
+ * Not thread-safe: on the GPU, one thread lists. */
+ONIGPU_STAGE_FN void onigpu_add_spike_unit(struct onigpu_out *o, uint64_t time, uint32_t chan, uint32_t frame,
+                                           uint32_t unit)
 {
     if (time < o->t_first)
         o->t_first = time;
     if (o->nspikes < ONIGPU_STAGE_MAXSPIKES) {
-        o->spikes[o->nspikes].time = time;
-        o->spikes[o->nspikes].chan = chan;
-        o->spikes[o->nspikes].frame = frame;
-        o->nspikes++;
+        struct onigpu_spike *s = &o->spikes[o->nspikes++];
+        s->time = time;
+        s->chan = chan;
+        s->frame = frame;
+        s->unit = unit;
+        s->reserved = 0;
     } else {
         o->overflow++;
     }
+}
+
+/* An unlabelled spike (onigpu_add_spike_unit with ONIGPU_UNIT_NONE). */
+ONIGPU_STAGE_FN void onigpu_add_spike(struct onigpu_out *o, uint64_t time, uint32_t chan, uint32_t frame)
+{
+    onigpu_add_spike_unit(o, time, chan, frame, ONIGPU_UNIT_NONE);
 }
 
 #if defined(__CUDACC__)
 /* List a spike from any thread of the block (GPU): the list's count may run
  * past ONIGPU_STAGE_MAXSPIKES while the stage runs; after it, the loop
  * counts what is past the list in overflow. Listed in arrival order. */
-__device__ static inline void onigpu_add_spike_gpu(struct onigpu_out *o, uint64_t time, uint32_t chan, uint32_t frame)
+__device__ static inline void onigpu_add_spike_unit_gpu(struct onigpu_out *o, uint64_t time, uint32_t chan,
+                                                         uint32_t frame, uint32_t unit)
 {
     atomicMin((unsigned long long *)&o->t_first, (unsigned long long)time);
     uint32_t k = atomicAdd(&o->nspikes, 1u);
@@ -189,7 +204,14 @@ __device__ static inline void onigpu_add_spike_gpu(struct onigpu_out *o, uint64_
         o->spikes[k].time = time;
         o->spikes[k].chan = chan;
         o->spikes[k].frame = frame;
+        o->spikes[k].unit = unit;
+        o->spikes[k].reserved = 0;
     }
+}
+
+__device__ static inline void onigpu_add_spike_gpu(struct onigpu_out *o, uint64_t time, uint32_t chan, uint32_t frame)
+{
+    onigpu_add_spike_unit_gpu(o, time, chan, frame, ONIGPU_UNIT_NONE);
 }
 #endif
 

@@ -16,7 +16,7 @@ static struct loop_truth tru(uint64_t time, uint32_t chan, uint32_t unit, float 
 
 static struct loop_spike det(uint64_t time, uint32_t chan)
 {
-    return (struct loop_spike){time, chan, 0};
+    return (struct loop_spike){time, chan, 0, ONIGPU_UNIT_NONE, 0};
 }
 
 static struct loop_score score(const struct loop_truth *t, size_t nt, const struct loop_spike *d, size_t nd)
@@ -216,4 +216,63 @@ TEST(random_lists_add_up)
     fprintf(stderr, "  %llu matches of %d events and %d detections\n", (unsigned long long)sc.tp, NT, ND);
     free(t);
     free(d);
+}
+
+static struct loop_spike lab(uint64_t time, uint32_t chan, uint32_t unit)
+{
+    return (struct loop_spike){time, chan, 0, unit, 0};
+}
+
+/* Sorting: per truth unit, its events against the detections labelled
+ * with it, one to one by time; accuracy = matched / (truth + detected -
+ * matched); a label on another unit's event matches nothing. */
+TEST(units_are_scored_by_their_labels)
+{
+    struct loop_truth t[] = {tru(1000, 5, 1, 6),  tru(5000, 5, 1, 6),  tru(9000, 5, 1, 6),
+                             tru(3000, 40, 2, 20), tru(7000, 40, 2, 20)};
+    struct loop_spike d[] = {
+        lab(1005, 5, 1),  lab(5010, 6, 1),  /* two of unit 1's three */
+        lab(12000, 5, 1),                   /* unit 1's false positive */
+        lab(3000, 40, 2), lab(7020, 41, 2), /* both of unit 2's */
+        lab(9000, 5, 2),                    /* unit 2's label on unit 1's event: matches nothing */
+        det(9001, 5),                       /* unlabelled: not a sorting detection */
+    };
+    struct loop_unit_score *u;
+    size_t nu;
+    CHECK_RC(loop_score_units(t, 5, d, 7, W, 0, 1000000, &u, &nu), 0);
+    REQUIRE(nu == 2);
+    CHECK(u[0].unit == 1 && u[0].truth == 3 && u[0].detected == 3 && u[0].matched == 2);
+    CHECK(fabs(u[0].accuracy - 2.0 / 4.0) < 1e-12 && fabs(u[0].snr - 6) < 1e-6);
+    CHECK(u[1].unit == 2 && u[1].truth == 2 && u[1].detected == 3 && u[1].matched == 2);
+    CHECK(fabs(u[1].accuracy - 2.0 / 3.0) < 1e-12);
+    free(u);
+    struct loop_score sc = score(t, 5, d, 7);
+    CHECK_EQ(sc.labelled, 6);
+    CHECK_EQ(sc.units, 2);
+    CHECK(fabs(sc.accuracy - (0.5 + 2.0 / 3.0) / 2) < 1e-12);
+    CHECK(sc.band_units[1] == 1 && sc.band_units[3] == 1 && sc.band_units[0] == 0 && sc.band_units[2] == 0);
+    CHECK(fabs(sc.band_accuracy[1] - 0.5) < 1e-12 && fabs(sc.band_accuracy[3] - 2.0 / 3.0) < 1e-12);
+    /* the window: unit 1's event at 9000 and unit 2's at 7000 outside it */
+    CHECK_RC(loop_score_units(t, 5, d, 7, W, 0, 6000, &u, &nu), 0);
+    REQUIRE(nu == 2);
+    CHECK(u[0].truth == 2 && u[0].matched == 2 && u[0].detected == 2); /* the 12000 one is outside too */
+    CHECK(u[1].truth == 1 && u[1].matched == 1 && u[1].detected == 1);
+    free(u);
+}
+
+TEST(unlabelled_detections_score_no_units)
+{
+    struct loop_truth t = tru(1000, 5, 1, 10);
+    struct loop_spike d = det(1000, 5);
+    struct loop_score sc = score(&t, 1, &d, 1);
+    CHECK(sc.labelled == 0 && sc.units == 0 && sc.accuracy == 0);
+    struct loop_unit_score *u = (void *)1;
+    size_t nu = 9;
+    CHECK_RC(loop_score_units(&t, 1, &d, 1, W, 0, 1000000, &u, &nu), 0);
+    /* the unit is there, with nothing labelled for it */
+    REQUIRE(nu == 1);
+    CHECK(u[0].truth == 1 && u[0].detected == 0 && u[0].accuracy == 0);
+    free(u);
+    CHECK_RC(loop_score_units(NULL, 0, NULL, 0, W, 0, 1000000, &u, &nu), 0);
+    CHECK(u == NULL && nu == 0);
 }

@@ -288,7 +288,7 @@ static struct loop_ephys_out out_with_spikes(uint64_t t, uint32_t n, int stim)
     memset(&o, 0, sizeof o);
     o.nspikes = n;
     for (uint32_t i = 0; i < n; i++)
-        o.spikes[i] = (struct loop_spike){t + i, i % 384, i};
+        o.spikes[i] = (struct loop_spike){t + i, i % 384, i, ONIGPU_UNIT_NONE, 0};
     o.stim = (uint32_t)stim;
     o.t_stim = t;
     return o;

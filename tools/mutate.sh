@@ -104,7 +104,10 @@ while IFS=$'\t' read -r -u 3 id file regex old new; do
             cp "$file" "$TMP/orig"
             SAVED=$file
             printf '%s' "${text/"$old"/"$new"}" >"$file"
-            if ! build || ! grep -qE "Building [A-Z]+ object .*$(basename "$file")" "$TMP/build.log"; then
+            # the mutated file was compiled: by name, or for a header, some object that includes it
+            obj=$(basename "$file")
+            case $file in *.h | *.cuh) obj='.' ;; esac
+            if ! build || ! grep -qE "Building [A-Z]+ object .*$obj" "$TMP/build.log"; then
                 result=build-error
             else
                 failing=$(run_tests "$regex")

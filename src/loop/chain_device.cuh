@@ -86,6 +86,17 @@ extern "C" __device__ int loop_gpu_reference(void *state, struct onigpu_block *b
     return 0;
 }
 
+// decide's unit rule (kernels.h loop_ephys_decides_on, which NVRTC does not see).
+__device__ static int loop_gpu_decides_on(const struct loop_ephys_state *st, unsigned int unit)
+{
+    if (!st->nunits)
+        return 1;
+    for (unsigned int i = 0; i < st->nunits && i < LOOP_DECIDE_MAXUNITS; i++)
+        if (st->units[i] == unit)
+            return 1;
+    return 0;
+}
+
 // decide: thread 0 (loop_ephys_decide).
 extern "C" __device__ int loop_gpu_decide(void *state, struct onigpu_block *b)
 {
@@ -95,7 +106,7 @@ extern "C" __device__ int loop_gpu_decide(void *state, struct onigpu_block *b)
     struct onigpu_out *o = b->out;
     unsigned long long from = st->stim_last ? st->stim_last - 1 + st->lockout : 0, t = ~0ull;
     for (unsigned int i = 0; i < o->nspikes && i < ONIGPU_STAGE_MAXSPIKES; i++)
-        if (o->spikes[i].time >= from && o->spikes[i].time < t)
+        if (o->spikes[i].time >= from && o->spikes[i].time < t && loop_gpu_decides_on(st, o->spikes[i].unit))
             t = o->spikes[i].time;
     o->stim = t != ~0ull;
     o->t_stim = o->stim ? t : 0;

@@ -340,7 +340,7 @@ void loop_ephys_decide(struct loop_ephys_state *st, struct loop_ephys_out *out)
 {
     uint64_t from = st->stim_last ? st->stim_last - 1 + st->lockout : 0, t = UINT64_MAX;
     for (uint32_t i = 0; i < out->nspikes; i++)
-        if (out->spikes[i].time >= from && out->spikes[i].time < t)
+        if (out->spikes[i].time >= from && out->spikes[i].time < t && loop_ephys_decides_on(st, out->spikes[i].unit))
             t = out->spikes[i].time;
     out->stim = t != UINT64_MAX;
     out->t_stim = out->stim ? t : 0;

@@ -153,6 +153,8 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
                         out->spikes[k].time = t;
                         out->spikes[k].chan = c;
                         out->spikes[k].frame = f0 + f;
+                        out->spikes[k].unit = ONIGPU_UNIT_NONE;
+                        out->spikes[k].reserved = 0;
                     } else {
                         atomicAdd(&ovf, 1);
                     }
@@ -185,7 +187,8 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         uint32_t n = nsp < LOOP_EPHYS_MAXSPIKES ? nsp : LOOP_EPHYS_MAXSPIKES;
         uint64_t from = st->stim_last ? st->stim_last - 1 + st->lockout : 0, t = ~0ull;
         for (uint32_t i = 0; i < n; i++)
-            if (out->spikes[i].time >= from && out->spikes[i].time < t)
+            if (out->spikes[i].time >= from && out->spikes[i].time < t &&
+                loop_ephys_decides_on(st, out->spikes[i].unit))
                 t = out->spikes[i].time;
         out->stim = t != ~0ull;
         out->reserved = 0;

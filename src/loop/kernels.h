@@ -54,6 +54,7 @@ double loop_ephys_flops(uint32_t nchan, uint32_t nframes);
 #define LOOP_EPHYS_MAXCHAN ONIGPU_STAGE_MAXCHAN
 #define LOOP_EPHYS_BINS 512   /* noise histogram: 8 bins per octave */
 #define LOOP_EPHYS_MAXSPIKES ONIGPU_STAGE_MAXSPIKES /* spikes listed per block; more are counted in overflow */
+#define LOOP_DECIDE_MAXUNITS 32 /* units a decision may name (decide:units=3+7) */
 #define LOOP_EPHYS_CHUNK 8    /* samples filtered before CAR and detection (GPU: in shared memory) */
 
 /* Where the samples are in a block of read frames (the GPU stream's layout:
@@ -100,6 +101,8 @@ struct loop_ephys_state {
     uint64_t nsamples;               /* samples processed so far */
     uint64_t lockout;                /* decide: clock ticks */
     uint64_t stim_last;              /* decide: time of the spike the last stimulation answered + 1 (0 = none) */
+    uint32_t nunits;                 /* decide: 0, or only spikes of units[0 .. nunits) count */
+    uint32_t units[LOOP_DECIDE_MAXUNITS];
     float z[LOOP_EPHYS_MAXCHAN][4];  /* direct form II transposed state, 2 per biquad */
     float thr[LOOP_EPHYS_MAXCHAN];   /* 0 until calibrated */
     uint64_t last[LOOP_EPHYS_MAXCHAN]; /* sample index of the last spike + 1 (0 = none) */
@@ -119,6 +122,18 @@ struct loop_ephys_state {
 #else
 #define LOOP_HD static inline
 #endif
+
+/* Whether decide counts a spike of this unit: every spike when it names no
+ * units, else only spikes labelled with one it names. */
+LOOP_HD int loop_ephys_decides_on(const struct loop_ephys_state *st, uint32_t unit)
+{
+    if (!st->nunits)
+        return 1;
+    for (uint32_t i = 0; i < st->nunits && i < LOOP_DECIDE_MAXUNITS; i++)
+        if (st->units[i] == unit)
+            return 1;
+    return 0;
+}
 
 /* Spike i before spike j: by frame, then the most negative sample, then
  * by channel. */

@@ -61,8 +61,9 @@ struct loop_sink {
 
 /* One stage of an EPHYS chain (include/onigpu_stage.h, docs/stages.md):
  * a descriptor the caller holds (stage), or text naming one: "NAME[:OPTIONS]"
- * for a built-in stage (filter, reference, detect, decide), else
- * "FILE[:OPTIONS]", a shared object exporting `onigpu_stage`. */
+ * for a built-in stage (filter, reference, detect, decide, tmatch; no '/'
+ * before the first ':'), else "FILE[:OPTIONS]", a shared object exporting
+ * `onigpu_stage`. */
 struct loop_stage_spec {
     const char *text;                 /* used when stage is NULL */
     const struct onigpu_stage *stage; /* or NULL */

@@ -119,6 +119,137 @@ static void count(const struct loop_truth *truth, size_t nt, const struct loop_s
     out->f1 = f1d ? 2.0 * (double)out->tp / (double)f1d : 0.0;
 }
 
+/* Match t[0..nt) against d[0..nd) (both sorted by time) one to one, greedy
+ * by distance (above), marking t_matched[t[i].idx], d_matched[d[j].idx]. */
+static int match(const struct item *t, size_t nt, const struct item *d, size_t nd, uint64_t tol, uint32_t radius,
+                 uint8_t *t_matched, uint8_t *d_matched)
+{
+    struct pair *p = NULL;
+    size_t np = 0;
+    int rc = candidates(t, nt, d, nd, tol, radius, &p, &np);
+    if (rc)
+        return rc;
+    qsort(p, np, sizeof *p, by_distance);
+    for (size_t k = 0; k < np; k++)
+        if (!t_matched[p[k].i] && !d_matched[p[k].j]) {
+            t_matched[p[k].i] = 1;
+            d_matched[p[k].j] = 1;
+        }
+    free(p);
+    return 0;
+}
+
+/* By unit (the item's chan holds it here), then time, then index. */
+static int by_unit(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    if (x->chan != y->chan)
+        return x->chan < y->chan ? -1 : 1;
+    return by_time(a, b);
+}
+
+int loop_score_units(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd, uint64_t tol,
+                     uint64_t t_lo, uint64_t t_hi, struct loop_unit_score **out, size_t *n)
+{
+    *out = NULL, *n = 0;
+    if (nt >= UINT32_MAX || nd >= UINT32_MAX)
+        return ONI_EBADALLOC;
+    size_t nl = 0;
+    for (size_t j = 0; j < nd; j++)
+        nl += det[j].unit != ONIGPU_UNIT_NONE;
+    struct item *t = malloc((nt ? nt : 1) * sizeof *t), *d = malloc((nl ? nl : 1) * sizeof *d);
+    uint8_t *t_matched = calloc(nt ? nt : 1, 1), *d_matched = calloc(nd ? nd : 1, 1);
+    struct loop_unit_score *u = calloc(nt ? nt : 1, sizeof *u); /* at most one unit per event */
+    int rc = t && d && t_matched && d_matched && u ? 0 : ONI_EBADALLOC;
+    size_t nu = 0;
+    if (!rc) {
+        /* items keyed by unit: the chan field holds the unit, so that the
+         * channel radius of 0 keeps pairs within one unit */
+        for (size_t i = 0; i < nt; i++)
+            t[i] = (struct item){truth[i].time, truth[i].unit, (uint32_t)i};
+        for (size_t j = 0, k = 0; j < nd; j++)
+            if (det[j].unit != ONIGPU_UNIT_NONE)
+                d[k++] = (struct item){det[j].time, det[j].unit, (uint32_t)j};
+        qsort(t, nt, sizeof *t, by_unit);
+        qsort(d, nl, sizeof *d, by_unit);
+        for (size_t i = 0, j = 0; i < nt && !rc;) {
+            uint32_t unit = t[i].chan;
+            size_t i1 = i, j0, j1;
+            while (i1 < nt && t[i1].chan == unit)
+                i1++;
+            while (j < nl && d[j].chan < unit)
+                j++;
+            for (j0 = j, j1 = j; j1 < nl && d[j1].chan == unit; j1++)
+                ;
+            rc = match(t + i, i1 - i, d + j0, j1 - j0, tol, 0, t_matched, d_matched);
+            struct loop_unit_score *r = &u[nu];
+            double snr = 0;
+            uint64_t nsnr = 0;
+            *r = (struct loop_unit_score){.unit = unit};
+            for (size_t a = i; a < i1; a++) {
+                const struct loop_truth *e = &truth[t[a].idx];
+                if (e->snr > 0)
+                    snr += e->snr, nsnr++;
+                if (e->time < t_lo || e->time > t_hi)
+                    continue;
+                r->truth++;
+                r->matched += t_matched[t[a].idx];
+            }
+            /* as loop_score_spikes counts: a pair by its truth event, a free
+             * detection by its own time */
+            r->detected = r->matched;
+            for (size_t b = j0; b < j1; b++)
+                r->detected += !d_matched[d[b].idx] && det[d[b].idx].time >= t_lo && det[d[b].idx].time <= t_hi;
+            r->snr = nsnr ? (float)(snr / (double)nsnr) : 0.0f;
+            uint64_t den = r->truth + r->detected - r->matched;
+            r->accuracy = den ? (double)r->matched / (double)den : 0.0;
+            nu += r->truth > 0;
+            i = i1, j = j1;
+        }
+    }
+    free(t);
+    free(d);
+    free(t_matched);
+    free(d_matched);
+    if (rc || !nu) {
+        free(u);
+        return rc;
+    }
+    *out = u;
+    *n = nu;
+    return 0;
+}
+
+/* The sorting part of out (score.h), from the per-unit scores. */
+static int score_sorting(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
+                         uint64_t tol, uint64_t t_lo, uint64_t t_hi, struct loop_score *out)
+{
+    for (size_t j = 0; j < nd; j++)
+        out->labelled += det[j].unit != ONIGPU_UNIT_NONE && det[j].time >= t_lo && det[j].time <= t_hi;
+    if (!out->labelled)
+        return 0;
+    struct loop_unit_score *u;
+    size_t nu;
+    int rc = loop_score_units(truth, nt, det, nd, tol, t_lo, t_hi, &u, &nu);
+    if (rc)
+        return rc;
+    double sum = 0, band[LOOP_SCORE_BANDS] = {0};
+    for (size_t i = 0; i < nu; i++) {
+        int b = loop_score_band(u[i].snr);
+        sum += u[i].accuracy;
+        if (b >= 0) {
+            out->band_units[b]++;
+            band[b] += u[i].accuracy;
+        }
+    }
+    out->units = nu;
+    out->accuracy = nu ? sum / (double)nu : 0.0;
+    for (int b = 0; b < LOOP_SCORE_BANDS; b++)
+        out->band_accuracy[b] = out->band_units[b] ? band[b] / (double)out->band_units[b] : 0.0;
+    free(u);
+    return 0;
+}
+
 int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
                       uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out)
 {
@@ -128,8 +259,6 @@ int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct lo
     struct item *t = malloc((nt ? nt : 1) * sizeof *t), *d = malloc((nd ? nd : 1) * sizeof *d);
     uint8_t *t_matched = calloc(nt ? nt : 1, 1);
     uint8_t *d_matched = calloc(nd ? nd : 1, 1);
-    struct pair *p = NULL;
-    size_t np = 0;
     int rc = t && d && t_matched && d_matched ? 0 : ONI_EBADALLOC;
     if (!rc) {
         for (size_t i = 0; i < nt; i++)
@@ -138,21 +267,17 @@ int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct lo
             d[j] = (struct item){det[j].time, det[j].chan, (uint32_t)j};
         qsort(t, nt, sizeof *t, by_time);
         qsort(d, nd, sizeof *d, by_time);
-        rc = candidates(t, nt, d, nd, tol, chan_radius, &p, &np);
+        rc = match(t, nt, d, nd, tol, chan_radius, t_matched, d_matched);
     }
-    if (!rc) {
-        qsort(p, np, sizeof *p, by_distance);
-        for (size_t k = 0; k < np; k++)
-            if (!t_matched[p[k].i] && !d_matched[p[k].j]) {
-                t_matched[p[k].i] = 1;
-                d_matched[p[k].j] = 1;
-            }
+    if (!rc)
         count(truth, nt, det, nd, t_matched, d_matched, t_lo, t_hi, out);
-    }
     free(t);
     free(d);
     free(t_matched);
     free(d_matched);
-    free(p);
+    if (!rc)
+        rc = score_sorting(truth, nt, det, nd, tol, t_lo, t_hi, out);
+    if (rc)
+        memset(out, 0, sizeof *out);
     return rc;
 }

@@ -16,7 +16,19 @@
  * over everything given, then a pair counts (as a true positive) when its truth
  * event lies in the window, a free detection (false positive) or a free truth
  * event (miss) when it lies in the window. So a detection just inside the
- * window that matches a truth event just outside it counts as neither. */
+ * window that matches a truth event just outside it counts as neither.
+ *
+ * Sorting (detections labelled with a unit, onigpu_spike.unit: tmatch's
+ * template index, which for the emulator's templates is the truth unit):
+ * per truth unit u, its truth events and the detections labelled u are
+ * matched one to one in the same way, by time alone (the label says which
+ * unit; no channel radius), and the unit's accuracy is
+ * matched / (truth + detected - matched), as SpikeInterface's ground-truth
+ * comparison defines it (doc/modules/comparison.rst: agreement score =
+ * matches / (events GT + events tested - matches), accuracy = tp / (tp + fn
+ * + fp)), with the label taken as the unit (no Hungarian search for the
+ * best-agreeing label: the emulator's template i is its unit i). A unit's
+ * SNR is the mean of its events' SNRs. */
 #ifndef LOOP_SCORE_H
 #define LOOP_SCORE_H
 
@@ -57,6 +69,21 @@ struct loop_score {
     uint64_t tp, fp, misses;
     double precision, recall, f1; /* 0 where the denominator is 0 */
     uint64_t band_events[LOOP_SCORE_BANDS], band_tp[LOOP_SCORE_BANDS];
+    /* Sorting, when some detection carries a unit label (labelled > 0; else
+     * all of these are 0): */
+    uint64_t labelled;    /* detections in the window with a label */
+    uint64_t units;       /* truth units with events in the window */
+    double accuracy;      /* their mean accuracy */
+    uint64_t band_units[LOOP_SCORE_BANDS]; /* units per SNR band (of the unit's SNR) */
+    double band_accuracy[LOOP_SCORE_BANDS]; /* their mean accuracy, 0 without units */
+};
+
+/* One truth unit's sorting score (loop_score_units). */
+struct loop_unit_score {
+    uint32_t unit;
+    float snr;            /* mean SNR of its events (0: unknown) */
+    uint64_t truth, detected, matched; /* in the window */
+    double accuracy;      /* matched / (truth + detected - matched), 0 when both are 0 */
 };
 
 /* Score nd detections against nt truth events (neither need be sorted; both
@@ -65,6 +92,13 @@ struct loop_score {
  * ONI_EBADALLOC (*out is then all zero). */
 int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
                       uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out);
+
+/* Per-unit accuracy (above) of detections labelled with units: one row per
+ * truth unit with events in [t_lo, t_hi], by unit number, into *out (malloc'd,
+ * the caller frees it; NULL when *n is 0). Unlabelled detections
+ * (ONIGPU_UNIT_NONE) are not looked at. 0, or ONI_EBADALLOC (*out NULL, *n 0). */
+int loop_score_units(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd, uint64_t tol,
+                     uint64_t t_lo, uint64_t t_hi, struct loop_unit_score **out, size_t *n);
 
 /* The band (0 .. LOOP_SCORE_BANDS - 1) of an SNR, -1 for an unknown (<= 0) one. */
 int loop_score_band(double snr);

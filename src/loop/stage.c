@@ -83,10 +83,15 @@ int loop_stage_opts(const char *stage, const char *options, const char *const *k
     return 0;
 }
 
-/* Split "NAME_OR_FILE[:OPTIONS]" at the first ':' after the last '/'. */
+/* Split "NAME_OR_FILE[:OPTIONS]": a name (no '/' before the first ':') at
+ * that ':', so that options may hold paths (tmatch:templates=/a/b); a file
+ * at the first ':' after its last '/'. */
 static void split(const char *text, char *file, size_t cap, const char **options)
 {
+    const char *first = strchr(text, ':');
     const char *slash = strrchr(text, '/');
+    if (first && memchr(text, '/', (size_t)(first - text)) == NULL)
+        slash = NULL;
     const char *colon = strchr(slash ? slash : text, ':');
     size_t len = colon ? (size_t)(colon - text) : strlen(text);
     snprintf(file, cap, "%.*s", (int)(len < cap ? len : cap - 1), text);
@@ -138,7 +143,7 @@ static int open_stage(struct chain_stage *cs, const struct loop_stage_spec *spec
         if (!strchr(file, '/')) {
             cs->d = loop_stage_builtin(file, strlen(file));
             if (!cs->d) {
-                snprintf(why, cap, "%s: no built-in stage of that name (filter, reference, detect, decide); a "
+                snprintf(why, cap, "%s: no built-in stage of that name (filter, reference, detect, decide, tmatch); a "
                                    "shared object is named by a path with a '/' (./mystage.so)", what);
                 return ONI_EINVALARG;
             }
@@ -318,6 +323,8 @@ void loop_chain_state(const struct loop_chain *ch, struct loop_ephys_state *st)
         } else if (ch->s[i].d == &loop_stage_decide) {
             st->lockout = s->lockout;
             st->stim_last = s->stim_last;
+            st->nunits = s->nunits;
+            memcpy(st->units, s->units, sizeof st->units);
         }
     }
 }

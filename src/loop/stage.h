@@ -60,6 +60,8 @@ int loop_stage_opts(const char *stage, const char *options, const char *const *k
 
 /* The built-in stages (stage_builtin.c). */
 extern const struct onigpu_stage loop_stage_filter, loop_stage_reference, loop_stage_detect, loop_stage_decide;
+/* Template matching (stage_tmatch.c, tmatch.h): samples -> spikes labelled with their template. */
+extern const struct onigpu_stage loop_stage_tmatch;
 /* The built-in stage of that name, or NULL. */
 const struct onigpu_stage *loop_stage_builtin(const char *name, size_t len);
 

@@ -185,6 +185,49 @@ const struct onigpu_stage loop_stage_detect = {
 
 /* --- decide: one stimulation per spike, with a lockout ------------------------ */
 
+/* The units of "units=3+7" in options into units[] (*n of them; *given 1
+ * when the key is there), the other options copied into rest[cap]. 0, or
+ * ONI_EINVALARG with err. */
+static int decide_units(const char *options, uint32_t *units, uint32_t *n, int *given, char *rest, size_t rcap,
+                        char *err, size_t cap)
+{
+    size_t k = 0;
+    *n = 0, *given = 0, rest[0] = '\0';
+    for (const char *p = options ? options : ""; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len < 6 || strncmp(p, "units=", 6)) {
+            if (k + len + 2 > rcap) {
+                snprintf(err, cap, "stage decide: options too long");
+                return ONI_EINVALARG;
+            }
+            k += (size_t)snprintf(rest + k, rcap - k, "%s%.*s", k ? "," : "", (int)len, p);
+        } else {
+            *given = 1, *n = 0;
+            const char *q = p + 6, *stop = p + len;
+            int bad = q == stop;
+            while (!bad && q <= stop) { /* tokens of digits between '+' */
+                const char *e = q;
+                uint64_t u = 0;
+                while (e < stop && *e >= '0' && *e <= '9' && u < UINT32_MAX)
+                    u = u * 10 + (uint64_t)(*e++ - '0');
+                bad = e == q || u >= UINT32_MAX || (e < stop && *e != '+') || *n == LOOP_DECIDE_MAXUNITS;
+                if (!bad)
+                    units[(*n)++] = (uint32_t)u;
+                q = e + 1;
+                bad = bad || (e < stop && q == stop); /* a trailing '+' */
+            }
+            if (bad) {
+                snprintf(err, cap, "stage decide: units='%.*s' (unit numbers joined by '+', e.g. units=3+7; %d at "
+                         "most)", (int)(len - 6), p + 6, LOOP_DECIDE_MAXUNITS);
+                return ONI_EINVALARG;
+            }
+        }
+        p += len + (end ? 1 : 0);
+    }
+    return 0;
+}
+
 static int decide_options(struct loop_ephys_state *st, const struct onigpu_stage_env *env, int fresh, char *err,
                           size_t cap)
 {
@@ -192,13 +235,21 @@ static int decide_options(struct loop_ephys_state *st, const struct onigpu_stage
     struct loop_ephys_params p;
     loop_ephys_defaults(&p);
     double v = fresh ? p.lockout_s * 1e3 : (double)st->lockout / env->clock_hz * 1e3;
-    int given = 0;
-    int rc = loop_stage_opts("decide", env->options, keys, 1, &v, &given, err, cap);
-    if (rc || (!fresh && !given))
+    int given = 0, ugiven;
+    uint32_t units[LOOP_DECIDE_MAXUNITS], nunits;
+    char rest[256];
+    int rc = decide_units(env->options, units, &nunits, &ugiven, rest, sizeof rest, err, cap);
+    if (!rc)
+        rc = loop_stage_opts("decide", rest, keys, 1, &v, &given, err, cap);
+    if (rc)
         return rc;
-    if (loop_ephys_set_lockout(st, v / 1e3, env->clock_hz)) {
+    if ((fresh || given) && loop_ephys_set_lockout(st, v / 1e3, env->clock_hz)) {
         snprintf(err, cap, "stage decide: lockout_ms=%g (0 .. 3600000)", v);
         return ONI_EINVALARG;
+    }
+    if (ugiven) { /* else the units stay as the state has them (none in a fresh one) */
+        memcpy(st->units, units, nunits * sizeof units[0]);
+        st->nunits = nunits;
     }
     return 0;
 }
@@ -234,7 +285,7 @@ const struct onigpu_stage loop_stage_decide = {
 const struct onigpu_stage *loop_stage_builtin(const char *name, size_t len)
 {
     static const struct onigpu_stage *const all[] = {&loop_stage_filter, &loop_stage_reference, &loop_stage_detect,
-                                                     &loop_stage_decide};
+                                                     &loop_stage_decide, &loop_stage_tmatch};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strlen(all[i]->name) == len && !strncmp(all[i]->name, name, len))
             return all[i];

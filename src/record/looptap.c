@@ -45,13 +45,15 @@ static void tap_detect(void *arg, const struct loop_ephys_out *o, uint32_t pins,
     struct rec_loop_tap *t = arg;
     if (!o->nspikes)
         return;
-    /* each probe's spikes on its own stream (the loop's channel p * 384 + c) */
+    /* each probe's spikes on its own stream (the loop's channel p * 384 + c),
+     * with their unit when a stage labelled them */
     for (uint32_t p = 0; p < 2 * t->nraw; p++) {
         struct rec_spike sp[LOOP_EPHYS_MAXSPIKES];
         uint32_t n = 0;
         for (uint32_t i = 0; i < o->nspikes; i++)
             if (o->spikes[i].chan / 384 == p)
-                sp[n++] = (struct rec_spike){o->spikes[i].time, o->spikes[i].chan % 384, -1};
+                sp[n++] = (struct rec_spike){o->spikes[i].time, o->spikes[i].chan % 384,
+                                             o->spikes[i].unit == ONIGPU_UNIT_NONE ? -1 : (int32_t)o->spikes[i].unit};
         if (n)
             rec_spikes(t->r, t->raw[p / 2], p % 2, sp, n, host_ns);
     }

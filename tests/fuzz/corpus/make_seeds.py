@@ -17,7 +17,11 @@ got, a write cut short and its rest sent first, and the context destroyed
 while frames are alive.
 
 fuzz_view: POST /control bodies (first byte 0), --view addresses (1) and
-Host headers (2), good and refused ones."""
+Host headers (2), good and refused ones.
+
+fuzz_npy: .npy files as the template file set has them (first byte even:
+its bits 1.. pick the dimensions asked for, 3 for templates.npy) and
+params.py texts (first byte odd)."""
 import os
 import struct
 
@@ -135,3 +139,23 @@ view_seeds = {
 }
 for name, data in view_seeds.items():
     open("fuzz_view/" + name, "wb").write(data)
+
+
+def npy(descr, shape, data):
+    dims = "(%d,)" % shape[0] if len(shape) == 1 else "(" + ", ".join(str(d) for d in shape) + ")"
+    d = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, dims)
+    pad = 64 - (10 + len(d) + 1) % 64
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(d) + pad + 1) + (d + " " * pad + "\n").encode() + data
+
+
+npy_seeds = {  # the first byte: (ndim - 1) << 1 for npy_check, 1 for params.py
+    "templates": bytes([2 << 1]) + npy("<f4", (2, 3, 4), struct.pack("<24f", *range(24))),
+    "channel_map": bytes([0]) + npy("<i4", (4,), struct.pack("<4i", 0, 1, 2, 3)),
+    "whitening": bytes([1 << 1]) + npy("<f8", (2, 2), struct.pack("<4d", 1, 0, 0, 1)),
+    "short": bytes([0]) + npy("<i8", (3,), struct.pack("<2q", 1, 2)),
+    "params": b"\x01dat_path = 'a.bin'\nsample_rate = 30000.\nhp_filtered = False\n",
+    "params_bad": b"\x01sample_rate = fast # no\nhp_filtered = True\n",
+}
+os.makedirs("fuzz_npy", exist_ok=True)
+for name, data in npy_seeds.items():
+    open("fuzz_npy/" + name, "wb").write(data)
