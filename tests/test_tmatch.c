@@ -296,7 +296,7 @@ TEST(the_stage_holds_the_filtered_window)
         memcpy(x, d.tpl[k], sizeof x);
         memset(flt.z, 0, sizeof flt.z);
         loop_ephys_filter(&flt, &x[0][0], TD_NS);
-        loop_ephys_reference(&x[0][0], TD_NCH, TD_NS);
+        loop_ephys_reference(&x[0][0], TD_NCH, 0, TD_NS);
         int ts = 0, tc = 0;
         for (int t = 0; t < TD_NS; t++)
             for (int ch2 = 0; ch2 < TD_NCH; ch2++)
