@@ -577,7 +577,8 @@ TEST(bench_scale_writes_results)
     NEED_BIN();
     char dir[] = "/tmp/onigpu-bscale-XXXXXX";
     REQUIRE(mkdtemp(dir));
-    int rc = ONIGPU("bench", "scale", "--backends", "cpu", "--probes", "1,2", "--seconds", "1", "--out", dir);
+    int rc = ONIGPU("bench", "scale", "--backends", "cpu", "--probes", "1,2", "--algos", "threshold", "--seconds", "1",
+                    "--out", dir);
     CHECK(rc == 0 || rc == 1); /* a sanitized build may fall behind; the rows are there all the same */
     json_t *v = result_set_load(dir, "scale/scale-*[0-9].json");
     REQUIRE(v);
@@ -594,6 +595,18 @@ TEST(bench_scale_writes_results)
     json_decref(v);
     CHECK(unit_sh("ls %s/scale/scale-*.csv >/dev/null", dir) == 0);
     CHECK(unit_sh("ls %s/scale/scale-*-ratios.csv >/dev/null 2>&1", dir) != 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+    /* tmatch against the card's own truth templates, made and removed per run */
+    REQUIRE(mkdtemp(strcpy(dir, "/tmp/onigpu-bscale-XXXXXX")));
+    rc = ONIGPU("bench", "scale", "--backends", "cpu", "--probes", "1", "--algos", "tmatch", "--seconds", "1", "--out",
+                dir);
+    CHECK(rc == 0 || rc == 1);
+    v = result_set_load(dir, "scale/scale-*[0-9].json");
+    REQUIRE(v);
+    CHECK_EQ(result_rows(v), 1);
+    CHECK(!strcmp(result_str(v, 0, "algo"), "tmatch") && !strcmp(result_str(v, 0, "error"), ""));
+    CHECK(result_num(v, 0, "f1") > 0 && result_num(v, 0, "f1") <= 1);
+    json_decref(v);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
     CHECK_EQ(ONIGPU("bench", "scale", "--probes", "0"), 2);
     CHECK(strstr(out, "--probes 0: must be a comma-separated list of at most 8 whole numbers from 1 to 4") != NULL);

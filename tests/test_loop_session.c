@@ -295,8 +295,11 @@ TEST(session_runs_several_probes_side_by_side)
             fp += ps->fp;
             fprintf(stderr, "  %u probes: probe %u %llu events, recall %.3f, precision %.3f\n", r.probes, p,
                     (unsigned long long)ps->events, ps->recall, ps->precision);
+            /* the emulated units above 8 noise SDs are all found (docs/closed-loop.md "Scoring"): a
+             * probe read into another's channels would find none of them */
+            double loud = ps->band_events[2] + ps->band_events[3], found = ps->band_tp[2] + ps->band_tp[3];
             if (REALTIME_BUILD) /* a sanitized build falls far behind four probes: few frames scored */
-                CHECK(ps->events > 0 && ps->recall > 0.5 && ps->precision > 0.5);
+                CHECK(loud > 20 && found / loud > 0.9 && ps->precision > 0.5);
         }
         CHECK_EQ(spikes, r.spikes); /* every kept detection is on one probe */
         CHECK_EQ(events, r.score.events);

@@ -512,9 +512,12 @@ TEST(bad_file_sets_are_refused)
     refused("", "templates.npy: cannot open", NULL);
     /* more channels than a frame may have (the optional files of 64 gone) */
     REQUIRE(unit_sh("rm %s/whitening_mat_inv.npy %s/channel_positions.npy", dir, dir) == 0);
-    put("templates.npy", "<f4", 3, (const uint64_t[]){1, 2, 1025}, 2 * 1025 * 4);
-    put("channel_map.npy", "<i4", 1, (const uint64_t[]){1025}, 1025 * 4);
-    refused(",lo=0", "templates of 1025 channels (1024 at most)", NULL);
+    enum { OVER = ONIGPU_STAGE_MAXCHAN + 1 };
+    put("templates.npy", "<f4", 3, (const uint64_t[]){1, 2, OVER}, 2 * OVER * 4);
+    put("channel_map.npy", "<i4", 1, (const uint64_t[]){OVER}, OVER * 4);
+    char over[64];
+    snprintf(over, sizeof over, "templates of %d channels (%d at most)", OVER, ONIGPU_STAGE_MAXCHAN);
+    refused(",lo=0", over, NULL);
     REQUIRE(td_write_set(&d, dir) == 0);
     /* channel_map.npy: length, a channel the frames do not have, dtype */
     put("channel_map.npy", "<i4", 1, (const uint64_t[]){TD_NCH - 1}, (TD_NCH - 1) * 4);

@@ -52,6 +52,13 @@ void bench_cpu_mark(struct bench_cpu_mark *m);
 uint64_t bench_off_cpu_ns(const struct bench_cpu_mark *a, uint64_t w0, uint64_t w1,
                           const struct bench_cpu_mark *b);
 
+/* ---- scratch files ------------------------------------------------------- */
+
+/* Remove dir and everything under it (a benchmark's scratch directory;
+ * links are removed, not followed). 0, or -1 with errno when something
+ * could not be removed. */
+int bench_rm_tree(const char *dir);
+
 /* ---- stopping early ------------------------------------------------------ */
 
 /* Ask the benchmark that runs to end early (any thread; async-signal-safe):

@@ -38,9 +38,7 @@ static double pct(const double *v, size_t n, double p)
 
 static void rm_rf(const char *dir)
 {
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%.4200s'", dir);
-    if (system(cmd))
+    if (bench_rm_tree(dir))
         fprintf(stderr, "bench record: could not remove %s\n", dir);
 }
 

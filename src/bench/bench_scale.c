@@ -9,8 +9,12 @@
 #include "loop/loop.h"
 #include "loop/run.h"
 
+/* threshold: the built-in chain (filter, reference, detect, decide);
+ * tmatch: filter, reference, then a tmatch stage per probe against the
+ * card's own truth templates (docs/stages.md "Template matching"). */
 static const struct bench_scale_algo algos[] = {
-    {"threshold", NULL}, /* the built-in chain: filter, reference, detect, decide */
+    {"threshold", 0},
+    {"tmatch", 1},
 };
 #define NALGOS ((int)(sizeof algos / sizeof algos[0]))
 
@@ -50,31 +54,57 @@ struct cell {
     double lat[4];   /* p50, p99, p99.9, max us (NaN: no echo) */
 };
 
-/* The chain of algorithm a into specs; how many stages. */
-static uint32_t chain(int a, struct loop_stage_spec *specs)
+/* A run's chain and card: the stage texts live in text[], the spec in spec. */
+struct chain {
+    struct loop_stage_spec specs[LOOP_MAXCHAIN];
+    uint32_t n;
+    char text[LOOP_RUN_MAX_PROBES][200];
+    char spec[300];
+};
+
+/* The chain of algorithm a for probes probes; a templates algorithm has the
+ * card write its truth templates into dir (probe p's set is dir/D-S: raw
+ * device D = 8 + p / 2, stream S = p % 2, docs/emulator.md). */
+static void chain(int a, uint32_t probes, const char *dir, struct chain *c)
 {
-    uint32_t n = 0;
-    for (const char *const *s = algos[a].stages; s && *s && n < LOOP_MAXCHAIN; s++)
-        specs[n++] = (struct loop_stage_spec){*s, NULL, NULL};
-    return n;
+    memset(c, 0, sizeof *c);
+    if (!algos[a].templates)
+        return; /* the built-in chain, the default card */
+    snprintf(c->spec, sizeof c->spec, "%s;templates=%s", probes > 2 ? LOOP_RUN_DEFAULT_SPEC2 : LOOP_RUN_DEFAULT_SPEC,
+             dir);
+    c->specs[c->n++] = (struct loop_stage_spec){"filter", NULL, NULL};
+    c->specs[c->n++] = (struct loop_stage_spec){"reference", NULL, NULL};
+    for (uint32_t p = 0; p < probes; p++) {
+        snprintf(c->text[p], sizeof c->text[p], "tmatch:templates=%s/%u-%u,chan0=%u", dir, 8 + p / 2, p % 2, 384 * p);
+        c->specs[c->n++] = (struct loop_stage_spec){c->text[p], NULL, NULL};
+    }
 }
 
 /* One run into *c and a row of "results". 0 or the run's error. */
 static int one(const struct bench_scale_opts *o, struct results *rep, int backend, int a, uint32_t probes, int round,
                struct cell *c)
 {
-    char truth[64];
+    char truth[64], dir[64];
     snprintf(truth, sizeof truth, "/tmp/onigpu-benchscale-XXXXXX");
+    snprintf(dir, sizeof dir, "/tmp/onigpu-benchscale-tpl-XXXXXX");
     int fd = mkstemp(truth);
     if (fd < 0)
         return ONI_EPATHINVALID;
     close(fd);
-    struct loop_stage_spec specs[LOOP_MAXCHAIN];
-    struct loop_run_config cfg = {.backend = backend, .probes = probes, .block = o->block, .seconds = o->seconds,
-                                  .truth = truth, .stages = specs, .nstages = chain(a, specs)};
+    if (algos[a].templates && !mkdtemp(dir)) {
+        remove(truth);
+        return ONI_EPATHINVALID;
+    }
+    static struct chain ch; /* one run at a time */
+    chain(a, probes, dir, &ch);
+    struct loop_run_config cfg = {.backend = backend, .spec = ch.spec[0] ? ch.spec : NULL, .probes = probes,
+                                  .block = o->block, .seconds = o->seconds, .truth = truth, .stages = ch.specs,
+                                  .nstages = ch.n};
     struct loop_run_result r;
     int rc = loop_run_session(&cfg, &r);
     remove(truth);
+    if (algos[a].templates)
+        bench_rm_tree(dir);
     const char *err = rc ? (r.why[0] ? r.why : oni_error_str(rc)) : "";
     memset(c, 0, sizeof *c);
     c->ok = r.ran && r.frames > 0;

@@ -11,11 +11,11 @@
 
 #define BENCH_SCALE_MAX 8
 
-/* An algorithm: a name and the processing chain that runs it (run.h's
- * stages; none: the built-in threshold detector). */
+/* An algorithm: a name, and whether its chain needs the card's truth
+ * templates (bench_scale.c builds each chain for the probes of a run). */
 struct bench_scale_algo {
     const char *name;
-    const char *const *stages; /* NULL-terminated stage specs, or NULL */
+    int templates;
 };
 
 /* "threshold", ...: the algorithms bench scale knows, by number; NULL past the last. */

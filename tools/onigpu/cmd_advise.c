@@ -301,7 +301,7 @@ static int run(int argc, char **argv)
             st = cli_arg_count(cmd, a, v, 1, 64, &n);
             probes = (long)n;
         } else if (!strcmp(a, "--algo")) {
-            st = cli_arg_text(cmd, a, v, "an algorithm of bench scale (threshold)", &algo);
+            st = cli_arg_text(cmd, a, v, "an algorithm of bench scale (threshold, tmatch)", &algo);
         } else if (!strcmp(a, "--row")) {
             uint64_t r = 0;
             st = cli_arg_count(cmd, a, v, 0, 1000000, &r);
