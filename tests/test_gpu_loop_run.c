@@ -40,7 +40,7 @@ TEST(run_four_probes_on_every_gpu_backend)
     if (!loop_backend_available(LOOP_GPU_STAGED, why, sizeof why))
         SKIP("%s", why);
     for (int b = LOOP_GPU_STAGED; b < LOOP_NBACKENDS; b++) {
-        int rc = ONIGPU("run", "--backend", loop_backend_name(b), "--probes", "4", "--seconds", "2");
+        int rc = ONIGPU("run", "--backend", loop_backend_name(b), "--probes", "4", "--block", "16", "--seconds", "2");
         CHECK_EQ(rc, 0);
         int probes = 0;
         for (const char *p = strstr(out, "  probe "); p; p = strstr(p + 1, "  probe ")) {
