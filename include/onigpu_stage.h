@@ -69,7 +69,7 @@ extern "C" {
 #endif
 
 #define ONIGPU_STAGE_VERSION 2    /* of this header's structures; a stage of another version is refused */
-#define ONIGPU_STAGE_MAXCHAN 1024 /* channels of a frame at most */
+#define ONIGPU_STAGE_MAXCHAN 1536 /* channels of a frame at most (4 probes of 384) */
 #define ONIGPU_STAGE_MAXSPIKES 256 /* spikes listed per block; more are counted in overflow */
 #define ONIGPU_UNIT_NONE 0xFFFFFFFFu /* a spike's unit when no stage labelled it */
 

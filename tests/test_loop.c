@@ -283,8 +283,11 @@ TEST(defsrc_takes_one_device_from_the_default_stream)
     struct others o = {(oni_dev_idx_t)small, (oni_dev_idx_t)big, 0, 0};
     struct loop_defsrc d;
     struct loop_source src;
-    CHECK_RC(loop_defsrc_init(&d, ctx, (oni_dev_idx_t)big, 0, count_other, &o), ONI_EINVALARG);
-    REQUIRE(loop_defsrc_init(&d, ctx, (oni_dev_idx_t)big, 1160, count_other, &o) == 0);
+    const oni_dev_idx_t dev = (oni_dev_idx_t)big;
+    CHECK_RC(loop_defsrc_init(&d, ctx, &dev, 1, 0, count_other, &o), ONI_EINVALARG);
+    CHECK_RC(loop_defsrc_init(&d, ctx, &dev, 0, 1160, count_other, &o), ONI_EINVALARG);
+    CHECK_RC(loop_defsrc_init(&d, ctx, &dev, LOOP_DEFSRC_MAXDEV + 1, 1160, count_other, &o), ONI_EINVALARG);
+    REQUIRE(loop_defsrc_init(&d, ctx, &dev, 1, 1160, count_other, &o) == 0);
     loop_defsrc_source(&d, &src);
     CHECK(src.read_async == NULL); /* host memory only */
     enum { F = 50, STRIDE = 16 + 1160 };
@@ -342,16 +345,18 @@ TEST(rig_brings_up_the_np2e_and_its_stimulator)
     REQUIRE(ctx);
     struct loop_rig rig;
     char why[200];
-    CHECK_RC(loop_rig_open(ctx, 3, &rig, why, sizeof why), ONI_EINVALARG);
+    CHECK_RC(loop_rig_open(ctx, 0, &rig, why, sizeof why), ONI_EINVALARG);
+    CHECK_RC(loop_rig_open(ctx, LOOP_RIG_MAX_PROBES + 1, &rig, why, sizeof why), ONI_EINVALARG);
     int rc = loop_rig_open(ctx, 1, &rig, why, sizeof why);
     if (rc)
         fprintf(stderr, "  %s\n", why);
     REQUIRE(rc == 0);
-    CHECK_EQ(rig.raw, 8);
+    CHECK_EQ(rig.nheads, 1);
+    CHECK_EQ(rig.head[0].raw, 8);
     CHECK_EQ(rig.dio, 7);
-    CHECK_EQ(rig.raw_read, LOOP_NP2E_PAYLOAD);
-    CHECK(rig.probe_sn != 0);
-    CHECK(rig.volts >= 4.3 && rig.volts <= 6.5);
+    CHECK_EQ(rig.head[0].raw_read, LOOP_NP2E_PAYLOAD);
+    CHECK(rig.head[0].probe_sn[0] != 0);
+    CHECK(rig.head[0].volts >= 4.3 && rig.head[0].volts <= 6.5);
     uint32_t one = 1, zero = 0;
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
     int probe_frames = 0, bad = 0, echoes = 0;
@@ -361,7 +366,7 @@ TEST(rig_brings_up_the_np2e_and_its_stimulator)
         rc = oni_read_frame(ctx, &f);
         if (rc < 0)
             break;
-        if (f->dev_idx == rig.raw) {
+        if (f->dev_idx == rig.head[0].raw) {
             uint16_t probe;
             uint64_t hub;
             memcpy(&hub, f->data, 8);
@@ -417,6 +422,126 @@ TEST(rig_brings_up_the_np2e_and_its_stimulator)
         CHECK(loop_rig_open(ctx, 1, &rig, why, sizeof why) != 0);
         if (!strstr(why, bad_cards[i].why))
             UNIT_FAIL("%s: \"%s\", want \"%s\"", bad_cards[i].spec, why, bad_cards[i].why);
+        oni_destroy_ctx(ctx);
+    }
+}
+
+/* Two headstages: each probe asked for records, and the stream carries the
+ * probes' super-frames in the fixed order loop_rig_lanes says (checked over
+ * 3000 sample periods with loop_np2e_check_lanes); a probe count the card
+ * cannot give is named. */
+TEST(rig_records_up_to_four_probes_in_lane_order)
+{
+    for (uint32_t np = 2; np <= LOOP_RIG_MAX_PROBES; np++) {
+        oni_ctx ctx = rig_ctx("devices=breakout:loopback=1,np2e,np2e:sn_a=21050000003:sn_b=21050000004;mode=realtime");
+        REQUIRE(ctx);
+        struct loop_rig rig;
+        char why[200];
+        int rc = loop_rig_open(ctx, np, &rig, why, sizeof why);
+        if (rc)
+            fprintf(stderr, "  %u probes: %s\n", np, why);
+        REQUIRE(rc == 0);
+        CHECK_EQ(rig.nheads, np > 2 ? 2u : 1u);
+        CHECK_EQ(rig.head[0].nprobes, 2u);
+        if (np > 2) {
+            CHECK_EQ(rig.head[1].raw, 9);
+            CHECK_EQ(rig.head[1].nprobes, np - 2);
+            CHECK_EQ(rig.head[1].probe_sn[0], 21050000003ull);
+        }
+        CHECK(rig.head[0].probe_sn[1] != 0 && rig.head[0].probe_sn[1] != rig.head[0].probe_sn[0]);
+        struct loop_np2e_lane lanes[LOOP_RIG_MAX_PROBES];
+        uint8_t slot[LOOP_RIG_MAX_PROBES];
+        loop_rig_lanes(&rig, lanes, slot);
+        struct loop_ephys_layout lay;
+        CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, np, slot), 0);
+        uint32_t rs = loop_np2e_read_stride(LOOP_NP2E_PAYLOAD), one = 1, zero = 0;
+        enum { PERIODS = 3000 };
+        uint8_t *blk = calloc((size_t)PERIODS * np, rs);
+        REQUIRE(blk);
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+        size_t got = 0;
+        for (int i = 0; i < 100000 && got < (size_t)PERIODS * np; i++) {
+            oni_frame_t *f = NULL;
+            if ((rc = oni_read_frame(ctx, &f)) < 0)
+                break;
+            if (loop_rig_is_probe_dev(&rig, f->dev_idx) && f->data_sz == LOOP_NP2E_PAYLOAD) {
+                uint8_t *r = blk + got++ * rs;
+                uint32_t dev = f->dev_idx;
+                memcpy(r + 8, &dev, 4);
+                memcpy(r + 16, f->data, f->data_sz);
+            }
+            oni_destroy_frame(f);
+        }
+        CHECK(rc >= 0);
+        CHECK_EQ(got, (size_t)PERIODS * np);
+        CHECK_EQ(loop_np2e_check_lanes(lanes, np, rs, blk, PERIODS), -1);
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero), 0);
+        free(blk);
+        oni_destroy_ctx(ctx);
+    }
+    oni_ctx ctx = rig_ctx("devices=breakout:loopback=1,np2e;mode=realtime");
+    REQUIRE(ctx);
+    struct loop_rig rig;
+    char why[200];
+    CHECK(loop_rig_open(ctx, 3, &rig, why, sizeof why) != 0);
+    CHECK(strstr(why, "port B") != NULL);
+    oni_destroy_ctx(ctx);
+}
+
+/* The default stream's source with lanes: whatever order the card sends the
+ * probes' super-frames in, each lands in its lane's place (here lanes in
+ * probe order against the card's A-A, B-A, A-B, B-B); a lane that never
+ * comes stops the read once another is a block ahead (ONI_EBADFRAME). */
+TEST(defsrc_sorts_probes_into_lanes)
+{
+    for (int missing = 0; missing < 2; missing++) {
+        oni_ctx ctx = rig_ctx("devices=breakout:loopback=1,np2e,np2e:sn_a=21050000003:sn_b=21050000004;mode=realtime;"
+                              "gpustream=0");
+        REQUIRE(ctx);
+        struct loop_rig rig;
+        char why[200];
+        uint32_t np = missing ? 3 : 4; /* 3: port B's probe B never records */
+        REQUIRE(loop_rig_open(ctx, np, &rig, why, sizeof why) == 0);
+        const oni_dev_idx_t dev[2] = {8, 9};
+        const struct loop_defsrc_lane lanes[4] = {{8, 0}, {8, 1}, {9, 0}, {9, 1}};
+        struct loop_defsrc d;
+        REQUIRE(loop_defsrc_init(&d, ctx, dev, 2, LOOP_NP2E_PAYLOAD, NULL, NULL) == 0);
+        CHECK_RC(loop_defsrc_lanes(&d, lanes, 0, LOOP_NP2E_PROBE_OFF), ONI_EINVALARG);
+        CHECK_RC(loop_defsrc_lanes(&d, (const struct loop_defsrc_lane[]){{7, 0}}, 1, LOOP_NP2E_PROBE_OFF), ONI_EINVALARG);
+        CHECK_RC(loop_defsrc_lanes(&d, lanes, 4, LOOP_NP2E_PAYLOAD - 1), ONI_EINVALARG);
+        REQUIRE(loop_defsrc_lanes(&d, lanes, 4, LOOP_NP2E_PROBE_OFF) == 0);
+        struct loop_source src;
+        loop_defsrc_source(&d, &src);
+        uint32_t rs = loop_np2e_read_stride(LOOP_NP2E_PAYLOAD), one = 1, zero = 0;
+        enum { F = 64 };
+        uint8_t *buf = malloc((size_t)F * 4 * rs);
+        REQUIRE(buf);
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+        int bad = 0, rc = 0;
+        uint64_t last[4] = {0, 0, 0, 0};
+        for (int b = 0; b < 20 && !rc; b++) {
+            rc = src.read(src.ctx, buf, (size_t)F * 4 * rs, 2000);
+            for (uint32_t k = 0; !rc && k < F * 4; k++) {
+                const uint8_t *fr = buf + (size_t)k * rs;
+                uint32_t fdev;
+                uint16_t probe;
+                uint64_t hub;
+                memcpy(&fdev, fr + 8, 4);
+                memcpy(&probe, fr + 16 + LOOP_NP2E_PROBE_OFF, 2);
+                memcpy(&hub, fr + 16, 8);
+                bad += fdev != lanes[k % 4].dev || probe != lanes[k % 4].key || hub <= last[k % 4];
+                last[k % 4] = hub;
+            }
+        }
+        if (missing) {
+            CHECK_RC(rc, ONI_EBADFRAME);
+        } else {
+            CHECK_RC(rc, 0);
+            CHECK_EQ(bad, 0);
+        }
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &zero, sizeof zero), 0);
+        loop_defsrc_free(&d);
+        free(buf);
         oni_destroy_ctx(ctx);
     }
 }

@@ -186,6 +186,40 @@ TEST(car_removes_common_signal)
     free(blk);
 }
 
+/* Each probe is its own common-average group: two probes whose rows carry
+ * different offsets each come out with a mean of zero (one average over
+ * both would leave each probe half the difference); group 0 is the whole
+ * row; a layout whose group does not divide the channels is refused. */
+TEST(car_is_taken_per_probe)
+{
+    struct loop_ephys_layout lay;
+    REQUIRE(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 2, NULL) == 0);
+    CHECK_EQ(lay.group, 384);
+    enum { F = 3, N = 768 };
+    static float x[F * N];
+    for (int f = 0; f < F; f++)
+        for (int c = 0; c < N; c++)
+            x[f * N + c] = (c < 384 ? 100.0f : -40.0f) + (float)(c % 7) + f;
+    loop_ephys_reference(x, N, lay.group, F);
+    for (int f = 0; f < F; f++)
+        for (int g = 0; g < 2; g++) {
+            double m = 0;
+            for (int c = 0; c < 384; c++)
+                m += x[f * N + g * 384 + c];
+            CHECK(fabs(m / 384) < 1e-3);
+        }
+    for (int c = 0; c < N; c++)
+        x[c] = c < 384 ? 1.0f : 3.0f;
+    loop_ephys_reference(x, N, 0, 1); /* one average: 2 */
+    CHECK(x[0] == -1.0f && x[500] == 1.0f);
+    lay.group = 500;
+    CHECK(!loop_ephys_layout_ok(&lay));
+    lay.group = 24; /* 32 groups: more than LOOP_EPHYS_MAXGROUPS */
+    CHECK(!loop_ephys_layout_ok(&lay));
+    lay.group = 0;
+    CHECK(loop_ephys_layout_ok(&lay));
+}
+
 /* Run the CPU pipeline over synthetic data; returns the score. */
 static void run_synth(uint32_t nprobes, uint32_t block, int gpu, struct loop_score *sc, int *skipped)
 {
@@ -400,7 +434,7 @@ TEST(synth_spike_waveform_is_whole)
     REQUIRE(blk);
     loop_synth_block(sy, blk, N);
     REQUIRE(sy->ntruth > 100);
-    CHECK_EQ(loop_np2e_check_order(&sy->lay, 2, blk, N), -1);
+    CHECK_EQ(loop_np2e_check_lanes((const struct loop_np2e_lane[]){{0, 0}, {0, 1}}, 2, sy->lay.stride / 2, blk, N), -1);
     int bad = 0;
     for (size_t i = 0; i < sy->ntruth; i++) {
         uint64_t k = sy->truth[i].time / sy->ticks_per_sample;

@@ -60,10 +60,12 @@ TEST(word_offsets_match_both_decoders)
 TEST(layout_reads_a_super_frame)
 {
     struct loop_ephys_layout lay;
-    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 0), ONI_EINVALARG);
-    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 3), ONI_EINVALARG);
-    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD - 2, 1), ONI_EINVALARG);
-    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 2), 0);
+    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 0, NULL), ONI_EINVALARG);
+    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 5, NULL), ONI_EINVALARG);
+    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD - 2, 1, NULL), ONI_EINVALARG);
+    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 2, (const uint8_t[]){1, 1}), ONI_EINVALARG);
+    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 2, (const uint8_t[]){0, 2}), ONI_EINVALARG);
+    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 2, NULL), 0);
     CHECK(loop_ephys_layout_ok(&lay));
     CHECK_EQ(lay.nchan, 768);
     CHECK_EQ(lay.time_off, 16);
@@ -85,10 +87,20 @@ TEST(layout_reads_a_super_frame)
         bad += v != (uint16_t)(1000 * (c / 384) + c % 384);
     }
     CHECK_EQ(bad, 0);
-    CHECK_EQ(loop_np2e_check_order(&lay, 2, fr, 1), -1);
+    /* slots: probe 0's super-frame second */
+    struct loop_ephys_layout swapped;
+    CHECK_RC(loop_np2e_layout(&swapped, LOOP_NP2E_PAYLOAD, 2, (const uint8_t[]){1, 0}), 0);
+    CHECK_EQ(swapped.off[0], lay.off[384]);
+    CHECK_EQ(swapped.off[384 + 5], lay.off[5]);
+    const struct loop_np2e_lane lanes[2] = {{0, 0}, {0, 1}};
+    CHECK_EQ(loop_np2e_check_lanes(lanes, 2, rs, fr, 1), -1);
     uint16_t one = 1;
-    memcpy(fr + 16 + 8, &one, 2); /* probe 0's frame says probe 1 */
-    CHECK_EQ(loop_np2e_check_order(&lay, 2, fr, 1), 0);
+    memcpy(fr + 16 + LOOP_NP2E_PROBE_OFF, &one, 2); /* probe 0's frame says probe 1 */
+    CHECK_EQ(loop_np2e_check_lanes(lanes, 2, rs, fr, 1), 0);
+    uint32_t dev9 = 9;
+    memcpy(fr + 16 + LOOP_NP2E_PROBE_OFF, &(uint16_t){0}, 2);
+    memcpy(fr + rs + 8, &dev9, 4); /* the second comes from another headstage */
+    CHECK_EQ(loop_np2e_check_lanes(lanes, 2, rs, fr, 1), 1);
     free(fr);
 }
 

@@ -569,6 +569,101 @@ TEST(bench_latency_writes_results)
     CHECK_EQ(ONIGPU("bench", "latency", "--backends", "nope"), 2);
 }
 
+/* bench scale: a row per probes x algorithm x backend with its channels,
+ * its F1 and its share of the probes' rate; a sweep of one backend has no
+ * ratios; bad lists are refused. */
+TEST(bench_scale_writes_results)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-bscale-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    int rc = ONIGPU("bench", "scale", "--backends", "cpu", "--probes", "1,2", "--seconds", "1", "--out", dir);
+    CHECK(rc == 0 || rc == 1); /* a sanitized build may fall behind; the rows are there all the same */
+    json_t *v = result_set_load(dir, "scale/scale-*[0-9].json");
+    REQUIRE(v);
+    CHECK_EQ(result_rows(v), 2);
+    for (size_t i = 0; i < result_rows(v); i++) {
+        double probes = result_num(v, i, "probes");
+        CHECK_EQ(probes, (double)(i + 1));
+        CHECK_EQ(result_num(v, i, "channels"), 384 * probes);
+        double keep = result_num(v, i, "keeping_share");
+        CHECK(keep > 0 && keep < 1.2);
+        double f1 = result_num(v, i, "f1");
+        CHECK(f1 >= 0 && f1 <= 1);
+    }
+    json_decref(v);
+    CHECK(unit_sh("ls %s/scale/scale-*.csv >/dev/null", dir) == 0);
+    CHECK(unit_sh("ls %s/scale/scale-*-ratios.csv >/dev/null 2>&1", dir) != 0);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+    CHECK_EQ(ONIGPU("bench", "scale", "--probes", "0"), 2);
+    CHECK(strstr(out, "--probes 0: must be a comma-separated list of at most 8 whole numbers from 1 to 4") != NULL);
+    CHECK_EQ(ONIGPU("bench", "scale", "--probes", "1,5"), 2);
+    CHECK_EQ(ONIGPU("bench", "scale", "--algos", "kilosort"), 2);
+    CHECK(strstr(out, "must be one of threshold") != NULL);
+    CHECK_EQ(ONIGPU("bench", "scale", "--block", "0"), 2);
+}
+
+/* run --probes 2 --out: the row says how many probes, and table "probes"
+ * has each probe's own score (port, headstage probe, F1). */
+TEST(run_writes_each_probe_in_its_table)
+{
+    NEED_BIN();
+    char dir[] = "/tmp/onigpu-runprobes-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    CHECK_EQ(ONIGPU("run", "--probes", "2", "--backend", "cpu", "--block", "16", "--seconds", "1", "--out", dir), 0);
+    CHECK(strstr(out, "probe 1 (port A, probe B)") != NULL);
+    json_t *v = result_set_load(dir, "run/run-*[0-9].json");
+    REQUIRE(v);
+    CHECK_EQ(result_num(v, 0, "probes"), 2);
+    const json_t *t = json_object_get(json_object_get(v, "tables"), "probes");
+    CHECK_EQ(json_array_size(t), 2);
+    for (size_t i = 0; i < json_array_size(t); i++) {
+        const json_t *row = json_array_get(t, i);
+        CHECK_EQ(json_number_value(json_object_get(row, "probe")), (double)i);
+        CHECK(!strcmp(json_string_value(json_object_get(row, "headstage_probe")), i ? "B" : "A"));
+        double f1 = json_number_value(json_object_get(row, "f1"));
+        CHECK(f1 >= 0 && f1 <= 1);
+    }
+    json_decref(v);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
+}
+
+/* advise --scale: of a bench scale set, the backend that kept up with the
+ * probes asked for (or the most in the set) at the lowest p99.9, and the
+ * cpu backend's limit; a run with an error or a drop did not keep up. */
+TEST(advise_scale_picks_the_backend_that_kept_up)
+{
+    NEED_BIN();
+    char path[] = "/tmp/onigpu-ascale-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    static const char doc[] =
+        "{\"results\": ["
+        "{\"backend\": \"cpu\", \"algo\": \"threshold\", \"probes\": 1, \"error\": \"\", \"keeping_up\": 1, "
+        "\"dropped_frames\": 0, \"keeping_share\": 1.0, \"lat_p999_us\": 90},"
+        "{\"backend\": \"cpu\", \"algo\": \"threshold\", \"probes\": 4, \"error\": \"\", \"keeping_up\": 0, "
+        "\"dropped_frames\": 10, \"keeping_share\": 0.5, \"lat_p999_us\": null},"
+        "{\"backend\": \"gpu-mapped\", \"algo\": \"threshold\", \"probes\": 4, \"error\": \"\", \"keeping_up\": 1, "
+        "\"dropped_frames\": 0, \"keeping_share\": 1.0, \"lat_p999_us\": 500},"
+        "{\"backend\": \"gpu-persistent\", \"algo\": \"threshold\", \"probes\": 4, \"error\": \"x\", \"keeping_up\": 1, "
+        "\"dropped_frames\": 0, \"keeping_share\": 1.0, \"lat_p999_us\": 100},"
+        "{\"backend\": \"gpu-graph\", \"algo\": \"other\", \"probes\": 4, \"error\": \"\", \"keeping_up\": 1, "
+        "\"dropped_frames\": 0, \"keeping_share\": 1.0, \"lat_p999_us\": 50}]}";
+    REQUIRE(write(fd, doc, sizeof doc - 1) == (ssize_t)(sizeof doc - 1));
+    close(fd);
+    CHECK_EQ(ONIGPU("advise", "--scale", path), 0);
+    CHECK(strstr(out, "threshold, 4 probes (1536 channels)") != NULL);
+    CHECK(strstr(out, "recommended backend: gpu-mapped (kept up, lowest p99.9: 500.0 us)") != NULL);
+    CHECK(strstr(out, "cpu backend: kept up with 1 probe at most") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--scale", path, "--probes", "1"), 0);
+    CHECK(strstr(out, "recommended backend: cpu") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--scale", path, "--probes", "2"), 1);
+    CHECK(strstr(out, "none kept up with 2 probes") != NULL);
+    CHECK_EQ(ONIGPU("advise", "--scale", path, "--data", "4K"), 2);
+    CHECK_EQ(ONIGPU("advise", "--scale", "/tmp/onigpu-no-such-scale.json"), 2);
+    unlink(path);
+}
+
 /* Without --block, run picks it and says which and why. */
 TEST(run_picks_its_block)
 {

@@ -377,6 +377,10 @@ TEST(bad_stages_are_refused_before_the_run)
     s[0] = (struct loop_stage_spec){"detect:q=1", NULL, NULL};
     refused(s, 1, "option 'q=1'");
     s[0] = (struct loop_stage_spec){"filter", NULL, NULL};
+    s[1] = (struct loop_stage_spec){"reference:group=100", NULL, NULL};
+    s[2] = (struct loop_stage_spec){"detect", NULL, NULL};
+    refused(s, 3, "group=100: 0 (all");
+    s[0] = (struct loop_stage_spec){"filter", NULL, NULL};
     s[1] = (struct loop_stage_spec){example("threshold", "first=380,count=10", path, sizeof path), NULL, NULL};
     refused(s, 2, "channels 380 .. 389");
     s[0] = (struct loop_stage_spec){"decide", NULL, NULL};

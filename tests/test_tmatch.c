@@ -296,7 +296,7 @@ TEST(the_stage_holds_the_filtered_window)
         memcpy(x, d.tpl[k], sizeof x);
         memset(flt.z, 0, sizeof flt.z);
         loop_ephys_filter(&flt, &x[0][0], TD_NS);
-        loop_ephys_reference(&x[0][0], TD_NCH, TD_NS);
+        loop_ephys_reference(&x[0][0], TD_NCH, 0, TD_NS);
         int ts = 0, tc = 0;
         for (int t = 0; t < TD_NS; t++)
             for (int ch2 = 0; ch2 < TD_NCH; ch2++)
@@ -512,9 +512,12 @@ TEST(bad_file_sets_are_refused)
     refused("", "templates.npy: cannot open", NULL);
     /* more channels than a frame may have (the optional files of 64 gone) */
     REQUIRE(unit_sh("rm %s/whitening_mat_inv.npy %s/channel_positions.npy", dir, dir) == 0);
-    put("templates.npy", "<f4", 3, (const uint64_t[]){1, 2, 1025}, 2 * 1025 * 4);
-    put("channel_map.npy", "<i4", 1, (const uint64_t[]){1025}, 1025 * 4);
-    refused(",lo=0", "templates of 1025 channels (1024 at most)", NULL);
+    enum { MANY = ONIGPU_STAGE_MAXCHAN + 1 };
+    char many[80];
+    snprintf(many, sizeof many, "templates of %d channels (%d at most)", MANY, ONIGPU_STAGE_MAXCHAN);
+    put("templates.npy", "<f4", 3, (const uint64_t[]){1, 2, MANY}, 2 * MANY * 4);
+    put("channel_map.npy", "<i4", 1, (const uint64_t[]){MANY}, MANY * 4);
+    refused(",lo=0", many, NULL);
     REQUIRE(td_write_set(&d, dir) == 0);
     /* channel_map.npy: length, a channel the frames do not have, dtype */
     put("channel_map.npy", "<i4", 1, (const uint64_t[]){TD_NCH - 1}, (TD_NCH - 1) * 4);

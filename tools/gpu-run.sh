@@ -28,6 +28,9 @@
 #                LAT_BACKENDS (default cpu,gpu-persistent,gpu-mapped),
 #                blocks 1..32, spin 50/1000 us x dma/blocking reads,
 #                LAT_SECONDS (default 2) per run, LAT_REPEAT rounds  ~3.5 min a round
+#   scale        bench scale: probes SCALE_PROBES (default 1,2,4) x algorithm x
+#                SCALE_BACKENDS (default cpu,gpu-mapped,gpu-persistent), block 16,
+#                SCALE_SECONDS (default 3) per run                          ~0.5 min
 #   latency-ab   (only when named) tools/bench-latency-ab.sh: bench latency of
 #                this tree against LAT_OLD (a commit, default 6c76ed4: the
 #                engine's sleep-polled hand-offs), built from `git archive`
@@ -83,7 +86,7 @@ if ! step configure 120 cmake -S . -B "$BUILD" -DONIGPU_CUDA=ON -DCMAKE_CUDA_ARC
     exit 1
 fi
 
-STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run remote latency} # mutate only when named
+STAGES=${STAGES:-tests xfer xfer-tail floor loop loop-target run remote latency scale} # mutate only when named
 want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 pack() { tar czf "$OUT/results.tgz" -C "$(dirname "$RES")" results; } # after every stage: a call cut off keeps what ran
 
@@ -175,6 +178,13 @@ if want latency; then
     step "bench latency" 580 "$BUILD/onigpu" bench latency --backends "${LAT_BACKENDS:-cpu,gpu-persistent,gpu-mapped}" \
         --blocks 1,2,4,8,16,32 --spins 50,1000 --reads dma,blocking --seconds "${LAT_SECONDS:-2}" \
         --repeat "${LAT_REPEAT:-1}" --out "$RES" > >(tee -a "$SUM")
+    pack
+fi
+
+if want scale; then
+    # issue 24 item 5: probes x algorithm x backend, keeping up and latency, each backend against cpu
+    step "bench scale" 580 "$BUILD/onigpu" bench scale --backends "${SCALE_BACKENDS:-cpu,gpu-mapped,gpu-persistent}" \
+        --probes "${SCALE_PROBES:-1,2,4}" --seconds "${SCALE_SECONDS:-3}" --out "$RES" > >(tee -a "$SUM")
     pack
 fi
 

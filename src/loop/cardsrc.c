@@ -126,14 +126,15 @@ void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src)
     src->unpin = card_unpin;
 }
 
-int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, oni_dev_idx_t dev, uint32_t data_sz, loop_frame_fn other,
-                     void *arg)
+int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, const oni_dev_idx_t *dev, uint32_t ndev, uint32_t data_sz,
+                     loop_frame_fn other, void *arg)
 {
-    if (!d || !ctx || !data_sz || data_sz > 65536)
+    if (!d || !ctx || !dev || !ndev || ndev > LOOP_DEFSRC_MAXDEV || !data_sz || data_sz > 65536)
         return ONI_EINVALARG;
     memset(d, 0, sizeof *d);
     d->ctx = ctx;
-    d->dev = dev;
+    memcpy(d->dev, dev, ndev * sizeof *dev);
+    d->ndev = ndev;
     d->data_sz = data_sz;
     d->stride = 16 + ((data_sz + 3u) & ~3u);
     d->other = other;
@@ -155,10 +156,143 @@ static int def_keep(struct loop_defsrc *d, const uint8_t *buf)
     return 0;
 }
 
+static int def_wants(const struct loop_defsrc *d, oni_dev_idx_t dev)
+{
+    for (uint32_t i = 0; i < d->ndev; i++)
+        if (d->dev[i] == dev)
+            return 1;
+    return 0;
+}
+
+/* Frame f in read-frame form at p (d->stride bytes). */
+static void put_frame(const struct loop_defsrc *d, uint8_t *p, const oni_frame_t *f)
+{
+    uint64_t t = f->time;
+    uint32_t idx = f->dev_idx, sz = f->data_sz;
+    memcpy(p, &t, 8);
+    memcpy(p + 8, &idx, 4);
+    memcpy(p + 12, &sz, 4);
+    memcpy(p + 16, f->data, sz);
+    memset(p + 16 + sz, 0, d->stride - 16 - sz);
+}
+
+int loop_defsrc_lanes(struct loop_defsrc *d, const struct loop_defsrc_lane *lanes, uint32_t n, uint32_t key_off)
+{
+    if (!d || !lanes || !n || n > LOOP_DEFSRC_MAXLANES || (uint64_t)key_off + 2 > d->data_sz)
+        return ONI_EINVALARG;
+    for (uint32_t i = 0; i < n; i++)
+        if (!def_wants(d, lanes[i].dev))
+            return ONI_EINVALARG;
+    memcpy(d->lane, lanes, n * sizeof *lanes);
+    d->nlanes = n;
+    d->key_off = key_off;
+    return 0;
+}
+
+/* The lane of frame f, or -1. */
+static int lane_of(const struct loop_defsrc *d, const oni_frame_t *f)
+{
+    uint16_t key;
+    memcpy(&key, f->data + d->key_off, 2);
+    for (uint32_t i = 0; i < d->nlanes; i++)
+        if (d->lane[i].dev == f->dev_idx && d->lane[i].key == key)
+            return (int)i;
+    return -1;
+}
+
+/* The lanes' first block of len bytes: the buffers it needs. */
+static int lanes_start(struct loop_defsrc *d, size_t len)
+{
+    if (d->block)
+        return d->block == len ? 0 : ONI_EBUFFERSIZE; /* one block size for the run */
+    if (len % ((size_t)d->nlanes * d->stride))
+        return ONI_EBUFFERSIZE;
+    size_t per = len / d->nlanes; /* one lane's frames of a block */
+    int ok = (d->blk = malloc(len)) != NULL;
+    for (uint32_t i = 0; ok && i < d->nlanes; i++)
+        ok = (d->ahead[i] = malloc(per)) != NULL;
+    if (!ok) {
+        loop_defsrc_free(d); /* the next read tries again */
+        return ONI_EBADALLOC;
+    }
+    d->block = len;
+    return 0;
+}
+
+/* Frame f of lane i into the block, or past it. 0 or ONI_EBADFRAME. */
+static int lanes_put(struct loop_defsrc *d, uint32_t i, const oni_frame_t *f)
+{
+    uint32_t nframes = (uint32_t)(d->block / ((size_t)d->nlanes * d->stride));
+    if (d->fill[i] < nframes)
+        put_frame(d, d->blk + ((size_t)d->fill[i]++ * d->nlanes + i) * d->stride, f);
+    else if (d->nahead[i] < nframes)
+        put_frame(d, d->ahead[i] + (size_t)d->nahead[i]++ * d->stride, f);
+    else
+        return ONI_EBADFRAME; /* a block ahead of another lane */
+    return 0;
+}
+
+/* The block is whole: to buf, and the frames past it start the next one. */
+static int lanes_done(struct loop_defsrc *d, uint8_t *buf)
+{
+    for (uint32_t i = 0; i < d->nlanes; i++)
+        if (d->fill[i] * (size_t)d->nlanes * d->stride < d->block)
+            return 0;
+    memcpy(buf, d->blk, d->block);
+    for (uint32_t i = 0; i < d->nlanes; i++) {
+        d->fill[i] = 0;
+        for (uint32_t k = 0; k < d->nahead[i]; k++)
+            memcpy(d->blk + ((size_t)d->fill[i]++ * d->nlanes + i) * d->stride, d->ahead[i] + (size_t)k * d->stride,
+                   d->stride);
+        d->nahead[i] = 0;
+    }
+    return 1;
+}
+
+/* A read with lanes: frames into their lanes until a block is whole. */
+static int lanes_read(struct loop_defsrc *d, uint8_t *buf, size_t len, uint32_t timeout_ms)
+{
+    int rc = lanes_start(d, len);
+    if (rc)
+        return rc;
+    uint64_t limit = oni_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (!lanes_done(d, buf)) {
+        if (oni_now_ns() > limit)
+            return ONI_ETIMEOUT;
+        oni_frame_t *f = NULL;
+        rc = oni_read_frame(d->ctx, &f);
+        if (rc == ONI_ETIMEOUT)
+            continue;
+        if (rc < 0)
+            return rc;
+        int i = def_wants(d, f->dev_idx) && f->data_sz == d->data_sz ? lane_of(d, f) : -1;
+        if (i < 0 && def_wants(d, f->dev_idx) && f->data_sz != d->data_sz) {
+            oni_destroy_frame(f);
+            return ONI_EBUFFERSIZE;
+        }
+        if (i < 0) {
+            d->others++;
+            if (d->other)
+                d->other(d->arg, f);
+            else
+                oni_destroy_frame(f);
+            continue;
+        }
+        rc = lanes_put(d, (uint32_t)i, f);
+        oni_destroy_frame(f);
+        if (rc)
+            return rc;
+        d->frames++;
+    }
+    return 0;
+}
+
 static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
 {
     struct loop_defsrc *d = ctx;
     uint8_t *b = buf;
+    if (d->nlanes)
+        return lanes_read(d, b, len, timeout_ms);
     if (len % d->stride)
         return ONI_EBUFFERSIZE;
     if (d->have)
@@ -177,7 +311,7 @@ static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
             int krc = def_keep(d, b);
             return krc ? krc : rc;
         }
-        if (f->dev_idx != d->dev) {
+        if (!def_wants(d, f->dev_idx)) {
             d->others++;
             if (d->other)
                 d->other(d->arg, f);
@@ -190,14 +324,7 @@ static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
             int krc = def_keep(d, b);
             return krc ? krc : ONI_EBUFFERSIZE;
         }
-        uint8_t *p = b + d->have;
-        uint64_t t = f->time;
-        uint32_t idx = f->dev_idx, sz = f->data_sz;
-        memcpy(p, &t, 8);
-        memcpy(p + 8, &idx, 4);
-        memcpy(p + 12, &sz, 4);
-        memcpy(p + 16, f->data, sz);
-        memset(p + 16 + sz, 0, d->stride - 16 - sz);
+        put_frame(d, b + d->have, f);
         oni_destroy_frame(f);
         d->have += d->stride;
         d->frames++;
@@ -220,6 +347,13 @@ void loop_defsrc_free(struct loop_defsrc *d)
     free(d->part);
     d->part = NULL;
     d->part_cap = 0;
+    free(d->blk);
+    d->blk = NULL;
+    for (uint32_t i = 0; i < LOOP_DEFSRC_MAXLANES; i++) {
+        free(d->ahead[i]);
+        d->ahead[i] = NULL;
+    }
+    d->block = 0;
 }
 
 int loop_cardsink_init(struct loop_cardsink *c, oni_ctx ctx, uint32_t dev, uint32_t block)

@@ -64,21 +64,23 @@ extern "C" __device__ int loop_gpu_filter(void *state, struct onigpu_block *b)
     return 0;
 }
 
-// reference: one thread per frame, the mean as row_mean sums it (32
-// interleaved partial sums, then their sum in order).
+// reference: one thread per frame and group (a probe's channels), the mean
+// as row_mean sums it (32 interleaved partial sums, then their sum in order).
 extern "C" __device__ int loop_gpu_reference(void *state, struct onigpu_block *b)
 {
-    for (unsigned int f = threadIdx.x; f < b->nframes; f += blockDim.x) {
-        float *row = b->x + (size_t)f * b->nchan;
+    const struct loop_ephys_state *st = (const struct loop_ephys_state *)state;
+    unsigned int g = st->lay.group ? st->lay.group : b->nchan, ng = b->nchan / g;
+    for (unsigned int i = threadIdx.x; i < b->nframes * ng; i += blockDim.x) {
+        float *row = b->x + (size_t)(i / ng) * b->nchan + (size_t)(i % ng) * g;
         float s = 0.0f;
         for (unsigned int p = 0; p < 32; p++) {
             float q = 0.0f;
-            for (unsigned int c = p; c < b->nchan; c += 32)
+            for (unsigned int c = p; c < g; c += 32)
                 q = __fadd_rn(q, row[c]);
             s = __fadd_rn(s, q);
         }
-        float m = __fdiv_rn(s, (float)b->nchan);
-        for (unsigned int c = 0; c < b->nchan; c++)
+        float m = __fdiv_rn(s, (float)g);
+        for (unsigned int c = 0; c < g; c++)
             row[c] = __fsub_rn(row[c], m);
     }
     return 0;

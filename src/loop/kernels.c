@@ -102,6 +102,8 @@ int loop_ephys_layout_ok(const struct loop_ephys_layout *lay)
     if (!lay || lay->nchan == 0 || lay->nchan > LOOP_EPHYS_MAXCHAN || lay->stride < 8 || lay->stride % 4 ||
         lay->time_off % 4 || (uint64_t)lay->time_off + 8 > lay->stride)
         return 0;
+    if (lay->group && (lay->nchan % lay->group || lay->nchan / lay->group > LOOP_EPHYS_MAXGROUPS))
+        return 0;
     for (uint32_t c = 0; c < lay->nchan; c++)
         if ((lay->off[c] & 1) || (uint32_t)lay->off[c] + 2 > lay->stride)
             return 0;
@@ -235,8 +237,8 @@ static float threshold(const struct loop_ephys_state *st, uint32_t c)
     return med > 0.0f ? med * st->k : FLT_MAX;
 }
 
-/* Common-average reference of one sample row: 32 interleaved partial sums,
- * then their sum in order (the GPU warp does the same). */
+/* Common average of n channels of a sample row: 32 interleaved partial
+ * sums, then their sum in order (the GPU warp does the same). */
 static float row_mean(const float *row, uint32_t nchan)
 {
     float part[32];
@@ -279,14 +281,16 @@ void loop_ephys_filter(struct loop_ephys_state *st, float *x, uint32_t nframes)
     }
 }
 
-void loop_ephys_reference(float *x, uint32_t nchan, uint32_t nframes)
+void loop_ephys_reference(float *x, uint32_t nchan, uint32_t group, uint32_t nframes)
 {
-    for (uint32_t f = 0; f < nframes; f++) {
-        float *row = x + (size_t)f * nchan;
-        float m = row_mean(row, nchan);
-        for (uint32_t c = 0; c < nchan; c++)
-            row[c] = row[c] - m;
-    }
+    uint32_t g = group ? group : nchan;
+    for (uint32_t f = 0; f < nframes; f++)
+        for (uint32_t c0 = 0; c0 < nchan; c0 += g) {
+            float *row = x + (size_t)f * nchan + c0;
+            float m = row_mean(row, g);
+            for (uint32_t c = 0; c < g; c++)
+                row[c] = row[c] - m;
+        }
 }
 
 void loop_ephys_out_reset(struct loop_ephys_out *out)
@@ -352,7 +356,7 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
         uint32_t nf = nframes - f0 < LOOP_EPHYS_CHUNK ? nframes - f0 : LOOP_EPHYS_CHUNK;
         loop_ephys_decode(&st->lay, block + (size_t)f0 * st->lay.stride, nf, buf);
         loop_ephys_filter(st, buf, nf);
-        loop_ephys_reference(buf, st->lay.nchan, nf);
+        loop_ephys_reference(buf, st->lay.nchan, st->lay.group, nf);
         loop_ephys_detect(st, buf, nf, block, f0, out);
     }
     if (nframes)

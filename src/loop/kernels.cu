@@ -67,8 +67,8 @@ __device__ float ephys_threshold(const struct loop_ephys_state *st, uint32_t c)
     return FLT_MAX;
 }
 
-// One thread block, one thread per channel (blockDim.x >= nchan and >= 32 * CHUNK
-// for the CAR warps). Same steps and order as loop_ephys_cpu.
+// One thread block; thread t takes channels t, t + blockDim.x, ... (blockDim.x
+// >= 32 * CHUNK for the CAR warps). Same steps and order as loop_ephys_cpu.
 /* A frame's timestamp: 4-byte aligned (an NP2.0e read frame is 1180 bytes),
  * and a 64-bit load must be 8-byte aligned on the GPU. */
 __device__ static inline uint64_t frame_time(const uint8_t *p)
@@ -80,25 +80,26 @@ __device__ static inline uint64_t frame_time(const uint8_t *p)
 __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint32_t nframes,
                            struct loop_ephys_out *out)
 {
-    extern __shared__ float sh[]; // [CHUNK][nchan] then [CHUNK] means
+    extern __shared__ float sh[]; // [CHUNK][nchan] then [CHUNK][MAXGROUPS] means
     __shared__ uint32_t nsp, ovf;
     __shared__ unsigned long long tfirst;
     const uint32_t nchan = st->lay.nchan, stride = st->lay.stride, toff = st->lay.time_off;
-    const uint32_t c = threadIdx.x;
+    const uint32_t grp = st->lay.group ? st->lay.group : nchan, ngrp = nchan / grp;
+    const uint32_t tid = threadIdx.x;
     float *means = sh + LOOP_EPHYS_CHUNK * nchan;
-    if (c == 0) {
+    if (tid == 0) {
         nsp = 0;
         ovf = 0;
         tfirst = ~0ull;
     }
     uint64_t n0 = st->nsamples;
     __shared__ uint32_t from; // the first spike of this chunk
-    if (c == 0)
+    if (tid == 0)
         from = 0;
     __syncthreads();
     for (uint32_t f0 = 0; f0 < nframes; f0 += LOOP_EPHYS_CHUNK) {
         uint32_t nf = nframes - f0 < LOOP_EPHYS_CHUNK ? nframes - f0 : LOOP_EPHYS_CHUNK;
-        if (c < nchan) {
+        for (uint32_t c = tid; c < nchan; c += blockDim.x) {
             float z[4] = {st->z[c][0], st->z[c][1], st->z[c][2], st->z[c][3]};
             const uint32_t off = st->lay.off[c];
             for (uint32_t f = 0; f < nf; f++) {
@@ -111,27 +112,31 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
                 st->z[c][i] = z[i];
         }
         __syncthreads();
-        // CAR: warp w averages sample w: 32 interleaved partials, summed in order.
-        uint32_t w = c / 32, lane = c % 32;
+        // CAR: warp w averages sample w, group by group (a probe each): 32
+        // interleaved partials, summed in order.
+        uint32_t w = tid / 32, lane = tid % 32;
         if (w < nf) {
-            float s = 0.0f;
-            for (uint32_t ch = lane; ch < nchan; ch += 32)
-                s = __fadd_rn(s, sh[w * nchan + ch]);
             __shared__ float part[LOOP_EPHYS_CHUNK][32];
-            part[w][lane] = s;
-            __syncwarp();
-            if (lane == 0) {
-                float t = 0.0f;
-                for (int i = 0; i < 32; i++)
-                    t = __fadd_rn(t, part[w][i]);
-                means[w] = __fdiv_rn(t, (float)nchan);
+            for (uint32_t g = 0; g < ngrp; g++) {
+                float s = 0.0f;
+                for (uint32_t ch = g * grp + lane; ch < (g + 1) * grp; ch += 32)
+                    s = __fadd_rn(s, sh[w * nchan + ch]);
+                part[w][lane] = s;
+                __syncwarp();
+                if (lane == 0) {
+                    float t = 0.0f;
+                    for (int i = 0; i < 32; i++)
+                        t = __fadd_rn(t, part[w][i]);
+                    means[w * LOOP_EPHYS_MAXGROUPS + g] = __fdiv_rn(t, (float)grp);
+                }
+                __syncwarp();
             }
         }
         __syncthreads();
-        if (c < nchan) {
+        for (uint32_t c = tid; c < nchan; c += blockDim.x) {
             for (uint32_t f = 0; f < nf; f++) {
                 uint64_t idx = n0 + f0 + f;
-                float x = __fsub_rn(sh[f * nchan + c], means[f]);
+                float x = __fsub_rn(sh[f * nchan + c], means[f * LOOP_EPHYS_MAXGROUPS + c / grp]);
                 sh[f * nchan + c] = x; // referenced, for the exclusive rule below
                 if (idx < st->calib) {
                     st->hist[c][ephys_bin(fabsf(x))]++;
@@ -159,7 +164,7 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         __syncthreads();
         // the chunk's spikes in the CPU's order, then detect's locally
         // exclusive rule (kernels.h: the same code as the CPU's)
-        if (c == 0) {
+        if (tid == 0) {
             uint32_t n = nsp < LOOP_EPHYS_MAXSPIKES ? nsp : LOOP_EPHYS_MAXSPIKES;
             out->nspikes = n;
             out->overflow = ovf;
@@ -171,7 +176,7 @@ __device__ void ephys_body(struct loop_ephys_state *st, const uint8_t *blk, uint
         }
         __syncthreads();
     }
-    if (c == 0) {
+    if (tid == 0) {
         st->nsamples = n0 + nframes;
         out->nspikes = nsp < LOOP_EPHYS_MAXSPIKES ? nsp : LOOP_EPHYS_MAXSPIKES;
         out->overflow = ovf;
@@ -199,15 +204,26 @@ __global__ void ephys_kernel(struct loop_ephys_state *st, const uint8_t *blk, ui
     ephys_body(st, blk, nframes, out);
 }
 
+// A thread per channel up to 1024 (a block's most), at least the CAR's warps.
 static unsigned ephys_threads(uint32_t nchan)
 {
-    unsigned t = nchan < 32 * LOOP_EPHYS_CHUNK ? 32 * LOOP_EPHYS_CHUNK : nchan;
+    unsigned t = nchan < 32 * LOOP_EPHYS_CHUNK ? 32 * LOOP_EPHYS_CHUNK : nchan > 1024 ? 1024 : nchan;
     return (t + 31) / 32 * 32;
 }
 
 static size_t ephys_shmem(uint32_t nchan)
 {
-    return (LOOP_EPHYS_CHUNK * (size_t)nchan + LOOP_EPHYS_CHUNK) * sizeof(float);
+    return (LOOP_EPHYS_CHUNK * (size_t)nchan + LOOP_EPHYS_CHUNK * LOOP_EPHYS_MAXGROUPS) * sizeof(float);
+}
+
+// Past 48 KiB of shared memory (about 1500 channels' chunk) a kernel
+// must ask for it before its launch (CUDA programming guide, "Shared Memory").
+template <typename K> static int ephys_shmem_allow(K kernel, uint32_t nchan)
+{
+    size_t need = ephys_shmem(nchan);
+    if (need <= 48 * 1024)
+        return 0;
+    return (int)cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)need);
 }
 
 // Blocks the MAC kernel uses for n floats, at most max_blocks.
@@ -230,6 +246,9 @@ extern "C" int loop_cu_mac(const float *in, float *out, size_t n, uint32_t iters
 extern "C" int loop_cu_ephys(struct loop_ephys_state *st, uint32_t nchan, const uint8_t *blk, uint32_t nframes,
                              struct loop_ephys_out *out, cudaStream_t s)
 {
+    int rc = ephys_shmem_allow(ephys_kernel, nchan);
+    if (rc)
+        return rc;
     ephys_kernel<<<1, ephys_threads(nchan), ephys_shmem(nchan), s>>>(st, blk, nframes, out);
     return (int)cudaGetLastError();
 }
@@ -338,6 +357,9 @@ extern "C" int loop_cu_persistent(const struct loop_persist *p, int grid, cudaSt
     if (p->work == LOOP_WORK_MAC) {
         persistent_kernel<<<grid, persist_mac_threads(p->n), 0, s>>>(*p);
     } else {
+        int rc = ephys_shmem_allow(persistent_kernel, p->nchan);
+        if (rc)
+            return rc;
         persistent_kernel<<<1, ephys_threads(p->nchan), ephys_shmem(p->nchan), s>>>(*p);
     }
     return (int)cudaGetLastError();

@@ -65,10 +65,15 @@ double loop_ephys_flops(uint32_t nchan, uint32_t nframes);
  * binary (LOOP_EPHYS_MID = 0 V), as Neuropixels 2.0 sends it. superframe.h builds
  * the layout of the real NP2.0e super-frame. */
 #define LOOP_EPHYS_MID 2048.0f
+#define LOOP_EPHYS_MAXGROUPS 16 /* common-average groups of a frame at most */
+
 struct loop_ephys_layout {
     uint32_t nchan;
     uint32_t stride;   /* bytes per pipeline frame, a multiple of 4 */
     uint32_t time_off; /* byte offset of the frame's u64 timestamp */
+    uint32_t group;    /* channels of one probe: the common average is taken over each run of group
+                          channels (0: over all nchan; else a divisor of nchan, at most
+                          LOOP_EPHYS_MAXGROUPS groups) */
     uint16_t off[LOOP_EPHYS_MAXCHAN]; /* byte offset of channel c's sample */
 };
 
@@ -248,7 +253,8 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
 /* The built-in stages' per-block work (src/loop/stage_builtin.c wraps them
  * as onigpu_stage descriptors). x is [nframes][nchan]. decode: the frames'
  * samples less LOOP_EPHYS_MID; filter: both biquads of every channel, st's
- * b, a, z; reference: each row less its mean; detect: calibration, then
+ * b, a, z; reference: each row's run of group channels (a probe's; 0: the
+ * whole row) less its mean; detect: calibration, then
  * crossings of frames f0 .. f0 + nframes of block (times read there),
  * st's calib, hist, thr, k, last, refractory and nsamples (advanced by
  * nframes); decide: stimulate for the earliest listed spike at least
@@ -257,7 +263,7 @@ void loop_ephys_cpu(struct loop_ephys_state *st, const uint8_t *block, uint32_t 
  * readies out for a block (no spikes, t_first UINT64_MAX, no decision). */
 void loop_ephys_decode(const struct loop_ephys_layout *lay, const uint8_t *block, uint32_t nframes, float *x);
 void loop_ephys_filter(struct loop_ephys_state *st, float *x, uint32_t nframes);
-void loop_ephys_reference(float *x, uint32_t nchan, uint32_t nframes);
+void loop_ephys_reference(float *x, uint32_t nchan, uint32_t group, uint32_t nframes);
 void loop_ephys_detect(struct loop_ephys_state *st, const float *x, uint32_t nframes, const uint8_t *block, uint32_t f0,
                        struct loop_ephys_out *out);
 void loop_ephys_decide(struct loop_ephys_state *st, struct loop_ephys_out *out);

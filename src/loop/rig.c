@@ -4,8 +4,9 @@
  * Bonsai's sequence: the headstage and flex EEPROM checks beyond the probe's
  * serial number, the probes' shift-register (electrode) configuration (the
  * probe keeps its reset selection), the BNO055, and the waits between steps
- * (Bonsai sleeps 20-500 ms for real hardware to settle). Probe B is powered
- * down, as Bonsai does with a probe it does not enable. */
+ * (Bonsai sleeps 20-500 ms for real hardware to settle). A probe the loop
+ * does not record is powered down, as Bonsai does with a probe it does not
+ * enable. Each port's headstage is brought up in turn, A first. */
 #include "loop/rig.h"
 
 #include <stdarg.h>
@@ -40,6 +41,7 @@ enum { DIO_ENABLE = 0, DIO_BASE_FREQ_HZ = 5, DIO_DEAD_TICKS = 6, DIO_SAMPLE_PERI
 struct bring {
     oni_ctx ctx;
     struct loop_rig *rig;
+    struct loop_rig_head *h; /* the headstage being brought up */
     char *why;
     size_t cap;
 };
@@ -70,18 +72,18 @@ static oni_reg_addr_t i2c_addr(uint32_t chip, uint32_t reg, unsigned n)
 
 static int i2c_wr(struct bring *b, uint32_t chip, uint32_t reg, uint32_t v, const char *what)
 {
-    return wr(b, b->rig->raw, i2c_addr(chip, reg, 1), v, what);
+    return wr(b, b->h->raw, i2c_addr(chip, reg, 1), v, what);
 }
 
 static int i2c_rd(struct bring *b, uint32_t chip, uint32_t reg, unsigned n, uint32_t *v)
 {
     oni_reg_val_t x = 0;
-    int rc = oni_read_reg(b->ctx, b->rig->raw, i2c_addr(chip, reg, n), &x);
+    int rc = oni_read_reg(b->ctx, b->h->raw, i2c_addr(chip, reg, n), &x);
     *v = x;
     return rc;
 }
 
-/* The device table after PASSTHROUGH: the port's controller at its port
+/* The device table after PASSTHROUGH: each port's controller at its port
  * number, its raw device at 7 + port, the DigitalIO at 7 (OnixDevice.h and
  * ConfigureDigitalIO.cs:33). */
 static int find(struct bring *b)
@@ -100,26 +102,32 @@ static int find(struct bring *b)
         return fail(b, rc, "reading the device table: %s", oni_error_str(rc));
     }
     struct loop_rig *r = b->rig;
-    int pc = 0, raw = 0, dio = 0;
+    int pc[2] = {0, 0}, raw[2] = {0, 0}, dio = 0;
     r->aio = -1;
     for (oni_size_t i = 0; i < n; i++) {
         if (t[i].idx == AIO_ADDR && t[i].id == ONIX_FMCANALOG1R3)
             r->aio = (int)t[i].idx;
-        if (t[i].idx == (oni_dev_idx_t)r->port && t[i].id == ONIX_FMCLINKCTRL)
-            pc = 1, r->portctl = t[i].idx;
-        if (t[i].idx == (oni_dev_idx_t)(7 + r->port) && t[i].id == ONIX_DS90UB9RAW)
-            raw = 1, r->raw = t[i].idx, r->raw_read = t[i].read_size;
+        for (uint32_t k = 0; k < r->nheads; k++) {
+            struct loop_rig_head *h = &r->head[k];
+            if (t[i].idx == (oni_dev_idx_t)h->port && t[i].id == ONIX_FMCLINKCTRL)
+                pc[k] = 1, h->portctl = t[i].idx;
+            if (t[i].idx == (oni_dev_idx_t)(7 + h->port) && t[i].id == ONIX_DS90UB9RAW)
+                raw[k] = 1, h->raw = t[i].idx, h->raw_read = t[i].read_size;
+        }
         if (t[i].idx == LOOP_DIO_ADDR && t[i].id == ONIX_BREAKDIG1R3)
             dio = 1, r->dio = t[i].idx, r->dio_read = t[i].read_size, r->dio_write = t[i].write_size;
     }
     free(t);
-    char port = r->port == 1 ? 'A' : 'B';
-    if (!pc)
-        return fail(b, ONI_EDEVID, "no port controller (id 23) for port %c at device %d: not a breakout board",
-                    port, r->port);
-    if (!raw)
-        return fail(b, ONI_EDEVID, "no DS90UB9x raw device (id 24) at device %d: port %c has no serialized "
-                    "headstage in passthrough", 7 + r->port, port);
+    for (uint32_t k = 0; k < r->nheads; k++) {
+        int p = r->head[k].port;
+        char port = p == 1 ? 'A' : 'B';
+        if (!pc[k])
+            return fail(b, ONI_EDEVID, "no port controller (id 23) for port %c at device %d: not a breakout board",
+                        port, p);
+        if (!raw[k])
+            return fail(b, ONI_EDEVID, "no DS90UB9x raw device (id 24) at device %d: port %c has no serialized "
+                        "headstage in passthrough", 7 + p, port);
+    }
     if (!dio || r->dio_read < LOOP_DIO_INPUT_BYTES || r->dio_write < 4)
         return fail(b, ONI_EDEVID, "no DigitalIO (id 18) with inputs and outputs at device 7: the stimulator");
     return 0;
@@ -130,7 +138,7 @@ static int find(struct bring *b)
  * (ConfigurePortController.cs:64-67, ConfigureHeadstageNeuropixelsV2ePortController.cs:12-41). */
 static int link(struct bring *b)
 {
-    struct loop_rig *r = b->rig;
+    struct loop_rig_head *r = b->h;
     int rc = wr(b, r->portctl, PC_ENABLE, 1, "port controller");
     if (!rc)
         rc = wr(b, r->portctl, PC_DESPWR, 1, "port controller");
@@ -165,7 +173,7 @@ static int serdes(struct bring *b)
         {DS_READSZ, 0x00100009}, {DS_MAGIC_MASK, 0xC000003F}, {DS_MAGIC, 0x2E}, {DS_MAGIC_WAIT, 0},
         {DS_DATAMODE, 0x200002B5}, {DS_DATALINES0, 0xFFFFF8A6}, {DS_DATALINES1, 0xFFFFF97B},
     };
-    struct loop_rig *r = b->rig;
+    struct loop_rig_head *r = b->h;
     int rc = 0;
     for (size_t i = 0; !rc && i < sizeof regs / sizeof regs[0]; i++)
         rc = wr(b, r->raw, regs[i].a, regs[i].v, "DS90UB9x");
@@ -195,26 +203,29 @@ static int serdes(struct bring *b)
     return rc;
 }
 
-/* Probe A recording (ConfigureNeuropixelsV2PsbDecoder.cs:77-151): selected,
- * its serial number read, the raw device's stream on, the super-sync
- * pattern, OP_MODE record, deselected. */
-static int probe_a(struct bring *b)
+/* Probe idx (0 = A, 1 = B) of the headstage recording
+ * (ConfigureNeuropixelsV2PsbDecoder.cs:77-151): selected, its serial number
+ * read, the raw device's stream on, the super-sync pattern, OP_MODE record,
+ * deselected. */
+static int probe_on(struct bring *b, uint32_t idx)
 {
     static const uint8_t sync[12] = {0xB9, 0x61, 0x86, 0x18, 0x61, 0x86, 0x18, 0x61, 0x86, 0x18, 0x61, 0x18};
-    struct loop_rig *r = b->rig;
-    int rc = i2c_wr(b, I2C_SER, SER_GPIO32, GPO32_PROBE_A, "selecting probe A");
+    struct loop_rig_head *h = b->h;
+    char port = h->port == 1 ? 'A' : 'B', probe = idx ? 'B' : 'A';
+    int rc = i2c_wr(b, I2C_SER, SER_GPIO32, idx ? GPO32_PROBE_B : GPO32_PROBE_A, "selecting a probe");
     uint32_t lo = 0, hi = 0;
     if (!rc && (i2c_rd(b, I2C_FLEX, 0, 4, &lo) || i2c_rd(b, I2C_FLEX, 4, 4, &hi) || (lo == 0 && hi == 0)))
-        return fail(b, ONI_EREADFAILURE, "no probe A on the headstage (its flex EEPROM gives no serial number)");
-    r->probe_sn = (uint64_t)hi << 32 | lo;
+        return fail(b, ONI_EREADFAILURE, "no probe %c on the headstage of port %c (its flex EEPROM gives no "
+                    "serial number)", probe, port);
+    h->probe_sn[idx] = (uint64_t)hi << 32 | lo;
     if (!rc)
-        rc = wr(b, r->raw, DS_ENABLE, 1, "DS90UB9x");
+        rc = wr(b, h->raw, DS_ENABLE, 1, "DS90UB9x");
     for (int i = 0; !rc && i < 12; i++)
-        rc = i2c_wr(b, I2C_PROBE, NP_SUPERSYNC0 + (uint32_t)i, sync[i], "probe A super-sync");
+        rc = i2c_wr(b, I2C_PROBE, NP_SUPERSYNC0 + (uint32_t)i, sync[i], "probe super-sync");
     if (!rc)
-        rc = i2c_wr(b, I2C_PROBE, NP_OP_MODE, NP_OP_RECORD, "probe A OP_MODE");
+        rc = i2c_wr(b, I2C_PROBE, NP_OP_MODE, NP_OP_RECORD, "probe OP_MODE");
     if (!rc)
-        rc = i2c_wr(b, I2C_SER, SER_GPIO32, GPO32_NONE, "deselecting probe A");
+        rc = i2c_wr(b, I2C_SER, SER_GPIO32, GPO32_NONE, "deselecting the probe");
     return rc;
 }
 
@@ -229,6 +240,19 @@ static int probe_b_off(struct bring *b)
         rc = i2c_wr(b, I2C_PROBE, NP_OP_MODE, NP_OP_POWERDOWN, "probe B OP_MODE");
     if (!rc)
         rc = i2c_wr(b, I2C_SER, SER_GPIO32, GPO32_NONE, "deselecting probe B");
+    return rc;
+}
+
+/* One port's headstage: link, serializer, its probes. */
+static int head(struct bring *b)
+{
+    int rc = link(b);
+    if (!rc)
+        rc = serdes(b);
+    for (uint32_t i = 0; !rc && i < b->h->nprobes; i++)
+        rc = probe_on(b, i);
+    if (!rc && b->h->nprobes < 2)
+        rc = probe_b_off(b);
     return rc;
 }
 
@@ -253,36 +277,56 @@ static int digital_io(struct bring *b)
     return rc;
 }
 
-int loop_rig_open(oni_ctx ctx, int port, struct loop_rig *rig, char *why, size_t cap)
+int loop_rig_open(oni_ctx ctx, uint32_t nprobes, struct loop_rig *rig, char *why, size_t cap)
 {
-    if (!ctx || !rig || (port != 1 && port != 2))
+    if (!ctx || !rig || nprobes < 1 || nprobes > LOOP_RIG_MAX_PROBES)
         return ONI_EINVALARG;
     memset(rig, 0, sizeof *rig);
-    rig->port = port;
+    rig->nprobes = nprobes;
+    rig->nheads = (nprobes + 1) / 2;
+    for (uint32_t k = 0; k < rig->nheads; k++) {
+        rig->head[k].port = (int)k + 1;
+        rig->head[k].nprobes = nprobes - 2 * k < 2 ? nprobes - 2 * k : 2;
+    }
     if (why && cap)
         why[0] = 0;
-    struct bring b = {ctx, rig, why, cap};
+    struct bring b = {ctx, rig, NULL, why, cap};
     /* PASSTHROUGH bit 0 for port A, bit 2 for B (PassthroughState.cs:8-9),
      * in effect from the RESET that follows (ContextTask.cs:275-295). */
-    oni_reg_val_t pass = port == 1 ? 1 : 4, reset = 1;
+    oni_reg_val_t pass = rig->nheads == 2 ? 1 | 4 : 1, reset = 1;
     int rc = oni_set_opt(ctx, ONIX_OPT_PASSTHROUGH, &pass, sizeof pass);
     if (rc)
-        return fail(&b, rc, "setting passthrough on port %c: %s", port == 1 ? 'A' : 'B', oni_error_str(rc));
+        return fail(&b, rc, "setting passthrough on port%s: %s", rig->nheads == 2 ? "s A and B" : " A",
+                    oni_error_str(rc));
     if ((rc = oni_set_opt(ctx, ONI_OPT_RESET, &reset, sizeof reset)) != 0)
         return fail(&b, rc, "resetting the card: %s", oni_error_str(rc));
-    if (!rc)
-        rc = find(&b);
-    if (!rc)
-        rc = link(&b);
-    if (!rc)
-        rc = serdes(&b);
-    if (!rc)
-        rc = probe_a(&b);
-    if (!rc)
-        rc = probe_b_off(&b);
+    rc = find(&b);
+    for (uint32_t k = 0; !rc && k < rig->nheads; k++) {
+        b.h = &rig->head[k];
+        rc = head(&b);
+    }
     if (!rc)
         rc = digital_io(&b);
     return rc;
+}
+
+int loop_rig_is_probe_dev(const struct loop_rig *rig, uint32_t dev)
+{
+    for (uint32_t k = 0; k < rig->nheads; k++)
+        if (rig->head[k].raw == dev)
+            return 1;
+    return 0;
+}
+
+void loop_rig_lanes(const struct loop_rig *rig, struct loop_np2e_lane *lanes, uint8_t *slot)
+{
+    uint32_t n = 0;
+    for (uint16_t idx = 0; idx < 2; idx++)
+        for (uint32_t k = 0; k < rig->nheads; k++)
+            if (rig->head[k].nprobes > idx) {
+                lanes[n] = (struct loop_np2e_lane){rig->head[k].raw, idx};
+                slot[2 * k + idx] = (uint8_t)n++;
+            }
 }
 
 uint32_t loop_rig_stim_pins(uint64_t n)

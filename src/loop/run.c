@@ -38,7 +38,10 @@ struct session {
     struct loop_run_result *res;
     oni_ctx ctx;
     struct loop_rig rig;
-    int gpu;                  /* the card has the GPU data stream: the probe goes there */
+    struct loop_np2e_lane lanes[LOOP_RIG_MAX_PROBES]; /* the probes' super-frames in stream order */
+    uint8_t slot[LOOP_RIG_MAX_PROBES];                /* probe p's place among them */
+    uint32_t read_stride;     /* bytes of one super-frame in a block */
+    int gpu;                  /* the card has the GPU data stream: the probes go there */
     double acq_hz;
     uint64_t tag_time[TAGS];
     /* per stimulation, read after the loop stopped: its block, the block's
@@ -128,12 +131,30 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     return 0;
 }
 
-/* With a tap: the source's read, then the block to the tap. */
+/* Wrapping the source's read (a tap, or more than one probe): on the GPU
+ * stream, the block's super-frames checked against the lanes' order (a block
+ * of another order would give one probe's samples to another's channels:
+ * the read fails; the default stream's source sorts them into their places),
+ * then the block to the tap. */
 static int tap_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
 {
     struct session *s = ctx;
     int rc = s->inner.read(s->inner.ctx, buf, len, timeout_ms);
-    if (!rc)
+    uint32_t np = s->rig.nprobes;
+    long bad = !rc && np > 1 && s->gpu ? loop_np2e_check_lanes(s->lanes, np, s->read_stride, buf,
+                                                               (uint32_t)(len / s->lay.stride)) : -1;
+    if (bad >= 0) {
+        uint32_t dev;
+        uint16_t probe;
+        const uint8_t *f = (const uint8_t *)buf + (size_t)bad * s->read_stride;
+        memcpy(&dev, f + 8, 4);
+        memcpy(&probe, f + LOOP_NP2E_READ_HDR + LOOP_NP2E_PROBE_OFF, 2);
+        fail(s, ONI_EBADFRAME, "super-frame %ld of a block came from device %u probe %u, where the probes' "
+             "order (lockstep, rig.h) puts device %u probe %u", bad, dev, probe, s->lanes[bad % np].dev,
+             s->lanes[bad % np].probe);
+        return ONI_EBADFRAME;
+    }
+    if (!rc && s->cfg->tap && s->cfg->tap->block)
         s->cfg->tap->block(s->cfg->tap->arg, buf, len);
     return rc;
 }
@@ -176,9 +197,9 @@ static void on_frame(void *arg, oni_frame_t *f)
     uint64_t host = oni_now_ns();
     int k = -1;
     uint64_t hub = 0;
-    if (s->cfg->tap && s->cfg->tap->frame && f->dev_idx != s->rig.raw)
+    int probe = loop_rig_is_probe_dev(&s->rig, f->dev_idx); /* read by the echo reader after the loop stopped */
+    if (s->cfg->tap && s->cfg->tap->frame && !probe)
         s->cfg->tap->frame(s->cfg->tap->arg, f);
-    int probe = f->dev_idx == s->rig.raw; /* read by the echo reader after the loop stopped */
     if (f->dev_idx == s->rig.dio && f->data_sz >= LOOP_DIO_INPUT_BYTES) {
         memcpy(&hub, f->data, 8);
         k = loop_rig_stim_of((uint8_t)f->data[8]);
@@ -255,14 +276,17 @@ static void lat_summary(const struct session *s, const uint64_t *lat, size_t n, 
 }
 
 /* The rig, and the GPU stream's other users: the loop takes the GPU stream
- * for the probe's frames alone. 0 or ONI_EINVALARG (said). */
+ * for the probes' frames alone. 0 or ONI_EINVALARG (said). */
 static int find_devices(struct session *s)
 {
     char why[200];
-    int rc = loop_rig_open(s->ctx, 1, &s->rig, why, sizeof why);
+    uint32_t np = s->cfg->probes ? s->cfg->probes : 1;
+    int rc = loop_rig_open(s->ctx, np, &s->rig, why, sizeof why);
     if (rc)
-        return fail(s, ONI_EINVALARG, "the card needs a breakout board with an NP2.0e headstage on port A "
-                    "(devices=breakout:loopback=1,np2e): %s", why);
+        return fail(s, ONI_EINVALARG, "%u probe%s need%s a breakout board with an NP2.0e headstage on port A%s "
+                    "(devices=breakout:loopback=1,np2e%s): %s", np, np > 1 ? "s" : "", np > 1 ? "" : "s",
+                    np > 2 ? " and B" : "", np > 2 ? ",np2e" : "", why);
+    loop_rig_lanes(&s->rig, s->lanes, s->slot);
     if (!s->gpu)
         return 0;
     oni_size_t ndev = 0;
@@ -281,24 +305,34 @@ static int find_devices(struct session *s)
     uint32_t shared = 0; /* a device other than the probe's on the GPU stream (+1) */
     for (oni_size_t i = 0; i < ndev && !shared; i++) {
         oni_reg_val_t route = 0;
-        if (t[i].read_size && t[i].idx != s->rig.raw &&
+        if (t[i].read_size && !loop_rig_is_probe_dev(&s->rig, t[i].idx) &&
             oni_read_reg(s->ctx, t[i].idx, ONIEMU_REG_ROUTE, &route) == 0 && route == 1)
             shared = t[i].idx + 1;
     }
     free(t);
     if (shared)
         return fail(s, ONI_EINVALARG,
-                    "device 0x%x is routed to the GPU stream too; the loop needs it for the NP2.0e's frames alone "
+                    "device 0x%x is routed to the GPU stream too; the loop needs it for the NP2.0e frames alone "
                     "(route=0 for the others)", shared - 1);
     return 0;
 }
 
-/* The ground truth of device dev from the card's truth file
+/* The loop's channel of the truth file's channel c of device dev (the
+ * headstage's probe c / 384), or -1 for a probe the loop does not record. */
+static long truth_chan(const struct loop_rig *rig, uint64_t dev, uint64_t c)
+{
+    for (uint32_t k = 0; k < rig->nheads; k++)
+        if (rig->head[k].raw == dev && c / LOOP_NP2E_CHANNELS < rig->head[k].nprobes)
+            return (long)((2 * k + c / LOOP_NP2E_CHANNELS) * LOOP_NP2E_CHANNELS + c % LOOP_NP2E_CHANNELS);
+    return -1;
+}
+
+/* The ground truth of the rig's probes from the card's truth file
  * "dev_idx,unit,channel,sample_time,snr" (the header line is skipped; channel =
- * probe * 384 + the probe's trough channel; time = the super-frame's hub clock), probe A's: *out (the
- * caller frees it) and *n events. 0, ONI_EREADFAILURE or ONI_EBADALLOC; *out
- * is then NULL. */
-static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, size_t *n)
+ * probe * 384 + the probe's trough channel; time = the super-frame's hub clock), on the
+ * loop's channels (truth_chan): *out (the caller frees it) and *n events. 0,
+ * ONI_EREADFAILURE or ONI_EBADALLOC; *out is then NULL. */
+static int read_truth(const char *path, const struct loop_rig *rig, struct loop_truth **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -312,7 +346,10 @@ static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, s
     while (!rc && fgets(line, sizeof line, f)) {
         unsigned long long d, u, c, time;
         float snr;
-        if (sscanf(line, "%llu,%llu,%llu,%llu,%f", &d, &u, &c, &time, &snr) != 5 || d != dev)
+        if (sscanf(line, "%llu,%llu,%llu,%llu,%f", &d, &u, &c, &time, &snr) != 5)
+            continue;
+        long ch = truth_chan(rig, d, c);
+        if (ch < 0)
             continue;
         if (*n == cap) {
             struct loop_truth *g = realloc(t, 2 * cap * sizeof *t);
@@ -323,8 +360,7 @@ static int read_truth(const char *path, uint32_t dev, struct loop_truth **out, s
             t = g;
             cap *= 2;
         }
-        if (c < LOOP_NP2E_CHANNELS) /* probe A's (the loop records probe A only) */
-            t[(*n)++] = (struct loop_truth){time, (uint32_t)c, (uint32_t)u, snr};
+        t[(*n)++] = (struct loop_truth){time, (uint32_t)ch, (uint32_t)u, snr};
     }
     if (ferror(f) && !rc)
         rc = ONI_EREADFAILURE;
@@ -342,7 +378,7 @@ static int open_card(struct session *s)
 {
     const struct loop_run_config *cfg = s->cfg;
     char spec[512];
-    const char *base = cfg->spec ? cfg->spec : LOOP_RUN_DEFAULT_SPEC;
+    const char *base = cfg->spec ? cfg->spec : cfg->probes > 2 ? LOOP_RUN_DEFAULT_SPEC2 : LOOP_RUN_DEFAULT_SPEC;
     if (cfg->link)
         snprintf(spec, sizeof spec, "%s;link=%s", base, cfg->link);
     else
@@ -416,9 +452,14 @@ static int source(struct session *s, size_t in_bytes)
 {
     struct loop_config *c = &s->c;
     int rc;
+    oni_dev_idx_t raw[2];
+    for (uint32_t k = 0; k < s->rig.nheads; k++)
+        raw[k] = s->rig.head[k].raw;
     if (s->gpu) {
-        if ((rc = oni_write_reg(s->ctx, s->rig.raw, ONIEMU_REG_ROUTE, 1)) != 0)
-            return fail(s, rc, "routing the NP2.0e to the GPU stream: %s", oni_error_str(rc));
+        for (uint32_t k = 0; k < s->rig.nheads; k++)
+            if ((rc = oni_write_reg(s->ctx, raw[k], ONIEMU_REG_ROUTE, 1)) != 0)
+                return fail(s, rc, "routing the NP2.0e of port %c to the GPU stream: %s", 'A' + (int)k,
+                            oni_error_str(rc));
         if ((rc = loop_cardsrc_init(&s->cs, s->ctx, (uint32_t)in_bytes)) != 0)
             return fail(s, rc, "setting up the GPU stream: %s", oni_error_str(rc));
         s->cs.spin_ns = (uint64_t)c->spin_us * 1000u;
@@ -426,7 +467,13 @@ static int source(struct session *s, size_t in_bytes)
         loop_cardsrc_source(&s->cs, &c->src);
         return 0;
     }
-    if ((rc = loop_defsrc_init(&s->ds, s->ctx, s->rig.raw, s->rig.raw_read, on_frame, s)) != 0)
+    /* on the default stream each frame is put in its probe's place as it
+     * comes (probe order: no slots), whatever the headstages' order */
+    struct loop_defsrc_lane lanes[LOOP_RIG_MAX_PROBES];
+    for (uint32_t p = 0; p < s->rig.nprobes; p++)
+        lanes[p] = (struct loop_defsrc_lane){s->rig.head[p / 2].raw, (uint16_t)(p % 2)};
+    if ((rc = loop_defsrc_init(&s->ds, s->ctx, raw, s->rig.nheads, s->rig.head[0].raw_read, on_frame, s)) != 0 ||
+        (s->rig.nprobes > 1 && (rc = loop_defsrc_lanes(&s->ds, lanes, s->rig.nprobes, LOOP_NP2E_PROBE_OFF)) != 0))
         return fail(s, rc, "setting up the default stream: %s", oni_error_str(rc));
     loop_defsrc_source(&s->ds, &c->src);
     return 0;
@@ -450,9 +497,14 @@ static int setup(struct session *s)
     if ((rc = oni_get_opt(s->ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz})) != 0)
         return fail(s, rc, "reading the acquisition clock: %s", oni_error_str(rc));
     s->acq_hz = hz ? hz : 250e6; /* the host hub's clock, which both the super-frames and DigitalIO carry */
-    if (loop_np2e_layout(&s->lay, s->rig.raw_read, 1))
+    uint32_t raw_read = s->rig.head[0].raw_read;
+    if (s->rig.nheads > 1 && s->rig.head[1].raw_read != raw_read)
+        return fail(s, ONI_EINVALARG, "the headstages' DS90UB9x frames differ in size (%u and %u bytes)", raw_read,
+                    s->rig.head[1].raw_read);
+    if (loop_np2e_layout(&s->lay, raw_read, s->rig.nprobes, s->gpu ? s->slot : NULL))
         return fail(s, ONI_EINVALARG, "the DS90UB9x frames of %u bytes hold no NP2.0e super-frame (%d bytes)",
-                    s->rig.raw_read, LOOP_NP2E_PAYLOAD);
+                    raw_read, LOOP_NP2E_PAYLOAD);
+    s->read_stride = loop_np2e_read_stride(raw_read);
     size_t in_bytes = (size_t)cfg->block * s->lay.stride;
     /* A block the card's FIFO cannot hold never arrives: the loop would wait
      * for it until the end and process nothing. The FIFO fills in whole
@@ -485,7 +537,7 @@ static int setup(struct session *s)
     c->record_cap = nblk < (double)MAX_REC ? (uint32_t)nblk : MAX_REC;
     if ((rc = source(s, in_bytes)) != 0)
         return rc;
-    if (cfg->tap && cfg->tap->block) { /* the recording sees each block as read */
+    if ((cfg->tap && cfg->tap->block) || s->rig.nprobes > 1) { /* checked, and the recording sees each block */
         s->inner = c->src;
         c->src.ctx = s;
         c->src.read = tap_read;
@@ -631,14 +683,46 @@ static int acquire(struct session *s, int *loop_rc)
     return 0;
 }
 
-/* The detections scored against the ground truth, after the detector's
- * calibration and up to the last processed frame (or the last spike kept).
- * 0, or the truth file's error (said; the score is then of no events). */
-static int score(struct session *s, struct loop_score *sc)
+/* Probe p's events of ev[0 .. n) (chan / 384 == p; all when p < 0) into
+ * out, each channel moved by the probe's gap (scoring keeps probes apart:
+ * a detection on one never matches a spike on another); returns how many. */
+#define SCORE_PROBE_SPAN (LOOP_NP2E_CHANNELS + 2 * LOOP_SCORE_RADIUS + 1)
+static size_t probe_truth(const struct loop_truth *ev, size_t n, int p, struct loop_truth *out)
 {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t q = ev[i].chan / LOOP_NP2E_CHANNELS;
+        if (p < 0 || q == (uint32_t)p) {
+            out[k] = ev[i];
+            out[k++].chan = q * SCORE_PROBE_SPAN + ev[i].chan % LOOP_NP2E_CHANNELS;
+        }
+    }
+    return k;
+}
+
+static size_t probe_spikes(const struct loop_spike *ev, size_t n, int p, struct loop_spike *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t q = ev[i].chan / LOOP_NP2E_CHANNELS;
+        if (p < 0 || q == (uint32_t)p) {
+            out[k] = ev[i];
+            out[k++].chan = q * SCORE_PROBE_SPAN + ev[i].chan % LOOP_NP2E_CHANNELS;
+        }
+    }
+    return k;
+}
+
+/* The detections scored against the ground truth, after the detector's
+ * calibration and up to the last processed frame (or the last spike kept):
+ * pooled into res->score, and per probe. 0, or the truth file's error
+ * (said; the score is then of no events). */
+static int score(struct session *s)
+{
+    struct loop_run_result *res = s->res;
     struct loop_truth *tr;
     size_t ntr;
-    int rc = read_truth(s->cfg->truth, s->rig.raw, &tr, &ntr);
+    int rc = read_truth(s->cfg->truth, &s->rig, &tr, &ntr);
     if (rc)
         fail(s, rc, "cannot read the ground truth %s: %s", s->cfg->truth, oni_error_str(rc));
     const struct loop_ephys_state *fin = loop_ephys_final(s->lp);
@@ -649,9 +733,20 @@ static int score(struct session *s, struct loop_score *sc)
     size_t ndet = atomic_load(&s->ndet);
     if (atomic_load(&s->det_unkept) && ndet && s->det[ndet - 1].time > tol && s->det[ndet - 1].time - tol < t_hi)
         t_hi = s->det[ndet - 1].time - tol; /* none kept after it: scored up to the last one kept */
-    int src = loop_score_spikes(tr, ntr, s->det, ndet, tol, LOOP_SCORE_RADIUS, t_lo, t_hi, sc);
+    struct loop_truth *pt = malloc((ntr ? ntr : 1) * sizeof *pt);
+    struct loop_spike *pd = malloc((ndet ? ndet : 1) * sizeof *pd);
+    int src = pt && pd ? 0 : ONI_EBADALLOC;
+    for (int p = -1; !src && p < (int)s->rig.nprobes; p++) {
+        size_t nt = probe_truth(tr, ntr, p, pt), nd = probe_spikes(s->det, ndet, p, pd);
+        if (p >= 0)
+            res->probe[p].spikes = nd;
+        src = loop_score_spikes(pt, nt, pd, nd, tol, LOOP_SCORE_RADIUS, t_lo, t_hi,
+                                p < 0 ? &res->score : &res->probe[p].score);
+    }
     if (src && !rc)
         rc = fail(s, src, "cannot score the detections: %s", oni_error_str(src));
+    free(pt);
+    free(pd);
     free(tr);
     return rc;
 }
@@ -787,7 +882,7 @@ static int summarize(struct session *s, int loop_rc)
     struct loop_stats ls;
     res->ran = 1;
     int rc = loop_rc ? fail(s, loop_rc, "closed loop: %s", oni_error_str(loop_rc)) : 0;
-    int trc = score(s, &res->score);
+    int trc = score(s);
     rc = rc ? rc : trc;
     loop_get_stats(s->lp, &ls);
     res->seconds = ls.seconds;
@@ -844,6 +939,8 @@ static int check_config(const struct loop_run_config *cfg, char *why, size_t cap
         snprintf(why, cap, "no ground-truth file given");
     else if (cfg->block > LOOP_RUN_MAX_BLOCK)
         snprintf(why, cap, "a block of %u frames (1..%d, or 0: picked)", cfg->block, LOOP_RUN_MAX_BLOCK);
+    else if (cfg->probes > LOOP_RUN_MAX_PROBES)
+        snprintf(why, cap, "%u probes (1..%d)", cfg->probes, LOOP_RUN_MAX_PROBES);
     else if (cfg->spin_us > 1000000)
         snprintf(why, cap, "a spin of %u us (at most 1 s)", cfg->spin_us);
     else if (!(cfg->seconds >= LOOP_RUN_MIN_SECONDS) || cfg->seconds > 86400)
@@ -885,6 +982,7 @@ static int run_one(const struct loop_run_config *cfg, struct loop_run_result *re
         res->block_bytes = s->c.in_bytes;
         res->ai = loop_ephys_flops(s->lay.nchan, cfg->block) / (double)s->c.in_bytes;
         res->fs_hz = s->p.fs_hz;
+        res->probes = s->rig.nprobes;
     }
     int loop_rc = 0;
     if (!rc)

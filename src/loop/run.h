@@ -2,9 +2,10 @@
  *
  * loop_run_session opens the emulated card through liboni (the emu driver's
  * options, include/oniemu.h), brings up its rig as the real software does
- * (rig.h: a breakout board, an NP2.0e headstage on port A in passthrough,
- * probe A recording), runs spike detection on the probe's super-frames
- * (superframe.h) with the chosen backend of the engine (loop.h), and stimulates
+ * (rig.h: a breakout board, NP2.0e headstages in passthrough on port A and,
+ * for more than two probes, B; cfg.probes probes recording), runs spike
+ * detection on the probes' super-frames side by side (superframe.h) with the
+ * chosen backend of the engine (loop.h), and stimulates
  * once for every block with detections by writing the breakout board's
  * digital outputs (rig.h). The board's loopback wire brings each change of
  * the outputs back as a DigitalIO input frame whose hub clock is the
@@ -34,6 +35,7 @@
 #include "oni.h"
 #include "loop/loop.h"
 #include "loop/kernels.h"
+#include "loop/rig.h"
 #include "loop/synth.h"
 
 #define LOOP_RUN_MAX_BLOCK 1500  /* frames per block at most: 50 ms at 30 kHz */
@@ -42,8 +44,11 @@
 #define LOOP_RUN_TRIAL_S 1.0     /* block 0 (pick): each candidate block's trial run */
 #define LOOP_RUN_PICK_MAX 256    /* ... blocks 1, 2, 4, ... up to this one */
 #define LOOP_RUN_SPIN_US 50u     /* spin_us 0: how long a waiting loop thread spins (yielding) before it sleeps */
-/* A real rig: the breakout board with its loopback wire, an NP2.0e on port A. */
+/* A real rig: the breakout board with its loopback wire, an NP2.0e on port A
+ * (and, for more than two probes, another on port B). */
 #define LOOP_RUN_DEFAULT_SPEC "devices=breakout:loopback=1,np2e;mode=realtime"
+#define LOOP_RUN_DEFAULT_SPEC2 "devices=breakout:loopback=1,np2e,np2e;mode=realtime"
+#define LOOP_RUN_MAX_PROBES LOOP_RIG_MAX_PROBES
 
 struct loop_run_result;
 
@@ -91,7 +96,10 @@ struct loop_run_progress {
 
 struct loop_run_config {
     int backend;        /* enum loop_backend */
-    const char *spec;   /* the card (ONI_DRV_EMU_SPEC); NULL: LOOP_RUN_DEFAULT_SPEC */
+    const char *spec;   /* the card (ONI_DRV_EMU_SPEC); NULL: LOOP_RUN_DEFAULT_SPEC (SPEC2 for > 2 probes) */
+    uint32_t probes;    /* probes in the loop, 1..LOOP_RUN_MAX_PROBES (rig.h's order; 0: 1): their
+                           channels side by side (probe p's channel c is p * 384 + c), one chain,
+                           one decision for all */
     const char *link;   /* PCIe link preset appended to the spec; NULL: the spec's */
     uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK; 0: pick it (trials of
                            LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... LOOP_RUN_PICK_MAX (a trial
@@ -171,7 +179,12 @@ struct loop_run_result {
     uint64_t stalls;        /* stalled reads: reads that waited for a free block slot
                                (back-pressure on the card, not loss) */
     uint64_t spikes, spikes_overflow, spikes_unkept;
-    struct loop_score score;
+    struct loop_score score;  /* all probes, each scored apart (a detection matches its probe's spikes) */
+    uint32_t probes;
+    struct {
+        uint64_t spikes;      /* kept detections on the probe's channels */
+        struct loop_score score;
+    } probe[LOOP_RUN_MAX_PROBES];
     double warmup_s;        /* the first warmup_s of acquisition (LOOP_RUN_WARMUP_S, or half
                                the loop's time when shorter): latencies apart */
     uint64_t stims, echoes, echoes_unkept;

@@ -12,7 +12,7 @@
  * driver options of onigpu.h (ONI_DRV_READ into host memory,
  * ONI_DRV_READ_ASYNC into GPU memory, ONI_DRV_WRITE back).
  *
- * defsrc: blocks of one device's frames from the default stream
+ * defsrc: blocks of some devices' frames from the default stream
  * (oni_read_frame), for a card without the GPU data stream; host memory
  * only, so only the cpu, gpu-staged and gpu-mapped backends can use it. */
 #ifndef LOOP_SOURCE_H
@@ -91,31 +91,60 @@ int loop_cardsrc_init(struct loop_cardsrc *c, oni_ctx ctx, uint32_t block);
  * pin/unpin = ONI_DRV_PIN/UNPIN. */
 void loop_cardsrc_source(struct loop_cardsrc *c, struct loop_source *src);
 
-/* defsrc: frames of device dev (each data_sz bytes) from the default
- * stream, laid out in the block as the GPU stream lays them out: [u64 time]
+/* defsrc: frames of the devices dev[0 .. ndev) (each data_sz bytes), in the
+ * order they come, from the default stream, laid out in the block as the GPU
+ * stream lays them out: [u64 time]
  * [u32 dev_idx][u32 data_sz][payload, padded to 4 bytes]. Every other frame
  * goes to other(arg, frame) on the reading thread (the frame is the
  * callee's: it destroys it), so one reader serves the whole stream. */
 typedef void (*loop_frame_fn)(void *arg, oni_frame_t *f);
+#define LOOP_DEFSRC_MAXDEV 4
+#define LOOP_DEFSRC_MAXLANES 4
+
+/* A lane: one device's frames whose payload holds key at the lanes' key_off
+ * (an NP2.0e probe: its raw device and its probe index). */
+struct loop_defsrc_lane {
+    oni_dev_idx_t dev;
+    uint16_t key;
+};
+
 struct loop_defsrc {
     oni_ctx ctx;
-    oni_dev_idx_t dev;
+    oni_dev_idx_t dev[LOOP_DEFSRC_MAXDEV];
+    uint32_t ndev;
     uint32_t data_sz, stride;
     size_t have;              /* bytes of the next block read so far */
     uint8_t *part;            /* they wait here between reads */
     size_t part_cap;
+    /* lanes (loop_defsrc_lanes): the block being filled, each lane's frames
+     * in it, and the frames of a lane already past it (at most a block) */
+    struct loop_defsrc_lane lane[LOOP_DEFSRC_MAXLANES];
+    uint32_t nlanes, key_off;
+    size_t block;             /* bytes of a block (0: none read yet) */
+    uint8_t *blk, *ahead[LOOP_DEFSRC_MAXLANES];
+    uint32_t fill[LOOP_DEFSRC_MAXLANES], nahead[LOOP_DEFSRC_MAXLANES];
     loop_frame_fn other;
     void *arg;
     uint64_t frames, others;
 };
 
-/* ONI_EINVALARG for no ctx, a data_sz of 0 or over 64 KiB. */
-int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, oni_dev_idx_t dev, uint32_t data_sz, loop_frame_fn other,
-                     void *arg);
+/* ONI_EINVALARG for no ctx, ndev 0 or over LOOP_DEFSRC_MAXDEV, a data_sz of
+ * 0 or over 64 KiB. */
+int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, const oni_dev_idx_t *dev, uint32_t ndev, uint32_t data_sz,
+                     loop_frame_fn other, void *arg);
+/* Sort the frames into lanes: frame k of every lane side by side makes
+ * pipeline frame k of a block (lane 0's first; lanes[i].dev among d's
+ * devices), whatever order the devices' frames come in; a frame of those
+ * devices whose u16 at payload byte key_off names no lane goes to other().
+ * A lane that runs a whole block ahead of another makes a read fail with
+ * ONI_EBADFRAME (a lane that stopped, or a frame mislabelled). Call before
+ * the first read. ONI_EINVALARG for n 0 or over LOOP_DEFSRC_MAXLANES, a lane
+ * on none of d's devices, or key_off + 2 past data_sz. */
+int loop_defsrc_lanes(struct loop_defsrc *d, const struct loop_defsrc_lane *lanes, uint32_t n, uint32_t key_off);
 /* The engine's view: read only (no pin, no read_async). A read takes
  * frames until the block is full (0), or returns ONI_ETIMEOUT when
  * timeout_ms passed first (what it took waits for the next read), a frame of
- * dev of another size (ONI_EBUFFERSIZE), or oni_read_frame's error. */
+ * those devices of another size (ONI_EBUFFERSIZE), or oni_read_frame's error. */
 void loop_defsrc_source(struct loop_defsrc *d, struct loop_source *src);
 /* Free what loop_defsrc_init allocated (NULL-safe). */
 void loop_defsrc_free(struct loop_defsrc *d);

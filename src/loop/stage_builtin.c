@@ -64,16 +64,37 @@ const struct onigpu_stage loop_stage_filter = {
     .reconfigure = filter_reconfigure,
 };
 
-/* --- reference: the common average of each frame subtracted ----------------- */
+/* --- reference: each probe's common average subtracted from its channels --- */
+
+/* group=N: channels per common-average group (0: all); default the layout's (a probe). */
+static int reference_options(struct loop_ephys_state *st, const char *options, char *err, size_t cap)
+{
+    static const char *const keys[] = {"group"};
+    double v[1] = {st->lay.group};
+    int given[1] = {0};
+    int rc = loop_stage_opts("reference", options, keys, 1, v, given, err, cap);
+    if (rc || !given[0])
+        return rc;
+    uint32_t n = st->lay.nchan;
+    if (!(v[0] >= 0 && v[0] <= n && v[0] == floor(v[0])) || (v[0] && (n % (uint32_t)v[0] ||
+                                                                      n / (uint32_t)v[0] > LOOP_EPHYS_MAXGROUPS))) {
+        snprintf(err, cap, "stage reference: group=%g: 0 (all %u channels) or a divisor of %u leaving at most %d groups",
+                 v[0], n, n, LOOP_EPHYS_MAXGROUPS);
+        return ONI_EINVALARG;
+    }
+    st->lay.group = (uint32_t)v[0];
+    return 0;
+}
 
 static int reference_configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
 {
-    return loop_stage_opts("reference", env->options, NULL, 0, NULL, NULL, err, cap);
+    return reference_options(state_from(state, env), env->options, err, cap);
 }
 
 static int reference_process(void *state, struct onigpu_block *b)
 {
-    loop_ephys_reference(b->x, b->nchan, b->nframes);
+    const struct loop_ephys_state *st = state;
+    loop_ephys_reference(b->x, b->nchan, st->lay.group, b->nframes);
     return 0;
 }
 
@@ -82,6 +103,7 @@ const struct onigpu_stage loop_stage_reference = {
     .name = "reference",
     .input = ONIGPU_DATA_SAMPLES,
     .output = ONIGPU_DATA_SAMPLES,
+    .state_bytes = sizeof(struct loop_ephys_state),
     .configure = reference_configure,
     .process = reference_process,
 };

@@ -111,7 +111,7 @@ static int filter_templates(struct tm_files *f, const struct tm_opts *o, double 
         memset(st->z, 0, sizeof st->z);
         loop_ephys_filter(st, t, f->nsamp);
         if (o->car)
-            loop_ephys_reference(t, f->nch, f->nsamp);
+            loop_ephys_reference(t, f->nch, 0, f->nsamp); /* one probe's set: one group */
     }
     free(st);
     return 0;

@@ -35,30 +35,41 @@ uint32_t loop_np2e_read_stride(uint32_t payload_bytes)
     return LOOP_NP2E_READ_HDR + ((payload_bytes + 3u) & ~3u);
 }
 
-int loop_np2e_layout(struct loop_ephys_layout *lay, uint32_t payload_bytes, uint32_t nprobes)
+int loop_np2e_layout(struct loop_ephys_layout *lay, uint32_t payload_bytes, uint32_t nprobes, const uint8_t *slot)
 {
     if (!lay || nprobes < 1 || nprobes > LOOP_NP2E_MAXPROBES || payload_bytes < LOOP_NP2E_PAYLOAD ||
         payload_bytes > 16384)
         return ONI_EINVALARG;
+    uint32_t seen = 0;
+    for (uint32_t p = 0; slot && p < nprobes; p++) {
+        if (slot[p] >= nprobes || (seen & 1u << slot[p]))
+            return ONI_EINVALARG;
+        seen |= 1u << slot[p];
+    }
     uint32_t rs = loop_np2e_read_stride(payload_bytes);
     memset(lay, 0, sizeof *lay);
     lay->nchan = LOOP_NP2E_CHANNELS * nprobes;
     lay->stride = rs * nprobes;
     lay->time_off = LOOP_NP2E_READ_HDR; /* the hub clock opens the payload */
-    for (uint32_t p = 0; p < nprobes; p++)
+    lay->group = LOOP_NP2E_CHANNELS;    /* each probe its own common average */
+    for (uint32_t p = 0; p < nprobes; p++) {
+        uint32_t base = (slot ? slot[p] : p) * rs + LOOP_NP2E_READ_HDR;
         for (uint32_t ch = 0; ch < LOOP_NP2E_CHANNELS; ch++)
-            lay->off[p * LOOP_NP2E_CHANNELS + ch] = (uint16_t)(p * rs + LOOP_NP2E_READ_HDR + loop_np2e_sample_off(ch));
+            lay->off[p * LOOP_NP2E_CHANNELS + ch] = (uint16_t)(base + loop_np2e_sample_off(ch));
+    }
     return 0;
 }
 
-long loop_np2e_check_order(const struct loop_ephys_layout *lay, uint32_t nprobes, const uint8_t *blk,
+long loop_np2e_check_lanes(const struct loop_np2e_lane *lanes, uint32_t n, uint32_t read_stride, const uint8_t *blk,
                            uint32_t nframes)
 {
-    uint32_t rs = nprobes ? lay->stride / nprobes : lay->stride;
-    for (uint64_t f = 0; f < (uint64_t)nframes * nprobes; f++) {
+    for (uint64_t f = 0; f < (uint64_t)nframes * n; f++) {
+        const uint8_t *fr = blk + f * read_stride;
+        uint32_t dev;
         uint16_t probe;
-        memcpy(&probe, blk + f * rs + LOOP_NP2E_READ_HDR + LOOP_NP2E_PROBE_OFF, 2);
-        if (probe != f % nprobes)
+        memcpy(&dev, fr + 8, 4); /* the read frame header: [u64 time][u32 dev_idx][u32 data_sz] */
+        memcpy(&probe, fr + LOOP_NP2E_READ_HDR + LOOP_NP2E_PROBE_OFF, 2);
+        if (dev != lanes[f % n].dev || probe != lanes[f % n].probe)
             return (long)f;
     }
     return -1;

@@ -27,7 +27,7 @@
 #define LOOP_NP2E_PROBE_OFF 8        /* payload byte offset of the u16 probe index */
 #define LOOP_NP2E_DATA_OFF 10        /* payload byte offset of the amplifier words */
 #define LOOP_NP2E_PAYLOAD (LOOP_NP2E_DATA_OFF + 2 * LOOP_NP2E_SUBFRAMES * LOOP_NP2E_FRAME_WORDS) /* 1162 */
-#define LOOP_NP2E_MAXPROBES 2
+#define LOOP_NP2E_MAXPROBES 4        /* of one loop: two headstages of two probes */
 #define LOOP_NP2E_READ_HDR 16        /* read frame header before the payload: time, dev_idx, data_sz */
 
 /* The probe channel (0..383) that ADC row k (0..23, in the order of the
@@ -42,16 +42,26 @@ uint32_t loop_np2e_sample_off(uint32_t ch);
  * header, then the payload of payload_bytes (the device table's read_size)
  * padded to 4 bytes. */
 uint32_t loop_np2e_read_stride(uint32_t payload_bytes);
-/* The layout of a block of super-frames of nprobes probes (1 or 2), each
- * payload_bytes long (>= LOOP_NP2E_PAYLOAD), in read-frame form: one pipeline
- * frame is nprobes consecutive super-frames, probe 0 first; channel
- * p * 384 + ch is probe p's channel ch; the timestamp is probe 0's hub clock.
- * ONI_EINVALARG for another probe count or a payload too short. */
-int loop_np2e_layout(struct loop_ephys_layout *lay, uint32_t payload_bytes, uint32_t nprobes);
-/* Check that every read frame of the nframes pipeline frames of blk carries
- * the probe index the layout expects (0, 1, 0, 1, ...). Returns the first
- * read frame that does not, or -1 when all do. */
-long loop_np2e_check_order(const struct loop_ephys_layout *lay, uint32_t nprobes, const uint8_t *blk,
+/* One probe's super-frames on the stream: its headstage's raw device and
+ * its probe index there (the payload's u16 at LOOP_NP2E_PROBE_OFF). */
+struct loop_np2e_lane {
+    uint32_t dev;
+    uint16_t probe;
+};
+
+/* The layout of a block of super-frames of nprobes probes (1 to
+ * LOOP_NP2E_MAXPROBES), each payload_bytes long (>= LOOP_NP2E_PAYLOAD), in
+ * read-frame form: one pipeline frame is nprobes consecutive super-frames,
+ * probe p's at position slot[p] among them (slot NULL: probe p at p);
+ * channel p * 384 + ch is probe p's channel ch, each probe a common-average
+ * group; the timestamp is the first super-frame's hub clock. ONI_EINVALARG for another probe count, a payload
+ * too short, or slot not a permutation. */
+int loop_np2e_layout(struct loop_ephys_layout *lay, uint32_t payload_bytes, uint32_t nprobes, const uint8_t *slot);
+/* Check that the read frames of nframes pipeline frames of blk (each n
+ * super-frames of read_stride bytes) come in the lanes' order: super-frame
+ * k of a pipeline frame from lanes[k]'s device with its probe index.
+ * Returns the first read frame that does not, or -1 when all do. */
+long loop_np2e_check_lanes(const struct loop_np2e_lane *lanes, uint32_t n, uint32_t read_stride, const uint8_t *blk,
                            uint32_t nframes);
 
 #endif

@@ -36,10 +36,10 @@ static uint64_t next_gap(struct loop_synth *s)
 
 int loop_synth_init(struct loop_synth *s, uint32_t nprobes, double spike_hz, uint64_t seed)
 {
-    if (!s || nprobes < 1 || nprobes > LOOP_NP2E_MAXPROBES || !(spike_hz > 0))
+    if (!s || nprobes < 1 || nprobes > 2 || !(spike_hz > 0))
         return ONI_EINVALARG;
     memset(s, 0, sizeof *s);
-    loop_np2e_layout(&s->lay, LOOP_NP2E_PAYLOAD, nprobes);
+    loop_np2e_layout(&s->lay, LOOP_NP2E_PAYLOAD, nprobes, NULL);
     s->nprobes = nprobes;
     s->ticks_per_sample = 250000000ull / 30000ull;
     s->noise_sd = 20.0;

@@ -15,11 +15,9 @@ static int tap_open(void *arg, oni_ctx ctx, char *why, size_t cap)
     len = n * sizeof *tab;
     if (!rc && (!tab || oni_get_opt(ctx, ONI_OPT_DEVICETABLE, tab, &len)))
         rc = tab ? ONI_EREADFAILURE : ONI_EBADALLOC;
-    for (oni_size_t i = 0; !rc && i < n; i++)
-        if (tab[i].id == ONIX_DS90UB9RAW) {
-            t->raw = tab[i].idx;
-            break;
-        }
+    for (oni_size_t i = 0; !rc && i < n && t->nraw < 2; i++)
+        if (tab[i].id == ONIX_DS90UB9RAW)
+            t->raw[t->nraw++] = tab[i].idx;
     if (!rc)
         rc = rec_open(&t->cfg, ctx, tab, n, &t->r, why, cap);
     else
@@ -47,11 +45,17 @@ static void tap_detect(void *arg, const struct loop_ephys_out *o, uint32_t pins,
     struct rec_loop_tap *t = arg;
     if (!o->nspikes)
         return;
-    struct rec_spike sp[LOOP_EPHYS_MAXSPIKES];
-    for (uint32_t i = 0; i < o->nspikes; i++)
-        sp[i] = (struct rec_spike){o->spikes[i].time, o->spikes[i].chan,
-                                   o->spikes[i].unit == ONIGPU_UNIT_NONE ? -1 : (int32_t)o->spikes[i].unit};
-    rec_spikes(t->r, t->raw, 0, sp, o->nspikes, host_ns);
+    /* each probe's spikes on its own stream (the loop's channel p * 384 + c) */
+    for (uint32_t p = 0; p < 2 * t->nraw; p++) {
+        struct rec_spike sp[LOOP_EPHYS_MAXSPIKES];
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < o->nspikes; i++)
+            if (o->spikes[i].chan / 384 == p)
+                sp[n++] = (struct rec_spike){o->spikes[i].time, o->spikes[i].chan % 384,
+                                             o->spikes[i].unit == ONIGPU_UNIT_NONE ? -1 : (int32_t)o->spikes[i].unit};
+        if (n)
+            rec_spikes(t->r, t->raw[p / 2], p % 2, sp, n, host_ns);
+    }
     if (pins) /* the chain decided to stimulate: the outputs were written */
         rec_stim(t->r, o->t_stim, pins, host_ns);
 }

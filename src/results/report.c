@@ -15,7 +15,7 @@
 #include "sys.h"
 
 enum { CELL_EMPTY, CELL_STR, CELL_INT, CELL_NUM };
-#define MAX_COLS 64
+#define MAX_COLS 128
 
 struct cell {
     int type;

@@ -48,7 +48,7 @@ int results_meta_num(struct results *r, const char *key, double value);
 /* Cells of the row being built, by column name. Columns are ordered by
  * first appearance; a row that leaves a column out (or a column that first
  * appears in a later row) gives an empty cell: CSV empty, JSON null.
- * Non-finite numbers are written the same way. At most 64 columns. Errors
+ * Non-finite numbers are written the same way. At most 128 columns. Errors
  * (too many columns, no memory, an empty row) are sticky and returned by
  * results_row and results_close. */
 void results_cell_str(struct results *r, const char *col, const char *value);

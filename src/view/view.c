@@ -152,7 +152,7 @@ int view_probe_layout(struct view *v, uint32_t read_size)
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     if (!st)
         return ONI_EBADALLOC;
-    int rc = loop_np2e_layout(&v->lay, read_size, 1);
+    int rc = loop_np2e_layout(&v->lay, read_size, 1, NULL);
     if (!rc)
         rc = loop_ephys_init(st, &p, &v->lay); /* the detector's band-pass, for the filtered traces */
     if (!rc) {

@@ -99,6 +99,12 @@ void cli_opt_split(int argc, char **argv, int *i, char *buf, size_t cap, const c
 int cli_parse_sizes(const struct cli_command *cmd, const char *opt, const char *list, uint64_t max, uint64_t mult,
                     uint32_t *v, size_t cap, size_t *n);
 
+/* A comma-separated list of at most cap whole numbers (cli_parse_u32), each
+ * from lo to hi, into v[0..cap); *n how many. 0, or 2 after saying what is
+ * allowed (cli_bad_value). */
+int cli_parse_u32s(const struct cli_command *cmd, const char *opt, const char *list, uint32_t lo, uint32_t hi,
+                   uint32_t *v, size_t cap, size_t *n);
+
 /* The command line as typed, "onigpu" first ("onigpu bench loop --sizes
  * ..."): what a result set records as its command. Returns argc, *argv set. */
 int cli_command_line(char ***argv);

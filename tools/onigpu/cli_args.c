@@ -94,6 +94,26 @@ int cli_parse_sizes(const struct cli_command *cmd, const char *opt, const char *
     return st;
 }
 
+int cli_parse_u32s(const struct cli_command *cmd, const char *opt, const char *list, uint32_t lo, uint32_t hi,
+                   uint32_t *v, size_t cap, size_t *n)
+{
+    char *copy = list ? strdup(list) : NULL;
+    size_t k = 0;
+    int ok = copy != NULL;
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t && ok; t = strtok_r(NULL, ",", &save)) {
+        uint32_t x;
+        ok = k < cap && cli_parse_u32(t, &x) == 0 && x >= lo && x <= hi;
+        if (ok)
+            v[k++] = x;
+    }
+    free(copy);
+    if (!ok || !k)
+        return cli_bad_value(cmd, opt, list, "a comma-separated list of at most %zu whole numbers from %u to %u", cap,
+                             lo, hi);
+    *n = k;
+    return 0;
+}
+
 int cli_parse_decimal(const char *s, double *out)
 {
     char *end;

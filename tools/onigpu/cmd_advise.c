@@ -14,10 +14,11 @@
 static int run(int argc, char **argv);
 
 #define USAGE "[--data SIZE --compute SIZE --ai X | --workload RESULT.json [--row N]] [--serial] [--measure] " \
-              "[--link PRESET]"
+              "[--link PRESET]\n       onigpu advise --scale SCALE.json [--probes N] [--algo NAME]"
 
 CLI_COMMAND(advise, "advise", USAGE,
-            "thesis figure 6.1 with measured numbers: recommend a backend, predicted (and measured) round trip", NULL, run)
+            "thesis figure 6.1 with measured numbers: recommend a backend, predicted (and measured) round trip; "
+            "or, from a bench scale set, the backend for N probes", NULL, run)
 
 /* --- a recorded workload ---------------------------------------------------------
  * The JSON result sets of `onigpu run --out` and `onigpu bench loop`
@@ -162,11 +163,108 @@ static int read_workload(const char *path, long row, struct advise_opts *o, doub
     return rc;
 }
 
+/* --- a bench scale set ----------------------------------------------------------
+ * Rows of `onigpu bench scale` (src/bench/bench_scale.h): backend, algo,
+ * probes, error, keeping_up, dropped_frames, keeping_share, lat_p999_us. A
+ * run kept up when it had no error, kept_up 1 and no drop. */
+
+struct scale_pick {
+    int best;        /* row of the backend that kept up with the lowest p99.9, -1: none */
+    double best_p999;
+    long cpu_limit;  /* the most probes the cpu backend kept up with, 0: none (-1: no cpu row) */
+};
+
+/* Print the rows of algo at `probes` and pick (see struct scale_pick). */
+static int scale_advise(const json_t *rows, const char *algo, long probes, struct scale_pick *pk)
+{
+    char msg[128];
+    pk->best = -1;
+    pk->best_p999 = INFINITY;
+    pk->cpu_limit = -1;
+    size_t i;
+    const json_t *r;
+    printf("%-16s %12s %10s %12s  %s\n", "backend", "rate share", "kept up", "p99.9 us", "error");
+    json_array_foreach(rows, i, r) {
+        double np = NAN, up = NAN, drop = NAN, share = NAN, p999 = NAN;
+        int bad = 0;
+        const char *be = str_field(r, "backend", &bad, msg, sizeof msg);
+        const char *al = bad ? NULL : str_field(r, "algo", &bad, msg, sizeof msg);
+        const char *err = bad ? NULL : str_field(r, "error", &bad, msg, sizeof msg);
+        if (bad || num_field(r, "probes", &np, msg, sizeof msg) < 0 || num_field(r, "keeping_up", &up, msg, sizeof msg) < 0 ||
+            num_field(r, "dropped_frames", &drop, msg, sizeof msg) < 0 ||
+            num_field(r, "keeping_share", &share, msg, sizeof msg) < 0 ||
+            num_field(r, "lat_p999_us", &p999, msg, sizeof msg) < 0) {
+            fprintf(stderr, "onigpu advise: row %zu: %s\n", i, msg);
+            return -1;
+        }
+        if (!be || !al || isnan(np)) {
+            fprintf(stderr, "onigpu advise: row %zu has no backend, algo or probes: not a bench scale set?\n", i);
+            return -1;
+        }
+        if (strcmp(al, algo))
+            continue;
+        int kept = !(err && *err) && up == 1 && drop == 0;
+        if (!strcmp(be, "cpu") && kept && (long)np > pk->cpu_limit)
+            pk->cpu_limit = (long)np;
+        else if (!strcmp(be, "cpu") && pk->cpu_limit < 0)
+            pk->cpu_limit = 0;
+        if ((long)np != probes)
+            continue;
+        printf("%-16s %12.2f %10s %12.1f  %s\n", be, share, kept ? "yes" : "no", p999, err ? err : "");
+        if (kept && !isnan(p999) && p999 < pk->best_p999) {
+            pk->best = (int)i;
+            pk->best_p999 = p999;
+        }
+    }
+    return 0;
+}
+
+/* --scale: the backend for probes probes of algo from a bench scale set. 0, 1 (none kept up) or 2. */
+static int advise_scale(const char *path, long probes, const char *algo)
+{
+    json_error_t e;
+    json_t *doc = json_load_file(path, 0, &e);
+    if (!doc) {
+        fprintf(stderr, "onigpu advise: %s: line %d, column %d: %s\n", path, e.line, e.column, e.text);
+        return 2;
+    }
+    const json_t *rows = json_object_get(doc, "results");
+    int st = 2;
+    if (!json_is_array(rows)) {
+        fprintf(stderr, "onigpu advise: %s has no \"results\" array (not a result set of onigpu bench scale?)\n", path);
+    } else {
+        if (probes <= 0) { /* the largest in the set */
+            size_t i;
+            const json_t *r;
+            json_array_foreach(rows, i, r) {
+                double np = NAN;
+                if (num_field(r, "probes", &np, (char[8]){0}, 8) > 0 && np > probes)
+                    probes = (long)np;
+            }
+        }
+        printf("from %s: %s, %ld probe%s (%ld channels)\n", path, algo, probes, probes == 1 ? "" : "s", 384 * probes);
+        struct scale_pick pk;
+        if (scale_advise(rows, algo, probes, &pk) == 0) {
+            if (pk.cpu_limit >= 0)
+                printf("cpu backend: kept up with %ld probe%s at most in this set\n", pk.cpu_limit,
+                       pk.cpu_limit == 1 ? "" : "s");
+            const char *be = pk.best < 0 ? NULL : json_string_value(json_object_get(json_array_get(rows, (size_t)pk.best), "backend"));
+            if (be)
+                printf("recommended backend: %s (kept up, lowest p99.9: %.1f us)\n", be, pk.best_p999);
+            else
+                printf("recommended backend: none kept up with %ld probes here\n", probes);
+            st = be ? 0 : 1;
+        }
+    }
+    json_decref(doc);
+    return st;
+}
+
 static int run(int argc, char **argv)
 {
     struct advise_opts o = {4000, 4000, 0.75, 0, 0, NULL, stdout};
-    const char *workload = NULL;
-    long row = 0;
+    const char *workload = NULL, *scale = NULL, *algo = "threshold";
+    long row = 0, probes = 0;
     int given = 0; /* --data, --compute, --ai given: they override the workload's */
     uint64_t data = 0, compute = 0;
     double ai = 0;
@@ -196,6 +294,14 @@ static int run(int argc, char **argv)
             given |= 4;
         } else if (!strcmp(a, "--workload")) {
             st = cli_arg_text(cmd, a, v, "a result set's JSON file (onigpu run --out, onigpu bench loop)", &workload);
+        } else if (!strcmp(a, "--scale")) {
+            st = cli_arg_text(cmd, a, v, "a result set's JSON file of onigpu bench scale", &scale);
+        } else if (!strcmp(a, "--probes")) {
+            uint64_t n = 0;
+            st = cli_arg_count(cmd, a, v, 1, 64, &n);
+            probes = (long)n;
+        } else if (!strcmp(a, "--algo")) {
+            st = cli_arg_text(cmd, a, v, "an algorithm of bench scale (threshold)", &algo);
         } else if (!strcmp(a, "--row")) {
             uint64_t r = 0;
             st = cli_arg_count(cmd, a, v, 0, 1000000, &r);
@@ -211,6 +317,12 @@ static int run(int argc, char **argv)
     int st = cli_check_link(&cli_cmd_advise, o.link);
     if (st)
         return st;
+    if (scale && (workload || given)) {
+        fprintf(stderr, "onigpu advise: --scale takes no workload (--workload, --data, --compute, --ai)\n");
+        return cli_usage(&cli_cmd_advise);
+    }
+    if (scale)
+        return advise_scale(scale, probes, algo);
     double run_ai = NAN;
     if (workload && read_workload(workload, row, &o, &run_ai))
         return cli_usage(&cli_cmd_advise);

@@ -24,20 +24,10 @@ CLI_COMMAND(bench_latency, "bench latency",
 /* A comma-separated list of whole numbers lo..hi into v[0..BENCH_LATENCY_MAX). 0 or 2. */
 static int parse_u32s(const char *opt, const char *list, uint32_t lo, uint32_t hi, uint32_t *v, int *n)
 {
-    char *copy = list ? strdup(list) : NULL;
-    int ok = copy != NULL;
-    *n = 0;
-    for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t && ok; t = strtok_r(NULL, ",", &save)) {
-        uint32_t x;
-        ok = *n < BENCH_LATENCY_MAX && cli_parse_u32(t, &x) == 0 && x >= lo && x <= hi;
-        if (ok)
-            v[(*n)++] = x;
-    }
-    free(copy);
-    if (ok && *n)
-        return 0;
-    return cli_bad_value(&cli_cmd_bench_latency, opt, list, "a comma-separated list of at most %d whole numbers "
-                         "from %u to %u", BENCH_LATENCY_MAX, lo, hi);
+    size_t k = 0;
+    int st = cli_parse_u32s(&cli_cmd_bench_latency, opt, list, lo, hi, v, BENCH_LATENCY_MAX, &k);
+    *n = (int)k;
+    return st;
 }
 
 /* "dma", "blocking" or both, in order. 0 or 2. */

@@ -18,8 +18,9 @@
 static int run(int argc, char **argv);
 
 CLI_COMMAND(run, "run",
-            "[--backend NAME] [--emu SPEC] [--block FRAMES] [--seconds T] [--link PRESET] [--out DIR]\n"
-            "          [--stage NAME|FILE[:OPTIONS]]... [--record DIR [--format openephys|nwb]]\n"
+            "[--backend NAME] [--emu SPEC] [--probes N] [--block FRAMES] [--seconds T] [--link PRESET]\n"
+            "          [--out DIR]"
+            " [--stage NAME|FILE[:OPTIONS]]... [--record DIR [--format openephys|nwb]]\n"
             "          [--view [HOST:]PORT [--view-token FILE]]",
             "closed loop on the emulated card: NP2.0e -> spike detection -> digital outputs; latency and accuracy",
             NULL, run)
@@ -78,6 +79,9 @@ static int parse(int argc, char **argv, struct opts *o)
              * a loop that keeps up may leave */
             if (!(st = cli_arg_count(cmd, a, v, 1, LOOP_RUN_MAX_BLOCK, &n)))
                 o->c.block = (uint32_t)n;
+        } else if (!strcmp(a, "--probes")) {
+            if (!(st = cli_arg_count(cmd, a, v, 1, LOOP_RUN_MAX_PROBES, &n)))
+                o->c.probes = (uint32_t)n;
         } else if (!strcmp(a, "--stage")) {
             st = add_stage(cmd, a, v, o);
         } else if (!strcmp(a, "--seconds")) {
@@ -87,6 +91,12 @@ static int parse(int argc, char **argv, struct opts *o)
         }
         if (st)
             return st;
+    }
+    /* the page draws one probe */
+    if (o->c.probes > 1 && o->view.addr) {
+        char n[16];
+        snprintf(n, sizeof n, "%u", o->c.probes);
+        return cli_bad_value(cmd, "--probes", n, "1 with --view: the page draws one probe's channels");
     }
     int st = rec_cli_check(cmd, &o->rec);
     if (!st)

@@ -10,11 +10,15 @@ void run_print_started(int backend, double seconds, const struct loop_run_result
 {
     printf("onigpu run: backend %s, %u frames per block (%.2f ms), %.1f s on the emulated card (link %s)\n",
            loop_backend_name(backend), r->block, r->block / 30.0, seconds, r->link);
+    const char *whose = r->probes > 1 ? "the probes'" : "the probe's";
+    if (r->probes > 1)
+        printf("onigpu run: %u probes side by side (%u channels), one chain, one decision\n", r->probes,
+               384 * r->probes);
     if (r->gpu_stream)
-        printf("onigpu run: the probe's super-frames on the card's GPU data stream\n");
+        printf("onigpu run: %s super-frames on the card's GPU data stream\n", whose);
     else
-        printf("onigpu run: the card has no GPU data stream: the probe's super-frames on the default stream "
-               "(host backends only)\n");
+        printf("onigpu run: the card has no GPU data stream: %s super-frames on the default stream "
+               "(host backends only)\n", whose);
     fflush(stdout);
 }
 
@@ -86,6 +90,12 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
         else
             printf(" %s -", loop_score_band_name(b));
     printf("\n");
+    for (uint32_t p = 0; r->probes > 1 && p < r->probes; p++) {
+        const struct loop_score *ps = &r->probe[p].score;
+        printf("  probe %u (port %c, probe %c)  %llu spikes; %llu events, precision %.3f, recall %.3f, F1 %.3f\n", p,
+               p < 2 ? 'A' : 'B', p % 2 ? 'B' : 'A', (unsigned long long)r->probe[p].spikes,
+               (unsigned long long)ps->events, ps->precision, ps->recall, ps->f1);
+    }
     if (!truth_kept)
         printf("  truth file         %s (temporary: removed at the end)\n", truth);
     printf("  stimulations       %llu sent, %llu echoed (one per block the chain decided to stimulate)", (unsigned long long)r->stims,

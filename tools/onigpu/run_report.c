@@ -71,7 +71,20 @@ int run_report_write(const char *dir, int argc, char **argv, int backend, const 
     results_cell_num(rep, "frames_per_s", r->fps);
     results_cell_num(rep, "backlog_ms", r->owed_ms);
     results_cell_num(rep, "overrun", r->verdict < 0 ? NAN : !r->verdict);
+    results_cell_int(rep, "probes", r->probes);
     results_row(rep, NULL);
+    for (uint32_t p = 0; r->probes > 1 && p < r->probes; p++) { /* scored apart (run.h) */
+        const struct loop_score *ps = &r->probe[p].score;
+        results_cell_int(rep, "probe", p);
+        results_cell_str(rep, "port", p < 2 ? "A" : "B");
+        results_cell_str(rep, "headstage_probe", p % 2 ? "B" : "A");
+        results_cell_int(rep, "spikes", (long long)r->probe[p].spikes);
+        results_cell_int(rep, "truth_events", (long long)ps->events);
+        results_cell_num(rep, "precision", ps->precision);
+        results_cell_num(rep, "recall", ps->recall);
+        results_cell_num(rep, "f1", ps->f1);
+        results_row(rep, "probes");
+    }
     for (size_t i = 0; i < r->nlat; i++) {
         results_cell_int(rep, "tag", r->lat_tag[i]);
         results_cell_num(rep, "latency_us", r->lat_us[i]);
