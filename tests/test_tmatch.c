@@ -403,7 +403,60 @@ TEST(chan0_offsets_the_channel_map)
     snprintf(opts, sizeof opts, "tmatch:templates=%s,lo=0,car=0,chan0=5", sub);
     const struct loop_stage_spec s5[] = {{opts, NULL, NULL}};
     CHECK(run(s5, 1, &det, &stims, NULL, why, sizeof why) == -1);
-    CHECK(strstr(why, "channel_map.npy[59] = 59 (+ chan0), and the loop's frames have 64 channels") != NULL);
+    CHECK(strstr(why, "channel_map.npy[59] = 59 + 5 (chan0 and the sets before it), and the loop's frames have 64 "
+                      "channels") != NULL);
+}
+
+/* Two sets, templates=A+B: A units 0-3 on channels 0-39, B units 4 and 5
+ * on channels 40-63 (its channel_map from 0); B's channels follow A's and
+ * its templates are numbered on from A's, so the labels are the units'. */
+TEST(two_sets_follow_one_another)
+{
+    make_data(0);
+    char a[300], b[300], opts[700], why[512] = "";
+    snprintf(a, sizeof a, "%s/setA", dir);
+    snprintf(b, sizeof b, "%s/setB", dir);
+    REQUIRE(unit_sh("mkdir -p '%s' '%s'", a, b) == 0);
+    enum { NA = 40, NB = TD_NCH - NA };
+    static float ta[4][TD_NS][NA], tb[2][TD_NS][NB];
+    int32_t ma[NA], mb[NB];
+    for (int s = 0; s < TD_NS; s++) {
+        for (int c = 0; c < NA; c++)
+            for (int k = 0; k < 4; k++)
+                ta[k][s][c] = d.tpl[k][s][c];
+        for (int c = 0; c < NB; c++)
+            for (int k = 0; k < 2; k++)
+                tb[k][s][c] = d.tpl[4 + k][s][NA + c];
+    }
+    for (int c = 0; c < NA; c++)
+        ma[c] = c;
+    for (int c = 0; c < NB; c++)
+        mb[c] = c;
+    REQUIRE(td_npy(a, "templates.npy", "<f4", 3, (const uint64_t[]){4, TD_NS, NA}, ta, sizeof ta) == 0);
+    REQUIRE(td_npy(a, "channel_map.npy", "<i4", 1, (const uint64_t[]){NA}, ma, sizeof ma) == 0);
+    REQUIRE(td_npy(b, "templates.npy", "<f4", 3, (const uint64_t[]){2, TD_NS, NB}, tb, sizeof tb) == 0);
+    REQUIRE(td_npy(b, "channel_map.npy", "<i4", 1, (const uint64_t[]){NB}, mb, sizeof mb) == 0);
+    snprintf(opts, sizeof opts, "tmatch:templates=%s+%s,lo=0,car=0", a, b);
+    const struct loop_stage_spec s[] = {{opts, NULL, NULL}};
+    struct loop_spike *det = NULL;
+    uint64_t stims;
+    long nd = run(s, 1, &det, &stims, NULL, why, sizeof why);
+    if (nd < 0)
+        fprintf(stderr, "  %s\n", why);
+    REQUIRE(nd > 0);
+    struct loop_score sc = score(det, nd);
+    fprintf(stderr, "  two sets: f1 %.3f, %llu units, accuracy %.3f\n", sc.f1, (unsigned long long)sc.units,
+            sc.accuracy);
+    CHECK(sc.f1 >= 0.97 && sc.units == TD_K);
+    per_unit(det, nd, 0.95);
+    free(det);
+    /* B before A: B's 24 channels then A's 40 overrun the frames' 64 only by
+     * A's channel_map past 24; refused, naming A */
+    snprintf(opts, sizeof opts, "tmatch:templates=%s+%s,lo=0,car=0,chan0=1", a, b);
+    CHECK(run(s, 1, &det, &stims, NULL, why, sizeof why) == -1);
+    CHECK(strstr(why, "setB: channel_map.npy[23] = 23 + 41") != NULL);
+    snprintf(opts, sizeof opts, "tmatch:templates=%s+,lo=0", a);
+    CHECK(run(s, 1, &det, &stims, NULL, why, sizeof why) == -1 && strstr(why, "ends in '+'"));
 }
 
 /* decide:units= stimulates only for spikes of the units it names. */
@@ -512,12 +565,12 @@ TEST(bad_file_sets_are_refused)
     refused("", "templates.npy: cannot open", NULL);
     /* more channels than a frame may have (the optional files of 64 gone) */
     REQUIRE(unit_sh("rm %s/whitening_mat_inv.npy %s/channel_positions.npy", dir, dir) == 0);
-    enum { OVER = ONIGPU_STAGE_MAXCHAN + 1 };
-    put("templates.npy", "<f4", 3, (const uint64_t[]){1, 2, OVER}, 2 * OVER * 4);
-    put("channel_map.npy", "<i4", 1, (const uint64_t[]){OVER}, OVER * 4);
-    char over[64];
-    snprintf(over, sizeof over, "templates of %d channels (%d at most)", OVER, ONIGPU_STAGE_MAXCHAN);
-    refused(",lo=0", over, NULL);
+    enum { MANY = ONIGPU_STAGE_MAXCHAN + 1 };
+    char many[80];
+    snprintf(many, sizeof many, "templates of %d channels (%d at most)", MANY, ONIGPU_STAGE_MAXCHAN);
+    put("templates.npy", "<f4", 3, (const uint64_t[]){1, 2, MANY}, 2 * MANY * 4);
+    put("channel_map.npy", "<i4", 1, (const uint64_t[]){MANY}, MANY * 4);
+    refused(",lo=0", many, NULL);
     REQUIRE(td_write_set(&d, dir) == 0);
     /* channel_map.npy: length, a channel the frames do not have, dtype */
     put("channel_map.npy", "<i4", 1, (const uint64_t[]){TD_NCH - 1}, (TD_NCH - 1) * 4);

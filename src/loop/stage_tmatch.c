@@ -111,17 +111,18 @@ static int filter_templates(struct tm_files *f, const struct tm_opts *o, double 
         memset(st->z, 0, sizeof st->z);
         loop_ephys_filter(st, t, f->nsamp);
         if (o->car)
-            loop_ephys_reference(t, f->nch, 0, f->nsamp); /* one probe's set: one average */
+            loop_ephys_reference(t, f->nch, 0, f->nsamp); /* one probe's set: one group */
     }
     free(st);
     return 0;
 }
 
-/* Template k of the set into st->t[k]: its trough (deepest sample of any
+/* Template k of the set into st->t[into]: its trough (deepest sample of any
  * channel), the window before .. after it, the footprint (the `foot`
  * channels of largest peak-to-peak in the window, those of at least a tenth
  * of the largest). */
-static void take_template(struct tm_state *st, const struct tm_files *f, uint32_t k, const struct tm_opts *o)
+static void take_template(struct tm_state *st, const struct tm_files *f, uint32_t k, uint32_t into,
+                          const struct tm_opts *o)
 {
     const float *t = f->templates + (size_t)k * f->nsamp * f->nch;
     uint32_t ts = 0, tc = 0;
@@ -142,7 +143,7 @@ static void take_template(struct tm_state *st, const struct tm_files *f, uint32_
         ptp[c] = hi - lo;
         top = ptp[c] > top ? ptp[c] : top;
     }
-    struct tm_template *m = &st->t[k];
+    struct tm_template *m = &st->t[into];
     m->nfoot = 0;
     m->trough = (uint32_t)o->before;
     m->peak = f->chan_map[tc];
@@ -166,6 +167,57 @@ static void take_template(struct tm_state *st, const struct tm_files *f, uint32_
     }
 }
 
+/* One file set, its channel_map from *base in the loop's frames (*base then
+ * past its channels), its templates after those st has. 0, or an error with
+ * err naming the set's directory and what. */
+static int add_set(struct tm_state *st, const struct onigpu_stage_env *env, const struct tm_opts *o,
+                   const char *dir, uint32_t *base, char *err, size_t cap)
+{
+    struct tm_files f;
+    char why[512];
+    int rc = dir[0] ? tm_files_load(dir, &f, why, sizeof why) : ONI_EINVALARG;
+    if (!dir[0]) {
+        snprintf(err, cap, "stage tmatch: templates=%s names an empty directory", o->dir);
+        return rc;
+    }
+    if (rc) {
+        snprintf(err, cap, "stage tmatch: %s", why[0] ? why : oni_error_str(rc));
+        tm_files_free(&f);
+        return rc;
+    }
+    if ((uint64_t)st->ntpl + f.ntpl > TM_MAXT)
+        snprintf(why, sizeof why, "%u templates%s (%d at most)", st->ntpl + f.ntpl, st->ntpl ? " in all" : "",
+                 TM_MAXT), rc = ONI_EINVALARG;
+    if (f.nch > ONIGPU_STAGE_MAXCHAN)
+        snprintf(why, sizeof why, "templates of %u channels (%d at most)", f.nch, ONIGPU_STAGE_MAXCHAN),
+            rc = ONI_EINVALARG;
+    for (uint32_t i = 0; !rc && i < f.nch; i++) {
+        if ((uint64_t)f.chan_map[i] + *base >= env->nchan)
+            snprintf(why, sizeof why, "channel_map.npy[%u] = %u + %u (chan0 and the sets before it), and the loop's "
+                     "frames have %u channels", i, f.chan_map[i], *base, env->nchan), rc = ONI_EINVALARG;
+        else
+            f.chan_map[i] += *base; /* the probe's first channel in the loop's frames */
+    }
+    if (!rc && f.fs_hz > 0 && fabs(f.fs_hz - env->fs_hz) > 0.01 * env->fs_hz)
+        snprintf(why, sizeof why, "params.py's sample_rate %g Hz, the loop's frames come at %g Hz", f.fs_hz,
+                 env->fs_hz), rc = ONI_EINVALARG;
+    if (rc) {
+        snprintf(err, cap, "stage tmatch: %s: %s", dir, why);
+        tm_files_free(&f);
+        return rc;
+    }
+    if ((rc = filter_templates(&f, o, env->fs_hz, err, cap))) {
+        tm_files_free(&f);
+        return rc;
+    }
+    for (uint32_t k = 0; k < f.ntpl; k++)
+        take_template(st, &f, k, st->ntpl + k, o);
+    st->ntpl += f.ntpl;
+    *base += f.nch;
+    tm_files_free(&f);
+    return 0;
+}
+
 static int tmatch_configure(void *state, const struct onigpu_stage_env *env, char *err, size_t cap)
 {
     struct tm_state *st = state;
@@ -185,43 +237,22 @@ static int tmatch_configure(void *state, const struct onigpu_stage_env *env, cha
                  o.before, o.after, st->lag, ONIGPU_STAGE_MAXCHAN);
         return ONI_EINVALARG;
     }
-    struct tm_files f;
-    char why[512];
-    rc = tm_files_load(o.dir, &f, why, sizeof why);
-    if (rc) {
-        snprintf(err, cap, "stage tmatch: %s", why[0] ? why : oni_error_str(rc));
-        tm_files_free(&f);
-        return rc;
-    }
-    if (f.ntpl > TM_MAXT)
-        snprintf(why, sizeof why, "%u templates (%d at most)", f.ntpl, TM_MAXT), rc = ONI_EINVALARG;
-    if (f.nch > ONIGPU_STAGE_MAXCHAN)
-        snprintf(why, sizeof why, "templates of %u channels (%d at most)", f.nch, ONIGPU_STAGE_MAXCHAN),
+    /* the sets of "templates=A+B": their channels one after the other from
+     * chan0, their templates numbered on from one set to the next */
+    uint32_t base = (uint32_t)o.chan0;
+    for (const char *p = o.dir; *p && !rc;) {
+        const char *plus = strchr(p, '+');
+        size_t n = plus ? (size_t)(plus - p) : strlen(p);
+        char path[1024];
+        snprintf(path, sizeof path, "%.*s", (int)n, p);
+        rc = add_set(st, env, &o, path, &base, err, cap);
+        p += n + (plus ? 1 : 0);
+        if (!rc && plus && !*p) {
+            snprintf(err, cap, "stage tmatch: templates=%s ends in '+' (sets joined by '+': templates=A+B)", o.dir);
             rc = ONI_EINVALARG;
-    for (uint32_t i = 0; !rc && i < f.nch; i++) {
-        if ((uint64_t)f.chan_map[i] + (uint64_t)o.chan0 >= env->nchan)
-            snprintf(why, sizeof why, "channel_map.npy[%u] = %u%s, and the loop's frames have %u channels", i,
-                     f.chan_map[i], o.chan0 > 0 ? " (+ chan0)" : "", env->nchan), rc = ONI_EINVALARG;
-        else
-            f.chan_map[i] += (uint32_t)o.chan0; /* the probe's first channel in the loop's frames */
+        }
     }
-    if (!rc && f.fs_hz > 0 && fabs(f.fs_hz - env->fs_hz) > 0.01 * env->fs_hz)
-        snprintf(why, sizeof why, "params.py's sample_rate %g Hz, the loop's frames come at %g Hz", f.fs_hz,
-                 env->fs_hz), rc = ONI_EINVALARG;
-    if (rc) {
-        snprintf(err, cap, "stage tmatch: %s: %s", o.dir, why);
-        tm_files_free(&f);
-        return rc;
-    }
-    if ((rc = filter_templates(&f, &o, env->fs_hz, err, cap))) {
-        tm_files_free(&f);
-        return rc;
-    }
-    st->ntpl = f.ntpl;
-    for (uint32_t k = 0; k < f.ntpl; k++)
-        take_template(st, &f, k, &o);
-    tm_files_free(&f);
-    return 0;
+    return rc;
 }
 
 /* The block's matches on the CPU (tmatch.cu does the same with a block of
