@@ -10,8 +10,9 @@
 #include "loop/run.h"
 
 /* threshold: the built-in chain (filter, reference, detect, decide);
- * tmatch: filter, reference, then a tmatch stage per probe against the
- * card's own truth templates (docs/stages.md "Template matching"). */
+ * tmatch: filter, reference, then tmatch against the card's own truth
+ * templates, every probe's set in one stage (docs/stages.md "Template
+ * matching"). */
 static const struct bench_scale_algo algos[] = {
     {"threshold", 0},
     {"tmatch", 1},
@@ -54,11 +55,11 @@ struct cell {
     double lat[4];   /* p50, p99, p99.9, max us (NaN: no echo) */
 };
 
-/* A run's chain and card: the stage texts live in text[], the spec in spec. */
+/* A run's chain and card: the stage text lives in text, the spec in spec. */
 struct chain {
     struct loop_stage_spec specs[LOOP_MAXCHAIN];
     uint32_t n;
-    char text[LOOP_RUN_MAX_PROBES][200];
+    char text[LOOP_RUN_MAX_PROBES * 80 + 32];
     char spec[300];
 };
 
@@ -74,10 +75,10 @@ static void chain(int a, uint32_t probes, const char *dir, struct chain *c)
              dir);
     c->specs[c->n++] = (struct loop_stage_spec){"filter", NULL, NULL};
     c->specs[c->n++] = (struct loop_stage_spec){"reference", NULL, NULL};
-    for (uint32_t p = 0; p < probes; p++) {
-        snprintf(c->text[p], sizeof c->text[p], "tmatch:templates=%s/%u-%u,chan0=%u", dir, 8 + p / 2, p % 2, 384 * p);
-        c->specs[c->n++] = (struct loop_stage_spec){c->text[p], NULL, NULL};
-    }
+    size_t k = (size_t)snprintf(c->text, sizeof c->text, "tmatch:templates=");
+    for (uint32_t p = 0; p < probes && k < sizeof c->text; p++) /* sets A+B+...: probe p's channels follow */
+        k += (size_t)snprintf(c->text + k, sizeof c->text - k, "%s%s/%u-%u", p ? "+" : "", dir, 8 + p / 2, p % 2);
+    c->specs[c->n++] = (struct loop_stage_spec){c->text, NULL, NULL};
 }
 
 /* One run into *c and a row of "results". 0 or the run's error. */

@@ -38,7 +38,7 @@ static int add_stage(const struct cli_command *cmd, const char *a, const char *v
 {
     char why[400];
     if (!v)
-        return cli_bad_value(cmd, a, v, "a built-in stage (filter, reference, detect, decide) or a shared object "
+        return cli_bad_value(cmd, a, v, "a built-in stage (filter, reference, detect, decide, tmatch) or a shared object "
                              "(a path with a '/'), then :OPTIONS");
     if (o->c.nstages == LOOP_MAXCHAIN)
         return cli_bad_value(cmd, a, v, "at most %d stages", LOOP_MAXCHAIN);

@@ -90,6 +90,20 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
         else
             printf(" %s -", loop_score_band_name(b));
     printf("\n");
+    if (sc->labelled && r->probes > 1) {
+        printf("  sorting            not scored: the truth numbers each probe's units from 0, the labels run on "
+               "across probes\n");
+    } else if (sc->labelled) {
+        printf("  sorting            accuracy %.3f over %llu units (matched / (truth + labelled - matched), per unit);"
+               " by SNR", sc->accuracy, (unsigned long long)sc->units);
+        for (int b = 0; b < LOOP_SCORE_BANDS; b++)
+            if (sc->band_units[b])
+                printf(" %s %.3f (%llu)", loop_score_band_name(b), sc->band_accuracy[b],
+                       (unsigned long long)sc->band_units[b]);
+            else
+                printf(" %s -", loop_score_band_name(b));
+        printf(" (units)\n");
+    }
     for (uint32_t p = 0; r->probes > 1 && p < r->probes; p++) {
         const struct loop_score *ps = &r->probe[p].score;
         printf("  probe %u (port %c, probe %c)  %llu spikes; %llu events, precision %.3f, recall %.3f, F1 %.3f\n", p,
