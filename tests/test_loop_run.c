@@ -605,7 +605,11 @@ TEST(bench_scale_writes_results)
     REQUIRE(v);
     CHECK_EQ(result_rows(v), 1);
     CHECK(!strcmp(result_str(v, 0, "algo"), "tmatch") && !strcmp(result_str(v, 0, "error"), ""));
-    CHECK(result_num(v, 0, "f1") > 0 && result_num(v, 0, "f1") <= 1);
+    /* a sanitized build falls far behind and scores few frames: F1 judged only where the run kept up */
+    double f1 = result_num(v, 0, "f1");
+    CHECK(f1 >= 0 && f1 <= 1);
+    if (result_num(v, 0, "keeping_up") == 1)
+        CHECK(f1 > 0.5);
     json_decref(v);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
     CHECK_EQ(ONIGPU("bench", "scale", "--probes", "0"), 2);
