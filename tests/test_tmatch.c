@@ -473,7 +473,7 @@ TEST(decide_names_units)
     if (nd < 0)
         fprintf(stderr, "  %s\n", why);
     REQUIRE(nd > 0 && outs);
-    uint64_t named = 0, blocks_with_named = 0, other_only = 0;
+    uint64_t named = 0, other_only = 0;
     for (uint64_t b = 0; b < d.nsamp / FRAMES; b++) {
         int has = 0, stim_ok = 0;
         for (uint32_t i = 0; i < outs[b].nspikes; i++) {
@@ -481,7 +481,6 @@ TEST(decide_names_units)
             has |= u == 2 || u == 4;
             stim_ok |= (u == 2 || u == 4) && outs[b].spikes[i].time == outs[b].t_stim;
         }
-        blocks_with_named += has;
         other_only += !has && outs[b].nspikes > 0;
         CHECK(outs[b].stim == (uint32_t)has); /* lockout 0: every block with one */
         if (outs[b].stim) {

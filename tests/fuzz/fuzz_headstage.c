@@ -24,8 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct np1e h1;
     if (!c) {
         uint64_t sn[2] = {1, 2};
+        struct neural_cfg s2, s1; /* the probes' signals as the devices make them, 4 units each */
+        np2e_signal(&s2);
+        np1e_signal(&s1);
+        s2.units = s1.units = 4;
         if (emu_card_create("mode=fast;link=unlimited;ddr=1M;devices=heartbeat", &c, NULL, 0) ||
-            np2e_init(&h2, c, 8, sn, "NP2014", 4, 0) || np1e_init(&h1, c, 9, 3, "PRB_1_4_0480_1", 4, 0))
+            np2e_init(&h2, c, 8, sn, "NP2014", &s2, 0) || np1e_init(&h1, c, 9, 3, "PRB_1_4_0480_1", &s1, 0))
             abort();
     }
     np2e_power_on(&h2);
