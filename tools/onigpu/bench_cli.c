@@ -6,6 +6,7 @@
 #include "bench/bench.h"
 #include "cli.h"
 #include "common/stopsig.h"
+#include "loop/loop.h"
 
 static void on_stop(void *arg)
 {
@@ -26,6 +27,21 @@ void bench_cli_signals_end(const char *cmd)
     stopsig_end();
     if (bench_stopped())
         fprintf(stderr, "onigpu %s: ended early by a signal; the results hold what was measured until then\n", cmd);
+}
+
+int bench_cli_backends(const struct cli_command *cmd, const char *opt, const char *list, unsigned *mask)
+{
+    if (list && !strcmp(list, "all"))
+        return 0;
+    int st = cli_parse_names(cmd, opt, list, loop_backend_parse, loop_backend_name, LOOP_NBACKENDS, *mask, mask);
+    for (int b = 0; b < LOOP_NBACKENDS && !st; b++) {
+        char why[160];
+        if ((*mask >> b & 1) && !loop_backend_available(b, why, sizeof why)) {
+            fprintf(stderr, "onigpu %s: backend %s is not available: %s\n", cmd->name, loop_backend_name(b), why);
+            return 1;
+        }
+    }
+    return st;
 }
 
 int bench_cli_run(const struct bench_cli_set *s)

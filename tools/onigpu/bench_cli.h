@@ -7,6 +7,7 @@
 #define BENCH_CLI_H
 
 struct results;
+struct cli_command;
 
 /* One command's result set and the body that fills it. */
 struct bench_cli_set {
@@ -38,5 +39,11 @@ int bench_cli_signals(const char *cmd);
 /* Stop taking them (after the body returned), and say on stderr when the
  * run was ended early. */
 void bench_cli_signals_end(const char *cmd);
+
+/* --backends all|LIST of cmd into *mask (unchanged for "all": the caller's
+ * default, the available ones), each named backend available here. 0; 2:
+ * an unknown name (said as cli_parse_names says it); 1: a backend that
+ * cannot run here (said). */
+int bench_cli_backends(const struct cli_command *cmd, const char *opt, const char *list, unsigned *mask);
 
 #endif

@@ -54,17 +54,7 @@ static int parse_args(int argc, char **argv, struct bench_latency_opts *o)
         int st;
         uint64_t n;
         if (!strcmp(a, "--backends")) {
-            st = v && !strcmp(v, "all") ? 0
-                 : cli_parse_names(cmd, a, v, loop_backend_parse, loop_backend_name, LOOP_NBACKENDS, o->backends,
-                                   &o->backends);
-            for (int b = 0; b < LOOP_NBACKENDS && !st; b++) {
-                char why[160];
-                if ((o->backends >> b & 1) && !loop_backend_available(b, why, sizeof why)) {
-                    fprintf(stderr, "onigpu bench latency: backend %s is not available: %s\n", loop_backend_name(b),
-                            why);
-                    return 1;
-                }
-            }
+            st = bench_cli_backends(cmd, a, v, &o->backends);
         } else if (!strcmp(a, "--blocks")) {
             st = parse_u32s(a, v, 1, LOOP_RUN_MAX_BLOCK, o->blocks, &o->nblocks);
         } else if (!strcmp(a, "--spins")) {

@@ -46,25 +46,6 @@ static int parse_ai(char *list, struct bench_loop_opts *o)
     return o->nai ? 0 : -1;
 }
 
-/* "all" keeps the defaults (every available backend); a list must name
- * available ones only. 0; 2: an unknown name (a bad argument, said); 1: a
- * backend that cannot run here (the message printed). */
-static int parse_backends(const char *opt, const char *list, struct bench_loop_opts *o)
-{
-    if (list && !strcmp(list, "all"))
-        return 0;
-    int st = cli_parse_names(&cli_cmd_bench_loop, opt, list, loop_backend_parse, loop_backend_name, LOOP_NBACKENDS,
-                             o->backends, &o->backends);
-    for (int b = 0; b < LOOP_NBACKENDS && !st; b++) {
-        char why[160];
-        if ((o->backends >> b & 1) && !loop_backend_available(b, why, sizeof why)) {
-            fprintf(stderr, "onigpu bench loop: backend %s is not available: %s\n", loop_backend_name(b), why);
-            return 1;
-        }
-    }
-    return st;
-}
-
 /* Lists are split in a copy: argv itself is recorded in the results' meta.
  * 0, or 2 after saying what the list must be. */
 static int parse_list(int (*fn)(char *, struct bench_loop_opts *), const char *opt, const char *v, const char *what,
@@ -96,7 +77,7 @@ static int parse_args(int argc, char **argv, struct bench_loop_opts *o)
                             "per element)",
                             o);
         } else if (!strcmp(a, "--backends")) {
-            st = parse_backends(a, v, o);
+            st = bench_cli_backends(&cli_cmd_bench_loop, a, v, &o->backends);
         } else if (!strcmp(a, "--blocks")) {
             st = cli_arg_count(cmd, a, v, 5, 10000000, &o->blocks); /* a count: no fraction, no unit */
         } else if (!strcmp(a, "--seconds")) {

@@ -43,16 +43,7 @@ static int parse_args(int argc, char **argv, struct bench_scale_opts *o)
         uint64_t n;
         size_t k;
         if (!strcmp(a, "--backends")) {
-            st = v && !strcmp(v, "all") ? 0
-                 : cli_parse_names(cmd, a, v, loop_backend_parse, loop_backend_name, LOOP_NBACKENDS, o->backends,
-                                   &o->backends);
-            for (int b = 0; b < LOOP_NBACKENDS && !st; b++) {
-                char why[160];
-                if ((o->backends >> b & 1) && !loop_backend_available(b, why, sizeof why)) {
-                    fprintf(stderr, "onigpu bench scale: backend %s is not available: %s\n", loop_backend_name(b), why);
-                    return 1;
-                }
-            }
+            st = bench_cli_backends(cmd, a, v, &o->backends);
         } else if (!strcmp(a, "--probes")) {
             if (!(st = cli_parse_u32s(cmd, a, v, 1, LOOP_RUN_MAX_PROBES, o->probes, BENCH_SCALE_MAX, &k)))
                 o->nprobes = (int)k;
