@@ -41,6 +41,8 @@ TEST(run_four_probes_on_every_gpu_backend)
         SKIP("%s", why);
     for (int b = LOOP_GPU_STAGED; b < LOOP_NBACKENDS; b++) {
         int rc = ONIGPU("run", "--backend", loop_backend_name(b), "--probes", "4", "--block", "16", "--seconds", "2");
+        if (rc)
+            fprintf(stderr, "  %s exited %d:\n%s\n", loop_backend_name(b), rc, out);
         CHECK_EQ(rc, 0);
         int probes = 0;
         for (const char *p = strstr(out, "  probe "); p; p = strstr(p + 1, "  probe ")) {
@@ -59,5 +61,30 @@ TEST(run_four_probes_on_every_gpu_backend)
             probes++;
         }
         CHECK_EQ(probes, 4);
+    }
+}
+
+/* A GPU stage that never returns (tests/fixtures/stage_spin.c spins at block
+ * 3): the run ends with an error naming the kernel within a bounded time,
+ * and the process's end frees the GPU: the next run on it works. */
+TEST(run_with_a_gpu_stage_that_never_returns)
+{
+    NEED_BIN();
+    char why[160];
+    if (!loop_backend_available(LOOP_GPU_PERSISTENT, why, sizeof why))
+        SKIP("%s", why);
+    static const int backends[] = {LOOP_GPU_PERSISTENT, LOOP_GPU_STAGED};
+    for (int i = 0; i < 2; i++) {
+        const char *name = loop_backend_name(backends[i]);
+        long long t0 = proc_now_ms();
+        int rc = ONIGPU("run", "--backend", name, "--block", "16", "--seconds", "3", "--stage", "filter", "--stage",
+                        SPIN_STAGE);
+        long long ms = proc_now_ms() - t0;
+        fprintf(stderr, "  %s: exit %d after %lld ms\n", name, rc, ms);
+        CHECK_EQ(rc, 1);
+        CHECK(ms < 60000);
+        if (!strstr(out, "did not stop") || !strstr(out, "ending without the CUDA runtime's teardown"))
+            UNIT_FAIL("%s: no word of the kernel left running in:\n%s", name, out);
+        check_run(name, "2"); /* the GPU is free again */
     }
 }

@@ -638,6 +638,11 @@ const char *loop_error_text(const struct loop *lp)
     return lp ? lp->why : "";
 }
 
+int loop_gpu_left_running(const struct loop *lp)
+{
+    return lp && lp->gpu_left_running;
+}
+
 int loop_stage_reconfigure(struct loop *lp, uint32_t i, const char *options, char *why, size_t cap)
 {
     char none[8];

@@ -60,6 +60,7 @@ struct loop {
     _Atomic int proc_ended;              /* the process thread returned (the watchdog's wake: watch) */
     struct loop_wake watch;
     int abandoned;                       /* a stage never returned: its thread still holds lp */
+    int gpu_left_running;                /* halt could not stop the GPU's work (gpu_cuda.c) */
     struct loop *next_abandoned;         /* the list that keeps such loops (engine.c) */
     _Atomic uint64_t sent, started, stalls, bytes_in;
     struct loop_record *rec;

@@ -297,6 +297,7 @@ static void halt(struct loop *lp)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     int rc_s = drain(g->s);
     g->stuck = rc_c || rc_s;
+    lp->gpu_left_running = g->stuck;
     if (!rc)
         rc = rc_s;
     g->launched = 0;
@@ -319,9 +320,14 @@ static void halt(struct loop *lp)
         loop_chain_stop(lp->chain);
         g->jstarted = 0;
     }
-    if (g->stuck && g->jfn)
-        loop_fail_why(lp, rc, "the GPU chain's kernel did not stop within %u ms of the stop request (a stage that "
-                      "does not return?): it is left running, its memory is not freed", HALT_MS);
+    if (g->stuck) {
+        /* Said even after an earlier error (a timed-out wait, most often):
+         * halt runs after every loop thread ended, so lp->why is ours. */
+        size_t k = strlen(lp->why);
+        snprintf(lp->why + k, sizeof lp->why - k, "%sthe GPU's work did not stop within %u ms of the stop request "
+                 "(a stage that does not return?): it is left running, its memory is not freed",
+                 k ? "; " : "", HALT_MS);
+    }
     if (rc)
         loop_fail(lp, rc); /* a kernel that does not stop is an error the caller sees */
 }

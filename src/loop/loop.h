@@ -169,6 +169,10 @@ int loop_stage_check(const char *text, char *why, size_t cap);
 /* The first error's text ("" when none: then oni_error_str of loop_error
  * says it all), owned by lp; "" for NULL. Thread-safe once loop_run returned. */
 const char *loop_error_text(const struct loop *lp);
+/* 1 when the run ended with GPU work that would not stop (a GPU stage that
+ * never returns): the kernel holds the GPU until this process ends, which
+ * is the only way to free it (0: none, or NULL). Valid once loop_run returned. */
+int loop_gpu_left_running(const struct loop *lp);
 /* Change stage i's configuration (its options, as after FILE:) between two
  * blocks: applied at once before loop_run, else by the loop before its next
  * block, waiting up to cfg.timeout_ms for it. 0, or ONI_EINVALARG (no such

@@ -885,6 +885,7 @@ static int summarize(struct session *s, int loop_rc)
     int trc = score(s);
     rc = rc ? rc : trc;
     loop_get_stats(s->lp, &ls);
+    res->gpu_left_running = loop_gpu_left_running(s->lp);
     res->seconds = ls.seconds;
     /* processed: blocks sent back, not blocks read (after an error the loop
      * has read blocks it never finished) */
@@ -919,8 +920,12 @@ static void session_free(struct session *s)
     if (!s)
         return;
     stop_echo(s);
+    /* A GPU kernel that will not stop holds the GPU until the process ends:
+     * freeing the card's GPU memory would wait for it for good, so the card
+     * (stopped when acquisition ended) is left open (run.h). */
+    int gpu_busy = s->lp && loop_gpu_left_running(s->lp);
     loop_destroy(s->lp);
-    if (s->ctx)
+    if (s->ctx && !gpu_busy)
         oni_destroy_ctx(s->ctx);
     free(s->det);
     free(s->lat);
@@ -1048,7 +1053,8 @@ static int pick_block(const struct loop_run_config *cfg, struct loop_run_result 
         t.block = b;
         struct loop_run_result r;
         int rc = run_one(&t, &r);
-        if (r.stopped || (rc && !r.ran && !last)) { /* stopped, or nothing could run: this is the result */
+        /* stopped, nothing could run, or a GPU left busy for good: this is the result */
+        if (r.stopped || r.gpu_left_running || (rc && !r.ran && !last)) {
             if (r.stopped && !r.frames && last) { /* stopped as it began: the trial before */
                 loop_run_result_free(&r);
                 r = prev;

@@ -162,6 +162,8 @@ const char *loop_run_stage_name(int stage);
  * of the run itself (rc of the result); what is unknown is NaN. */
 struct loop_run_result {
     int ran;                /* 1: acquisition ran; the figures below are of it */
+    int gpu_left_running;   /* 1: GPU work would not stop (loop_gpu_left_running): the card's context
+                               is left open, stopped, and only the process's end frees the GPU */
     char link[32];          /* the card's link preset, as it reports it */
     int gpu_stream;         /* 1: the probe came on the card's GPU data stream; 0: on the default stream */
     uint32_t block;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "cli_oni.h"
 #include "common/stopsig.h"
@@ -31,6 +32,7 @@ struct opts {
     struct loop_run_config c;
     struct rec_cli rec; /* --record DIR, --format (record.h) */
     struct view_cli view; /* --view, --view-token (view.h) */
+    int gpu_left_running; /* the run left a GPU kernel that will not stop (run.h) */
 };
 
 /* --stage NAME|FILE[:OPTIONS]: loaded and checked now (its options when the loop is made). */
@@ -138,6 +140,7 @@ static int session(struct opts *o, const char *truth)
         view_cli_close(&o->view, &r, NULL);
         return rc == ONI_EINVALSTATE ? 2 : 1;
     }
+    o->gpu_left_running = r.gpu_left_running;
     run_print_summary(o->c.backend, truth, o->out != NULL, &r);
     if (o->out) {
         char **full;
@@ -205,5 +208,13 @@ static int run(int argc, char **argv)
     if (!o.out)
         remove(truth);
     view_cli_close(&o.view, NULL, NULL);
+    if (o.gpu_left_running) {
+        /* A kernel that never returns: the CUDA runtime's teardown at exit
+         * would wait for it for good. Ending the process without it lets
+         * the driver destroy the context, which stops the kernel. */
+        fprintf(stderr, "onigpu run: ending without the CUDA runtime's teardown, which would wait for the kernel\n");
+        fflush(NULL);
+        _exit(status ? status : 1);
+    }
     return status;
 }
