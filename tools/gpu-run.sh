@@ -125,7 +125,6 @@ if want xfer-tail; then
         --paths reference,prepinned --dir both --total 4G --out "$RES" > >(tee -a "$SUM")
     pack
 fi
-[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
 if want floor; then
     # the latency floor of each way the host can move 4 KiB into GPU memory and know it landed
     step "bench floor" 300 "$BUILD/onigpu" bench floor --out "$RES" > >(tee -a "$SUM")

@@ -881,7 +881,8 @@ static int summarize(struct session *s, int loop_rc)
     struct loop_run_result *res = s->res;
     struct loop_stats ls;
     res->ran = 1;
-    int rc = loop_rc ? fail(s, loop_rc, "closed loop: %s", oni_error_str(loop_rc)) : 0;
+    const char *lwhy = loop_error_text(s->lp);
+    int rc = loop_rc ? fail(s, loop_rc, "closed loop: %s", lwhy[0] ? lwhy : oni_error_str(loop_rc)) : 0;
     int trc = score(s);
     rc = rc ? rc : trc;
     loop_get_stats(s->lp, &ls);
