@@ -87,8 +87,14 @@ static void close_served(struct server *sv, oni_ctx ctx)
         oni_destroy_ctx(ctx);
     if (sv->s)
         netserve_close(sv->s);
-    if (sv->p.pid)
-        CHECK_EQ(proc_exit_code(proc_stop(&sv->p, SIGTERM, 10000)), 0);
+    if (sv->p.pid) {
+        int st = proc_stop(&sv->p, SIGTERM, 10000);
+        if (proc_exit_code(st) != 0) /* which way it ended, for whoever reads the log */
+            fprintf(stderr, "  the server ended with wait status %d (%s %d)\n", st,
+                    st >= 0 && WIFSIGNALED(st) ? "signal" : "exit code", st >= 0 && WIFSIGNALED(st) ? WTERMSIG(st)
+                                                                                  : proc_exit_code(st));
+        CHECK_EQ(proc_exit_code(st), 0);
+    }
 }
 
 static uint32_t ipc_blocks(oni_ctx ctx)
