@@ -209,7 +209,9 @@ static void on_frame(void *arg, oni_frame_t *f)
         return;
     /* the latest stimulation with that number mod 128 */
     int64_t last = (int64_t)atomic_load(&s->ntags) - 1, n = last - (last - k) % 128;
-    if (k < 0 || last < k) {
+    /* An echo older than the stimulation it names came for an earlier one
+     * of that number: the reader fell 128 stimulations behind. */
+    if (k < 0 || last < k || hub < s->tag_time[(uint64_t)n % TAGS]) {
         atomic_fetch_add(&s->echo_other, 1);
         return;
     }

@@ -190,7 +190,8 @@ struct loop_run_result {
     double warmup_s;        /* the first warmup_s of acquisition (LOOP_RUN_WARMUP_S, or half
                                the loop's time when shorter): latencies apart */
     uint64_t stims, echoes, echoes_unkept;
-    uint64_t echoes_other;  /* default-stream frames that name no stimulation (other devices, other pins) */
+    uint64_t echoes_other;  /* default-stream frames that name no stimulation (other devices, other pins),
+                               or an earlier one of its number (the reader 128 stimulations behind) */
     struct loop_run_latency lat;        /* echoes of spikes after the warm-up */
     struct loop_run_latency lat_warmup; /* echoes of spikes in the warm-up */
     struct loop_run_latency stage[LOOP_RUN_NSTAGES]; /* after the warm-up (enum loop_run_stage) */
