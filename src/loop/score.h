@@ -19,7 +19,8 @@
  * window that matches a truth event just outside it counts as neither.
  *
  * Sorting (detections labelled with a unit, onigpu_spike.unit: tmatch's
- * template index, which for the emulator's templates is the truth unit):
+ * template index, which for the emulator's templates is the truth unit, the
+ * truth of several probes numbered as tmatch numbers their sets: run.c):
  * per truth unit u, its truth events and the detections labelled u are
  * matched one to one in the same way, by time alone (the label says which
  * unit; no channel radius), and the unit's accuracy is
