@@ -744,32 +744,22 @@ static int acquire(struct session *s, int *loop_rc)
 }
 
 /* Probe p's events of ev[0 .. n) (chan / 384 == p; all when p < 0) into
- * out, each channel moved by the probe's gap (scoring keeps probes apart:
- * a detection on one never matches a spike on another); returns how many. */
-#define SCORE_PROBE_SPAN (LOOP_NP2E_CHANNELS + 2 * LOOP_SCORE_RADIUS + 1)
+ * out; returns how many. (Scoring keeps probes apart by itself: score.h.) */
 static size_t probe_truth(const struct loop_truth *ev, size_t n, int p, struct loop_truth *out)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t q = ev[i].chan / LOOP_NP2E_CHANNELS;
-        if (p < 0 || q == (uint32_t)p) {
-            out[k] = ev[i];
-            out[k++].chan = q * SCORE_PROBE_SPAN + ev[i].chan % LOOP_NP2E_CHANNELS;
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        if (p < 0 || ev[i].chan / LOOP_NP2E_CHANNELS == (uint32_t)p)
+            out[k++] = ev[i];
     return k;
 }
 
 static size_t probe_spikes(const struct loop_spike *ev, size_t n, int p, struct loop_spike *out)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t q = ev[i].chan / LOOP_NP2E_CHANNELS;
-        if (p < 0 || q == (uint32_t)p) {
-            out[k] = ev[i];
-            out[k++].chan = q * SCORE_PROBE_SPAN + ev[i].chan % LOOP_NP2E_CHANNELS;
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        if (p < 0 || ev[i].chan / LOOP_NP2E_CHANNELS == (uint32_t)p)
+            out[k++] = ev[i];
     return k;
 }
 
@@ -801,7 +791,7 @@ static int score(struct session *s)
         size_t nt = probe_truth(tr, ntr, p, pt), nd = probe_spikes(s->det, ndet, p, pd);
         if (p >= 0)
             res->probe[p].spikes = nd;
-        src = loop_score_spikes(pt, nt, pd, nd, tol, LOOP_SCORE_RADIUS, t_lo, t_hi,
+        src = loop_score_spikes(pt, nt, pd, nd, tol, LOOP_SCORE_RADIUS_UM, t_lo, t_hi,
                                 p < 0 ? &res->score : &res->probe[p].score);
     }
     if (src && !rc)

@@ -92,9 +92,9 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
     const struct loop_score *sc = &r->score;
     printf("  vs ground truth    %llu events scored, precision %.3f, recall %.3f, F1 %.3f\n",
            (unsigned long long)sc->events, sc->precision, sc->recall, sc->f1);
-    printf("                     one to one (+-%.1f ms, +-%d channels): %llu true positives, %llu false positives "
+    printf("                     one to one (+-%.1f ms, %.0f um): %llu true positives, %llu false positives "
            "(duplicates included), %llu missed\n",
-           LOOP_SCORE_WINDOW_S * 1e3, LOOP_SCORE_RADIUS, (unsigned long long)sc->tp, (unsigned long long)sc->fp,
+           LOOP_SCORE_WINDOW_S * 1e3, (double)LOOP_SCORE_RADIUS_UM, (unsigned long long)sc->tp, (unsigned long long)sc->fp,
            (unsigned long long)sc->misses);
     printf("                     recall by SNR (trough / noise SD):");
     for (int b = 0; b < LOOP_SCORE_BANDS; b++)
