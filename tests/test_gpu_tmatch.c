@@ -173,7 +173,7 @@ static double accuracy(const struct keep *k)
         for (uint32_t s = 0; s < k->out[i].nspikes; s++)
             det[nd++] = k->out[i].spikes[s];
     struct loop_score sc;
-    int rc = loop_score_spikes(d.truth, d.ntruth, det, nd, TOL, LOOP_SCORE_RADIUS, (uint64_t)(0.3 * TD_FS),
+    int rc = loop_score_spikes(d.truth, d.ntruth, det, nd, TOL, LOOP_SCORE_RADIUS_UM, (uint64_t)(0.3 * TD_FS),
                                d.nsamp - 200, &sc);
     free(det);
     return rc ? -1 : sc.units == TD_K ? sc.accuracy : 0;

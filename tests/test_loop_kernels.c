@@ -272,7 +272,7 @@ static void run_synth(uint32_t nprobes, uint32_t block, int gpu, struct loop_sco
     }
     uint64_t tol = (uint64_t)(LOOP_SCORE_WINDOW_S * 250e6); /* synth.h: a 250 MHz clock */
     uint64_t t_lo = (uint64_t)st->calib * sy->ticks_per_sample + tol, t_hi = (sy->n - 64) * sy->ticks_per_sample;
-    CHECK_EQ(loop_score_spikes(sy->truth, sy->ntruth, det, nd, tol, LOOP_SCORE_RADIUS, t_lo, t_hi, sc), 0);
+    CHECK_EQ(loop_score_spikes(sy->truth, sy->ntruth, det, nd, tol, LOOP_SCORE_RADIUS_UM, t_lo, t_hi, sc), 0);
 done:
     free(sy);
     free(st);

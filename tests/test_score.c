@@ -1,6 +1,7 @@
 /* test_score.c - one-to-one scoring of detections against ground truth
  * (src/loop/score.h), on hand-made lists. Times are ticks; the window is
- * 100 ticks, the channel radius 2, unless a test says otherwise. */
+ * 100 ticks, the spatial radius R um on the NP2.0 sites (channel ch at
+ * x = 32 um * (ch % 2), y = 15 um * (ch / 2)), unless a test says otherwise. */
 #include <math.h>
 #include <stdlib.h>
 #include "oni.h"
@@ -8,6 +9,7 @@
 #include "loop/score.h"
 
 #define W 100
+#define R 45.0f /* the trough's column 3 rows (45 um) either side; the other column 2 rows (43.9 um) */
 
 static struct loop_truth tru(uint64_t time, uint32_t chan, uint32_t unit, float snr)
 {
@@ -22,7 +24,7 @@ static struct loop_spike det(uint64_t time, uint32_t chan)
 static struct loop_score score(const struct loop_truth *t, size_t nt, const struct loop_spike *d, size_t nd)
 {
     struct loop_score sc;
-    CHECK_EQ(loop_score_spikes(t, nt, d, nd, W, 2, 0, 1000000, &sc), 0);
+    CHECK_EQ(loop_score_spikes(t, nt, d, nd, W, R, 0, 1000000, &sc), 0);
     return sc;
 }
 
@@ -69,34 +71,53 @@ TEST(duplicates_are_false_positives)
     CHECK(fabs(sc.f1 - 2.0 * 1 / (2 * 1 + 2 + 0)) < 1e-12);
 }
 
-/* Outside the window in time or in channel: a false positive and a miss. */
+/* Outside the window in time or in space: a false positive and a miss. */
 TEST(outside_the_window_is_a_false_positive_and_a_miss)
 {
     struct loop_truth t = tru(1000, 5, 1, 10);
-    struct loop_spike late = det(1000 + W + 1, 5), far = det(1000, 8);
+    struct loop_spike late = det(1000 + W + 1, 5), far = det(1000, 12); /* (0, 90) from (32, 30): 68 um */
     struct loop_score sc = score(&t, 1, &late, 1);
     CHECK_EQ(counts(&sc), 11);
     sc = score(&t, 1, &far, 1);
     CHECK_EQ(counts(&sc), 11);
 }
 
-/* The window's edges are inclusive: W ticks either side, 2 channels away. */
+/* The window's edges are inclusive: W ticks either side, R um away, on the
+ * probe's sites (not channel indices): truth at channel 20, site (0, 150). */
 TEST(window_edges_are_inclusive)
 {
-    struct loop_truth t = tru(1000, 5, 1, 10);
+    struct loop_truth t = tru(1000, 20, 1, 10);
     const struct {
         uint64_t time;
         uint32_t chan;
         int want;
     } c[] = {
-        {1000 - W, 5, 100}, {1000 - W - 1, 5, 11}, {1000 + W, 5, 100}, {1000 + W + 1, 5, 11},
-        {1000, 7, 100},     {1000, 3, 100},        {1000, 8, 11},      {1000, 2, 11},
+        {1000 - W, 20, 100}, {1000 - W - 1, 20, 11}, {1000 + W, 20, 100}, {1000 + W + 1, 20, 11},
+        {1000, 26, 100}, /* (0, 195): 45 um, on the edge */
+        {1000, 14, 100}, /* (0, 105): 45 um below */
+        {1000, 28, 11},  /* (0, 210): 60 um */
+        {1000, 25, 100}, /* (32, 180): 43.9 um, 5 indices away */
+        {1000, 27, 11},  /* (32, 195): 55.2 um */
+        {1000, 21, 100}, /* (32, 150): 32 um */
+        {1000, 384 + 20, 11}, /* probe 1's channel 20: another probe, never near */
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         struct loop_spike d = det(c[i].time, c[i].chan);
         struct loop_score sc = score(&t, 1, &d, 1);
         CHECK_EQ(counts(&sc), c[i].want);
     }
+}
+
+/* At equal times the closer site pairs first: a at channel 20 (0, 150), b at
+ * 30 (0, 225); x at 26 (0, 195) is 45 um from a, 30 from b; y at 16 (0, 120)
+ * is 30 um from a only. Pairs by distance: a-y and b-x, both matched (by
+ * index alone a-x would come first, leaving y and b free). */
+TEST(closer_sites_pair_first)
+{
+    struct loop_truth t[2] = {tru(1000, 20, 1, 10), tru(1000, 30, 2, 10)};
+    struct loop_spike d[2] = {det(1000, 26), det(1000, 16)};
+    struct loop_score sc = score(t, 2, d, 2);
+    CHECK_EQ(counts(&sc), 200);
 }
 
 /* Two units fire 20 ticks apart on neighbouring channels: each detection
@@ -152,13 +173,13 @@ TEST(only_the_window_counts)
     struct loop_truth t[3] = {tru(900, 5, 1, 10), tru(2000, 5, 1, 10), tru(3100, 5, 1, 10)};
     struct loop_spike d[3] = {det(950, 5), det(2000, 5), det(2500, 5)};
     struct loop_score sc;
-    CHECK_EQ(loop_score_spikes(t, 3, d, 3, W, 2, 1000, 3000, &sc), 0);
+    CHECK_EQ(loop_score_spikes(t, 3, d, 3, W, R, 1000, 3000, &sc), 0);
     /* 900 is out (its match at 950 counts as nothing), 2000 a tp, 2500 a
      * fp, 3100 out (unmatched, not a miss) */
     CHECK_EQ(sc.events, 1);
     CHECK_EQ(counts(&sc), 110);
     /* the edges are inclusive */
-    CHECK_EQ(loop_score_spikes(t, 3, d, 3, W, 2, 900, 3100, &sc), 0);
+    CHECK_EQ(loop_score_spikes(t, 3, d, 3, W, R, 900, 3100, &sc), 0);
     CHECK_EQ(counts(&sc), 211);
 }
 

@@ -92,7 +92,7 @@ static struct loop_score score(const struct loop_spike *det, long nd)
 {
     struct loop_score sc;
     uint64_t lo = (uint64_t)(0.3 * TD_FS), hi = d.nsamp - 200;
-    CHECK_RC(loop_score_spikes(d.truth, d.ntruth, det, (size_t)nd, TOL, LOOP_SCORE_RADIUS, lo, hi, &sc), 0);
+    CHECK_RC(loop_score_spikes(d.truth, d.ntruth, det, (size_t)nd, TOL, LOOP_SCORE_RADIUS_UM, lo, hi, &sc), 0);
     return sc;
 }
 

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "oni/util/clock.h"
+#include "oni/util/npy.h"
 #include "oniemu.h"
 #include "onigpu.h"
 #include "onix.h"
@@ -332,9 +333,11 @@ static long truth_chan(const struct loop_rig *rig, uint64_t dev, uint64_t c)
 /* The ground truth of the rig's probes from the card's truth file
  * "dev_idx,unit,channel,sample_time,snr" (the header line is skipped; channel =
  * probe * 384 + the probe's trough channel; time = the super-frame's hub clock), on the
- * loop's channels (truth_chan): *out (the caller frees it) and *n events. 0,
+ * loop's channels (truth_chan), loop probe p's unit u as unit base[p] + u
+ * (unit_bases): *out (the caller frees it) and *n events. 0,
  * ONI_EREADFAILURE or ONI_EBADALLOC; *out is then NULL. */
-static int read_truth(const char *path, const struct loop_rig *rig, struct loop_truth **out, size_t *n)
+static int read_truth(const char *path, const struct loop_rig *rig, const uint32_t *base, struct loop_truth **out,
+                      size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -362,7 +365,7 @@ static int read_truth(const char *path, const struct loop_rig *rig, struct loop_
             t = g;
             cap *= 2;
         }
-        t[(*n)++] = (struct loop_truth){time, (uint32_t)ch, (uint32_t)u, snr};
+        t[(*n)++] = (struct loop_truth){time, (uint32_t)ch, base[ch / LOOP_NP2E_CHANNELS] + (uint32_t)u, snr};
     }
     if (ferror(f) && !rc)
         rc = ONI_EREADFAILURE;
@@ -376,11 +379,68 @@ static int read_truth(const char *path, const struct loop_rig *rig, struct loop_
     return 0;
 }
 
+/* The card's spec as the run gives it (without --link's addition). */
+static const char *card_spec(const struct loop_run_config *cfg)
+{
+    return cfg->spec ? cfg->spec : cfg->probes > 2 ? LOOP_RUN_DEFAULT_SPEC2 : LOOP_RUN_DEFAULT_SPEC;
+}
+
+/* The units of the truth template set at dir/templates.npy (its first
+ * dimension, from the header alone) into *units. 0 or ONI_EREADFAILURE
+ * (said: the file and what is wrong). */
+static int set_units(struct session *s, const char *dir, uint32_t *units)
+{
+    char path[600];
+    uint8_t head[4096];
+    snprintf(path, sizeof path, "%s/templates.npy", dir);
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f)
+        fclose(f);
+    struct npy_info in;
+    if (!f || npy_parse(head, got, &in) || in.ndim != 3 || in.shape[0] > UINT32_MAX)
+        return fail(s, ONI_EREADFAILURE, "cannot number the truth units as tmatch does: %s %s", path,
+                    f ? "is no .npy array [units][samples][channels]" : "cannot be read");
+    *units = (uint32_t)in.shape[0];
+    return 0;
+}
+
+/* One numbering of units for the truth and tmatch's labels, into
+ * base[p] (loop probe p's truth unit u is unit base[p] + u). tmatch numbers
+ * the templates of its sets "templates=A+B+..." on from one set to the next
+ * (stage_tmatch.c), and the card's spec key templates=DIR writes probe p's
+ * truth templates as a set, template i = unit i (docs/emulator.md), so with
+ * the sets given in probe order (docs/closed-loop.md) base[p] is the units of
+ * the probes before p, read from DIR/<raw device>-<probe>/templates.npy. A
+ * card that writes no templates numbers each probe's units from 0. 0 or
+ * ONI_EREADFAILURE (said). */
+static int unit_bases(struct session *s, uint32_t base[LOOP_RIG_MAX_PROBES])
+{
+    char dir[512] = "";
+    for (const char *p = card_spec(s->cfg); *p;) { /* the spec's "key=value;key=value" */
+        size_t n = strcspn(p, ";");
+        if (n > 10 && !strncmp(p, "templates=", 10))
+            snprintf(dir, sizeof dir, "%.*s", (int)(n - 10), p + 10);
+        p += n + (p[n] ? 1 : 0);
+    }
+    memset(base, 0, LOOP_RIG_MAX_PROBES * sizeof *base);
+    for (uint32_t p = 0, sum = 0; dir[0] && p < s->rig.nprobes; p++) {
+        base[p] = sum;
+        char set[560];
+        uint32_t units = 0;
+        snprintf(set, sizeof set, "%s/%u-%u", dir, (unsigned)s->rig.head[p / 2].raw, p % 2);
+        if (set_units(s, set, &units))
+            return ONI_EREADFAILURE;
+        sum += units;
+    }
+    return 0;
+}
+
 static int open_card(struct session *s)
 {
     const struct loop_run_config *cfg = s->cfg;
     char spec[512];
-    const char *base = cfg->spec ? cfg->spec : cfg->probes > 2 ? LOOP_RUN_DEFAULT_SPEC2 : LOOP_RUN_DEFAULT_SPEC;
+    const char *base = card_spec(cfg);
     if (cfg->link)
         snprintf(spec, sizeof spec, "%s;link=%s", base, cfg->link);
     else
@@ -686,32 +746,22 @@ static int acquire(struct session *s, int *loop_rc)
 }
 
 /* Probe p's events of ev[0 .. n) (chan / 384 == p; all when p < 0) into
- * out, each channel moved by the probe's gap (scoring keeps probes apart:
- * a detection on one never matches a spike on another); returns how many. */
-#define SCORE_PROBE_SPAN (LOOP_NP2E_CHANNELS + 2 * LOOP_SCORE_RADIUS + 1)
+ * out; returns how many. (Scoring keeps probes apart by itself: score.h.) */
 static size_t probe_truth(const struct loop_truth *ev, size_t n, int p, struct loop_truth *out)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t q = ev[i].chan / LOOP_NP2E_CHANNELS;
-        if (p < 0 || q == (uint32_t)p) {
-            out[k] = ev[i];
-            out[k++].chan = q * SCORE_PROBE_SPAN + ev[i].chan % LOOP_NP2E_CHANNELS;
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        if (p < 0 || ev[i].chan / LOOP_NP2E_CHANNELS == (uint32_t)p)
+            out[k++] = ev[i];
     return k;
 }
 
 static size_t probe_spikes(const struct loop_spike *ev, size_t n, int p, struct loop_spike *out)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t q = ev[i].chan / LOOP_NP2E_CHANNELS;
-        if (p < 0 || q == (uint32_t)p) {
-            out[k] = ev[i];
-            out[k++].chan = q * SCORE_PROBE_SPAN + ev[i].chan % LOOP_NP2E_CHANNELS;
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        if (p < 0 || ev[i].chan / LOOP_NP2E_CHANNELS == (uint32_t)p)
+            out[k++] = ev[i];
     return k;
 }
 
@@ -722,10 +772,11 @@ static size_t probe_spikes(const struct loop_spike *ev, size_t n, int p, struct 
 static int score(struct session *s)
 {
     struct loop_run_result *res = s->res;
-    struct loop_truth *tr;
-    size_t ntr;
-    int rc = read_truth(s->cfg->truth, &s->rig, &tr, &ntr);
-    if (rc)
+    struct loop_truth *tr = NULL;
+    size_t ntr = 0;
+    uint32_t base[LOOP_RIG_MAX_PROBES];
+    int rc = unit_bases(s, base);
+    if (!rc && (rc = read_truth(s->cfg->truth, &s->rig, base, &tr, &ntr)) != 0)
         fail(s, rc, "cannot read the ground truth %s: %s", s->cfg->truth, oni_error_str(rc));
     const struct loop_ephys_state *fin = loop_ephys_final(s->lp);
     uint64_t tol = (uint64_t)(LOOP_SCORE_WINDOW_S * s->acq_hz);
@@ -742,7 +793,7 @@ static int score(struct session *s)
         size_t nt = probe_truth(tr, ntr, p, pt), nd = probe_spikes(s->det, ndet, p, pd);
         if (p >= 0)
             res->probe[p].spikes = nd;
-        src = loop_score_spikes(pt, nt, pd, nd, tol, LOOP_SCORE_RADIUS, t_lo, t_hi,
+        src = loop_score_spikes(pt, nt, pd, nd, tol, LOOP_SCORE_RADIUS_UM, t_lo, t_hi,
                                 p < 0 ? &res->score : &res->probe[p].score);
     }
     if (src && !rc)

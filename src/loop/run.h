@@ -24,8 +24,8 @@
  *   scored events    ground-truth spikes inside the scored window (from the
  *                    end of the detector's calibration to the last processed
  *                    frame, less the match window at both ends), matched one
- *                    to one with the detections (score.h: +-0.4 ms, +-2
- *                    channels; a second detection of one spike is a false
+ *                    to one with the detections (score.h: +-0.4 ms, 50
+ *                    um on the probe; a second detection of one spike is a false
  *                    positive): precision, recall, F1, recall per SNR band. */
 #ifndef LOOP_RUN_H
 #define LOOP_RUN_H

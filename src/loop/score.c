@@ -4,11 +4,13 @@
 #include <string.h>
 #include "oni.h"
 #include "loop/score.h"
+#include "loop/superframe.h"
+#include "oni/util/probe.h"
 
-/* A candidate pair: truth i and detection j, dt ticks and dc channels apart. */
+/* A candidate pair: truth i and detection j, dt ticks and d2 um^2 apart. */
 struct pair {
     uint64_t dt;
-    uint32_t dc;
+    float d2;
     uint32_t i, j;
 };
 
@@ -25,15 +27,15 @@ static int by_time(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Closest in time, then in channel, then the earliest truth, then detection:
+/* Closest in time, then in space, then the earliest truth, then detection:
  * a total order, so the outcome does not depend on qsort. */
 static int by_distance(const void *a, const void *b)
 {
     const struct pair *x = a, *y = b;
     if (x->dt != y->dt)
         return x->dt < y->dt ? -1 : 1;
-    if (x->dc != y->dc)
-        return x->dc < y->dc ? -1 : 1;
+    if (x->d2 != y->d2)
+        return x->d2 < y->d2 ? -1 : 1;
     if (x->i != y->i)
         return x->i < y->i ? -1 : 1;
     return x->j < y->j ? -1 : x->j > y->j;
@@ -41,9 +43,22 @@ static int by_distance(const void *a, const void *b)
 
 static uint64_t absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
 
-/* Every pair within tol and radius, into *out (the caller frees it). */
+/* The squared distance in um between the sites of channels a and b (probe *
+ * 384 + the probe's channel, NP2.0 sites), INFINITY for two probes'. */
+static float dist2_um(uint32_t a, uint32_t b)
+{
+    if (a / LOOP_NP2E_CHANNELS != b / LOOP_NP2E_CHANNELS)
+        return INFINITY;
+    float xa, ya, xb, yb;
+    np2_site(a % LOOP_NP2E_CHANNELS, &xa, &ya);
+    np2_site(b % LOOP_NP2E_CHANNELS, &xb, &yb);
+    return (xa - xb) * (xa - xb) + (ya - yb) * (ya - yb);
+}
+
+/* Every pair within tol and radius_um (< 0: time alone), into *out (the
+ * caller frees it). */
 static int candidates(const struct item *t, size_t nt, const struct item *d, size_t nd, uint64_t tol,
-                      uint32_t radius, struct pair **out, size_t *np)
+                      float radius_um, struct pair **out, size_t *np)
 {
     size_t cap = 64, n = 0, lo = 0;
     struct pair *p = malloc(cap * sizeof *p);
@@ -53,8 +68,8 @@ static int candidates(const struct item *t, size_t nt, const struct item *d, siz
         while (lo < nt && t[lo].time + tol < d[j].time)
             lo++;
         for (size_t i = lo; i < nt && t[i].time <= d[j].time + tol; i++) {
-            uint32_t dc = (uint32_t)absdiff(t[i].chan, d[j].chan);
-            if (dc > radius)
+            float d2 = radius_um < 0 ? 0.0f : dist2_um(t[i].chan, d[j].chan);
+            if (d2 > radius_um * radius_um)
                 continue;
             if (n == cap) {
                 struct pair *g = realloc(p, 2 * cap * sizeof *p);
@@ -65,7 +80,7 @@ static int candidates(const struct item *t, size_t nt, const struct item *d, siz
                 p = g;
                 cap *= 2;
             }
-            p[n++] = (struct pair){absdiff(t[i].time, d[j].time), dc, t[i].idx, d[j].idx};
+            p[n++] = (struct pair){absdiff(t[i].time, d[j].time), d2, t[i].idx, d[j].idx};
         }
     }
     *out = p;
@@ -121,12 +136,12 @@ static void count(const struct loop_truth *truth, size_t nt, const struct loop_s
 
 /* Match t[0..nt) against d[0..nd) (both sorted by time) one to one, greedy
  * by distance (above), marking t_matched[t[i].idx], d_matched[d[j].idx]. */
-static int match(const struct item *t, size_t nt, const struct item *d, size_t nd, uint64_t tol, uint32_t radius,
+static int match(const struct item *t, size_t nt, const struct item *d, size_t nd, uint64_t tol, float radius_um,
                  uint8_t *t_matched, uint8_t *d_matched)
 {
     struct pair *p = NULL;
     size_t np = 0;
-    int rc = candidates(t, nt, d, nd, tol, radius, &p, &np);
+    int rc = candidates(t, nt, d, nd, tol, radius_um, &p, &np);
     if (rc)
         return rc;
     qsort(p, np, sizeof *p, by_distance);
@@ -163,8 +178,8 @@ int loop_score_units(const struct loop_truth *truth, size_t nt, const struct loo
     int rc = t && d && t_matched && d_matched && u ? 0 : ONI_EBADALLOC;
     size_t nu = 0;
     if (!rc) {
-        /* items keyed by unit: the chan field holds the unit, so that the
-         * channel radius of 0 keeps pairs within one unit */
+        /* items keyed by unit (the chan field holds the unit), each unit's
+         * matched apart by time alone */
         for (size_t i = 0; i < nt; i++)
             t[i] = (struct item){truth[i].time, truth[i].unit, (uint32_t)i};
         for (size_t j = 0, k = 0; j < nd; j++)
@@ -181,7 +196,7 @@ int loop_score_units(const struct loop_truth *truth, size_t nt, const struct loo
                 j++;
             for (j0 = j, j1 = j; j1 < nl && d[j1].chan == unit; j1++)
                 ;
-            rc = match(t + i, i1 - i, d + j0, j1 - j0, tol, 0, t_matched, d_matched);
+            rc = match(t + i, i1 - i, d + j0, j1 - j0, tol, -1.0f, t_matched, d_matched);
             struct loop_unit_score *r = &u[nu];
             double snr = 0;
             uint64_t nsnr = 0;
@@ -251,7 +266,7 @@ static int score_sorting(const struct loop_truth *truth, size_t nt, const struct
 }
 
 int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
-                      uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out)
+                      uint64_t tol, float radius_um, uint64_t t_lo, uint64_t t_hi, struct loop_score *out)
 {
     memset(out, 0, sizeof *out);
     if (nt >= UINT32_MAX || nd >= UINT32_MAX)
@@ -267,7 +282,7 @@ int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct lo
             d[j] = (struct item){det[j].time, det[j].chan, (uint32_t)j};
         qsort(t, nt, sizeof *t, by_time);
         qsort(d, nd, sizeof *d, by_time);
-        rc = match(t, nt, d, nd, tol, chan_radius, t_matched, d_matched);
+        rc = match(t, nt, d, nd, tol, radius_um, t_matched, d_matched);
     }
     if (!rc)
         count(truth, nt, det, nd, t_matched, d_matched, t_lo, t_hi, out);

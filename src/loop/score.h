@@ -3,8 +3,10 @@
  *
  * Each truth event is matched by at most one detection and each detection
  * matches at most one truth event: candidate pairs are those within the time
- * window and the channel radius; they are taken greedily, closest in time
- * first (then closest in channel, then earliest), each pair only while both of
+ * window and the spatial radius (um between the two channels' sites on the
+ * probe, oni/util/probe.h; channels of two probes are never near); they are
+ * taken greedily, closest in time first (then closest in space, then
+ * earliest), each pair only while both of
  * its members are still free (greedy, not a maximum matching: a detection
  * between two events takes the closer even where the farther one's taking
  * it would let a third detection match the other). A detection left over is a false positive, so a
@@ -19,10 +21,11 @@
  * window that matches a truth event just outside it counts as neither.
  *
  * Sorting (detections labelled with a unit, onigpu_spike.unit: tmatch's
- * template index, which for the emulator's templates is the truth unit):
+ * template index, which for the emulator's templates is the truth unit, the
+ * truth of several probes numbered as tmatch numbers their sets: run.c):
  * per truth unit u, its truth events and the detections labelled u are
  * matched one to one in the same way, by time alone (the label says which
- * unit; no channel radius), and the unit's accuracy is
+ * unit; no spatial radius), and the unit's accuracy is
  * matched / (truth + detected - matched), as SpikeInterface's ground-truth
  * comparison defines it (doc/modules/comparison.rst: agreement score =
  * matches / (events GT + events tested - matches), accuracy = tp / (tp + fn
@@ -44,12 +47,15 @@
  * narrower than the 2 ms refractory gap between two spikes of one unit
  * (src/emu/neural.c). */
 #define LOOP_SCORE_WINDOW_S 0.4e-3
-/* Channel radius: a detection counts within +-2 channel indices of the truth
- * event's trough channel. The emulated units (src/emu/neural.c) span 4
- * consecutive channels with the trough on the second, so +-2 covers every
- * channel a unit shows on (trough - 1 .. trough + 2) and no further. The code
- * knows no channel positions (probe geometry), so the radius is in indices. */
-#define LOOP_SCORE_RADIUS 2
+/* Spatial radius: a detection counts within 50 um of the truth event's trough
+ * site, the distance on the probe's real site positions (NP2.0: 32 um between
+ * its two columns, 15 um between rows; oni/util/probe.h). 50 um is
+ * SpikeInterface's default radius_um for its peak detectors
+ * (sortingcomponents/peak_detection), and a choice here: it covers the trough
+ * site's neighbourhood, 12 sites (the trough's column 3 rows either side, the
+ * other column 2 rows either side), where a unit that now spans 10-20
+ * channels (docs/emulator.md) crosses the threshold most. */
+#define LOOP_SCORE_RADIUS_UM 50.0f
 
 /* Recall is also reported per SNR band of the truth events: the trough's
  * depth on its trough channel over the noise SD, as the emulator writes it
@@ -87,11 +93,12 @@ struct loop_unit_score {
 };
 
 /* Score nd detections against nt truth events (neither need be sorted; both
- * are only read), window tol ticks either side, channel radius chan_radius,
+ * are only read), window tol ticks either side, spatial radius radius_um
+ * (channels are probe * 384 + the probe's channel, on NP2.0 sites),
  * counting in [t_lo, t_hi] (inclusive) as above, into *out. 0, or
  * ONI_EBADALLOC (*out is then all zero). */
 int loop_score_spikes(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
-                      uint64_t tol, uint32_t chan_radius, uint64_t t_lo, uint64_t t_hi, struct loop_score *out);
+                      uint64_t tol, float radius_um, uint64_t t_lo, uint64_t t_hi, struct loop_score *out);
 
 /* Per-unit accuracy (above) of detections labelled with units: one row per
  * truth unit with events in [t_lo, t_hi], by unit number, into *out (malloc'd,

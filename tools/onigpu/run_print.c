@@ -57,6 +57,20 @@ static void print_stages(const struct loop_run_result *r)
     printf("\n");
 }
 
+/* The sorting line of a score with labelled detections, after the label what. */
+static void print_sorting(const char *what, const struct loop_score *sc)
+{
+    printf("  %s accuracy %.3f over %llu units (matched / (truth + labelled - matched), per unit); by SNR", what,
+           sc->accuracy, (unsigned long long)sc->units);
+    for (int b = 0; b < LOOP_SCORE_BANDS; b++)
+        if (sc->band_units[b])
+            printf(" %s %.3f (%llu)", loop_score_band_name(b), sc->band_accuracy[b],
+                   (unsigned long long)sc->band_units[b]);
+        else
+            printf(" %s -", loop_score_band_name(b));
+    printf(" (units)\n");
+}
+
 void run_print_summary(int backend, const char *truth, int truth_kept, const struct loop_run_result *r)
 {
     printf("\nsummary (%s, %.2f s%s)\n", loop_backend_name(backend), r->seconds,
@@ -78,9 +92,9 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
     const struct loop_score *sc = &r->score;
     printf("  vs ground truth    %llu events scored, precision %.3f, recall %.3f, F1 %.3f\n",
            (unsigned long long)sc->events, sc->precision, sc->recall, sc->f1);
-    printf("                     one to one (+-%.1f ms, +-%d channels): %llu true positives, %llu false positives "
+    printf("                     one to one (+-%.1f ms, %.0f um): %llu true positives, %llu false positives "
            "(duplicates included), %llu missed\n",
-           LOOP_SCORE_WINDOW_S * 1e3, LOOP_SCORE_RADIUS, (unsigned long long)sc->tp, (unsigned long long)sc->fp,
+           LOOP_SCORE_WINDOW_S * 1e3, (double)LOOP_SCORE_RADIUS_UM, (unsigned long long)sc->tp, (unsigned long long)sc->fp,
            (unsigned long long)sc->misses);
     printf("                     recall by SNR (trough / noise SD):");
     for (int b = 0; b < LOOP_SCORE_BANDS; b++)
@@ -90,25 +104,15 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
         else
             printf(" %s -", loop_score_band_name(b));
     printf("\n");
-    if (sc->labelled && r->probes > 1) {
-        printf("  sorting            not scored: the truth numbers each probe's units from 0, the labels run on "
-               "across probes\n");
-    } else if (sc->labelled) {
-        printf("  sorting            accuracy %.3f over %llu units (matched / (truth + labelled - matched), per unit);"
-               " by SNR", sc->accuracy, (unsigned long long)sc->units);
-        for (int b = 0; b < LOOP_SCORE_BANDS; b++)
-            if (sc->band_units[b])
-                printf(" %s %.3f (%llu)", loop_score_band_name(b), sc->band_accuracy[b],
-                       (unsigned long long)sc->band_units[b]);
-            else
-                printf(" %s -", loop_score_band_name(b));
-        printf(" (units)\n");
-    }
+    if (sc->labelled)
+        print_sorting("sorting           ", sc);
     for (uint32_t p = 0; r->probes > 1 && p < r->probes; p++) {
         const struct loop_score *ps = &r->probe[p].score;
         printf("  probe %u (port %c, probe %c)  %llu spikes; %llu events, precision %.3f, recall %.3f, F1 %.3f\n", p,
                p < 2 ? 'A' : 'B', p % 2 ? 'B' : 'A', (unsigned long long)r->probe[p].spikes,
                (unsigned long long)ps->events, ps->precision, ps->recall, ps->f1);
+        if (sc->labelled)
+            print_sorting("  its sorting     ", ps);
     }
     if (!truth_kept)
         printf("  truth file         %s (temporary: removed at the end)\n", truth);

@@ -1,6 +1,7 @@
 /* probe.h - where a probe's recording sites are: the one table of the
- * NP2.0 geometry that the emulated probe's units (src/emu/neural.c) and the
- * recordings' channel positions (src/record, the live view) share.
+ * NP2.0 geometry that the emulated probe's units (src/emu/neural.c), the
+ * recordings' channel positions (src/record, the live view) and the scorer's
+ * spatial radius (src/loop/score.c) share.
  *
  * NP2.0 single-shank probe, the 384 channels in their default bank 0
  * (electrodes 0..383, channel = electrode): two columns 32 um apart,
