@@ -49,9 +49,9 @@
 #define LOOP_SCORE_WINDOW_S 0.4e-3
 /* Spatial radius: a detection counts within 50 um of the truth event's trough
  * site, the distance on the probe's real site positions (NP2.0: 32 um between
- * its two columns, 15 um between rows; oni/util/probe.h). 50 um is
- * SpikeInterface's default radius_um for its peak detectors
- * (sortingcomponents/peak_detection), and a choice here: it covers the trough
+ * its two columns, 15 um between rows; oni/util/probe.h). 50 um is a
+ * choice (SpikeInterface's peak detectors take a radius_um of this order,
+ * sortingcomponents/peak_detection): it covers the trough
  * site's neighbourhood, 12 sites (the trough's column 3 rows either side, the
  * other column 2 rows either side), where a unit that now spans 10-20
  * channels (docs/emulator.md) crosses the threshold most. */
