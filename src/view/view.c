@@ -11,9 +11,9 @@
 #include <time.h>
 #include "onix.h"
 #include "oni/util/clock.h"
+#include "oni/util/probe.h"
 #include "loop/stats.h"
 #include "loop/superframe.h"
-#include "record/record.h"
 #include "view/view_int.h"
 
 /* --- text ------------------------------------------------------------------ */
@@ -105,17 +105,17 @@ void view_queue(struct view *v, const char *event, struct view_buf *b)
 
 uint64_t view_sel_pack(const uint16_t *ch, uint32_t n)
 {
-    uint64_t w = (uint64_t)(n > VIEW_TRACES ? VIEW_TRACES : n) << 60;
-    for (uint32_t i = 0; i < n && i < VIEW_TRACES; i++)
-        w |= (uint64_t)(ch[i] & 0x3ff) << (i * VIEW_SEL_BITS);
+    uint64_t w = 0;
+    for (uint32_t i = n > VIEW_TRACES ? VIEW_TRACES : n; i-- > 0;)
+        w = w * VIEW_SEL_BASE + (ch[i] < VIEW_MAXCHAN ? ch[i] + 1u : 0u);
     return w;
 }
 
 uint32_t view_sel_unpack(uint64_t w, uint16_t *ch)
 {
-    uint32_t n = (uint32_t)(w >> 60);
-    for (uint32_t i = 0; i < n; i++)
-        ch[i] = (uint16_t)((w >> (i * VIEW_SEL_BITS)) & 0x3ff);
+    uint32_t n = 0;
+    for (; n < VIEW_TRACES && w % VIEW_SEL_BASE; w /= VIEW_SEL_BASE)
+        ch[n++] = (uint16_t)(w % VIEW_SEL_BASE - 1);
     return n;
 }
 
@@ -152,7 +152,7 @@ int view_probe_layout(struct view *v, uint32_t read_size)
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     if (!st)
         return ONI_EBADALLOC;
-    int rc = loop_np2e_layout(&v->lay, read_size, 1, NULL);
+    int rc = loop_np2e_layout(&v->lay, read_size, v->nprobes, NULL);
     if (!rc)
         rc = loop_ephys_init(st, &p, &v->lay); /* the detector's band-pass, for the filtered traces */
     if (!rc) {
@@ -304,6 +304,11 @@ int view_apply(struct view *v, const struct view_control *c, char *why, size_t c
         if (v->cfg.note)
             v->cfg.note(v->cfg.arg, note);
     }
+    for (uint32_t i = 0; c->have_chans && i < c->nchan; i++)
+        if (c->chan[i] >= v->nchan) {
+            snprintf(why, cap, "channel %u: the loop has %u (%u probes)", c->chan[i], v->nchan, v->nprobes);
+            return ONI_EINVALARG;
+        }
     if (c->have_chans) {
         atomic_store(&v->sel_set, 1);
         atomic_store(&v->sel, view_sel_pack(c->chan, c->nchan));
@@ -351,7 +356,7 @@ static void put_traces(struct view *v, struct view_buf *b)
 static void pick_busiest(struct view *v, uint32_t ticks)
 {
     uint32_t sum[VIEW_MAXCHAN];
-    for (uint32_t ch = 0; ch < VIEW_MAXCHAN; ch++) {
+    for (uint32_t ch = 0; ch < v->nchan; ch++) {
         sum[ch] = 0;
         for (uint32_t k = 0; k < ticks; k++)
             sum[ch] += v->rate[k][ch];
@@ -360,7 +365,7 @@ static void pick_busiest(struct view *v, uint32_t ticks)
     uint32_t n = 0;
     for (; n < VIEW_TRACES; n++) {
         uint32_t best = 0;
-        for (uint32_t ch = 1; ch < VIEW_MAXCHAN; ch++)
+        for (uint32_t ch = 1; ch < v->nchan; ch++)
             if (sum[ch] > sum[best])
                 best = ch;
         if (!sum[best])
@@ -389,7 +394,7 @@ static void put_events(struct view *v, struct view_buf *b)
     for (size_t i = 0; i < n; i++)
         if (ev[i].kind == VIEW_EV_SPIKE) {
             v->nspikes++;
-            if (ev[i].chan < VIEW_MAXCHAN && cnt[ev[i].chan] < UINT16_MAX)
+            if (ev[i].chan < v->nchan && cnt[ev[i].chan] < UINT16_MAX)
                 cnt[ev[i].chan]++;
             view_buf_printf(b, "%s[", first ? "" : ",");
             num(b, rel_s(v, ev[i].t));
@@ -408,7 +413,7 @@ static void put_events(struct view *v, struct view_buf *b)
     /* spikes per second over the last second, per channel */
     view_buf_printf(b, "],\"rate\":[");
     uint32_t ticks = v->tick + 1 < VIEW_RATE_TICKS ? v->tick + 1 : VIEW_RATE_TICKS;
-    for (uint32_t ch = 0; ch < VIEW_MAXCHAN; ch++) {
+    for (uint32_t ch = 0; ch < v->nchan; ch++) {
         uint32_t s = 0;
         for (uint32_t k = 0; k < ticks; k++)
             s += v->rate[k][ch];
@@ -575,15 +580,21 @@ static void hello(struct view *v)
     double k = v->k;
     pthread_mutex_unlock(&v->lmu);
     num(&b, k);
-    view_buf_printf(&b, ",\"probes\":[{\"name\":\"ProbeA\",\"sites\":[");
-    for (uint32_t ch = 0; ch < VIEW_MAXCHAN; ch++) {
-        float x, y;
-        rec_np2e_site(ch, &x, &y);
-        view_buf_printf(&b, "%s[%g,%g]", ch ? "," : "", x, y);
+    /* each probe's sites in its own coordinates; its channels are first + c */
+    view_buf_printf(&b, ",\"probes\":[");
+    for (uint32_t p = 0; p < v->nprobes; p++) {
+        view_buf_printf(&b, "%s{\"name\":\"Probe%c\",\"first\":%u,\"sites\":[", p ? "," : "", 'A' + p,
+                        p * VIEW_PROBE_CHAN);
+        for (uint32_t ch = 0; ch < VIEW_PROBE_CHAN; ch++) {
+            float x, y;
+            np2_site(ch, &x, &y);
+            view_buf_printf(&b, "%s[%g,%g]", ch ? "," : "", x, y);
+        }
+        view_buf_printf(&b, "]}");
     }
     uint16_t sel[VIEW_TRACES];
     uint32_t n = view_sel_unpack(atomic_load(&v->sel), sel);
-    view_buf_printf(&b, "]}],\"channels\":[");
+    view_buf_printf(&b, "],\"channels\":[");
     for (uint32_t i = 0; i < n; i++)
         view_buf_printf(&b, "%s%u", i ? "," : "", sel[i]);
     view_buf_printf(&b, "]}");
@@ -760,6 +771,13 @@ int view_open(const struct view_config *c, struct view **out, char *why, size_t 
         return ONI_EBADALLOC;
     }
     v->cfg = *c;
+    if (c->probes > VIEW_MAXPROBES) {
+        snprintf(why, cap, "%u probes: the view draws 1 to %d", c->probes, VIEW_MAXPROBES);
+        free(v);
+        return ONI_EINVALARG;
+    }
+    v->nprobes = c->probes ? c->probes : 1;
+    v->nchan = v->nprobes * VIEW_PROBE_CHAN;
     if (!v->cfg.decim)
         v->cfg.decim = 30;
     if (c->token)

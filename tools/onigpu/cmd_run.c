@@ -92,12 +92,6 @@ static int parse(int argc, char **argv, struct opts *o)
         if (st)
             return st;
     }
-    /* the page draws one probe */
-    if (o->c.probes > 1 && o->view.addr) {
-        char n[16];
-        snprintf(n, sizeof n, "%u", o->c.probes);
-        return cli_bad_value(cmd, "--probes", n, "1 with --view: the page draws one probe's channels");
-    }
     int st = rec_cli_check(cmd, &o->rec);
     if (!st)
         st = view_cli_check(cmd, &o->view);

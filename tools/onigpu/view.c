@@ -84,6 +84,7 @@ int view_cli_open(struct view_cli *o, struct loop_run_config *c)
     const char *dir = getenv("ONIGPU_WEB_DIR");
     o->cfg.web_dir = dir && *dir ? dir : ONIGPU_WEB_DIR;
     o->cfg.detect_stage = detect_stage(c);
+    o->cfg.probes = c->probes;
     o->cfg.note = note;
     char why[400];
     int rc = view_open(&o->cfg, &o->v, why, sizeof why);
