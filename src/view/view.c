@@ -221,6 +221,11 @@ static void tap_block(void *arg, const void *blk, size_t len)
             if (++v->bn == v->cfg.decim)
                 bucket_flush(v);
         }
+        if (nf) {
+            uint64_t t;
+            memcpy(&t, (const uint8_t *)blk + (nf - 1) * v->lay.stride + v->lay.time_off, 8);
+            atomic_store_explicit(&v->last_clk, t, memory_order_release);
+        }
     }
     if (v->next && v->next->block)
         v->next->block(v->next->arg, blk, len);
@@ -302,7 +307,7 @@ int view_apply(struct view *v, const struct view_control *c, char *why, size_t c
         snprintf(note, sizeof note, "threshold k=%g noise SDs (detect stage %d), set from the page", c->k,
                  v->cfg.detect_stage);
         if (v->cfg.note)
-            v->cfg.note(v->cfg.arg, note);
+            v->cfg.note(v->cfg.arg, atomic_load_explicit(&v->last_clk, memory_order_acquire), note);
     }
     for (uint32_t i = 0; c->have_chans && i < c->nchan; i++)
         if (c->chan[i] >= v->nchan) {
@@ -316,7 +321,7 @@ int view_apply(struct view *v, const struct view_control *c, char *why, size_t c
         for (uint32_t i = 0; i < c->nchan && n > 0 && (size_t)n < sizeof note; i++)
             n += snprintf(note + n, sizeof note - (size_t)n, "%s%u", i ? "," : " ", c->chan[i]);
         if (v->cfg.note)
-            v->cfg.note(v->cfg.arg, note);
+            v->cfg.note(v->cfg.arg, atomic_load_explicit(&v->last_clk, memory_order_acquire), note);
     }
     return 0;
 }

@@ -31,8 +31,12 @@ struct view_config {
     int detect_stage;     /* the chain's detect stage (loop_stage_reconfigure), -1: none */
     uint32_t probes;      /* probes in the loop, 1..VIEW_MAXPROBES (0: 1) */
     /* Told of every accepted change from the page, as a line for the user
-     * and the recording (may be NULL); on a server thread. */
-    void (*note)(void *arg, const char *text);
+     * and the recording (may be NULL); on a server thread. clock: the
+     * acquisition clock of the last sample the loop had read when the
+     * change was made, or 0 before the first block (release/acquire: what
+     * the run's tap did before that block, the recording opening it, is
+     * seen by note when clock != 0). */
+    void (*note)(void *arg, uint64_t clock, const char *text);
     void *arg;
 };
 

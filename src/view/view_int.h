@@ -68,6 +68,7 @@ struct view {
     struct loop_ephys_layout lay;    /* the probes' frames in a block (tap_open) */
     _Atomic int have_lay;
     _Atomic double acq_hz;           /* the acquisition clock (tap_open; the pump reads it) */
+    _Atomic uint64_t last_clk;       /* the last frame's clock of the last block (release: note's clock) */
     /* the block thread's bucket */
     uint32_t bn;
     uint64_t bt, bsel;

@@ -170,6 +170,7 @@ static int run(int argc, char **argv)
             return status;
         if (!(o.c.tap = rec_cli_tap(&tap, &o.rec)))
             return 1;
+        o.view.rec = &tap.t.r; /* the page's changes become the recording's messages */
     }
     char truth[4096];
     if (o.out && (status = cli_arg_outdir(&cli_cmd_run, "--out", o.out, &o.out)) != 0)
