@@ -430,6 +430,39 @@ TEST(traces_raw_and_filtered)
     view_close(v, 0);
 }
 
+/* Spikes a sorting stage labelled: [t, channel, unit] in the tick (an
+ * unlabelled one stays [t, channel]), and "units" lists the busiest units
+ * over the last second with their rate and channel, busiest first. */
+TEST(units_in_the_tick)
+{
+    OPEN_OR_SKIP(v, NULL);
+    struct loop_run_result res;
+    const struct loop_run_tap *tap = start(v, &res);
+    struct loop_ephys_out o;
+    memset(&o, 0, sizeof o);
+    o.nspikes = 6; /* unit 7 thrice on channel 40, unit 3 twice on 389, one unlabelled on 5 */
+    static const uint32_t unit[6] = {7, 3, 7, 3, 7, ONIGPU_UNIT_NONE};
+    static const uint32_t chan[6] = {40, 389, 40, 389, 40, 5};
+    for (uint32_t i = 0; i < 6; i++)
+        o.spikes[i] = (struct loop_spike){1000 + i, chan[i], i, unit[i], 0};
+    tap->detect(tap->arg, &o, 0, 0);
+    usleep(150000);
+    view_end(v, &res, NULL);
+    int st = req(v, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", resp, sizeof resp);
+    CHECK_EQ(st, 200);
+    CHECK(strstr(resp, "[0,40,7],") != NULL);
+    CHECK(strstr(resp, ",389,3]") != NULL);
+    CHECK(strstr(resp, ",5]]") != NULL);
+    /* the rates over the ticks so far (which tick took them is the pump's timing): 3 : 2 */
+    const char *u = strstr(resp, "\"units\":[[");
+    REQUIRE(u != NULL);
+    double r7 = 0, r3 = 0;
+    CHECK_EQ(sscanf(u, "\"units\":[[7,%lf,40],[3,%lf,389]]", &r7, &r3), 2);
+    if (!(r7 > 0 && fabs(r7 / r3 - 1.5) < 1e-2))
+        UNIT_FAIL("unit rates %g and %g (want 3 : 2)", r7, r3);
+    view_close(v, 0);
+}
+
 /* Two probes: the hello draws both (ProbeB's channels from 384), a trace of
  * channel 384 + c comes from the second probe's frame in the block (500 on
  * probe A, 700 on probe B), and a channel past the second probe is refused. */

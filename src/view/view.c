@@ -12,6 +12,7 @@
 #include "onix.h"
 #include "oni/util/clock.h"
 #include "oni/util/probe.h"
+#include "onigpu_stage.h"
 #include "loop/stats.h"
 #include "loop/superframe.h"
 #include "view/view_int.h"
@@ -242,11 +243,11 @@ static void tap_detect(void *arg, const struct loop_ephys_out *o, uint32_t pins,
 {
     struct view *v = arg;
     for (uint32_t i = 0; i < o->nspikes; i++) {
-        struct view_event_rec e = {o->spikes[i].time, VIEW_EV_SPIKE, o->spikes[i].chan};
+        struct view_event_rec e = {o->spikes[i].time, VIEW_EV_SPIKE, o->spikes[i].chan, o->spikes[i].unit};
         view_ring_put(&v->events, &e);
     }
     if (pins) {
-        struct view_event_rec e = {o->t_stim, VIEW_EV_STIM, pins};
+        struct view_event_rec e = {o->t_stim, VIEW_EV_STIM, pins, ONIGPU_UNIT_NONE};
         view_ring_put(&v->events, &e);
     }
     uint64_t zero = 0;
@@ -388,12 +389,38 @@ static void pick_busiest(struct view *v, uint32_t ticks)
         atomic_store(&v->sel, view_sel_pack(pick, n));
 }
 
+/* "units": the VIEW_TOP_UNITS units with the most spikes over the last
+ * second, busiest first: [unit, spikes/s, channel of its last spike]. */
+static void put_units(struct view *v, struct view_buf *b, uint32_t ticks)
+{
+    uint32_t s[VIEW_MAX_UNITS];
+    for (uint32_t u = 0; u < VIEW_MAX_UNITS; u++) {
+        s[u] = 0;
+        for (uint32_t k = 0; k < ticks; k++)
+            s[u] += v->urate[k][u];
+    }
+    view_buf_printf(b, ",\"units\":[");
+    for (uint32_t n = 0; n < VIEW_TOP_UNITS; n++) {
+        uint32_t best = 0;
+        for (uint32_t u = 1; u < VIEW_MAX_UNITS; u++)
+            if (s[u] > s[best])
+                best = u;
+        if (!s[best])
+            break;
+        view_buf_printf(b, "%s[%u,%.3g,%u]", n ? "," : "", best, s[best] * 1000.0 / (ticks * VIEW_TICK_MS),
+                        v->uchan[best]);
+        s[best] = 0;
+    }
+    view_buf_printf(b, "]");
+}
+
 static void put_events(struct view *v, struct view_buf *b)
 {
     struct view_event_rec *ev = v->ebuf;
     size_t n = view_ring_take(&v->events, ev, VIEW_EBUF);
-    uint16_t *cnt = v->rate[v->tick % VIEW_RATE_TICKS];
+    uint16_t *cnt = v->rate[v->tick % VIEW_RATE_TICKS], *ucnt = v->urate[v->tick % VIEW_RATE_TICKS];
     memset(cnt, 0, sizeof v->rate[0]);
+    memset(ucnt, 0, sizeof v->urate[0]);
     view_buf_printf(b, "\"spikes\":[");
     int first = 1;
     for (size_t i = 0; i < n; i++)
@@ -401,9 +428,16 @@ static void put_events(struct view *v, struct view_buf *b)
             v->nspikes++;
             if (ev[i].chan < v->nchan && cnt[ev[i].chan] < UINT16_MAX)
                 cnt[ev[i].chan]++;
+            if (ev[i].unit < VIEW_MAX_UNITS && ucnt[ev[i].unit] < UINT16_MAX) {
+                ucnt[ev[i].unit]++;
+                v->uchan[ev[i].unit] = (uint16_t)ev[i].chan;
+            }
             view_buf_printf(b, "%s[", first ? "" : ",");
             num(b, rel_s(v, ev[i].t));
-            view_buf_printf(b, ",%u]", ev[i].chan);
+            if (ev[i].unit == ONIGPU_UNIT_NONE) /* [t, channel], or [t, channel, unit] when labelled */
+                view_buf_printf(b, ",%u]", ev[i].chan);
+            else
+                view_buf_printf(b, ",%u,%u]", ev[i].chan, ev[i].unit);
             first = 0;
         }
     view_buf_printf(b, "],\"stims\":[");
@@ -425,6 +459,7 @@ static void put_events(struct view *v, struct view_buf *b)
         view_buf_printf(b, "%s%.3g", ch ? "," : "", s * 1000.0 / (ticks * VIEW_TICK_MS));
     }
     view_buf_printf(b, "]");
+    put_units(v, b, ticks);
     if (v->tick == VIEW_AUTO_TICKS && !atomic_load(&v->sel_set))
         pick_busiest(v, ticks);
 }

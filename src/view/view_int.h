@@ -11,6 +11,8 @@
 
 #define VIEW_QUEUE 32          /* events kept for the clients (3.2 s) */
 #define VIEW_RATE_TICKS 10     /* per-channel rates over the last second */
+#define VIEW_MAX_UNITS 512     /* units 0..this-1 get a rate (a sorter's template index); others not */
+#define VIEW_TOP_UNITS 10      /* the most active units a tick lists */
 #define VIEW_AUTO_TICKS 15     /* at this tick the busiest channels are traced (none chosen) */
 #define VIEW_SEL_BASE (VIEW_MAXCHAN + 1) /* the selection word: 6 digits of this base (channel + 1, 0: none) */
 #define VIEW_TBUF 8192         /* trace points a tick takes at most (the ring's size) */
@@ -31,6 +33,7 @@ struct view_event_rec {
     uint64_t t;      /* acquisition clock */
     uint32_t kind;   /* VIEW_EV_* */
     uint32_t chan;   /* spike: channel; stim: pins */
+    uint32_t unit;   /* spike: its unit (onigpu_spike.unit), ONIGPU_UNIT_NONE unlabelled */
 };
 
 struct view_echo_rec {
@@ -102,6 +105,8 @@ struct view {
     struct view_trace_rec *tbuf;     /* what one tick takes from the rings */
     struct view_event_rec *ebuf;
     uint16_t rate[VIEW_RATE_TICKS][VIEW_MAXCHAN];
+    uint16_t urate[VIEW_RATE_TICKS][VIEW_MAX_UNITS]; /* spikes per unit, per tick */
+    uint16_t uchan[VIEW_MAX_UNITS];  /* the channel of each unit's last spike */
     uint32_t tick;
     uint32_t *lat_bins;              /* echoes per latency bin (VIEW_LAT_BINS), the pump's */
     uint64_t nlat;

@@ -12,7 +12,7 @@ const RASTER_S = 5;         // seconds of raster shown
 const TRACE_GAP_MIN_UV = 20; // vertical distance between traces at least
 
 const S = {                 // the page's state; tests read it (window.onigpuView)
-  hello: null, ticks: 0, spikes: 0, stims: 0, tracePoints: 0, lastT: 0,
+  hello: null, ticks: 0, spikes: 0, stims: 0, tracePoints: 0, lastT: 0, rasterMode: 'channel', units: 0,
   status: null, lat: null, ended: false, summary: null, errors: [],
 };
 window.onigpuView = S;
@@ -205,7 +205,9 @@ $('probe').addEventListener('click', (e) => {
   $('site').textContent = msg;
 });
 
-// --- raster ------------------------------------------------------------------
+// --- raster: by channel, or by unit when a sorting stage labels the spikes ----------
+let rasterMode = 'channel';
+const UNIT_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 function drawRaster(tnow) {
   const c = $('raster'), ctx = c.getContext('2d');
   ctx.clearRect(0, 0, c.width, c.height);
@@ -217,9 +219,44 @@ function drawRaster(tnow) {
     ctx.lineTo(xs(t), c.height);
     ctx.stroke();
   }
+  if (rasterMode === 'unit') {
+    // a row per unit seen in the window (lowest id at the bottom); unlabelled spikes not drawn
+    const units = [...new Set(recentSpikes.filter((s) => s.length > 2).map((s) => s[2]))].sort((a, b) => a - b);
+    const row = new Map(units.map((u, i) => [u, i]));
+    const h = c.height / Math.max(1, units.length);
+    for (const [t, , u] of recentSpikes) {
+      if (u === undefined) continue;
+      ctx.fillStyle = UNIT_COLORS[u % UNIT_COLORS.length];
+      ctx.fillRect(xs(t) - 0.5, c.height - (row.get(u) + 0.5) * h - 1, 2, Math.max(2, Math.min(h * 0.8, 8)));
+    }
+    S.rasterUnits = units.length;
+    $('raster-note').textContent = units.length ? `(${units.length} units, last 5 s; red: stimuli)`
+      : '(no labelled spikes: units come from a sorting stage)';
+    return;
+  }
   ctx.fillStyle = '#000';
   const n = nchan();
   for (const [t, ch] of recentSpikes) ctx.fillRect(xs(t) - 0.5, c.height - (ch / n) * c.height - 1, 2, 2);
+  $('raster-note').textContent = '(all channels, last 5 s; red: stimuli)';
+}
+$('raster-mode').addEventListener('change', (e) => {
+  rasterMode = e.target.value;
+  S.rasterMode = rasterMode;
+  drawRaster(S.lastT);
+});
+
+// the most active units of the last second: [unit, spikes/s, channel]
+function showUnits(units) {
+  const body = $('units').tBodies[0];
+  body.textContent = '';
+  for (const [u, r, ch] of units || []) {
+    const tr_ = body.insertRow();
+    tr_.insertCell().textContent = u;
+    tr_.insertCell().textContent = Number(r).toFixed(1);
+    tr_.insertCell().textContent = `${chanName(ch)} (${ch})`;
+  }
+  $('units-note').hidden = !!(units && units.length);
+  S.units = units ? units.length : 0;
 }
 
 // --- rates and latency (uPlot bars) ---------------------------------------------
@@ -306,6 +343,7 @@ function onTick(d) {
   recentStims = recentStims.filter((t) => t > tnow - RASTER_S);
   rates = d.rate;
   ratePlot.setData([rates.map((_, i) => i), rates]);
+  showUnits(d.units);
   if (d.lat) {
     S.lat = d.lat;
     const x = d.lat.hist.map((_, i) => (i + 0.5) * d.lat.bin_us);
