@@ -11,7 +11,7 @@
 #include <time.h>
 #include "onix.h"
 #include "oni/util/clock.h"
-#include "oni/util/probe.h"
+#include "record/record.h"
 #include "onigpu_stage.h"
 #include "loop/stats.h"
 #include "loop/superframe.h"
@@ -627,7 +627,7 @@ static void hello(struct view *v)
                         p * VIEW_PROBE_CHAN);
         for (uint32_t ch = 0; ch < VIEW_PROBE_CHAN; ch++) {
             float x, y;
-            np2_site(ch, &x, &y);
+            rec_np2e_site(ch, &x, &y);
             view_buf_printf(&b, "%s[%g,%g]", ch ? "," : "", x, y);
         }
         view_buf_printf(&b, "]}");
