@@ -1309,7 +1309,6 @@ static const struct bad_case bad_cases[] = {
     {{"run", "--block", "16.5"}, "onigpu run: --block 16.5: must be a whole number from 1 to 1500"},
     {{"run", "--probes", "0"}, "onigpu run: --probes 0: must be a whole number from 1 to 4"},
     {{"run", "--probes", "5"}, "onigpu run: --probes 5: must be a whole number from 1 to 4"},
-    {{"run", "--probes", "2", "--view", "0"}, "onigpu run: --probes 2: must be 1 with --view"},
     {{"run", "--backend", "gpu-magic"},
      "onigpu run: --backend gpu-magic: must be one of cpu, gpu-staged, gpu-direct, gpu-graph, gpu-flag, gpu-persistent, "
      "gpu-mapped\n"},

@@ -20,6 +20,7 @@
 #include "loop/rig.h"
 #include "loop/superframe.h"
 #include "record/record.h"
+#include "oni/util/npy.h"
 
 #define PY "/usr/bin/python3"
 #define SPEC "devices=breakout:loopback=1,np2e;mode=realtime;seed=7"
@@ -502,6 +503,79 @@ TEST(record_queue_wraps_and_loses_nothing)
                       "'%s/Record Node 101/experiment1/recording1/continuous/ONIX-100.PortA-ProbeA/sample_numbers.npy'",
                       PER * BLOCKS, tmp) == 0);
     rm_rf(tmp);
+}
+
+/* Messages (rec_message): events/MessageCenter/ with text.npy of |S128,
+ * sample_numbers on the acquisition clock (the clock given, or for clock 0
+ * the last row's) and timestamps, listed in structure.oebin as stream
+ * MessageCenter; read back by numpy as load_messages reads them (decoded
+ * byte strings). A text longer than REC_MSG_TEXT is cut; an empty one refused. */
+TEST(record_messages_read_back)
+{
+    char tmp[] = "/tmp/onigpu-test-rec-XXXXXX", why[300];
+    REQUIRE(mkdtemp(tmp));
+    oni_device_t t = {.idx = 8, .id = ONIX_DS90UB9RAW, .version = 3, .read_size = LOOP_NP2E_PAYLOAD};
+    struct rec_config c = {.dir = tmp, .format = REC_OPENEPHYS};
+    struct rec *r = NULL;
+    int rc = rec_open(&c, NULL, &t, 1, &r, why, sizeof why);
+    if (rc)
+        UNIT_FAIL("rec_open: %s", why);
+    REQUIRE(r);
+    enum { STRIDE = 16 + ((LOOP_NP2E_PAYLOAD + 3) & ~3), PER = 30 };
+    static uint8_t blk[PER * STRIDE];
+    uint64_t clk = 1000;
+    for (int k = 0; k < PER; k++, clk += 8333) {
+        uint8_t *f = blk + k * STRIDE;
+        uint32_t idx = 8, sz = LOOP_NP2E_PAYLOAD;
+        memcpy(f, &clk, 8);
+        memcpy(f + 8, &idx, 4);
+        memcpy(f + 12, &sz, 4);
+        memcpy(f + 16, &clk, 8);
+    }
+    char longer[300];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = 0;
+    CHECK_RC(rec_frames(r, blk, sizeof blk, 0), 0);
+    CHECK_RC(rec_message(r, 125000000, "threshold k=6", 0), 0);
+    CHECK_RC(rec_message(r, 0, "trace channels 1,385", 0), 0);
+    CHECK_RC(rec_message(r, 7, longer, 0), 0);
+    CHECK_EQ(rec_message(r, 7, "", 0), ONI_EINVALARG);
+    struct rec_stats st;
+    CHECK_RC(rec_close(r, &st), 0);
+    CHECK_EQ(st.messages, 3);
+    if (!have_numpy()) {
+        rm_rf(tmp);
+        SKIP(PY " has no numpy");
+    }
+    uint64_t last = clk - 8333;
+    CHECK(unit_sh(PY " -c \"import numpy as n, json, sys; d = sys.argv[1] + '/events/MessageCenter/'; "
+                  "t = n.load(d + 'text.npy'); s = n.load(d + 'sample_numbers.npy'); ts = n.load(d + 'timestamps.npy'); "
+                  "m = [x.decode('utf-8') for x in t]; "
+                  "e = [x for x in json.load(open(sys.argv[1] + '/structure.oebin'))['events'] "
+                  "if x['stream_name'] == 'MessageCenter']; "
+                  "ok = str(t.dtype) == '|S128' and m == ['threshold k=6', 'trace channels 1,385', 'x' * 128] and "
+                  "s.dtype == n.int64 and list(s) == [125000000, %llu, 7] and "
+                  "abs(ts[0] - 0.5) < 1e-12 and len(e) == 1 and e[0]['folder_name'] == 'MessageCenter/'; "
+                  "print(m, list(s), e); sys.exit(0 if ok else 1)\" '%s/Record Node 101/experiment1/recording1'",
+                  (unsigned long long)last, tmp) == 0);
+    rm_rf(tmp);
+}
+
+/* The .npy header of fixed-width byte strings ("|S<n>", NumPy's bytes
+ * dtype): written and parsed with n bytes an element; n 0, past
+ * NPY_MAX_STR or not a number refused. */
+TEST(npy_byte_strings)
+{
+    char h[NPY_HDR];
+    struct npy_info in;
+    CHECK_EQ(npy_header(h, "|S128", 1, (const uint64_t[]){3}), 0);
+    REQUIRE(npy_parse((const uint8_t *)h, sizeof h, &in) == 0);
+    CHECK(!strcmp(in.descr, "|S128") && in.item == 128 && in.shape[0] == 3 && in.ndim == 1);
+    CHECK_EQ(npy_header(h, "|S1", 1, (const uint64_t[]){1}), 0);
+    static const char *const bad[] = {"|S0", "|S", "|S4097", "|S12x", "<S8", "|S01"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (npy_header(h, bad[i], 1, (const uint64_t[]){1}) != -1)
+            UNIT_FAIL("npy_header took '%s'", bad[i]);
 }
 
 /* `onigpu run --record`: the closed loop's latencies recomputed from the

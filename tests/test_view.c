@@ -98,7 +98,7 @@ TEST(ring_two_threads_whole_records_in_order)
 
 static int parse(const char *s, struct view_control *c, char *why)
 {
-    return view_parse_control(s, strlen(s), c, why, 200);
+    return view_parse_control(s, strlen(s), VIEW_PROBE_CHAN, c, why, 200);
 }
 
 TEST(control_accepts_threshold_and_channels)
@@ -149,6 +149,26 @@ TEST(control_refuses_what_it_does_not_know)
     }
 }
 
+/* The selection word holds six channels of any of the four probes, in
+ * order, and fewer; the parser takes channels of the probes there are. */
+TEST(selection_spans_every_probe)
+{
+    const uint16_t ch[VIEW_TRACES] = {1535, 0, 384, 767, 1152, 5};
+    uint16_t got[VIEW_TRACES] = {0};
+    CHECK_EQ(view_sel_unpack(view_sel_pack(ch, VIEW_TRACES), got), VIEW_TRACES);
+    for (int i = 0; i < VIEW_TRACES; i++)
+        CHECK_EQ(got[i], ch[i]);
+    CHECK_EQ(view_sel_unpack(view_sel_pack(ch, 2), got), 2);
+    CHECK(got[0] == 1535 && got[1] == 0);
+    CHECK_EQ(view_sel_unpack(view_sel_pack(ch, 0), got), 0);
+    struct view_control c;
+    char why[200] = "";
+    CHECK_EQ(view_parse_control("channels=767,0", 14, 2 * VIEW_PROBE_CHAN, &c, why, sizeof why), 0);
+    CHECK(c.nchan == 2 && c.chan[0] == 767);
+    CHECK_EQ(view_parse_control("channels=768", 12, 2 * VIEW_PROBE_CHAN, &c, why, sizeof why), ONI_EINVALARG);
+    CHECK(strstr(why, "0..767") != NULL);
+}
+
 TEST(address_parses_host_and_port)
 {
     struct view_config c = {0};
@@ -167,13 +187,19 @@ TEST(address_parses_host_and_port)
 
 /* --- the server ------------------------------------------------------------------ */
 
-static struct view *open_view(const char *token, char *why)
+static struct view *open_probes(const char *token, uint32_t probes, char *why)
 {
-    struct view_config c = {.port = 0, .token = token, .web_dir = ONIGPU_WEB_DIR, .detect_stage = 2};
+    struct view_config c = {.port = 0, .token = token, .web_dir = ONIGPU_WEB_DIR, .detect_stage = 2,
+                            .probes = probes};
     snprintf(c.host, sizeof c.host, "127.0.0.1");
     struct view *v = NULL;
     int rc = view_open(&c, &v, why, 400);
     return rc ? NULL : v;
+}
+
+static struct view *open_view(const char *token, char *why)
+{
+    return open_probes(token, 1, why);
 }
 
 /* The page's files must be there (tools/deps.sh: npm ci in web/view). */
@@ -401,6 +427,88 @@ TEST(traces_raw_and_filtered)
     if (abs(flo) > 2 || abs(fhi) > 2)
         UNIT_FAIL("filtered DC after 50 ms: %d..%d (want about 0)", flo, fhi);
     CHECK(strstr(resp, "\"filter\":\"300-6000 Hz band-pass\"") != NULL);
+    view_close(v, 0);
+}
+
+/* Spikes a sorting stage labelled: [t, channel, unit] in the tick (an
+ * unlabelled one stays [t, channel]), and "units" lists the busiest units
+ * over the last second with their rate and channel, busiest first. */
+TEST(units_in_the_tick)
+{
+    OPEN_OR_SKIP(v, NULL);
+    struct loop_run_result res;
+    const struct loop_run_tap *tap = start(v, &res);
+    struct loop_ephys_out o;
+    memset(&o, 0, sizeof o);
+    o.nspikes = 6; /* unit 7 thrice on channel 40, unit 3 twice on 389, one unlabelled on 5 */
+    static const uint32_t unit[6] = {7, 3, 7, 3, 7, ONIGPU_UNIT_NONE};
+    static const uint32_t chan[6] = {40, 389, 40, 389, 40, 5};
+    for (uint32_t i = 0; i < 6; i++)
+        o.spikes[i] = (struct loop_spike){1000 + i, chan[i], i, unit[i], 0};
+    tap->detect(tap->arg, &o, 0, 0);
+    usleep(150000);
+    view_end(v, &res, NULL);
+    int st = req(v, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", resp, sizeof resp);
+    CHECK_EQ(st, 200);
+    CHECK(strstr(resp, "[0,40,7],") != NULL);
+    CHECK(strstr(resp, ",389,3]") != NULL);
+    CHECK(strstr(resp, ",5]]") != NULL);
+    /* the rates over the ticks so far (which tick took them is the pump's timing): 3 : 2 */
+    const char *u = strstr(resp, "\"units\":[[");
+    REQUIRE(u != NULL);
+    double r7 = 0, r3 = 0;
+    CHECK_EQ(sscanf(u, "\"units\":[[7,%lf,40],[3,%lf,389]]", &r7, &r3), 2);
+    if (!(r7 > 0 && fabs(r7 / r3 - 1.5) < 1e-2))
+        UNIT_FAIL("unit rates %g and %g (want 3 : 2)", r7, r3);
+    view_close(v, 0);
+}
+
+/* Two probes: the hello draws both (ProbeB's channels from 384), a trace of
+ * channel 384 + c comes from the second probe's frame in the block (500 on
+ * probe A, 700 on probe B), and a channel past the second probe is refused. */
+TEST(two_probes_drawn_and_traced)
+{
+    char why_[400] = "";
+    struct view *v = open_probes("s3cret-token-1", 2, why_);
+    if (!v) {
+        if (strstr(why_, "node_modules") || strstr(why_, "libmicrohttpd"))
+            SKIP("%s", why_);
+        UNIT_FAIL("view_open: %s", why_);
+        return;
+    }
+    char why5[400] = "";
+    CHECK(open_probes(NULL, 5, why5) == NULL && strstr(why5, "1 to 4") != NULL);
+    REQUIRE(view_probe_layout(v, LOOP_NP2E_PAYLOAD) == 0);
+    CHECK_EQ(v->lay.nchan, 2 * VIEW_PROBE_CHAN);
+    struct loop_run_result res;
+    const struct loop_run_tap *tap = start(v, &res);
+    CHECK_EQ(control(v, "s3cret-token-1", "channels=768"), 400);
+    CHECK(strstr(resp, "0..767") != NULL);
+    CHECK_EQ(control(v, "s3cret-token-1", "channels=3,389"), 200);
+    const struct loop_ephys_layout *lay = &v->lay;
+    enum { FRAMES = 300 };
+    uint8_t *blk = calloc(FRAMES, lay->stride);
+    REQUIRE(blk);
+    uint64_t t = 1000;
+    for (int f = 0; f < FRAMES; f++, t += 8333) {
+        uint8_t *fr = blk + (size_t)f * lay->stride;
+        memcpy(fr + lay->time_off, &t, 8);
+        for (uint32_t c = 0; c < lay->nchan; c++) {
+            uint16_t x = (uint16_t)(c < VIEW_PROBE_CHAN ? 2048 + 500 : 2048 + 700);
+            memcpy(fr + lay->off[c], &x, 2);
+        }
+    }
+    tap->block(tap->arg, blk, (size_t)FRAMES * lay->stride);
+    free(blk);
+    usleep(150000);
+    view_end(v, &res, NULL);
+    int st = req(v, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", resp, sizeof resp);
+    CHECK_EQ(st, 200);
+    CHECK(strstr(resp, "\"name\":\"ProbeA\",\"first\":0,") != NULL);
+    CHECK(strstr(resp, "\"name\":\"ProbeB\",\"first\":384,") != NULL);
+    CHECK(strstr(resp, "\"name\":\"ProbeC\"") == NULL);
+    CHECK(strstr(resp, "[3,500,500,") != NULL);
+    CHECK(strstr(resp, "[389,700,700,") != NULL);
     view_close(v, 0);
 }
 

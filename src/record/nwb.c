@@ -15,7 +15,9 @@
  * y); an ElectrodeGroup has description, location and a link to its Device.
  * Stimuli are a TimeIntervals table (intervals/stimuli: start_time,
  * stop_time, and a pins column), the DigitalIO inputs a TimeSeries of the
- * input word at each change.
+ * input word at each change, the messages (changes made during the run) an
+ * AnnotationSeries, acquisition/messages (nwb.misc.yaml: text data with
+ * timestamps).
  *
  * Live: every dataset that grows is chunked and extendible; once all are
  * made, the file is switched to HDF5's single-writer / multiple-reader mode
@@ -50,6 +52,8 @@ struct nwb {
     int have_dio;
     double dio_last;       /* time of the last DigitalInputs row */
     hid_t stim_id, stim_start, stim_stop, stim_pins; /* intervals/stimuli columns */
+    struct nwb_series msg; /* acquisition/messages: an AnnotationSeries */
+    hid_t msg_type;        /* its text: fixed-width UTF-8 strings (SWMR appends no variable-length data) */
     uint64_t nstim;
     double *ts;            /* scratch */
 };
@@ -323,6 +327,31 @@ static int dio_series(struct rec_w *w, struct nwb *o, hid_t acq, const struct re
     return bad ? h5fail(w, "make the DigitalInputs series") : 0;
 }
 
+/* acquisition/messages: the changes made during the run as an
+ * AnnotationSeries (core: a TimeSeries whose data is text, unit "n/a",
+ * resolution -1), one row a message at its time. */
+static int msg_series(struct rec_w *w, struct nwb *o, hid_t acq)
+{
+    struct nwb_series *v = &o->msg;
+    o->msg_type = H5Tcopy(H5T_C_S1);
+    int bad = o->msg_type < 0 || H5Tset_size(o->msg_type, REC_MSG_TEXT) < 0 ||
+              H5Tset_strpad(o->msg_type, H5T_STR_NULLPAD) < 0 || H5Tset_cset(o->msg_type, H5T_CSET_UTF8) < 0;
+    v->g = bad ? -1 : group(acq, "messages");
+    bad |= v->g < 0 || typed(o, v->g, "core", "AnnotationSeries") ||
+           attr_str(o, v->g, "description", "changes made during the run (the live view's threshold and trace "
+                                            "channels), at the acquisition clock they took effect");
+    v->data = bad ? -1 : growing(v->g, "data", o->msg_type, 0, EV_CHUNK);
+    v->ts = bad ? -1 : growing(v->g, "timestamps", H5T_IEEE_F64LE, 0, EV_CHUNK);
+    int32_t interval = 1;
+    float res = -1.0f, conv = 1.0f, off = 0.0f;
+    bad |= v->data < 0 || v->ts < 0 || attr_str(o, v->data, "unit", "n/a") ||
+           attr_num(v->data, "resolution", H5T_NATIVE_FLOAT, &res) ||
+           attr_num(v->data, "conversion", H5T_NATIVE_FLOAT, &conv) ||
+           attr_num(v->data, "offset", H5T_NATIVE_FLOAT, &off) || attr_str(o, v->ts, "unit", "seconds") ||
+           attr_num(v->ts, "interval", H5T_NATIVE_INT32, &interval);
+    return bad ? h5fail(w, "make the messages series") : 0;
+}
+
 /* intervals/stimuli: a TimeIntervals table. */
 static int stim_table(struct rec_w *w, struct nwb *o, hid_t root)
 {
@@ -367,6 +396,7 @@ static int nwb_open(struct rec_w *w)
     for (uint32_t i = 0; i < w->nst; i++)
         o->s[i].g = o->s[i].data = o->s[i].ts = -1;
     o->dio.g = o->dio.data = o->dio.ts = -1;
+    o->msg.g = o->msg.data = o->msg.ts = o->msg_type = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are said here, not printed by the library */
     if (mkdir(w->dir, 0777) && errno != EEXIST) {
         snprintf(w->why, sizeof w->why, "cannot make the directory %.180s: %s", w->dir, strerror(errno));
@@ -417,6 +447,8 @@ static int nwb_open(struct rec_w *w)
             rc = dio_series(w, o, acq, &w->ev[e]);
     if (!rc && w->nev && !strcmp(w->ev[w->nev - 1].name, "Stimuli"))
         rc = stim_table(w, o, o->f);
+    if (!rc)
+        rc = msg_series(w, o, acq);
     hid_t gs[] = {acq, an, pr, pres, tmpl, stim, gen, table};
     for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++)
         if (gs[i] >= 0)
@@ -478,6 +510,20 @@ static int nwb_spike(struct rec_w *w, uint32_t s, uint64_t clk, uint64_t sample,
     return 0; /* detections are no sorted units: NWB gets none (docs/recording.md) */
 }
 
+static int nwb_message(struct rec_w *w, uint64_t clk, const char *text, uint64_t host)
+{
+    struct nwb *o = w->fmt_state;
+    struct nwb_series *v = &o->msg;
+    char t[REC_MSG_TEXT] = {0};
+    memcpy(t, text, strnlen(text, REC_MSG_TEXT));
+    double ts = (double)clk / w->acq_hz;
+    (void)host;
+    if (append(v->data, o->msg_type, t, v->n, 1, 0) || append(v->ts, H5T_NATIVE_DOUBLE, &ts, v->n, 1, 0))
+        return h5fail(w, "append a message");
+    v->n++;
+    return 0;
+}
+
 static int nwb_flush(struct rec_w *w)
 {
     struct nwb *o = w->fmt_state;
@@ -503,6 +549,9 @@ static int nwb_close(struct rec_w *w, int failed)
     for (uint32_t s = 0; o->s && s < w->nst; s++)
         close_series(&o->s[s]);
     close_series(&o->dio);
+    close_series(&o->msg);
+    if (o->msg_type >= 0)
+        H5Tclose(o->msg_type);
     hid_t st[] = {o->stim_id, o->stim_start, o->stim_stop, o->stim_pins};
     for (int i = 0; i < 4; i++)
         if (st[i] >= 0)
@@ -536,8 +585,10 @@ static int nwb_none(struct rec_w *w, int failed)
 #define nwb_samples NULL
 #define nwb_ttl NULL
 #define nwb_spike NULL
+#define nwb_message NULL
 #define nwb_flush NULL
 #define nwb_close nwb_none
 #endif
 
-const struct rec_fmt rec_fmt_nwb = {"nwb", nwb_open, nwb_samples, nwb_ttl, nwb_spike, nwb_flush, nwb_close};
+const struct rec_fmt rec_fmt_nwb = {"nwb",   nwb_open,  nwb_samples, nwb_ttl,
+                                    nwb_spike, nwb_message, nwb_flush,  nwb_close};

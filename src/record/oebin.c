@@ -10,7 +10,9 @@
  * and timestamps.npy (float64 seconds), events/<folder>/TTL/ with
  * sample_numbers, timestamps, states (int16: +line on, -line off) and
  * full_words (uint64), spikes/<folder>/ with sample_numbers, timestamps,
- * electrode_indices, clusters and waveforms. Folder names are
+ * electrode_indices, clusters and waveforms, events/MessageCenter/ with
+ * text.npy (fixed-width byte strings, "|S<n>"), sample_numbers and
+ * timestamps (load_messages reads them). Folder names are
  * "<processor>-<id>.<stream>": the reader takes the id between '-' and '.'.
  *
  * What onigpu adds, beside the files readers look for: host_ns.npy (int64,
@@ -41,7 +43,7 @@
 
 struct npyf {
     int fd;
-    char descr[4];
+    char descr[8];
     int ndim;
     uint64_t cols;
     size_t row_bytes;
@@ -77,8 +79,17 @@ struct oe_spk {
     int64_t b_host[EV_BUF];
 };
 
+/* events/MessageCenter/: the text messages, as the GUI's Message Center
+ * writes them (text.npy of fixed-width byte strings), made at the first. */
+struct oe_msg {
+    char dir[PATH_MAX];
+    int made;
+    struct npyf sn, ts, text, host;
+};
+
 struct oe {
     char rdir[PATH_MAX]; /* DIR/Record Node 101/experiment1/recording1 (OEBIN_RECORDING) */
+    struct oe_msg m;
     struct oe_cont *c;
     struct oe_ev *e;
     struct oe_spk *s;
@@ -277,6 +288,16 @@ static json_t *ev_json(const struct rec_w *w, uint32_t e)
                      "num_channels", (int)ev->lines, "source_processor", PROC, "stream_name", ev->name);
 }
 
+static json_t *msg_json(const struct rec_w *w)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:f, s:s, s:i, s:s, s:s}", "folder_name", "MessageCenter/",
+                     "channel_name", "Messages", "description",
+                     "changes made during the run (the live view's threshold and trace channels), at the "
+                     "acquisition clock they took effect", "identifier", "onigpu.messages", "sample_rate", w->acq_hz,
+                     "type", "string", "num_channels", 1, "source_processor", "Message Center", "stream_name",
+                     "MessageCenter");
+}
+
 static json_t *spk_json(const struct rec_w *w, uint32_t s)
 {
     const struct rec_stream *st = &w->st[s];
@@ -300,7 +321,7 @@ static int count_listed(const struct rec_w *w, const struct oe *o)
         n += o->c[s].made + o->s[s].made;
     for (uint32_t e = 0; e < w->nev; e++)
         n += o->e[e].made;
-    return n;
+    return n + o->m.made;
 }
 
 static int write_oebin(struct rec_w *w, struct oe *o)
@@ -313,6 +334,8 @@ static int write_oebin(struct rec_w *w, struct oe *o)
     for (uint32_t i = 0; i < w->nev; i++)
         if (o->e[i].made)
             json_array_append_new(e, ev_json(w, i));
+    if (o->m.made)
+        json_array_append_new(e, msg_json(w));
     for (uint32_t i = 0; i < w->nst; i++)
         if (o->s[i].made)
             json_array_append_new(s, spk_json(w, i));
@@ -481,10 +504,54 @@ static int oe_spike(struct rec_w *w, uint32_t s, uint64_t clk, uint64_t sample, 
     return v->nbuf == EV_BUF ? spk_flush(w, v) : 0;
 }
 
+static int make_msg(struct rec_w *w, struct oe *o)
+{
+    struct oe_msg *m = &o->m;
+    char desc[16];
+    snprintf(desc, sizeof desc, "|S%d", REC_MSG_TEXT);
+    if (snprintf(m->dir, sizeof m->dir, "%s/events/MessageCenter", o->rdir) >= (int)sizeof m->dir)
+        return say(w, ENAMETOOLONG, "cannot make", o->rdir);
+    char ev[PATH_MAX];
+    if (snprintf(ev, sizeof ev, "%s/events", o->rdir) >= (int)sizeof ev)
+        return say(w, ENAMETOOLONG, "cannot make", o->rdir);
+    m->sn.fd = m->ts.fd = m->text.fd = m->host.fd = -1; /* closed at the end: those made */
+    int rc = make_dir(w, ev, 0);
+    if (rc || (rc = make_dir(w, m->dir, 1)))
+        return rc;
+    m->made = 1;
+    if ((rc = npyf_create(w, &m->sn, m->dir, "sample_numbers.npy", "<i8", 1, 0, 8)) ||
+        (rc = npyf_create(w, &m->ts, m->dir, "timestamps.npy", "<f8", 1, 0, 8)) ||
+        (rc = npyf_create(w, &m->text, m->dir, "text.npy", desc, 1, 0, REC_MSG_TEXT)) ||
+        (rc = npyf_create(w, &m->host, m->dir, "host_ns.npy", "<i8", 1, 0, 8)))
+        return rc;
+    return 0;
+}
+
+/* A message: written at once (they are few); its sample number counts the
+ * acquisition clock, as the TTL events' do. */
+static int oe_message(struct rec_w *w, uint64_t clk, const char *text, uint64_t host)
+{
+    struct oe *o = w->fmt_state;
+    int rc = o->m.made ? 0 : make_msg(w, o);
+    char t[REC_MSG_TEXT] = {0};
+    memcpy(t, text, strnlen(text, REC_MSG_TEXT));
+    int64_t sn = (int64_t)clk, h = (int64_t)host;
+    double ts = (double)clk / w->acq_hz;
+    struct oe_msg *m = &o->m;
+    if (rc || (rc = npyf_append(w, &m->sn, &sn, 1, m->dir)) || (rc = npyf_append(w, &m->ts, &ts, 1, m->dir)) ||
+        (rc = npyf_append(w, &m->text, t, 1, m->dir)))
+        return rc;
+    return npyf_append(w, &m->host, &h, 1, m->dir);
+}
+
 static int oe_flush(struct rec_w *w)
 {
     struct oe *o = w->fmt_state;
     int rc = 0;
+    struct oe_msg *m = &o->m;
+    if (m->made && !(rc = npyf_header(w, &m->sn, m->dir)) && !(rc = npyf_header(w, &m->ts, m->dir)) &&
+        !(rc = npyf_header(w, &m->text, m->dir)))
+        rc = npyf_header(w, &m->host, m->dir);
     for (uint32_t e = 0; e < w->nev && !rc; e++) {
         struct oe_ev *v = &o->e[e];
         if (v->made && !(rc = ev_flush(w, v)))
@@ -536,6 +603,8 @@ static int oe_close(struct rec_w *w, int failed)
             npyf_close(&v->sn), npyf_close(&v->ts), npyf_close(&v->st), npyf_close(&v->words),
                 npyf_close(&v->host);
     }
+    if (o->m.made)
+        npyf_close(&o->m.sn), npyf_close(&o->m.ts), npyf_close(&o->m.text), npyf_close(&o->m.host);
     if ((failed || rc) && o->made) { /* what the failed write left: cut back to whole rows everywhere */
         char report[512];
         if (count_listed(w, o) != o->listed) /* list what was made since the last flush, if it can */
@@ -550,4 +619,5 @@ static int oe_close(struct rec_w *w, int failed)
     return rc;
 }
 
-const struct rec_fmt rec_fmt_openephys = {"openephys", oe_open, oe_samples, oe_ttl, oe_spike, oe_flush, oe_close};
+const struct rec_fmt rec_fmt_openephys = {"openephys", oe_open, oe_samples, oe_ttl, oe_spike,
+                                          oe_message, oe_flush, oe_close};

@@ -47,7 +47,7 @@ struct rec_events {
     uint64_t n;
 };
 
-enum rec_msg_type { REC_MSG_BLOCK = 1, REC_MSG_STIM, REC_MSG_SPIKES };
+enum rec_msg_type { REC_MSG_BLOCK = 1, REC_MSG_STIM, REC_MSG_SPIKES, REC_MSG_TEXT_MSG };
 
 /* A device of the table and what it becomes. */
 enum rec_kind { REC_DEV_NP2E = 1, REC_DEV_RHD2164, REC_DEV_AIO, REC_DEV_DIO };
@@ -75,6 +75,9 @@ struct rec_fmt {
     /* One spike of stream s at its sample number sample. */
     int (*spike)(struct rec_w *w, uint32_t s, uint64_t clk, uint64_t sample, uint32_t chan, int32_t unit,
                  uint64_t host);
+    /* One text message at acquisition clock clk (text NUL-terminated, at
+     * most REC_MSG_TEXT bytes). */
+    int (*message)(struct rec_w *w, uint64_t clk, const char *text, uint64_t host);
     /* Everything so far on disk and consistent (a reader finds it whole). */
     int (*flush)(struct rec_w *w);
     /* Flush and close; after a failure, close what is open (failed != 0). */
@@ -94,6 +97,8 @@ struct rec_w {
     struct rec_events *ev;
     uint32_t nev;
     int spike_streams;     /* every stream has a spike channel */
+    uint64_t last_clk;     /* the clock of the last row of any stream (messages at clock 0 take it) */
+    uint64_t messages;     /* text messages handed to the format */
     void *fmt_state;       /* the format's own */
     uint64_t bytes;        /* written to files */
     char why[256];

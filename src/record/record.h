@@ -93,11 +93,19 @@ struct rec_spike {
 int rec_spikes(struct rec *r, oni_dev_idx_t dev_idx, uint32_t probe, const struct rec_spike *s, uint32_t n,
                uint64_t host_ns);
 
+#define REC_MSG_TEXT 128 /* bytes of a message's text at most (longer ones are cut) */
+/* Queue a text message (a change the user made during the run, as the
+ * Open Ephys GUI's MessageCenter keeps them) at acquisition clock `clock`
+ * (0: the last sample the recording received), received at host_ns. As
+ * rec_frame; ONI_EINVALARG for an empty text. */
+int rec_message(struct rec *r, uint64_t clock, const char *text, uint64_t host_ns);
+
 struct rec_stats {
     uint64_t frames;         /* frames recorded (into streams or events) */
     uint64_t frames_other;   /* frames of devices not recorded */
     uint64_t samples;        /* rows of continuous data written */
     uint64_t events, spikes; /* TTL events and spikes written */
+    uint64_t messages;       /* text messages written */
     uint64_t lost_msgs, lost_bytes; /* not queued: the queue was full */
     uint64_t unwritten;      /* frames, stimulations and spike lists not written: they came after the recording failed */
     uint64_t bytes;          /* bytes written to the files */

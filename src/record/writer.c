@@ -186,6 +186,17 @@ int rec_spikes(struct rec *r, oni_dev_idx_t dev_idx, uint32_t probe, const struc
     return q_put(r, REC_MSG_SPIKES, host_ns, h, sizeof h, s, (size_t)n * sizeof *s);
 }
 
+int rec_message(struct rec *r, uint64_t clock, const char *text, uint64_t host_ns)
+{
+    size_t n = text ? strnlen(text, REC_MSG_TEXT) : 0;
+    if (!n)
+        return ONI_EINVALARG;
+    uint8_t b[8 + REC_MSG_TEXT] = {0};
+    memcpy(b, &clock, 8);
+    memcpy(b + 8, text, n); /* cut at REC_MSG_TEXT bytes; NUL-padded */
+    return q_put(r, REC_MSG_TEXT_MSG, host_ns, b, sizeof b, NULL, 0);
+}
+
 /* --- the writer's side ---------------------------------------------------- */
 
 /* Hand stream s's buffered rows to the format. */
@@ -209,6 +220,7 @@ int rec_w_row(struct rec_w *w, uint32_t s, const int16_t *row, uint64_t clk, uin
     st->clk[st->nbuf] = clk;
     st->host[st->nbuf] = host;
     st->ring[(st->rows + st->nbuf) % REC_CLOCK_RING] = clk;
+    w->last_clk = clk > w->last_clk ? clk : w->last_clk;
     if (++st->nbuf == REC_ROWS)
         return flush_rows(w, w_fmt(w), s);
     return 0;
@@ -312,7 +324,7 @@ static void handle(struct rec *r, const uint8_t *m, uint32_t len)
             }
             off += 16 + (((size_t)sz + 3) & ~(size_t)3);
         }
-    } else if (r->failed && (type == REC_MSG_STIM || type == REC_MSG_SPIKES)) {
+    } else if (r->failed && (type == REC_MSG_STIM || type == REC_MSG_SPIKES || type == REC_MSG_TEXT_MSG)) {
         r->unwritten++;
     } else if (type == REC_MSG_STIM && w->nev) {
         uint64_t cause;
@@ -324,6 +336,14 @@ static void handle(struct rec *r, const uint8_t *m, uint32_t len)
         for (uint32_t line = 0; line < 8 && !rc; line++) /* every pin, its state after the write */
             rc = r->fmt->ttl(w, e, cause, line + 1, on[(pins >> line) & 1], pins & 0xFF, host);
         w->ev[e].n += 8;
+    } else if (type == REC_MSG_TEXT_MSG && n == 8 + REC_MSG_TEXT) {
+        uint64_t clk;
+        char text[REC_MSG_TEXT + 1];
+        memcpy(&clk, b, 8);
+        memcpy(text, b + 8, REC_MSG_TEXT);
+        text[REC_MSG_TEXT] = 0;
+        rc = r->fmt->message(w, clk ? clk : w->last_clk, text, host);
+        w->messages++;
     } else if (type == REC_MSG_SPIKES && w->spike_streams) {
         uint32_t h[4];
         memcpy(h, b, sizeof h);
@@ -359,6 +379,7 @@ static void publish(struct rec *r)
     r->s.samples = stream_units(&r->w);
     r->s.events = event_units(&r->w);
     r->s.spikes = spike_units(&r->w);
+    r->s.messages = r->w.messages;
     r->s.bytes = r->w.bytes;
     r->s.frames = r->frames;
     r->s.frames_other = r->frames_other;

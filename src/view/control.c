@@ -37,7 +37,7 @@ static int number(const char *s, size_t n, double *v)
     return 0;
 }
 
-static int channels(const char *s, size_t n, struct view_control *c, char *why, size_t cap)
+static int channels(const char *s, size_t n, uint32_t nchan, struct view_control *c, char *why, size_t cap)
 {
     c->nchan = 0;
     size_t i = 0;
@@ -50,8 +50,11 @@ static int channels(const char *s, size_t n, struct view_control *c, char *why, 
             snprintf(why, cap, "channels: at most %d", VIEW_TRACES);
             return ONI_EINVALARG;
         }
-        if (number(s + i, j - i, &v) || v != (double)(uint32_t)v || v >= VIEW_MAXCHAN)
-            return bad(why, cap, "channels: '%.*s' is no channel number 0..383", s + i, j - i);
+        if (number(s + i, j - i, &v) || v != (double)(uint32_t)v || v >= nchan) {
+            snprintf(why, cap, "channels: '%.*s' is no channel number 0..%u (384 a probe: probe p's c is p*384+c)",
+                     (int)(j - i > 40 ? 40 : j - i), s + i, nchan - 1);
+            return ONI_EINVALARG;
+        }
         for (uint32_t k = 0; k < c->nchan; k++)
             if (c->chan[k] == (uint16_t)v)
                 return bad(why, cap, "channels: %.*s is named twice", s + i, j - i);
@@ -62,9 +65,10 @@ static int channels(const char *s, size_t n, struct view_control *c, char *why, 
     return 0;
 }
 
-int view_parse_control(const char *s, size_t n, struct view_control *c, char *why, size_t cap)
+int view_parse_control(const char *s, size_t n, uint32_t nchan, struct view_control *c, char *why, size_t cap)
 {
     memset(c, 0, sizeof *c);
+    nchan = nchan < 1 ? 1 : nchan > VIEW_MAXCHAN ? VIEW_MAXCHAN : nchan;
     if (!n)
         return bad(why, cap, "an empty request%.*s: k=NUMBER and/or channels=N,N,...", "", 0);
     size_t i = 0;
@@ -86,7 +90,7 @@ int view_parse_control(const char *s, size_t n, struct view_control *c, char *wh
         } else if (klen == 8 && !memcmp(s + i, "channels", 8)) {
             if (c->have_chans)
                 return bad(why, cap, "%.*s is given twice", "channels", 8);
-            int rc = channels(val, vlen, c, why, cap);
+            int rc = channels(val, vlen, nchan, c, why, cap);
             if (rc)
                 return rc;
         } else {

@@ -210,7 +210,7 @@ static enum MHD_Result control(struct view *v, struct MHD_Connection *c, const s
         return error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the body is longer than 512 bytes");
     struct view_control ctl;
     char why[256];
-    if (view_parse_control(rq->body, rq->len, &ctl, why, sizeof why))
+    if (view_parse_control(rq->body, rq->len, v->nchan, &ctl, why, sizeof why))
         return error(c, MHD_HTTP_BAD_REQUEST, why);
     if (view_apply(v, &ctl, why, sizeof why))
         return error(c, MHD_HTTP_CONFLICT, why);

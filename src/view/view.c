@@ -11,9 +11,10 @@
 #include <time.h>
 #include "onix.h"
 #include "oni/util/clock.h"
+#include "record/record.h"
+#include "onigpu_stage.h"
 #include "loop/stats.h"
 #include "loop/superframe.h"
-#include "record/record.h"
 #include "view/view_int.h"
 
 /* --- text ------------------------------------------------------------------ */
@@ -105,17 +106,17 @@ void view_queue(struct view *v, const char *event, struct view_buf *b)
 
 uint64_t view_sel_pack(const uint16_t *ch, uint32_t n)
 {
-    uint64_t w = (uint64_t)(n > VIEW_TRACES ? VIEW_TRACES : n) << 60;
-    for (uint32_t i = 0; i < n && i < VIEW_TRACES; i++)
-        w |= (uint64_t)(ch[i] & 0x3ff) << (i * VIEW_SEL_BITS);
+    uint64_t w = 0;
+    for (uint32_t i = n > VIEW_TRACES ? VIEW_TRACES : n; i-- > 0;)
+        w = w * VIEW_SEL_BASE + (ch[i] < VIEW_MAXCHAN ? ch[i] + 1u : 0u);
     return w;
 }
 
 uint32_t view_sel_unpack(uint64_t w, uint16_t *ch)
 {
-    uint32_t n = (uint32_t)(w >> 60);
-    for (uint32_t i = 0; i < n; i++)
-        ch[i] = (uint16_t)((w >> (i * VIEW_SEL_BITS)) & 0x3ff);
+    uint32_t n = 0;
+    for (; n < VIEW_TRACES && w % VIEW_SEL_BASE; w /= VIEW_SEL_BASE)
+        ch[n++] = (uint16_t)(w % VIEW_SEL_BASE - 1);
     return n;
 }
 
@@ -152,7 +153,7 @@ int view_probe_layout(struct view *v, uint32_t read_size)
     struct loop_ephys_state *st = calloc(1, sizeof *st);
     if (!st)
         return ONI_EBADALLOC;
-    int rc = loop_np2e_layout(&v->lay, read_size, 1, NULL);
+    int rc = loop_np2e_layout(&v->lay, read_size, v->nprobes, NULL);
     if (!rc)
         rc = loop_ephys_init(st, &p, &v->lay); /* the detector's band-pass, for the filtered traces */
     if (!rc) {
@@ -221,6 +222,11 @@ static void tap_block(void *arg, const void *blk, size_t len)
             if (++v->bn == v->cfg.decim)
                 bucket_flush(v);
         }
+        if (nf) {
+            uint64_t t;
+            memcpy(&t, (const uint8_t *)blk + (nf - 1) * v->lay.stride + v->lay.time_off, 8);
+            atomic_store_explicit(&v->last_clk, t, memory_order_release);
+        }
     }
     if (v->next && v->next->block)
         v->next->block(v->next->arg, blk, len);
@@ -237,11 +243,11 @@ static void tap_detect(void *arg, const struct loop_ephys_out *o, uint32_t pins,
 {
     struct view *v = arg;
     for (uint32_t i = 0; i < o->nspikes; i++) {
-        struct view_event_rec e = {o->spikes[i].time, VIEW_EV_SPIKE, o->spikes[i].chan};
+        struct view_event_rec e = {o->spikes[i].time, VIEW_EV_SPIKE, o->spikes[i].chan, o->spikes[i].unit};
         view_ring_put(&v->events, &e);
     }
     if (pins) {
-        struct view_event_rec e = {o->t_stim, VIEW_EV_STIM, pins};
+        struct view_event_rec e = {o->t_stim, VIEW_EV_STIM, pins, ONIGPU_UNIT_NONE};
         view_ring_put(&v->events, &e);
     }
     uint64_t zero = 0;
@@ -302,8 +308,13 @@ int view_apply(struct view *v, const struct view_control *c, char *why, size_t c
         snprintf(note, sizeof note, "threshold k=%g noise SDs (detect stage %d), set from the page", c->k,
                  v->cfg.detect_stage);
         if (v->cfg.note)
-            v->cfg.note(v->cfg.arg, note);
+            v->cfg.note(v->cfg.arg, atomic_load_explicit(&v->last_clk, memory_order_acquire), note);
     }
+    for (uint32_t i = 0; c->have_chans && i < c->nchan; i++)
+        if (c->chan[i] >= v->nchan) {
+            snprintf(why, cap, "channel %u: the loop has %u (%u probes)", c->chan[i], v->nchan, v->nprobes);
+            return ONI_EINVALARG;
+        }
     if (c->have_chans) {
         atomic_store(&v->sel_set, 1);
         atomic_store(&v->sel, view_sel_pack(c->chan, c->nchan));
@@ -311,7 +322,7 @@ int view_apply(struct view *v, const struct view_control *c, char *why, size_t c
         for (uint32_t i = 0; i < c->nchan && n > 0 && (size_t)n < sizeof note; i++)
             n += snprintf(note + n, sizeof note - (size_t)n, "%s%u", i ? "," : " ", c->chan[i]);
         if (v->cfg.note)
-            v->cfg.note(v->cfg.arg, note);
+            v->cfg.note(v->cfg.arg, atomic_load_explicit(&v->last_clk, memory_order_acquire), note);
     }
     return 0;
 }
@@ -351,7 +362,7 @@ static void put_traces(struct view *v, struct view_buf *b)
 static void pick_busiest(struct view *v, uint32_t ticks)
 {
     uint32_t sum[VIEW_MAXCHAN];
-    for (uint32_t ch = 0; ch < VIEW_MAXCHAN; ch++) {
+    for (uint32_t ch = 0; ch < v->nchan; ch++) {
         sum[ch] = 0;
         for (uint32_t k = 0; k < ticks; k++)
             sum[ch] += v->rate[k][ch];
@@ -360,7 +371,7 @@ static void pick_busiest(struct view *v, uint32_t ticks)
     uint32_t n = 0;
     for (; n < VIEW_TRACES; n++) {
         uint32_t best = 0;
-        for (uint32_t ch = 1; ch < VIEW_MAXCHAN; ch++)
+        for (uint32_t ch = 1; ch < v->nchan; ch++)
             if (sum[ch] > sum[best])
                 best = ch;
         if (!sum[best])
@@ -378,22 +389,55 @@ static void pick_busiest(struct view *v, uint32_t ticks)
         atomic_store(&v->sel, view_sel_pack(pick, n));
 }
 
+/* "units": the VIEW_TOP_UNITS units with the most spikes over the last
+ * second, busiest first: [unit, spikes/s, channel of its last spike]. */
+static void put_units(struct view *v, struct view_buf *b, uint32_t ticks)
+{
+    uint32_t s[VIEW_MAX_UNITS];
+    for (uint32_t u = 0; u < VIEW_MAX_UNITS; u++) {
+        s[u] = 0;
+        for (uint32_t k = 0; k < ticks; k++)
+            s[u] += v->urate[k][u];
+    }
+    view_buf_printf(b, ",\"units\":[");
+    for (uint32_t n = 0; n < VIEW_TOP_UNITS; n++) {
+        uint32_t best = 0;
+        for (uint32_t u = 1; u < VIEW_MAX_UNITS; u++)
+            if (s[u] > s[best])
+                best = u;
+        if (!s[best])
+            break;
+        view_buf_printf(b, "%s[%u,%.3g,%u]", n ? "," : "", best, s[best] * 1000.0 / (ticks * VIEW_TICK_MS),
+                        v->uchan[best]);
+        s[best] = 0;
+    }
+    view_buf_printf(b, "]");
+}
+
 static void put_events(struct view *v, struct view_buf *b)
 {
     struct view_event_rec *ev = v->ebuf;
     size_t n = view_ring_take(&v->events, ev, VIEW_EBUF);
-    uint16_t *cnt = v->rate[v->tick % VIEW_RATE_TICKS];
+    uint16_t *cnt = v->rate[v->tick % VIEW_RATE_TICKS], *ucnt = v->urate[v->tick % VIEW_RATE_TICKS];
     memset(cnt, 0, sizeof v->rate[0]);
+    memset(ucnt, 0, sizeof v->urate[0]);
     view_buf_printf(b, "\"spikes\":[");
     int first = 1;
     for (size_t i = 0; i < n; i++)
         if (ev[i].kind == VIEW_EV_SPIKE) {
             v->nspikes++;
-            if (ev[i].chan < VIEW_MAXCHAN && cnt[ev[i].chan] < UINT16_MAX)
+            if (ev[i].chan < v->nchan && cnt[ev[i].chan] < UINT16_MAX)
                 cnt[ev[i].chan]++;
+            if (ev[i].unit < VIEW_MAX_UNITS && ucnt[ev[i].unit] < UINT16_MAX) {
+                ucnt[ev[i].unit]++;
+                v->uchan[ev[i].unit] = (uint16_t)ev[i].chan;
+            }
             view_buf_printf(b, "%s[", first ? "" : ",");
             num(b, rel_s(v, ev[i].t));
-            view_buf_printf(b, ",%u]", ev[i].chan);
+            if (ev[i].unit == ONIGPU_UNIT_NONE) /* [t, channel], or [t, channel, unit] when labelled */
+                view_buf_printf(b, ",%u]", ev[i].chan);
+            else
+                view_buf_printf(b, ",%u,%u]", ev[i].chan, ev[i].unit);
             first = 0;
         }
     view_buf_printf(b, "],\"stims\":[");
@@ -408,13 +452,14 @@ static void put_events(struct view *v, struct view_buf *b)
     /* spikes per second over the last second, per channel */
     view_buf_printf(b, "],\"rate\":[");
     uint32_t ticks = v->tick + 1 < VIEW_RATE_TICKS ? v->tick + 1 : VIEW_RATE_TICKS;
-    for (uint32_t ch = 0; ch < VIEW_MAXCHAN; ch++) {
+    for (uint32_t ch = 0; ch < v->nchan; ch++) {
         uint32_t s = 0;
         for (uint32_t k = 0; k < ticks; k++)
             s += v->rate[k][ch];
         view_buf_printf(b, "%s%.3g", ch ? "," : "", s * 1000.0 / (ticks * VIEW_TICK_MS));
     }
     view_buf_printf(b, "]");
+    put_units(v, b, ticks);
     if (v->tick == VIEW_AUTO_TICKS && !atomic_load(&v->sel_set))
         pick_busiest(v, ticks);
 }
@@ -575,15 +620,21 @@ static void hello(struct view *v)
     double k = v->k;
     pthread_mutex_unlock(&v->lmu);
     num(&b, k);
-    view_buf_printf(&b, ",\"probes\":[{\"name\":\"ProbeA\",\"sites\":[");
-    for (uint32_t ch = 0; ch < VIEW_MAXCHAN; ch++) {
-        float x, y;
-        rec_np2e_site(ch, &x, &y);
-        view_buf_printf(&b, "%s[%g,%g]", ch ? "," : "", x, y);
+    /* each probe's sites in its own coordinates; its channels are first + c */
+    view_buf_printf(&b, ",\"probes\":[");
+    for (uint32_t p = 0; p < v->nprobes; p++) {
+        view_buf_printf(&b, "%s{\"name\":\"Probe%c\",\"first\":%u,\"sites\":[", p ? "," : "", 'A' + p,
+                        p * VIEW_PROBE_CHAN);
+        for (uint32_t ch = 0; ch < VIEW_PROBE_CHAN; ch++) {
+            float x, y;
+            rec_np2e_site(ch, &x, &y);
+            view_buf_printf(&b, "%s[%g,%g]", ch ? "," : "", x, y);
+        }
+        view_buf_printf(&b, "]}");
     }
     uint16_t sel[VIEW_TRACES];
     uint32_t n = view_sel_unpack(atomic_load(&v->sel), sel);
-    view_buf_printf(&b, "]}],\"channels\":[");
+    view_buf_printf(&b, "],\"channels\":[");
     for (uint32_t i = 0; i < n; i++)
         view_buf_printf(&b, "%s%u", i ? "," : "", sel[i]);
     view_buf_printf(&b, "]}");
@@ -760,6 +811,13 @@ int view_open(const struct view_config *c, struct view **out, char *why, size_t 
         return ONI_EBADALLOC;
     }
     v->cfg = *c;
+    if (c->probes > VIEW_MAXPROBES) {
+        snprintf(why, cap, "%u probes: the view draws 1 to %d", c->probes, VIEW_MAXPROBES);
+        free(v);
+        return ONI_EINVALARG;
+    }
+    v->nprobes = c->probes ? c->probes : 1;
+    v->nchan = v->nprobes * VIEW_PROBE_CHAN;
     if (!v->cfg.decim)
         v->cfg.decim = 30;
     if (c->token)

@@ -13,7 +13,9 @@
 #include "loop/run.h"
 
 #define VIEW_TRACES 6        /* channels with a live trace */
-#define VIEW_MAXCHAN 384     /* the NP2.0e probe's channels */
+#define VIEW_PROBE_CHAN 384  /* an NP2.0e probe's channels */
+#define VIEW_MAXPROBES 4     /* probes the view draws at most (run --probes) */
+#define VIEW_MAXCHAN (VIEW_PROBE_CHAN * VIEW_MAXPROBES) /* the loop's channels: probe p's c is p * 384 + c */
 #define VIEW_TICK_MS 100     /* one event per this */
 #define VIEW_MAX_CLIENTS 16  /* event streams at once; more get 503 */
 
@@ -27,9 +29,14 @@ struct view_config {
                              node_modules/uplot/dist/) */
     uint32_t decim;       /* frames per trace point (min and max of each); 0: 30 */
     int detect_stage;     /* the chain's detect stage (loop_stage_reconfigure), -1: none */
+    uint32_t probes;      /* probes in the loop, 1..VIEW_MAXPROBES (0: 1) */
     /* Told of every accepted change from the page, as a line for the user
-     * and the recording (may be NULL); on a server thread. */
-    void (*note)(void *arg, const char *text);
+     * and the recording (may be NULL); on a server thread. clock: the
+     * acquisition clock of the last sample the loop had read when the
+     * change was made, or 0 before the first block (release/acquire: what
+     * the run's tap did before that block, the recording opening it, is
+     * seen by note when clock != 0). */
+    void (*note)(void *arg, uint64_t clock, const char *text);
     void *arg;
 };
 
@@ -78,8 +85,9 @@ struct view_control {
 };
 #define VIEW_K_MIN 2.0
 #define VIEW_K_MAX 20.0
-/* Parse n bytes at s (not NUL-terminated) into *c. 0, or ONI_EINVALARG with
- * why naming the key or value and what is allowed (c then unspecified). */
-int view_parse_control(const char *s, size_t n, struct view_control *c, char *why, size_t cap);
+/* Parse n bytes at s (not NUL-terminated) into *c, channels below nchan
+ * (the loop's: 384 per probe). 0, or ONI_EINVALARG with why naming the key
+ * or value and what is allowed (c then unspecified). */
+int view_parse_control(const char *s, size_t n, uint32_t nchan, struct view_control *c, char *why, size_t cap);
 
 #endif

@@ -11,8 +11,10 @@
 
 #define VIEW_QUEUE 32          /* events kept for the clients (3.2 s) */
 #define VIEW_RATE_TICKS 10     /* per-channel rates over the last second */
+#define VIEW_MAX_UNITS 512     /* units 0..this-1 get a rate (a sorter's template index); others not */
+#define VIEW_TOP_UNITS 10      /* the most active units a tick lists */
 #define VIEW_AUTO_TICKS 15     /* at this tick the busiest channels are traced (none chosen) */
-#define VIEW_SEL_BITS 10       /* a trace channel in the selection word */
+#define VIEW_SEL_BASE (VIEW_MAXCHAN + 1) /* the selection word: 6 digits of this base (channel + 1, 0: none) */
 #define VIEW_TBUF 8192         /* trace points a tick takes at most (the ring's size) */
 #define VIEW_EBUF 16384        /* events a tick takes at most (the ring's size) */
 #define VIEW_LAT_STEP 1.001    /* latency bins: each 0.1 % wider than the last, from 1 us */
@@ -31,6 +33,7 @@ struct view_event_rec {
     uint64_t t;      /* acquisition clock */
     uint32_t kind;   /* VIEW_EV_* */
     uint32_t chan;   /* spike: channel; stim: pins */
+    uint32_t unit;   /* spike: its unit (onigpu_spike.unit), ONIGPU_UNIT_NONE unlabelled */
 };
 
 struct view_echo_rec {
@@ -62,11 +65,13 @@ struct view {
     char token[128];
     /* the loop's side: one producer per ring */
     struct view_ring traces, events, echoes;
-    _Atomic uint64_t sel;            /* trace channels: 6 x 10 bits, count in bits 60..63 */
+    _Atomic uint64_t sel;            /* trace channels: view_sel_pack's word */
     _Atomic uint64_t sel_set;        /* 1: the page chose them (else the pump picks the busiest) */
-    struct loop_ephys_layout lay;    /* the probe's frames in a block (tap_open) */
+    uint32_t nprobes, nchan;         /* probes in the loop and their channels (384 each) */
+    struct loop_ephys_layout lay;    /* the probes' frames in a block (tap_open) */
     _Atomic int have_lay;
     _Atomic double acq_hz;           /* the acquisition clock (tap_open; the pump reads it) */
+    _Atomic uint64_t last_clk;       /* the last frame's clock of the last block (release: note's clock) */
     /* the block thread's bucket */
     uint32_t bn;
     uint64_t bt, bsel;
@@ -100,6 +105,8 @@ struct view {
     struct view_trace_rec *tbuf;     /* what one tick takes from the rings */
     struct view_event_rec *ebuf;
     uint16_t rate[VIEW_RATE_TICKS][VIEW_MAXCHAN];
+    uint16_t urate[VIEW_RATE_TICKS][VIEW_MAX_UNITS]; /* spikes per unit, per tick */
+    uint16_t uchan[VIEW_MAX_UNITS];  /* the channel of each unit's last spike */
     uint32_t tick;
     uint32_t *lat_bins;              /* echoes per latency bin (VIEW_LAT_BINS), the pump's */
     uint64_t nlat;
@@ -124,10 +131,13 @@ void view_buf_printf(struct view_buf *b, const char *fmt, ...) __attribute__((fo
 void view_buf_free(struct view_buf *b);
 /* Queue one event for every client (takes b's text). */
 void view_queue(struct view *v, const char *event, struct view_buf *b);
-/* The selection word <-> channels. */
+/* The selection word <-> channels: up to VIEW_TRACES channels below
+ * VIEW_MAXCHAN as digits of base VIEW_SEL_BASE (1537^6 < 2^64), so one
+ * atomic word carries a selection across all four probes. */
 uint64_t view_sel_pack(const uint16_t *ch, uint32_t n);
 uint32_t view_sel_unpack(uint64_t w, uint16_t *ch);
-/* The probe's layout from its raw device's read size, and the band-pass
+/* The probes' layout (v->nprobes side by side, as the loop lays them) from
+ * a raw device's read size, and the band-pass
  * of the filtered traces (tap_open; tests): 0, or ONI_EINVALARG (no NP2.0e
  * super-frame fits), ONI_EBADALLOC. */
 int view_probe_layout(struct view *v, uint32_t read_size);

@@ -3,7 +3,7 @@
  * The first byte mod 3 picks the parser (0 body, 1 address, 2 Host); the
  * rest is its input. A body that parses must name known values only: a
  * threshold of VIEW_K_MIN..MAX, 1..VIEW_TRACES distinct channels below
- * VIEW_MAXCHAN; a Host taken must name loopback or the bound address. (HTTP
+ * the loop's (1..4 probes, from the first byte / 3); a Host taken must name loopback or the bound address. (HTTP
  * itself is libmicrohttpd's.) */
 #include <stdint.h>
 #include <stdlib.h>
@@ -63,7 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct view_control c;
     char why[256];
-    if (view_parse_control((const char *)data + 1, size - 1, &c, why, sizeof why) == 0) {
+    uint32_t nchan = VIEW_PROBE_CHAN * (1u + data[0] / 3 % VIEW_MAXPROBES); /* 1..4 probes */
+    if (view_parse_control((const char *)data + 1, size - 1, nchan, &c, why, sizeof why) == 0) {
         if (!c.have_k && !c.have_chans)
             abort();
         if (c.have_k && !(c.k >= VIEW_K_MIN && c.k <= VIEW_K_MAX))
@@ -72,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!c.nchan || c.nchan > VIEW_TRACES)
                 abort();
             for (uint32_t i = 0; i < c.nchan; i++) {
-                if (c.chan[i] >= VIEW_MAXCHAN)
+                if (c.chan[i] >= nchan)
                     abort();
                 for (uint32_t j = 0; j < i; j++)
                     if (c.chan[j] == c.chan[i])

@@ -75,7 +75,7 @@ def schema(f):
             fail("electrode %d: group_name %s, group %s" % (i, el["group_name"][i], g.name))
     for name, s in f["acquisition"].items():
         t = text(s.attrs.get("neurodata_type"))
-        if t not in ("ElectricalSeries", "TimeSeries"):
+        if t not in ("ElectricalSeries", "TimeSeries", "AnnotationSeries"):
             fail("acquisition/%s is a %s" % (name, t))
         typed(s, "core", t)
         if "unit" not in s["data"].attrs:
@@ -83,6 +83,10 @@ def schema(f):
         ts = s["timestamps"]
         if text(ts.attrs["unit"]) != "seconds" or int(ts.attrs["interval"]) != 1:
             fail(name + ": timestamps' unit or interval")
+        if t == "AnnotationSeries":  # nwb.misc.yaml: text data, unit n/a, resolution -1
+            if s["data"].dtype.kind not in "SOU" or float(s["data"].attrs["resolution"]) != -1.0 or \
+                    text(s["data"].attrs["unit"]) != "n/a" or len(s["data"]) != len(ts):
+                fail(name + ": an AnnotationSeries needs text data of unit n/a, resolution -1, a time each")
         if t == "ElectricalSeries":
             e = s["electrodes"]
             typed(e, "hdmf-common", "DynamicTableRegion")

@@ -45,7 +45,8 @@ const tokenFile = path.join(outdir, 'token');
 writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
 
 // the run: long enough for the checks below, on the CPU backend (no GPU in CI)
-const run = spawn(onigpu, ['run', '--backend', 'cpu', '--block', '30', '--seconds', '16',
+// two probes: the page draws both and traces across them
+const run = spawn(onigpu, ['run', '--backend', 'cpu', '--block', '30', '--seconds', '24', '--probes', '2',
   '--view', '127.0.0.1:0', '--view-token', tokenFile], { stdio: ['ignore', 'pipe', 'pipe'] });
 let out = '';
 run.stdout.on('data', (d) => { out += d; });
@@ -115,6 +116,29 @@ try {
   check(false, 'a stimulus and spikes appear within 20 s');
 }
 check(Number((await state()).stimsText) > 0, 'the stimuli counter is above 0');
+check(await page.evaluate(() => window.onigpuView.hello.probes.length === 2 && window.onigpuView.probesDrawn === 2 &&
+  document.getElementById('probe').width === 300), 'two probes drawn side by side');
+check(await page.evaluate(() => window.onigpuView.hello.probes[1].first === 384 &&
+  Math.max(...window.onigpuView.hello.channels) < 768 && window.onigpuView.status !== null), 'the second probe\'s channels from 384');
+// a click on the second probe's panel traces that site (the token is in the address)
+await page.click('#probe', { position: { x: 180, y: 300 } });
+try {
+  await page.waitForFunction(() => /^applied: channels=(\d+)/.test(document.getElementById('ctl-msg').textContent),
+    null, { timeout: 5000 });
+} catch (e) { /* checked below */ }
+const asked = await page.evaluate(() => {
+  const m = /^applied: channels=(\d+)/.exec(document.getElementById('ctl-msg').textContent);
+  return { ch: m ? Number(m[1]) : -1, site: document.getElementById('site').textContent };
+});
+check(asked.ch >= 384 && asked.ch < 768 && /^ProbeB CH/.test(asked.site),
+  `a click on ProbeB traces its site (${asked.ch}: ${asked.site})`);
+// the raster by unit and back (no sorting stage runs here: no unit rows, and the note says why)
+await page.selectOption('#raster-mode', 'unit');
+await sleep(300);
+check(await page.evaluate(() => window.onigpuView.rasterMode === 'unit' && window.onigpuView.rasterUnits === 0 &&
+  /no labelled spikes/.test(document.getElementById('raster-note').textContent)), 'raster by unit: none labelled, said so');
+await page.selectOption('#raster-mode', 'channel');
+check(await page.evaluate(() => window.onigpuView.rasterMode === 'channel'), 'raster by channel again');
 // the filtered traces: chosen on the page, drawn without errors, still coming
 await page.selectOption('#trace-mode', 'filtered');
 const f0 = await state();

@@ -94,12 +94,6 @@ static int parse(int argc, char **argv, struct opts *o)
         if (st)
             return st;
     }
-    /* the page draws one probe */
-    if (o->c.probes > 1 && o->view.addr) {
-        char n[16];
-        snprintf(n, sizeof n, "%u", o->c.probes);
-        return cli_bad_value(cmd, "--probes", n, "1 with --view: the page draws one probe's channels");
-    }
     int st = rec_cli_check(cmd, &o->rec);
     if (!st)
         st = view_cli_check(cmd, &o->view);
@@ -179,6 +173,7 @@ static int run(int argc, char **argv)
             return status;
         if (!(o.c.tap = rec_cli_tap(&tap, &o.rec)))
             return 1;
+        o.view.rec = &tap.t.r; /* the page's changes become the recording's messages */
     }
     char truth[4096];
     if (o.out && (status = cli_arg_outdir(&cli_cmd_run, "--out", o.out, &o.out)) != 0)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "view.h"
+#include "record/record.h"
 
 int view_cli_arg(const struct cli_command *cmd, struct view_cli *o, int argc, char **argv, int *i)
 {
@@ -72,11 +73,16 @@ static int detect_stage(const struct loop_run_config *c)
     return -1;
 }
 
-static void note(void *arg, const char *text)
+/* A change from the page: said to the user, and kept in the recording's
+ * messages at the clock it was made (clock 0: before the first block, when
+ * the recording may not be open yet; it is not read then). */
+static void note(void *arg, uint64_t clock, const char *text)
 {
-    (void)arg;
+    struct view_cli *o = arg;
     printf("onigpu run: view: %s\n", text);
     fflush(stdout);
+    if (clock && o->rec && *o->rec && rec_message(*o->rec, clock, text, 0))
+        printf("onigpu run: view: the recording's queue was full: the message was not recorded\n");
 }
 
 int view_cli_open(struct view_cli *o, struct loop_run_config *c)
@@ -84,7 +90,9 @@ int view_cli_open(struct view_cli *o, struct loop_run_config *c)
     const char *dir = getenv("ONIGPU_WEB_DIR");
     o->cfg.web_dir = dir && *dir ? dir : ONIGPU_WEB_DIR;
     o->cfg.detect_stage = detect_stage(c);
+    o->cfg.probes = c->probes;
     o->cfg.note = note;
+    o->cfg.arg = o;
     char why[400];
     int rc = view_open(&o->cfg, &o->v, why, sizeof why);
     if (rc) {

@@ -9,12 +9,17 @@
 #include "loop/run.h"
 #include "view/view.h"
 
+struct rec;
+
 struct view_cli {
     const char *addr;        /* --view (NULL: no view) */
     const char *token_file;  /* --view-token */
     char token[128];
     struct view_config cfg;
     struct view *v;          /* once open */
+    /* run --record: the recording once the run opened it (record.h's
+     * rec_loop_tap.r), where the page's changes go as messages; NULL: none */
+    struct rec *const *rec;
 };
 
 /* Take argv[*i] if it is --view or --view-token (with its value; *i

@@ -1,5 +1,5 @@
 // view.js - the live page of `onigpu run --view` (docs/view.md). One
-// event stream (/events): "hello" (the run, the probe, the trace channels),
+// event stream (/events): "hello" (the run, the probes, the trace channels),
 // "tick" every 100 ms (trace points, spikes, stimuli, rates, latency,
 // status), "end" (the run's summary). Charts are uPlot's; the probe and the
 // raster are plain canvases. With #token=... in the address (and a server
@@ -12,7 +12,7 @@ const RASTER_S = 5;         // seconds of raster shown
 const TRACE_GAP_MIN_UV = 20; // vertical distance between traces at least
 
 const S = {                 // the page's state; tests read it (window.onigpuView)
-  hello: null, ticks: 0, spikes: 0, stims: 0, tracePoints: 0, lastT: 0,
+  hello: null, ticks: 0, spikes: 0, stims: 0, tracePoints: 0, lastT: 0, rasterMode: 'channel', units: 0,
   status: null, lat: null, ended: false, summary: null, errors: [],
 };
 window.onigpuView = S;
@@ -73,8 +73,8 @@ let tracePlot = null;
 function makeTracePlot(ch) {
   const series = [{ label: 's' }];
   ch.forEach((c, i) => {
-    series.push({ label: 'CH' + (c + 1) + ' min', stroke: COLORS[i % COLORS.length], width: 1 });
-    series.push({ label: 'CH' + (c + 1) + ' max', stroke: COLORS[i % COLORS.length], width: 1 });
+    series.push({ label: chanName(c) + ' min', stroke: COLORS[i % COLORS.length], width: 1 });
+    series.push({ label: chanName(c) + ' max', stroke: COLORS[i % COLORS.length], width: 1 });
   });
   const opts = {
     width: Math.min(900, $('charts').clientWidth || 900), height: 300, series,
@@ -128,15 +128,34 @@ $('trace-mode').addEventListener('change', (e) => {
   S.filtered = filtered;
 });
 
-// --- probe: sites coloured by spikes/s ------------------------------------------
-let rates = new Array(384).fill(0);
-let siteXY = [];          // canvas positions of the sites
+// --- probes: sites coloured by spikes/s -------------------------------------------
+// Each probe of the loop in a panel of its own (its real columns and rows);
+// the loop's channel of probe p's site c is p * 384 + c (hello's "first").
+const PROBE_W = 150;         // canvas pixels a probe's panel
+let rates = [];
+let siteXY = [];             // canvas position of each of the loop's channels
+function nchan() { return S.hello ? S.hello.probes.reduce((n, p) => n + p.sites.length, 0) : 384; }
+function probeOf(ch) {       // [the probe, its own channel] of one of the loop's channels
+  const ps = S.hello ? S.hello.probes : [];
+  for (const p of ps) if (ch >= p.first && ch < p.first + p.sites.length) return [p, ch - p.first];
+  return [null, ch];
+}
+function chanName(ch) {
+  const [p, c] = probeOf(ch);
+  return p && S.hello.probes.length > 1 ? `${p.name} CH${c + 1}` : `CH${c + 1}`;
+}
 function probeLayout() {
-  const sites = S.hello ? S.hello.probes[0].sites : [];
+  const ps = S.hello ? S.hello.probes : [];
   const c = $('probe');
-  const xs = sites.map((s) => s[0]), ys = sites.map((s) => s[1]);
-  const xmax = Math.max(1, ...xs), ymax = Math.max(1, ...ys);
-  siteXY = sites.map(([x, y]) => [30 + (x / xmax) * (c.width - 60), c.height - 10 - (y / ymax) * (c.height - 20)]);
+  c.width = PROBE_W * Math.max(1, ps.length);
+  siteXY = [];
+  ps.forEach((p, k) => {
+    const xs = p.sites.map((s) => s[0]), ys = p.sites.map((s) => s[1]);
+    const xmax = Math.max(1, ...xs), ymax = Math.max(1, ...ys);
+    p.sites.forEach(([x, y], i) => {
+      siteXY[p.first + i] = [k * PROBE_W + 30 + (x / xmax) * (PROBE_W - 60), c.height - 10 - (y / ymax) * (c.height - 30)];
+    });
+  });
 }
 function heat(r) {
   const v = Math.min(1, Math.log10(1 + r) / 2);  // 0 .. 100 spikes/s
@@ -145,8 +164,13 @@ function heat(r) {
 function drawProbe() {
   const c = $('probe'), ctx = c.getContext('2d');
   ctx.clearRect(0, 0, c.width, c.height);
-  ctx.fillStyle = '#eee';
-  ctx.fillRect(20, 0, c.width - 40, c.height);
+  const ps = S.hello ? S.hello.probes : [];
+  ps.forEach((p, k) => {
+    ctx.fillStyle = '#eee';
+    ctx.fillRect(k * PROBE_W + 20, 14, PROBE_W - 40, c.height - 14);
+    ctx.fillStyle = '#333';
+    ctx.fillText(p.name, k * PROBE_W + 22, 10);
+  });
   siteXY.forEach(([x, y], ch) => {
     ctx.fillStyle = heat(rates[ch] || 0);
     ctx.fillRect(x - 8, y - 1.5, 16, 3);
@@ -155,6 +179,7 @@ function drawProbe() {
       ctx.strokeRect(x - 9, y - 2.5, 18, 5);
     }
   });
+  S.probesDrawn = ps.length;
 }
 $('probe').addEventListener('click', (e) => {
   const r = e.target.getBoundingClientRect();
@@ -165,8 +190,9 @@ $('probe').addEventListener('click', (e) => {
     if (d < bd) { bd = d; best = ch; }
   });
   if (best < 0) return;
-  const s = S.hello.probes[0].sites[best];
-  let msg = `CH${best + 1} (channel ${best}) at x ${s[0]} um, y ${s[1]} um: ${(rates[best] || 0).toFixed(1)} spikes/s`;
+  const [p, c] = probeOf(best);
+  const s = p.sites[c];
+  let msg = `${chanName(best)} (channel ${best}) at x ${s[0]} um, y ${s[1]} um: ${(rates[best] || 0).toFixed(1)} spikes/s`;
   if (tr.ch.includes(best)) {
     msg += ' - traced above';
   } else if (canControl()) {
@@ -179,7 +205,9 @@ $('probe').addEventListener('click', (e) => {
   $('site').textContent = msg;
 });
 
-// --- raster ------------------------------------------------------------------
+// --- raster: by channel, or by unit when a sorting stage labels the spikes ----------
+let rasterMode = 'channel';
+const UNIT_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 function drawRaster(tnow) {
   const c = $('raster'), ctx = c.getContext('2d');
   ctx.clearRect(0, 0, c.width, c.height);
@@ -191,8 +219,44 @@ function drawRaster(tnow) {
     ctx.lineTo(xs(t), c.height);
     ctx.stroke();
   }
+  if (rasterMode === 'unit') {
+    // a row per unit seen in the window (lowest id at the bottom); unlabelled spikes not drawn
+    const units = [...new Set(recentSpikes.filter((s) => s.length > 2).map((s) => s[2]))].sort((a, b) => a - b);
+    const row = new Map(units.map((u, i) => [u, i]));
+    const h = c.height / Math.max(1, units.length);
+    for (const [t, , u] of recentSpikes) {
+      if (u === undefined) continue;
+      ctx.fillStyle = UNIT_COLORS[u % UNIT_COLORS.length];
+      ctx.fillRect(xs(t) - 0.5, c.height - (row.get(u) + 0.5) * h - 1, 2, Math.max(2, Math.min(h * 0.8, 8)));
+    }
+    S.rasterUnits = units.length;
+    $('raster-note').textContent = units.length ? `(${units.length} units, last 5 s; red: stimuli)`
+      : '(no labelled spikes: units come from a sorting stage)';
+    return;
+  }
   ctx.fillStyle = '#000';
-  for (const [t, ch] of recentSpikes) ctx.fillRect(xs(t) - 0.5, c.height - (ch / 384) * c.height - 1, 2, 2);
+  const n = nchan();
+  for (const [t, ch] of recentSpikes) ctx.fillRect(xs(t) - 0.5, c.height - (ch / n) * c.height - 1, 2, 2);
+  $('raster-note').textContent = '(all channels, last 5 s; red: stimuli)';
+}
+$('raster-mode').addEventListener('change', (e) => {
+  rasterMode = e.target.value;
+  S.rasterMode = rasterMode;
+  drawRaster(S.lastT);
+});
+
+// the most active units of the last second: [unit, spikes/s, channel]
+function showUnits(units) {
+  const body = $('units').tBodies[0];
+  body.textContent = '';
+  for (const [u, r, ch] of units || []) {
+    const tr_ = body.insertRow();
+    tr_.insertCell().textContent = u;
+    tr_.insertCell().textContent = Number(r).toFixed(1);
+    tr_.insertCell().textContent = `${chanName(ch)} (${ch})`;
+  }
+  $('units-note').hidden = !!(units && units.length);
+  S.units = units ? units.length : 0;
 }
 
 // --- rates and latency (uPlot bars) ---------------------------------------------
@@ -207,7 +271,6 @@ function bars(el, xlabel, ylabel, draw) {
     hooks: draw ? { draw: [draw] } : {},
   }, [[], []], el);
 }
-const chan = Array.from({ length: 384 }, (_, i) => i);
 const ratePlot = bars($('rates'), 'channel', 'spikes/s');
 function drawPercentiles(u) {
   if (!S.lat) return;
@@ -279,7 +342,8 @@ function onTick(d) {
   recentSpikes = recentSpikes.filter((s) => s[0] > tnow - RASTER_S);
   recentStims = recentStims.filter((t) => t > tnow - RASTER_S);
   rates = d.rate;
-  ratePlot.setData([chan, rates]);
+  ratePlot.setData([rates.map((_, i) => i), rates]);
+  showUnits(d.units);
   if (d.lat) {
     S.lat = d.lat;
     const x = d.lat.hist.map((_, i) => (i + 0.5) * d.lat.bin_us);

@@ -10,9 +10,17 @@
 
 static const char magic[6] = {(char)0x93, 'N', 'U', 'M', 'P', 'Y'};
 
-/* Bytes of one element of descr, or 0 for one npy_header does not write. */
+/* Bytes of one element of descr, or 0 for one npy_header does not write:
+ * a little-endian (or byte-wide) integer or float, or "|S<n>", NumPy's
+ * fixed-width byte string of n bytes (1..NPY_MAX_STR), NUL-padded. */
 static size_t item_size(const char *d)
 {
+    if (d[0] == '|' && d[1] == 'S') {
+        size_t n = 0, i = 2;
+        for (; d[i] >= '0' && d[i] <= '9' && i < 6; i++)
+            n = n * 10 + (size_t)(d[i] - '0');
+        return !d[i] && i > 2 && d[2] != '0' && n <= NPY_MAX_STR ? n : 0;
+    }
     if ((d[0] != '<' && d[0] != '|') || !strchr("iuf", d[1]) || d[2] < '1' || d[2] > '8' || d[3])
         return 0;
     size_t n = (size_t)(d[2] - '0');

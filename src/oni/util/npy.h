@@ -18,9 +18,10 @@
 
 #define NPY_HDR 128  /* bytes of every header onigpu writes: data starts here */
 #define NPY_MAXDIM 3 /* dimensions onigpu writes and reads */
+#define NPY_MAX_STR 4096 /* bytes of a "|S<n>" string element at most */
 
 struct npy_info {
-    char descr[8];              /* e.g. "<i8", "<f8", "<i2", "<u8" */
+    char descr[8];              /* e.g. "<i8", "<f8", "<i2", "<u8", "|S128" */
     int fortran;                /* fortran_order */
     int ndim;                   /* 1 .. NPY_MAXDIM */
     uint64_t shape[NPY_MAXDIM]; /* the dimensions past ndim are 1 */
@@ -30,8 +31,9 @@ struct npy_info {
 
 /* Write the header of a C-order array of ndim (1 .. NPY_MAXDIM) dimensions
  * shape[0 .. ndim) of descr elements into buf[NPY_HDR]. 0, or -1 for a
- * descr that is not a little-endian integer or float of 1, 2, 4 or 8 bytes,
- * or a shape whose text does not fit. */
+ * descr that is not a little-endian integer or float of 1, 2, 4 or 8 bytes
+ * nor "|S<n>" (fixed-width byte strings, n 1..NPY_MAX_STR), or a shape
+ * whose text does not fit. */
 int npy_header(char buf[NPY_HDR], const char *descr, int ndim, const uint64_t *shape);
 
 /* Parse the header at the start of buf[0..len) (any length the format
