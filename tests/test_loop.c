@@ -291,12 +291,22 @@ TEST(defsrc_takes_one_device_from_the_default_stream)
     loop_defsrc_source(&d, &src);
     CHECK(src.read_async == NULL); /* host memory only */
     enum { F = 50, STRIDE = 16 + 1160 };
-    uint8_t *buf = malloc((size_t)F * STRIDE);
+    uint8_t *buf = malloc((size_t)4 * F * STRIDE);
     REQUIRE(buf);
     CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE + 4, 100), ONI_EBUFFERSIZE);
     CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
-    /* 1160 B at 3 MB/s: 50 frames take about 20 ms; 1 ms gets a part of them */
-    CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE, 1), ONI_ETIMEOUT);
+    /* 1160 B at 3 MB/s: a frame every 0.4 ms, 200 frames in about 80 ms. The
+     * deadline counts from the last frame, so a 30 ms one does not cut the
+     * block short. */
+    CHECK_RC(src.read(src.ctx, buf, (size_t)4 * F * STRIDE, 30), 0);
+    /* Slowed to 1 kB/s (under a frame a second) the core falls silent while
+     * the small one goes on: its frames do not hold the deadline off. */
+    int others = o.n;
+    CHECK_RC(oni_write_reg(ctx, (oni_dev_idx_t)big, ONIEMU_REG_DEVICE, 1), 0);
+    CHECK_RC(src.read(src.ctx, buf, (size_t)F * STRIDE, 100), ONI_ETIMEOUT);
+    CHECK(o.n > others);
+    CHECK_RC(oni_write_reg(ctx, (oni_dev_idx_t)big, ONIEMU_REG_DEVICE, 3000), 0);
+    /* what the timed-out read took (a frame, or none) starts the next block */
     uint64_t next = 0;
     int bad = 0;
     for (int b = 0; b < 4; b++) {

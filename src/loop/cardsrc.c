@@ -249,21 +249,50 @@ static int lanes_done(struct loop_defsrc *d, uint8_t *buf)
     return 1;
 }
 
+static uint64_t def_limit(uint32_t timeout_ms)
+{
+    return oni_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+/* The next frame into *f, for a read whose deadline is *limit. The deadline
+ * counts from the last frame the read wanted (the caller moves it on) and is
+ * looked at only when the context's wait came back empty or with a frame of
+ * another device: a reader that is slow, or was descheduled with frames
+ * waiting in the card, is no device that stopped answering (the core's
+ * rule for ONI_OPT_TIMEOUTMS). 0, ONI_ETIMEOUT, or oni_read_frame's error. */
+static int def_next(struct loop_defsrc *d, oni_frame_t **f, uint64_t limit)
+{
+    for (;;) {
+        int rc = oni_read_frame(d->ctx, f);
+        if (rc >= 0)
+            return 0;
+        if (rc != ONI_ETIMEOUT || oni_now_ns() > limit)
+            return rc;
+    }
+}
+
+/* A frame of no lane or device the read wants: to the callback, or freed.
+ * ONI_ETIMEOUT once the read is past its deadline. */
+static int def_other(struct loop_defsrc *d, oni_frame_t *f, uint64_t limit)
+{
+    d->others++;
+    if (d->other)
+        d->other(d->arg, f);
+    else
+        oni_destroy_frame(f);
+    return oni_now_ns() > limit ? ONI_ETIMEOUT : 0;
+}
+
 /* A read with lanes: frames into their lanes until a block is whole. */
 static int lanes_read(struct loop_defsrc *d, uint8_t *buf, size_t len, uint32_t timeout_ms)
 {
     int rc = lanes_start(d, len);
     if (rc)
         return rc;
-    uint64_t limit = oni_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t limit = def_limit(timeout_ms);
     while (!lanes_done(d, buf)) {
-        if (oni_now_ns() > limit)
-            return ONI_ETIMEOUT;
         oni_frame_t *f = NULL;
-        rc = oni_read_frame(d->ctx, &f);
-        if (rc == ONI_ETIMEOUT)
-            continue;
-        if (rc < 0)
+        if ((rc = def_next(d, &f, limit)))
             return rc;
         int i = def_wants(d, f->dev_idx) && f->data_sz == d->data_sz ? lane_of(d, f) : -1;
         if (i < 0 && def_wants(d, f->dev_idx) && f->data_sz != d->data_sz) {
@@ -271,11 +300,8 @@ static int lanes_read(struct loop_defsrc *d, uint8_t *buf, size_t len, uint32_t 
             return ONI_EBUFFERSIZE;
         }
         if (i < 0) {
-            d->others++;
-            if (d->other)
-                d->other(d->arg, f);
-            else
-                oni_destroy_frame(f);
+            if ((rc = def_other(d, f, limit)))
+                return rc;
             continue;
         }
         rc = lanes_put(d, (uint32_t)i, f);
@@ -283,6 +309,7 @@ static int lanes_read(struct loop_defsrc *d, uint8_t *buf, size_t len, uint32_t 
         if (rc)
             return rc;
         d->frames++;
+        limit = def_limit(timeout_ms);
     }
     return 0;
 }
@@ -297,27 +324,15 @@ static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
         return ONI_EBUFFERSIZE;
     if (d->have)
         memcpy(b, d->part, d->have);
-    uint64_t limit = oni_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t limit = def_limit(timeout_ms);
     while (d->have < len) {
-        if (oni_now_ns() > limit) {
-            int rc = def_keep(d, b);
-            return rc ? rc : ONI_ETIMEOUT;
-        }
         oni_frame_t *f = NULL;
-        int rc = oni_read_frame(d->ctx, &f);
-        if (rc == ONI_ETIMEOUT)
+        int rc = def_next(d, &f, limit);
+        if (!rc && !def_wants(d, f->dev_idx) && !(rc = def_other(d, f, limit)))
             continue;
-        if (rc < 0) {
+        if (rc) {
             int krc = def_keep(d, b);
             return krc ? krc : rc;
-        }
-        if (!def_wants(d, f->dev_idx)) {
-            d->others++;
-            if (d->other)
-                d->other(d->arg, f);
-            else
-                oni_destroy_frame(f);
-            continue;
         }
         if (f->data_sz != d->data_sz) {
             oni_destroy_frame(f);
@@ -328,6 +343,7 @@ static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
         oni_destroy_frame(f);
         d->have += d->stride;
         d->frames++;
+        limit = def_limit(timeout_ms);
     }
     d->have = 0;
     return 0;

@@ -142,8 +142,9 @@ int loop_defsrc_init(struct loop_defsrc *d, oni_ctx ctx, const oni_dev_idx_t *de
  * on none of d's devices, or key_off + 2 past data_sz. */
 int loop_defsrc_lanes(struct loop_defsrc *d, const struct loop_defsrc_lane *lanes, uint32_t n, uint32_t key_off);
 /* The engine's view: read only (no pin, no read_async). A read takes
- * frames until the block is full (0), or returns ONI_ETIMEOUT when
- * timeout_ms passed first (what it took waits for the next read), a frame of
+ * frames until the block is full (0), or returns ONI_ETIMEOUT when no frame
+ * of its devices came for timeout_ms (what it took waits for the next read;
+ * a block that fills slowly is no timeout), a frame of
  * those devices of another size (ONI_EBUFFERSIZE), or oni_read_frame's error. */
 void loop_defsrc_source(struct loop_defsrc *d, struct loop_source *src);
 /* Free what loop_defsrc_init allocated (NULL-safe). */
