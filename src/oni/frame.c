@@ -651,7 +651,8 @@ int oni_create_frame(const oni_ctx ctx, oni_frame_t **frame, oni_dev_idx_t dev_i
         return rc;
     uint32_t hdr[2] = {dev_idx, (uint32_t)(oni_pad4(data_sz) / 4)};
     memcpy(f->buf, hdr, sizeof hdr);
-    memcpy(f->buf + ONI_WFRAMEHEADERSZ, data, data_sz);
+    if (data_sz) /* data may be NULL then, and memcpy's arguments may not */
+        memcpy(f->buf + ONI_WFRAMEHEADERSZ, data, data_sz);
     memset(f->buf + ONI_WFRAMEHEADERSZ + data_sz, 0, oni_pad4(data_sz) - data_sz);
     f->h.u.w.time = 0;
     f->h.u.w.dev_idx = dev_idx;

@@ -367,7 +367,7 @@ static void check_got(int opt, const void *value, size_t size)
     if (opt == ONI_OPT_TIMEOUTMS)
         FAILIF(v != S.timeout);
     else if (opt == ONI_OPT_RUNNING)
-        FAILIF(S.running >= 0 && v != (uint32_t)S.running);
+        FAILIF(S.hwrun >= 0 && v != (uint32_t)S.hwrun); /* the register, as written (check_running) */
     else if (opt == ONI_OPT_NUMDEVICES)
         FAILIF(v != S.ndev);
     else if (opt == ONI_OPT_MAXREADFRAMESIZE)
