@@ -254,7 +254,7 @@ static uint64_t def_limit(uint32_t timeout_ms)
     return oni_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
-/* The next frame into *f, for a read whose deadline is *limit. The deadline
+/* The next frame into *f, for a read whose deadline is limit. The deadline
  * counts from the last frame the read wanted (the caller moves it on) and is
  * looked at only when the context's wait came back empty or with a frame of
  * another device: a reader that is slow, or was descheduled with frames
