@@ -249,11 +249,6 @@ static int lanes_done(struct loop_defsrc *d, uint8_t *buf)
     return 1;
 }
 
-static uint64_t def_limit(uint32_t timeout_ms)
-{
-    return oni_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-}
-
 /* The next frame into *f, for a read whose deadline is limit. The deadline
  * counts from the last frame the read wanted (the caller moves it on) and is
  * looked at only when the context's wait came back empty or with a frame of
@@ -289,7 +284,7 @@ static int lanes_read(struct loop_defsrc *d, uint8_t *buf, size_t len, uint32_t 
     int rc = lanes_start(d, len);
     if (rc)
         return rc;
-    uint64_t limit = def_limit(timeout_ms);
+    uint64_t limit = oni_ms_from_now(timeout_ms);
     while (!lanes_done(d, buf)) {
         oni_frame_t *f = NULL;
         if ((rc = def_next(d, &f, limit)))
@@ -309,7 +304,7 @@ static int lanes_read(struct loop_defsrc *d, uint8_t *buf, size_t len, uint32_t 
         if (rc)
             return rc;
         d->frames++;
-        limit = def_limit(timeout_ms);
+        limit = oni_ms_from_now(timeout_ms);
     }
     return 0;
 }
@@ -324,7 +319,7 @@ static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
         return ONI_EBUFFERSIZE;
     if (d->have)
         memcpy(b, d->part, d->have);
-    uint64_t limit = def_limit(timeout_ms);
+    uint64_t limit = oni_ms_from_now(timeout_ms);
     while (d->have < len) {
         oni_frame_t *f = NULL;
         int rc = def_next(d, &f, limit);
@@ -343,7 +338,7 @@ static int def_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
         oni_destroy_frame(f);
         d->have += d->stride;
         d->frames++;
-        limit = def_limit(timeout_ms);
+        limit = oni_ms_from_now(timeout_ms);
     }
     d->have = 0;
     return 0;
