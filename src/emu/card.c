@@ -621,18 +621,21 @@ static int defer_wframes(struct emu_card *c, const uint8_t *p, size_t n, uint64_
  * a generator thread that fell behind (a starved machine, a sanitizer) may
  * owe more than one chunk: then the frames are queued for the generator to
  * apply when it gets there (returns 1), as a card's write does not wait for
- * its read side. If they do not fit the queue, catch up a chunk per hold of
- * the lock until the deadline (then ONI_ETIMEOUT: the frames are not
- * delivered). Sets *now to the time to stamp a delivery made at once with:
- * `now`, or the last generated frame's time if the generator thread went
- * past `now` while the lock was free. */
+ * its read side. While the queue is full, catch up a chunk per hold of the
+ * lock, queueing as soon as the generator's progress applied a queued write
+ * and so made room (a generator slower than real time never catches up to
+ * `now`, but it does reach writes queued long before), until the deadline
+ * (then ONI_ETIMEOUT: the frames are not delivered). Sets *now to the time
+ * to stamp a delivery made at once with: `now`, or the last generated
+ * frame's time if the generator thread went past `now` while the lock was
+ * free. */
 static int catch_up(struct emu_card *c, const uint8_t *p, size_t n, uint64_t *now, uint64_t deadline)
 {
-    if (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK && defer_wframes(c, p, n, *now)) {
-        pthread_cond_signal(&c->gen_cond); /* a batching generator applies it when it gets there */
-        return 1;
-    }
     while (c->running && emu_gen_until(c, *now, EMU_GEN_CHUNK) >= EMU_GEN_CHUNK) {
+        if (defer_wframes(c, p, n, *now)) {
+            pthread_cond_signal(&c->gen_cond); /* a batching generator applies it when it gets there */
+            return 1;
+        }
         if (oni_now_ns() >= deadline)
             return ONI_ETIMEOUT; /* so far behind that the frames could not go in order in time */
         emu_gen_wake(c);
