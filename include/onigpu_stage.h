@@ -68,8 +68,8 @@ typedef unsigned long size_t;
 extern "C" {
 #endif
 
-#define ONIGPU_STAGE_VERSION 2    /* of this header's structures; a stage of another version is refused */
-#define ONIGPU_STAGE_MAXCHAN 1536 /* channels of a frame at most (4 probes of 384) */
+#define ONIGPU_STAGE_VERSION 3    /* of this header's structures; a stage of another version is refused */
+#define ONIGPU_STAGE_MAXCHAN 6144 /* channels of a frame at most (16 probes of 384) */
 #define ONIGPU_STAGE_MAXSPIKES 256 /* spikes listed per block; more are counted in overflow */
 #define ONIGPU_UNIT_NONE 0xFFFFFFFFu /* a spike's unit when no stage labelled it */
 

@@ -1307,8 +1307,10 @@ static const struct bad_case bad_cases[] = {
     {{"run", "--seconds", "86401"}, "onigpu run: --seconds 86401: must be a duration of at least 0.5 s and at most 86400 s"},
     {{"run", "--block", "1501"}, "onigpu run: --block 1501: must be a whole number from 1 to 1500 (decimal or 0x hex)\n"},
     {{"run", "--block", "16.5"}, "onigpu run: --block 16.5: must be a whole number from 1 to 1500"},
-    {{"run", "--probes", "0"}, "onigpu run: --probes 0: must be a whole number from 1 to 4"},
-    {{"run", "--probes", "5"}, "onigpu run: --probes 5: must be a whole number from 1 to 4"},
+    {{"run", "--probes", "0"}, "onigpu run: --probes 0: must be a whole number from 1 to 16"},
+    {{"run", "--probes", "17"}, "onigpu run: --probes 17: must be a whole number from 1 to 16"},
+    {{"run", "--cards", "0"}, "onigpu run: --cards 0: must be a whole number from 1 to 4"},
+    {{"run", "--cards", "5"}, "onigpu run: --cards 5: must be a whole number from 1 to 4"},
     {{"run", "--backend", "gpu-magic"},
      "onigpu run: --backend gpu-magic: must be one of cpu, gpu-staged, gpu-direct, gpu-graph, gpu-flag, gpu-persistent, "
      "gpu-mapped\n"},

@@ -240,6 +240,64 @@ TEST(memsrc_rejects_bad_rates)
     loop_memsrc_free(&m);
 }
 
+/* The zip source: frame i of a block is frame i of each part's block, in
+ * part order; the block size is fixed by the first read, a part's error
+ * fails the read, the parts' drops add up. */
+static void fill_tag(void *arg, uint64_t seq, void *buf, size_t len)
+{
+    uint8_t *b = buf, tag = *(const uint8_t *)arg; /* byte j of frame i of block seq: tag, seq, i, j */
+    size_t w = tag == 1 ? 8 : 4;
+    for (size_t i = 0; i < len; i++)
+        b[i] = (uint8_t)(i % w == 0 ? tag : i % w == 1 ? seq : i % w == 2 ? i / w : i % w);
+}
+
+static int fail_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
+{
+    (void)ctx, (void)buf, (void)len, (void)timeout_ms;
+    return ONI_EREADFAILURE;
+}
+
+TEST(zipsrc_puts_the_parts_frames_side_by_side)
+{
+    uint8_t tag[2] = {1, 2};
+    struct loop_memsrc m[2];
+    struct loop_source parts[2];
+    uint32_t width[2] = {8, 4};
+    for (int k = 0; k < 2; k++) {
+        REQUIRE(loop_memsrc_init(&m[k], 3 * width[k], 0, 1, fill_tag, &tag[k]) == 0);
+        loop_memsrc_source(&m[k], &parts[k]);
+    }
+    struct loop_zipsrc z;
+    CHECK_RC(loop_zipsrc_init(&z, parts, width, 0), ONI_EINVALARG);
+    CHECK_RC(loop_zipsrc_init(&z, parts, width, LOOP_ZIPSRC_MAXPARTS + 1), ONI_EINVALARG);
+    uint32_t odd[2] = {8, 6};
+    CHECK_RC(loop_zipsrc_init(&z, parts, odd, 2), ONI_EINVALARG);
+    REQUIRE(loop_zipsrc_init(&z, parts, width, 2) == 0);
+    struct loop_source src;
+    loop_zipsrc_source(&z, &src);
+    uint8_t blk[36];
+    CHECK_RC(src.read(src.ctx, blk, 35, 100), ONI_EBUFFERSIZE); /* not whole frames */
+    for (uint8_t seq = 0; seq < 2; seq++) {
+        CHECK_RC(src.read(src.ctx, blk, sizeof blk, 100), 0);
+        for (int i = 0; i < 3; i++) {
+            const uint8_t *f = blk + 12 * i; /* part 0's 8 bytes, then part 1's 4 */
+            CHECK(f[0] == 1 && f[1] == seq && f[2] == i && f[3] == 3 && f[7] == 7);
+            CHECK(f[8] == 2 && f[9] == seq && f[10] == i && f[11] == 3);
+        }
+    }
+    CHECK_RC(src.read(src.ctx, blk, 24, 100), ONI_EBUFFERSIZE); /* one block size for the run */
+    CHECK_EQ(src.dropped(src.ctx), 0);
+    loop_zipsrc_free(&z);
+    parts[1].read = fail_read;
+    REQUIRE(loop_zipsrc_init(&z, parts, width, 2) == 0);
+    loop_zipsrc_source(&z, &src);
+    CHECK_RC(src.read(src.ctx, blk, sizeof blk, 100), ONI_EREADFAILURE);
+    loop_zipsrc_free(&z);
+    loop_zipsrc_free(NULL);
+    for (int k = 0; k < 2; k++)
+        loop_memsrc_free(&m[k]);
+}
+
 /* The default-stream source: one device's frames laid out as the GPU
  * stream lays them out (header, payload padded to 4), every other frame
  * handed to the callback, and what a read that timed out took kept for

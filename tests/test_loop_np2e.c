@@ -61,7 +61,7 @@ TEST(layout_reads_a_super_frame)
 {
     struct loop_ephys_layout lay;
     CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 0, NULL), ONI_EINVALARG);
-    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 5, NULL), ONI_EINVALARG);
+    CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, LOOP_NP2E_MAXPROBES + 1, NULL), ONI_EINVALARG);
     CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD - 2, 1, NULL), ONI_EINVALARG);
     CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 2, (const uint8_t[]){1, 1}), ONI_EINVALARG);
     CHECK_RC(loop_np2e_layout(&lay, LOOP_NP2E_PAYLOAD, 2, (const uint8_t[]){0, 2}), ONI_EINVALARG);

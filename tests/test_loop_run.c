@@ -135,6 +135,25 @@ TEST(run_without_out_removes_its_truth_file)
     CHECK(access(path, F_OK) != 0);
 }
 
+/* Probes on two cards: the summary says so, names each probe's card, and
+ * card 1's truth file goes with card 0's at the end; a probe count a card
+ * count cannot hold is refused before anything runs. */
+TEST(run_spreads_probes_over_cards)
+{
+    NEED_BIN();
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--block", "16", "--seconds", "1", "--probes", "2", "--cards", "2"), 0);
+    CHECK(strstr(out, "2 emulated cards") != NULL);
+    CHECK(strstr(out, "probe 1 (card 1, port A, probe A)") != NULL);
+    char path[160];
+    const char *p = strstr(out, "card 1's truth    ");
+    REQUIRE(p && sscanf(p, "card 1's truth %159s", path) == 1);
+    CHECK(strstr(path, ".card1") != NULL && access(path, F_OK) != 0);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--probes", "9", "--cards", "2"), 1);
+    CHECK(strstr(out, "9 probes on 2 cards") != NULL);
+    CHECK_EQ(ONIGPU("run", "--backend", "cpu", "--seconds", "1", "--probes", "5", "--record", "/tmp"), 1);
+    CHECK(strstr(out, "one card's probes") != NULL);
+}
+
 /* Frames the card dropped while the loop ran make the verdict "NO", and the
  * count is of those only (the card drops what nobody reads once the loop has
  * stopped). A FIFO of 16 KiB per stream holds about 0.7 ms of the probe's
@@ -613,8 +632,8 @@ TEST(bench_scale_writes_results)
     json_decref(v);
     CHECK(unit_sh("rm -rf %s", dir) == 0);
     CHECK_EQ(ONIGPU("bench", "scale", "--probes", "0"), 2);
-    CHECK(strstr(out, "--probes 0: must be a comma-separated list of at most 8 whole numbers from 1 to 4") != NULL);
-    CHECK_EQ(ONIGPU("bench", "scale", "--probes", "1,5"), 2);
+    CHECK(strstr(out, "--probes 0: must be a comma-separated list of at most 8 whole numbers from 1 to 16") != NULL);
+    CHECK_EQ(ONIGPU("bench", "scale", "--probes", "1,17"), 2);
     CHECK_EQ(ONIGPU("bench", "scale", "--algos", "kilosort"), 2);
     CHECK(strstr(out, "must be one of threshold") != NULL);
     CHECK_EQ(ONIGPU("bench", "scale", "--block", "0"), 2);

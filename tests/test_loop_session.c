@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "oni.h"
@@ -259,23 +260,29 @@ TEST(truth_file_is_new)
     rmdir(dir);
 }
 
-/* Several probes in one loop, on both streams: each probe's detections are
- * scored against its own truth (a probe read into another's channels would
- * match nothing), the pooled score is the sum of the probes', and a probe
- * count the card cannot give is refused before anything runs. */
+/* Several probes in one loop, on both streams, on one card or two: each
+ * probe's detections are scored against its own truth (a probe read into
+ * another's channels, or another card's probe scored at the wrong clock,
+ * would match nothing), the pooled score is the sum of the probes', and a
+ * probe count the card cannot give is refused before anything runs. With
+ * two cards, card 1's spikes answered on card 0's stimulator are echoed
+ * but give no latency (card 1's clock is not card 0's). */
 TEST(session_runs_several_probes_side_by_side)
 {
     static const struct {
-        uint32_t probes;
+        uint32_t probes, cards;
         const char *spec;
     } runs[] = {
-        {2, NULL},
-        {4, NULL},
-        {3, "devices=breakout:loopback=1,np2e,np2e;mode=realtime;gpustream=0"},
+        {2, 0, NULL},
+        {4, 0, NULL},
+        {3, 0, "devices=breakout:loopback=1,np2e,np2e;mode=realtime;gpustream=0"},
+        {2, 2, NULL},
+        {2, 2, "devices=breakout:loopback=1,np2e;mode=realtime;gpustream=0"},
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         struct loop_run_config c = config(2);
         c.probes = runs[i].probes;
+        c.cards = runs[i].cards;
         c.spec = runs[i].spec;
         struct loop_run_result r;
         int rc = loop_run_session(&c, &r);
@@ -284,6 +291,19 @@ TEST(session_runs_several_probes_side_by_side)
         CHECK(rc == 0 || !REALTIME_BUILD);
         CHECK_EQ(r.ran, 1);
         CHECK_EQ(r.probes, runs[i].probes);
+        CHECK_EQ(r.cards, runs[i].cards ? runs[i].cards : 1);
+        char card1[4200];
+        REQUIRE(loop_run_card_truth(truth, 1, card1, sizeof card1) == 0);
+        if (runs[i].cards == 2) {
+            struct stat sb;
+            CHECK(stat(card1, &sb) == 0 && sb.st_size > 0); /* card 1's truth, apart */
+            CHECK(r.echoes_unclocked > 0 && r.lat.n > 0);
+            CHECK_EQ(r.echoes, r.nlat + r.echoes_unkept + r.echoes_unclocked);
+            remove(card1);
+        } else {
+            CHECK_EQ(access(card1, F_OK), -1);
+            CHECK_EQ(r.echoes_unclocked, 0);
+        }
         CHECK_EQ(r.bytes, r.frames * 1180 * runs[i].probes);
         CHECK_EQ(r.gpu_stream, runs[i].spec == NULL);
         uint64_t spikes = 0, events = 0, tp = 0, fp = 0;
@@ -318,7 +338,41 @@ TEST(session_runs_several_probes_side_by_side)
     c.spec = NULL;
     c.probes = LOOP_RUN_MAX_PROBES + 1;
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
-    CHECK(strstr(r.why, "5 probes") != NULL);
+    CHECK(strstr(r.why, "17 probes") != NULL);
+    static const struct {
+        uint32_t probes, cards;
+        const char *why;
+    } bad[] = {
+        {5, 1, "5 probes on 1 cards"},   /* four at most a card */
+        {2, 3, "2 probes on 3 cards"},   /* a card without a probe */
+        {16, 5, "16 probes on 5 cards"}, /* four cards at most */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        c.probes = bad[i].probes;
+        c.cards = bad[i].cards;
+        CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+        CHECK_EQ(r.ran, 0);
+        CHECK(strstr(r.why, bad[i].why) != NULL);
+    }
+    c.probes = 2;
+    c.cards = 2;
+    c.backend = LOOP_GPU_PERSISTENT; /* refused for the cards, whether or not a GPU is here */
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "one card's DMA") != NULL);
+    c.backend = LOOP_CPU;
+    c.spec = "devices=breakout:loopback=1,np2e;mode=realtime;templates=/tmp/x";
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "templates=") != NULL);
+    c.spec = NULL;
+    struct loop_run_tap tap = {0};
+    c.tap = &tap;
+    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
+    CHECK(strstr(r.why, "one card's probes") != NULL);
+    char card1[4200];
+    CHECK_RC(loop_run_card_truth(truth, 0, card1, sizeof card1), ONI_EINVALARG);
+    CHECK_RC(loop_run_card_truth(truth, 1, card1, 8), ONI_EINVALARG);
+    REQUIRE(loop_run_card_truth(truth, 1, card1, sizeof card1) == 0);
+    CHECK_EQ(access(card1, F_OK), -1); /* nothing made for a run refused */
     unlink(truth);
 }
 

@@ -34,20 +34,44 @@
 #define OWED_MAX_MS 100.0 /* data left in the card at the end beyond which the loop fell behind */
 #define KEEP_UP_SHARE 0.95 /* ... or a processed frame rate below this share of the probe's */
 
-struct session {
-    const struct loop_run_config *cfg;
-    struct loop_run_result *res;
+struct session;
+
+/* One emulated card of the run: its probes are the loop's probes base ..
+ * base + rig.nprobes, its frames the loop frame's part after the cards
+ * before it. Card 0 has the stimulator the loop writes to and its echoes. */
+struct card {
+    struct session *s;
+    uint32_t k;               /* its place in the run */
     oni_ctx ctx;
     struct loop_rig rig;
     struct loop_np2e_lane lanes[LOOP_RIG_MAX_PROBES]; /* the probes' super-frames in stream order */
     uint8_t slot[LOOP_RIG_MAX_PROBES];                /* probe p's place among them */
+    uint32_t base;            /* the loop's probe of its probe 0 */
+    char truth[4200];         /* its ground-truth file (card 0: cfg->truth) */
+    struct loop_cardsrc cs;
+    struct loop_defsrc ds;
+    struct loop_source inner; /* its stream (cs or ds), which part_read checks */
+    uint64_t first_time;      /* hub clock of its first super-frame read */
+    _Atomic int have_first;
+    pthread_t reader;         /* GPU stream: the default stream's reader (card 0: the echoes) */
+    int reader_started;
+};
+
+struct session {
+    const struct loop_run_config *cfg;
+    struct loop_run_result *res;
+    struct card card[LOOP_RUN_MAX_CARDS];
+    uint32_t ncards;
+    uint32_t nprobes;         /* of all cards */
     uint32_t read_stride;     /* bytes of one super-frame in a block */
-    int gpu;                  /* the card has the GPU data stream: the probes go there */
+    int gpu;                  /* the cards have the GPU data stream: the probes go there */
     double acq_hz;
     uint64_t tag_time[TAGS];
     /* per stimulation, read after the loop stopped: its block, the block's
-     * last frame (hub clock), and when the sink began and ended (host ns) */
+     * last frame (hub clock), and when the sink began and ended (host ns);
+     * tag_card: the card of the spike it answers (LOOP_RUN_MAX_CARDS: unknown) */
     uint64_t tag_seq[TAGS], tag_last[TAGS], tag_ws[TAGS], tag_we[TAGS];
+    uint8_t tag_card[TAGS];
     _Atomic uint32_t ntags;
     struct loop_spike *det;
     _Atomic size_t ndet;
@@ -56,7 +80,7 @@ struct session {
     oniemu_link_t link;
     int have_link;
     _Atomic size_t nlat;
-    _Atomic uint64_t stims, det_overflow, echo_other;
+    _Atomic uint64_t stims, det_overflow, echo_other, echo_unclocked;
     _Atomic uint64_t det_unkept, lat_unkept; /* past MAX_DET / MAX_LAT: counted, not scored */
     _Atomic uint64_t t_block;    /* time of the last processed frame */
     _Atomic uint64_t t_first_block; /* time of the first block's last frame (0: none yet) */
@@ -64,13 +88,10 @@ struct session {
     struct loop_ephys_state *st;
     struct loop_ephys_layout lay;
     struct loop_ephys_params p;
-    struct loop_cardsrc cs;
-    struct loop_defsrc ds;
-    struct loop_source inner;  /* with a tap: the source its reads wrap */
+    struct loop_zipsrc zs;     /* several cards: their streams side by side */
+    struct loop_source inner;  /* with a tap or lanes to check: the source its reads wrap */
     struct loop_config c;
     struct loop *lp;
-    pthread_t echo;
-    int echo_started;
 };
 
 /* Record what failed (the first one only) and return rc. */
@@ -83,6 +104,37 @@ static int fail(struct session *s, int rc, const char *fmt, ...)
         va_end(ap);
     }
     return rc;
+}
+
+/* "card k: " to open a message about card c, "" when it is the only one. */
+static const char *card_who(const struct card *c, char *buf, size_t cap)
+{
+    if (c->s->ncards == 1)
+        return "";
+    snprintf(buf, cap, "card %u: ", c->k);
+    return buf;
+}
+
+/* The card of the loop's probe p. */
+static uint32_t card_of_probe(const struct session *s, uint32_t p)
+{
+    uint32_t k = 0;
+    while (k + 1 < s->ncards && p >= s->card[k + 1].base)
+        k++;
+    return k;
+}
+
+/* The card of the spike a stimulation answers: the first listed at t_stim
+ * (decide's choice), or LOOP_RUN_MAX_CARDS when none is (a stage's own
+ * rule). With one card, card 0. */
+static uint8_t stim_card(const struct session *s, const struct loop_ephys_out *o)
+{
+    if (s->ncards == 1)
+        return 0;
+    for (uint32_t i = 0; i < o->nspikes && i < ONIGPU_STAGE_MAXSPIKES; i++)
+        if (o->spikes[i].time == o->t_stim)
+            return (uint8_t)card_of_probe(s, o->spikes[i].chan / LOOP_NP2E_CHANNELS);
+    return LOOP_RUN_MAX_CARDS;
 }
 
 static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uint32_t timeout_ms)
@@ -115,13 +167,15 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     s->tag_seq[tag % TAGS] = seq;
     s->tag_last[tag % TAGS] = o->t_block;
     s->tag_ws[tag % TAGS] = ws;
+    s->tag_card[tag % TAGS] = stim_card(s, o);
     atomic_store(&s->ntags, tag + 1);
     uint32_t pins = loop_rig_stim_pins(tag);
     oni_frame_t *f = NULL;
-    int rc = oni_create_frame(s->ctx, &f, s->rig.dio, &pins, sizeof pins);
+    struct card *c0 = &s->card[0];
+    int rc = oni_create_frame(c0->ctx, &f, c0->rig.dio, &pins, sizeof pins);
     if (rc < 0) /* > 0 on success, as upstream's */
         return rc;
-    rc = oni_write_frame(s->ctx, f);
+    rc = oni_write_frame(c0->ctx, f);
     s->tag_we[tag % TAGS] = oni_now_ns();
     oni_destroy_frame(f);
     if (rc < 0)
@@ -132,29 +186,52 @@ static int sink_write(void *ctx, uint64_t seq, const void *outp, size_t len, uin
     return 0;
 }
 
-/* Wrapping the source's read (a tap, or more than one probe): on the GPU
- * stream, the block's super-frames checked against the lanes' order (a block
- * of another order would give one probe's samples to another's channels:
- * the read fails; the default stream's source sorts them into their places),
- * then the block to the tap. */
+/* Card c's block (its frames of the loop's block) in buf: on the GPU
+ * stream its super-frames are checked against its lanes' order (a block of
+ * another order would give one probe's samples to another's channels: the
+ * read fails; the default stream's source sorts them into their places),
+ * and its first super-frame's hub clock is noted. */
+static int check_block(struct card *c, const uint8_t *buf, size_t len)
+{
+    struct session *s = c->s;
+    if (!atomic_load_explicit(&c->have_first, memory_order_relaxed)) {
+        memcpy(&c->first_time, buf, 8);
+        atomic_store(&c->have_first, 1);
+    }
+    uint32_t np = c->rig.nprobes;
+    long bad = np > 1 && s->gpu ? loop_np2e_check_lanes(c->lanes, np, s->read_stride, buf,
+                                                        (uint32_t)(len / (np * (size_t)s->read_stride))) : -1;
+    if (bad < 0)
+        return 0;
+    uint32_t dev;
+    uint16_t probe;
+    const uint8_t *f = buf + (size_t)bad * s->read_stride;
+    memcpy(&dev, f + 8, 4);
+    memcpy(&probe, f + LOOP_NP2E_READ_HDR + LOOP_NP2E_PROBE_OFF, 2);
+    char who[16];
+    fail(s, ONI_EBADFRAME, "%ssuper-frame %ld of a block came from device %u probe %u, where the probes' "
+         "order (lockstep, rig.h) puts device %u probe %u", card_who(c, who, sizeof who), bad, dev, probe, c->lanes[bad % np].dev,
+         c->lanes[bad % np].probe);
+    return ONI_EBADFRAME;
+}
+
+/* A card's stream as a part of the loop's (several cards: zipsrc). */
+static int part_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
+{
+    struct card *c = ctx;
+    int rc = c->inner.read(c->inner.ctx, buf, len, timeout_ms);
+    return rc ? rc : check_block(c, buf, len);
+}
+
+/* Wrapping the source's read (a tap, or one card's): card 0's block
+ * checked when it is the only card (check_block), then the block to the
+ * tap. */
 static int tap_read(void *ctx, void *buf, size_t len, uint32_t timeout_ms)
 {
     struct session *s = ctx;
     int rc = s->inner.read(s->inner.ctx, buf, len, timeout_ms);
-    uint32_t np = s->rig.nprobes;
-    long bad = !rc && np > 1 && s->gpu ? loop_np2e_check_lanes(s->lanes, np, s->read_stride, buf,
-                                                               (uint32_t)(len / s->lay.stride)) : -1;
-    if (bad >= 0) {
-        uint32_t dev;
-        uint16_t probe;
-        const uint8_t *f = (const uint8_t *)buf + (size_t)bad * s->read_stride;
-        memcpy(&dev, f + 8, 4);
-        memcpy(&probe, f + LOOP_NP2E_READ_HDR + LOOP_NP2E_PROBE_OFF, 2);
-        fail(s, ONI_EBADFRAME, "super-frame %ld of a block came from device %u probe %u, where the probes' "
-             "order (lockstep, rig.h) puts device %u probe %u", bad, dev, probe, s->lanes[bad % np].dev,
-             s->lanes[bad % np].probe);
-        return ONI_EBADFRAME;
-    }
+    if (!rc && s->ncards == 1)
+        rc = check_block(&s->card[0], buf, len);
     if (!rc && s->cfg->tap && s->cfg->tap->block)
         s->cfg->tap->block(s->cfg->tap->arg, buf, len);
     return rc;
@@ -188,20 +265,23 @@ static uint64_t tap_dropped(void *ctx)
 
 static double ticks_us(const struct session *s, double ticks);
 
-/* A default-stream frame: a DigitalIO input frame [u64 hub clock][u8 pins]
- * ... whose pins name a stimulation is its echo (rig.h); the probe's own
- * frames are dropped; anything else is counted as other. The frame is
+/* A default-stream frame of card 0: a DigitalIO input frame [u64 hub
+ * clock][u8 pins] ... whose pins name a stimulation is its echo (rig.h);
+ * the probe's own frames are dropped; anything else is counted as other.
+ * The echo of a stimulation that answered another card's spike is counted
+ * apart: that spike's time is not in card 0's clock. The frame is
  * destroyed. */
 static void on_frame(void *arg, oni_frame_t *f)
 {
     struct session *s = arg;
+    const struct loop_rig *rig = &s->card[0].rig;
     uint64_t host = oni_now_ns();
     int k = -1;
     uint64_t hub = 0;
-    int probe = loop_rig_is_probe_dev(&s->rig, f->dev_idx); /* read by the echo reader after the loop stopped */
+    int probe = loop_rig_is_probe_dev(rig, f->dev_idx); /* read by the echo reader after the loop stopped */
     if (s->cfg->tap && s->cfg->tap->frame && !probe)
         s->cfg->tap->frame(s->cfg->tap->arg, f);
-    if (f->dev_idx == s->rig.dio && f->data_sz >= LOOP_DIO_INPUT_BYTES) {
+    if (f->dev_idx == rig->dio && f->data_sz >= LOOP_DIO_INPUT_BYTES) {
         memcpy(&hub, f->data, 8);
         k = loop_rig_stim_of((uint8_t)f->data[8]);
     }
@@ -214,6 +294,10 @@ static void on_frame(void *arg, oni_frame_t *f)
      * of that number: the reader fell 128 stimulations behind. */
     if (k < 0 || last < k || hub < s->tag_time[(uint64_t)n % TAGS]) {
         atomic_fetch_add(&s->echo_other, 1);
+        return;
+    }
+    if (s->tag_card[(uint64_t)n % TAGS] != 0) {
+        atomic_fetch_add(&s->echo_unclocked, 1);
         return;
     }
     size_t i = atomic_load(&s->nlat);
@@ -230,20 +314,26 @@ static void on_frame(void *arg, oni_frame_t *f)
     }
 }
 
-/* With the probe on the GPU stream, the default stream is the echoes' alone. */
-static void *echo_main(void *p)
+/* With the probes on the GPU stream, a card's default stream is read here:
+ * card 0's for the echoes (on_frame), another card's only so that its
+ * FIFO never fills (its frames are of no use to the loop). */
+static void *reader_main(void *p)
 {
-    struct session *s = p;
+    struct card *c = p;
+    struct session *s = c->s;
     while (!atomic_load(&s->echo_stop)) {
         oni_frame_t *f = NULL;
-        int rc = oni_read_frame(s->ctx, &f);
+        int rc = oni_read_frame(c->ctx, &f);
         if (rc == ONI_ETIMEOUT)
             continue;
         if (rc < 0) {
             atomic_store(&s->echo_err, rc);
             break;
         }
-        on_frame(s, f);
+        if (c->k == 0)
+            on_frame(s, f);
+        else
+            oni_destroy_frame(f);
     }
     return NULL;
 }
@@ -280,27 +370,29 @@ static void lat_summary(const struct session *s, const uint64_t *lat, size_t n, 
 
 /* The rig, and the GPU stream's other users: the loop takes the GPU stream
  * for the probes' frames alone. 0 or ONI_EINVALARG (said). */
-static int find_devices(struct session *s)
+/* Card c's rig of np probes, its lanes, and no other device on its GPU
+ * stream. 0 or an error (said). */
+static int find_devices(struct card *c, uint32_t np)
 {
-    char why[200];
-    uint32_t np = s->cfg->probes ? s->cfg->probes : 1;
-    int rc = loop_rig_open(s->ctx, np, &s->rig, why, sizeof why);
+    struct session *s = c->s;
+    char why[200], who[16];
+    int rc = loop_rig_open(c->ctx, np, &c->rig, why, sizeof why);
     if (rc)
-        return fail(s, ONI_EINVALARG, "%u probe%s need%s a breakout board with an NP2.0e headstage on port A%s "
-                    "(devices=breakout:loopback=1,np2e%s): %s", np, np > 1 ? "s" : "", np > 1 ? "" : "s",
-                    np > 2 ? " and B" : "", np > 2 ? ",np2e" : "", why);
-    loop_rig_lanes(&s->rig, s->lanes, s->slot);
+        return fail(s, ONI_EINVALARG, "%s%u probe%s need%s a breakout board with an NP2.0e headstage on port A%s "
+                    "(devices=breakout:loopback=1,np2e%s): %s", card_who(c, who, sizeof who), np,
+                    np > 1 ? "s" : "", np > 1 ? "" : "s", np > 2 ? " and B" : "", np > 2 ? ",np2e" : "", why);
+    loop_rig_lanes(&c->rig, c->lanes, c->slot);
     if (!s->gpu)
         return 0;
     oni_size_t ndev = 0;
     size_t sz = sizeof ndev;
-    rc = oni_get_opt(s->ctx, ONI_OPT_NUMDEVICES, &ndev, &sz);
+    rc = oni_get_opt(c->ctx, ONI_OPT_NUMDEVICES, &ndev, &sz);
     oni_device_t *t = rc || !ndev ? NULL : calloc(ndev, sizeof *t);
     if (!rc && ndev && !t)
         rc = ONI_EBADALLOC;
     sz = ndev * sizeof *t;
     if (!rc && ndev)
-        rc = oni_get_opt(s->ctx, ONI_OPT_DEVICETABLE, t, &sz);
+        rc = oni_get_opt(c->ctx, ONI_OPT_DEVICETABLE, t, &sz);
     if (rc) {
         free(t);
         return fail(s, rc, "reading the device table: %s", oni_error_str(rc));
@@ -308,15 +400,15 @@ static int find_devices(struct session *s)
     uint32_t shared = 0; /* a device other than the probe's on the GPU stream (+1) */
     for (oni_size_t i = 0; i < ndev && !shared; i++) {
         oni_reg_val_t route = 0;
-        if (t[i].read_size && !loop_rig_is_probe_dev(&s->rig, t[i].idx) &&
-            oni_read_reg(s->ctx, t[i].idx, ONIEMU_REG_ROUTE, &route) == 0 && route == 1)
+        if (t[i].read_size && !loop_rig_is_probe_dev(&c->rig, t[i].idx) &&
+            oni_read_reg(c->ctx, t[i].idx, ONIEMU_REG_ROUTE, &route) == 0 && route == 1)
             shared = t[i].idx + 1;
     }
     free(t);
     if (shared)
         return fail(s, ONI_EINVALARG,
-                    "device 0x%x is routed to the GPU stream too; the loop needs it for the NP2.0e frames alone "
-                    "(route=0 for the others)", shared - 1);
+                    "%sdevice 0x%x is routed to the GPU stream too; the loop needs it for the NP2.0e frames alone "
+                    "(route=0 for the others)", card_who(c, who, sizeof who), shared - 1);
     return 0;
 }
 
@@ -330,59 +422,68 @@ static long truth_chan(const struct loop_rig *rig, uint64_t dev, uint64_t c)
     return -1;
 }
 
-/* The ground truth of the rig's probes from the card's truth file
- * "dev_idx,unit,channel,sample_time,snr" (the header line is skipped; channel =
- * probe * 384 + the probe's trough channel; time = the super-frame's hub clock), on the
- * loop's channels (truth_chan), loop probe p's unit u as unit base[p] + u
- * (unit_bases): *out (the caller frees it) and *n events. 0,
- * ONI_EREADFAILURE or ONI_EBADALLOC; *out is then NULL. */
-static int read_truth(const char *path, const struct loop_rig *rig, const uint32_t *base, struct loop_truth **out,
-                      size_t *n)
+/* Card c's ground truth, from its truth file "dev_idx,unit,channel,
+ * sample_time,snr" (the header line is skipped; channel = probe * 384 + the
+ * probe's trough channel; time = the super-frame's hub clock), appended to
+ * (*t)[0 .. *n) (room for *cap, grown): on the loop's channels (truth_chan,
+ * after the cards before c), loop probe p's unit u as unit base[p] + u
+ * (unit_bases), at card 0's clock (shift: card 0's clock less c's at the
+ * same frame; the loop stamps every frame with card 0's). 0,
+ * ONI_EREADFAILURE or ONI_EBADALLOC. */
+static int read_truth(const struct card *c, const uint32_t *base, int64_t shift, struct loop_truth **t, size_t *n,
+                      size_t *cap)
 {
-    *out = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(c->truth, "r");
     if (!f)
         return ONI_EREADFAILURE;
-    size_t cap = 4096;
-    struct loop_truth *t = malloc(cap * sizeof *t);
     char line[256];
-    int rc = t ? 0 : ONI_EBADALLOC;
+    int rc = 0;
     while (!rc && fgets(line, sizeof line, f)) {
-        unsigned long long d, u, c, time;
+        unsigned long long d, u, ch, time;
         float snr;
-        if (sscanf(line, "%llu,%llu,%llu,%llu,%f", &d, &u, &c, &time, &snr) != 5)
+        if (sscanf(line, "%llu,%llu,%llu,%llu,%f", &d, &u, &ch, &time, &snr) != 5)
             continue;
-        long ch = truth_chan(rig, d, c);
-        if (ch < 0)
+        long lc = truth_chan(&c->rig, d, ch);
+        if (lc < 0 || (shift < 0 && time < (uint64_t)-shift))
             continue;
-        if (*n == cap) {
-            struct loop_truth *g = realloc(t, 2 * cap * sizeof *t);
+        if (*n == *cap) {
+            size_t want = *cap ? 2 * *cap : 4096;
+            struct loop_truth *g = realloc(*t, want * sizeof *g);
             if (!g) {
                 rc = ONI_EBADALLOC;
                 break;
             }
-            t = g;
-            cap *= 2;
+            *t = g;
+            *cap = want;
         }
-        t[(*n)++] = (struct loop_truth){time, (uint32_t)ch, base[ch / LOOP_NP2E_CHANNELS] + (uint32_t)u, snr};
+        uint32_t gc = c->base * LOOP_NP2E_CHANNELS + (uint32_t)lc;
+        (*t)[(*n)++] = (struct loop_truth){(uint64_t)((int64_t)time + shift), gc,
+                                           base[gc / LOOP_NP2E_CHANNELS] + (uint32_t)u, snr};
     }
     if (ferror(f) && !rc)
         rc = ONI_EREADFAILURE;
     fclose(f);
-    if (rc) {
-        free(t);
-        *n = 0;
-        return rc;
-    }
-    *out = t;
-    return 0;
+    return rc;
 }
 
 /* The card's spec as the run gives it (without --link's addition). */
-static const char *card_spec(const struct loop_run_config *cfg)
+static const char *card_spec(const struct loop_run_config *cfg, uint32_t np)
 {
-    return cfg->spec ? cfg->spec : cfg->probes > 2 ? LOOP_RUN_DEFAULT_SPEC2 : LOOP_RUN_DEFAULT_SPEC;
+    return cfg->spec ? cfg->spec : np > 2 ? LOOP_RUN_DEFAULT_SPEC2 : LOOP_RUN_DEFAULT_SPEC;
+}
+
+/* The value of the spec's last key=value into out[cap] ("" when it has
+ * none: the emulator's spec parser takes the last one too). */
+static void spec_value(const char *spec, const char *key, char *out, size_t cap)
+{
+    size_t kn = strlen(key);
+    out[0] = 0;
+    for (const char *p = spec; *p;) { /* "key=value;key=value" */
+        size_t n = strcspn(p, ";");
+        if (n > kn + 1 && !strncmp(p, key, kn) && p[kn] == '=')
+            snprintf(out, cap, "%.*s", (int)(n - kn - 1), p + kn + 1);
+        p += n + (p[n] ? 1 : 0);
+    }
 }
 
 /* The units of the truth template set at dir/templates.npy (its first
@@ -414,21 +515,17 @@ static int set_units(struct session *s, const char *dir, uint32_t *units)
  * the probes before p, read from DIR/<raw device>-<probe>/templates.npy. A
  * card that writes no templates numbers each probe's units from 0. 0 or
  * ONI_EREADFAILURE (said). */
-static int unit_bases(struct session *s, uint32_t base[LOOP_RIG_MAX_PROBES])
+static int unit_bases(struct session *s, uint32_t base[LOOP_RUN_MAX_PROBES])
 {
-    char dir[512] = "";
-    for (const char *p = card_spec(s->cfg); *p;) { /* the spec's "key=value;key=value" */
-        size_t n = strcspn(p, ";");
-        if (n > 10 && !strncmp(p, "templates=", 10))
-            snprintf(dir, sizeof dir, "%.*s", (int)(n - 10), p + 10);
-        p += n + (p[n] ? 1 : 0);
-    }
-    memset(base, 0, LOOP_RIG_MAX_PROBES * sizeof *base);
-    for (uint32_t p = 0, sum = 0; dir[0] && p < s->rig.nprobes; p++) {
+    const struct loop_rig *rig = &s->card[0].rig; /* templates= takes one card (check_config) */
+    char dir[512];
+    spec_value(card_spec(s->cfg, rig->nprobes), "templates", dir, sizeof dir);
+    memset(base, 0, LOOP_RUN_MAX_PROBES * sizeof *base);
+    for (uint32_t p = 0, sum = 0; dir[0] && p < rig->nprobes; p++) {
         base[p] = sum;
         char set[560];
         uint32_t units = 0;
-        snprintf(set, sizeof set, "%s/%u-%u", dir, (unsigned)s->rig.head[p / 2].raw, p % 2);
+        snprintf(set, sizeof set, "%s/%u-%u", dir, (unsigned)rig->head[p / 2].raw, p % 2);
         if (set_units(s, set, &units))
             return ONI_EREADFAILURE;
         sum += units;
@@ -436,44 +533,65 @@ static int unit_bases(struct session *s, uint32_t base[LOOP_RIG_MAX_PROBES])
     return 0;
 }
 
-static int open_card(struct session *s)
+/* Open card c for np probes: its spec, its truth file (made empty), a
+ * real-time clock; the GPU stream and the link as card 0 has them. 0 or an
+ * error (said). */
+static int open_card(struct card *c, uint32_t np)
 {
+    struct session *s = c->s;
     const struct loop_run_config *cfg = s->cfg;
-    char spec[512];
-    const char *base = card_spec(cfg);
-    if (cfg->link)
-        snprintf(spec, sizeof spec, "%s;link=%s", base, cfg->link);
-    else
-        snprintf(spec, sizeof spec, "%s", base);
-    if (!(s->ctx = oni_create_ctx("emu")))
+    char spec[512], who[16];
+    const char *base = card_spec(cfg, np);
+    card_who(c, who, sizeof who);
+    char seed[48] = "", v[32];
+    if (c->k > 0) { /* another card, other neurons: card 0's seed (the spec's, else 1) + k */
+        spec_value(base, "seed", v, sizeof v);
+        snprintf(seed, sizeof seed, ";seed=%llu", (v[0] ? strtoull(v, NULL, 0) : 1) + c->k);
+    }
+    int n = snprintf(spec, sizeof spec, "%s%s%s%s", base, cfg->link ? ";link=" : "", cfg->link ? cfg->link : "", seed);
+    if (n < 0 || (size_t)n >= sizeof spec)
+        return fail(s, ONI_EINVALARG, "the card's spec is too long (%d characters, %zu at most)", n, sizeof spec - 1);
+    if (c->k == 0) {
+        snprintf(c->truth, sizeof c->truth, "%s", cfg->truth);
+    } else {
+        FILE *f = NULL;
+        if (loop_run_card_truth(cfg->truth, c->k, c->truth, sizeof c->truth) || !(f = fopen(c->truth, "w")))
+            return fail(s, ONI_EPATHINVALID, "%scannot make its truth file beside %s", who, cfg->truth);
+        fclose(f);
+    }
+    if (!(c->ctx = oni_create_ctx("emu")))
         return fail(s, ONI_EINIT, "cannot load the emu driver");
     uint32_t tmo = 250; /* every wait of the loop is bounded well below a second */
-    int rc = oni_set_driver_opt(s->ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
+    int rc = oni_set_driver_opt(c->ctx, ONI_DRV_EMU_SPEC, spec, strlen(spec) + 1);
     if (!rc)
-        rc = oni_set_opt(s->ctx, ONI_OPT_TIMEOUTMS, &tmo, sizeof tmo);
+        rc = oni_set_opt(c->ctx, ONI_OPT_TIMEOUTMS, &tmo, sizeof tmo);
     if (!rc)
-        rc = oni_set_driver_opt(s->ctx, ONI_DRV_EMU_TRUTH_FILE, cfg->truth, strlen(cfg->truth) + 1);
+        rc = oni_set_driver_opt(c->ctx, ONI_DRV_EMU_TRUTH_FILE, c->truth, strlen(c->truth) + 1);
     if (!rc)
-        rc = oni_init_ctx(s->ctx, -1);
+        rc = oni_init_ctx(c->ctx, -1);
     if (rc)
-        return fail(s, rc, "cannot open the emulated card: %s", oni_error_str(rc));
+        return fail(s, rc, "%scannot open the emulated card: %s", who, oni_error_str(rc));
     /* In fast mode the acquisition clock follows the reads, not wall time,
      * so neither the latency nor the keeping-up verdict would mean anything.
      * A driver that cannot say is taken as realtime. */
     uint32_t fast = 0;
     size_t sz = sizeof fast;
-    if (oni_get_driver_opt(s->ctx, ONI_DRV_EMU_MODE, &fast, &sz) == 0 && fast)
+    if (oni_get_driver_opt(c->ctx, ONI_DRV_EMU_MODE, &fast, &sz) == 0 && fast)
         return fail(s, ONI_EINVALSTATE, "the card's mode=fast has no real-time clock to close the loop against "
                                         "(latency and keeping up need mode=realtime)");
     /* The GPU data stream is onigpu's firmware extension: a card that does not
      * say it has one (today's firmware, a driver without the option) has none. */
     uint32_t gs = 0;
     sz = sizeof gs;
-    s->gpu = oni_get_driver_opt(s->ctx, ONI_DRV_GPU_STREAM, &gs, &sz) == 0 && gs == 1;
+    int gpu = oni_get_driver_opt(c->ctx, ONI_DRV_GPU_STREAM, &gs, &sz) == 0 && gs == 1;
+    if (c->k > 0)
+        return gpu == s->gpu ? 0 : fail(s, ONI_EINVALARG, "%sthe cards differ: card 0 has %s GPU stream, this one "
+                                        "%s", who, s->gpu ? "a" : "no", gpu ? "has" : "has none");
+    s->gpu = gpu;
     s->res->gpu_stream = s->gpu;
     oniemu_link_t l;
     sz = sizeof l;
-    if (oni_get_driver_opt(s->ctx, ONI_DRV_EMU_LINK, &l, &sz)) {
+    if (oni_get_driver_opt(c->ctx, ONI_DRV_EMU_LINK, &l, &sz)) {
         snprintf(s->res->link, sizeof s->res->link, "unknown");
     } else {
         snprintf(s->res->link, sizeof s->res->link, "%.*s", (int)sizeof l.name, l.name);
@@ -483,22 +601,45 @@ static int open_card(struct session *s)
     return 0;
 }
 
-/* The card's stream statistics into *ss (zeros on an error, which is
+/* Card c's stream statistics into *ss (zeros on an error, which is
  * returned: the figures are then unknown, never 0). */
-static int card_stats(struct session *s, onigpu_stream_stats_t *ss)
+static int card_stats(const struct card *c, onigpu_stream_stats_t *ss)
 {
     size_t sz = sizeof *ss;
     memset(ss, 0, sizeof *ss);
-    return oni_get_driver_opt(s->ctx, ONI_DRV_STREAM_STATS, ss, &sz);
+    return oni_get_driver_opt(c->ctx, ONI_DRV_STREAM_STATS, ss, &sz);
 }
 
-/* Data waiting in the FIFO of the probe's stream, in ms of acquisition:
- * what the loop owes the card (on the default stream, the echoes and the
- * board's other frames count too: a few bytes a second). */
-static double backlog_ms(const struct session *s, const onigpu_stream_stats_t *ss)
+/* What the cards hold and dropped: the most any card's probe stream holds,
+ * in ms of acquisition (what the loop owes the cards; on the default stream
+ * the echoes and the board's other frames count too: a few bytes a second)
+ * and as a share of its FIFO, and the frames all cards dropped. */
+struct owed {
+    double ms, fifo_pct;
+    uint64_t dropped;
+};
+
+/* The cards' statistics into *o; the first error reading them (then o's
+ * figures are NaN and 0: unknown, never 0). */
+static int cards_owed(const struct session *s, struct owed *o)
 {
-    return s->lay.stride && s->p.fs_hz > 0 ? (double)ss->fifo_bytes[s->gpu] / (double)s->lay.stride / s->p.fs_hz * 1e3
-                                           : 0;
+    memset(o, 0, sizeof *o);
+    for (uint32_t k = 0; k < s->ncards; k++) {
+        const struct card *c = &s->card[k];
+        onigpu_stream_stats_t ss;
+        int rc = card_stats(c, &ss);
+        if (rc) {
+            *o = (struct owed){NAN, NAN, 0};
+            return rc;
+        }
+        uint64_t frame = (uint64_t)c->rig.nprobes * s->read_stride, cap = ss.fifo_capacity[s->gpu];
+        double ms = frame && s->p.fs_hz > 0 ? (double)ss.fifo_bytes[s->gpu] / (double)frame / s->p.fs_hz * 1e3 : 0;
+        double pct = cap ? 100.0 * (double)ss.fifo_bytes[s->gpu] / (double)cap : 0.0;
+        o->ms = ms > o->ms ? ms : o->ms;
+        o->fifo_pct = pct > o->fifo_pct ? pct : o->fifo_pct;
+        o->dropped += ss.dropped_frames[0] + ss.dropped_frames[1];
+    }
+    return 0;
 }
 
 /* Backends that read blocks into host memory: all a card without the GPU
@@ -508,42 +649,120 @@ static int host_backend(int b)
     return b == LOOP_CPU || b == LOOP_GPU_STAGED || b == LOOP_GPU_MAPPED;
 }
 
-/* The probe's stream as the loop's source: the GPU stream (cardsrc), or the
- * default stream (defsrc, which hands the echoes to on_frame). */
-static int source(struct session *s, size_t in_bytes)
+/* Card c's probe stream as c->inner, for blocks of in_bytes: the GPU
+ * stream (cardsrc), or the default stream (defsrc, which hands card 0's
+ * echoes to on_frame and drops other cards' other frames). */
+static int card_source(struct card *c, size_t in_bytes)
 {
-    struct loop_config *c = &s->c;
+    struct session *s = c->s;
+    const struct loop_rig *rig = &c->rig;
+    char who[16];
+    card_who(c, who, sizeof who);
     int rc;
     oni_dev_idx_t raw[2];
-    for (uint32_t k = 0; k < s->rig.nheads; k++)
-        raw[k] = s->rig.head[k].raw;
+    for (uint32_t k = 0; k < rig->nheads; k++)
+        raw[k] = rig->head[k].raw;
     if (s->gpu) {
-        for (uint32_t k = 0; k < s->rig.nheads; k++)
-            if ((rc = oni_write_reg(s->ctx, raw[k], ONIEMU_REG_ROUTE, 1)) != 0)
-                return fail(s, rc, "routing the NP2.0e of port %c to the GPU stream: %s", 'A' + (int)k,
+        for (uint32_t k = 0; k < rig->nheads; k++)
+            if ((rc = oni_write_reg(c->ctx, raw[k], ONIEMU_REG_ROUTE, 1)) != 0)
+                return fail(s, rc, "%srouting the NP2.0e of port %c to the GPU stream: %s", who, 'A' + (int)k,
                             oni_error_str(rc));
-        if ((rc = loop_cardsrc_init(&s->cs, s->ctx, (uint32_t)in_bytes)) != 0)
-            return fail(s, rc, "setting up the GPU stream: %s", oni_error_str(rc));
-        s->cs.spin_ns = (uint64_t)c->spin_us * 1000u;
-        s->cs.sync_only = !s->cfg->dma_reads; /* the emu driver's reads block no one (docs/closed-loop.md) */
-        loop_cardsrc_source(&s->cs, &c->src);
+        if ((rc = loop_cardsrc_init(&c->cs, c->ctx, (uint32_t)in_bytes)) != 0)
+            return fail(s, rc, "%ssetting up the GPU stream: %s", who, oni_error_str(rc));
+        c->cs.spin_ns = (uint64_t)s->c.spin_us * 1000u;
+        c->cs.sync_only = !s->cfg->dma_reads; /* the emu driver's reads block no one (docs/closed-loop.md) */
+        loop_cardsrc_source(&c->cs, &c->inner);
         return 0;
     }
     /* on the default stream each frame is put in its probe's place as it
      * comes (probe order: no slots), whatever the headstages' order */
     struct loop_defsrc_lane lanes[LOOP_RIG_MAX_PROBES];
-    for (uint32_t p = 0; p < s->rig.nprobes; p++)
-        lanes[p] = (struct loop_defsrc_lane){s->rig.head[p / 2].raw, (uint16_t)(p % 2)};
-    if ((rc = loop_defsrc_init(&s->ds, s->ctx, raw, s->rig.nheads, s->rig.head[0].raw_read, on_frame, s)) != 0 ||
-        (s->rig.nprobes > 1 && (rc = loop_defsrc_lanes(&s->ds, lanes, s->rig.nprobes, LOOP_NP2E_PROBE_OFF)) != 0))
-        return fail(s, rc, "setting up the default stream: %s", oni_error_str(rc));
-    loop_defsrc_source(&s->ds, &c->src);
+    for (uint32_t p = 0; p < rig->nprobes; p++)
+        lanes[p] = (struct loop_defsrc_lane){rig->head[p / 2].raw, (uint16_t)(p % 2)};
+    if ((rc = loop_defsrc_init(&c->ds, c->ctx, raw, rig->nheads, rig->head[0].raw_read, c->k ? NULL : on_frame,
+                               s)) != 0 ||
+        (rig->nprobes > 1 && (rc = loop_defsrc_lanes(&c->ds, lanes, rig->nprobes, LOOP_NP2E_PROBE_OFF)) != 0))
+        return fail(s, rc, "%ssetting up the default stream: %s", who, oni_error_str(rc));
+    loop_defsrc_source(&c->ds, &c->inner);
     return 0;
 }
 
-/* Bring up the rig, set up detection and the loop, start the echo reader
- * (GPU stream only: on the default stream the loop's reads see the echoes).
- * 0 or an error (said). */
+/* The loop's source: card 0's stream, or the cards' side by side (zipsrc,
+ * each card's block checked by part_read). */
+static int source(struct session *s)
+{
+    struct loop_source parts[LOOP_RUN_MAX_CARDS];
+    uint32_t width[LOOP_RUN_MAX_CARDS];
+    for (uint32_t k = 0; k < s->ncards; k++) {
+        struct card *c = &s->card[k];
+        width[k] = c->rig.nprobes * s->read_stride;
+        int rc = card_source(c, (size_t)s->cfg->block * width[k]);
+        if (rc)
+            return rc;
+        parts[k] = (struct loop_source){.ctx = c, .read = part_read};
+    }
+    if (s->ncards == 1) {
+        s->c.src = s->card[0].inner;
+        return 0;
+    }
+    int rc = loop_zipsrc_init(&s->zs, parts, width, s->ncards);
+    if (rc)
+        return fail(s, rc, "setting up the cards' streams side by side: %s", oni_error_str(rc));
+    loop_zipsrc_source(&s->zs, &s->c.src);
+    return 0;
+}
+
+/* The cards' rigs and the loop frame's layout: card k's probes after the
+ * cards before it, each card's super-frames in its stream's order (GPU
+ * stream) or in probe order (the default stream's source sorts them). A
+ * block each card's FIFO cannot hold never arrives (the loop would wait for
+ * it until the end and process nothing); the FIFO fills in whole frames, so
+ * a block is whole only with room for the frame coming next (less the 4
+ * bytes of padding a frame may end on). 0 or an error (said). */
+static int layout(struct session *s)
+{
+    const struct loop_run_config *cfg = s->cfg;
+    uint8_t slot[LOOP_RUN_MAX_PROBES];
+    uint32_t raw_read = 0;
+    for (uint32_t k = 0; k < s->ncards; k++) {
+        struct card *c = &s->card[k];
+        uint32_t np = (k + 1 < s->ncards ? s->card[k + 1].base : s->nprobes) - c->base;
+        int rc = find_devices(c, np);
+        if (rc)
+            return rc;
+        for (uint32_t h = 0; h < c->rig.nheads; h++) {
+            uint32_t r = c->rig.head[h].raw_read;
+            if (raw_read && r != raw_read)
+                return fail(s, ONI_EINVALARG, "the headstages' DS90UB9x frames differ in size (%u and %u bytes)",
+                            raw_read, r);
+            raw_read = r;
+        }
+        for (uint32_t j = 0; j < np; j++)
+            slot[c->base + j] = (uint8_t)(c->base + c->slot[j]);
+    }
+    if (loop_np2e_layout(&s->lay, raw_read, s->nprobes, s->gpu ? slot : NULL))
+        return fail(s, ONI_EINVALARG, "the DS90UB9x frames of %u bytes hold no NP2.0e super-frame (%d bytes)",
+                    raw_read, LOOP_NP2E_PAYLOAD);
+    s->read_stride = loop_np2e_read_stride(raw_read);
+    for (uint32_t k = 0; k < s->ncards; k++) {
+        const struct card *c = &s->card[k];
+        size_t bytes = (size_t)cfg->block * c->rig.nprobes * s->read_stride;
+        uint64_t need = bytes + (uint64_t)c->rig.nprobes * s->read_stride - 4;
+        onigpu_stream_stats_t ss;
+        char who[16];
+        if (card_stats(c, &ss) == 0 && ss.fifo_capacity[s->gpu] && ss.fifo_capacity[s->gpu] < need)
+            return fail(s, ONI_EINVALARG,
+                        "%sa block of %u frames (%zu bytes, and a frame more coming) does not fit the card's %s "
+                        "FIFO of %llu bytes (a smaller --block, or more ddr= in the card's spec)",
+                        card_who(c, who, sizeof who), cfg->block, bytes, s->gpu ? "GPU-stream" : "default-stream",
+                        (unsigned long long)ss.fifo_capacity[s->gpu]);
+    }
+    return 0;
+}
+
+/* Bring up the rigs, set up detection and the loop, start the default
+ * streams' readers (GPU stream only: on the default stream the loop's reads
+ * see card 0's echoes). 0 or an error (said). */
 static int setup(struct session *s)
 {
     const struct loop_run_config *cfg = s->cfg;
@@ -553,32 +772,13 @@ static int setup(struct session *s)
                     "backend %s needs the card's GPU data stream (onigpu's firmware extension), and this card has "
                     "none: cpu, gpu-staged and gpu-mapped run through the default stream",
                     loop_backend_name(cfg->backend));
-    int rc = find_devices(s);
+    int rc = layout(s);
     if (rc)
         return rc;
-    if ((rc = oni_get_opt(s->ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz})) != 0)
+    if ((rc = oni_get_opt(s->card[0].ctx, ONI_OPT_ACQCLKHZ, &hz, &(size_t){sizeof hz})) != 0)
         return fail(s, rc, "reading the acquisition clock: %s", oni_error_str(rc));
     s->acq_hz = hz ? hz : 250e6; /* the host hub's clock, which both the super-frames and DigitalIO carry */
-    uint32_t raw_read = s->rig.head[0].raw_read;
-    if (s->rig.nheads > 1 && s->rig.head[1].raw_read != raw_read)
-        return fail(s, ONI_EINVALARG, "the headstages' DS90UB9x frames differ in size (%u and %u bytes)", raw_read,
-                    s->rig.head[1].raw_read);
-    if (loop_np2e_layout(&s->lay, raw_read, s->rig.nprobes, s->gpu ? s->slot : NULL))
-        return fail(s, ONI_EINVALARG, "the DS90UB9x frames of %u bytes hold no NP2.0e super-frame (%d bytes)",
-                    raw_read, LOOP_NP2E_PAYLOAD);
-    s->read_stride = loop_np2e_read_stride(raw_read);
     size_t in_bytes = (size_t)cfg->block * s->lay.stride;
-    /* A block the card's FIFO cannot hold never arrives: the loop would wait
-     * for it until the end and process nothing. The FIFO fills in whole
-     * frames, so a block is whole only with room for the frame coming next
-     * (less the 4 bytes of padding a frame may end on). */
-    onigpu_stream_stats_t ss;
-    uint64_t need = in_bytes + s->lay.stride - 4;
-    if (card_stats(s, &ss) == 0 && ss.fifo_capacity[s->gpu] && ss.fifo_capacity[s->gpu] < need)
-        return fail(s, ONI_EINVALARG,
-                    "a block of %u frames (%zu bytes, and a frame more coming) does not fit the card's %s FIFO "
-                    "of %llu bytes (a smaller --block, or more ddr= in the card's spec)", cfg->block, in_bytes,
-                    s->gpu ? "GPU-stream" : "default-stream", (unsigned long long)ss.fifo_capacity[s->gpu]);
     loop_ephys_defaults(&s->p);
     if ((rc = loop_ephys_init(s->st, &s->p, &s->lay)) != 0)
         return fail(s, rc, "setting up detection: %s", oni_error_str(rc));
@@ -597,9 +797,9 @@ static int setup(struct session *s)
      * and more */
     double nblk = ceil((cfg->seconds + 2) * 1.5 * s->p.fs_hz / cfg->block) + 64;
     c->record_cap = nblk < (double)MAX_REC ? (uint32_t)nblk : MAX_REC;
-    if ((rc = source(s, in_bytes)) != 0)
+    if ((rc = source(s)) != 0)
         return rc;
-    if ((cfg->tap && cfg->tap->block) || s->rig.nprobes > 1) { /* checked, and the recording sees each block */
+    if ((cfg->tap && cfg->tap->block) || (s->ncards == 1 && s->nprobes > 1)) { /* checked; the recording's */
         s->inner = c->src;
         c->src.ctx = s;
         c->src.read = tap_read;
@@ -618,21 +818,27 @@ static int setup(struct session *s)
     c->why_cap = sizeof why;
     if ((rc = loop_create(c, &s->lp)) != 0)
         return fail(s, rc, "creating the loop: %s", why[0] ? why : oni_error_str(rc));
-    if (s->gpu) {
-        if (pthread_create(&s->echo, NULL, echo_main, s))
-            return fail(s, ONI_EBADALLOC, "starting the echo reader");
-        s->echo_started = 1;
+    for (uint32_t k = 0; s->gpu && k < s->ncards; k++) {
+        struct card *cd = &s->card[k];
+        if (pthread_create(&cd->reader, NULL, reader_main, cd))
+            return fail(s, ONI_EBADALLOC, "starting a default-stream reader");
+        cd->reader_started = 1;
     }
     return 0;
 }
 
-static void stop_echo(struct session *s)
+/* Stop the default streams' readers (all of them: they share echo_stop). */
+static void stop_readers(struct session *s)
 {
-    if (s->echo_started) {
-        atomic_store(&s->echo_stop, 1);
-        pthread_join(s->echo, NULL);
-        s->echo_started = 0;
+    atomic_store(&s->echo_stop, 1);
+    for (uint32_t k = 0; k < s->ncards; k++) {
+        struct card *c = &s->card[k];
+        if (c->reader_started) {
+            pthread_join(c->reader, NULL);
+            c->reader_started = 0;
+        }
     }
+    atomic_store(&s->echo_stop, 0);
 }
 
 /* One live report: frame rate over the last interval, stimulations,
@@ -641,7 +847,6 @@ static void progress(struct session *s, double t, uint64_t *last_blocks, double 
 {
     struct loop_run_progress p = {.t = t};
     struct loop_stats ls;
-    onigpu_stream_stats_t ss;
     loop_get_stats(s->lp, &ls);
     p.fps = t > *last_t ? (double)(ls.blocks - *last_blocks) * s->cfg->block / (t - *last_t) : 0;
     *last_blocks = ls.blocks;
@@ -653,12 +858,12 @@ static void progress(struct session *s, double t, uint64_t *last_blocks, double 
     p.have_lat = lat.n > 0;
     p.lat_p50_us = lat.p50_us;
     p.lat_p99_us = lat.p99_us;
-    p.ss_rc = card_stats(s, &ss);
+    struct owed o;
+    p.ss_rc = cards_owed(s, &o);
     if (!p.ss_rc) {
-        int k = s->gpu;
-        p.fifo_pct = ss.fifo_capacity[k] ? 100.0 * (double)ss.fifo_bytes[k] / (double)ss.fifo_capacity[k] : 0.0;
-        p.behind_ms = backlog_ms(s, &ss);
-        p.dropped = ss.dropped_frames[0] + ss.dropped_frames[1];
+        p.fifo_pct = o.fifo_pct;
+        p.behind_ms = o.ms;
+        p.dropped = o.dropped;
     }
     s->cfg->progress(s->cfg->arg, &p);
 }
@@ -691,18 +896,21 @@ static int acquire(struct session *s, int *loop_rc)
         cfg->started(cfg->arg, res);
     uint32_t one = 1, zero = 0;
     char why[200] = "";
-    int rc = cfg->tap && cfg->tap->open ? cfg->tap->open(cfg->tap->arg, s->ctx, why, sizeof why) : 0;
+    int rc = cfg->tap && cfg->tap->open ? cfg->tap->open(cfg->tap->arg, s->card[0].ctx, why, sizeof why) : 0;
     if (rc)
         return fail(s, rc, "cannot record: %s", why);
-    rc = oni_set_opt(s->ctx, ONI_OPT_RUNNING, &one, sizeof one);
-    if (rc)
-        return fail(s, rc, "starting acquisition: %s", oni_error_str(rc));
+    uint32_t started = 0;
+    while (!rc && started < s->ncards)
+        rc = oni_set_opt(s->card[started++].ctx, ONI_OPT_RUNNING, &one, sizeof one);
     struct loop_thread lt = {s->lp, 0};
     pthread_t lth;
     uint64_t t0 = oni_now_ns();
-    if (pthread_create(&lth, NULL, loop_main, &lt)) {
-        oni_set_opt(s->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
-        return fail(s, ONI_EBADALLOC, "starting the loop");
+    if (!rc && pthread_create(&lth, NULL, loop_main, &lt))
+        rc = ONI_EBADALLOC;
+    if (rc) {
+        for (uint32_t k = 0; k < started; k++)
+            oni_set_opt(s->card[k].ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
+        return fail(s, rc, rc == ONI_EBADALLOC ? "starting the loop" : "starting acquisition: %s", oni_error_str(rc));
     }
     if (cfg->tap && cfg->tap->loop)
         cfg->tap->loop(cfg->tap->arg, s->lp);
@@ -723,24 +931,26 @@ static int acquire(struct session *s, int *loop_rc)
      * its latency grows with it, long before the FIFO drops anything. The
      * drops counted are those up to here, while the loop read: once it
      * stops, the card drops what nobody reads any more. */
-    onigpu_stream_stats_t ss;
-    res->stats_rc = card_stats(s, &ss);
-    res->owed_ms = res->stats_rc ? NAN : backlog_ms(s, &ss);
-    res->dropped = res->stats_rc ? 0 : ss.dropped_frames[0] + ss.dropped_frames[1];
+    struct owed o;
+    res->stats_rc = cards_owed(s, &o);
+    res->owed_ms = o.ms;
+    res->dropped = o.dropped;
     loop_stop(s->lp);
     pthread_join(lth, NULL);
     if (cfg->tap && cfg->tap->loop)
         cfg->tap->loop(cfg->tap->arg, NULL);
     /* The last echoes: on the default stream the loop's reads took them,
-     * now the echo reader does. */
-    if (!s->echo_started && pthread_create(&s->echo, NULL, echo_main, s) == 0)
-        s->echo_started = 1;
+     * now card 0's reader does. */
+    struct card *c0 = &s->card[0];
+    if (!c0->reader_started && pthread_create(&c0->reader, NULL, reader_main, c0) == 0)
+        c0->reader_started = 1;
     struct timespec settle = {0, 300000000};
     nanosleep(&settle, NULL);
     /* Stop reading before acquisition: stopping flushes the read path, which
-     * would wait for the echo reader otherwise. */
-    stop_echo(s);
-    oni_set_opt(s->ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
+     * would wait for the readers otherwise. */
+    stop_readers(s);
+    for (uint32_t k = 0; k < s->ncards; k++)
+        oni_set_opt(s->card[k].ctx, ONI_OPT_RUNNING, &zero, sizeof zero);
     *loop_rc = lt.rc;
     return 0;
 }
@@ -773,11 +983,16 @@ static int score(struct session *s)
 {
     struct loop_run_result *res = s->res;
     struct loop_truth *tr = NULL;
-    size_t ntr = 0;
-    uint32_t base[LOOP_RIG_MAX_PROBES];
+    size_t ntr = 0, cap = 0;
+    uint32_t base[LOOP_RUN_MAX_PROBES];
     int rc = unit_bases(s, base);
-    if (!rc && (rc = read_truth(s->cfg->truth, &s->rig, base, &tr, &ntr)) != 0)
-        fail(s, rc, "cannot read the ground truth %s: %s", s->cfg->truth, oni_error_str(rc));
+    const struct card *c0 = &s->card[0];
+    for (uint32_t k = 0; !rc && k < s->ncards; k++) {
+        const struct card *c = &s->card[k];
+        int64_t shift = c->have_first && c0->have_first ? (int64_t)(c0->first_time - c->first_time) : 0;
+        if ((rc = read_truth(c, base, shift, &tr, &ntr, &cap)) != 0)
+            fail(s, rc, "cannot read the ground truth %s: %s", c->truth, oni_error_str(rc));
+    }
     const struct loop_ephys_state *fin = loop_ephys_final(s->lp);
     uint64_t tol = (uint64_t)(LOOP_SCORE_WINDOW_S * s->acq_hz);
     /* The acquisition clock does not start at the first frame read. */
@@ -789,7 +1004,7 @@ static int score(struct session *s)
     struct loop_truth *pt = malloc((ntr ? ntr : 1) * sizeof *pt);
     struct loop_spike *pd = malloc((ndet ? ndet : 1) * sizeof *pd);
     int src = pt && pd ? 0 : ONI_EBADALLOC;
-    for (int p = -1; !src && p < (int)s->rig.nprobes; p++) {
+    for (int p = -1; !src && p < (int)s->nprobes; p++) {
         size_t nt = probe_truth(tr, ntr, p, pt), nd = probe_spikes(s->det, ndet, p, pd);
         if (p >= 0)
             res->probe[p].spikes = nd;
@@ -956,13 +1171,15 @@ static int summarize(struct session *s, int loop_rc)
     res->spikes_unkept = atomic_load(&s->det_unkept);
     res->stims = atomic_load(&s->stims);
     res->echoes_unkept = atomic_load(&s->lat_unkept);
-    res->echoes = atomic_load(&s->nlat) + res->echoes_unkept;
+    res->echoes_unclocked = atomic_load(&s->echo_unclocked);
+    res->echoes = atomic_load(&s->nlat) + res->echoes_unkept + res->echoes_unclocked;
     res->echoes_other = atomic_load(&s->echo_other);
     int lrc = latencies(s);
     rc = rc ? rc : lrc;
     int erc = atomic_load(&s->echo_err);
     if (erc) /* the latencies then miss the echoes not read */
-        rc = rc ? rc : fail(s, erc, "reading the stimulator's echoes: %s", oni_error_str(erc));
+        rc = rc ? rc : fail(s, erc, "reading a card's default stream (the stimulator's echoes): %s",
+                                  oni_error_str(erc));
     if (!res->frames)
         rc = rc ? rc : fail(s, ONI_EREADFAILURE, "the loop processed no frame in %.1f s: no block of %u frames "
                             "came from the card", ls.seconds, s->cfg->block);
@@ -973,33 +1190,58 @@ static void session_free(struct session *s)
 {
     if (!s)
         return;
-    stop_echo(s);
+    stop_readers(s);
     /* A GPU kernel that will not stop holds the GPU until the process ends:
      * freeing the card's GPU memory would wait for it for good, so the card
      * (stopped when acquisition ended) is left open (run.h). */
     int gpu_busy = s->lp && loop_gpu_left_running(s->lp);
     loop_destroy(s->lp);
-    if (s->ctx && !gpu_busy)
-        oni_destroy_ctx(s->ctx);
+    loop_zipsrc_free(&s->zs);
+    for (uint32_t k = 0; k < s->ncards; k++) {
+        struct card *c = &s->card[k];
+        if (c->ctx && !gpu_busy)
+            oni_destroy_ctx(c->ctx);
+        loop_defsrc_free(&c->ds);
+    }
     free(s->det);
     free(s->lat);
     free(s->lat_tag);
     free(s->echo_hub);
     free(s->echo_host);
-    loop_defsrc_free(&s->ds);
     free(s->st);
     free(s);
+}
+
+/* The cards the run's probes are on (check_config bounds them). */
+static uint32_t cards_of(const struct loop_run_config *cfg)
+{
+    uint32_t np = cfg->probes ? cfg->probes : 1;
+    return cfg->cards ? cfg->cards : (np + LOOP_RIG_MAX_PROBES - 1) / LOOP_RIG_MAX_PROBES;
 }
 
 static int check_config(const struct loop_run_config *cfg, char *why, size_t cap)
 {
     char bwhy[160];
+    uint32_t np = cfg->probes ? cfg->probes : 1, nc = cards_of(cfg);
     if (!cfg->truth)
         snprintf(why, cap, "no ground-truth file given");
     else if (cfg->block > LOOP_RUN_MAX_BLOCK)
         snprintf(why, cap, "a block of %u frames (1..%d, or 0: picked)", cfg->block, LOOP_RUN_MAX_BLOCK);
     else if (cfg->probes > LOOP_RUN_MAX_PROBES)
         snprintf(why, cap, "%u probes (1..%d)", cfg->probes, LOOP_RUN_MAX_PROBES);
+    else if (nc > LOOP_RUN_MAX_CARDS || nc > np || (np + nc - 1) / nc > LOOP_RIG_MAX_PROBES)
+        snprintf(why, cap, "%u probes on %u cards (1..%d cards, at most %d probes each, no card without one)", np,
+                 nc, LOOP_RUN_MAX_CARDS, LOOP_RIG_MAX_PROBES);
+    else if (nc > 1 && !host_backend(cfg->backend))
+        snprintf(why, cap, "backend %s takes its blocks through one card's DMA into GPU memory; the probes of several "
+                 "cards are read into host memory and joined there (cpu, gpu-staged, gpu-mapped)",
+                 loop_backend_name(cfg->backend));
+    else if (nc > 1 && cfg->tap)
+        snprintf(why, cap, "a recording or a view takes one card's probes (at most %d), not %u cards'",
+                 LOOP_RIG_MAX_PROBES, nc);
+    else if (nc > 1 && cfg->spec && strstr(cfg->spec, "templates="))
+        snprintf(why, cap, "templates= in the spec writes one card's truth templates; %u cards would write theirs to "
+                 "the same place", nc);
     else if (cfg->spin_us > 1000000)
         snprintf(why, cap, "a spin of %u us (at most 1 s)", cfg->spin_us);
     else if (!(cfg->seconds >= LOOP_RUN_MIN_SECONDS) || cfg->seconds > 86400)
@@ -1033,15 +1275,30 @@ static int run_one(const struct loop_run_config *cfg, struct loop_run_result *re
     s->echo_host = malloc(MAX_LAT * sizeof *s->echo_host);
     int rc = s->st && s->det && s->lat && s->lat_tag && s->echo_hub && s->echo_host
                  ? 0 : fail(s, ONI_EBADALLOC, "no memory");
-    if (!rc)
-        rc = open_card(s);
+    /* the probes spread evenly, the first cards taking one more */
+    s->nprobes = cfg->probes ? cfg->probes : 1;
+    s->ncards = cards_of(cfg);
+    for (uint32_t k = 0, base = 0; k < s->ncards; k++) {
+        uint32_t np = s->nprobes / s->ncards + (k < s->nprobes % s->ncards);
+        s->card[k].s = s; /* the rest zero (calloc) */
+        s->card[k].k = k;
+        s->card[k].base = base;
+        if (!rc)
+            rc = open_card(&s->card[k], np);
+        base += np;
+    }
     if (!rc)
         rc = setup(s);
     if (!rc) {
         res->block_bytes = s->c.in_bytes;
         res->ai = loop_ephys_flops(s->lay.nchan, cfg->block) / (double)s->c.in_bytes;
         res->fs_hz = s->p.fs_hz;
-        res->probes = s->rig.nprobes;
+        res->probes = s->nprobes;
+        res->cards = s->ncards;
+        for (uint32_t p = 0; p < s->nprobes; p++) {
+            res->probe[p].card = card_of_probe(s, p);
+            res->probe[p].on_card = p - s->card[res->probe[p].card].base;
+        }
     }
     int loop_rc = 0;
     if (!rc)
@@ -1190,6 +1447,12 @@ void loop_run_result_free(struct loop_run_result *res)
     res->lat_us = NULL;
     res->lat_warm = NULL;
     res->nlat = 0;
+}
+
+int loop_run_card_truth(const char *truth, uint32_t k, char *path, size_t cap)
+{
+    int n = truth && path && k ? snprintf(path, cap, "%s.card%u", truth, k) : -1;
+    return n >= 0 && (size_t)n < cap ? 0 : ONI_EINVALARG;
 }
 
 int loop_run_truth_new(const char *dir, char *path, size_t cap, char *why, size_t why_cap)

@@ -48,7 +48,8 @@
  * (and, for more than two probes, another on port B). */
 #define LOOP_RUN_DEFAULT_SPEC "devices=breakout:loopback=1,np2e;mode=realtime"
 #define LOOP_RUN_DEFAULT_SPEC2 "devices=breakout:loopback=1,np2e,np2e;mode=realtime"
-#define LOOP_RUN_MAX_PROBES LOOP_RIG_MAX_PROBES
+#define LOOP_RUN_MAX_CARDS 4     /* emulated cards of one run */
+#define LOOP_RUN_MAX_PROBES (LOOP_RUN_MAX_CARDS * LOOP_RIG_MAX_PROBES)
 
 struct loop_run_result;
 
@@ -96,10 +97,17 @@ struct loop_run_progress {
 
 struct loop_run_config {
     int backend;        /* enum loop_backend */
-    const char *spec;   /* the card (ONI_DRV_EMU_SPEC); NULL: LOOP_RUN_DEFAULT_SPEC (SPEC2 for > 2 probes) */
-    uint32_t probes;    /* probes in the loop, 1..LOOP_RUN_MAX_PROBES (rig.h's order; 0: 1): their
-                           channels side by side (probe p's channel c is p * 384 + c), one chain,
-                           one decision for all */
+    const char *spec;   /* each card (ONI_DRV_EMU_SPEC); NULL: LOOP_RUN_DEFAULT_SPEC (SPEC2 for a card
+                           of > 2 probes) */
+    uint32_t probes;    /* probes in the loop, 1..LOOP_RUN_MAX_PROBES (0: 1): their channels side by
+                           side (probe p's channel c is p * 384 + c), one chain, one decision for
+                           all, written to card 0's stimulator */
+    uint32_t cards;     /* emulated cards the probes are on, 1..LOOP_RUN_MAX_CARDS, at most
+                           LOOP_RIG_MAX_PROBES each (0: as few as hold them); the probes are
+                           spread evenly, the first cards taking one more where they do not
+                           divide, each card's in rig.h's order. Card k > 0 writes its truth to
+                           loop_run_card_truth's file. Several cards take host backends only
+                           (cpu, gpu-staged, gpu-mapped) and no tap, no spec with templates= */
     const char *link;   /* PCIe link preset appended to the spec; NULL: the spec's */
     uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK; 0: pick it (trials of
                            LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... LOOP_RUN_PICK_MAX (a trial
@@ -115,7 +123,7 @@ struct loop_run_config {
                            blocking read needs; 0: blocking reads (ONI_DRV_READ), which the emu
                            driver runs beside everything else (docs/latency.md) */
     double seconds;     /* LOOP_RUN_MIN_SECONDS..86400 */
-    const char *truth;  /* the card's ground-truth file: an existing empty file (the card appends) */
+    const char *truth;  /* card 0's ground-truth file: an existing empty file (the card appends) */
     /* The processing chain (loop.h, include/onigpu_stage.h); 0 stages: the
      * built-in one. A stage refused (not loaded, not configured) fails the
      * run before acquisition, ONI_EINVALARG, why saying why. */
@@ -182,14 +190,18 @@ struct loop_run_result {
                                (back-pressure on the card, not loss) */
     uint64_t spikes, spikes_overflow, spikes_unkept;
     struct loop_score score;  /* all probes, each scored apart (a detection matches its probe's spikes) */
-    uint32_t probes;
+    uint32_t probes, cards;
     struct {
+        uint32_t card, on_card; /* its card, and its place there (rig.h: 0 port A's probe A, 1 A's B,
+                                   2 B's A, 3 B's B) */
         uint64_t spikes;      /* kept detections on the probe's channels */
         struct loop_score score;
     } probe[LOOP_RUN_MAX_PROBES];
     double warmup_s;        /* the first warmup_s of acquisition (LOOP_RUN_WARMUP_S, or half
                                the loop's time when shorter): latencies apart */
     uint64_t stims, echoes, echoes_unkept;
+    uint64_t echoes_unclocked; /* echoes of stimulations answering a spike of a card other than card 0
+                                  (its clock is not card 0's: no latency) */
     uint64_t echoes_other;  /* default-stream frames that name no stimulation (other devices, other pins),
                                or an earlier one of its number (the reader 128 stimulations behind) */
     struct loop_run_latency lat;        /* echoes of spikes after the warm-up */
@@ -232,6 +244,10 @@ int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *
  * (mkstemps: no name another user could have put a link at), which the
  * caller removes. 0, or the ONI error with why saying what failed. */
 int loop_run_truth_new(const char *dir, char *path, size_t cap, char *why, size_t why_cap);
+/* The ground-truth file of card k >= 1 of a run whose cfg.truth is truth:
+ * "<truth>.card<k>" into path[cap] (made, emptied, by the run; removing it
+ * is the caller's, as with truth). 0, or ONI_EINVALARG (no room). */
+int loop_run_card_truth(const char *truth, uint32_t k, char *path, size_t cap);
 
 /* Free what loop_run_session allocated in res (NULL ok). */
 void loop_run_result_free(struct loop_run_result *res);

@@ -14,7 +14,11 @@
  *
  * defsrc: blocks of some devices' frames from the default stream
  * (oni_read_frame), for a card without the GPU data stream; host memory
- * only, so only the cpu, gpu-staged and gpu-mapped backends can use it. */
+ * only, so only the cpu, gpu-staged and gpu-mapped backends can use it.
+ *
+ * zipsrc: blocks of several sources side by side, frame by frame (several
+ * cards as one: frame i of the block is frame i of each part's block, in
+ * part order); host memory only, like defsrc. */
 #ifndef LOOP_SOURCE_H
 #define LOOP_SOURCE_H
 
@@ -149,6 +153,31 @@ int loop_defsrc_lanes(struct loop_defsrc *d, const struct loop_defsrc_lane *lane
 void loop_defsrc_source(struct loop_defsrc *d, struct loop_source *src);
 /* Free what loop_defsrc_init allocated (NULL-safe). */
 void loop_defsrc_free(struct loop_defsrc *d);
+
+/* zipsrc: a block of n frames from parts[0 .. nparts), part k giving
+ * width[k] bytes a frame: each part's block of n frames is read (in part
+ * order, each with the read's timeout) into its own buffer, then frame i of
+ * the block is frame i of part 0, then of part 1, and so on. */
+#define LOOP_ZIPSRC_MAXPARTS 4
+struct loop_zipsrc {
+    struct loop_source part[LOOP_ZIPSRC_MAXPARTS];
+    uint32_t width[LOOP_ZIPSRC_MAXPARTS], nparts, frame; /* frame: the widths' sum */
+    uint8_t *buf[LOOP_ZIPSRC_MAXPARTS];
+    size_t block;             /* bytes of a block (0: none read yet): one size for the run */
+};
+
+/* ONI_EINVALARG for no parts or more than LOOP_ZIPSRC_MAXPARTS, a part
+ * without read, or a width of 0 or not a multiple of 4. */
+int loop_zipsrc_init(struct loop_zipsrc *z, const struct loop_source *parts, const uint32_t *width, uint32_t nparts);
+/* The engine's view: read only. A read of len bytes (a multiple of the
+ * frame's width, the same every read: else ONI_EBUFFERSIZE) fails with the
+ * first part's error that fails it (ONI_EBADALLOC for no buffers); the parts
+ * read before it have then given their frames, so the zip is out of step
+ * and only good for loop_zipsrc_free (the loop ends on a read error). The
+ * parts' dropped counts are summed. */
+void loop_zipsrc_source(struct loop_zipsrc *z, struct loop_source *src);
+/* Free the block buffers (NULL-safe); the parts are the caller's. */
+void loop_zipsrc_free(struct loop_zipsrc *z);
 
 /* cardsink: results back to the card as one write frame per block to device
  * dev (ONI_DRV_WRITE, WR_SZ = the block size): a frame header [dev][payload

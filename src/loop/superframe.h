@@ -27,7 +27,7 @@
 #define LOOP_NP2E_PROBE_OFF 8        /* payload byte offset of the u16 probe index */
 #define LOOP_NP2E_DATA_OFF 10        /* payload byte offset of the amplifier words */
 #define LOOP_NP2E_PAYLOAD (LOOP_NP2E_DATA_OFF + 2 * LOOP_NP2E_SUBFRAMES * LOOP_NP2E_FRAME_WORDS) /* 1162 */
-#define LOOP_NP2E_MAXPROBES 4        /* of one loop: two headstages of two probes */
+#define LOOP_NP2E_MAXPROBES 16       /* of one loop: four cards of two headstages of two probes */
 #define LOOP_NP2E_READ_HDR 16        /* read frame header before the payload: time, dev_idx, data_sz */
 
 /* The probe channel (0..383) that ADC row k (0..23, in the order of the

@@ -19,7 +19,7 @@
 static int run(int argc, char **argv);
 
 CLI_COMMAND(run, "run",
-            "[--backend NAME] [--emu SPEC] [--probes N] [--block FRAMES] [--seconds T] [--link PRESET]\n"
+            "[--backend NAME] [--emu SPEC] [--probes N] [--cards K] [--block FRAMES] [--seconds T] [--link PRESET]\n"
             "          [--out DIR]"
             " [--stage NAME|FILE[:OPTIONS]]... [--record DIR [--format openephys|nwb]]\n"
             "          [--view [HOST:]PORT [--view-token FILE]]",
@@ -84,6 +84,9 @@ static int parse(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--probes")) {
             if (!(st = cli_arg_count(cmd, a, v, 1, LOOP_RUN_MAX_PROBES, &n)))
                 o->c.probes = (uint32_t)n;
+        } else if (!strcmp(a, "--cards")) {
+            if (!(st = cli_arg_count(cmd, a, v, 1, LOOP_RUN_MAX_CARDS, &n)))
+                o->c.cards = (uint32_t)n;
         } else if (!strcmp(a, "--stage")) {
             st = add_stage(cmd, a, v, o);
         } else if (!strcmp(a, "--seconds")) {
@@ -121,6 +124,17 @@ static void on_stop(void *arg)
     atomic_store(&stop_flag, 1);
 }
 
+/* Remove the run's truth files: card 0's, and the other cards' beside it. */
+static void remove_truths(const char *truth)
+{
+    remove(truth);
+    for (uint32_t k = 1; k < LOOP_RUN_MAX_CARDS; k++) {
+        char path[4200];
+        if (!loop_run_card_truth(truth, k, path, sizeof path))
+            remove(path);
+    }
+}
+
 /* The run, its summary and its files; the exit status. */
 static int session(struct opts *o, const char *truth)
 {
@@ -130,7 +144,7 @@ static int session(struct opts *o, const char *truth)
         fprintf(stderr, "onigpu run: %s\n", r.why[0] ? r.why : oni_error_str(rc));
     if (!r.ran) { /* nothing ran: a card that cannot serve the loop */
         if (o->out)
-            remove(truth);
+            remove_truths(truth);
         view_cli_close(&o->view, &r, NULL);
         return rc == ONI_EINVALSTATE ? 2 : 1;
     }
@@ -186,7 +200,7 @@ static int run(int argc, char **argv)
     }
     o.c.truth = truth;
     if (o.view.addr && view_cli_open(&o.view, &o.c)) {
-        remove(truth);
+        remove_truths(truth);
         return 1;
     }
     /* before the driver starts any thread: every later one blocks the signals */
@@ -201,7 +215,7 @@ static int run(int argc, char **argv)
         stopsig_end();
     }
     if (!o.out)
-        remove(truth);
+        remove_truths(truth);
     view_cli_close(&o.view, NULL, NULL);
     if (o.gpu_left_running) {
         /* A kernel that never returns: the CUDA runtime's teardown at exit

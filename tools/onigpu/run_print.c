@@ -14,6 +14,9 @@ void run_print_started(int backend, double seconds, const struct loop_run_result
     if (r->probes > 1)
         printf("onigpu run: %u probes side by side (%u channels), one chain, one decision\n", r->probes,
                384 * r->probes);
+    if (r->cards > 1)
+        printf("onigpu run: %u emulated cards, the probes spread evenly; card 0's stimulator answers them all, "
+               "and only card 0's spikes give a latency (the cards' clocks are their own)\n", r->cards);
     if (r->gpu_stream)
         printf("onigpu run: %s super-frames on the card's GPU data stream\n", whose);
     else
@@ -108,18 +111,30 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
         print_sorting("sorting           ", sc);
     for (uint32_t p = 0; r->probes > 1 && p < r->probes; p++) {
         const struct loop_score *ps = &r->probe[p].score;
-        printf("  probe %u (port %c, probe %c)  %llu spikes; %llu events, precision %.3f, recall %.3f, F1 %.3f\n", p,
-               p < 2 ? 'A' : 'B', p % 2 ? 'B' : 'A', (unsigned long long)r->probe[p].spikes,
+        uint32_t j = r->probe[p].on_card;
+        char card[16] = "";
+        if (r->cards > 1)
+            snprintf(card, sizeof card, "card %u, ", r->probe[p].card);
+        printf("  probe %u (%sport %c, probe %c)  %llu spikes; %llu events, precision %.3f, recall %.3f, F1 %.3f\n", p,
+               card, j < 2 ? 'A' : 'B', j % 2 ? 'B' : 'A', (unsigned long long)r->probe[p].spikes,
                (unsigned long long)ps->events, ps->precision, ps->recall, ps->f1);
         if (sc->labelled)
             print_sorting("  its sorting     ", ps);
     }
     if (!truth_kept)
         printf("  truth file         %s (temporary: removed at the end)\n", truth);
+    for (uint32_t k = 1; k < r->cards; k++) {
+        char path[4200];
+        if (!loop_run_card_truth(truth, k, path, sizeof path))
+            printf("  card %u's truth    %s%s\n", k, path, truth_kept ? "" : " (temporary: removed at the end)");
+    }
     printf("  stimulations       %llu sent, %llu echoed (one per block the chain decided to stimulate)", (unsigned long long)r->stims,
            (unsigned long long)r->echoes);
     if (r->echoes_unkept)
         printf(" (latencies of the first %zu)", r->nlat);
+    if (r->echoes_unclocked)
+        printf(", %llu of them answering other cards' spikes (no latency: not card 0's clock)",
+               (unsigned long long)r->echoes_unclocked);
     printf("\n");
     print_lat("closed-loop latency (spike sample -> the digital outputs' change, hub clock, after the warm-up)",
               &r->lat);

@@ -72,12 +72,16 @@ int run_report_write(const char *dir, int argc, char **argv, int backend, const 
     results_cell_num(rep, "backlog_ms", r->owed_ms);
     results_cell_num(rep, "overrun", r->verdict < 0 ? NAN : !r->verdict);
     results_cell_int(rep, "probes", r->probes);
+    results_cell_int(rep, "cards", r->cards);
+    results_cell_int(rep, "echoes_unclocked", (long long)r->echoes_unclocked);
     results_row(rep, NULL);
     for (uint32_t p = 0; r->probes > 1 && p < r->probes; p++) { /* scored apart (run.h) */
         const struct loop_score *ps = &r->probe[p].score;
+        uint32_t j = r->probe[p].on_card;
         results_cell_int(rep, "probe", p);
-        results_cell_str(rep, "port", p < 2 ? "A" : "B");
-        results_cell_str(rep, "headstage_probe", p % 2 ? "B" : "A");
+        results_cell_int(rep, "card", r->probe[p].card);
+        results_cell_str(rep, "port", j < 2 ? "A" : "B");
+        results_cell_str(rep, "headstage_probe", j % 2 ? "B" : "A");
         results_cell_int(rep, "spikes", (long long)r->probe[p].spikes);
         results_cell_int(rep, "truth_events", (long long)ps->events);
         results_cell_num(rep, "precision", ps->precision);
