@@ -209,6 +209,17 @@ TEST(recall_by_snr_band)
     CHECK(loop_score_band_recall(&sc, 2) == 0.0);
     CHECK(isnan(loop_score_band_recall(&sc, 3)));
     CHECK(isnan(loop_score_band_recall(&sc, LOOP_SCORE_BANDS)));
+    /* F1 at SNR >= 5: 3 such events, 1 found; the detection of the SNR 4
+     * event counts neither way, a duplicate and a stray one are false
+     * positives: 2 * 1 / (2 * 1 + 2 fp + 2 misses) */
+    CHECK(fabs(loop_score_band_f1(&sc, 1) - 2.0 / 4.0) < 1e-12); /* no fp yet: 2 / (2 + 0 + 2) */
+    struct loop_spike d2[4] = {det(1000, 5), det(3000, 5), det(3001, 5), det(9000, 5)};
+    sc = score(t, 5, d2, 4);
+    CHECK_EQ(sc.fp, 2);
+    CHECK(fabs(loop_score_band_f1(&sc, 1) - 2.0 / 6.0) < 1e-12);
+    CHECK(fabs(loop_score_band_f1(&sc, 0) - 4.0 / 8.0) < 1e-12); /* every band: 2 tp, 4 events (one has no SNR), 2 fp */
+    CHECK(isnan(loop_score_band_f1(&sc, 3)));                   /* no event at SNR >= 12 */
+    CHECK(isnan(loop_score_band_f1(&sc, -1)) && isnan(loop_score_band_f1(&sc, LOOP_SCORE_BANDS)));
 }
 
 /* Many events and detections at random (a fixed seed): every count adds up,

@@ -134,6 +134,7 @@ static int one(const struct bench_scale_opts *o, struct results *rep, int backen
     results_cell_num(rep, "precision", r.score.precision);
     results_cell_num(rep, "recall", r.score.recall);
     results_cell_num(rep, "f1", r.score.f1);
+    results_cell_num(rep, "f1_snr_ge5", loop_score_band_f1(&r.score, 1));
     results_cell_int(rep, "echoes", (long long)r.lat.n);
     static const char *const pn[] = {"p50", "p99", "p999", "max"};
     char col[32];

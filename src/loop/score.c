@@ -108,6 +108,18 @@ double loop_score_band_recall(const struct loop_score *sc, int band)
     return (double)sc->band_tp[band] / (double)sc->band_events[band];
 }
 
+double loop_score_band_f1(const struct loop_score *sc, int from)
+{
+    if (from < 0 || from >= LOOP_SCORE_BANDS)
+        return NAN;
+    uint64_t tp = 0, events = 0;
+    for (int b = from; b < LOOP_SCORE_BANDS; b++) {
+        tp += sc->band_tp[b];
+        events += sc->band_events[b];
+    }
+    return events ? 2.0 * (double)tp / (double)(tp + events + sc->fp) : NAN;
+}
+
 static void count(const struct loop_truth *truth, size_t nt, const struct loop_spike *det, size_t nd,
                   const uint8_t *t_matched, const uint8_t *d_matched, uint64_t t_lo, uint64_t t_hi,
                   struct loop_score *out)

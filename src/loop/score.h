@@ -113,5 +113,11 @@ int loop_score_band(double snr);
 const char *loop_score_band_name(int band);
 /* A band's recall: band_tp / band_events, NAN without events. */
 double loop_score_band_recall(const struct loop_score *sc, int band);
+/* F1 of the truth events of bands from .. LOOP_SCORE_BANDS - 1 (from 1:
+ * SNR >= 5): their matches and misses against every free detection as a
+ * false positive (a detection matched to a quieter event counts neither
+ * way: it found a real spike). NAN for another from, or without such
+ * events. */
+double loop_score_band_f1(const struct loop_score *sc, int from);
 
 #endif

@@ -107,6 +107,8 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
         else
             printf(" %s -", loop_score_band_name(b));
     printf("\n");
+    printf("                     F1 of the events at SNR >= 5 (every false positive counted): %.3f\n",
+           loop_score_band_f1(sc, 1));
     if (sc->labelled)
         print_sorting("sorting           ", sc);
     for (uint32_t p = 0; r->probes > 1 && p < r->probes; p++) {

@@ -56,6 +56,7 @@ int run_report_write(const char *dir, int argc, char **argv, int backend, const 
                                                           "recall_snr_ge12"};
         results_cell_num(rep, col[b], loop_score_band_recall(&r->score, b));
     }
+    results_cell_num(rep, "f1_snr_ge5", loop_score_band_f1(&r->score, 1));
     results_cell_int(rep, "stims", (long long)r->stims);
     results_cell_int(rep, "echoes", (long long)r->echoes);
     results_cell_int(rep, "echoes_unkept", (long long)r->echoes_unkept);
