@@ -28,9 +28,9 @@
 #                LAT_BACKENDS (default cpu,gpu-persistent,gpu-mapped),
 #                blocks 1..32, spin 50/1000 us x dma/blocking reads,
 #                LAT_SECONDS (default 2) per run, LAT_REPEAT rounds  ~3.5 min a round
-#   scale        bench scale: probes SCALE_PROBES (default 1,2,4) x algorithm x
+#   scale        bench scale: probes SCALE_PROBES (default 1,2,4,8,16) x algorithm x
 #                SCALE_BACKENDS (default cpu,gpu-mapped,gpu-persistent), block 16,
-#                SCALE_SECONDS (default 3) per run                          ~0.5 min
+#                SCALE_SECONDS (default 3) per run                          ~2 min
 #   latency-ab   (only when named) tools/bench-latency-ab.sh: bench latency of
 #                this tree against LAT_OLD (a commit, default 6c76ed4: the
 #                engine's sleep-polled hand-offs), built from `git archive`
@@ -183,7 +183,7 @@ fi
 if want scale; then
     # issue 24 item 5: probes x algorithm x backend, keeping up and latency, each backend against cpu
     step "bench scale" 580 "$BUILD/onigpu" bench scale --backends "${SCALE_BACKENDS:-cpu,gpu-mapped,gpu-persistent}" \
-        --probes "${SCALE_PROBES:-1,2,4}" --seconds "${SCALE_SECONDS:-3}" --out "$RES" > >(tee -a "$SUM")
+        --probes "${SCALE_PROBES:-1,2,4,8,16}" --seconds "${SCALE_SECONDS:-3}" --out "$RES" > >(tee -a "$SUM")
     pack
 fi
 

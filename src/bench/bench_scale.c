@@ -38,9 +38,9 @@ void bench_scale_defaults(struct bench_scale_opts *o)
     for (int b = 0; b < LOOP_NBACKENDS; b++)
         if (loop_backend_available(b, NULL, 0))
             o->backends |= 1u << b;
-    static const uint32_t probes[] = {1, 2, 4};
+    static const uint32_t probes[] = {1, 2, 4, 8, 16}; /* issue 24's sweep */
     memcpy(o->probes, probes, sizeof probes);
-    o->nprobes = 3;
+    o->nprobes = 5;
     o->algos = (1u << NALGOS) - 1;
     o->block = 16;
     o->seconds = 3;
@@ -102,6 +102,17 @@ static int one(const struct bench_scale_opts *o, struct results *rep, int backen
                                   .block = o->block, .seconds = o->seconds, .truth = truth, .stages = ch.specs,
                                   .nstages = ch.n};
     struct loop_run_result r;
+    char why[sizeof r.why];
+    if (loop_run_check(&cfg, why, sizeof why)) { /* a combination the run refuses: said, not run */
+        remove(truth);
+        if (algos[a].templates)
+            bench_rm_tree(dir);
+        memset(c, 0, sizeof *c);
+        if (o->log)
+            fprintf(o->log, "bench scale: %s %s %u probe%s: not run: %s\n", loop_backend_name(backend),
+                    algos[a].name, probes, probes > 1 ? "s" : "", why);
+        return 0;
+    }
     int rc = loop_run_session(&cfg, &r);
     remove(truth);
     for (uint32_t k = 1; k < LOOP_RUN_MAX_CARDS; k++) { /* the other cards' truth files */

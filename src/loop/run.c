@@ -210,8 +210,8 @@ static int check_block(struct card *c, const uint8_t *buf, size_t len)
     memcpy(&probe, f + LOOP_NP2E_READ_HDR + LOOP_NP2E_PROBE_OFF, 2);
     char who[16];
     fail(s, ONI_EBADFRAME, "%ssuper-frame %ld of a block came from device %u probe %u, where the probes' "
-         "order (lockstep, rig.h) puts device %u probe %u", card_who(c, who, sizeof who), bad, dev, probe, c->lanes[bad % np].dev,
-         c->lanes[bad % np].probe);
+         "order (lockstep, rig.h) puts device %u probe %u", card_who(c, who, sizeof who), bad, dev, probe,
+         c->lanes[bad % np].dev, c->lanes[bad % np].probe);
     return ONI_EBADFRAME;
 }
 
@@ -368,10 +368,9 @@ static void lat_summary(const struct session *s, const uint64_t *lat, size_t n, 
     free(v);
 }
 
-/* The rig, and the GPU stream's other users: the loop takes the GPU stream
- * for the probes' frames alone. 0 or ONI_EINVALARG (said). */
 /* Card c's rig of np probes, its lanes, and no other device on its GPU
- * stream. 0 or an error (said). */
+ * stream (the loop takes it for the probes' frames alone). 0 or an error
+ * (said). */
 static int find_devices(struct card *c, uint32_t np)
 {
     struct session *s = c->s;
@@ -517,7 +516,7 @@ static int set_units(struct session *s, const char *dir, uint32_t *units)
  * ONI_EREADFAILURE (said). */
 static int unit_bases(struct session *s, uint32_t base[LOOP_RUN_MAX_PROBES])
 {
-    const struct loop_rig *rig = &s->card[0].rig; /* templates= takes one card (check_config) */
+    const struct loop_rig *rig = &s->card[0].rig; /* templates= takes one card (loop_run_check) */
     char dir[512];
     spec_value(card_spec(s->cfg, rig->nprobes), "templates", dir, sizeof dir);
     memset(base, 0, LOOP_RUN_MAX_PROBES * sizeof *base);
@@ -1212,15 +1211,17 @@ static void session_free(struct session *s)
     free(s);
 }
 
-/* The cards the run's probes are on (check_config bounds them). */
+/* The cards the run's probes are on (loop_run_check bounds them). */
 static uint32_t cards_of(const struct loop_run_config *cfg)
 {
     uint32_t np = cfg->probes ? cfg->probes : 1;
     return cfg->cards ? cfg->cards : (np + LOOP_RIG_MAX_PROBES - 1) / LOOP_RIG_MAX_PROBES;
 }
 
-static int check_config(const struct loop_run_config *cfg, char *why, size_t cap)
+int loop_run_check(const struct loop_run_config *cfg, char *why, size_t cap)
 {
+    if (!cfg || !why || !cap)
+        return ONI_EINVALARG;
     char bwhy[160];
     uint32_t np = cfg->probes ? cfg->probes : 1, nc = cards_of(cfg);
     if (!cfg->truth)
@@ -1413,7 +1414,7 @@ int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *
     res->owed_ms = NAN;
     if (!cfg)
         return res->rc = ONI_EINVALARG;
-    if ((res->rc = check_config(cfg, res->why, sizeof res->why)) != 0)
+    if ((res->rc = loop_run_check(cfg, res->why, sizeof res->why)) != 0)
         return res->rc;
     if (cfg->block)
         return run_one(cfg, res);

@@ -236,6 +236,11 @@ struct loop_run_result {
  * A run that processed no frame is an error too (ONI_EREADFAILURE, why
  * says): it did not close the loop. */
 int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *res);
+/* Whether loop_run_session takes cfg as given, before any card is opened:
+ * 0, or ONI_EINVALARG with why[cap] saying what it refuses (bounds, a probe
+ * count the cards cannot hold, several cards with a GPU-resident backend, a
+ * tap or templates=, an unavailable backend). */
+int loop_run_check(const struct loop_run_config *cfg, char *why, size_t cap);
 
 /* Make a new, empty ground-truth file for a run at path[cap]: in dir as
  * truth-<UTC date and time>.csv (an existing file of that name is never

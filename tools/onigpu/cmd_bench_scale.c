@@ -13,7 +13,7 @@
 static int run(int argc, char **argv);
 
 CLI_COMMAND(bench_scale, "bench scale",
-            "[--backends all|LIST] [--probes 1,2,4] [--algos all|threshold,tmatch] [--block 16] [--seconds 3] "
+            "[--backends all|LIST] [--probes 1,2,4,8,16] [--algos all|threshold,tmatch] [--block 16] [--seconds 3] "
             "[--repeat 1] [--out docs/results]",
             "where the GPU pays: the closed loop against probes per algorithm and backend; keeping up, latency, F1; "
             "CSV, JSON, PNG", NULL, run)
