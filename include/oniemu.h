@@ -39,7 +39,9 @@ enum {
                                       "dev_idx,unit,channel,sample_time,snr" while generating; a regular file
                                       (created if missing), else ONI_EPATHINVALID */
     ONI_DRV_EMU_LINK,              /* get: oniemu_link_t of the link preset in use */
-    ONI_DRV_EMU_MODE               /* get: uint32_t, 0 = realtime, 1 = fast (mode=fast) */
+    ONI_DRV_EMU_MODE,              /* get: uint32_t, 0 = realtime, 1 = fast (mode=fast) */
+    ONI_DRV_EMU_LAG                /* get: oniemu_lag_t, how far the card's generator has fallen
+                                      behind its real-time clock since acquisition started */
 };
 /* The FIFO ("DDR") capacity is fifo_capacity of ONI_DRV_STREAM_STATS (onigpu.h). */
 
@@ -70,6 +72,17 @@ typedef struct {
     double bandwidth_Bps; /* 0 = unlimited */
     double latency_s;     /* per transfer */
 } oniemu_link_t;
+
+/* A real card makes every frame at its time; the emulated one makes them on
+ * a thread of the host, which a loaded machine can starve. Then frames come
+ * late, and every latency measured on them includes the delay: lag says by
+ * how much. now_ns: the oldest frame due and not yet made, that long ago
+ * (0: none owed); max_ns: the most now_ns was, looked at each time the
+ * generator ran, since acquisition last started. Both 0 in mode=fast. */
+typedef struct {
+    uint64_t now_ns;
+    uint64_t max_ns;
+} oniemu_lag_t;
 
 /* The link presets' names, slowest first, as an initializer list:
  * static const char *const presets[] = {ONIEMU_LINK_PRESETS}; */

@@ -339,6 +339,44 @@ TEST(emudrv_mode_option)
     }
 }
 
+/* ONI_DRV_EMU_LAG: a card whose generator cannot keep up (a test core asked
+ * for 200 GB/s) says it fell behind by about the time it ran; a card that
+ * keeps up owes next to nothing; mode=fast, whose clock follows the reads,
+ * owes nothing. Read-only, after init, sized. */
+TEST(emudrv_lag_option)
+{
+    oni_ctx ctx = oni_create_ctx("emu");
+    REQUIRE(ctx);
+    oniemu_lag_t lag;
+    size_t sz = sizeof lag;
+    CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LAG, &lag, &sz), ONI_EINVALSTATE);
+    oni_destroy_ctx(ctx);
+    static const struct {
+        const char *spec;
+        uint64_t lo_ns, hi_ns; /* max_ns within */
+    } cases[] = {
+        {"mode=realtime;link=unlimited;ddr=64M;devices=testcore:bytes=4096:rate=200G:route=1", 50000000u,
+         10000000000u},
+        {"mode=realtime;devices=testcore:bytes=64:rate=1M", 0, 500000000u},
+        {"mode=fast;devices=testcore:bytes=64:rate=1M", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        REQUIRE((ctx = open_emu(cases[i].spec)) != NULL);
+        uint32_t one = 1;
+        CHECK_RC(oni_set_opt(ctx, ONI_OPT_RUNNING, &one, sizeof one), 0);
+        usleep(100000);
+        sz = sizeof lag - 1;
+        CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LAG, &lag, &sz), ONI_EBUFFERSIZE);
+        CHECK_EQ(sz, sizeof lag);
+        CHECK_RC(oni_get_driver_opt(ctx, ONI_DRV_EMU_LAG, &lag, &sz), 0);
+        if (lag.max_ns < cases[i].lo_ns || lag.max_ns > cases[i].hi_ns || lag.now_ns > lag.max_ns)
+            UNIT_FAIL("spec \"%s\": lag now %.3f ms, max %.3f ms; want max %.3f..%.3f ms", cases[i].spec,
+                      lag.now_ns / 1e6, lag.max_ns / 1e6, cases[i].lo_ns / 1e6, cases[i].hi_ns / 1e6);
+        CHECK_RC(oni_set_driver_opt(ctx, ONI_DRV_EMU_LAG, &lag, sizeof lag), ONI_EREADONLY);
+        oni_destroy_ctx(ctx);
+    }
+}
+
 TEST(emudrv_env_spec)
 {
     /* ONIGPU_EMU is used when no spec was set: a bad one there is refused */

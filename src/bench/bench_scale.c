@@ -141,6 +141,7 @@ static int one(const struct bench_scale_opts *o, struct results *rep, int backen
     results_cell_num(rep, "keeping_up", r.verdict < 0 ? NAN : r.verdict);
     results_cell_int(rep, "dropped_frames", (long long)r.dropped);
     results_cell_num(rep, "backlog_ms", r.owed_ms);
+    results_cell_num(rep, "emu_lag_max_ms", r.emu_lag_ms);
     results_cell_int(rep, "spikes", (long long)r.spikes);
     results_cell_num(rep, "precision", r.score.precision);
     results_cell_num(rep, "recall", r.score.recall);

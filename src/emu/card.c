@@ -277,6 +277,7 @@ static void start(struct emu_card *c, uint64_t t)
     emu_fifo_flush(&c->fifo[1]);
     emu_gen_restart(c, t);
     emu_port_start(c);
+    c->lag_now = c->lag_max = 0;
     c->running = 1;
     pthread_cond_signal(&c->gen_cond);
 }
@@ -688,6 +689,15 @@ int emu_card_write(struct emu_card *c, enum emu_stream s, const void *src, size_
 }
 
 /* --- statistics and ground truth ------------------------------------------- */
+
+void emu_card_lag(struct emu_card *c, oniemu_lag_t *lag)
+{
+    emu_card_lock(c);
+    uint64_t now = c->lag_now, max = c->lag_max;
+    pthread_mutex_unlock(&c->lock);
+    lag->now_ns = (uint64_t)((unsigned __int128)now * 1000000000u / EMU_ACQ_HZ);
+    lag->max_ns = (uint64_t)((unsigned __int128)max * 1000000000u / EMU_ACQ_HZ);
+}
 
 void emu_card_stats(struct emu_card *c, onigpu_stream_stats_t *st)
 {

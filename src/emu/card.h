@@ -251,6 +251,7 @@ struct emu_card {
     /* acquisition clock: realtime = (now - t0_ns) * ACQ / 1e9; fast = gen_now */
     uint64_t t0_ns;
     uint64_t gen_now;   /* time of the last frame generated */
+    uint64_t lag_now, lag_max; /* acquisition ticks the generator owes (emu_gen_note_lag) */
     uint8_t *scratch;   /* one frame, for frames that wrap around a FIFO's end */
 
     struct emu_fifo fifo[2]; /* [0] EMU_STREAM_DATA, [1] EMU_STREAM_GPU */
@@ -309,6 +310,10 @@ int emu_card_sleep(struct emu_card *c, struct emu_sleeper *s, pthread_cond_t *cv
 void emu_card_rouse(struct emu_card *c, struct emu_sleeper *s, int woke);
 /* Acquisition clock now (card lock held). */
 uint64_t emu_card_now(struct emu_card *c);
+/* After generating up to now (card lock held): how long ago the oldest
+ * frame not yet made was due, into lag_now, and the most it was into
+ * lag_max (ONI_DRV_EMU_LAG). */
+void emu_gen_note_lag(struct emu_card *c, uint64_t now);
 /* Record a ground-truth spike (card lock held). */
 /* A stimulus reached the card at the current sample (a DigitalIO or
  * stimulator write frame): every signal generator draws its artefact from

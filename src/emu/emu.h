@@ -93,6 +93,8 @@ void emu_card_link_delay(struct emu_card *card, size_t n, uint64_t spent_ns);
 void emu_card_stats(struct emu_card *card, onigpu_stream_stats_t *st);
 /* Link preset in use. */
 void emu_card_link(struct emu_card *card, oniemu_link_t *link);
+/* How far the generator has fallen behind real time (oniemu.h). */
+void emu_card_lag(struct emu_card *card, oniemu_lag_t *lag);
 /* 1 if the card runs in fast mode (mode=fast), 0 in real time. */
 int emu_card_fast(const struct emu_card *card);
 /* What the card's firmware has: EMU_FEAT_* bits. */

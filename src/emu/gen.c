@@ -281,6 +281,14 @@ static uint64_t next_work(struct emu_card *c, uint64_t now)
     return t;
 }
 
+void emu_gen_note_lag(struct emu_card *c, uint64_t now)
+{
+    uint64_t due = emu_gen_next_due(c);
+    c->lag_now = due < now ? now - due : 0;
+    if (c->lag_now > c->lag_max)
+        c->lag_max = c->lag_now;
+}
+
 void emu_gen_restart(struct emu_card *c, uint64_t t)
 {
     for (int i = 0; i < c->ndev; i++) {
@@ -316,7 +324,9 @@ static void *gen_main(void *arg)
     while (!c->stop) {
         uint64_t wake_ns = oni_now_ns() + IDLE_WAIT_NS;
         if (c->running) {
-            size_t n = emu_gen_until(c, emu_card_now(c), EMU_GEN_CHUNK);
+            uint64_t now = emu_card_now(c);
+            size_t n = emu_gen_until(c, now, EMU_GEN_CHUNK);
+            emu_gen_note_lag(c, now);
             emu_gen_wake(c);
             if (n >= EMU_GEN_CHUNK) { /* behind: let readers and registers in, then go on */
                 emu_card_yield(c);

@@ -641,6 +641,21 @@ static int cards_owed(const struct session *s, struct owed *o)
     return 0;
 }
 
+/* The most any card's generator fell behind real time, in ms (NaN: a card
+ * that cannot say). */
+static double cards_lag_ms(const struct session *s)
+{
+    double most = 0;
+    for (uint32_t k = 0; k < s->ncards; k++) {
+        oniemu_lag_t lag;
+        size_t sz = sizeof lag;
+        if (oni_get_driver_opt(s->card[k].ctx, ONI_DRV_EMU_LAG, &lag, &sz))
+            return NAN;
+        most = lag.max_ns / 1e6 > most ? lag.max_ns / 1e6 : most;
+    }
+    return most;
+}
+
 /* Backends that read blocks into host memory: all a card without the GPU
  * stream can feed (the others need the card's DMA into GPU memory). */
 static int host_backend(int b)
@@ -934,6 +949,7 @@ static int acquire(struct session *s, int *loop_rc)
     res->stats_rc = cards_owed(s, &o);
     res->owed_ms = o.ms;
     res->dropped = o.dropped;
+    res->emu_lag_ms = cards_lag_ms(s);
     loop_stop(s->lp);
     pthread_join(lth, NULL);
     if (cfg->tap && cfg->tap->loop)
@@ -1258,7 +1274,7 @@ int loop_run_check(const struct loop_run_config *cfg, char *why, size_t cap)
 static int run_one(const struct loop_run_config *cfg, struct loop_run_result *res)
 {
     memset(res, 0, sizeof *res);
-    res->owed_ms = NAN;
+    res->owed_ms = res->emu_lag_ms = NAN;
     res->clock_err_us = res->link_read_us = res->link_write_us = NAN;
     res->block = cfg->block;
     struct session *s = calloc(1, sizeof *s);
@@ -1411,7 +1427,7 @@ int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *
     if (!res)
         return ONI_EINVALARG;
     memset(res, 0, sizeof *res);
-    res->owed_ms = NAN;
+    res->owed_ms = res->emu_lag_ms = NAN;
     if (!cfg)
         return res->rc = ONI_EINVALARG;
     if ((res->rc = loop_run_check(cfg, res->why, sizeof res->why)) != 0)

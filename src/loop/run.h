@@ -183,6 +183,9 @@ struct loop_run_result {
     uint64_t frames, bytes; /* processed: blocks sent back, not read */
     double fps;
     double owed_ms;         /* data left in the card's GPU-stream FIFO at the end (NaN: unknown) */
+    double emu_lag_ms;      /* the most an emulated card's generator fell behind real time while the
+                               loop ran (ONI_DRV_EMU_LAG, the largest of the cards'; NaN: unknown):
+                               every latency includes what it was then; a real card has none */
     int stats_rc;           /* 0, or the error reading the card's statistics at the end */
     uint64_t dropped;       /* frames the card dropped while the loop read */
     int verdict;            /* 1 keeping up, 0 behind, -1 unknown */

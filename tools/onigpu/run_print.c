@@ -87,6 +87,10 @@ void run_print_summary(int backend, const char *truth, int truth_kept, const str
            r->verdict < 0 ? "unknown" : r->verdict ? "yes" : "NO (overrun)", r->fps, r->fs_hz, left,
            r->dropped    ? "; the card dropped frames"
            : !r->verdict ? "; latency grows with the backlog, and drops follow once the FIFO is full" : "");
+    if (!isnan(r->emu_lag_ms))
+        printf("  emulated card      its generator fell at most %.3f ms behind real time%s\n", r->emu_lag_ms,
+               r->emu_lag_ms >= 1.0 ? ": the frames came that late, and the latencies below include it (a real "
+                                      "card makes each frame at its time)" : "");
     printf("  spikes detected    %llu (%llu not listed: block overflow)\n", (unsigned long long)r->spikes,
            (unsigned long long)r->spikes_overflow);
     if (r->spikes_unkept)

@@ -71,6 +71,7 @@ int run_report_write(const char *dir, int argc, char **argv, int backend, const 
     results_cell_int(rep, "stalled_reads", (long long)r->stalls);
     results_cell_num(rep, "frames_per_s", r->fps);
     results_cell_num(rep, "backlog_ms", r->owed_ms);
+    results_cell_num(rep, "emu_lag_max_ms", r->emu_lag_ms);
     results_cell_num(rep, "overrun", r->verdict < 0 ? NAN : !r->verdict);
     results_cell_int(rep, "probes", r->probes);
     results_cell_int(rep, "cards", r->cards);

@@ -313,6 +313,7 @@ static int drv_set_opt(oni_driver_ctx ctx, int opt, const void *value, size_t le
     }
     case ONI_DRV_EMU_LINK:
     case ONI_DRV_EMU_MODE:
+    case ONI_DRV_EMU_LAG:
     case ONI_DRV_STREAM_STATS:
     case ONI_DRV_GPU_STREAM:
         return ONI_EREADONLY;
@@ -343,6 +344,17 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
         emu_card_link(d->card, &link);
         memcpy(value, &link, sizeof link);
         *len = sizeof link;
+        return 0;
+    }
+    case ONI_DRV_EMU_LAG: {
+        oniemu_lag_t lag;
+        if (*len < sizeof lag)
+            return oni_opt_short(len, sizeof lag);
+        if (!d->initialized)
+            return ONI_EINVALSTATE;
+        emu_card_lag(d->card, &lag);
+        memcpy(value, &lag, sizeof lag);
+        *len = sizeof lag;
         return 0;
     }
     case ONI_DRV_EMU_MODE: {
