@@ -15,6 +15,8 @@
 #include "realtime.h"
 #include "oni/util/clock.h"
 #include "loop/run.h"
+#include "bench/bench_scale.h"
+#include "results/results.h"
 
 #if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define REALTIME_BUILD 1 /* only such a build keeps up with the card */
@@ -361,10 +363,6 @@ TEST(session_runs_several_probes_side_by_side)
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
     CHECK(strstr(r.why, "one card's DMA") != NULL);
     c.backend = LOOP_CPU;
-    c.spec = "devices=breakout:loopback=1,np2e;mode=realtime;templates=/tmp/x";
-    CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
-    CHECK(strstr(r.why, "templates=") != NULL);
-    c.spec = NULL;
     struct loop_run_tap tap = {0};
     c.tap = &tap;
     CHECK_EQ(loop_run_session(&c, &r), ONI_EINVALARG);
@@ -372,9 +370,54 @@ TEST(session_runs_several_probes_side_by_side)
     char card1[4200];
     CHECK_RC(loop_run_card_truth(truth, 0, card1, sizeof card1), ONI_EINVALARG);
     CHECK_RC(loop_run_card_truth(truth, 1, card1, 8), ONI_EINVALARG);
+    CHECK_RC(loop_run_card_templates("/tmp/t", 0, card1, sizeof card1), 0);
+    CHECK(!strcmp(card1, "/tmp/t"));
+    CHECK_RC(loop_run_card_templates("/tmp/t", 2, card1, sizeof card1), 0);
+    CHECK(!strcmp(card1, "/tmp/t/card2"));
+    CHECK_RC(loop_run_card_templates("/tmp/t", 2, card1, 8), ONI_EINVALARG);
+    /* probes spread evenly, the first cards taking one more */
+    struct loop_run_config six = {.probes = 6}, two = {.probes = 2, .cards = 2};
+    uint32_t j = 9;
+    CHECK_EQ(loop_run_probe_card(&six, 2, &j), 0);
+    CHECK_EQ(j, 2);
+    CHECK_EQ(loop_run_probe_card(&six, 3, &j), 1);
+    CHECK_EQ(j, 0);
+    CHECK_EQ(loop_run_probe_card(&two, 1, NULL), 1);
+    struct loop_run_config five = {.probes = 5, .cards = 3}; /* 2, 2, 1 */
+    CHECK_EQ(loop_run_probe_card(&five, 4, &j), 2);
+    CHECK_EQ(j, 0);
     REQUIRE(loop_run_card_truth(truth, 1, card1, sizeof card1) == 0);
     CHECK_EQ(access(card1, F_OK), -1); /* nothing made for a run refused */
     unlink(truth);
+}
+
+/* bench scale asks loop_run_check first: a GPU-resident backend with five
+ * probes (two cards) is not run, whether or not a GPU is here: a line says
+ * why, no row, no failure, nothing measured. */
+TEST(bench_scale_leaves_out_what_the_run_refuses)
+{
+    char dir[] = "/tmp/onigpu-scale-XXXXXX", logtext[512] = "";
+    REQUIRE(mkdtemp(dir));
+    struct bench_scale_opts o;
+    bench_scale_defaults(&o);
+    o.backends = 1u << LOOP_GPU_PERSISTENT;
+    o.algos = 1; /* threshold */
+    o.probes[0] = 5;
+    o.nprobes = 1;
+    o.seconds = 1;
+    o.log = fmemopen(logtext, sizeof logtext, "w");
+    REQUIRE(o.log);
+    int err = 0, failed = 0, measured = 0;
+    struct results *rep = results_open(dir, "scale", 0, NULL, NULL, &err);
+    REQUIRE(rep);
+    CHECK_RC(bench_scale_run(&o, rep, &failed, &measured), 0);
+    fclose(o.log);
+    CHECK_EQ(failed, 0);
+    CHECK_EQ(measured, 0);
+    CHECK(strstr(logtext, "gpu-persistent threshold 5 probes: not run:") != NULL);
+    CHECK(strstr(logtext, "one card's DMA") != NULL);
+    results_close(rep);
+    CHECK(unit_sh("rm -rf %s", dir) == 0);
 }
 
 TEST(session_refuses_what_cannot_close_the_loop)

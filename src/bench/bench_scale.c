@@ -64,8 +64,9 @@ struct chain {
 };
 
 /* The chain of algorithm a for probes probes; a templates algorithm has the
- * card write its truth templates into dir (probe p's set is dir/D-S: raw
- * device D = 8 + p / 2, stream S = p % 2, docs/emulator.md). */
+ * cards write their truth templates into dir (the set of probe j of a card
+ * is D/R-S, D the card's directory (loop_run_card_templates), raw device
+ * R = 8 + j / 2, stream S = j % 2, docs/emulator.md). */
 static void chain(int a, uint32_t probes, const char *dir, struct chain *c)
 {
     memset(c, 0, sizeof *c);
@@ -76,8 +77,14 @@ static void chain(int a, uint32_t probes, const char *dir, struct chain *c)
     c->specs[c->n++] = (struct loop_stage_spec){"filter", NULL, NULL};
     c->specs[c->n++] = (struct loop_stage_spec){"reference", NULL, NULL};
     size_t k = (size_t)snprintf(c->text, sizeof c->text, "tmatch:templates=");
-    for (uint32_t p = 0; p < probes && k < sizeof c->text; p++) /* sets A+B+...: probe p's channels follow */
-        k += (size_t)snprintf(c->text + k, sizeof c->text - k, "%s%s/%u-%u", p ? "+" : "", dir, 8 + p / 2, p % 2);
+    struct loop_run_config cfg = {.probes = probes}; /* the run's cards, as loop_run_session spreads them */
+    for (uint32_t p = 0; p < probes && k < sizeof c->text; p++) { /* sets A+B+...: probe p's channels follow */
+        uint32_t j, card = loop_run_probe_card(&cfg, p, &j);
+        char cdir[80];
+        if (loop_run_card_templates(dir, card, cdir, sizeof cdir))
+            cdir[0] = 0; /* dir is a short mkdtemp name: never */
+        k += (size_t)snprintf(c->text + k, sizeof c->text - k, "%s%s/%u-%u", p ? "+" : "", cdir, 8 + j / 2, j % 2);
+    }
     c->specs[c->n++] = (struct loop_stage_spec){c->text, NULL, NULL};
 }
 

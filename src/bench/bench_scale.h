@@ -45,8 +45,8 @@ void bench_scale_defaults(struct bench_scale_opts *o);
  * processed against probes) and "-latency" (p99.9 against probes).
  * *failed counts runs that returned an error (their row says it),
  * *measured those that processed frames. A combination loop_run_check
- * refuses (over four probes take several cards: no GPU-resident backend,
- * no tmatch on one card's templates) is not run: logged, no row, no failure. 0, ONI_EINVALARG for options
+ * refuses (over four probes take several cards: no GPU-resident backend)
+ * is not run: logged, no row, no failure. 0, ONI_EINVALARG for options
  * outside the ranges above, or an error of the result set. */
 int bench_scale_run(const struct bench_scale_opts *o, struct results *rep, int *failed, int *measured);
 

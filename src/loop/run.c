@@ -490,7 +490,7 @@ static void spec_value(const char *spec, const char *key, char *out, size_t cap)
  * (said: the file and what is wrong). */
 static int set_units(struct session *s, const char *dir, uint32_t *units)
 {
-    char path[600];
+    char path[700];
     uint8_t head[4096];
     snprintf(path, sizeof path, "%s/templates.npy", dir);
     FILE *f = fopen(path, "rb");
@@ -511,20 +511,23 @@ static int set_units(struct session *s, const char *dir, uint32_t *units)
  * (stage_tmatch.c), and the card's spec key templates=DIR writes probe p's
  * truth templates as a set, template i = unit i (docs/emulator.md), so with
  * the sets given in probe order (docs/closed-loop.md) base[p] is the units of
- * the probes before p, read from DIR/<raw device>-<probe>/templates.npy. A
- * card that writes no templates numbers each probe's units from 0. 0 or
+ * the probes before p, read from D/<raw device>-<probe>/templates.npy, D
+ * the directory of the probe's card (loop_run_card_templates). A card that
+ * writes no templates numbers each probe's units from 0. 0 or
  * ONI_EREADFAILURE (said). */
 static int unit_bases(struct session *s, uint32_t base[LOOP_RUN_MAX_PROBES])
 {
-    const struct loop_rig *rig = &s->card[0].rig; /* templates= takes one card (loop_run_check) */
     char dir[512];
-    spec_value(card_spec(s->cfg, rig->nprobes), "templates", dir, sizeof dir);
+    spec_value(card_spec(s->cfg, s->card[0].rig.nprobes), "templates", dir, sizeof dir);
     memset(base, 0, LOOP_RUN_MAX_PROBES * sizeof *base);
-    for (uint32_t p = 0, sum = 0; dir[0] && p < rig->nprobes; p++) {
+    for (uint32_t p = 0, sum = 0; dir[0] && p < s->nprobes; p++) {
         base[p] = sum;
-        char set[560];
-        uint32_t units = 0;
-        snprintf(set, sizeof set, "%s/%u-%u", dir, (unsigned)rig->head[p / 2].raw, p % 2);
+        const struct card *c = &s->card[card_of_probe(s, p)];
+        uint32_t j = p - c->base, units = 0;
+        char cdir[560], set[600];
+        if (loop_run_card_templates(dir, c->k, cdir, sizeof cdir))
+            return fail(s, ONI_EREADFAILURE, "templates=%s: too long a path for card %u's", dir, c->k);
+        snprintf(set, sizeof set, "%s/%u-%u", cdir, (unsigned)c->rig.head[j / 2].raw, j % 2);
         if (set_units(s, set, &units))
             return ONI_EREADFAILURE;
         sum += units;
@@ -542,12 +545,18 @@ static int open_card(struct card *c, uint32_t np)
     char spec[512], who[16];
     const char *base = card_spec(cfg, np);
     card_who(c, who, sizeof who);
-    char seed[48] = "", v[32];
-    if (c->k > 0) { /* another card, other neurons: card 0's seed (the spec's, else 1) + k */
+    char more[600] = "", v[512];
+    if (c->k > 0) { /* another card: other neurons (card 0's seed, the spec's or 1, + k), its own templates */
         spec_value(base, "seed", v, sizeof v);
-        snprintf(seed, sizeof seed, ";seed=%llu", (v[0] ? strtoull(v, NULL, 0) : 1) + c->k);
+        int m = snprintf(more, sizeof more, ";seed=%llu", (v[0] ? strtoull(v, NULL, 0) : 1) + c->k);
+        spec_value(base, "templates", v, sizeof v);
+        if (v[0]) {
+            m += snprintf(more + m, sizeof more - (size_t)m, ";templates=");
+            if (loop_run_card_templates(v, c->k, more + m, sizeof more - (size_t)m))
+                return fail(s, ONI_EINVALARG, "%stemplates=%s: too long a path for this card's", who, v);
+        }
     }
-    int n = snprintf(spec, sizeof spec, "%s%s%s%s", base, cfg->link ? ";link=" : "", cfg->link ? cfg->link : "", seed);
+    int n = snprintf(spec, sizeof spec, "%s%s%s%s", base, cfg->link ? ";link=" : "", cfg->link ? cfg->link : "", more);
     if (n < 0 || (size_t)n >= sizeof spec)
         return fail(s, ONI_EINVALARG, "the card's spec is too long (%d characters, %zu at most)", n, sizeof spec - 1);
     if (c->k == 0) {
@@ -1227,6 +1236,13 @@ static void session_free(struct session *s)
     free(s);
 }
 
+/* The probes of card k of nc cards holding np: spread evenly, the first
+ * cards taking one more where they do not divide. */
+static uint32_t card_probes(uint32_t np, uint32_t nc, uint32_t k)
+{
+    return np / nc + (k < np % nc);
+}
+
 /* The cards the run's probes are on (loop_run_check bounds them). */
 static uint32_t cards_of(const struct loop_run_config *cfg)
 {
@@ -1256,9 +1272,6 @@ int loop_run_check(const struct loop_run_config *cfg, char *why, size_t cap)
     else if (nc > 1 && cfg->tap)
         snprintf(why, cap, "a recording or a view takes one card's probes (at most %d), not %u cards'",
                  LOOP_RIG_MAX_PROBES, nc);
-    else if (nc > 1 && cfg->spec && strstr(cfg->spec, "templates="))
-        snprintf(why, cap, "templates= in the spec writes one card's truth templates; %u cards would write theirs to "
-                 "the same place", nc);
     else if (cfg->spin_us > 1000000)
         snprintf(why, cap, "a spin of %u us (at most 1 s)", cfg->spin_us);
     else if (!(cfg->seconds >= LOOP_RUN_MIN_SECONDS) || cfg->seconds > 86400)
@@ -1296,7 +1309,7 @@ static int run_one(const struct loop_run_config *cfg, struct loop_run_result *re
     s->nprobes = cfg->probes ? cfg->probes : 1;
     s->ncards = cards_of(cfg);
     for (uint32_t k = 0, base = 0; k < s->ncards; k++) {
-        uint32_t np = s->nprobes / s->ncards + (k < s->nprobes % s->ncards);
+        uint32_t np = card_probes(s->nprobes, s->ncards, k);
         s->card[k].s = s; /* the rest zero (calloc) */
         s->card[k].k = k;
         s->card[k].base = base;
@@ -1464,6 +1477,24 @@ void loop_run_result_free(struct loop_run_result *res)
     res->lat_us = NULL;
     res->lat_warm = NULL;
     res->nlat = 0;
+}
+
+uint32_t loop_run_probe_card(const struct loop_run_config *cfg, uint32_t p, uint32_t *on_card)
+{
+    uint32_t np = cfg->probes ? cfg->probes : 1, nc = cards_of(cfg), k = 0;
+    while (k + 1 < nc && p >= card_probes(np, nc, k)) {
+        p -= card_probes(np, nc, k);
+        k++;
+    }
+    if (on_card)
+        *on_card = p;
+    return k;
+}
+
+int loop_run_card_templates(const char *dir, uint32_t k, char *path, size_t cap)
+{
+    int n = !dir || !path ? -1 : k ? snprintf(path, cap, "%s/card%u", dir, k) : snprintf(path, cap, "%s", dir);
+    return n >= 0 && (size_t)n < cap ? 0 : ONI_EINVALARG;
 }
 
 int loop_run_card_truth(const char *truth, uint32_t k, char *path, size_t cap)

@@ -106,8 +106,9 @@ struct loop_run_config {
                            LOOP_RIG_MAX_PROBES each (0: as few as hold them); the probes are
                            spread evenly, the first cards taking one more where they do not
                            divide, each card's in rig.h's order. Card k > 0 writes its truth to
-                           loop_run_card_truth's file. Several cards take host backends only
-                           (cpu, gpu-staged, gpu-mapped) and no tap, no spec with templates= */
+                           loop_run_card_truth's file, and its truth templates (templates= in
+                           the spec) to loop_run_card_templates's directory. Several cards take
+                           host backends only (cpu, gpu-staged, gpu-mapped) and no tap */
     const char *link;   /* PCIe link preset appended to the spec; NULL: the spec's */
     uint32_t block;     /* frames per block, 1..LOOP_RUN_MAX_BLOCK; 0: pick it (trials of
                            LOOP_RUN_TRIAL_S with blocks 1, 2, 4, ... LOOP_RUN_PICK_MAX (a trial
@@ -241,8 +242,8 @@ struct loop_run_result {
 int loop_run_session(const struct loop_run_config *cfg, struct loop_run_result *res);
 /* Whether loop_run_session takes cfg as given, before any card is opened:
  * 0, or ONI_EINVALARG with why[cap] saying what it refuses (bounds, a probe
- * count the cards cannot hold, several cards with a GPU-resident backend, a
- * tap or templates=, an unavailable backend). */
+ * count the cards cannot hold, several cards with a GPU-resident backend or
+ * a tap, an unavailable backend). */
 int loop_run_check(const struct loop_run_config *cfg, char *why, size_t cap);
 
 /* Make a new, empty ground-truth file for a run at path[cap]: in dir as
@@ -256,6 +257,14 @@ int loop_run_truth_new(const char *dir, char *path, size_t cap, char *why, size_
  * "<truth>.card<k>" into path[cap] (made, emptied, by the run; removing it
  * is the caller's, as with truth). 0, or ONI_EINVALARG (no room). */
 int loop_run_card_truth(const char *truth, uint32_t k, char *path, size_t cap);
+/* Where card k writes its truth templates when the spec says templates=dir:
+ * dir itself for card 0, "<dir>/card<k>" for the others (each card's sets
+ * are <raw device>-<probe> there, docs/emulator.md). 0, or ONI_EINVALARG (no
+ * room). */
+int loop_run_card_templates(const char *dir, uint32_t k, char *path, size_t cap);
+/* The card of the loop's probe p in a run of cfg (cfg.cards, bounded by
+ * loop_run_check), and into *on_card (may be NULL) its place there. */
+uint32_t loop_run_probe_card(const struct loop_run_config *cfg, uint32_t p, uint32_t *on_card);
 
 /* Free what loop_run_session allocated in res (NULL ok). */
 void loop_run_result_free(struct loop_run_result *res);

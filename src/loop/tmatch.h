@@ -27,7 +27,7 @@
 #include <math.h>
 #endif
 
-#define TM_MAXT 1536   /* templates, of all sets */
+#define TM_MAXT 4800   /* templates, of all sets (16 probes of 300 units) */
 #define TM_MAXF 32     /* channels of a template's footprint */
 #define TM_MAXL 64     /* samples of a template's window */
 #define TM_HIST 512    /* samples kept per channel, a power of two: nframes + len + 2 lag at most */
