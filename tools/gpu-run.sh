@@ -43,7 +43,8 @@
 #                mutation? -> $OUT/mutate-results.tsv   ~0.5 min per mutant
 #                (MUTATE_STEP_S: the stage's deadline; cut by it, the file
 #                being mutated is restored and the results so far are kept)
-# The build (~1.5 min) always runs first. A full run does not fit one 600 s
+# The build (~1.5 min) always runs first, after the Debian packages in .deb/ are
+# installed (tools/gpu-debs.sh fetches them here; the call carries .deb). A full run does not fit one 600 s
 # call: split it, e.g. STAGES="tests xfer-tail" then STAGES="loop-target run".
 #
 # Other knobs (environment): BUILD (build dir, default build-gpu), JOBS,
@@ -81,6 +82,10 @@ exec > >(tee -a "$LOG") 2>&1
 echo "=== onigpu gpu-run $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${ONIGPU_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo none)}"
 nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv
 nvcc --version | tail -1
+# Debian packages carried in (tools/gpu-debs.sh: the machine has no network), installed first
+if ls .deb/*.deb >/dev/null 2>&1; then
+    step debs 120 dpkg -i .deb/*.deb >/dev/null
+fi
 if ! step configure 120 cmake -S . -B "$BUILD" -DONIGPU_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DCMAKE_BUILD_TYPE=Release || ! step build 300 cmake --build "$BUILD" -j "$JOBS"; then
     exit 1
