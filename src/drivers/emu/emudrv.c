@@ -71,6 +71,19 @@ static int put_string(const char *s, void *value, size_t *len)
     return 0;
 }
 
+/* Room for a fixed-size value of n bytes of the card (a get option): ONI_EBUFFERSIZE
+ * with *len = n for a short buffer, ONI_EINVALSTATE before init, else 0 with
+ * *len = n (the caller copies the value in). */
+static int card_value(const struct emudrv *d, size_t *len, size_t n)
+{
+    if (*len < n)
+        return oni_opt_short(len, n);
+    if (!d->initialized)
+        return ONI_EINVALSTATE;
+    *len = n;
+    return 0;
+}
+
 static int set_truth(struct emudrv *d, const char *path)
 {
     return emu_card_set_truth_file(d->card, path[0] ? path : NULL);
@@ -337,57 +350,47 @@ static int drv_get_opt(oni_driver_ctx ctx, int opt, void *value, size_t *len)
         return put_string(d->truth ? d->truth : "", value, len);
     case ONI_DRV_EMU_LINK: {
         oniemu_link_t link;
-        if (*len < sizeof link)
-            return oni_opt_short(len, sizeof link);
-        if (!d->initialized)
-            return ONI_EINVALSTATE;
+        int rc = card_value(d, len, sizeof link);
+        if (rc)
+            return rc;
         emu_card_link(d->card, &link);
         memcpy(value, &link, sizeof link);
-        *len = sizeof link;
         return 0;
     }
     case ONI_DRV_EMU_LAG: {
         oniemu_lag_t lag;
-        if (*len < sizeof lag)
-            return oni_opt_short(len, sizeof lag);
-        if (!d->initialized)
-            return ONI_EINVALSTATE;
+        int rc = card_value(d, len, sizeof lag);
+        if (rc)
+            return rc;
         emu_card_lag(d->card, &lag);
         memcpy(value, &lag, sizeof lag);
-        *len = sizeof lag;
         return 0;
     }
     case ONI_DRV_EMU_MODE: {
-        uint32_t fast = 0;
-        if (*len < sizeof fast)
-            return oni_opt_short(len, sizeof fast);
-        if (!d->initialized)
-            return ONI_EINVALSTATE;
+        uint32_t fast;
+        int rc = card_value(d, len, sizeof fast);
+        if (rc)
+            return rc;
         fast = (emu_card_features(d->card) & EMU_FEAT_FAST) != 0;
         memcpy(value, &fast, sizeof fast);
-        *len = sizeof fast;
         return 0;
     }
     case ONI_DRV_GPU_STREAM: {
-        uint32_t bits = 0;
-        if (*len < sizeof bits)
-            return oni_opt_short(len, sizeof bits);
-        if (!d->initialized)
-            return ONI_EINVALSTATE;
+        uint32_t bits;
+        int rc = card_value(d, len, sizeof bits);
+        if (rc)
+            return rc;
         bits = (emu_card_features(d->card) & EMU_FEAT_GPUSTREAM) != 0;
         memcpy(value, &bits, sizeof bits);
-        *len = sizeof bits;
         return 0;
     }
     case ONI_DRV_STREAM_STATS: {
         onigpu_stream_stats_t st;
-        if (*len < sizeof st)
-            return oni_opt_short(len, sizeof st);
-        if (!d->initialized)
-            return ONI_EINVALSTATE;
+        int rc = card_value(d, len, sizeof st);
+        if (rc)
+            return rc;
         emu_card_stats(d->card, &st);
         memcpy(value, &st, sizeof st);
-        *len = sizeof st;
         return 0;
     }
     }
