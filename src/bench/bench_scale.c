@@ -121,12 +121,7 @@ static int one(const struct bench_scale_opts *o, struct results *rep, int backen
         return 0;
     }
     int rc = loop_run_session(&cfg, &r);
-    remove(truth);
-    for (uint32_t k = 1; k < LOOP_RUN_MAX_CARDS; k++) { /* the other cards' truth files */
-        char path[sizeof truth + 16];
-        if (!loop_run_card_truth(truth, k, path, sizeof path))
-            remove(path);
-    }
+    loop_run_truth_remove(truth);
     if (algos[a].templates)
         bench_rm_tree(dir);
     const char *err = rc ? (r.why[0] ? r.why : oni_error_str(rc)) : "";

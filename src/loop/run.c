@@ -1503,6 +1503,18 @@ int loop_run_card_truth(const char *truth, uint32_t k, char *path, size_t cap)
     return n >= 0 && (size_t)n < cap ? 0 : ONI_EINVALARG;
 }
 
+void loop_run_truth_remove(const char *truth)
+{
+    if (!truth)
+        return;
+    remove(truth);
+    for (uint32_t k = 1; k < LOOP_RUN_MAX_CARDS; k++) {
+        char path[4200];
+        if (!loop_run_card_truth(truth, k, path, sizeof path))
+            remove(path);
+    }
+}
+
 int loop_run_truth_new(const char *dir, char *path, size_t cap, char *why, size_t why_cap)
 {
     int fd;

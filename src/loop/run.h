@@ -257,6 +257,9 @@ int loop_run_truth_new(const char *dir, char *path, size_t cap, char *why, size_
  * "<truth>.card<k>" into path[cap] (made, emptied, by the run; removing it
  * is the caller's, as with truth). 0, or ONI_EINVALARG (no room). */
 int loop_run_card_truth(const char *truth, uint32_t k, char *path, size_t cap);
+/* Remove a run's truth files: truth and every card's beside it (those
+ * that are not there are no error). */
+void loop_run_truth_remove(const char *truth);
 /* Where card k writes its truth templates when the spec says templates=dir:
  * dir itself for card 0, "<dir>/card<k>" for the others (each card's sets
  * are <raw device>-<probe> there, docs/emulator.md). 0, or ONI_EINVALARG (no

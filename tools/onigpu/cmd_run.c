@@ -124,17 +124,6 @@ static void on_stop(void *arg)
     atomic_store(&stop_flag, 1);
 }
 
-/* Remove the run's truth files: card 0's, and the other cards' beside it. */
-static void remove_truths(const char *truth)
-{
-    remove(truth);
-    for (uint32_t k = 1; k < LOOP_RUN_MAX_CARDS; k++) {
-        char path[4200];
-        if (!loop_run_card_truth(truth, k, path, sizeof path))
-            remove(path);
-    }
-}
-
 /* The run, its summary and its files; the exit status. */
 static int session(struct opts *o, const char *truth)
 {
@@ -144,7 +133,7 @@ static int session(struct opts *o, const char *truth)
         fprintf(stderr, "onigpu run: %s\n", r.why[0] ? r.why : oni_error_str(rc));
     if (!r.ran) { /* nothing ran: a card that cannot serve the loop */
         if (o->out)
-            remove_truths(truth);
+            loop_run_truth_remove(truth);
         view_cli_close(&o->view, &r, NULL);
         return rc == ONI_EINVALSTATE ? 2 : 1;
     }
@@ -200,7 +189,7 @@ static int run(int argc, char **argv)
     }
     o.c.truth = truth;
     if (o.view.addr && view_cli_open(&o.view, &o.c)) {
-        remove_truths(truth);
+        loop_run_truth_remove(truth);
         return 1;
     }
     /* before the driver starts any thread: every later one blocks the signals */
@@ -215,7 +204,7 @@ static int run(int argc, char **argv)
         stopsig_end();
     }
     if (!o.out)
-        remove_truths(truth);
+        loop_run_truth_remove(truth);
     view_cli_close(&o.view, NULL, NULL);
     if (o.gpu_left_running) {
         /* A kernel that never returns: the CUDA runtime's teardown at exit
